@@ -1,0 +1,264 @@
+/**
+ * Every failure the kernel can report. Each is a `Schema.TaggedError`, so it can be written into the log,
+ * and carries a message a person can act on.
+ *
+ * @since 0.1.0
+ */
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
+
+/** Another writer appended to the run first: this execution lost the race and must stop. */
+export class SequenceConflict extends Schema.TaggedError<SequenceConflict>()("SequenceConflict", {
+  runId: Schema.String,
+  expectedSeq: Schema.Number
+}) {
+  override get message() {
+    return `run ${this.runId}: another writer appended after seq ${this.expectedSeq}; ` +
+      `this execution stopped without writing (only one process may drive a run at a time)`
+  }
+}
+
+/** The store failed (I/O, driver, corrupt row). */
+export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
+  operation: Schema.String,
+  reason: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {
+  override get message() {
+    return `store ${this.operation} failed: ${this.reason}`
+  }
+}
+
+/** The store could not be opened at all. */
+export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
+  store: Schema.String,
+  location: Schema.String,
+  reason: Schema.String,
+  cause: Schema.optional(Schema.Defect)
+}) {
+  override get message() {
+    return `cannot open the ${this.store} store at ${this.location}: ${this.reason}`
+  }
+}
+
+/** No run with this id exists for this tenant. */
+export class RunNotFound extends Schema.TaggedError<RunNotFound>()("RunNotFound", {
+  runId: Schema.String,
+  tenantId: Schema.optional(Schema.String)
+}) {
+  override get message() {
+    return `run ${this.runId} not found${this.tenantId === undefined ? "" : ` for tenant ${this.tenantId}`}`
+  }
+}
+
+/** The run's code asked for a different step than its log holds: never a silent divergence. */
+export class NonDeterminism extends Schema.TaggedError<NonDeterminism>()("NonDeterminism", {
+  runId: Schema.String,
+  stepKey: Schema.String,
+  expected: Schema.String,
+  actual: Schema.String
+}) {
+  override get message() {
+    return `run ${this.runId} diverged from its log at step ${this.stepKey}: the log holds ${this.expected}, ` +
+      `the code asked for ${this.actual}. Restore the code the run started with, or start a new run.`
+  }
+}
+
+/** A tool name that no registered tool has. */
+export class UnknownTool extends Schema.TaggedError<UnknownTool>()("UnknownTool", {
+  tool: Schema.String,
+  available: Schema.Array(Schema.String)
+}) {
+  override get message() {
+    return `unknown tool "${this.tool}"; registered tools: ${this.available.join(", ") || "(none)"}`
+  }
+}
+
+/** Tool arguments that do not decode with the tool's parameter schema; the tool did not run. */
+export class InvalidToolArguments extends Schema.TaggedError<InvalidToolArguments>()("InvalidToolArguments", {
+  tool: Schema.String,
+  path: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `invalid arguments for tool "${this.tool}" at ${this.path}: ${this.reason}`
+  }
+}
+
+/** A tool handler failed. Handlers fail with this (or any error, which is wrapped in it). */
+export class ToolError extends Schema.TaggedError<ToolError>()("ToolError", {
+  tool: Schema.String,
+  reason: Schema.String,
+  timedOut: Schema.optional(Schema.Boolean),
+  cause: Schema.optional(Schema.Defect)
+}) {
+  override get message() {
+    return `tool "${this.tool}" failed: ${this.reason}`
+  }
+}
+
+/** A call the tenant's capabilities or a policy middleware forbid; it never executed. */
+export class PolicyDenied extends Schema.TaggedError<PolicyDenied>()("PolicyDenied", {
+  tool: Schema.String,
+  reason: Schema.String,
+  capability: Schema.optional(Schema.String)
+}) {
+  override get message() {
+    return `call to "${this.tool}" denied: ${this.reason}`
+  }
+}
+
+/** The run's spend crossed its tenant's USD budget. */
+export class BudgetExceeded extends Schema.TaggedError<BudgetExceeded>()("BudgetExceeded", {
+  runId: Schema.String,
+  limitUsd: Schema.Number,
+  spentUsd: Schema.Number
+}) {
+  override get message() {
+    return `run ${this.runId} spent $${this.spentUsd.toFixed(6)} of its $${this.limitUsd} budget; raise the ` +
+      `tenant's budgetUsdLimit or start a smaller run`
+  }
+}
+
+/** A model call failed. `kind` tells what to do about it. */
+export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
+  kind: Schema.Literal(
+    "rate_limited",
+    "server_error",
+    "timeout",
+    "context_length_exceeded",
+    "authentication",
+    "refusal",
+    "malformed_tool_call",
+    "bad_request",
+    "connection",
+    "script_mismatch",
+    "unknown"
+  ),
+  reason: Schema.String,
+  retryable: Schema.Boolean,
+  cause: Schema.optional(Schema.Defect)
+}) {
+  override get message() {
+    return `model call failed (${this.kind}): ${this.reason}`
+  }
+}
+
+/** The model's final answer did not decode with the output schema after the allowed re-asks. */
+export class OutputDecodeError extends Schema.TaggedError<OutputDecodeError>()("OutputDecodeError", {
+  attempts: Schema.Number,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `the model's answer did not match the output schema after ${this.attempts} attempt(s): ${this.reason}`
+  }
+}
+
+/** A chat loop used all its turns without a final answer. */
+export class MaxTurnsExceeded extends Schema.TaggedError<MaxTurnsExceeded>()("MaxTurnsExceeded", {
+  maxTurns: Schema.Number
+}) {
+  override get message() {
+    return `the model did not give a final answer within ${this.maxTurns} turns; raise maxTurns or simplify the task`
+  }
+}
+
+/** A human response that does not decode with the schema the pause asked for; nothing was written. */
+export class InvalidHumanResponse extends Schema.TaggedError<InvalidHumanResponse>()("InvalidHumanResponse", {
+  runId: Schema.String,
+  ticket: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `the response for ticket ${this.ticket} of run ${this.runId} is invalid: ${this.reason}. ` +
+      `The run is still paused; resume it again with a valid response.`
+  }
+}
+
+/** An operation that needs a run in a given status found it in another. */
+export class InvalidRunState extends Schema.TaggedError<InvalidRunState>()("InvalidRunState", {
+  runId: Schema.String,
+  status: Schema.String,
+  expected: Schema.String
+}) {
+  override get message() {
+    return `run ${this.runId} is ${this.status}; this operation needs it to be ${this.expected}`
+  }
+}
+
+/** A run's workflow is not registered with this kernel. */
+export class WorkflowNotFound extends Schema.TaggedError<WorkflowNotFound>()("WorkflowNotFound", {
+  workflow: Schema.String,
+  available: Schema.Array(Schema.String)
+}) {
+  override get message() {
+    return `workflow "${this.workflow}" is not registered; registered: ${this.available.join(", ") || "(none)"}`
+  }
+}
+
+/** Input to a kernel operation that does not decode (run input, step value, reconcile outcome). */
+export class InvalidInput extends Schema.TaggedError<InvalidInput>()("InvalidInput", {
+  what: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `invalid ${this.what}: ${this.reason}`
+  }
+}
+
+/** A run that was failed earlier: its recorded error, as it is in the log. */
+export class RunFailedError extends Schema.TaggedError<RunFailedError>()("RunFailedError", {
+  runId: Schema.String,
+  errorTag: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `run ${this.runId} failed with ${this.errorTag}: ${this.reason}`
+  }
+}
+
+/** Every error of @artana/core. */
+export type ArtanaError =
+  | SequenceConflict
+  | StoreError
+  | StoreUnavailable
+  | RunNotFound
+  | NonDeterminism
+  | UnknownTool
+  | InvalidToolArguments
+  | ToolError
+  | PolicyDenied
+  | BudgetExceeded
+  | ModelError
+  | OutputDecodeError
+  | MaxTurnsExceeded
+  | InvalidHumanResponse
+  | InvalidRunState
+  | WorkflowNotFound
+  | InvalidInput
+  | RunFailedError
+
+const tags = new Set<string>([
+  "SequenceConflict",
+  "StoreError",
+  "StoreUnavailable",
+  "RunNotFound",
+  "NonDeterminism",
+  "UnknownTool",
+  "InvalidToolArguments",
+  "ToolError",
+  "PolicyDenied",
+  "BudgetExceeded",
+  "ModelError",
+  "OutputDecodeError",
+  "MaxTurnsExceeded",
+  "InvalidHumanResponse",
+  "InvalidRunState",
+  "WorkflowNotFound",
+  "InvalidInput",
+  "RunFailedError"
+])
+
+/** True for any error of @artana/core. */
+export const isArtanaError = (u: unknown): u is ArtanaError =>
+  Predicate.hasProperty(u, "_tag") && typeof u._tag === "string" && tags.has(u._tag)

@@ -1,0 +1,227 @@
+/**
+ * The log: an ordered, hash-chained list of events per run. `(runId, seq)` is unique and `seq` has no gaps.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+import { AssistantMessage, ChatMessage, Usage } from "./Chat.js"
+import { Json } from "./Json.js"
+import { TenantContext } from "./Tenant.js"
+
+/** The step key of events that belong to the run rather than to one step. */
+export const RUN_STEP_KEY = "run"
+
+export const RunStarted = Schema.TaggedStruct("RunStarted", {
+  workflow: Schema.String,
+  input: Json,
+  tenant: TenantContext,
+  parentRunId: Schema.optional(Schema.String),
+  rootRunId: Schema.optional(Schema.String)
+})
+
+/** An execution took the run over (a resume, a recovery after a crash): it claims the run's head. */
+export const RunResumed = Schema.TaggedStruct("RunResumed", { reason: Schema.String })
+
+export const ModelRequested = Schema.TaggedStruct("ModelRequested", {
+  model: Schema.String,
+  /** The messages as sent to the model, after every middleware. */
+  messages: Schema.Array(ChatMessage),
+  tools: Schema.Array(Schema.String),
+  /** Hash of the request as the code built it; replay compares it to detect divergence. */
+  requestHash: Schema.String,
+  outputSchema: Schema.optional(Json)
+})
+
+export const ModelCompleted = Schema.TaggedStruct("ModelCompleted", {
+  model: Schema.String,
+  message: AssistantMessage,
+  usage: Usage,
+  costUsd: Schema.Number
+})
+
+/** A model call that failed (after the provider's own transport retries). */
+export const ModelFailed = Schema.TaggedStruct("ModelFailed", {
+  kind: Schema.String,
+  error: Schema.String
+})
+
+export const ToolRequested = Schema.TaggedStruct("ToolRequested", {
+  tool: Schema.String,
+  /** The arguments as JSON text, exactly as received. */
+  arguments: Schema.String,
+  idempotencyKey: Schema.String,
+  toolCallId: Schema.optional(Schema.String)
+})
+
+export const ToolCompleted = Schema.TaggedStruct("ToolCompleted", {
+  tool: Schema.String,
+  result: Json,
+  /** Set when a person settled an in-doubt call with `reconcile`. */
+  reconciled: Schema.optional(Schema.Boolean)
+})
+
+export const ToolFailureKind = Schema.Literal("denied", "invalid_arguments", "unknown_tool", "tool_error", "timeout")
+export type ToolFailureKind = typeof ToolFailureKind.Type
+
+export const ToolFailed = Schema.TaggedStruct("ToolFailed", {
+  tool: Schema.String,
+  kind: ToolFailureKind,
+  error: Schema.String,
+  /** For invalid arguments: the path of the first error in the arguments. */
+  path: Schema.optional(Schema.String),
+  reconciled: Schema.optional(Schema.Boolean)
+})
+
+/** A non-idempotent tool was caught in doubt (requested, no outcome): a person must `reconcile` it. */
+export const ReconciliationRequired = Schema.TaggedStruct("ReconciliationRequired", {
+  tool: Schema.String,
+  idempotencyKey: Schema.String
+})
+
+export const StepCompleted = Schema.TaggedStruct("StepCompleted", {
+  name: Schema.String,
+  value: Json
+})
+
+export const PauseRequested = Schema.TaggedStruct("PauseRequested", {
+  reason: Schema.String,
+  ticket: Schema.String,
+  /** JSON Schema of the response the run waits for, when it declared one. */
+  responseSchema: Schema.optional(Json)
+})
+
+export const HumanResponded = Schema.TaggedStruct("HumanResponded", {
+  ticket: Schema.String,
+  payload: Json
+})
+
+export const PolicyDenied = Schema.TaggedStruct("PolicyDenied", {
+  tool: Schema.String,
+  reason: Schema.String,
+  capability: Schema.optional(Schema.String),
+  middleware: Schema.optional(Schema.String)
+})
+
+export const BudgetExceeded = Schema.TaggedStruct("BudgetExceeded", {
+  limitUsd: Schema.Number,
+  spentUsd: Schema.Number,
+  phase: Schema.Literal("before_call", "after_call")
+})
+
+/** A note a middleware writes about what it did (PII findings, spend, rewrites). */
+export const MiddlewareNote = Schema.TaggedStruct("MiddlewareNote", {
+  middleware: Schema.String,
+  note: Schema.String,
+  data: Json
+})
+
+export const RunCompleted = Schema.TaggedStruct("RunCompleted", { output: Json })
+
+export const RunFailed = Schema.TaggedStruct("RunFailed", {
+  errorTag: Schema.String,
+  error: Schema.String
+})
+
+/** Every event payload, tagged by its type. */
+export const EventPayload = Schema.Union(
+  RunStarted,
+  RunResumed,
+  ModelRequested,
+  ModelCompleted,
+  ModelFailed,
+  ToolRequested,
+  ToolCompleted,
+  ToolFailed,
+  ReconciliationRequired,
+  StepCompleted,
+  PauseRequested,
+  HumanResponded,
+  PolicyDenied,
+  BudgetExceeded,
+  MiddlewareNote,
+  RunCompleted,
+  RunFailed
+)
+export type EventPayload = typeof EventPayload.Type
+export type EventType = EventPayload["_tag"]
+
+/** One entry of a run's log. */
+export const Event = Schema.Struct({
+  eventId: Schema.String,
+  runId: Schema.String,
+  tenantId: Schema.String,
+  seq: Schema.Int,
+  /** Milliseconds since the epoch. */
+  timestamp: Schema.Number,
+  type: Schema.String,
+  stepKey: Schema.String,
+  payload: EventPayload,
+  prevHash: Schema.String,
+  hash: Schema.String
+})
+export type Event = typeof Event.Type
+
+/** Decodes an event read back from a store. */
+export const decodeEvent = Schema.decodeUnknownSync(Event)
+
+/** Lifecycle of a run, kept by the store from the events it appends. */
+export const RunStatus = Schema.Literal("running", "paused", "completed", "failed", "needs_reconciliation")
+export type RunStatus = typeof RunStatus.Type
+
+/** A run as listed by the store. */
+export const RunInfo = Schema.Struct({
+  runId: Schema.String,
+  tenantId: Schema.String,
+  workflow: Schema.String,
+  parentRunId: Schema.optional(Schema.String),
+  rootRunId: Schema.String,
+  status: RunStatus,
+  headSeq: Schema.Int,
+  headHash: Schema.String,
+  costUsd: Schema.Number,
+  createdAt: Schema.Number,
+  updatedAt: Schema.Number
+})
+export type RunInfo = typeof RunInfo.Type
+
+/** What a batch of events changes in its run's row: the new status (if any) and the cost it adds. */
+export interface BatchSummary {
+  readonly status: RunStatus | undefined
+  readonly costUsd: number
+}
+
+/** Status and cost implied by a batch; every store applies it in the same transaction as the append. */
+export const summarize = (events: ReadonlyArray<Event>): BatchSummary => {
+  let status: RunStatus | undefined
+  let costUsd = 0
+  for (const event of events) {
+    const p = event.payload
+    switch (p._tag) {
+      case "RunStarted":
+      case "RunResumed":
+      case "HumanResponded":
+        status = "running"
+        break
+      case "ToolCompleted":
+      case "ToolFailed":
+        if (p.reconciled === true) status = "running"
+        break
+      case "PauseRequested":
+        status = "paused"
+        break
+      case "ReconciliationRequired":
+        status = "needs_reconciliation"
+        break
+      case "RunCompleted":
+        status = "completed"
+        break
+      case "RunFailed":
+        status = "failed"
+        break
+      case "ModelCompleted":
+        costUsd += p.costUsd
+        break
+    }
+  }
+  return { status, costUsd }
+}

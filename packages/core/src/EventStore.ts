@@ -1,0 +1,134 @@
+/**
+ * The `EventStore` port: append a batch of events to a run with an expected sequence (optimistic
+ * concurrency), read a run's events in order, list runs. Every read is scoped by tenant.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { RunNotFound, SequenceConflict, type StoreError } from "./Errors.js"
+import { type Event, type RunInfo, type RunStatus, summarize } from "./Event.js"
+
+/** A batch to append atomically after `expectedSeq` (the run's current head; 0 for a new run). */
+export interface AppendRequest {
+  readonly runId: string
+  readonly tenantId: string
+  readonly expectedSeq: number
+  /** Events numbered `expectedSeq + 1 ...`; a new run's batch starts with `RunStarted`. */
+  readonly events: ReadonlyArray<Event>
+}
+
+/** Filters for `listRuns`. */
+export interface ListRunsFilter {
+  readonly status?: RunStatus | undefined
+  readonly workflow?: string | undefined
+  readonly parentRunId?: string | undefined
+  readonly rootRunId?: string | undefined
+  readonly limit?: number | undefined
+}
+
+export interface Service {
+  /** Appends atomically; fails with `SequenceConflict` when the run's head is not `expectedSeq`. */
+  readonly append: (request: AppendRequest) => Effect.Effect<void, SequenceConflict | StoreError>
+  /** A run's events in `seq` order (from `fromSeq`, default 1). Another tenant's run is `RunNotFound`. */
+  readonly readEvents: (
+    tenantId: string,
+    runId: string,
+    fromSeq?: number
+  ) => Effect.Effect<ReadonlyArray<Event>, RunNotFound | StoreError>
+  /** The run's row: status, head, cost, lineage. */
+  readonly getRun: (tenantId: string, runId: string) => Effect.Effect<RunInfo, RunNotFound | StoreError>
+  /** The tenant's runs, newest first. */
+  readonly listRuns: (tenantId: string, filter?: ListRunsFilter) => Effect.Effect<ReadonlyArray<RunInfo>, StoreError>
+}
+
+/** The event log of every run. */
+export class EventStore extends Context.Tag("@artana/core/EventStore")<EventStore, Service>() {}
+
+/** The run row a new run's first batch creates (shared by every store implementation). */
+export const newRunInfo = (request: AppendRequest): RunInfo | undefined => {
+  const first = request.events[0]
+  const last = request.events[request.events.length - 1]
+  if (first === undefined || last === undefined || first.payload._tag !== "RunStarted") return undefined
+  const started = first.payload
+  const summary = summarize(request.events)
+  return {
+    runId: request.runId,
+    tenantId: request.tenantId,
+    workflow: started.workflow,
+    ...(started.parentRunId === undefined ? {} : { parentRunId: started.parentRunId }),
+    rootRunId: started.rootRunId ?? request.runId,
+    status: summary.status ?? "running",
+    headSeq: last.seq,
+    headHash: last.hash,
+    costUsd: summary.costUsd,
+    createdAt: first.timestamp,
+    updatedAt: last.timestamp
+  }
+}
+
+/** An in-memory store, for tests and for examples that must not touch disk. */
+export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
+  const runs = new Map<string, RunInfo>()
+  const logs = new Map<string, Array<Event>>()
+  const owned = (tenantId: string, runId: string) => {
+    const run = runs.get(runId)
+    return run !== undefined && run.tenantId === tenantId ? run : undefined
+  }
+  return {
+    append: (request) =>
+      Effect.suspend(() => {
+        const conflict = new SequenceConflict({ runId: request.runId, expectedSeq: request.expectedSeq })
+        const last = request.events[request.events.length - 1]
+        if (last === undefined) return Effect.void
+        if (request.expectedSeq === 0) {
+          const info = newRunInfo(request)
+          if (runs.has(request.runId) || info === undefined) return Effect.fail(conflict)
+          runs.set(request.runId, info)
+          logs.set(request.runId, [...request.events])
+          return Effect.void
+        }
+        const run = owned(request.tenantId, request.runId)
+        if (run === undefined || run.headSeq !== request.expectedSeq) return Effect.fail(conflict)
+        const summary = summarize(request.events)
+        runs.set(request.runId, {
+          ...run,
+          status: summary.status ?? run.status,
+          headSeq: last.seq,
+          headHash: last.hash,
+          costUsd: run.costUsd + summary.costUsd,
+          updatedAt: last.timestamp
+        })
+        logs.get(request.runId)!.push(...request.events)
+        return Effect.void
+      }),
+    readEvents: (tenantId, runId, fromSeq = 1) =>
+      Effect.suspend(() =>
+        owned(tenantId, runId) === undefined
+          ? Effect.fail(new RunNotFound({ runId, tenantId }))
+          : Effect.succeed(logs.get(runId)!.filter((e) => e.seq >= fromSeq))
+      ),
+    getRun: (tenantId, runId) =>
+      Effect.suspend(() => {
+        const run = owned(tenantId, runId)
+        return run === undefined ? Effect.fail(new RunNotFound({ runId, tenantId })) : Effect.succeed(run)
+      }),
+    listRuns: (tenantId, filter = {}) =>
+      Effect.sync(() =>
+        [...runs.values()]
+          .filter((r) =>
+            r.tenantId === tenantId &&
+            (filter.status === undefined || r.status === filter.status) &&
+            (filter.workflow === undefined || r.workflow === filter.workflow) &&
+            (filter.parentRunId === undefined || r.parentRunId === filter.parentRunId) &&
+            (filter.rootRunId === undefined || r.rootRunId === filter.rootRunId)
+          )
+          .sort((a, b) => b.createdAt - a.createdAt)
+          .slice(0, filter.limit ?? Number.MAX_SAFE_INTEGER)
+      )
+  }
+})
+
+/** In-memory `EventStore` layer. */
+export const layerMemory: Layer.Layer<EventStore> = Layer.effect(EventStore, makeMemory)

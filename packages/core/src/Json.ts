@@ -1,0 +1,58 @@
+/**
+ * JSON values as they travel through the log: tool arguments and results, step values, run input and output.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+
+/** A JSON value. */
+export type Json = string | number | boolean | null | ReadonlyArray<Json> | { readonly [key: string]: Json }
+
+/** Schema of any JSON value (recursive). */
+export const Json: Schema.Schema<Json> = Schema.Union(
+  Schema.String,
+  Schema.Number,
+  Schema.Boolean,
+  Schema.Null,
+  Schema.Array(Schema.suspend((): Schema.Schema<Json> => Json)),
+  Schema.Record({ key: Schema.String, value: Schema.suspend((): Schema.Schema<Json> => Json) })
+).annotations({ identifier: "Json" })
+
+/** A JSON object (what a JSON Schema document, or a tool's arguments, is). */
+export type JsonObject = { readonly [key: string]: Json }
+
+/** Schema of a JSON object. */
+export const JsonObject: Schema.Schema<JsonObject> = Schema.Record({ key: Schema.String, value: Json })
+
+/**
+ * Checks that a value is plain JSON (finite numbers, plain objects and arrays, no undefined inside arrays)
+ * and returns it typed as such; `undefined` object fields are dropped as `JSON.stringify` drops them.
+ */
+export const fromUnknown = (value: unknown, path = "$"): { readonly ok: true; readonly json: Json } | { readonly ok: false; readonly error: string } => {
+  if (value === null || typeof value === "string" || typeof value === "boolean") return { ok: true, json: value }
+  if (typeof value === "number") {
+    return Number.isFinite(value) ? { ok: true, json: value } : { ok: false, error: `${path} is ${value}, not a JSON number` }
+  }
+  if (Array.isArray(value)) {
+    const out: Array<Json> = []
+    for (let i = 0; i < value.length; i++) {
+      const r = fromUnknown(value[i], `${path}[${i}]`)
+      if (!r.ok) return r
+      out.push(r.json)
+    }
+    return { ok: true, json: out }
+  }
+  if (typeof value === "object") {
+    const proto = Object.getPrototypeOf(value)
+    if (proto !== Object.prototype && proto !== null) return { ok: false, error: `${path} is a ${proto?.constructor?.name ?? "object"}, not a plain JSON object` }
+    const out: Record<string, Json> = {}
+    for (const [k, v] of Object.entries(value)) {
+      if (v === undefined) continue
+      const r = fromUnknown(v, `${path}.${k}`)
+      if (!r.ok) return r
+      out[k] = r.json
+    }
+    return { ok: true, json: out }
+  }
+  return { ok: false, error: `${path} is ${typeof value}, not JSON` }
+}

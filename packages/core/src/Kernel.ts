@@ -1,0 +1,392 @@
+/**
+ * The `Kernel`: runs workflows durably. It starts runs, resumes them (after a crash, a pause or a move to
+ * another process) by replaying their log, settles in-doubt tool calls, and verifies hash chains.
+ *
+ * @since 0.1.0
+ */
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import { AssistantMessage, ChatMessage, Usage } from "./Chat.js"
+import * as Errors from "./Errors.js"
+import { type Event, type EventPayload, RUN_STEP_KEY, type RunInfo } from "./Event.js"
+import { EventStore } from "./EventStore.js"
+import * as Execution from "./internal/execution.js"
+import { canonicalJson } from "./internal/hash.js"
+import * as Json from "./Json.js"
+import { Middleware } from "./Middleware.js"
+import { ModelPort } from "./ModelPort.js"
+import type { TenantContext } from "./Tenant.js"
+import { firstIssue } from "./Tool.js"
+import { ToolRegistry } from "./ToolRegistry.js"
+import { type Head, verifyEvents, type VerifyReport } from "./Verify.js"
+import * as Workflow from "./Workflow.js"
+
+/** How an execution ended, when it did not fail. */
+export type RunResult<O> =
+  | { readonly status: "completed"; readonly runId: string; readonly output: O }
+  | { readonly status: "paused"; readonly runId: string; readonly ticket: string; readonly reason: string }
+  | { readonly status: "needs_reconciliation"; readonly runId: string; readonly stepKey: string; readonly tool: string }
+
+/** Faults of the kernel itself (the run's own errors come on top). */
+export type KernelError =
+  | Errors.SequenceConflict
+  | Errors.StoreError
+  | Errors.NonDeterminism
+  | Errors.InvalidHumanResponse
+  | Errors.InvalidInput
+  | Errors.InvalidRunState
+  | Errors.RunNotFound
+  | Errors.RunFailedError
+  | Errors.BudgetExceeded
+  | Errors.WorkflowNotFound
+
+export interface StartOptions<I> {
+  /** Id of the run; a new UUID when absent. Executing an existing id continues that run. */
+  readonly runId?: string | undefined
+  readonly tenant: TenantContext
+  readonly input: I
+  /** Lineage: the run that started this one (sub-runs draw on their root's budget). */
+  readonly parentRunId?: string | undefined
+}
+
+export interface RunRef {
+  readonly tenantId: string
+  readonly runId: string
+}
+
+/** How a person settles an in-doubt tool call: what really happened. */
+export type ReconcileOutcome =
+  | { readonly ok: true; readonly result: Json.Json }
+  | { readonly ok: false; readonly error: string }
+
+export interface ChatRunOptions<A> extends Workflow.ChatOptions<A> {
+  readonly runId?: string | undefined
+  readonly tenant: TenantContext
+}
+
+export interface Service {
+  /** Starts a run, or continues it when `runId` exists (a crashed run resumes from its log). */
+  readonly execute: <I, O, E>(
+    workflow: Workflow.Workflow<I, O, E>,
+    options: StartOptions<I>
+  ) => Effect.Effect<RunResult<O>, E | KernelError>
+  /** Resumes a paused run with a human response (or a crashed run), finding its workflow by name. */
+  readonly resume: (run: RunRef & { readonly response?: unknown }) => Effect.Effect<RunResult<unknown>, unknown>
+  /** Re-runs the code over the log without executing or writing anything; any divergence is `NonDeterminism`. */
+  readonly replay: <I, O, E>(workflow: Workflow.Workflow<I, O, E>, run: RunRef) => Effect.Effect<RunResult<O>, E | KernelError>
+  /** Settles an in-doubt, non-idempotent tool call; `execute`/`resume` then continues the run. */
+  readonly reconcile: (run: RunRef & { readonly outcome: ReconcileOutcome }) => Effect.Effect<void, KernelError>
+  /** Checks the run's hash chain against its store record and, if given, an exported head. */
+  readonly verify: (run: RunRef & { readonly head?: Head | undefined }) => Effect.Effect<VerifyReport, Errors.RunNotFound | Errors.StoreError>
+  /** A run of one chat: model step(s), tool steps, structured output. */
+  readonly chat: <A = string>(
+    options: ChatRunOptions<A>
+  ) => Effect.Effect<RunResult<Workflow.ChatResult<A>>, Workflow.ChatError | KernelError>
+  /** A run of one tool call. */
+  readonly callTool: (options: {
+    readonly runId?: string | undefined
+    readonly tenant: TenantContext
+    readonly tool: string
+    readonly args: Json.Json
+  }) => Effect.Effect<RunResult<Json.Json>, Workflow.ToolCallError | KernelError>
+}
+
+/** The durable kernel. */
+export class Kernel extends Context.Tag("@artana/core/Kernel")<Kernel, Service>() {}
+
+export interface Options {
+  /** Workflows `resume` can find by name (runs started in another process). */
+  readonly workflows?: ReadonlyArray<Workflow.Any> | undefined
+  /** HMAC key for the hash chain, kept outside the database. */
+  readonly auditKey?: Redacted.Redacted<string> | undefined
+}
+
+const errorTag = (e: unknown): string => (Predicate.hasProperty(e, "_tag") && typeof e._tag === "string" ? e._tag : "Error")
+const errorMessage = (e: unknown): string => (e instanceof Error ? e.message : typeof e === "string" ? e : JSON.stringify(e) ?? String(e))
+
+const toJson = (what: string, encoded: Either.Either<unknown, import("effect/ParseResult").ParseError>) => {
+  if (Either.isLeft(encoded)) return Either.left(new Errors.InvalidInput({ what, reason: firstIssue(encoded.left).reason }))
+  const checked = Json.fromUnknown(encoded.right)
+  return checked.ok ? Either.right(checked.json) : Either.left(new Errors.InvalidInput({ what, reason: checked.error }))
+}
+
+const lastOf = <T extends EventPayload["_tag"]>(events: ReadonlyArray<Event>, tag: T) => {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i]!
+    if (e.payload._tag === tag) return { event: e, payload: e.payload as Extract<EventPayload, { _tag: T }> }
+  }
+  return undefined
+}
+
+const chatOutput = <A>(outputSchema: Schema.Schema<A, unknown> | undefined) =>
+  Schema.Struct({
+    output: outputSchema ?? Schema.Unknown,
+    message: AssistantMessage,
+    messages: Schema.Array(ChatMessage),
+    usage: Usage,
+    costUsd: Schema.Number
+  })
+
+/** Builds the kernel from its ports. */
+export const make = (options: Options = {}) =>
+  Effect.gen(function*() {
+    const store = yield* EventStore
+    const model = yield* ModelPort
+    const tools = yield* ToolRegistry
+    const middleware = yield* Effect.serviceOption(Middleware)
+    const deps: Execution.Deps = {
+      store,
+      model,
+      tools,
+      interceptors: Option.match(middleware, { onNone: () => [], onSome: (m) => m.interceptors }),
+      auditKey: options.auditKey === undefined ? undefined : Redacted.value(options.auditKey)
+    }
+    const workflows = new Map<string, Workflow.Any>()
+    for (const w of options.workflows ?? []) workflows.set(w.name, w)
+
+    const lineageSpend = (tenantId: string, rootRunId: string) =>
+      Effect.map(store.listRuns(tenantId, { rootRunId }), (runs) => runs.reduce((sum, r) => sum + r.costUsd, 0))
+
+    /** Runs the code of an execution and turns how it ended into a result or an error. */
+    const drive = <I, O, E>(
+      workflow: Workflow.Workflow<I, O, E>,
+      exec: Execution.Execution,
+      input: I,
+      mode: "live" | "replay",
+      recordedOutput: Json.Json | undefined
+    ): Effect.Effect<RunResult<O>, E | KernelError> =>
+      Effect.gen(function*() {
+        const runId = exec.context.runId
+        const exit = yield* Effect.exit(workflow.run(input, exec.context))
+        const halted = exec.halted()
+        if (halted !== undefined) {
+          switch (halted._tag) {
+            case "Paused":
+              return { status: "paused", runId, ticket: halted.ticket, reason: halted.reason } as const
+            case "NeedsReconciliation":
+              return { status: "needs_reconciliation", runId, stepKey: halted.stepKey, tool: halted.tool } as const
+            case "Fault":
+              return yield* Effect.fail(halted.error)
+            case "Failed":
+              if (mode === "live") {
+                yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunFailed", errorTag: halted.error._tag, error: halted.error.message }])
+              }
+              return yield* Effect.fail(halted.error)
+          }
+        }
+        if (Exit.isSuccess(exit)) {
+          const next = exec.unconsumed()
+          if (next !== undefined) {
+            return yield* new Errors.NonDeterminism({ runId, stepKey: next, expected: exec.describeKey(next), actual: "the end of the code" })
+          }
+          const output = toJson("workflow output", workflow.encodeOutput(exit.value))
+          if (Either.isLeft(output)) return yield* output.left
+          if (mode === "replay") {
+            if (recordedOutput !== undefined && canonicalJson(recordedOutput) !== canonicalJson(output.right)) {
+              return yield* new Errors.NonDeterminism({ runId, stepKey: RUN_STEP_KEY, expected: `output ${canonicalJson(recordedOutput)}`, actual: `output ${canonicalJson(output.right)}` })
+            }
+          } else {
+            yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunCompleted", output: output.right }])
+          }
+          return { status: "completed", runId, output: exit.value } as const
+        }
+        const failure = Cause.failureOption(exit.cause)
+        if (Option.isSome(failure) && mode === "live") {
+          yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunFailed", errorTag: errorTag(failure.value), error: errorMessage(failure.value) }])
+        }
+        // Defects (bugs in the code) are not written: fix the code and resume, as with Temporal's task failures.
+        return yield* Effect.failCause(exit.cause)
+      })
+
+    /** Continues an existing run: returns its settled state, or replays its log and drives its code on. */
+    const continueRun = <I, O, E>(
+      workflow: Workflow.Workflow<I, O, E>,
+      info: RunInfo,
+      mode: "live" | "replay",
+      response: { readonly payload: unknown } | undefined
+    ): Effect.Effect<RunResult<O>, E | KernelError> =>
+      Effect.gen(function*() {
+        const events = yield* store.readEvents(info.tenantId, info.runId)
+        const started = events[0]?.payload
+        if (started === undefined || started._tag !== "RunStarted") {
+          return yield* new Errors.StoreError({ operation: "readEvents", reason: `run ${info.runId} has no RunStarted event` })
+        }
+        if (started.workflow !== workflow.name) {
+          return yield* new Errors.NonDeterminism({ runId: info.runId, stepKey: RUN_STEP_KEY, expected: `workflow "${started.workflow}"`, actual: `workflow "${workflow.name}"` })
+        }
+        const recordedOutput = lastOf(events, "RunCompleted")?.payload.output
+        if (mode === "live") {
+          switch (info.status) {
+            case "completed": {
+              const output = workflow.decodeOutput(recordedOutput)
+              if (Either.isLeft(output)) return yield* new Errors.InvalidInput({ what: `logged output of run ${info.runId}`, reason: firstIssue(output.left).reason })
+              return { status: "completed", runId: info.runId, output: output.right } as const
+            }
+            case "failed": {
+              const failed = lastOf(events, "RunFailed")?.payload
+              return yield* new Errors.RunFailedError({ runId: info.runId, errorTag: failed?.errorTag ?? "Error", reason: failed?.error ?? "unknown" })
+            }
+            case "needs_reconciliation": {
+              const required = lastOf(events, "ReconciliationRequired")
+              return { status: "needs_reconciliation", runId: info.runId, stepKey: required?.event.stepKey ?? "", tool: required?.payload.tool ?? "" } as const
+            }
+            case "paused": {
+              if (response === undefined) {
+                const pause = lastOf(events, "PauseRequested")?.payload
+                return { status: "paused", runId: info.runId, ticket: pause?.ticket ?? "", reason: pause?.reason ?? "" } as const
+              }
+              break
+            }
+            case "running":
+              if (response !== undefined) {
+                return yield* new Errors.InvalidRunState({ runId: info.runId, status: info.status, expected: "paused (only a paused run takes a response)" })
+              }
+          }
+        }
+        const input = workflow.decodeInput(started.input)
+        if (Either.isLeft(input)) {
+          return yield* new Errors.InvalidInput({ what: `logged input of run ${info.runId}`, reason: firstIssue(input.left).reason })
+        }
+        const exec = Execution.make(deps, {
+          runId: info.runId,
+          rootRunId: info.rootRunId,
+          tenant: started.tenant,
+          log: events,
+          mode,
+          spentUsd: yield* lineageSpend(info.tenantId, info.rootRunId),
+          response
+        })
+        if (mode === "live" && info.status === "running") {
+          // Claims the run: of two processes resuming it at once, the second fails here before any step.
+          yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunResumed", reason: "recovery: the run was left running" }])
+        }
+        return yield* drive(workflow, exec, input.right, mode, recordedOutput)
+      })
+
+    const findRun = (tenantId: string, runId: string) =>
+      Effect.either(store.getRun(tenantId, runId)).pipe(
+        Effect.flatMap((r) =>
+          Either.isRight(r)
+            ? Effect.succeed(Option.some(r.right))
+            : r.left._tag === "RunNotFound"
+            ? Effect.succeed(Option.none<RunInfo>())
+            : Effect.fail(r.left)
+        )
+      )
+
+    const execute = <I, O, E>(workflow: Workflow.Workflow<I, O, E>, start: StartOptions<I>): Effect.Effect<RunResult<O>, E | KernelError> =>
+      Effect.gen(function*() {
+        const runId = start.runId ?? crypto.randomUUID()
+        const existing = yield* findRun(start.tenant.tenantId, runId)
+        if (Option.isSome(existing)) return yield* continueRun(workflow, existing.value, "live", undefined)
+        const input = toJson("run input", workflow.encodeInput(start.input))
+        if (Either.isLeft(input)) return yield* input.left
+        let rootRunId = runId
+        if (start.parentRunId !== undefined) {
+          const parent = yield* store.getRun(start.tenant.tenantId, start.parentRunId)
+          rootRunId = parent.rootRunId
+        }
+        const exec = Execution.make(deps, {
+          runId,
+          rootRunId,
+          tenant: start.tenant,
+          log: [],
+          mode: "live",
+          spentUsd: rootRunId === runId ? 0 : yield* lineageSpend(start.tenant.tenantId, rootRunId)
+        })
+        yield* exec.appendOrFail(RUN_STEP_KEY, [{
+          _tag: "RunStarted",
+          workflow: workflow.name,
+          input: input.right,
+          tenant: start.tenant,
+          ...(start.parentRunId === undefined ? {} : { parentRunId: start.parentRunId, rootRunId })
+        }])
+        return yield* drive(workflow, exec, start.input, "live", undefined)
+      }).pipe(Effect.withSpan("Kernel.execute", { attributes: { workflow: workflow.name } }))
+
+    const workflowFor = (info: RunInfo) => {
+      const w = workflows.get(info.workflow)
+      return w === undefined
+        ? Effect.fail(new Errors.WorkflowNotFound({ workflow: info.workflow, available: [...workflows.keys()] }))
+        : Effect.succeed(w)
+    }
+
+    const service: Service = {
+      execute,
+      resume: Effect.fn("Kernel.resume")(function*(run) {
+        const info = yield* store.getRun(run.tenantId, run.runId)
+        const workflow = yield* workflowFor(info)
+        const response = info.status === "paused" ? { payload: run.response === undefined ? null : run.response } : undefined
+        return yield* continueRun(workflow, info, "live", response)
+      }),
+      replay: (workflow, run) =>
+        Effect.flatMap(store.getRun(run.tenantId, run.runId), (info) => continueRun(workflow, info, "replay", undefined)).pipe(
+          Effect.withSpan("Kernel.replay")
+        ),
+      reconcile: Effect.fn("Kernel.reconcile")(function*(run) {
+        const info = yield* store.getRun(run.tenantId, run.runId)
+        if (info.status !== "needs_reconciliation") {
+          return yield* new Errors.InvalidRunState({ runId: run.runId, status: info.status, expected: "needs_reconciliation" })
+        }
+        const events = yield* store.readEvents(run.tenantId, run.runId)
+        const required = lastOf(events, "ReconciliationRequired")
+        const started = events[0]?.payload
+        if (required === undefined || started?._tag !== "RunStarted") {
+          return yield* new Errors.StoreError({ operation: "reconcile", reason: "the log has no ReconciliationRequired event" })
+        }
+        const exec = Execution.make(deps, { runId: run.runId, rootRunId: info.rootRunId, tenant: started.tenant, log: events, mode: "live", spentUsd: 0 })
+        const tool = required.payload.tool
+        const payload: EventPayload = run.outcome.ok
+          ? { _tag: "ToolCompleted", tool, result: run.outcome.result, reconciled: true }
+          : { _tag: "ToolFailed", tool, kind: "tool_error", error: run.outcome.error, reconciled: true }
+        yield* exec.appendOrFail(required.event.stepKey, [payload])
+      }),
+      verify: Effect.fn("Kernel.verify")(function*(run) {
+        const info = yield* store.getRun(run.tenantId, run.runId)
+        const events = yield* store.readEvents(run.tenantId, run.runId)
+        return verifyEvents(run.runId, events, {
+          auditKey: deps.auditKey,
+          heads: [
+            { source: "store's run record", seq: info.headSeq, hash: info.headHash },
+            ...(run.head === undefined ? [] : [{ source: "exported", ...run.head }])
+          ]
+        })
+      }),
+      chat: <A>(options: ChatRunOptions<A>) => {
+        const { runId, tenant, ...chatOptions } = options
+        const workflow = Workflow.make({
+          name: "artana.chat",
+          input: Schema.Struct({ messages: Schema.Array(ChatMessage) }),
+          output: chatOutput(chatOptions.outputSchema),
+          run: (input, ctx) => ctx.chat({ ...chatOptions, messages: input.messages })
+        })
+        return execute(workflow, { runId, tenant, input: { messages: chatOptions.messages } }) as Effect.Effect<
+          RunResult<Workflow.ChatResult<A>>,
+          Workflow.ChatError | KernelError
+        >
+      },
+      callTool: (options) =>
+        execute(
+          Workflow.make({
+            name: "artana.callTool",
+            input: Schema.Struct({ tool: Schema.String, args: Json.Json }),
+            output: Json.Json,
+            run: (input, ctx) => Effect.map(ctx.tool(input.tool, input.args), (r) => r as Json.Json)
+          }),
+          { runId: options.runId, tenant: options.tenant, input: { tool: options.tool, args: options.args } }
+        )
+    }
+    return service
+  })
+
+/** The kernel layer; needs an `EventStore`, a `ModelPort` and a `ToolRegistry` (and optionally `Middleware`). */
+export const layer = (options: Options = {}): Layer.Layer<Kernel, never, EventStore | ModelPort | ToolRegistry> =>
+  Layer.effect(Kernel, make(options))

@@ -1,0 +1,68 @@
+/**
+ * Middleware: one ordered chain of interceptors around every model call and tool call. Each may rewrite the
+ * call, deny it (`PolicyDenied`), stop the run (`BudgetExceeded`), and write notes into the log. The order
+ * is the order of the list given to `Middleware.layer`, visible in user code:
+ *
+ * ```ts
+ * Middleware.layer([piiScrubber, quota, capabilityGuard])
+ * ```
+ *
+ * `before*` hooks run first to last; `after*` hooks run last to first (an onion, like HTTP middleware).
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { BudgetExceeded, PolicyDenied, ToolError } from "./Errors.js"
+import type { Json } from "./Json.js"
+import type { ModelRequest, ModelResponse } from "./ModelPort.js"
+import type { TenantContext } from "./Tenant.js"
+
+/** What an interceptor knows about the call it wraps. */
+export interface CallContext {
+  readonly runId: string
+  readonly rootRunId: string
+  readonly tenant: TenantContext
+  readonly stepKey: string
+  /** USD spent so far by the run's whole lineage (root run and sub-runs). */
+  readonly spentUsd: number
+  /** Writes a `MiddlewareNote` into the log, in the same batch as the call's events. */
+  readonly note: (middleware: string, note: string, data: Json) => Effect.Effect<void>
+}
+
+/** A tool call as middleware sees it: the tool, its capability and the arguments as JSON text. */
+export interface ToolCallInfo {
+  readonly tool: string
+  readonly requiresCapability: string | undefined
+  readonly arguments: string
+}
+
+/** Errors an interceptor may fail with. */
+export type InterceptorError = PolicyDenied | BudgetExceeded
+
+export interface Interceptor {
+  readonly name: string
+  readonly beforeModel?: (request: ModelRequest, context: CallContext) => Effect.Effect<ModelRequest, InterceptorError>
+  readonly afterModel?: (
+    request: ModelRequest,
+    response: ModelResponse,
+    context: CallContext
+  ) => Effect.Effect<ModelResponse, InterceptorError>
+  readonly beforeTool?: (call: ToolCallInfo, context: CallContext) => Effect.Effect<ToolCallInfo, InterceptorError>
+  readonly afterTool?: (call: ToolCallInfo, result: Json, context: CallContext) => Effect.Effect<Json, InterceptorError | ToolError>
+}
+
+export interface Service {
+  readonly interceptors: ReadonlyArray<Interceptor>
+}
+
+/** The middleware chain. A kernel without this service runs no middleware. */
+export class Middleware extends Context.Tag("@artana/core/Middleware")<Middleware, Service>() {}
+
+/** The chain, in the order given. */
+export const layer = (interceptors: ReadonlyArray<Interceptor>): Layer.Layer<Middleware> =>
+  Layer.succeed(Middleware, { interceptors })
+
+/** No middleware. */
+export const layerEmpty: Layer.Layer<Middleware> = layer([])

@@ -1,0 +1,103 @@
+/**
+ * A `ModelPort` that plays back a script of replies, for tests and offline examples. It is built through
+ * the real `ModelPort.make`, counts its calls, and dies loudly when the script runs out or a reply's
+ * expectation does not hold: a test can never pass on a conversation it did not script.
+ *
+ * @since 0.1.0
+ */
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type { ChatMessage, ToolCall, Usage } from "./Chat.js"
+import type { ModelError } from "./Errors.js"
+import * as ModelPort from "./ModelPort.js"
+
+/** One scripted reply. */
+export interface Reply {
+  /** The answer's text (for structured output, JSON text: see `json`). */
+  readonly content?: string | null | undefined
+  readonly toolCalls?: ReadonlyArray<{ readonly name: string; readonly arguments: unknown; readonly id?: string | undefined }> | undefined
+  readonly usage?: Usage | undefined
+  readonly costUsd?: number | undefined
+  /** Fail the call with this error instead of answering. */
+  readonly error?: ModelError | undefined
+  /** Checks the request; returns a description of what is wrong, or undefined. */
+  readonly expect?: ((request: ModelPort.ModelRequest) => string | undefined) | undefined
+}
+
+/** A reply whose content is `value` as JSON (structured output). */
+export const json = (value: unknown, extra: Omit<Reply, "content"> = {}): Reply => ({ ...extra, content: JSON.stringify(value) })
+
+/** A reply that calls one tool. */
+export const toolCall = (name: string, args: unknown, extra: Omit<Reply, "toolCalls"> = {}): Reply => ({
+  ...extra,
+  content: extra.content ?? null,
+  toolCalls: [{ name, arguments: args }]
+})
+
+/** A reply with a text answer. */
+export const text = (content: string, extra: Omit<Reply, "content"> = {}): Reply => ({ ...extra, content })
+
+export interface Service {
+  /** How many times the model was called. */
+  readonly calls: () => number
+  /** Every request received, in order. */
+  readonly requests: () => ReadonlyArray<ModelPort.ModelRequest>
+  /** Replies not yet played. */
+  readonly remaining: () => number
+}
+
+/** Inspects the scripted model of a test. */
+export class ScriptedModel extends Context.Tag("@artana/core/ScriptedModel")<ScriptedModel, Service>() {}
+
+const lastText = (messages: ReadonlyArray<ChatMessage>): string => {
+  const last = messages[messages.length - 1]
+  return last === undefined ? "(no messages)" : `${last.role}: ${(last.content ?? "").slice(0, 120)}`
+}
+
+/** Builds a scripted model: the port and its inspector. */
+export const make = (script: ReadonlyArray<Reply>, options: { readonly model?: string } = {}) => {
+  const requests: Array<ModelPort.ModelRequest> = []
+  let next = 0
+  const port = ModelPort.make({
+    defaultModel: options.model ?? "scripted",
+    generate: (request) =>
+      Effect.suspend(() => {
+        requests.push(request)
+        const reply = script[next]
+        if (reply === undefined) {
+          return Effect.die(new Error(
+            `ScriptedModel: the script has ${script.length} replies but call ${next + 1} was made (last message: ${lastText(request.messages)})`
+          ))
+        }
+        next++
+        const problem = reply.expect?.(request)
+        if (problem !== undefined) {
+          return Effect.die(new Error(`ScriptedModel: call ${next} does not match the script: ${problem}`))
+        }
+        if (reply.error !== undefined) return Effect.fail(reply.error)
+        const toolCalls: Array<ToolCall> = (reply.toolCalls ?? []).map((c, i) => ({
+          id: c.id ?? `call_${next}_${i}`,
+          name: c.name,
+          arguments: typeof c.arguments === "string" ? c.arguments : JSON.stringify(c.arguments)
+        }))
+        return Effect.succeed({
+          model: request.model,
+          message: toolCalls.length > 0
+            ? { role: "assistant" as const, content: reply.content ?? null, toolCalls }
+            : { role: "assistant" as const, content: reply.content ?? "" },
+          usage: reply.usage ?? { inputTokens: ModelPort.approximateTokens(request.messages), outputTokens: 10 },
+          costUsd: reply.costUsd
+        })
+      })
+  })
+  const inspector: Service = { calls: () => requests.length, requests: () => requests, remaining: () => script.length - next }
+  return { port, inspector }
+}
+
+/** A layer providing `ModelPort` and `ScriptedModel` (the inspector). */
+export const layer = (script: ReadonlyArray<Reply>, options: { readonly model?: string } = {}): Layer.Layer<ModelPort.ModelPort | ScriptedModel> =>
+  Layer.unwrapEffect(Effect.sync(() => {
+    const { inspector, port } = make(script, options)
+    return Layer.merge(Layer.succeed(ModelPort.ModelPort, port), Layer.succeed(ScriptedModel, inspector))
+  }))

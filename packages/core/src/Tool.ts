@@ -1,0 +1,173 @@
+/**
+ * Tools: a name, a description, an Effect Schema for the arguments (the model sees its JSON Schema), an
+ * optional required capability and idempotency flag, and a handler.
+ *
+ * @since 0.1.0
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as JSONSchema from "effect/JSONSchema"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+import type { ToolSpec } from "./Chat.js"
+import { InvalidToolArguments, ToolError } from "./Errors.js"
+import * as Json from "./Json.js"
+import type { TenantContext } from "./Tenant.js"
+
+/** What a handler learns about the call, passed as its last argument. */
+export interface ToolContext {
+  readonly runId: string
+  readonly tenant: TenantContext
+  /** Stable across re-runs of the same step: pass it to the system you call so it can deduplicate. */
+  readonly idempotencyKey: string
+  readonly stepKey: string
+}
+
+/** A registered tool. `Args` is the decoded argument type, `Result` what the handler returns. */
+export interface Tool<Args = unknown, Result = unknown> {
+  readonly name: string
+  readonly description: string
+  readonly requiresCapability: string | undefined
+  readonly idempotent: boolean
+  readonly timeout: Duration.Duration | undefined
+  /** What the model sees. */
+  readonly spec: ToolSpec
+  /** Decodes the model's JSON text; the error names the path of the first problem. */
+  decodeArguments(json: string): Either.Either<Args, InvalidToolArguments>
+  /** Encodes arguments given by code into the JSON text that is logged. */
+  encodeArguments(args: Args): Either.Either<string, InvalidToolArguments>
+  invoke(args: Args, context: ToolContext): Effect.Effect<Result, ToolError>
+  encodeResult(result: Result): Either.Either<Json.Json, ToolError>
+  decodeResult(json: Json.Json): Either.Either<Result, ToolError>
+}
+
+export interface ToolOptions<Args, ArgsEncoded, Result, ResultEncoded> {
+  /** Unique name the model calls the tool by (`[a-zA-Z0-9_.-]`, at most 64 characters). */
+  readonly name: string
+  readonly description: string
+  readonly parameters: Schema.Schema<Args, ArgsEncoded>
+  /** Schema of the result; defaults to any JSON value. */
+  readonly success?: Schema.Schema<Result, ResultEncoded> | undefined
+  /** Capability the tenant must hold for the tool to be visible and callable. */
+  readonly requiresCapability?: string | undefined
+  /** Safe to run again with the same idempotency key when a crash leaves the call in doubt. Default false. */
+  readonly idempotent?: boolean | undefined
+  /** Deadline for one call; past it the call fails as a timeout. */
+  readonly timeout?: Duration.DurationInput | undefined
+  /** The handler: decoded arguments, then the context. May return an Effect or a Promise. */
+  readonly handler: (args: Args, context: ToolContext) => Effect.Effect<Result, unknown> | Promise<Result>
+}
+
+const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
+  path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : `${acc}.${String(key)}`), "$")
+
+/** The first problem of a parse error, as `{ path, reason }`. */
+export const firstIssue = (error: ParseResult.ParseError): { readonly path: string; readonly reason: string } => {
+  const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+  return issue === undefined ? { path: "$", reason: error.message } : { path: formatPath(issue.path), reason: issue.message }
+}
+
+/** The JSON Schema of an Effect Schema, as a plain JSON object (no `$schema` key). */
+export const jsonSchemaOf = (schema: Schema.Schema.Any): Json.JsonObject => {
+  const { $schema: _ignored, ...rest } = JSONSchema.make(schema)
+  const checked = Json.fromUnknown(rest)
+  if (!checked.ok || checked.json === null || typeof checked.json !== "object" || Array.isArray(checked.json)) {
+    throw new Error(`JSON Schema generation produced a non-object: ${checked.ok ? "" : checked.error}`)
+  }
+  return checked.json as Json.JsonObject
+}
+
+const NAME = /^[a-zA-Z0-9_.-]{1,64}$/
+
+const toToolError = (tool: string, error: unknown): ToolError => {
+  if (error instanceof ToolError) return error
+  const reason = error instanceof Error ? error.message : typeof error === "string" ? error : JSON.stringify(error)
+  return new ToolError({ tool, reason: reason ?? String(error), cause: error })
+}
+
+/**
+ * Defines a tool.
+ *
+ * @example
+ * const getBalance = Tool.make({
+ *   name: "get_balance",
+ *   description: "Balance of an account in USD",
+ *   parameters: Schema.Struct({ accountId: Schema.String }),
+ *   requiresCapability: "finance:read",
+ *   idempotent: true,
+ *   handler: ({ accountId }) => Effect.succeed({ accountId, balance: 1200 })
+ * })
+ */
+export const make = <Args, ArgsEncoded, Result = Json.Json, ResultEncoded = Json.Json>(
+  options: ToolOptions<Args, ArgsEncoded, Result, ResultEncoded>
+): Tool<Args, Result> => {
+  if (!NAME.test(options.name)) {
+    throw new Error(`tool name "${options.name}" must match ${NAME.source} (model APIs refuse other names)`)
+  }
+  const name = options.name
+  const success: Schema.Schema<Result, ResultEncoded> | Schema.Schema<Json.Json> = options.success ?? Json.Json
+  const decodeArgs = Schema.decodeUnknownEither(options.parameters)
+  const encodeArgs = Schema.encodeEither(options.parameters)
+  const encodeResult = Schema.encodeEither(success as Schema.Schema<Result, unknown>)
+  const decodeResult = Schema.decodeUnknownEither(success as Schema.Schema<Result, unknown>)
+  const timeout = options.timeout === undefined ? undefined : Duration.decode(options.timeout)
+  const invalid = (path: string, reason: string) => new InvalidToolArguments({ tool: name, path, reason })
+  return {
+    name,
+    description: options.description,
+    requiresCapability: options.requiresCapability,
+    idempotent: options.idempotent ?? false,
+    timeout,
+    spec: { name, description: options.description, parameters: jsonSchemaOf(options.parameters) },
+    decodeArguments(json) {
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(json)
+      } catch (e) {
+        return Either.left(invalid("$", `not valid JSON (${e instanceof Error ? e.message : String(e)})`))
+      }
+      return Either.mapLeft(decodeArgs(parsed, { errors: "first" }), (error) => {
+        const issue = firstIssue(error)
+        return invalid(issue.path, issue.reason)
+      })
+    },
+    encodeArguments(args) {
+      return Either.flatMap(
+        Either.mapLeft(encodeArgs(args), (error) => {
+          const issue = firstIssue(error)
+          return invalid(issue.path, issue.reason)
+        }),
+        (encoded) => {
+          const checked = Json.fromUnknown(encoded)
+          return checked.ok ? Either.right(JSON.stringify(checked.json)) : Either.left(invalid("$", checked.error))
+        }
+      )
+    },
+    invoke(args, context) {
+      const run = Effect.suspend(() => {
+        const out = options.handler(args, context)
+        return Effect.isEffect(out) ? out : Effect.tryPromise({ try: () => out, catch: (e) => e })
+      }).pipe(Effect.mapError((e) => toToolError(name, e)))
+      const guarded = Effect.catchAllDefect(run, (defect) => Effect.fail(toToolError(name, defect)))
+      return timeout === undefined
+        ? guarded
+        : Effect.timeoutFail(guarded, {
+          duration: timeout,
+          onTimeout: () => new ToolError({ tool: name, reason: `timed out after ${Duration.format(timeout)}`, timedOut: true })
+        })
+    },
+    encodeResult(result) {
+      return Either.flatMap(
+        Either.mapLeft(encodeResult(result), (e) => new ToolError({ tool: name, reason: `result does not match its schema: ${firstIssue(e).reason}` })),
+        (encoded) => {
+          const checked = Json.fromUnknown(encoded)
+          return checked.ok ? Either.right(checked.json) : Either.left(new ToolError({ tool: name, reason: `result is not JSON: ${checked.error}` }))
+        }
+      )
+    },
+    decodeResult(json) {
+      return Either.mapLeft(decodeResult(json), (e) => new ToolError({ tool: name, reason: `logged result does not decode: ${firstIssue(e).reason}` }))
+    }
+  }
+}

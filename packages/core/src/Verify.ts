@@ -1,0 +1,66 @@
+/**
+ * Checks a run's hash chain: every event's hash, the links between them, `seq` without gaps, and
+ * optionally an exported head `(seq, hash)` so a truncated tail is caught too.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+import type { Event } from "./Event.js"
+import { eventHash, GENESIS_HASH } from "./internal/hash.js"
+
+/** A head exported earlier (for example into an audit system): the chain must still contain it. */
+export const Head = Schema.Struct({ seq: Schema.Int, hash: Schema.String })
+export type Head = typeof Head.Type
+
+/** The outcome of a verification; `firstBrokenSeq` names the first event whose chain breaks. */
+export const VerifyReport = Schema.Struct({
+  runId: Schema.String,
+  ok: Schema.Boolean,
+  events: Schema.Int,
+  headSeq: Schema.Int,
+  headHash: Schema.String,
+  firstBrokenSeq: Schema.optional(Schema.Int),
+  reason: Schema.optional(Schema.String)
+})
+export type VerifyReport = typeof VerifyReport.Type
+
+export interface VerifyOptions {
+  /** The HMAC key the log was written with, if any. */
+  readonly auditKey?: string | undefined
+  /** Heads the chain must contain: an exported head, and the head the store's run row records. */
+  readonly heads?: ReadonlyArray<Head & { readonly source: string }>
+}
+
+/** Verifies the events of one run, in order. */
+export const verifyEvents = (runId: string, events: ReadonlyArray<Event>, options: VerifyOptions = {}): VerifyReport => {
+  let prevHash = GENESIS_HASH
+  const last = events.length === 0 ? undefined : events[events.length - 1]!
+  const base = { runId, events: events.length, headSeq: last?.seq ?? 0, headHash: last?.hash ?? GENESIS_HASH }
+  const broken = (seq: number, reason: string): VerifyReport => ({ ...base, ok: false, firstBrokenSeq: seq, reason })
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i]!
+    const expectedSeq = i + 1
+    if (event.seq !== expectedSeq) {
+      return broken(expectedSeq, `expected seq ${expectedSeq}, found seq ${event.seq} (an event is missing or out of order)`)
+    }
+    if (event.runId !== runId) return broken(event.seq, `event belongs to run ${event.runId}`)
+    if (event.type !== event.payload._tag) {
+      return broken(event.seq, `type ${event.type} does not match payload ${event.payload._tag}`)
+    }
+    if (event.prevHash !== prevHash) return broken(event.seq, "prevHash does not link to the previous event's hash")
+    const { hash, ...rest } = event
+    if (eventHash(rest, options.auditKey) !== hash) {
+      return broken(event.seq, "hash does not match the event's content (altered, or written with another audit key)")
+    }
+    prevHash = hash
+  }
+  for (const head of options.heads ?? []) {
+    if (head.seq === 0) continue
+    const at = events[head.seq - 1]
+    if (at === undefined) {
+      return broken(base.headSeq + 1, `the ${head.source} head is seq ${head.seq}, but the log ends at seq ${base.headSeq} (truncated)`)
+    }
+    if (at.hash !== head.hash) return broken(head.seq, `the ${head.source} head hash at seq ${head.seq} differs`)
+  }
+  return { ...base, ok: true }
+}

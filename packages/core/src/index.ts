@@ -1,0 +1,20 @@
+/**
+ * @artana/core: schemas, ports, the durable kernel and workflows.
+ *
+ * @since 0.1.0
+ */
+export * as Artana from "./Artana.js"
+export * as Chat from "./Chat.js"
+export * as Errors from "./Errors.js"
+export * as Event from "./Event.js"
+export * as EventStore from "./EventStore.js"
+export * as Json from "./Json.js"
+export * as Kernel from "./Kernel.js"
+export * as Middleware from "./Middleware.js"
+export * as ModelPort from "./ModelPort.js"
+export * as SqlEventStore from "./SqlEventStore.js"
+export * as Tenant from "./Tenant.js"
+export * as Tool from "./Tool.js"
+export * as ToolRegistry from "./ToolRegistry.js"
+export * as Verify from "./Verify.js"
+export * as Workflow from "./Workflow.js"

@@ -1,0 +1,654 @@
+/**
+ * One execution of a run: the code walks the loaded log; recorded steps return their logged results, new
+ * steps run live and are appended. Kernel faults (a conflicting writer, a store failure, non-determinism)
+ * and suspensions (a pause, an in-doubt tool) stop the execution through `halt`, which no user error
+ * handler can swallow: `halted` is checked again when the code returns.
+ */
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Random from "effect/Random"
+import * as Schema from "effect/Schema"
+import type { ChatMessage, ToolMessage, Usage } from "../Chat.js"
+import * as Errors from "../Errors.js"
+import { type Event, type EventPayload, RUN_STEP_KEY } from "../Event.js"
+import type * as EventStore from "../EventStore.js"
+import * as Json from "../Json.js"
+import type { CallContext, Interceptor, ToolCallInfo } from "../Middleware.js"
+import type * as ModelPort from "../ModelPort.js"
+import { hasCapability, type TenantContext } from "../Tenant.js"
+import { firstIssue, jsonSchemaOf, type Tool } from "../Tool.js"
+import type * as ToolRegistry from "../ToolRegistry.js"
+import type { ChatError, ChatOptions, ChatResult, PauseOptions, WorkflowContext } from "../Workflow.js"
+import { canonicalJson, eventHash, GENESIS_HASH, sha256 } from "./hash.js"
+
+export interface Deps {
+  readonly store: EventStore.Service
+  readonly model: ModelPort.Service
+  readonly tools: ToolRegistry.Service
+  readonly interceptors: ReadonlyArray<Interceptor>
+  readonly auditKey: string | undefined
+}
+
+/** Faults that end an execution without writing anything: the run stays resumable. */
+export type Fault =
+  | Errors.SequenceConflict
+  | Errors.StoreError
+  | Errors.NonDeterminism
+  | Errors.InvalidHumanResponse
+  | Errors.InvalidInput
+  | Errors.InvalidRunState
+
+export type Halt =
+  | { readonly _tag: "Paused"; readonly ticket: string; readonly reason: string }
+  | { readonly _tag: "NeedsReconciliation"; readonly stepKey: string; readonly tool: string }
+  | { readonly _tag: "Fault"; readonly error: Fault }
+  | { readonly _tag: "Failed"; readonly error: Errors.BudgetExceeded }
+
+export interface ExecutionOptions {
+  readonly runId: string
+  readonly rootRunId: string
+  readonly tenant: TenantContext
+  readonly log: ReadonlyArray<Event>
+  /** "replay": no step may run live and nothing is written. */
+  readonly mode: "live" | "replay"
+  /** USD spent by the run's lineage before this execution. */
+  readonly spentUsd: number
+  /** The response a `resume` brings for the open pause. */
+  readonly response?: { readonly payload: unknown } | undefined
+}
+
+type ToolOutcome =
+  | { readonly ok: true; readonly json: Json.Json }
+  | {
+    readonly ok: false
+    readonly error: Errors.ToolError | Errors.InvalidToolArguments | Errors.UnknownTool | Errors.PolicyDenied
+  }
+
+const describe = (events: ReadonlyArray<Event>): string => {
+  const first = events[0]?.payload
+  switch (first?._tag) {
+    case "ModelRequested":
+      return `a model call (request ${first.requestHash.slice(0, 12)})`
+    case "ToolRequested":
+      return `a call to tool "${first.tool}" with ${first.arguments}`
+    case "StepCompleted":
+      return `step "${first.name}"`
+    case "PauseRequested":
+      return `a pause for a human ("${first.reason}")`
+    case undefined:
+      return "nothing"
+    default:
+      return `a ${first._tag} event`
+  }
+}
+
+const failureOf = (p: Extract<EventPayload, { _tag: "ToolFailed" }>, requested: Extract<EventPayload, { _tag: "ToolRequested" }>, tools: ReadonlyArray<string>): ToolOutcome => {
+  switch (p.kind) {
+    case "denied":
+      return { ok: false, error: new Errors.PolicyDenied({ tool: p.tool, reason: p.error }) }
+    case "invalid_arguments":
+      return { ok: false, error: new Errors.InvalidToolArguments({ tool: p.tool, path: p.path ?? "$", reason: p.error }) }
+    case "unknown_tool":
+      return { ok: false, error: new Errors.UnknownTool({ tool: requested.tool, available: tools }) }
+    case "tool_error":
+    case "timeout":
+      return { ok: false, error: new Errors.ToolError({ tool: p.tool, reason: p.error, timedOut: p.kind === "timeout" }) }
+  }
+}
+
+export const make = (deps: Deps, options: ExecutionOptions) => {
+  const { runId, tenant, mode } = options
+  let headSeq = options.log.length === 0 ? 0 : options.log[options.log.length - 1]!.seq
+  let headHash = options.log.length === 0 ? GENESIS_HASH : options.log[options.log.length - 1]!.hash
+  let spentUsd = options.spentUsd
+  let pendingResponse = options.response
+  let counter = 0
+  let halted: Halt | undefined
+
+  // The log indexed by step key; `order` is the order in which steps first appear.
+  const byKey = new Map<string, Array<Event>>()
+  const order: Array<string> = []
+  for (const event of options.log) {
+    if (event.stepKey === RUN_STEP_KEY) continue
+    const list = byKey.get(event.stepKey)
+    if (list === undefined) {
+      byKey.set(event.stepKey, [event])
+      order.push(event.stepKey)
+    } else list.push(event)
+  }
+  const consumed = new Set<string>()
+  let cursor = 0
+  const nextUnconsumed = (): string | undefined => {
+    while (cursor < order.length && consumed.has(order[cursor]!)) cursor++
+    return order[cursor]
+  }
+
+  const halt = (h: Halt): Effect.Effect<never> =>
+    Effect.suspend(() => {
+      halted ??= h
+      return Effect.interrupt
+    })
+  const fault = (error: Fault) => halt({ _tag: "Fault", error })
+  const guard = Effect.suspend(() => (halted === undefined ? Effect.void : halt(halted)))
+
+  /** Appends a batch after the current head; fails with the store's error (used for a run's final events). */
+  const appendOrFail = (stepKey: string, payloads: ReadonlyArray<EventPayload>) =>
+    Effect.gen(function*() {
+      if (mode === "replay") {
+        return yield* new Errors.InvalidRunState({ runId, status: "being replayed", expected: "live (a replay writes nothing)" })
+      }
+      const timestamp = yield* Clock.currentTimeMillis
+      const events: Array<Event> = []
+      let prevHash = headHash
+      for (let i = 0; i < payloads.length; i++) {
+        const payload = payloads[i]!
+        const unhashed = {
+          eventId: crypto.randomUUID(),
+          runId,
+          tenantId: tenant.tenantId,
+          seq: headSeq + i + 1,
+          timestamp,
+          type: payload._tag,
+          stepKey,
+          payload,
+          prevHash
+        }
+        const hash = eventHash(unhashed, deps.auditKey)
+        events.push({ ...unhashed, hash })
+        prevHash = hash
+      }
+      yield* deps.store.append({ runId, tenantId: tenant.tenantId, expectedSeq: headSeq, events })
+      headSeq += events.length
+      headHash = prevHash
+    })
+
+  /** Appends a step's batch; a failure halts the execution. */
+  const append = (stepKey: string, payloads: ReadonlyArray<EventPayload>): Effect.Effect<void> =>
+    Effect.catchAll(appendOrFail(stepKey, payloads), (error) => fault(error))
+
+  /** Finds a step's recorded events, or proves the code may run it live. */
+  const lookup = (key: string, actual: string): Effect.Effect<ReadonlyArray<Event> | undefined> =>
+    Effect.suspend(() => {
+      const recorded = byKey.get(key)
+      if (recorded !== undefined) {
+        if (consumed.has(key)) {
+          return fault(new Errors.NonDeterminism({ runId, stepKey: key, expected: "a step key used once", actual: `${actual} reusing it` }))
+        }
+        consumed.add(key)
+        return Effect.succeed(recorded)
+      }
+      const next = nextUnconsumed()
+      if (next !== undefined) {
+        return fault(new Errors.NonDeterminism({ runId, stepKey: key, expected: `${describe(byKey.get(next)!)} at step ${next}`, actual }))
+      }
+      if (mode === "replay") {
+        return fault(new Errors.NonDeterminism({ runId, stepKey: key, expected: "the end of the log", actual }))
+      }
+      return Effect.succeed(undefined)
+    })
+
+  const mismatch = (key: string, recorded: ReadonlyArray<Event>, actual: string) =>
+    fault(new Errors.NonDeterminism({ runId, stepKey: key, expected: describe(recorded), actual }))
+
+  const nextKey = (kind: string, explicit: string | undefined): string => {
+    const index = counter++
+    return explicit ?? `${kind}:${index}`
+  }
+
+  const callContext = (stepKey: string, notes: Array<EventPayload>): CallContext => ({
+    runId,
+    rootRunId: options.rootRunId,
+    tenant,
+    stepKey,
+    spentUsd,
+    note: (middleware, note, data) => Effect.sync(() => void notes.push({ _tag: "MiddlewareNote", middleware, note, data }))
+  })
+
+  const budgetExceeded = (stepKey: string, phase: "before_call" | "after_call", before: ReadonlyArray<EventPayload>) =>
+    Effect.gen(function*() {
+      const error = new Errors.BudgetExceeded({ runId, limitUsd: tenant.budgetUsdLimit, spentUsd })
+      yield* append(stepKey, [...before, { _tag: "BudgetExceeded", limitUsd: tenant.budgetUsdLimit, spentUsd, phase }])
+      return yield* halt({ _tag: "Failed", error })
+    })
+
+  // ---------------------------------------------------------------------------------------------- model
+
+  const modelStep = (request: ModelPort.ModelRequest) =>
+    Effect.gen(function*() {
+      yield* guard
+      const key = nextKey("model", undefined)
+      const requestHash = sha256(canonicalJson({
+        model: request.model,
+        messages: request.messages,
+        tools: request.tools,
+        outputFormat: request.outputFormat ?? null,
+        maxOutputTokens: request.maxOutputTokens ?? null
+      }))
+      const recorded = yield* lookup(key, `a model call (request ${requestHash.slice(0, 12)})`)
+      if (recorded !== undefined) {
+        const first = recorded[0]!.payload
+        if (first._tag === "BudgetExceeded") {
+          return yield* halt({ _tag: "Failed", error: new Errors.BudgetExceeded({ runId, limitUsd: first.limitUsd, spentUsd: first.spentUsd }) })
+        }
+        if (first._tag !== "ModelRequested" || first.requestHash !== requestHash) {
+          return yield* mismatch(key, recorded, `a model call (request ${requestHash.slice(0, 12)})`)
+        }
+        for (const e of recorded) {
+          const p = e.payload
+          if (p._tag === "PolicyDenied") return yield* Effect.fail(new Errors.PolicyDenied({ tool: "model", reason: p.reason }))
+          if (p._tag === "BudgetExceeded") {
+            return yield* halt({ _tag: "Failed", error: new Errors.BudgetExceeded({ runId, limitUsd: p.limitUsd, spentUsd: p.spentUsd }) })
+          }
+        }
+        const completed = recorded.find((e) => e.payload._tag === "ModelCompleted")?.payload
+        if (completed === undefined || completed._tag !== "ModelCompleted") {
+          const failed = recorded.find((e) => e.payload._tag === "ModelFailed")?.payload
+          const kind = failed?._tag === "ModelFailed" ? Schema.decodeUnknownOption(Errors.ModelError.fields.kind)(failed.kind) : undefined
+          return yield* Effect.fail(new Errors.ModelError({
+            kind: kind?._tag === "Some" ? kind.value : "unknown",
+            reason: failed?._tag === "ModelFailed" ? failed.error : "the logged model call has no result",
+            retryable: false
+          }))
+        }
+        return { message: completed.message, usage: completed.usage, costUsd: completed.costUsd }
+      }
+      if (spentUsd >= tenant.budgetUsdLimit) return yield* budgetExceeded(key, "before_call", [])
+      const notes: Array<EventPayload> = []
+      const context = callContext(key, notes)
+      const requested = (sent: ModelPort.ModelRequest): EventPayload => ({
+        _tag: "ModelRequested",
+        model: sent.model,
+        messages: sent.messages,
+        tools: sent.tools.map((t) => t.name),
+        requestHash,
+        ...(sent.outputFormat === undefined ? {} : { outputSchema: sent.outputFormat.schema })
+      })
+      let sent = request
+      for (const interceptor of deps.interceptors) {
+        if (interceptor.beforeModel === undefined) continue
+        const next = yield* Effect.either(interceptor.beforeModel(sent, context))
+        if (Either.isLeft(next)) {
+          const error = next.left
+          if (error._tag === "BudgetExceeded") return yield* budgetExceeded(key, "before_call", [requested(sent), ...notes])
+          yield* append(key, [requested(sent), ...notes, { _tag: "PolicyDenied", tool: "model", reason: error.reason, middleware: interceptor.name }])
+          return yield* Effect.fail(error)
+        }
+        sent = next.right
+      }
+      const generated = yield* Effect.either(deps.model.generate(sent))
+      if (Either.isLeft(generated)) {
+        yield* append(key, [requested(sent), ...notes, { _tag: "ModelFailed", kind: generated.left.kind, error: generated.left.reason }])
+        return yield* Effect.fail(generated.left)
+      }
+      let response = generated.right
+      for (let i = deps.interceptors.length - 1; i >= 0; i--) {
+        const interceptor = deps.interceptors[i]!
+        if (interceptor.afterModel === undefined) continue
+        const next = yield* Effect.either(interceptor.afterModel(sent, response, context))
+        if (Either.isLeft(next)) {
+          const error = next.left
+          if (error._tag === "BudgetExceeded") return yield* budgetExceeded(key, "after_call", [requested(sent), ...notes])
+          yield* append(key, [requested(sent), ...notes, { _tag: "PolicyDenied", tool: "model", reason: error.reason, middleware: interceptor.name }])
+          return yield* Effect.fail(error)
+        }
+        response = next.right
+      }
+      const costUsd = response.costUsd ?? 0
+      spentUsd += costUsd
+      const payloads: Array<EventPayload> = [
+        requested(sent),
+        ...notes,
+        { _tag: "ModelCompleted", model: response.model, message: response.message, usage: response.usage, costUsd }
+      ]
+      if (spentUsd > tenant.budgetUsdLimit) return yield* budgetExceeded(key, "after_call", payloads)
+      yield* append(key, payloads)
+      return { message: response.message, usage: response.usage, costUsd }
+    })
+
+  // ----------------------------------------------------------------------------------------------- tool
+
+  const availableTools = () => deps.tools.list().map((t) => t.name)
+
+  const outcomeOf = (recorded: ReadonlyArray<Event>): ToolOutcome | undefined => {
+    const requested = recorded[0]!.payload
+    if (requested._tag !== "ToolRequested") return undefined
+    for (let i = recorded.length - 1; i >= 1; i--) {
+      const p = recorded[i]!.payload
+      if (p._tag === "ToolCompleted") return { ok: true, json: p.result }
+      if (p._tag === "ToolFailed") return failureOf(p, requested, availableTools())
+    }
+    return undefined
+  }
+
+  /** Runs the handler of a requested call and appends its outcome (`ToolRequested` is already durable). */
+  const runHandler = (tool: Tool, args: unknown, key: string, idempotencyKey: string, info: ToolCallInfo, notes: Array<EventPayload>) =>
+    Effect.gen(function*() {
+      const result = yield* Effect.either(tool.invoke(args, { runId, tenant, idempotencyKey, stepKey: key }))
+      const encoded = Either.flatMap(result, (r) => tool.encodeResult(r))
+      if (Either.isLeft(encoded)) {
+        const error = encoded.left
+        yield* append(key, [...notes, { _tag: "ToolFailed", tool: tool.name, kind: error.timedOut === true ? "timeout" : "tool_error", error: error.reason }])
+        return { ok: false, error } satisfies ToolOutcome
+      }
+      let json = encoded.right
+      const context = callContext(key, notes)
+      for (let i = deps.interceptors.length - 1; i >= 0; i--) {
+        const interceptor = deps.interceptors[i]!
+        if (interceptor.afterTool === undefined) continue
+        const next = yield* Effect.either(interceptor.afterTool(info, json, context))
+        if (Either.isLeft(next)) {
+          const error = next.left
+          if (error._tag === "BudgetExceeded") return yield* budgetExceeded(key, "after_call", notes)
+          yield* append(key, [...notes, { _tag: "ToolFailed", tool: tool.name, kind: error._tag === "PolicyDenied" ? "denied" : "tool_error", error: error.reason }])
+          return { ok: false, error } satisfies ToolOutcome
+        }
+        json = next.right
+      }
+      yield* append(key, [...notes, { _tag: "ToolCompleted", tool: tool.name, result: json }])
+      return { ok: true, json } satisfies ToolOutcome
+    })
+
+  interface ToolCallRequest {
+    readonly name: string
+    /** JSON text, or a thunk encoding the code's typed arguments. */
+    readonly arguments: string
+    readonly toolCallId?: string | undefined
+    readonly key?: string | undefined
+    readonly value?: Tool | undefined
+    /** Tools the model was offered (chat), or undefined (code may call any registered tool). */
+    readonly offered?: ReadonlySet<string> | undefined
+  }
+
+  const toolStep = (call: ToolCallRequest): Effect.Effect<ToolOutcome> =>
+    Effect.gen(function*() {
+      yield* guard
+      const key = nextKey("tool", call.key)
+      const actual = `a call to tool "${call.name}" with ${call.arguments}`
+      const recorded = yield* lookup(key, actual)
+      const tool = call.value ?? deps.tools.get(call.name)
+      const idempotencyKey = `${runId}/${key}`
+      if (recorded !== undefined) {
+        const first = recorded[0]!.payload
+        if (first._tag !== "ToolRequested" || first.tool !== call.name || (call.toolCallId === undefined && canonicalJson(JSON.parse(first.arguments)) !== canonicalJson(JSON.parse(call.arguments)))) {
+          return yield* mismatch(key, recorded, actual)
+        }
+        const outcome = outcomeOf(recorded)
+        if (outcome !== undefined) return outcome
+        // In doubt: requested, no outcome.
+        if (recorded.some((e) => e.payload._tag === "ReconciliationRequired") || tool === undefined || !tool.idempotent) {
+          if (!recorded.some((e) => e.payload._tag === "ReconciliationRequired")) {
+            yield* append(key, [{ _tag: "ReconciliationRequired", tool: call.name, idempotencyKey: first.idempotencyKey }])
+          }
+          return yield* halt({ _tag: "NeedsReconciliation", stepKey: key, tool: call.name })
+        }
+        if (mode === "replay") {
+          return yield* fault(new Errors.InvalidRunState({ runId, status: `in doubt at step ${key}`, expected: "settled (a replay runs no tool)" }))
+        }
+        const args = tool.decodeArguments(first.arguments)
+        if (Either.isLeft(args)) return { ok: false, error: args.left } satisfies ToolOutcome
+        const info = { tool: call.name, requiresCapability: tool.requiresCapability, arguments: first.arguments }
+        return yield* runHandler(tool, args.right, key, first.idempotencyKey, info, [])
+      }
+
+      const requested: EventPayload = {
+        _tag: "ToolRequested",
+        tool: call.name,
+        arguments: call.arguments,
+        idempotencyKey,
+        ...(call.toolCallId === undefined ? {} : { toolCallId: call.toolCallId })
+      }
+      const fail = (payloads: ReadonlyArray<EventPayload>, error: Extract<ToolOutcome, { ok: false }>["error"]) =>
+        Effect.as(append(key, [requested, ...payloads]), { ok: false, error } satisfies ToolOutcome)
+
+      if (tool === undefined || (call.offered !== undefined && !call.offered.has(call.name) && hasCapability(tenant, tool.requiresCapability))) {
+        const error = new Errors.UnknownTool({ tool: call.name, available: call.offered === undefined ? availableTools() : [...call.offered] })
+        return yield* fail([{ _tag: "ToolFailed", tool: call.name, kind: "unknown_tool", error: error.message }], error)
+      }
+      if (!hasCapability(tenant, tool.requiresCapability)) {
+        const reason = `tenant ${tenant.tenantId} lacks capability "${tool.requiresCapability}"`
+        const error = new Errors.PolicyDenied({ tool: call.name, reason, capability: tool.requiresCapability })
+        return yield* fail([
+          { _tag: "PolicyDenied", tool: call.name, reason, ...(tool.requiresCapability === undefined ? {} : { capability: tool.requiresCapability }) },
+          { _tag: "ToolFailed", tool: call.name, kind: "denied", error: reason }
+        ], error)
+      }
+      const notes: Array<EventPayload> = []
+      const context = callContext(key, notes)
+      let info: ToolCallInfo = { tool: call.name, requiresCapability: tool.requiresCapability, arguments: call.arguments }
+      for (const interceptor of deps.interceptors) {
+        if (interceptor.beforeTool === undefined) continue
+        const next = yield* Effect.either(interceptor.beforeTool(info, context))
+        if (Either.isLeft(next)) {
+          const error = next.left
+          if (error._tag === "BudgetExceeded") return yield* budgetExceeded(key, "before_call", [requested, ...notes])
+          return yield* fail([
+            ...notes,
+            { _tag: "PolicyDenied", tool: call.name, reason: error.reason, middleware: interceptor.name },
+            { _tag: "ToolFailed", tool: call.name, kind: "denied", error: error.reason }
+          ], error)
+        }
+        info = next.right
+      }
+      const args = tool.decodeArguments(info.arguments)
+      if (Either.isLeft(args)) {
+        const error = args.left
+        return yield* fail([...notes, { _tag: "ToolFailed", tool: call.name, kind: "invalid_arguments", error: error.reason, path: error.path }], error)
+      }
+      const logged: EventPayload = { ...requested, arguments: info.arguments }
+      yield* append(key, [logged, ...notes])
+      return yield* runHandler(tool, args.right, key, idempotencyKey, info, [])
+    })
+
+  const toolMessage = (id: string, name: string, outcome: ToolOutcome): ToolMessage => ({
+    role: "tool",
+    toolCallId: id,
+    name,
+    content: outcome.ok
+      ? (typeof outcome.json === "string" ? outcome.json : JSON.stringify(outcome.json))
+      : JSON.stringify({ error: outcome.error._tag, message: outcome.error.message })
+  })
+
+  // ----------------------------------------------------------------------------------------------- chat
+
+  const chat = <A>(chatOptions: ChatOptions<A>): Effect.Effect<ChatResult<A>, ChatError> =>
+    Effect.gen(function*() {
+      const registered = chatOptions.tools === undefined
+        ? deps.tools.list()
+        : chatOptions.tools.map((name) => deps.tools.get(name)).filter((t): t is Tool => t !== undefined)
+      const visible = registered.filter((t) => hasCapability(tenant, t.requiresCapability))
+      const offered = new Set(visible.map((t) => t.name))
+      const schema = chatOptions.outputSchema
+      const outputFormat = schema === undefined ? undefined : { name: "output", schema: jsonSchemaOf(schema) }
+      const model = chatOptions.model ?? deps.model.defaultModel
+      const maxTurns = chatOptions.maxTurns ?? 10
+      const maxDecodeRetries = chatOptions.maxDecodeRetries ?? 2
+      const messages: Array<ChatMessage> = [...chatOptions.messages]
+      const usage = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0 }
+      let costUsd = 0
+      let decodeFailures = 0
+      for (let turn = 0; turn < maxTurns; turn++) {
+        const step = yield* modelStep({
+          model,
+          messages: [...messages],
+          tools: visible.map((t) => t.spec),
+          outputFormat,
+          maxOutputTokens: chatOptions.maxOutputTokens
+        })
+        usage.inputTokens += step.usage.inputTokens
+        usage.outputTokens += step.usage.outputTokens
+        usage.cachedInputTokens += step.usage.cachedInputTokens ?? 0
+        costUsd += step.costUsd
+        messages.push(step.message)
+        const calls = step.message.toolCalls ?? []
+        if (calls.length > 0) {
+          for (const call of calls) {
+            const outcome = yield* toolStep({ name: call.name, arguments: call.arguments, toolCallId: call.id, offered })
+            messages.push(toolMessage(call.id, call.name, outcome))
+          }
+          continue
+        }
+        const text = step.message.content ?? ""
+        const total: Usage = usage
+        if (schema === undefined) {
+          return { output: text as A, message: step.message, messages, usage: total, costUsd } satisfies ChatResult<A>
+        }
+        const decoded = decodeAnswer(schema, text)
+        if (Either.isRight(decoded)) {
+          return { output: decoded.right, message: step.message, messages, usage: total, costUsd } satisfies ChatResult<A>
+        }
+        decodeFailures++
+        if (decodeFailures > maxDecodeRetries) {
+          return yield* Effect.fail(new Errors.OutputDecodeError({ attempts: decodeFailures, reason: decoded.left }))
+        }
+        messages.push({
+          role: "user",
+          content: `Your answer did not match the required JSON schema: ${decoded.left}. Answer again with JSON only.`
+        })
+      }
+      return yield* Effect.fail(new Errors.MaxTurnsExceeded({ maxTurns }))
+    })
+
+  // ---------------------------------------------------------------------------------- steps and pauses
+
+  const step = <A, I, E>(name: string, effect: Effect.Effect<A, E>, schema: Schema.Schema<A, I>, key: string | undefined) =>
+    Effect.gen(function*() {
+      yield* guard
+      const stepKey = nextKey("step", key)
+      const actual = `step "${name}"`
+      const recorded = yield* lookup(stepKey, actual)
+      if (recorded !== undefined) {
+        const first = recorded[0]!.payload
+        if (first._tag !== "StepCompleted" || first.name !== name) return yield* mismatch(stepKey, recorded, actual)
+        const value = Schema.decodeUnknownEither(schema)(first.value)
+        if (Either.isLeft(value)) {
+          return yield* fault(new Errors.InvalidInput({ what: `logged value of step "${name}" (${stepKey})`, reason: firstIssue(value.left).reason }))
+        }
+        return value.right
+      }
+      const value = yield* effect
+      const encoded = Either.mapLeft(Schema.encodeEither(schema)(value), (e) => firstIssue(e).reason)
+      const json = Either.flatMap(encoded, (u) => {
+        const r = Json.fromUnknown(u)
+        return r.ok ? Either.right(r.json) : Either.left(r.error)
+      })
+      if (Either.isLeft(json)) {
+        return yield* Effect.die(new Errors.InvalidInput({ what: `value of step "${name}"`, reason: json.left }))
+      }
+      yield* append(stepKey, [{ _tag: "StepCompleted", name, value: json.right }])
+      return value
+    })
+
+  const pauseForHuman = <A, I>(pause: PauseOptions<A, I>): Effect.Effect<A> =>
+    Effect.gen(function*() {
+      yield* guard
+      const key = nextKey("pause", pause.key)
+      const actual = `a pause for a human ("${pause.reason}")`
+      const recorded = yield* lookup(key, actual)
+      const decode = (u: unknown): Either.Either<A, string> =>
+        pause.schema === undefined
+          ? Either.right(u as A)
+          : Either.mapLeft(Schema.decodeUnknownEither(pause.schema)(u), (e) => {
+            const issue = firstIssue(e)
+            return `${issue.path}: ${issue.reason}`
+          })
+      if (recorded !== undefined) {
+        const first = recorded[0]!.payload
+        if (first._tag !== "PauseRequested") return yield* mismatch(key, recorded, actual)
+        const responded = recorded.find((e) => e.payload._tag === "HumanResponded")?.payload
+        if (responded !== undefined && responded._tag === "HumanResponded") {
+          const value = decode(responded.payload)
+          if (Either.isLeft(value)) return yield* fault(new Errors.InvalidInput({ what: `logged human response (${key})`, reason: value.left }))
+          return value.right
+        }
+        if (pendingResponse === undefined) return yield* halt({ _tag: "Paused", ticket: first.ticket, reason: first.reason })
+        const response = pendingResponse.payload
+        const value = decode(response)
+        if (Either.isLeft(value)) {
+          return yield* fault(new Errors.InvalidHumanResponse({ runId, ticket: first.ticket, reason: value.left }))
+        }
+        const encoded = pause.schema === undefined
+          ? Either.right(response)
+          : Either.mapLeft(Schema.encodeEither(pause.schema)(value.right), (e) => firstIssue(e).reason)
+        const json = Either.isLeft(encoded) ? undefined : Json.fromUnknown(encoded.right)
+        if (json === undefined || !json.ok) {
+          return yield* fault(new Errors.InvalidHumanResponse({ runId, ticket: first.ticket, reason: json === undefined || json.ok ? "does not encode" : json.error }))
+        }
+        pendingResponse = undefined
+        yield* append(key, [{ _tag: "HumanResponded", ticket: first.ticket, payload: json.json }])
+        return value.right
+      }
+      const ticket = crypto.randomUUID()
+      yield* append(key, [{
+        _tag: "PauseRequested",
+        reason: pause.reason,
+        ticket,
+        ...(pause.schema === undefined ? {} : { responseSchema: jsonSchemaOf(pause.schema) })
+      }])
+      return yield* halt({ _tag: "Paused", ticket, reason: pause.reason })
+    })
+
+  const context: WorkflowContext = {
+    runId,
+    tenant,
+    chat,
+    tool: <Args, Result>(tool: Tool<Args, Result> | string, args: Args, opts?: { readonly key?: string | undefined }) =>
+      Effect.gen(function*() {
+        const value: Tool<Args, Result> | Tool | undefined = typeof tool === "string" ? deps.tools.get(tool) : tool
+        const name = typeof tool === "string" ? tool : tool.name
+        let text: string
+        if (value === undefined) {
+          const r = Json.fromUnknown(args)
+          text = r.ok ? JSON.stringify(r.json) : "null"
+        } else {
+          const encoded = value.encodeArguments(args)
+          if (Either.isLeft(encoded)) return yield* Effect.fail(encoded.left)
+          text = encoded.right
+        }
+        const outcome = yield* toolStep({ name, arguments: text, key: opts?.key, value })
+        if (!outcome.ok) return yield* Effect.fail(outcome.error)
+        if (value === undefined) return yield* Effect.die("unreachable: an unknown tool cannot succeed")
+        const decoded = value.decodeResult(outcome.json)
+        if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
+        return decoded.right as Result
+      }),
+    step: (name, effect, schema, opts) => step(name, effect, schema, opts?.key),
+    now: () => step("now", Clock.currentTimeMillis, Schema.Number, undefined),
+    random: () => step("random", Random.next, Schema.Number, undefined),
+    sleep: (duration) =>
+      Effect.gen(function*() {
+        const ms = Duration.toMillis(Duration.decode(duration))
+        const until = yield* step("sleep", Effect.map(Clock.currentTimeMillis, (now) => now + ms), Schema.Number, undefined)
+        const now = yield* Clock.currentTimeMillis
+        if (until > now) yield* Effect.sleep(Duration.millis(until - now))
+      }),
+    pauseForHuman
+  }
+
+  return {
+    context,
+    appendOrFail,
+    halted: () => halted,
+    head: () => ({ seq: headSeq, hash: headHash }),
+    spentUsd: () => spentUsd,
+    /** Steps the log holds that the code did not ask for. */
+    unconsumed: () => nextUnconsumed(),
+    describeKey: (key: string) => describe(byKey.get(key) ?? [])
+  }
+}
+
+export type Execution = ReturnType<typeof make>
+
+const decodeAnswer = <A>(schema: Schema.Schema<A, unknown>, text: string): Either.Either<A, string> => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return Either.left(`the answer is not JSON: ${text.slice(0, 80)}`)
+  }
+  return Either.mapLeft(Schema.decodeUnknownEither(schema)(parsed), (e) => {
+    const issue = firstIssue(e)
+    return `${issue.path}: ${issue.reason}`
+  })
+}
