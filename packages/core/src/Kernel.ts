@@ -324,6 +324,9 @@ export const make = (options: Options = {}) =>
       resume: Effect.fn("Kernel.resume")(function*(run) {
         const info = yield* store.getRun(run.tenantId, run.runId)
         const workflow = yield* workflowFor(info)
+        if (run.response !== undefined && info.status !== "paused") {
+          return yield* new Errors.InvalidRunState({ runId: run.runId, status: info.status, expected: "paused (only a paused run takes a response)" })
+        }
         const response = info.status === "paused" ? { payload: run.response === undefined ? null : run.response } : undefined
         return yield* continueRun(workflow, info, "live", response)
       }),

@@ -68,14 +68,41 @@ export const firstIssue = (error: ParseResult.ParseError): { readonly path: stri
   return issue === undefined ? { path: "$", reason: error.message } : { path: formatPath(issue.path), reason: issue.message }
 }
 
-/** The JSON Schema of an Effect Schema, as a plain JSON object (no `$schema` key). */
+type JsonNode = Json.Json
+
+/** Replaces `#/$defs/X` references by their definitions, except cyclic ones (which keep `$defs`). */
+const inlineRefs = (node: JsonNode, defs: Json.JsonObject, seen: ReadonlySet<string>): JsonNode => {
+  if (Array.isArray(node)) return node.map((n: JsonNode) => inlineRefs(n, defs, seen))
+  if (node === null || typeof node !== "object") return node
+  const obj = node as Json.JsonObject
+  const ref = obj["$ref"]
+  if (typeof ref === "string" && ref.startsWith("#/$defs/")) {
+    const name = ref.slice("#/$defs/".length)
+    const def = defs[name]
+    if (def !== undefined && !seen.has(name) && def !== null && typeof def === "object" && !Array.isArray(def)) {
+      const { $ref: _ref, ...siblings } = obj
+      return inlineRefs({ ...(def as Json.JsonObject), ...siblings }, defs, new Set([...seen, name]))
+    }
+    return node
+  }
+  const out: Record<string, JsonNode> = {}
+  for (const [k, v] of Object.entries(obj)) out[k] = inlineRefs(v, defs, seen)
+  return out
+}
+
+/** The JSON Schema of an Effect Schema, as a plain JSON object: no `$schema`, references inlined. */
 export const jsonSchemaOf = (schema: Schema.Schema.Any): Json.JsonObject => {
   const { $schema: _ignored, ...rest } = JSONSchema.make(schema)
   const checked = Json.fromUnknown(rest)
   if (!checked.ok || checked.json === null || typeof checked.json !== "object" || Array.isArray(checked.json)) {
     throw new Error(`JSON Schema generation produced a non-object: ${checked.ok ? "" : checked.error}`)
   }
-  return checked.json as Json.JsonObject
+  const root = checked.json as Json.JsonObject
+  const defs = root["$defs"]
+  if (defs === undefined || defs === null || typeof defs !== "object" || Array.isArray(defs)) return root
+  const { $defs: _defs, ...body } = root
+  const inlined = inlineRefs(body, defs as Json.JsonObject, new Set()) as Json.JsonObject
+  return JSON.stringify(inlined).includes("\"$ref\"") ? { ...inlined, $defs: defs } : inlined
 }
 
 const NAME = /^[a-zA-Z0-9_.-]{1,64}$/

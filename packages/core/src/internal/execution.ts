@@ -512,10 +512,10 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
 
   // ---------------------------------------------------------------------------------- steps and pauses
 
-  const step = <A, I, E>(name: string, effect: Effect.Effect<A, E>, schema: Schema.Schema<A, I>, key: string | undefined) =>
+  const step = <A, I, E>(name: string, effect: Effect.Effect<A, E>, schema: Schema.Schema<A, I>, key: string | undefined, kind = "step") =>
     Effect.gen(function*() {
       yield* guard
-      const stepKey = nextKey("step", key)
+      const stepKey = nextKey(kind, key)
       const actual = `step "${name}"`
       const recorded = yield* lookup(stepKey, actual)
       if (recorded !== undefined) {
@@ -614,12 +614,12 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
         return decoded.right as Result
       }),
     step: (name, effect, schema, opts) => step(name, effect, schema, opts?.key),
-    now: () => step("now", Clock.currentTimeMillis, Schema.Number, undefined),
-    random: () => step("random", Random.next, Schema.Number, undefined),
+    now: () => step("now", Clock.currentTimeMillis, Schema.Number, undefined, "now"),
+    random: () => step("random", Random.next, Schema.Number, undefined, "random"),
     sleep: (duration) =>
       Effect.gen(function*() {
         const ms = Duration.toMillis(Duration.decode(duration))
-        const until = yield* step("sleep", Effect.map(Clock.currentTimeMillis, (now) => now + ms), Schema.Number, undefined)
+        const until = yield* step("sleep", Effect.map(Clock.currentTimeMillis, (now) => now + ms), Schema.Number, undefined, "sleep")
         const now = yield* Clock.currentTimeMillis
         if (until > now) yield* Effect.sleep(Duration.millis(until - now))
       }),

@@ -1,0 +1,20 @@
+// Tests resolve @artana/* to their TypeScript sources, so a package's suite never runs against a stale build.
+import { fileURLToPath } from "node:url"
+import { defineConfig } from "vitest/config"
+
+const src = (pkg: string, file = "index.ts") => fileURLToPath(new URL(`./packages/${pkg}/src/${file}`, import.meta.url))
+
+export default defineConfig({
+  resolve: {
+    alias: [
+      { find: /^@artana\/core\/testing$/, replacement: src("core", "testing.ts") },
+      { find: /^@artana\/core$/, replacement: src("core") },
+      { find: /^@artana\/store-sqlite$/, replacement: src("store-sqlite") }
+    ]
+  },
+  test: {
+    include: ["test/**/*.test.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 60_000
+  }
+})
