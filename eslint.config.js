@@ -13,7 +13,7 @@ export default tseslint.config(
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "@typescript-eslint/consistent-type-imports": "error",
       "@typescript-eslint/no-namespace": "off",
-      "no-restricted-imports": ["error", { patterns: [{ group: ["effect"], message: "import one module at a time: effect/Effect" }] }]
+      "no-restricted-imports": ["error", { paths: [{ name: "effect", message: "in library src, import one module at a time: effect/Effect" }] }]
     }
   },
   {

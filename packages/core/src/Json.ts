@@ -56,3 +56,7 @@ export const fromUnknown = (value: unknown, path = "$"): { readonly ok: true; re
   }
   return { ok: false, error: `${path} is ${typeof value}, not JSON` }
 }
+
+/** True for a JSON object (not an array, not null). */
+export const isObject = (value: Json | undefined): value is JsonObject =>
+  value !== null && value !== undefined && typeof value === "object" && !Array.isArray(value)

@@ -11,6 +11,7 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type * as ParseResult from "effect/ParseResult"
 import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
@@ -112,7 +113,7 @@ export interface Options {
 const errorTag = (e: unknown): string => (Predicate.hasProperty(e, "_tag") && typeof e._tag === "string" ? e._tag : "Error")
 const errorMessage = (e: unknown): string => (e instanceof Error ? e.message : typeof e === "string" ? e : JSON.stringify(e) ?? String(e))
 
-const toJson = (what: string, encoded: Either.Either<unknown, import("effect/ParseResult").ParseError>) => {
+const toJson = (what: string, encoded: Either.Either<unknown, ParseResult.ParseError>) => {
   if (Either.isLeft(encoded)) return Either.left(new Errors.InvalidInput({ what, reason: firstIssue(encoded.left).reason }))
   const checked = Json.fromUnknown(encoded.right)
   return checked.ok ? Either.right(checked.json) : Either.left(new Errors.InvalidInput({ what, reason: checked.error }))

@@ -73,15 +73,15 @@ type JsonNode = Json.Json
 /** Replaces `#/$defs/X` references by their definitions, except cyclic ones (which keep `$defs`). */
 const inlineRefs = (node: JsonNode, defs: Json.JsonObject, seen: ReadonlySet<string>): JsonNode => {
   if (Array.isArray(node)) return node.map((n: JsonNode) => inlineRefs(n, defs, seen))
-  if (node === null || typeof node !== "object") return node
-  const obj = node as Json.JsonObject
+  if (!Json.isObject(node)) return node
+  const obj = node
   const ref = obj["$ref"]
   if (typeof ref === "string" && ref.startsWith("#/$defs/")) {
     const name = ref.slice("#/$defs/".length)
     const def = defs[name]
-    if (def !== undefined && !seen.has(name) && def !== null && typeof def === "object" && !Array.isArray(def)) {
+    if (Json.isObject(def) && !seen.has(name)) {
       const { $ref: _ref, ...siblings } = obj
-      return inlineRefs({ ...(def as Json.JsonObject), ...siblings }, defs, new Set([...seen, name]))
+      return inlineRefs({ ...def, ...siblings }, defs, new Set([...seen, name]))
     }
     return node
   }
@@ -94,15 +94,16 @@ const inlineRefs = (node: JsonNode, defs: Json.JsonObject, seen: ReadonlySet<str
 export const jsonSchemaOf = (schema: Schema.Schema.Any): Json.JsonObject => {
   const { $schema: _ignored, ...rest } = JSONSchema.make(schema)
   const checked = Json.fromUnknown(rest)
-  if (!checked.ok || checked.json === null || typeof checked.json !== "object" || Array.isArray(checked.json)) {
+  if (!checked.ok || !Json.isObject(checked.json)) {
     throw new Error(`JSON Schema generation produced a non-object: ${checked.ok ? "" : checked.error}`)
   }
-  const root = checked.json as Json.JsonObject
+  const root = checked.json
   const defs = root["$defs"]
-  if (defs === undefined || defs === null || typeof defs !== "object" || Array.isArray(defs)) return root
+  if (!Json.isObject(defs)) return root
   const { $defs: _defs, ...body } = root
-  const inlined = inlineRefs(body, defs as Json.JsonObject, new Set()) as Json.JsonObject
-  return JSON.stringify(inlined).includes("\"$ref\"") ? { ...inlined, $defs: defs } : inlined
+  const inlined = inlineRefs(body, defs, new Set())
+  if (!Json.isObject(inlined)) return root
+  return JSON.stringify(inlined).includes('"$ref"') ? { ...inlined, $defs: defs } : inlined
 }
 
 const NAME = /^[a-zA-Z0-9_.-]{1,64}$/

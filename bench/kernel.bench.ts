@@ -1,0 +1,153 @@
+// `pnpm bench kernel`: the cost of durability on SQLite, against the floor of what the same bytes cost bare.
+//
+// step_vs_floor: one durable tool step (ToolRequested committed before the handler, ToolCompleted after)
+//   / two bare better-sqlite3 INSERT+COMMITs of the very rows the step wrote, into a twin table of the same
+//   file at the same synchronous setting. The floor runs inside the workflow right after each step, so the
+//   two are interleaved one to one.
+// replay_10k_vs_floor: replaying a 10,000-event run (kernel.replay reads the log and re-runs the code over
+//   it, executing nothing) / a bare ordered SELECT of the same rows + JSON.parse of each payload.
+//   Alternated, 15 rounds each.
+import Database from "better-sqlite3"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Layer, Schema } from "effect"
+import { EventStore, Kernel, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
+import { SqliteStore } from "@artana/store-sqlite"
+import { type BenchResult, median, nowUs, progress } from "./lib.js"
+
+const STEPS = 2000
+const WARMUP = 100
+const REPLAY_STEPS = 5000 // two events each: 10,000 step events
+const ROUNDS = 15
+
+const tenant = Tenant.TenantContext.make({ tenantId: "bench", capabilities: [], budgetUsdLimit: 1 })
+
+const echo = Tool.make({
+  name: "echo",
+  description: "Returns its input",
+  parameters: Schema.Struct({ i: Schema.Number, note: Schema.String }),
+  idempotent: true,
+  handler: (args) => Effect.succeed({ ok: true, i: args.i })
+})
+
+export default async (machine: BenchResult["machine"]): Promise<BenchResult> => {
+  const dir = mkdtempSync(join(tmpdir(), "artana-bench-"))
+  const filename = join(dir, "bench.db")
+  try {
+    const layer = Layer.provideMerge(
+      Kernel.layer(),
+      Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), ToolRegistry.layer([echo]))
+    )
+    const floor = new Database(filename)
+    floor.pragma("journal_mode = WAL")
+    floor.pragma("synchronous = FULL")
+
+    const stepTimes: Array<number> = []
+    const floorTimes: Array<number> = []
+    const program = Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      // Creates the store's tables, then the floor's twin table with the same columns.
+      yield* kernel.callTool({ runId: "warm", tenant, tool: "echo", args: { i: 0, note: "warm" } })
+      const table = eventsTable(floor)
+      floor.exec(`CREATE TABLE floor_events AS SELECT * FROM ${table} WHERE 0`)
+      floor.exec(`CREATE UNIQUE INDEX floor_pk ON floor_events (run_id, seq)`)
+      const lastTwo = floor.prepare(`SELECT * FROM ${table} WHERE run_id = ? ORDER BY seq DESC LIMIT 2`)
+      const columns = (lastTwo.columns()).map((c) => c.name)
+      const insert = floor.prepare(`INSERT INTO floor_events (${columns.join(",")}) VALUES (${columns.map(() => "?").join(",")})`)
+
+      progress(`step_vs_floor: ${STEPS} durable tool steps, each followed by its floor`)
+      const steps = Workflow.make({
+        name: "bench.steps",
+        input: Schema.Number,
+        output: Schema.Number,
+        run: (n, ctx) =>
+          Effect.gen(function*() {
+            for (let i = 0; i < n; i++) {
+              const t0 = nowUs()
+              yield* ctx.tool(echo, { i, note: "a durable step of the benchmark" })
+              const t1 = nowUs()
+              const rows = lastTwo.all(ctx.runId) as Array<Record<string, unknown>>
+              const t2 = nowUs()
+              for (const row of rows.reverse()) insert.run(...columns.map((c) => (c === "run_id" ? `floor-${String(row[c])}` : row[c])))
+              const t3 = nowUs()
+              if (i >= WARMUP) {
+                stepTimes.push(t1 - t0)
+                floorTimes.push(t3 - t2)
+              }
+            }
+            return n
+          })
+      })
+      yield* kernel.execute(steps, { runId: "steps", tenant, input: STEPS })
+
+      progress(`replay_10k_vs_floor: writing a run of ${REPLAY_STEPS * 2} step events`)
+      yield* kernel.execute(steps, { runId: "long", tenant, input: REPLAY_STEPS })
+      const store = yield* EventStore.EventStore
+      const eventCount = (yield* store.readEvents(tenant.tenantId, "long")).length
+      const all = floor.prepare(`SELECT * FROM ${table} WHERE run_id = ? ORDER BY seq`)
+      const replayTimes: Array<number> = []
+      const readTimes: Array<number> = []
+      for (let round = 0; round < ROUNDS; round++) {
+        progress(`replay round ${round + 1}/${ROUNDS}`)
+        const t0 = nowUs()
+        const replayed = yield* kernel.replay(steps, { tenantId: tenant.tenantId, runId: "long" })
+        const t1 = nowUs()
+        if (replayed.status !== "completed") throw new Error("replay did not complete")
+        const rows = all.all("long") as Array<{ payload: string }>
+        let parsed = 0
+        for (const row of rows) parsed += JSON.parse(row.payload) === null ? 0 : 1
+        const t2 = nowUs()
+        if (parsed !== eventCount) throw new Error(`floor read ${parsed} rows, expected ${eventCount}`)
+        if (round > 0) {
+          replayTimes.push(t1 - t0)
+          readTimes.push(t2 - t1)
+        }
+      }
+      return { eventCount, replayTimes, readTimes }
+    })
+    const { eventCount, readTimes, replayTimes } = await Effect.runPromise(Effect.provide(program, layer))
+    floor.close()
+
+    const step = median(stepTimes)
+    const stepFloor = median(floorTimes)
+    const replay = median(replayTimes)
+    const replayFloor = median(readTimes)
+    return {
+      name: "kernel",
+      machine,
+      rows: [
+        {
+          metric: "step_vs_floor",
+          value: step / stepFloor,
+          unit: "ratio",
+          baseline: "2 bare better-sqlite3 INSERT+COMMITs of the step's rows (synchronous=FULL, WAL)",
+          baselineValue: stepFloor,
+          ratio: step / stepFloor,
+          detail: { step_median_us: step, floor_median_us: stepFloor, steps: stepTimes.length, target_max_ratio: 3 }
+        },
+        {
+          metric: "replay_10k_vs_floor",
+          value: replay / replayFloor,
+          unit: "ratio",
+          baseline: "bare ordered SELECT of the run's rows + JSON.parse of each payload",
+          baselineValue: replayFloor,
+          ratio: replay / replayFloor,
+          detail: { replay_median_us: replay, floor_median_us: replayFloor, events: eventCount, rounds: replayTimes.length, target_max_ratio: 2 }
+        }
+      ]
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** The store's events table (its name carries the configured prefix). */
+const eventsTable = (db: Database.Database): string => {
+  const row = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%events' AND name NOT LIKE 'floor%'`).get() as
+    | { name: string }
+    | undefined
+  if (row === undefined) throw new Error("the store's events table was not found")
+  return row.name
+}
