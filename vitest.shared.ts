@@ -9,7 +9,10 @@ export default defineConfig({
     alias: [
       { find: /^@artana\/core\/testing$/, replacement: src("core", "testing.ts") },
       { find: /^@artana\/core$/, replacement: src("core") },
-      { find: /^@artana\/store-sqlite$/, replacement: src("store-sqlite") }
+      { find: /^@artana\/store-sqlite$/, replacement: src("store-sqlite") },
+      { find: /^@artana\/middleware$/, replacement: src("middleware") },
+      { find: /^@artana\/model-openai\/testing$/, replacement: src("model-openai", "testing.ts") },
+      { find: /^@artana\/model-openai$/, replacement: src("model-openai") }
     ]
   },
   test: {

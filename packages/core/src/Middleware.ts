@@ -12,7 +12,7 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { BudgetExceeded, PolicyDenied, ToolError } from "./Errors.js"
 import type { Json } from "./Json.js"
@@ -60,9 +60,17 @@ export interface Service {
 /** The middleware chain. A kernel without this service runs no middleware. */
 export class Middleware extends Context.Tag("@artana/core/Middleware")<Middleware, Service>() {}
 
-/** The chain, in the order given. */
-export const layer = (interceptors: ReadonlyArray<Interceptor>): Layer.Layer<Middleware> =>
-  Layer.succeed(Middleware, { interceptors })
+/**
+ * The chain, in the order given. An entry may be an interceptor, or an Effect that builds one from services
+ * (a quota middleware reads the ModelPort's tokenizer, a policy middleware its rules).
+ */
+export const layer = <R = never>(
+  entries: ReadonlyArray<Interceptor | Effect.Effect<Interceptor, never, R>>
+): Layer.Layer<Middleware, never, R> =>
+  Layer.effect(
+    Middleware,
+    Effect.map(Effect.forEach(entries, (e) => (Effect.isEffect(e) ? e : Effect.succeed(e))), (interceptors) => ({ interceptors }))
+  )
 
 /** No middleware. */
 export const layerEmpty: Layer.Layer<Middleware> = layer([])

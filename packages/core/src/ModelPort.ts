@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { AssistantMessage, ChatMessage, ToolSpec, Usage } from "./Chat.js"
 import { ModelError } from "./Errors.js"
-import type { JsonObject } from "./Json.js"
+import type { Json, JsonObject } from "./Json.js"
 
 /** Structured output requested from the model. */
 export interface OutputFormat {
@@ -27,12 +27,20 @@ export interface ModelRequest {
   readonly maxOutputTokens?: number | undefined
 }
 
+/** Something a provider wants in the log about a call (a transport retry, a fallback); written as a `MiddlewareNote`. */
+export interface ProviderNote {
+  readonly source: string
+  readonly note: string
+  readonly data: Json
+}
+
 /** What the model answered. `costUsd` is set by whoever knows the price (a provider, a metering middleware). */
 export interface ModelResponse {
   readonly model: string
   readonly message: AssistantMessage
   readonly usage: Usage
   readonly costUsd?: number | undefined
+  readonly notes?: ReadonlyArray<ProviderNote> | undefined
 }
 
 export interface Service {

@@ -297,6 +297,7 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
       }
       const costUsd = response.costUsd ?? 0
       spentUsd += costUsd
+      for (const n of response.notes ?? []) notes.push({ _tag: "MiddlewareNote", middleware: n.source, note: n.note, data: n.data })
       const payloads: Array<EventPayload> = [
         requested(sent),
         ...notes,
@@ -371,7 +372,7 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
       const idempotencyKey = `${runId}/${key}`
       if (recorded !== undefined) {
         const first = recorded[0]!.payload
-        if (first._tag !== "ToolRequested" || first.tool !== call.name || (call.toolCallId === undefined && canonicalJson(JSON.parse(first.arguments)) !== canonicalJson(JSON.parse(call.arguments)))) {
+        if (first._tag !== "ToolRequested" || first.tool !== call.name || (call.toolCallId === undefined && !sameArguments(first.arguments, call.arguments))) {
           return yield* mismatch(key, recorded, actual)
         }
         const outcome = outcomeOf(recorded)
@@ -639,6 +640,16 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
 }
 
 export type Execution = ReturnType<typeof make>
+
+/** Arguments given by code match the logged ones: the same text, or the same JSON in another key order. */
+const sameArguments = (logged: string, given: string): boolean => {
+  if (logged === given) return true
+  try {
+    return canonicalJson(JSON.parse(logged)) === canonicalJson(JSON.parse(given))
+  } catch {
+    return false
+  }
+}
 
 const decodeAnswer = <A>(schema: Schema.Schema<A, unknown>, text: string): Either.Either<A, string> => {
   let parsed: unknown
