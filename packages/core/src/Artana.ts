@@ -44,7 +44,7 @@ export interface Options {
 export interface PromiseContext {
   readonly runId: string
   readonly tenant: TenantContext
-  readonly chat: <A = string>(options: Workflow.ChatOptions<A>) => Promise<Workflow.ChatResult<A>>
+  readonly chat: <A = string, I = unknown>(options: Workflow.ChatOptions<A, I>) => Promise<Workflow.ChatResult<A>>
   readonly tool: <Args, Result>(tool: Tool<Args, Result> | string, args: Args, options?: { readonly key?: string }) => Promise<Result>
   readonly step: <A, I>(name: string, run: () => Promise<A>, schema: Schema.Schema<A, I>, options?: { readonly key?: string }) => Promise<A>
   readonly now: () => Promise<number>
@@ -88,7 +88,7 @@ export const workflow = <I, II, O, OI>(options: {
 
 export interface Client {
   readonly run: <I, O, E>(workflow: Workflow.Workflow<I, O, E>, options: Kernel.StartOptions<I>) => Promise<Kernel.RunResult<O>>
-  readonly chat: <A = string>(options: Kernel.ChatRunOptions<A>) => Promise<Kernel.RunResult<Workflow.ChatResult<A>>>
+  readonly chat: <A = string, I = unknown>(options: Kernel.ChatRunOptions<A, I>) => Promise<Kernel.RunResult<Workflow.ChatResult<A>>>
   readonly callTool: (options: Parameters<Kernel.Service["callTool"]>[0]) => Promise<Kernel.RunResult<unknown>>
   readonly resume: (run: Kernel.RunRef & { readonly response?: unknown }) => Promise<Kernel.RunResult<unknown>>
   readonly reconcile: (run: Kernel.RunRef & { readonly outcome: Kernel.ReconcileOutcome }) => Promise<void>

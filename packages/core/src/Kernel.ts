@@ -68,7 +68,7 @@ export type ReconcileOutcome =
   | { readonly ok: true; readonly result: Json.Json }
   | { readonly ok: false; readonly error: string }
 
-export interface ChatRunOptions<A> extends Workflow.ChatOptions<A> {
+export interface ChatRunOptions<A, I = unknown> extends Workflow.ChatOptions<A, I> {
   readonly runId?: string | undefined
   readonly tenant: TenantContext
 }
@@ -88,8 +88,8 @@ export interface Service {
   /** Checks the run's hash chain against its store record and, if given, an exported head. */
   readonly verify: (run: RunRef & { readonly head?: Head | undefined }) => Effect.Effect<VerifyReport, Errors.RunNotFound | Errors.StoreError>
   /** A run of one chat: model step(s), tool steps, structured output. */
-  readonly chat: <A = string>(
-    options: ChatRunOptions<A>
+  readonly chat: <A = string, I = unknown>(
+    options: ChatRunOptions<A, I>
   ) => Effect.Effect<RunResult<Workflow.ChatResult<A>>, Workflow.ChatError | KernelError>
   /** A run of one tool call. */
   readonly callTool: (options: {
@@ -127,7 +127,7 @@ const lastOf = <T extends EventPayload["_tag"]>(events: ReadonlyArray<Event>, ta
   return undefined
 }
 
-const chatOutput = <A>(outputSchema: Schema.Schema<A, unknown> | undefined) =>
+const chatOutput = <A, I>(outputSchema: Schema.Schema<A, I> | undefined) =>
   Schema.Struct({
     output: outputSchema ?? Schema.Unknown,
     message: AssistantMessage,
@@ -364,7 +364,7 @@ export const make = (options: Options = {}) =>
           ]
         })
       }),
-      chat: <A>(options: ChatRunOptions<A>) => {
+      chat: <A, I>(options: ChatRunOptions<A, I>) => {
         const { runId, tenant, ...chatOptions } = options
         const workflow = Workflow.make({
           name: "artana.chat",

@@ -25,14 +25,14 @@ import type { TenantContext } from "./Tenant.js"
 import type { Tool } from "./Tool.js"
 
 /** Options of a chat: one model step, or a loop of model step -> tool steps until the model answers. */
-export interface ChatOptions<A> {
+export interface ChatOptions<A, I = unknown> {
   readonly messages: ReadonlyArray<ChatMessage>
   /** Model name; the ModelPort's default when absent. */
   readonly model?: string | undefined
   /** Names of the tools the model may call (filtered by the tenant's capabilities); default: all registered. */
   readonly tools?: ReadonlyArray<string> | undefined
   /** Decode the final answer (JSON) with this schema; the model is asked for its JSON Schema. */
-  readonly outputSchema?: Schema.Schema<A, unknown> | undefined
+  readonly outputSchema?: Schema.Schema<A, I> | undefined
   /** Model steps the loop may take before it fails with `MaxTurnsExceeded`. Default 10. */
   readonly maxTurns?: number | undefined
   /** Re-asks when the answer does not decode with `outputSchema`. Default 2. */
@@ -70,7 +70,7 @@ export interface WorkflowContext {
   readonly runId: string
   readonly tenant: TenantContext
   /** Model step(s); see `ChatOptions`. */
-  readonly chat: <A = string>(options: ChatOptions<A>) => Effect.Effect<ChatResult<A>, ChatError>
+  readonly chat: <A = string, I = unknown>(options: ChatOptions<A, I>) => Effect.Effect<ChatResult<A>, ChatError>
   /** Calls a tool (by value or by name) with arguments given by code. Two-phase, crash-safe. */
   readonly tool: <Args, Result>(
     tool: Tool<Args, Result> | string,

@@ -294,7 +294,8 @@ describe("Kernel workflows", () => {
       yield* kernel.execute(workflow, { runId: "tamper", tenant, input: { amount: 1 } })
       const report = yield* kernel.verify({ tenantId: tenant.tenantId, runId: "tamper" })
       expect(report.ok).toBe(true)
-      const log = (yield* store.readEvents(tenant.tenantId, "tamper")) as Array<{ payload: unknown }>
+      // The in-memory store hands out its own event objects: mutating one tampers with the stored log.
+      const log = (yield* store.readEvents(tenant.tenantId, "tamper")) as unknown as Array<{ payload: unknown }>
       const original = log[2]!.payload
       log[2]!.payload = { ...(original as object), result: { accountId: "acc-1", balance: 99999 } }
       const broken = yield* kernel.verify({ tenantId: tenant.tenantId, runId: "tamper" })

@@ -453,7 +453,7 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
 
   // ----------------------------------------------------------------------------------------------- chat
 
-  const chat = <A>(chatOptions: ChatOptions<A>): Effect.Effect<ChatResult<A>, ChatError> =>
+  const chat = <A, I>(chatOptions: ChatOptions<A, I>): Effect.Effect<ChatResult<A>, ChatError> =>
     Effect.gen(function*() {
       const registered = chatOptions.tools === undefined
         ? deps.tools.list()
@@ -651,7 +651,7 @@ const sameArguments = (logged: string, given: string): boolean => {
   }
 }
 
-const decodeAnswer = <A>(schema: Schema.Schema<A, unknown>, text: string): Either.Either<A, string> => {
+const decodeAnswer = <A, I>(schema: Schema.Schema<A, I>, text: string): Either.Either<A, string> => {
   let parsed: unknown
   try {
     parsed = JSON.parse(text)

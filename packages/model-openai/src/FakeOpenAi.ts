@@ -1,0 +1,274 @@
+/**
+ * A local OpenAI-compatible server for tests and offline examples: `POST /v1/chat/completions`, answered as JSON
+ * or as an SSE stream (when the request asks for `stream: true`), from a script of replies, one per request.
+ * It records every request, so a test can assert what the real `openai` SDK sent.
+ *
+ * @example
+ * const server = await FakeOpenAi.start([FakeOpenAi.toolCall("get_balance", { accountId: "acc-1" }), FakeOpenAi.text("done")])
+ * const model = OpenAiModel.layer({ baseURL: server.url })
+ * // ... run, then: server.requests[1].body, await server.close()
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import * as Http from "node:http"
+
+/** Token usage a scripted answer reports. */
+export interface ScriptedUsage {
+  readonly promptTokens: number
+  readonly completionTokens: number
+  readonly cachedTokens?: number | undefined
+}
+
+/** A tool call a scripted answer makes; `arguments` that are a string are sent verbatim (malformed JSON too). */
+export interface ScriptedToolCall {
+  readonly name: string
+  readonly arguments: unknown
+  readonly id?: string | undefined
+}
+
+/** A 200 answer. */
+export interface Answer {
+  readonly _tag: "Answer"
+  readonly content: string | null
+  readonly toolCalls: ReadonlyArray<ScriptedToolCall>
+  readonly refusal: string | null
+  readonly finishReason: "stop" | "length" | "tool_calls" | "content_filter"
+  /** `null`: report no usage at all, as some OpenAI-compatible servers do. */
+  readonly usage: ScriptedUsage | null
+}
+
+/** An HTTP error with an OpenAI error body (`{ error: { message, type, code } }`). */
+export interface HttpError {
+  readonly _tag: "HttpError"
+  readonly status: number
+  readonly message: string
+  readonly code: string | null
+  readonly type: string
+  readonly headers: Readonly<Record<string, string>>
+}
+
+/** Never answer: the request stays open until the client gives up. */
+export interface Hang {
+  readonly _tag: "Hang"
+}
+
+/** One scripted reply. */
+export type Reply = Answer | HttpError | Hang
+
+/** Usage reported when a reply does not set its own. */
+export const defaultUsage: ScriptedUsage = { promptTokens: 10, completionTokens: 5 }
+
+type AnswerOptions = Partial<Pick<Answer, "usage" | "finishReason">>
+
+/** A text answer. */
+export const text = (content: string, options: AnswerOptions = {}): Reply => ({
+  _tag: "Answer",
+  content,
+  toolCalls: [],
+  refusal: null,
+  finishReason: options.finishReason ?? "stop",
+  usage: options.usage === undefined ? defaultUsage : options.usage
+})
+
+/** An answer whose content is `value` as JSON (structured output). */
+export const json = (value: unknown, options: AnswerOptions = {}): Reply => text(JSON.stringify(value), options)
+
+/** An answer calling tools; `arguments` given as a string are sent as is (use it for malformed JSON). */
+export const toolCalls = (calls: ReadonlyArray<ScriptedToolCall>, options: AnswerOptions & { readonly content?: string } = {}): Reply => ({
+  _tag: "Answer",
+  content: options.content ?? null,
+  toolCalls: calls,
+  refusal: null,
+  finishReason: options.finishReason ?? "tool_calls",
+  usage: options.usage === undefined ? defaultUsage : options.usage
+})
+
+/** An answer calling one tool. */
+export const toolCall = (name: string, args: unknown, options: AnswerOptions & { readonly id?: string } = {}): Reply =>
+  toolCalls([{ name, arguments: args, id: options.id }], options)
+
+/** A refusal (`message.refusal`), as OpenAI sends for structured output it will not produce. */
+export const refusal = (reason: string): Reply => ({
+  _tag: "Answer",
+  content: null,
+  toolCalls: [],
+  refusal: reason,
+  finishReason: "stop",
+  usage: defaultUsage
+})
+
+/** An HTTP error; `retryAfter` sets the `retry-after` header (seconds). */
+export const error = (
+  status: number,
+  options: { readonly message?: string; readonly code?: string; readonly type?: string; readonly retryAfter?: string; readonly headers?: Readonly<Record<string, string>> } = {}
+): Reply => ({
+  _tag: "HttpError",
+  status,
+  message: options.message ?? `scripted error ${status}`,
+  code: options.code ?? null,
+  type: options.type ?? (status >= 500 ? "server_error" : "invalid_request_error"),
+  headers: { ...options.headers, ...(options.retryAfter === undefined ? {} : { "retry-after": options.retryAfter }) }
+})
+
+/** A request the server never answers. */
+export const hang: Reply = { _tag: "Hang" }
+
+/** A request as the server received it. */
+export interface RecordedRequest {
+  readonly method: string
+  readonly path: string
+  readonly headers: Http.IncomingHttpHeaders
+  /** The parsed JSON body (`undefined` when it was not JSON). */
+  readonly body: unknown
+  /** Resolves when the client closed the connection before the server answered (a timeout, an interruption). */
+  readonly abandoned: Promise<void>
+}
+
+export interface Server {
+  /** The base URL to give the SDK, ending in `/v1`. */
+  readonly url: string
+  /** Every request received, in order. */
+  readonly requests: ReadonlyArray<RecordedRequest>
+  /** Replies not yet played. */
+  readonly remaining: () => number
+  /** Stops the server and drops open connections (hung requests included). */
+  readonly close: () => Promise<void>
+}
+
+const completionId = (n: number) => `chatcmpl-fake-${n}`
+
+const toolCallsOf = (answer: Answer, n: number) =>
+  answer.toolCalls.map((call, i) => ({
+    id: call.id ?? `call_${n}_${i}`,
+    type: "function" as const,
+    function: { name: call.name, arguments: typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments) }
+  }))
+
+const usageOf = (usage: ScriptedUsage) => ({
+  prompt_tokens: usage.promptTokens,
+  completion_tokens: usage.completionTokens,
+  total_tokens: usage.promptTokens + usage.completionTokens,
+  ...(usage.cachedTokens === undefined ? {} : { prompt_tokens_details: { cached_tokens: usage.cachedTokens } })
+})
+
+const completion = (answer: Answer, model: string, n: number) => {
+  const calls = toolCallsOf(answer, n)
+  return {
+    id: completionId(n),
+    object: "chat.completion",
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [{
+      index: 0,
+      message: { role: "assistant", content: answer.content, refusal: answer.refusal, ...(calls.length === 0 ? {} : { tool_calls: calls }) },
+      finish_reason: answer.finishReason,
+      logprobs: null
+    }],
+    ...(answer.usage === null ? {} : { usage: usageOf(answer.usage) })
+  }
+}
+
+// Text arrives in a few pieces and tool arguments in two, so a client must really accumulate deltas.
+const pieces = (s: string, count: number): Array<string> => {
+  const size = Math.max(1, Math.ceil(s.length / count))
+  const out: Array<string> = []
+  for (let i = 0; i < s.length; i += size) out.push(s.slice(i, i + size))
+  return out
+}
+
+const chunks = (answer: Answer, model: string, n: number, includeUsage: boolean): Array<unknown> => {
+  const base = { id: completionId(n), object: "chat.completion.chunk", created: Math.floor(Date.now() / 1000), model }
+  const chunk = (delta: unknown, finishReason: string | null = null) => ({ ...base, choices: [{ index: 0, delta, finish_reason: finishReason, logprobs: null }] })
+  const out: Array<unknown> = [chunk({ role: "assistant", content: answer.content === null ? null : "" })]
+  for (const piece of pieces(answer.content ?? "", 3)) out.push(chunk({ content: piece }))
+  if (answer.refusal !== null) for (const piece of pieces(answer.refusal, 2)) out.push(chunk({ refusal: piece }))
+  toolCallsOf(answer, n).forEach((call, index) => {
+    out.push(chunk({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }] }))
+    for (const piece of pieces(call.function.arguments, 2)) out.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }))
+  })
+  out.push(chunk({}, answer.finishReason))
+  if (includeUsage && answer.usage !== null) out.push({ ...base, choices: [], usage: usageOf(answer.usage) })
+  return out
+}
+
+const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+const sendJson = (res: Http.ServerResponse, status: number, body: unknown, headers: Readonly<Record<string, string>> = {}) => {
+  res.writeHead(status, { "content-type": "application/json", ...headers })
+  res.end(JSON.stringify(body))
+}
+
+const errorBody = (message: string, type: string, code: string | null) => ({ error: { message, type, param: null, code } })
+
+/** Starts a server on 127.0.0.1 (a free port) that plays `script`. */
+export const start = (script: ReadonlyArray<Reply>): Promise<Server> => {
+  const requests: Array<RecordedRequest> = []
+  let next = 0
+  const server = Http.createServer((req, res) => {
+    const raw: Array<Buffer> = []
+    req.on("data", (b: Buffer) => raw.push(b))
+    req.on("end", () => {
+      const n = requests.length + 1
+      let body: unknown
+      try {
+        body = JSON.parse(Buffer.concat(raw).toString("utf8"))
+      } catch {
+        body = undefined
+      }
+      let abandon: () => void = () => {}
+      const abandoned = new Promise<void>((resolve) => (abandon = resolve))
+      res.on("close", () => {
+        if (!res.writableEnded) abandon()
+      })
+      const path = (req.url ?? "").split("?")[0] ?? ""
+      requests.push({ method: req.method ?? "", path, headers: req.headers, body, abandoned })
+      if (req.method !== "POST" || path !== "/v1/chat/completions") {
+        return sendJson(res, 404, errorBody(`FakeOpenAi serves POST /v1/chat/completions, not ${req.method} ${path}`, "invalid_request_error", null))
+      }
+      const reply = script[next]
+      if (reply === undefined) {
+        // Not retryable (400), so a test that makes one call too many fails at once and says why.
+        return sendJson(res, 400, errorBody(`FakeOpenAi: the script has ${script.length} replies but request ${n} arrived`, "invalid_request_error", "script_exhausted"))
+      }
+      next++
+      switch (reply._tag) {
+        case "Hang":
+          return
+        case "HttpError":
+          return sendJson(res, reply.status, errorBody(reply.message, reply.type, reply.code), reply.headers)
+        case "Answer": {
+          const model = isRecord(body) && typeof body["model"] === "string" ? body["model"] : "fake-model"
+          if (!(isRecord(body) && body["stream"] === true)) return sendJson(res, 200, completion(reply, model, n))
+          const options = isRecord(body) ? body["stream_options"] : undefined
+          const includeUsage = isRecord(options) && options["include_usage"] === true
+          res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" })
+          for (const c of chunks(reply, model, n, includeUsage)) res.write(`data: ${JSON.stringify(c)}\n\n`)
+          res.end("data: [DONE]\n\n")
+        }
+      }
+    })
+  })
+  return new Promise((resolve, reject) => {
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      if (address === null || typeof address === "string") return reject(new Error(`FakeOpenAi: unexpected address ${address}`))
+      resolve({
+        url: `http://127.0.0.1:${address.port}/v1`,
+        requests,
+        remaining: () => script.length - next,
+        close: () =>
+          new Promise<void>((done, fail) => {
+            server.close((e) => (e === undefined ? done() : fail(e)))
+            server.closeAllConnections()
+          })
+      })
+    })
+  })
+}
+
+/** `start` as a scoped resource: the server closes with the scope. */
+export const scoped = (script: ReadonlyArray<Reply>): Effect.Effect<Server, never, Scope.Scope> =>
+  Effect.acquireRelease(Effect.promise(() => start(script)), (server) => Effect.promise(() => server.close()))

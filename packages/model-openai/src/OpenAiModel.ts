@@ -1,0 +1,199 @@
+/**
+ * Artana's `ModelPort` over the official `openai` SDK (Chat Completions): OpenAI itself, or any
+ * OpenAI-compatible server (Ollama, vLLM, LM Studio, OpenRouter) by `baseURL`.
+ *
+ * @since 0.1.0
+ */
+import { type Chat, ModelPort } from "@artana/core"
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
+import { OpenAI } from "openai"
+import { classify, type Failure, failure } from "./internal/errors.js"
+import { toParams } from "./internal/request.js"
+import { accumulate, check, fromCompletion, isFailure, type Reply, toResponse } from "./internal/response.js"
+import { retrying } from "./internal/retry.js"
+import { countMessages } from "./internal/tokens.js"
+
+/** Options of the adapter. Every field is optional; see `layerConfig` for the environment variables. */
+export interface Options {
+  /** The API key; optional when `baseURL` points at a server that needs none (Ollama, vLLM, LM Studio). */
+  readonly apiKey?: Redacted.Redacted<string> | undefined
+  /** Default `https://api.openai.com/v1`; an OpenAI-compatible server's URL ends in `/v1` too. */
+  readonly baseURL?: string | undefined
+  readonly organization?: string | undefined
+  /** The model used when a request names none. Default `gpt-4o-mini`. */
+  readonly defaultModel?: string | undefined
+  /** Total deadline of one attempt, from sending the request to the last byte of the answer. Default 60 seconds. */
+  readonly timeout?: Duration.DurationInput | undefined
+  /** Retries of a retryable failure (rate limit, 5xx, connection, timeout, malformed tool call). Default 3. */
+  readonly maxRetries?: number | undefined
+  /** Delay before the first retry; each next one doubles, with ±20% jitter. Default 500 ms. */
+  readonly retryBaseDelay?: Duration.DurationInput | undefined
+  /** Cap on any retry delay, including one a server asks for with `retry-after`. Default 30 seconds. */
+  readonly retryMaxDelay?: Duration.DurationInput | undefined
+  /** Stream the answer (SSE) and assemble it; the result is the same `ModelResponse`. Default false. */
+  readonly stream?: boolean | undefined
+}
+
+/** What `OpenAiClient` holds: the port, plus the SDK client for what the port does not cover. */
+export interface Service extends ModelPort.Service {
+  /** The SDK client (its own retries are off: the adapter retries, and logs every retry). */
+  readonly client: OpenAI
+  readonly baseURL: string
+}
+
+/**
+ * The adapter's own service: the SDK client next to the port it implements.
+ *
+ * @example
+ * const models = Effect.flatMap(OpenAiClient, ({ client }) => Effect.promise(() => client.models.list()))
+ */
+export class OpenAiClient extends Context.Tag("@artana/model-openai/OpenAiClient")<OpenAiClient, Service>() {}
+
+const DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+/**
+ * Builds the adapter. Nothing is read from the environment: the SDK's own lookups (`OPENAI_API_KEY`,
+ * `OPENAI_BASE_URL`, `OPENAI_ORG_ID`, `OPENAI_PROJECT_ID`, `OPENAI_LOG`, ...) are overridden with the options given
+ * here (the SDK still applies `OPENAI_CUSTOM_HEADERS`; nothing can turn that off).
+ */
+export const make = (options: Options = {}): Effect.Effect<Service> =>
+  Effect.sync(() => {
+    const baseURL = options.baseURL ?? DEFAULT_BASE_URL
+    const defaultModel = options.defaultModel ?? "gpt-4o-mini"
+    const timeoutMs = Duration.toMillis(options.timeout ?? Duration.seconds(60))
+    const stream = options.stream ?? false
+    const policy = {
+      maxRetries: Math.max(0, options.maxRetries ?? 3),
+      baseDelay: Duration.decode(options.retryBaseDelay ?? Duration.millis(500)),
+      maxDelay: Duration.decode(options.retryMaxDelay ?? Duration.seconds(30))
+    }
+    const hasApiKey = options.apiKey !== undefined
+    const client = new OpenAI({
+      // The SDK insists on a key; a server that needs none gets no Authorization header at all.
+      apiKey: hasApiKey ? Redacted.value(options.apiKey) : "unused",
+      ...(hasApiKey ? {} : { defaultHeaders: { Authorization: null } }),
+      adminAPIKey: null,
+      baseURL,
+      organization: options.organization ?? null,
+      project: null,
+      webhookSecret: null,
+      logLevel: "warn",
+      // The deadline is the adapter's (it also covers reading the body); the SDK's is a backstop.
+      timeout: timeoutMs + 1_000,
+      maxRetries: 0
+    })
+
+    const generate = Effect.fn("OpenAiModel.generate")(function*(request: ModelPort.ModelRequest) {
+      const ctx = { baseURL, model: request.model, hasApiKey, timeoutMs }
+      if (!hasApiKey && options.baseURL === undefined) {
+        return yield* failure(
+          "authentication",
+          "no API key configured for api.openai.com; set OPENAI_API_KEY (read by OpenAiModel.layerConfig) or pass " +
+            "apiKey to OpenAiModel.layer (a local server needs none: set OPENAI_BASE_URL instead)",
+          false
+        ).error
+      }
+      const params = toParams(request)
+      // The SDK promise is wrapped once; the AbortSignal cancels the HTTP request when the fiber is interrupted
+      // (by the deadline below, or by the caller).
+      const call = Effect.tryPromise({
+        try: (signal): Promise<Reply> =>
+          stream
+            ? client.chat.completions
+              .create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal })
+              .then(accumulate)
+            : client.chat.completions.create({ ...params, stream: false }, { signal }).then(fromCompletion),
+        catch: (e) => classify(e, ctx)
+      })
+      const attempt = call.pipe(
+        Effect.timeoutFail({
+          duration: timeoutMs,
+          onTimeout: () => failure("timeout", `no complete answer from ${baseURL} within ${timeoutMs} ms`, true)
+        }),
+        Effect.flatMap((reply) => {
+          const checked = check(reply)
+          return isFailure(checked) ? Effect.fail<Failure>(checked) : Effect.succeed(checked)
+        })
+      )
+      const result = yield* Effect.mapError(retrying(attempt, policy), (f) => f.error)
+      return yield* toResponse(result.value, request, result.notes)
+    })
+
+    const port = ModelPort.make({
+      defaultModel,
+      generate,
+      countTokens: (messages: ReadonlyArray<Chat.ChatMessage>, model: string) => countMessages(messages, model)
+    })
+    return { ...port, client, baseURL }
+  })
+
+/**
+ * A layer providing core's `ModelPort` and the adapter's `OpenAiClient`.
+ *
+ * @example
+ * // A local Ollama server: no key needed.
+ * const model = OpenAiModel.layer({ baseURL: "http://localhost:11434/v1", defaultModel: "llama3.2" })
+ */
+export const layer = (options: Options = {}): Layer.Layer<ModelPort.ModelPort | OpenAiClient> =>
+  Layer.effectContext(
+    Effect.map(make(options), (service) =>
+      Context.make(OpenAiClient, service).pipe(Context.add(ModelPort.ModelPort, service)))
+  )
+
+/**
+ * The environment's options: `OPENAI_API_KEY` (redacted), `OPENAI_BASE_URL`, `OPENAI_MODEL`. The key may be
+ * missing only when a base URL is set (local servers need none).
+ */
+export const fromEnv: Config.Config<Options> = Config.all({
+  apiKey: Config.option(Config.redacted("OPENAI_API_KEY")),
+  baseURL: Config.option(Config.string("OPENAI_BASE_URL")),
+  defaultModel: Config.option(Config.string("OPENAI_MODEL"))
+}).pipe(Config.map((env) => ({
+  apiKey: Option.getOrUndefined(env.apiKey),
+  baseURL: Option.getOrUndefined(env.baseURL),
+  defaultModel: Option.getOrUndefined(env.defaultModel)
+})))
+
+// `Config.unwrap({})` throws in effect 3.22 (a struct of no fields), so no overrides is special-cased.
+const unwrapOverrides = (overrides: Config.Config.Wrap<Options>): Config.Config<Options> =>
+  Config.isConfig(overrides) || Object.keys(overrides).length > 0 ? Config.unwrap(overrides) : Config.succeed({})
+
+/**
+ * A layer whose options come from configuration: `fromEnv`, with `overrides` on top (plain values through
+ * `Config.succeed`, or other variables).
+ *
+ * @example
+ * const model = OpenAiModel.layerConfig({ stream: Config.succeed(true), timeout: Config.succeed("30 seconds") })
+ */
+export const layerConfig = (
+  overrides: Config.Config.Wrap<Options> = {}
+): Layer.Layer<ModelPort.ModelPort | OpenAiClient, ConfigError.ConfigError> =>
+  Layer.unwrapEffect(
+    Effect.map(
+      Config.all([fromEnv, unwrapOverrides(overrides)]).pipe(
+        Config.mapOrFail(([env, given]) => {
+          const options: Options = {
+            ...given,
+            apiKey: given.apiKey ?? env.apiKey,
+            baseURL: given.baseURL ?? env.baseURL,
+            defaultModel: given.defaultModel ?? env.defaultModel
+          }
+          return options.apiKey === undefined && options.baseURL === undefined
+            ? Either.left(ConfigError.MissingData(
+              ["OPENAI_API_KEY"],
+              "OPENAI_API_KEY is required for api.openai.com; for a local OpenAI-compatible server set OPENAI_BASE_URL instead"
+            ))
+            : Either.right(options)
+        })
+      ),
+      layer
+    )
+  )
