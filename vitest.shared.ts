@@ -8,6 +8,7 @@ export default defineConfig({
   resolve: {
     alias: [
       { find: /^@artana\/core\/testing$/, replacement: src("core", "testing.ts") },
+      { find: /^@artana\/core\/testing\/suites$/, replacement: src("core", "suites.ts") },
       { find: /^@artana\/core$/, replacement: src("core") },
       { find: /^@artana\/store-sqlite$/, replacement: src("store-sqlite") },
       { find: /^@artana\/middleware$/, replacement: src("middleware") },

@@ -60,14 +60,15 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
       progress(`step_vs_floor: ${STEPS} durable tool steps, each followed by its floor`)
       const steps = Workflow.make({
         name: "bench.steps",
-        input: Schema.Number,
+        input: Schema.Struct({ n: Schema.Number, floor: Schema.Boolean }),
         output: Schema.Number,
-        run: (n, ctx) =>
+        run: ({ floor: withFloor, n }, ctx) =>
           Effect.gen(function*() {
             for (let i = 0; i < n; i++) {
               const t0 = nowUs()
               yield* ctx.tool(echo, { i, note: "a durable step of the benchmark" })
               const t1 = nowUs()
+              if (!withFloor) continue
               const rows = lastTwo.all(ctx.runId) as Array<Record<string, unknown>>
               const t2 = nowUs()
               for (const row of rows.reverse()) insert.run(...columns.map((c) => (c === "run_id" ? `floor-${String(row[c])}` : row[c])))
@@ -80,10 +81,10 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
             return n
           })
       })
-      yield* kernel.execute(steps, { runId: "steps", tenant, input: STEPS })
+      yield* kernel.execute(steps, { runId: "steps", tenant, input: { n: STEPS, floor: true } })
 
       progress(`replay_10k_vs_floor: writing a run of ${REPLAY_STEPS * 2} step events`)
-      yield* kernel.execute(steps, { runId: "long", tenant, input: REPLAY_STEPS })
+      yield* kernel.execute(steps, { runId: "long", tenant, input: { n: REPLAY_STEPS, floor: false } })
       const store = yield* EventStore.EventStore
       const eventCount = (yield* store.readEvents(tenant.tenantId, "long")).length
       const all = floor.prepare(`SELECT * FROM ${table} WHERE run_id = ? ORDER BY seq`)

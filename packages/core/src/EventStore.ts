@@ -7,7 +7,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { RunNotFound, SequenceConflict, type StoreError } from "./Errors.js"
+import { RunNotFound, SequenceConflict, StoreError } from "./Errors.js"
 import { type Event, type RunInfo, type RunStatus, summarize } from "./Event.js"
 
 /** A batch to append atomically after `expectedSeq` (the run's current head; 0 for a new run). */
@@ -46,6 +46,25 @@ export interface Service {
 /** The event log of every run. */
 export class EventStore extends Context.Tag("@artana/core/EventStore")<EventStore, Service>() {}
 
+/**
+ * Why a batch cannot be appended as it is (events of another run or tenant, seqs not numbered on from
+ * `expectedSeq`), or undefined. Every store checks it: a malformed batch is a bug in its writer, and is
+ * refused before it reaches the log.
+ */
+export const invalidBatch = (request: AppendRequest): string | undefined => {
+  for (let i = 0; i < request.events.length; i++) {
+    const event = request.events[i]!
+    if (event.runId !== request.runId || event.tenantId !== request.tenantId) {
+      return `event ${event.seq} belongs to run ${event.runId} of tenant ${event.tenantId}, not to the batch's run ${request.runId} of tenant ${request.tenantId}`
+    }
+    if (event.seq !== request.expectedSeq + i + 1) {
+      return `event ${i + 1} of the batch has seq ${event.seq}; after seq ${request.expectedSeq} it must be ${request.expectedSeq + i + 1}`
+    }
+    if (event.type !== event.payload._tag) return `event ${event.seq} has type ${event.type} but a ${event.payload._tag} payload`
+  }
+  return undefined
+}
+
 /** The run row a new run's first batch creates (shared by every store implementation). */
 export const newRunInfo = (request: AppendRequest): RunInfo | undefined => {
   const first = request.events[0]
@@ -78,19 +97,21 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
   }
   return {
     append: (request) =>
-      Effect.suspend(() => {
-        const conflict = new SequenceConflict({ runId: request.runId, expectedSeq: request.expectedSeq })
+      Effect.suspend((): Effect.Effect<void, SequenceConflict | StoreError> => {
+        const bad = invalidBatch(request)
+        if (bad !== undefined) return Effect.fail(new StoreError({ operation: "append", reason: bad }))
+        const conflict = () => new SequenceConflict({ runId: request.runId, expectedSeq: request.expectedSeq })
         const last = request.events[request.events.length - 1]
         if (last === undefined) return Effect.void
         if (request.expectedSeq === 0) {
           const info = newRunInfo(request)
-          if (runs.has(request.runId) || info === undefined) return Effect.fail(conflict)
+          if (runs.has(request.runId) || info === undefined) return Effect.fail(conflict())
           runs.set(request.runId, info)
           logs.set(request.runId, [...request.events])
           return Effect.void
         }
         const run = owned(request.tenantId, request.runId)
-        if (run === undefined || run.headSeq !== request.expectedSeq) return Effect.fail(conflict)
+        if (run === undefined || run.headSeq !== request.expectedSeq) return Effect.fail(conflict())
         const summary = summarize(request.events)
         runs.set(request.runId, {
           ...run,

@@ -262,7 +262,8 @@ export const make = (options: Options = {}) =>
           tenant: started.tenant,
           log: events,
           mode,
-          spentUsd: yield* lineageSpend(info.tenantId, info.rootRunId),
+          // A replay spends nothing, so it skips the lineage query.
+          spentUsd: mode === "replay" ? 0 : yield* lineageSpend(info.tenantId, info.rootRunId),
           response
         })
         if (mode === "live" && info.status === "running") {

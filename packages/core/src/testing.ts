@@ -1,9 +1,9 @@
 /**
- * @artana/core/testing: the scripted model, in-memory layers, and the contract suite every EventStore
- * implementation runs.
+ * @artana/core/testing: the scripted model and in-memory layers, for tests and offline examples. The contract
+ * suites every store implementation runs are in `@artana/core/testing/suites` (they import vitest).
  *
  * @since 0.1.0
  */
 export * as ScriptedModel from "./ScriptedModel.js"
 export { layerMemory as eventStoreMemory } from "./EventStore.js"
-export * as EventStoreSuite from "./EventStoreSuite.js"
+export * as TestLog from "./TestLog.js"

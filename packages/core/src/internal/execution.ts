@@ -20,7 +20,7 @@ import type * as ModelPort from "../ModelPort.js"
 import { hasCapability, type TenantContext } from "../Tenant.js"
 import { firstIssue, jsonSchemaOf, type Tool } from "../Tool.js"
 import type * as ToolRegistry from "../ToolRegistry.js"
-import type { ChatError, ChatOptions, ChatResult, PauseOptions, WorkflowContext } from "../Workflow.js"
+import type { ChatError, ChatOptions, ChatResult, PauseOptions, ToolCallError, WorkflowContext } from "../Workflow.js"
 import { canonicalJson, eventHash, GENESIS_HASH, sha256 } from "./hash.js"
 
 export interface Deps {
@@ -131,7 +131,6 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
       return Effect.interrupt
     })
   const fault = (error: Fault) => halt({ _tag: "Fault", error })
-  const guard = Effect.suspend(() => (halted === undefined ? Effect.void : halt(halted)))
 
   /** Appends a batch after the current head; fails with the store's error (used for a run's final events). */
   const appendOrFail = (stepKey: string, payloads: ReadonlyArray<EventPayload>) =>
@@ -168,26 +167,28 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
   const append = (stepKey: string, payloads: ReadonlyArray<EventPayload>): Effect.Effect<void> =>
     Effect.catchAll(appendOrFail(stepKey, payloads), (error) => fault(error))
 
-  /** Finds a step's recorded events, or proves the code may run it live. */
-  const lookup = (key: string, actual: string): Effect.Effect<ReadonlyArray<Event> | undefined> =>
-    Effect.suspend(() => {
-      const recorded = byKey.get(key)
-      if (recorded !== undefined) {
-        if (consumed.has(key)) {
-          return fault(new Errors.NonDeterminism({ runId, stepKey: key, expected: "a step key used once", actual: `${actual} reusing it` }))
-        }
-        consumed.add(key)
-        return Effect.succeed(recorded)
+  /**
+   * Finds a step's recorded events, or proves the code may run it live. Synchronous on purpose: replay calls
+   * it once per step, and only a fault needs an effect. `actual` is computed only when a fault is reported.
+   */
+  const lookup = (key: string, actual: () => string): ReadonlyArray<Event> | undefined | Fault => {
+    const recorded = byKey.get(key)
+    if (recorded !== undefined) {
+      if (consumed.has(key)) {
+        return new Errors.NonDeterminism({ runId, stepKey: key, expected: "a step key used once", actual: `${actual()} reusing it` })
       }
-      const next = nextUnconsumed()
-      if (next !== undefined) {
-        return fault(new Errors.NonDeterminism({ runId, stepKey: key, expected: `${describe(byKey.get(next)!)} at step ${next}`, actual }))
-      }
-      if (mode === "replay") {
-        return fault(new Errors.NonDeterminism({ runId, stepKey: key, expected: "the end of the log", actual }))
-      }
-      return Effect.succeed(undefined)
-    })
+      consumed.add(key)
+      return recorded
+    }
+    const next = nextUnconsumed()
+    if (next !== undefined) {
+      return new Errors.NonDeterminism({ runId, stepKey: key, expected: `${describe(byKey.get(next)!)} at step ${next}`, actual: actual() })
+    }
+    if (mode === "replay") return new Errors.NonDeterminism({ runId, stepKey: key, expected: "the end of the log", actual: actual() })
+    return undefined
+  }
+
+  const isFault = (u: ReadonlyArray<Event> | undefined | Fault): u is Fault => u !== undefined && !Array.isArray(u)
 
   const mismatch = (key: string, recorded: ReadonlyArray<Event>, actual: string) =>
     fault(new Errors.NonDeterminism({ runId, stepKey: key, expected: describe(recorded), actual }))
@@ -217,7 +218,7 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
 
   const modelStep = (request: ModelPort.ModelRequest) =>
     Effect.gen(function*() {
-      yield* guard
+      if (halted !== undefined) return yield* halt(halted)
       const key = nextKey("model", undefined)
       const requestHash = sha256(canonicalJson({
         model: request.model,
@@ -226,7 +227,8 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
         outputFormat: request.outputFormat ?? null,
         maxOutputTokens: request.maxOutputTokens ?? null
       }))
-      const recorded = yield* lookup(key, `a model call (request ${requestHash.slice(0, 12)})`)
+      const recorded = lookup(key, () => `a model call (request ${requestHash.slice(0, 12)})`)
+      if (isFault(recorded)) return yield* fault(recorded)
       if (recorded !== undefined) {
         const first = recorded[0]!.payload
         if (first._tag === "BudgetExceeded") {
@@ -362,21 +364,33 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
     readonly offered?: ReadonlySet<string> | undefined
   }
 
+  /** A tool step. The common replay case (a logged outcome) is answered without entering a generator. */
   const toolStep = (call: ToolCallRequest): Effect.Effect<ToolOutcome> =>
-    Effect.gen(function*() {
-      yield* guard
+    Effect.suspend(() => {
+      if (halted !== undefined) return halt(halted)
       const key = nextKey("tool", call.key)
-      const actual = `a call to tool "${call.name}" with ${call.arguments}`
-      const recorded = yield* lookup(key, actual)
+      const actual = () => `a call to tool "${call.name}" with ${call.arguments}`
+      const recorded = lookup(key, actual)
+      if (isFault(recorded)) return fault(recorded)
+      if (recorded !== undefined) {
+        const first = recorded[0]!.payload
+        if (first._tag !== "ToolRequested" || first.tool !== call.name || (call.toolCallId === undefined && !sameArguments(first.arguments, call.arguments))) {
+          return mismatch(key, recorded, actual())
+        }
+        const outcome = outcomeOf(recorded)
+        if (outcome !== undefined) return Effect.succeed(outcome)
+      }
+      return unsettledToolStep(call, key, recorded)
+    })
+
+  /** A tool step with no logged outcome: in doubt (requested, then a crash) or new. */
+  const unsettledToolStep = (call: ToolCallRequest, key: string, recorded: ReadonlyArray<Event> | undefined): Effect.Effect<ToolOutcome> =>
+    Effect.gen(function*() {
       const tool = call.value ?? deps.tools.get(call.name)
       const idempotencyKey = `${runId}/${key}`
       if (recorded !== undefined) {
         const first = recorded[0]!.payload
-        if (first._tag !== "ToolRequested" || first.tool !== call.name || (call.toolCallId === undefined && !sameArguments(first.arguments, call.arguments))) {
-          return yield* mismatch(key, recorded, actual)
-        }
-        const outcome = outcomeOf(recorded)
-        if (outcome !== undefined) return outcome
+        if (first._tag !== "ToolRequested") return yield* mismatch(key, recorded, `a call to tool "${call.name}"`)
         // In doubt: requested, no outcome.
         if (recorded.some((e) => e.payload._tag === "ReconciliationRequired") || tool === undefined || !tool.idempotent) {
           if (!recorded.some((e) => e.payload._tag === "ReconciliationRequired")) {
@@ -515,10 +529,11 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
 
   const step = <A, I, E>(name: string, effect: Effect.Effect<A, E>, schema: Schema.Schema<A, I>, key: string | undefined, kind = "step") =>
     Effect.gen(function*() {
-      yield* guard
+      if (halted !== undefined) return yield* halt(halted)
       const stepKey = nextKey(kind, key)
       const actual = `step "${name}"`
-      const recorded = yield* lookup(stepKey, actual)
+      const recorded = lookup(stepKey, () => actual)
+      if (isFault(recorded)) return yield* fault(recorded)
       if (recorded !== undefined) {
         const first = recorded[0]!.payload
         if (first._tag !== "StepCompleted" || first.name !== name) return yield* mismatch(stepKey, recorded, actual)
@@ -543,10 +558,11 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
 
   const pauseForHuman = <A, I>(pause: PauseOptions<A, I>): Effect.Effect<A> =>
     Effect.gen(function*() {
-      yield* guard
+      if (halted !== undefined) return yield* halt(halted)
       const key = nextKey("pause", pause.key)
       const actual = `a pause for a human ("${pause.reason}")`
-      const recorded = yield* lookup(key, actual)
+      const recorded = lookup(key, () => actual)
+      if (isFault(recorded)) return yield* fault(recorded)
       const decode = (u: unknown): Either.Either<A, string> =>
         pause.schema === undefined
           ? Either.right(u as A)
@@ -595,7 +611,7 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
     tenant,
     chat,
     tool: <Args, Result>(tool: Tool<Args, Result> | string, args: Args, opts?: { readonly key?: string | undefined }) =>
-      Effect.gen(function*() {
+      Effect.suspend(() => {
         const value: Tool<Args, Result> | Tool | undefined = typeof tool === "string" ? deps.tools.get(tool) : tool
         const name = typeof tool === "string" ? tool : tool.name
         let text: string
@@ -604,15 +620,15 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
           text = r.ok ? JSON.stringify(r.json) : "null"
         } else {
           const encoded = value.encodeArguments(args)
-          if (Either.isLeft(encoded)) return yield* Effect.fail(encoded.left)
+          if (Either.isLeft(encoded)) return Effect.fail(encoded.left)
           text = encoded.right
         }
-        const outcome = yield* toolStep({ name, arguments: text, key: opts?.key, value })
-        if (!outcome.ok) return yield* Effect.fail(outcome.error)
-        if (value === undefined) return yield* Effect.die("unreachable: an unknown tool cannot succeed")
-        const decoded = value.decodeResult(outcome.json)
-        if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
-        return decoded.right as Result
+        return Effect.flatMap(toolStep({ name, arguments: text, key: opts?.key, value }), (outcome): Effect.Effect<Result, ToolCallError> => {
+          if (!outcome.ok) return Effect.fail(outcome.error)
+          if (value === undefined) return Effect.die("unreachable: an unknown tool cannot succeed")
+          const decoded = value.decodeResult(outcome.json)
+          return Either.isLeft(decoded) ? Effect.fail(decoded.left) : Effect.succeed(decoded.right as Result)
+        })
       }),
     step: (name, effect, schema, opts) => step(name, effect, schema, opts?.key),
     now: () => step("now", Clock.currentTimeMillis, Schema.Number, undefined, "now"),

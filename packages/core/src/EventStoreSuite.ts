@@ -1,0 +1,374 @@
+/**
+ * The contract every `EventStore` implementation passes: the in-memory store, SQLite, Postgres. Each test
+ * builds a fresh layer, so a store backed by a database gets one database per test.
+ *
+ * @example
+ * import { EventStoreSuite } from "@artana/core/testing/suites"
+ * EventStoreSuite.suite("sqlite", () => Layer.orDie(SqliteStore.layer({ filename: tempFile() })))
+ *
+ * @since 0.1.0
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
+import type { Event, EventPayload, RunInfo } from "./Event.js"
+import type { SequenceConflict, StoreError } from "./Errors.js"
+import { type AppendRequest, EventStore, type ListRunsFilter, type Service } from "./EventStore.js"
+import { chain, T0 } from "./TestLog.js"
+import { TenantContext } from "./Tenant.js"
+import { verifyEvents } from "./Verify.js"
+
+
+const tenantA = TenantContext.make({ tenantId: "tenant-a", capabilities: ["finance:read"], budgetUsdLimit: 5 })
+const tenantB = TenantContext.make({ tenantId: "tenant-b", capabilities: [], budgetUsdLimit: 1 })
+
+
+const started = (
+  tenant: TenantContext,
+  workflow = "review",
+  lineage: { readonly parentRunId?: string; readonly rootRunId?: string } = {}
+): EventPayload => ({ _tag: "RunStarted", workflow, input: { document: "contract.pdf", pages: 3 }, tenant, ...lineage })
+
+const modelCompleted = (costUsd: number): EventPayload => ({
+  _tag: "ModelCompleted",
+  model: "gpt-test",
+  message: { role: "assistant", content: "ok" },
+  usage: { inputTokens: 10, outputTokens: 2 },
+  costUsd
+})
+
+/** A run's log as a test grows it: appends a batch after the current head and remembers it. */
+interface Log {
+  readonly runId: string
+  readonly tenantId: string
+  readonly events: ReadonlyArray<Event>
+  /** The batch that would follow the head, without appending it. */
+  readonly next: (payloads: ReadonlyArray<EventPayload>) => AppendRequest
+  readonly append: (...payloads: ReadonlyArray<EventPayload>) => Effect.Effect<ReadonlyArray<Event>, SequenceConflict | StoreError>
+}
+
+const makeLog = (store: Service, runId: string, tenant: TenantContext, start = T0): Log => {
+  const events: Array<Event> = []
+  const next = (payloads: ReadonlyArray<EventPayload>): AppendRequest => ({
+    runId,
+    tenantId: tenant.tenantId,
+    expectedSeq: events.length,
+    events: chain(runId, tenant.tenantId, events, payloads, start)
+  })
+  return {
+    runId,
+    tenantId: tenant.tenantId,
+    events,
+    next,
+    append: (...payloads) =>
+      Effect.suspend(() => {
+        const request = next(payloads)
+        return Effect.as(
+          Effect.tap(store.append(request), () => Effect.sync(() => events.push(...request.events))),
+          request.events
+        )
+      })
+  }
+}
+
+/** Every event type, with every optional field that JSON can carry, so a round trip loses nothing. */
+const everyEventType = (tenant: TenantContext): ReadonlyArray<ReadonlyArray<EventPayload>> => [
+  [
+    started(tenant, "review", { parentRunId: "parent-1", rootRunId: "root-1" }),
+    { _tag: "RunResumed", reason: "recovery" },
+    {
+      _tag: "ModelRequested",
+      model: "gpt-test",
+      messages: [
+        { role: "system", content: "You review contracts." },
+        { role: "user", content: "Résumé ✓ — 日本語 \"quoted\" \\ back\nslash" },
+        { role: "assistant", content: null, toolCalls: [{ id: "call-1", name: "get_balance", arguments: "{\"accountId\":\"acc-1\"}" }] },
+        { role: "tool", toolCallId: "call-1", name: "get_balance", content: "{\"balance\":1200}" }
+      ],
+      tools: ["get_balance", "transfer"],
+      requestHash: "a".repeat(64),
+      outputSchema: { type: "object", properties: { approved: { type: "boolean" } }, required: ["approved"] }
+    },
+    {
+      _tag: "ModelCompleted",
+      model: "gpt-test",
+      message: { role: "assistant", content: null, toolCalls: [{ id: "call-2", name: "notify", arguments: "{}" }] },
+      usage: { inputTokens: 1200, outputTokens: 35, cachedInputTokens: 1000 },
+      costUsd: 0.00125
+    }
+  ],
+  [
+    { _tag: "ModelFailed", kind: "rate_limited", error: "429" },
+    { _tag: "ToolRequested", tool: "notify", arguments: "{\"text\":\"hi\"}", idempotencyKey: "run:tool:1", toolCallId: "call-2" },
+    {
+      _tag: "ToolCompleted",
+      tool: "notify",
+      result: { sent: true, ids: [1, 2.5, -3e-7, 1e21], nested: { empty: {}, list: [], none: null, flag: false } },
+      reconciled: true
+    },
+    { _tag: "ToolFailed", tool: "transfer", kind: "invalid_arguments", error: "amount must be positive", path: "$.amount", reconciled: false },
+    { _tag: "ReconciliationRequired", tool: "transfer", idempotencyKey: "run:tool:2" },
+    { _tag: "StepCompleted", name: "fetch", value: [1, "two", { three: 3 }] }
+  ],
+  [
+    { _tag: "PauseRequested", reason: "approve the transfer", ticket: "ticket-1", responseSchema: { type: "boolean" } },
+    { _tag: "HumanResponded", ticket: "ticket-1", payload: { approved: true, note: "fine" } },
+    { _tag: "PolicyDenied", tool: "transfer", reason: "missing capability", capability: "finance:write", middleware: "capabilities" },
+    { _tag: "BudgetExceeded", limitUsd: 5, spentUsd: 5.5, phase: "after_call" },
+    { _tag: "MiddlewareNote", middleware: "pii", note: "scrubbed 2 emails", data: { emails: 2 } },
+    { _tag: "RunFailed", errorTag: "ToolError", error: "boom" },
+    { _tag: "RunCompleted", output: "done" }
+  ]
+]
+
+/**
+ * Registers the contract tests for the store that `makeLayer` builds. `makeLayer` is called once per test.
+ */
+export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore, unknown>): void => {
+  const test = (title: string, body: (store: Service) => Effect.Effect<void, unknown>) =>
+    it.effect(title, () => Effect.provide(Effect.flatMap(EventStore, body), makeLayer()))
+
+  describe(`EventStore contract: ${name}`, () => {
+    test("append then readEvents returns the events as they were written", (store) =>
+      Effect.gen(function*() {
+        const log = makeLog(store, "run-roundtrip", tenantA)
+        for (const batch of everyEventType(tenantA)) yield* log.append(...batch)
+
+        const read = yield* store.readEvents(tenantA.tenantId, log.runId)
+        expect(read).toEqual(log.events)
+        expect(read.map((e) => e.payload._tag)).toEqual(everyEventType(tenantA).flat().map((p) => p._tag))
+        const first = read[0]?.payload
+        expect(first?._tag === "RunStarted" && first.tenant instanceof TenantContext).toBe(true)
+        // The hashes still match the content: nothing was reordered, rounded or dropped on the way.
+        expect(verifyEvents(log.runId, read)).toMatchObject({ ok: true, events: log.events.length })
+
+        expect(yield* store.readEvents(tenantA.tenantId, log.runId, 4)).toEqual(log.events.slice(3))
+        expect(yield* store.readEvents(tenantA.tenantId, log.runId, log.events.length + 1)).toEqual([])
+      }))
+
+    test("events come back in seq order, from any seq", (store) =>
+      Effect.gen(function*() {
+        const log = makeLog(store, "run-order", tenantA)
+        yield* log.append(started(tenantA))
+        for (let i = 0; i < 20; i++) {
+          const batch = Array.from({ length: (i % 3) + 1 }, (_, j): EventPayload => ({
+            _tag: "StepCompleted",
+            name: `step-${i}-${j}`,
+            value: i * 10 + j
+          }))
+          yield* log.append(...batch)
+        }
+        const read = yield* store.readEvents(tenantA.tenantId, log.runId)
+        expect(read.map((e) => e.seq)).toEqual(log.events.map((_, i) => i + 1))
+        expect(read).toEqual(log.events)
+        const tail = yield* store.readEvents(tenantA.tenantId, log.runId, 17)
+        expect(tail.map((e) => e.seq)).toEqual(log.events.slice(16).map((e) => e.seq))
+      }))
+
+    test("a stale or future expectedSeq fails with SequenceConflict", (store) =>
+      Effect.gen(function*() {
+        const log = makeLog(store, "run-stale", tenantA)
+        yield* log.append(started(tenantA), { _tag: "StepCompleted", name: "a", value: 1 })
+        const stale = log.next([{ _tag: "StepCompleted", name: "b", value: 2 }])
+        yield* log.append({ _tag: "StepCompleted", name: "c", value: 3 })
+
+        const error = yield* Effect.flip(store.append(stale))
+        expect(error).toMatchObject({ _tag: "SequenceConflict", runId: log.runId, expectedSeq: 2 })
+
+        // A batch numbered on from seq 7 while the head is at 3.
+        const sevenBefore = Array.from({ length: 7 }, (_, i) => log.events[Math.min(i, log.events.length - 1)]!)
+        const future = {
+          runId: log.runId,
+          tenantId: tenantA.tenantId,
+          expectedSeq: 7,
+          events: chain(log.runId, tenantA.tenantId, sevenBefore, [{ _tag: "StepCompleted", name: "d", value: 4 }])
+        }
+        expect(yield* Effect.flip(store.append(future))).toMatchObject({ _tag: "SequenceConflict", expectedSeq: 7 })
+        // A batch whose seqs do not follow its own expectedSeq is malformed: refused before it reaches the log.
+        const malformed = { ...log.next([{ _tag: "StepCompleted", name: "e", value: 5 }]), expectedSeq: 2 }
+        expect(yield* Effect.flip(store.append(malformed))).toMatchObject({ _tag: "StoreError", operation: "append" })
+        expect(yield* store.readEvents(tenantA.tenantId, log.runId)).toEqual(log.events)
+      }))
+
+    test("creating a run that exists fails with SequenceConflict, for any tenant", (store) =>
+      Effect.gen(function*() {
+        const log = makeLog(store, "run-twice", tenantA)
+        yield* log.append(started(tenantA))
+        const again = chain(log.runId, tenantA.tenantId, [], [started(tenantA, "other")], T0 + 50)
+        const sameTenant = yield* Effect.flip(store.append({ runId: log.runId, tenantId: tenantA.tenantId, expectedSeq: 0, events: again }))
+        expect(sameTenant).toMatchObject({ _tag: "SequenceConflict", runId: log.runId, expectedSeq: 0 })
+
+        const theirs = chain(log.runId, tenantB.tenantId, [], [started(tenantB)])
+        const otherTenant = yield* Effect.flip(store.append({ runId: log.runId, tenantId: tenantB.tenantId, expectedSeq: 0, events: theirs }))
+        expect(otherTenant).toMatchObject({ _tag: "SequenceConflict", runId: log.runId })
+
+        expect(yield* store.readEvents(tenantA.tenantId, log.runId)).toEqual(log.events)
+        expect((yield* store.getRun(tenantA.tenantId, log.runId)).workflow).toBe("review")
+      }))
+
+    test("a new run's first batch must start with RunStarted", (store) =>
+      Effect.gen(function*() {
+        const events = chain("run-headless", tenantA.tenantId, [], [{ _tag: "StepCompleted", name: "a", value: 1 }])
+        const error = yield* Effect.flip(store.append({ runId: "run-headless", tenantId: tenantA.tenantId, expectedSeq: 0, events }))
+        expect(error._tag).toBe("SequenceConflict")
+        expect((yield* Effect.flip(store.getRun(tenantA.tenantId, "run-headless")))._tag).toBe("RunNotFound")
+      }))
+
+    test("a conflicting append writes nothing: no partial batch, no status or cost change", (store) =>
+      Effect.gen(function*() {
+        const log = makeLog(store, "run-atomic", tenantA)
+        yield* log.append(started(tenantA), modelCompleted(0.5))
+        const stale = log.next([modelCompleted(0.25), { _tag: "StepCompleted", name: "lost", value: null }, { _tag: "RunCompleted", output: "lost" }])
+        yield* log.append({ _tag: "StepCompleted", name: "won", value: true })
+        const before = yield* store.getRun(tenantA.tenantId, log.runId)
+
+        expect((yield* Effect.flip(store.append(stale)))._tag).toBe("SequenceConflict")
+        expect(yield* store.readEvents(tenantA.tenantId, log.runId)).toEqual(log.events)
+        const after = yield* store.getRun(tenantA.tenantId, log.runId)
+        expect(after).toEqual(before)
+        expect(after).toMatchObject({ status: "running", costUsd: 0.5, headSeq: 3, headHash: log.events[2]!.hash })
+
+        // The losing writer of a new run leaves the winner's batch whole.
+        const loser = chain(log.runId, tenantA.tenantId, [], [started(tenantA, "loser"), modelCompleted(1), { _tag: "RunCompleted", output: 1 }])
+        expect((yield* Effect.flip(store.append({ runId: log.runId, tenantId: tenantA.tenantId, expectedSeq: 0, events: loser })))._tag)
+          .toBe("SequenceConflict")
+        expect(yield* store.readEvents(tenantA.tenantId, log.runId)).toEqual(log.events)
+        expect(yield* store.getRun(tenantA.tenantId, log.runId)).toEqual(before)
+      }))
+
+    test("an empty batch is a no-op", (store) =>
+      Effect.gen(function*() {
+        const log = makeLog(store, "run-empty", tenantA)
+        yield* log.append(started(tenantA))
+        yield* store.append({ runId: log.runId, tenantId: tenantA.tenantId, expectedSeq: 1, events: [] })
+        expect(yield* store.readEvents(tenantA.tenantId, log.runId)).toEqual(log.events)
+      }))
+
+    test("unknown runs are RunNotFound", (store) =>
+      Effect.gen(function*() {
+        expect(yield* Effect.flip(store.readEvents(tenantA.tenantId, "nope"))).toMatchObject({
+          _tag: "RunNotFound",
+          runId: "nope",
+          tenantId: tenantA.tenantId
+        })
+        expect(yield* Effect.flip(store.getRun(tenantA.tenantId, "nope"))).toMatchObject({ _tag: "RunNotFound", runId: "nope" })
+        expect(yield* store.listRuns(tenantA.tenantId)).toEqual([])
+      }))
+
+    test("a tenant never sees, nor writes to, another tenant's run", (store) =>
+      Effect.gen(function*() {
+        const a = makeLog(store, "run-of-a", tenantA)
+        yield* a.append(started(tenantA), { _tag: "StepCompleted", name: "secret", value: "a's data" })
+        const b = makeLog(store, "run-of-b", tenantB, T0 + 100)
+        yield* b.append(started(tenantB))
+
+        expect(yield* Effect.flip(store.readEvents(tenantB.tenantId, a.runId))).toMatchObject({
+          _tag: "RunNotFound",
+          runId: a.runId,
+          tenantId: tenantB.tenantId
+        })
+        expect(yield* Effect.flip(store.readEvents(tenantB.tenantId, a.runId, 2))).toMatchObject({ _tag: "RunNotFound" })
+        expect(yield* Effect.flip(store.getRun(tenantB.tenantId, a.runId))).toMatchObject({ _tag: "RunNotFound", runId: a.runId })
+        expect((yield* store.listRuns(tenantB.tenantId)).map((r) => r.runId)).toEqual([b.runId])
+        expect((yield* store.listRuns(tenantB.tenantId, { rootRunId: a.runId })).length).toBe(0)
+        expect((yield* store.listRuns(tenantA.tenantId)).map((r) => r.runId)).toEqual([a.runId])
+
+        // Appending at the right head but as the wrong tenant is refused and writes nothing.
+        const intrusion = chain(a.runId, tenantB.tenantId, a.events, [{ _tag: "RunCompleted", output: "hijacked" }])
+        const refused = yield* Effect.flip(store.append({ runId: a.runId, tenantId: tenantB.tenantId, expectedSeq: 2, events: intrusion }))
+        expect(refused._tag).toBe("SequenceConflict")
+        expect(yield* store.readEvents(tenantA.tenantId, a.runId)).toEqual(a.events)
+        expect((yield* store.getRun(tenantA.tenantId, a.runId)).status).toBe("running")
+      }))
+
+    test("the run row follows the log: head, status and cost from summarize", (store) =>
+      Effect.gen(function*() {
+        const log = makeLog(store, "run-status", tenantA)
+        yield* log.append(started(tenantA), modelCompleted(0.25))
+        const expected: RunInfo = {
+          runId: log.runId,
+          tenantId: tenantA.tenantId,
+          workflow: "review",
+          rootRunId: log.runId,
+          status: "running",
+          headSeq: 2,
+          headHash: log.events[1]!.hash,
+          costUsd: 0.25,
+          createdAt: T0 + 1,
+          updatedAt: T0 + 2
+        }
+        const created = yield* store.getRun(tenantA.tenantId, log.runId)
+        expect(created).toEqual(expected)
+        expect("parentRunId" in created).toBe(false)
+
+        const expectRun = (fields: Partial<RunInfo>) =>
+          Effect.map(store.getRun(tenantA.tenantId, log.runId), (run) => {
+            const last = log.events[log.events.length - 1]!
+            expect(run).toEqual({ ...expected, headSeq: last.seq, headHash: last.hash, updatedAt: last.timestamp, ...fields })
+          })
+
+        yield* log.append(modelCompleted(0.5), modelCompleted(0.125))
+        yield* expectRun({ costUsd: 0.875 })
+        yield* log.append({ _tag: "PauseRequested", reason: "approve", ticket: "t-1" })
+        yield* expectRun({ status: "paused", costUsd: 0.875 })
+        yield* log.append({ _tag: "HumanResponded", ticket: "t-1", payload: true })
+        yield* expectRun({ status: "running", costUsd: 0.875 })
+        yield* log.append({ _tag: "ToolRequested", tool: "notify", arguments: "{}", idempotencyKey: "k" }, {
+          _tag: "ReconciliationRequired",
+          tool: "notify",
+          idempotencyKey: "k"
+        })
+        yield* expectRun({ status: "needs_reconciliation", costUsd: 0.875 })
+        yield* log.append({ _tag: "ToolCompleted", tool: "notify", result: "sent", reconciled: true })
+        yield* expectRun({ status: "running", costUsd: 0.875 })
+        // Within one batch the last status-changing event wins; costs add up across the batch.
+        yield* log.append({ _tag: "PauseRequested", reason: "x", ticket: "t-2" }, modelCompleted(0.1), { _tag: "RunCompleted", output: { ok: true } })
+        const done = yield* store.getRun(tenantA.tenantId, log.runId)
+        expect(done.status).toBe("completed")
+        expect(done.costUsd).toBeCloseTo(0.975, 12)
+
+        const failed = makeLog(store, "run-failed", tenantA, T0 + 500)
+        yield* failed.append(started(tenantA), modelCompleted(0.1), modelCompleted(0.2), { _tag: "RunFailed", errorTag: "ToolError", error: "boom" })
+        const failedRun = yield* store.getRun(tenantA.tenantId, failed.runId)
+        expect(failedRun.status).toBe("failed")
+        expect(failedRun.costUsd).toBeCloseTo(0.3, 12)
+      }))
+
+    test("listRuns filters by status, workflow and lineage, newest first, within a limit", (store) =>
+      Effect.gen(function*() {
+        const root = makeLog(store, "root", tenantA, T0 + 1000)
+        yield* root.append(started(tenantA, "alpha"))
+        const done = makeLog(store, "done", tenantA, T0 + 2000)
+        yield* done.append(started(tenantA, "beta"), { _tag: "RunCompleted", output: null })
+        const paused = makeLog(store, "paused", tenantA, T0 + 3000)
+        yield* paused.append(started(tenantA, "alpha"), { _tag: "PauseRequested", reason: "wait", ticket: "t" })
+        const child = makeLog(store, "root::sub_agent::a", tenantA, T0 + 4000)
+        yield* child.append(started(tenantA, "sub", { parentRunId: root.runId, rootRunId: root.runId }))
+        const grandchild = makeLog(store, "root::sub_agent::a::sub_agent::b", tenantA, T0 + 5000)
+        yield* grandchild.append(started(tenantA, "sub", { parentRunId: child.runId, rootRunId: root.runId }))
+        const other = makeLog(store, "other-tenant-root", tenantB, T0 + 6000)
+        yield* other.append(started(tenantB, "alpha"))
+
+        const ids = (runs: ReadonlyArray<RunInfo>) => runs.map((r) => r.runId)
+        const list = (filter?: ListRunsFilter) => Effect.map(store.listRuns(tenantA.tenantId, filter), ids)
+
+        expect(yield* list()).toEqual([grandchild.runId, child.runId, paused.runId, done.runId, root.runId])
+        expect(yield* list({ status: "completed" })).toEqual([done.runId])
+        expect(yield* list({ status: "paused" })).toEqual([paused.runId])
+        expect(yield* list({ status: "failed" })).toEqual([])
+        expect(yield* list({ workflow: "alpha" })).toEqual([paused.runId, root.runId])
+        expect(yield* list({ workflow: "alpha", status: "running" })).toEqual([root.runId])
+        expect(yield* list({ parentRunId: root.runId })).toEqual([child.runId])
+        expect(yield* list({ parentRunId: child.runId })).toEqual([grandchild.runId])
+        expect(yield* list({ rootRunId: root.runId })).toEqual([grandchild.runId, child.runId, root.runId])
+        expect(yield* list({ rootRunId: root.runId, limit: 2 })).toEqual([grandchild.runId, child.runId])
+        expect(yield* list({ limit: 1 })).toEqual([grandchild.runId])
+        expect(yield* list({ limit: 0 })).toEqual([])
+        expect(ids(yield* store.listRuns(tenantB.tenantId, { workflow: "alpha" }))).toEqual([other.runId])
+
+        const [listedChild] = yield* store.listRuns(tenantA.tenantId, { parentRunId: root.runId })
+        expect(listedChild).toEqual(yield* store.getRun(tenantA.tenantId, child.runId))
+        expect(listedChild).toMatchObject({ parentRunId: root.runId, rootRunId: root.runId, workflow: "sub", createdAt: T0 + 4001 })
+      }))
+  })
+}

@@ -1,0 +1,462 @@
+/**
+ * The `EventStore` written once against `@effect/sql`'s `SqlClient`: SQLite and Postgres run this same code,
+ * and differ only where `sql.onDialectOrElse` says so (column types, unique-violation codes, the migration
+ * lock). `@artana/store-sqlite` and `@artana/store-postgres` provide the client.
+ *
+ * @since 0.1.0
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
+import { RunNotFound, SequenceConflict, StoreError } from "./Errors.js"
+import { type BatchSummary, type Event, EventPayload, type RunInfo, RunStatus, summarize } from "./Event.js"
+import { type AppendRequest, EventStore, invalidBatch, type ListRunsFilter, newRunInfo, type Service } from "./EventStore.js"
+import { GENESIS_HASH } from "./internal/hash.js"
+
+/** Options of the SQL event store. */
+export interface Options {
+  /**
+   * Prepended to every table and index name (`artana_` gives `artana_runs`, `artana_events`), so several
+   * stores, or several applications, can share one database.
+   */
+  readonly tablePrefix?: string | undefined
+}
+
+interface Tables {
+  readonly runs: string
+  readonly events: string
+  readonly prefix: string
+}
+
+/** The message the head trigger aborts with when an event does not follow the run's head. */
+const CONFLICT = "artana: sequence conflict"
+
+const tables = (options: Options): Tables => {
+  const prefix = options.tablePrefix ?? ""
+  // Names are written into DDL, so the prefix is held to what an identifier may be without quoting.
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$|^$/.test(prefix)) {
+    throw new Error(`tablePrefix "${prefix}" must be letters, digits and underscores, starting with a letter or underscore`)
+  }
+  return { runs: `${prefix}runs`, events: `${prefix}events`, prefix }
+}
+
+// --- errors --------------------------------------------------------------------------------------------------
+
+const causeText = (cause: unknown): string =>
+  Predicate.hasProperty(cause, "message") && typeof cause.message === "string" ? cause.message : String(cause)
+
+const storeError = (operation: string, error: SqlError): StoreError =>
+  new StoreError({ operation, reason: causeText(error.cause ?? error), cause: error.cause ?? error })
+
+const codeOf = (cause: unknown): unknown => (Predicate.hasProperty(cause, "code") ? cause.code : undefined)
+
+/**
+ * `withTransaction` turns a failed COMMIT or ROLLBACK into a defect; for the store that is a `StoreError`
+ * like any other driver failure, so the caller sees it in the error channel.
+ */
+const transactionDefects = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+  Effect.catchSomeDefect(effect, (defect) => (defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none()))
+
+// --- payloads ----------------------------------------------------------------------------------------------
+
+const schemaPayload = Schema.decodeUnknownEither(EventPayload)
+
+/** Decodes a payload read back from a store (the parsed JSON of what `append` wrote). */
+export const decodePayload = (json: unknown): Either.Either<EventPayload, string> =>
+  Either.mapLeft(schemaPayload(json), (error) => ParseResult.TreeFormatter.formatErrorSync(error))
+
+type Fields = { readonly [key: string]: unknown }
+
+// --- rows ----------------------------------------------------------------------------------------------------
+
+/** Drivers return integers as number, bigint (SQLite safe integers) or string (Postgres BIGINT). */
+const toNumber = (value: unknown): number | undefined => {
+  if (typeof value === "number") return value
+  if (typeof value === "bigint") return Number(value)
+  if (typeof value === "string" && value.trim() !== "") {
+    const n = Number(value)
+    return Number.isNaN(n) ? undefined : n
+  }
+  return undefined
+}
+
+class CorruptRow {
+  constructor(readonly column: string, readonly reason: string) {}
+}
+
+const num = (row: Fields, column: string): number => {
+  const n = toNumber(row[column])
+  if (n === undefined) throw new CorruptRow(column, `expected a number, found ${typeof row[column]}`)
+  return n
+}
+
+const text = (row: Fields, column: string): string => {
+  const value = row[column]
+  if (typeof value !== "string") throw new CorruptRow(column, `expected text, found ${typeof value}`)
+  return value
+}
+
+const isRunStatus = Schema.is(RunStatus)
+
+const eventFromRow = (runId: string, tenantId: string, row: Fields): Event => {
+  let json: unknown
+  const source = text(row, "payload")
+  try {
+    json = JSON.parse(source)
+  } catch (cause) {
+    throw new CorruptRow("payload", `not JSON (${causeText(cause)})`)
+  }
+  const payload = decodePayload(json)
+  if (Either.isLeft(payload)) throw new CorruptRow("payload", payload.left)
+  return {
+    eventId: text(row, "event_id"),
+    runId,
+    tenantId,
+    seq: num(row, "seq"),
+    timestamp: num(row, "timestamp"),
+    type: text(row, "type"),
+    stepKey: text(row, "step_key"),
+    payload: payload.right,
+    prevHash: text(row, "prev_hash"),
+    hash: text(row, "hash")
+  }
+}
+
+const runFromRow = (row: Fields): RunInfo => {
+  const status = row.status
+  if (!isRunStatus(status)) throw new CorruptRow("status", `unknown run status ${JSON.stringify(status)}`)
+  const parent = row.parent_run_id
+  if (parent !== null && parent !== undefined && typeof parent !== "string") {
+    throw new CorruptRow("parent_run_id", `expected text, found ${typeof parent}`)
+  }
+  return {
+    runId: text(row, "run_id"),
+    tenantId: text(row, "tenant_id"),
+    workflow: text(row, "workflow"),
+    ...(typeof parent === "string" ? { parentRunId: parent } : {}),
+    rootRunId: text(row, "root_run_id"),
+    status,
+    headSeq: num(row, "head_seq"),
+    headHash: text(row, "head_hash"),
+    costUsd: num(row, "cost_usd"),
+    createdAt: num(row, "created_at"),
+    updatedAt: num(row, "updated_at")
+  }
+}
+
+/** Maps rows with `f`; a row that does not decode is a `StoreError` naming the row and column. */
+const decodeRows = <A>(
+  operation: string,
+  rows: ReadonlyArray<Fields>,
+  describe: (row: Fields) => string,
+  f: (row: Fields) => A
+): Effect.Effect<Array<A>, StoreError> =>
+  Effect.suspend(() => {
+    const out = new Array<A>(rows.length)
+    for (let i = 0; i < rows.length; i++) {
+      const row = rows[i]!
+      try {
+        out[i] = f(row)
+      } catch (cause) {
+        if (!(cause instanceof CorruptRow)) return Effect.die(cause)
+        return Effect.fail(
+          new StoreError({ operation, reason: `corrupt row (${describe(row)}), column ${cause.column}: ${cause.reason}` })
+        )
+      }
+    }
+    return Effect.succeed(out)
+  })
+
+// --- migrations --------------------------------------------------------------------------------------------
+
+/**
+ * The schema, keyed `<id>_<name>` as `Migrator.fromRecord` expects. Every statement is idempotent
+ * (`IF NOT EXISTS`), so `make` runs them all, in one transaction, each time a store opens: two processes
+ * opening one database at once both succeed (SQLite serialises the two transactions on its write lock,
+ * Postgres on an advisory lock). A later change is a new entry, written to be idempotent in the same way.
+ */
+export const migrations = (options: Options = {}): Record<string, Effect.Effect<void, SqlError, SqlClient.SqlClient>> => {
+  const t = tables(options)
+  return {
+    "1_event_store": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      // Postgres: BIGINT comes back as a string and a fraction of a millisecond would not fit, so times are
+      // DOUBLE PRECISION there; SQLite's INTEGER affinity keeps whatever number it is given.
+      const types = sql.onDialectOrElse({
+        pg: () => ({ int: "BIGINT", time: "DOUBLE PRECISION", real: "DOUBLE PRECISION" }),
+        orElse: () => ({ int: "INTEGER", time: "INTEGER", real: "REAL" })
+      })
+      yield* sql`CREATE TABLE IF NOT EXISTS ${sql(t.runs)} (
+  run_id TEXT PRIMARY KEY NOT NULL,
+  tenant_id TEXT NOT NULL,
+  workflow TEXT NOT NULL,
+  parent_run_id TEXT,
+  root_run_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  head_seq ${sql.literal(types.int)} NOT NULL,
+  head_hash TEXT NOT NULL,
+  cost_usd ${sql.literal(types.real)} NOT NULL,
+  created_at ${sql.literal(types.time)} NOT NULL,
+  updated_at ${sql.literal(types.time)} NOT NULL
+)`
+      yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${t.prefix}runs_tenant_created_idx`)} ON ${sql(t.runs)} (tenant_id, created_at)`
+      yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${t.prefix}runs_root_idx`)} ON ${sql(t.runs)} (root_run_id)`
+      yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${t.prefix}runs_parent_idx`)} ON ${sql(t.runs)} (parent_run_id)`
+      // SQLite: WITHOUT ROWID clusters a run's events by (run_id, seq), so a replay is one range scan.
+      yield* sql`CREATE TABLE IF NOT EXISTS ${sql(t.events)} (
+  run_id TEXT NOT NULL REFERENCES ${sql(t.runs)} (run_id),
+  seq ${sql.literal(types.int)} NOT NULL,
+  event_id TEXT NOT NULL,
+  tenant_id TEXT NOT NULL,
+  timestamp ${sql.literal(types.time)} NOT NULL,
+  type TEXT NOT NULL,
+  step_key TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  prev_hash TEXT NOT NULL,
+  hash TEXT NOT NULL,
+  PRIMARY KEY (run_id, seq)
+)${sql.literal(sql.onDialectOrElse({ sqlite: () => " WITHOUT ROWID", orElse: () => "" }))}`
+      // The run's head follows its events: a trigger advances it with each inserted event, and refuses an event
+      // that does not come right after the head (a second writer, a gap) or belongs to another tenant. So an
+      // append that changes neither status nor cost (a tool or step batch) is one INSERT: one statement, one
+      // commit, atomic with the head it moves.
+      const trigger = `${t.prefix}events_advance_head`
+      yield* sql.onDialectOrElse({
+        pg: () =>
+          Effect.zipRight(
+            sql.unsafe(`CREATE OR REPLACE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $artana$
+BEGIN
+  UPDATE ${t.runs} SET head_seq = NEW.seq, head_hash = NEW.hash, updated_at = NEW.timestamp
+   WHERE run_id = NEW.run_id AND tenant_id = NEW.tenant_id AND head_seq = NEW.seq - 1;
+  IF NOT FOUND THEN RAISE EXCEPTION '${CONFLICT}'; END IF;
+  RETURN NULL;
+END
+$artana$`),
+            sql.unsafe(`CREATE OR REPLACE TRIGGER ${trigger} AFTER INSERT ON ${t.events} FOR EACH ROW EXECUTE FUNCTION ${trigger}()`)
+          ),
+        orElse: () =>
+          sql.unsafe(`CREATE TRIGGER IF NOT EXISTS ${trigger} AFTER INSERT ON ${t.events} FOR EACH ROW BEGIN
+  SELECT RAISE(ABORT, '${CONFLICT}') WHERE NOT EXISTS (
+    SELECT 1 FROM ${t.runs} WHERE run_id = NEW.run_id AND tenant_id = NEW.tenant_id AND head_seq = NEW.seq - 1);
+  UPDATE ${t.runs} SET head_seq = NEW.seq, head_hash = NEW.hash, updated_at = NEW.timestamp WHERE run_id = NEW.run_id;
+END`)
+      })
+    })
+  }
+}
+
+/** Creates the tables and indexes if they do not exist yet (idempotent, safe to run concurrently). */
+export const migrate = (options: Options = {}): Effect.Effect<void, StoreError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const lock = sql.onDialectOrElse({
+      pg: () => Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtext(${`artana:${tables(options).events}`}))`),
+      orElse: () => Effect.void
+    })
+    const steps = Object.entries(migrations(options))
+      .sort(([a], [b]) => Number.parseInt(a, 10) - Number.parseInt(b, 10))
+      .map(([, migration]) => migration)
+    yield* sql.withTransaction(Effect.zipRight(lock, Effect.all(steps, { discard: true })))
+  }).pipe(
+    transactionDefects,
+    Effect.catchTag("SqlError", (error) => Effect.fail(storeError("migrate", error)))
+  )
+
+/** SQLite's variable limit is 32766 and Postgres' 65535; 10 columns x 1000 rows stays well below both. */
+const INSERT_CHUNK = 1000
+
+// --- the store -----------------------------------------------------------------------------------------------
+
+/**
+ * Builds the store on the `SqlClient` in context, creating its tables first.
+ *
+ * @example
+ * const store = yield* SqlEventStore.make({ tablePrefix: "artana_" })
+ */
+export const make = (options: Options = {}): Effect.Effect<Service, StoreError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    yield* migrate(options)
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const t = tables(options)
+    const runs = sql(t.runs)
+    const events = sql(t.events)
+
+    /** A duplicate (run, seq), or the head trigger refusing an event that does not follow the head. */
+    const isConflict = (error: SqlError): boolean => {
+      const code = codeOf(error.cause)
+      if (causeText(error.cause).includes(CONFLICT)) return true
+      return sql.onDialectOrElse({
+        sqlite: () => code === "SQLITE_CONSTRAINT_PRIMARYKEY" || code === "SQLITE_CONSTRAINT_UNIQUE",
+        pg: () => code === "23505",
+        orElse: () => false
+      })
+    }
+
+    const orConflict = (operation: string, conflict: () => SequenceConflict) => (error: SqlError) =>
+      Effect.fail(isConflict(error) ? conflict() : storeError(operation, error))
+
+    /** A new run's row, at head 0: inserting its events moves the head. */
+    const createRun = (request: AppendRequest, conflict: () => SequenceConflict) => {
+      const info = newRunInfo(request)
+      // A new run's batch must start with RunStarted; the in-memory store refuses it the same way.
+      if (info === undefined) return Effect.fail(conflict())
+      return sql`INSERT INTO ${runs} ${
+        sql.insert({
+          run_id: info.runId,
+          tenant_id: info.tenantId,
+          workflow: info.workflow,
+          parent_run_id: info.parentRunId ?? null,
+          root_run_id: info.rootRunId,
+          status: info.status,
+          head_seq: 0,
+          head_hash: GENESIS_HASH,
+          cost_usd: info.costUsd,
+          created_at: info.createdAt,
+          updated_at: info.createdAt
+        })
+      }`.pipe(Effect.catchTag("SqlError", orConflict("append", conflict)), Effect.asVoid)
+    }
+
+    /** Status and cost a batch changes (the trigger has moved the head already). */
+    const updateRun = (request: AppendRequest, summary: BatchSummary) =>
+      sql`UPDATE ${runs} SET status = COALESCE(${summary.status ?? null}, status), cost_usd = cost_usd + ${summary.costUsd} WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId}`
+        .pipe(Effect.catchTag("SqlError", (error) => Effect.fail(storeError("append", error))), Effect.asVoid)
+
+    // The hot statement: its text depends only on the number of rows, so it is built once per size and the
+    // driver's prepared-statement cache finds it (a tagged-template INSERT is compiled on every call).
+    const COLUMNS = ["run_id", "seq", "event_id", "tenant_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"]
+    const insertText = new Map<number, string>()
+    const insertSql = (rows: number): string => {
+      const cached = insertText.get(rows)
+      if (cached !== undefined) return cached
+      {
+        const tuple = `(${COLUMNS.map(() => "?").join(",")})`
+        const placeholders = Array.from({ length: rows }, () => tuple).join(",")
+        const text = sql.onDialectOrElse({
+          pg: () => {
+            let n = 0
+            return `INSERT INTO ${t.events} (${COLUMNS.join(",")}) VALUES ${placeholders.replace(/\?/g, () => `$${++n}`)}`
+          },
+          orElse: () => `INSERT INTO ${t.events} (${COLUMNS.join(",")}) VALUES ${placeholders}`
+        })
+        insertText.set(rows, text)
+        return text
+      }
+    }
+
+    const insertEvents = (request: AppendRequest, conflict: () => SequenceConflict) => {
+      const chunks: Array<Array<unknown>> = []
+      for (let i = 0; i < request.events.length; i += INSERT_CHUNK) {
+        const params: Array<unknown> = []
+        for (const event of request.events.slice(i, i + INSERT_CHUNK)) {
+          params.push(
+            request.runId,
+            event.seq,
+            event.eventId,
+            request.tenantId,
+            event.timestamp,
+            event.type,
+            event.stepKey,
+            JSON.stringify(event.payload),
+            event.prevHash,
+            event.hash
+          )
+        }
+        chunks.push(params)
+      }
+      return Effect.forEach(chunks, (params) => sql.unsafe(insertSql(params.length / COLUMNS.length), params), { discard: true }).pipe(
+        Effect.catchTag("SqlError", orConflict("append", conflict))
+      )
+    }
+
+    const append = (request: AppendRequest): Effect.Effect<void, SequenceConflict | StoreError> => {
+      const last = request.events[request.events.length - 1]
+      if (last === undefined) return Effect.void
+      const conflict = () => new SequenceConflict({ runId: request.runId, expectedSeq: request.expectedSeq })
+      const bad = invalidBatch(request)
+      if (bad !== undefined) return Effect.fail(new StoreError({ operation: "append", reason: bad }))
+      const summary = summarize(request.events)
+      // No read on the hot path. A batch that changes neither status nor cost, in one chunk, is a single INSERT
+      // (auto-committed; the head trigger is the concurrency check). Otherwise one transaction whose first
+      // statement writes, so SQLite takes its write lock before anything else.
+      const write = request.expectedSeq === 0
+        ? sql.withTransaction(Effect.zipRight(createRun(request, conflict), insertEvents(request, conflict)))
+        : summary.status === undefined && summary.costUsd === 0 && request.events.length <= INSERT_CHUNK
+        ? insertEvents(request, conflict)
+        : sql.withTransaction(Effect.zipRight(insertEvents(request, conflict), updateRun(request, summary)))
+      return write.pipe(
+        transactionDefects,
+        Effect.catchTag("SqlError", (error) => Effect.fail(storeError("append", error)))
+      )
+    }
+
+    const runExists = (tenantId: string, runId: string) =>
+      Effect.map(
+        sql`SELECT 1 AS found FROM ${runs} WHERE run_id = ${runId} AND tenant_id = ${tenantId}`,
+        (rows) => rows.length > 0
+      )
+
+    const readEvents = (tenantId: string, runId: string, fromSeq = 1): Effect.Effect<ReadonlyArray<Event>, RunNotFound | StoreError> =>
+      Effect.gen(function*() {
+        const rows = yield* sql`SELECT seq, event_id, timestamp, type, step_key, payload, prev_hash, hash FROM ${events} WHERE run_id = ${runId} AND tenant_id = ${tenantId} AND seq >= ${fromSeq} ORDER BY seq`
+        if (rows.length === 0) {
+          if (!(yield* runExists(tenantId, runId))) return yield* new RunNotFound({ runId, tenantId })
+          return []
+        }
+        return yield* decodeRows(
+          "readEvents",
+          rows,
+          (row) => `run ${runId} seq ${String(row.seq)}`,
+          (row) => eventFromRow(runId, tenantId, row)
+        )
+      }).pipe(
+        Effect.catchTag("SqlError", (error) => Effect.fail(storeError("readEvents", error))),
+        Effect.withSpan("SqlEventStore.readEvents", { attributes: { runId, fromSeq } })
+      )
+
+    const getRun = (tenantId: string, runId: string): Effect.Effect<RunInfo, RunNotFound | StoreError> =>
+      Effect.gen(function*() {
+        const rows = yield* sql`SELECT * FROM ${runs} WHERE run_id = ${runId} AND tenant_id = ${tenantId}`
+        const [run] = yield* decodeRows("getRun", rows, () => `run ${runId}`, runFromRow)
+        if (run === undefined) return yield* new RunNotFound({ runId, tenantId })
+        return run
+      }).pipe(
+        Effect.catchTag("SqlError", (error) => Effect.fail(storeError("getRun", error))),
+        Effect.withSpan("SqlEventStore.getRun", { attributes: { runId } })
+      )
+
+    // Runs created in the same millisecond come back in creation order, as the in-memory store's stable sort
+    // gives them: SQLite's rowid records it; Postgres has no such column, so the run id decides there.
+    const tieBreak = sql.onDialectOrElse({ sqlite: () => sql`rowid ASC`, orElse: () => sql`run_id ASC` })
+
+    const listRuns = (tenantId: string, filter: ListRunsFilter = {}): Effect.Effect<ReadonlyArray<RunInfo>, StoreError> => {
+      const where = [sql`tenant_id = ${tenantId}`]
+      if (filter.status !== undefined) where.push(sql`status = ${filter.status}`)
+      if (filter.workflow !== undefined) where.push(sql`workflow = ${filter.workflow}`)
+      if (filter.parentRunId !== undefined) where.push(sql`parent_run_id = ${filter.parentRunId}`)
+      if (filter.rootRunId !== undefined) where.push(sql`root_run_id = ${filter.rootRunId}`)
+      const limit = filter.limit === undefined ? sql`` : sql`LIMIT ${Math.max(0, Math.floor(filter.limit))}`
+      return sql`SELECT * FROM ${runs} WHERE ${sql.and(where)} ORDER BY created_at DESC, ${tieBreak} ${limit}`.pipe(
+        Effect.flatMap((rows) => decodeRows("listRuns", rows, (row) => `run ${String(row.run_id)}`, runFromRow)),
+        Effect.catchTag("SqlError", (error) => Effect.fail(storeError("listRuns", error))),
+        Effect.withSpan("SqlEventStore.listRuns")
+      )
+    }
+
+    return { append, readEvents, getRun, listRuns } satisfies Service
+  })
+
+/**
+ * The `EventStore` on the `SqlClient` in context.
+ *
+ * @example
+ * const EventStoreLive = SqlEventStore.layer({ tablePrefix: "artana_" }).pipe(Layer.provide(SqliteClient.layer({ filename })))
+ */
+export const layer = (options: Options = {}): Layer.Layer<EventStore, StoreError, SqlClient.SqlClient> =>
+  Layer.effect(EventStore, make(options))

@@ -1,0 +1,43 @@
+/**
+ * Hash-chained events built without a kernel, for tests of stores and of tools that read logs.
+ *
+ * @since 0.1.0
+ */
+import type { Event, EventPayload } from "./Event.js"
+import { eventHash, GENESIS_HASH } from "./internal/hash.js"
+
+/** Milliseconds; each run's events are stamped `start + seq`. */
+export const T0 = 1_700_000_000_000
+
+/**
+ * The events that follow `before` in a run's log, hash-chained as the kernel writes them (no audit key), each
+ * stamped `start + seq`: for store tests that need a valid log without running the kernel.
+ */
+export const chain = (
+  runId: string,
+  tenantId: string,
+  before: ReadonlyArray<Event>,
+  payloads: ReadonlyArray<EventPayload>,
+  start = T0
+): Array<Event> => {
+  const out: Array<Event> = []
+  let prevHash = before[before.length - 1]?.hash ?? GENESIS_HASH
+  for (const payload of payloads) {
+    const seq = before.length + out.length + 1
+    const unhashed = {
+      eventId: `${runId}-event-${seq}`,
+      runId,
+      tenantId,
+      seq,
+      timestamp: start + seq,
+      type: payload._tag,
+      stepKey: payload._tag === "RunStarted" || payload._tag === "RunCompleted" ? "run" : `step:${seq}`,
+      payload,
+      prevHash
+    }
+    const hash = eventHash(unhashed, undefined)
+    out.push({ ...unhashed, hash })
+    prevHash = hash
+  }
+  return out
+}

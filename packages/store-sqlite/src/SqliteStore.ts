@@ -1,0 +1,194 @@
+/**
+ * Artana's embedded store: one SQLite file, in WAL mode with `synchronous=FULL`, holding every store service.
+ * The layer provides the `EventStore` and the `SqlClient` it runs on, so later services (task queue, memory)
+ * share the same connection.
+ *
+ * @since 0.1.0
+ */
+import { Errors, EventStore, SqlEventStore } from "@artana/core"
+import * as Reactivity from "@effect/experimental/Reactivity"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Predicate from "effect/Predicate"
+import type * as Scope from "effect/Scope"
+import * as fs from "node:fs"
+import * as path from "node:path"
+
+/** Where the database lives and how hard it works to keep what it acknowledged. */
+export interface Options {
+  /** Path of the database file (`:memory:` for a throwaway database). Its directory must exist. */
+  readonly filename: string
+  /**
+   * `"full"` (default): every commit is on disk before `append` returns, so an acknowledged event (a
+   * `ToolRequested` before its side effect starts) survives a power loss. `"normal"` skips that sync in WAL
+   * mode: faster, still safe if the process crashes, but a power loss or OS crash may drop the last commits.
+   */
+  readonly synchronous?: "full" | "normal" | undefined
+  /** How long a write waits for another process holding the database's write lock. Default 5 seconds. */
+  readonly busyTimeout?: Duration.DurationInput | undefined
+  /** Prefix of every table name (see `SqlEventStore.Options`). */
+  readonly tablePrefix?: string | undefined
+}
+
+/** The services `layer` provides. */
+export type Services = EventStore.EventStore | SqlClient.SqlClient | SqliteClient.SqliteClient
+
+const STORE = "sqlite"
+
+const isMemory = (filename: string) => filename === ":memory:" || filename === "" || filename.startsWith("file::memory:")
+
+const codeOf = (cause: unknown): string | undefined =>
+  Predicate.hasProperty(cause, "code") && typeof cause.code === "string" ? cause.code : undefined
+
+const messageOf = (cause: unknown): string =>
+  Predicate.hasProperty(cause, "message") && typeof cause.message === "string" ? cause.message : String(cause)
+
+const canAccess = (file: string, mode: number): boolean => {
+  try {
+    fs.accessSync(file, mode)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** `fs.statSync`, or the error code saying why not (ENOENT, ENOTDIR, EACCES, ...). */
+const statOf = (file: string): fs.Stats | string => {
+  try {
+    return fs.statSync(file)
+  } catch (cause) {
+    return codeOf(cause) ?? messageOf(cause)
+  }
+}
+
+/** What the file system says about the path, when it explains the failure; never throws. */
+const fileSystemReason = (filename: string): string | undefined => {
+  if (isMemory(filename)) return undefined
+  const dir = path.dirname(path.resolve(filename))
+  const parent = statOf(dir)
+  if (parent === "ENOENT") return `the directory ${dir} does not exist (create it first, or fix the path)`
+  if (parent === "ENOTDIR") return `a part of ${dir} is a file, not a directory`
+  if (parent === "EACCES" || parent === "EPERM") return `permission denied: this process may not enter ${dir}`
+  if (typeof parent === "string") return undefined
+  if (!parent.isDirectory()) return `${dir} is a file, not a directory`
+  const file = statOf(filename)
+  if (typeof file !== "string") {
+    if (file.isDirectory()) return `${filename} is a directory, not a database file`
+    if (!canAccess(filename, fs.constants.R_OK | fs.constants.W_OK)) {
+      return `permission denied: this process may not read and write ${filename}`
+    }
+  }
+  if (!canAccess(dir, fs.constants.W_OK | fs.constants.X_OK)) {
+    return `permission denied: this process may not create files in ${dir} (SQLite needs its -wal and -shm files there)`
+  }
+  return undefined
+}
+
+/** Why SQLite could not open `filename`, in words a person can act on. */
+const diagnose = (filename: string, cause: unknown, busyTimeoutMs: number): string => {
+  const fromFileSystem = fileSystemReason(filename)
+  if (fromFileSystem !== undefined) return fromFileSystem
+  const code = codeOf(cause) ?? ""
+  if (code === "SQLITE_NOTADB") return "the file is not a SQLite database (another kind of file, encrypted, or overwritten)"
+  if (code.startsWith("SQLITE_CORRUPT")) return "the database file is corrupt"
+  if (code.startsWith("SQLITE_READONLY")) {
+    return "the database is read-only for this process (check the permissions of the file, its -wal and -shm files, and the directory)"
+  }
+  if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) {
+    return `another connection held the database locked for longer than the busy timeout (${busyTimeoutMs} ms)`
+  }
+  if (code === "SQLITE_FULL") return "the disk is full"
+  if (code.startsWith("SQLITE_IOERR")) return `a disk I/O error (${messageOf(cause)})`
+  if (code.startsWith("SQLITE_CANTOPEN") || code === "SQLITE_PERM" || code === "SQLITE_AUTH") {
+    return `SQLite cannot open the file (${messageOf(cause)}): the path is not a regular file, or the file system refuses it`
+  }
+  return messageOf(cause)
+}
+
+const unavailable = (filename: string, cause: unknown, busyTimeoutMs: number) =>
+  new Errors.StoreUnavailable({ store: STORE, location: filename, reason: diagnose(filename, cause, busyTimeoutMs), cause })
+
+/** busy_timeout takes an int; an infinite wait is the largest it accepts. */
+const toTimeoutMs = (input: Duration.DurationInput): number => {
+  const ms = Duration.toMillis(Duration.decode(input))
+  return Number.isFinite(ms) ? Math.max(0, Math.round(ms)) : 2_147_483_647
+}
+
+/**
+ * Opens the database and configures its connection: WAL (set by `SqliteClient` itself), then
+ * `synchronous`, `busy_timeout` and `foreign_keys`, which it does not set. `SqliteClient` keeps a single
+ * connection, so the pragmas hold for every query the client runs.
+ */
+export const make = (options: Options): Effect.Effect<SqliteClient.SqliteClient, Errors.StoreUnavailable, Scope.Scope> =>
+  Effect.gen(function*() {
+    const timeoutMs = toTimeoutMs(options.busyTimeout ?? Duration.seconds(5))
+    // better-sqlite3 throws from its constructor (a missing directory, a directory, an unreadable file) and
+    // SqliteClient.make lets that escape as a defect: here, at the edge, it becomes a typed failure.
+    const client = yield* SqliteClient.make({ filename: options.filename }).pipe(
+      Effect.provideServiceEffect(Reactivity.Reactivity, Reactivity.make),
+      Effect.catchAllDefect((cause) => Effect.fail(unavailable(options.filename, cause, timeoutMs)))
+    )
+    const synchronous = options.synchronous === "normal" ? "NORMAL" : "FULL"
+    yield* Effect.all([
+      client.unsafe(`PRAGMA busy_timeout = ${timeoutMs}`),
+      client.unsafe(`PRAGMA synchronous = ${synchronous}`),
+      client.unsafe("PRAGMA foreign_keys = ON"),
+      // Reads the schema: a file that is not a database fails here, not on the first append.
+      client.unsafe("SELECT count(*) AS tables FROM sqlite_master")
+    ], { discard: true }).pipe(
+      Effect.catchTag("SqlError", (error) => Effect.fail(unavailable(options.filename, error.cause ?? error, timeoutMs)))
+    )
+    // SQLite silently opens a file this process may only read as read-only: the first append would fail.
+    if (!isMemory(options.filename) && !canAccess(options.filename, fs.constants.R_OK | fs.constants.W_OK)) {
+      return yield* new Errors.StoreUnavailable({
+        store: STORE,
+        location: options.filename,
+        reason: `permission denied: this process may not read and write ${options.filename}`
+      })
+    }
+    return client
+  })
+
+/** The configured client alone, as `SqliteClient` and `SqlClient`. */
+export const layerClient = (
+  options: Options
+): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, Errors.StoreUnavailable> =>
+  Layer.scopedContext(
+    Effect.map(make(options), (client) =>
+      Context.make(SqliteClient.SqliteClient, client).pipe(Context.add(SqlClient.SqlClient, client)))
+  )
+
+/**
+ * Every store service on one SQLite file: the `EventStore` (its tables created on first open) and the
+ * `SqlClient` underneath. A database that cannot be opened fails the layer with `StoreUnavailable`.
+ *
+ * @example
+ * const StoreLive = SqliteStore.layer({ filename: "./artana.db" })
+ */
+export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnavailable> => {
+  const timeoutMs = toTimeoutMs(options.busyTimeout ?? Duration.seconds(5))
+  const eventStore = Layer.effect(
+    EventStore.EventStore,
+    SqlEventStore.make({ tablePrefix: options.tablePrefix }).pipe(
+      Effect.catchTag("StoreError", (error) => Effect.fail(unavailable(options.filename, error.cause ?? error, timeoutMs)))
+    )
+  )
+  return Layer.provideMerge(eventStore, layerClient(options))
+}
+
+/**
+ * `layer`, configured from the environment: `ARTANA_DB` names the file unless `config` says otherwise.
+ *
+ * @example
+ * const StoreLive = SqliteStore.layerConfig({ filename: Config.string("ARTANA_DB"), synchronous: Config.literal("full", "normal")("ARTANA_DB_SYNC") })
+ */
+export const layerConfig = (
+  config: Config.Config.Wrap<Options> = { filename: Config.string("ARTANA_DB") }
+): Layer.Layer<Services, Errors.StoreUnavailable | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))

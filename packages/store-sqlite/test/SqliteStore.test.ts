@@ -1,0 +1,287 @@
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Context, Effect, Either, Exit, Layer } from "effect"
+import { SqlClient } from "@effect/sql"
+import { type Event, EventStore, Tenant, Verify } from "@artana/core"
+import { TestLog } from "@artana/core/testing"
+import { EventStoreSuite } from "@artana/core/testing/suites"
+import { SqliteStore } from "@artana/store-sqlite"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), "artana-store-sqlite-"))
+afterAll(() => fs.rmSync(root, { recursive: true, force: true }))
+
+/** A fresh directory per call, so every test has its own database. */
+const tempDir = () => fs.mkdtempSync(path.join(root, "db-"))
+const tempDb = () => path.join(tempDir(), "artana.db")
+
+EventStoreSuite.suite("sqlite", () => SqliteStore.layer({ filename: tempDb() }))
+EventStoreSuite.suite("sqlite with tablePrefix", () => SqliteStore.layer({ filename: tempDb(), tablePrefix: "artana_" }))
+
+const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1 })
+
+/** Builds the layer in the test's scope and returns its services. */
+const open = (options: SqliteStore.Options) =>
+  Effect.map(Layer.build(SqliteStore.layer(options)), (context) => ({
+    store: Context.get(context, EventStore.EventStore),
+    sql: Context.get(context, SqlClient.SqlClient)
+  }))
+
+const started = (workflow = "w") => ({ _tag: "RunStarted", workflow, input: null, tenant }) as const
+const step = (name: string) => ({ _tag: "StepCompleted", name, value: name }) as const
+
+describe("SqliteStore", () => {
+  it.scoped("configures the connection: WAL, synchronous=FULL by default, busy_timeout, foreign keys", () =>
+    Effect.gen(function*() {
+      const { sql } = yield* open({ filename: tempDb() })
+      expect(yield* sql`PRAGMA journal_mode`).toEqual([{ journal_mode: "wal" }])
+      expect(yield* sql`PRAGMA synchronous`).toEqual([{ synchronous: 2 }])
+      expect(yield* sql`PRAGMA busy_timeout`).toEqual([{ timeout: 5000 }])
+      expect(yield* sql`PRAGMA foreign_keys`).toEqual([{ foreign_keys: 1 }])
+    }))
+
+  it.scoped("synchronous: \"normal\" is an explicit opt-in; busyTimeout is honoured", () =>
+    Effect.gen(function*() {
+      const { sql } = yield* open({ filename: tempDb(), synchronous: "normal", busyTimeout: "250 millis" })
+      expect(yield* sql`PRAGMA synchronous`).toEqual([{ synchronous: 1 }])
+      expect(yield* sql`PRAGMA busy_timeout`).toEqual([{ timeout: 250 }])
+    }))
+
+  it.scoped("creates its tables with the prefix, and provides the SqlClient to other services", () =>
+    Effect.gen(function*() {
+      const { sql } = yield* open({ filename: tempDb(), tablePrefix: "artana_" })
+      const tables = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`
+      expect(tables.map((t) => t.name)).toEqual(["artana_events", "artana_runs"])
+    }))
+
+  it.scoped("what one layer appended survives closing it and opening the file again", () =>
+    Effect.gen(function*() {
+      const filename = tempDb()
+      const events = TestLog.chain("run-1", "acme", [], [started(), step("a")])
+      yield* Effect.scoped(Effect.flatMap(open({ filename }), ({ store }) =>
+        store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events })))
+      const { store } = yield* open({ filename })
+      expect(yield* store.readEvents("acme", "run-1")).toEqual(events)
+      expect(yield* store.getRun("acme", "run-1")).toMatchObject({ headSeq: 2, status: "running" })
+    }))
+
+  it.scoped("integers that come back as bigint (SqlClient.SafeIntegers) are normalised to numbers", () =>
+    Effect.gen(function*() {
+      const { sql, store } = yield* open({ filename: tempDb() })
+      const events = TestLog.chain("run-1", "acme", [], [started(), step("a")])
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events })
+      const safe = <A, E>(effect: Effect.Effect<A, E>) => Effect.provideService(effect, SqlClient.SafeIntegers, true)
+      expect(yield* safe(sql`SELECT head_seq FROM runs`)).toEqual([{ head_seq: 2n }])
+      expect(yield* safe(store.readEvents("acme", "run-1"))).toEqual(events)
+      expect(yield* safe(store.getRun("acme", "run-1"))).toMatchObject({ headSeq: 2, createdAt: events[0]!.timestamp })
+      expect((yield* safe(store.listRuns("acme")))[0]?.updatedAt).toBe(events[1]!.timestamp)
+    }))
+
+  describe("two connections on one file", () => {
+    it.scoped("see each other's writes", () =>
+      Effect.gen(function*() {
+        const filename = tempDb()
+        const a = yield* open({ filename })
+        const b = yield* open({ filename })
+        const first = TestLog.chain("run-1", "acme", [], [started()])
+        yield* a.store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events: first })
+        expect(yield* b.store.readEvents("acme", "run-1")).toEqual(first)
+
+        const second = TestLog.chain("run-1", "acme", first, [step("by-b")])
+        yield* b.store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 1, events: second })
+        expect(yield* a.store.readEvents("acme", "run-1")).toEqual([...first, ...second])
+        expect(yield* a.store.getRun("acme", "run-1")).toEqual(yield* b.store.getRun("acme", "run-1"))
+        expect((yield* a.store.listRuns("acme")).map((r) => r.headSeq)).toEqual([2])
+      }))
+
+    it.scoped("concurrent appends at the same expectedSeq: exactly one succeeds, the other is a SequenceConflict", () =>
+      Effect.gen(function*() {
+        const filename = tempDb()
+        const a = yield* open({ filename })
+        const b = yield* open({ filename })
+        for (let round = 0; round < 20; round++) {
+          const runId = `run-${round}`
+          // Creating the run races too: both writers append at expectedSeq 0.
+          const create = (name: string) =>
+            TestLog.chain(runId, "acme", [], [started(name), step(name)], 1_000 * round)
+          const created = yield* Effect.all([
+            Effect.either(a.store.append({ runId, tenantId: "acme", expectedSeq: 0, events: create("a") })),
+            Effect.either(b.store.append({ runId, tenantId: "acme", expectedSeq: 0, events: create("b") }))
+          ], { concurrency: "unbounded" })
+          expect(created.filter(Either.isRight).length).toBe(1)
+          expect(created.filter(Either.isLeft).map((e) => e.left._tag)).toEqual(["SequenceConflict"])
+
+          const head = yield* a.store.readEvents("acme", runId)
+          const next = (name: string) => TestLog.chain(runId, "acme", head, [step(name), step(`${name}-2`)])
+          const results = yield* Effect.all([
+            Effect.either(b.store.append({ runId, tenantId: "acme", expectedSeq: 2, events: next("b") })),
+            Effect.either(a.store.append({ runId, tenantId: "acme", expectedSeq: 2, events: next("a") }))
+          ], { concurrency: "unbounded" })
+          expect(results.filter(Either.isRight).length).toBe(1)
+          expect(results.filter(Either.isLeft).map((e) => e.left)).toMatchObject([{ _tag: "SequenceConflict", expectedSeq: 2 }])
+
+          // The log did not fork: one writer's batch, whole, and a valid chain.
+          const log = yield* b.store.readEvents("acme", runId)
+          expect(log.map((e) => e.seq)).toEqual([1, 2, 3, 4])
+          expect(Verify.verifyEvents(runId, log).ok).toBe(true)
+          expect(yield* a.store.getRun("acme", runId)).toMatchObject({ headSeq: 4, headHash: log[3]!.hash })
+        }
+      }))
+  })
+
+  describe("a database that cannot be opened fails with StoreUnavailable", () => {
+    const unavailable = (filename: string) =>
+      Effect.gen(function*() {
+        const exit = yield* Effect.exit(open({ filename }))
+        // A typed failure, not a defect and not a raw SqlError.
+        expect(Exit.isFailure(exit) && exit.cause._tag === "Fail").toBe(true)
+        const error = yield* Effect.flip(open({ filename }))
+        expect(error._tag).toBe("StoreUnavailable")
+        expect(error.store).toBe("sqlite")
+        expect(error.location).toBe(filename)
+        expect(error.message).toContain(filename)
+        return error
+      })
+
+    it.scoped("its directory is missing (and is not created)", () =>
+      Effect.gen(function*() {
+        const dir = path.join(tempDir(), "missing")
+        const error = yield* unavailable(path.join(dir, "artana.db"))
+        expect(error.reason).toBe(`the directory ${dir} does not exist (create it first, or fix the path)`)
+        expect(fs.existsSync(dir)).toBe(false)
+      }))
+
+    it.scoped("a part of the path is a regular file", () =>
+      Effect.gen(function*() {
+        const file = path.join(tempDir(), "plain-file")
+        fs.writeFileSync(file, "not a directory")
+        const error = yield* unavailable(path.join(file, "artana.db"))
+        expect(error.reason).toBe(`${file} is a file, not a directory`)
+        expect(fs.readFileSync(file, "utf8")).toBe("not a directory")
+      }))
+
+    it.scoped("the path is a directory", () =>
+      Effect.gen(function*() {
+        const dir = tempDir()
+        const error = yield* unavailable(dir)
+        expect(error.reason).toContain("is a directory, not a database file")
+      }))
+
+    it.scoped("the file is not a SQLite database", () =>
+      Effect.gen(function*() {
+        const filename = tempDb()
+        fs.writeFileSync(filename, "name,amount\n".repeat(500))
+        const error = yield* unavailable(filename)
+        expect(error.reason).toContain("not a SQLite database")
+        expect(fs.readFileSync(filename, "utf8")).toBe("name,amount\n".repeat(500))
+      }))
+
+    it.scoped("the file system refuses the path", () =>
+      Effect.gen(function*() {
+        const error = yield* unavailable("/proc/artana-store-test.db")
+        // Root may create files in /proc as far as access(2) knows; anyone else is told permission is denied.
+        expect(error.reason).toMatch(/SQLite cannot open the file|permission denied/)
+      }))
+
+    const isRoot = process.getuid?.() === 0
+    it.scoped.skipIf(isRoot)("permission denied on the file (skipped as root, who bypasses permissions)", () =>
+      Effect.gen(function*() {
+        const filename = tempDb()
+        yield* Effect.scoped(open({ filename }))
+        fs.chmodSync(filename, 0o000)
+        const error = yield* unavailable(filename)
+        expect(error.reason).toContain("permission denied")
+        fs.chmodSync(filename, 0o644)
+      }))
+
+    it.scoped.skipIf(isRoot)("a file this process may only read (skipped as root)", () =>
+      Effect.gen(function*() {
+        const filename = tempDb()
+        yield* Effect.scoped(open({ filename }))
+        fs.chmodSync(filename, 0o444)
+        const error = yield* unavailable(filename)
+        expect(error.reason).toContain("permission denied")
+        fs.chmodSync(filename, 0o644)
+      }))
+
+    it.scoped.skipIf(isRoot)("permission denied on the directory (skipped as root)", () =>
+      Effect.gen(function*() {
+        const dir = tempDir()
+        fs.chmodSync(dir, 0o500)
+        const error = yield* unavailable(path.join(dir, "artana.db"))
+        expect(error.reason).toContain("permission denied")
+        fs.chmodSync(dir, 0o700)
+      }))
+  })
+
+  describe("tampering with the file is detectable with verifyEvents", () => {
+    const seeded = Effect.gen(function*() {
+      const opened = yield* open({ filename: tempDb() })
+      const events = TestLog.chain("run-1", "acme", [], [started(), step("a"), step("b"), step("c"), { _tag: "RunCompleted", output: "c" }])
+      yield* opened.store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events })
+      const verify = Effect.gen(function*() {
+        const run = yield* opened.store.getRun("acme", "run-1")
+        const read: ReadonlyArray<Event.Event> = yield* opened.store.readEvents("acme", "run-1")
+        return Verify.verifyEvents("run-1", read, { heads: [{ source: "store", seq: run.headSeq, hash: run.headHash }] })
+      })
+      expect((yield* verify).ok).toBe(true)
+      return { ...opened, verify }
+    })
+
+    it.scoped("an UPDATE of a payload names the altered seq", () =>
+      Effect.gen(function*() {
+        const { sql, verify } = yield* seeded
+        yield* sql`UPDATE events SET payload = json_set(payload, '$.value', 'forged') WHERE run_id = 'run-1' AND seq = 3`
+        expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 3 })
+      }))
+
+    it.scoped("a DELETE of an event names the missing seq", () =>
+      Effect.gen(function*() {
+        const { sql, verify } = yield* seeded
+        yield* sql`DELETE FROM events WHERE run_id = 'run-1' AND seq = 2`
+        const report = yield* verify
+        expect(report).toMatchObject({ ok: false, firstBrokenSeq: 2 })
+        expect(report.reason).toContain("missing")
+      }))
+
+    it.scoped("a DELETE of the last events is caught by the run row's head", () =>
+      Effect.gen(function*() {
+        const { sql, verify } = yield* seeded
+        yield* sql`DELETE FROM events WHERE run_id = 'run-1' AND seq >= 4`
+        const report = yield* verify
+        expect(report).toMatchObject({ ok: false, firstBrokenSeq: 4 })
+        expect(report.reason).toContain("truncated")
+      }))
+
+    it.scoped("a payload that no longer decodes is a StoreError naming the run and seq", () =>
+      Effect.gen(function*() {
+        const { sql, store } = yield* seeded
+        yield* sql`UPDATE events SET payload = '{"_tag":"StepCompleted"}' WHERE run_id = 'run-1' AND seq = 4`
+        const error = yield* Effect.flip(store.readEvents("acme", "run-1"))
+        expect(error._tag).toBe("StoreError")
+        expect(error.message).toContain("run run-1 seq 4")
+      }))
+  })
+
+  describe("layerConfig", () => {
+    it.scoped("opens the file named by ARTANA_DB", () =>
+      Effect.gen(function*() {
+        const filename = tempDb()
+        const config = Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["ARTANA_DB", filename]])))
+        const context = yield* Layer.build(Layer.provide(SqliteStore.layerConfig(), config))
+        const store = Context.get(context, EventStore.EventStore)
+        yield* store.append({ runId: "r", tenantId: "acme", expectedSeq: 0, events: TestLog.chain("r", "acme", [], [started()]) })
+        expect(fs.existsSync(filename)).toBe(true)
+        expect((yield* store.listRuns("acme")).map((r) => r.runId)).toEqual(["r"])
+      }))
+
+    it.scoped("without ARTANA_DB it fails with a ConfigError naming it", () =>
+      Effect.gen(function*() {
+        const config = Layer.setConfigProvider(ConfigProvider.fromMap(new Map()))
+        const error = yield* Effect.flip(Layer.build(Layer.provide(SqliteStore.layerConfig(), config)))
+        expect(error._tag).not.toBe("StoreUnavailable")
+        expect(String(error)).toContain("ARTANA_DB")
+      }))
+  })
+})
