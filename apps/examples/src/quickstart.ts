@@ -9,16 +9,20 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { Artana, type Event } from "@artana/core"
-import { ScriptedModel } from "@artana/core/testing"
+import type { ScriptedModel } from "@artana/core/testing"
+import { CapabilityGuard, Pii, Quota } from "@artana/middleware"
 import { SqliteStore } from "@artana/store-sqlite"
+import { chooseModel } from "./model.js"
 import { getBalance, script, tenant, transfer, transferFunds } from "./transfer.js"
 
+/** The governed chain, in order: scrub PII, price and hold the budget, guard capabilities. */
 const client = (filename: string, replies: ReadonlyArray<ScriptedModel.Reply>) =>
   Artana.create({
     store: SqliteStore.layer({ filename }),
-    model: ScriptedModel.layer(replies),
+    model: chooseModel(replies).layer,
     tools: [getBalance, transferFunds],
-    workflows: [transfer]
+    workflows: [transfer],
+    middleware: [Pii.middleware(), Quota.middleware(), CapabilityGuard.middleware()]
   })
 
 /** Step 3, in its own process: resume the paused run with the human's answer. */
@@ -39,7 +43,9 @@ const describe = (e: Event.Event): string => {
     case "RunStarted":
       return `workflow ${p.workflow}, tenant ${p.tenant.tenantId}`
     case "ModelRequested":
-      return `${p.messages.length} messages, tools [${p.tools.join(", ")}]`
+      return `${p.messages.length} messages, tools [${p.tools.join(", ")}]; as sent: ...${(p.messages.find((m) => m.role === "user")?.content ?? "").slice(-40)}`
+    case "MiddlewareNote":
+      return `${p.middleware} ${p.note} ${JSON.stringify(p.data)}`
     case "ModelCompleted":
       return p.message.toolCalls !== undefined
         ? `calls ${p.message.toolCalls.map((c) => `${c.name}(${c.arguments})`).join(", ")}`
@@ -59,12 +65,22 @@ const describe = (e: Event.Event): string => {
   }
 }
 
-export const main = async (options: { readonly filename?: string; readonly log?: (line: string) => void } = {}) => {
+export interface QuickstartResult {
+  readonly runId: string
+  readonly filename: string
+  readonly status: string
+  readonly output: string | undefined
+  readonly verified: boolean
+  readonly events: ReadonlyArray<Event.Event>
+}
+
+export const main = async (options: { readonly filename?: string; readonly log?: (line: string) => void } = {}): Promise<QuickstartResult> => {
   const log = options.log ?? ((line: string) => console.log(line))
   const filename = options.filename ?? join(mkdtempSync(join(tmpdir(), "artana-demo-")), "artana.db")
   const runId = `transfer-${Date.now()}`
   log("Artana quick start")
-  log(`  model:    ScriptedModel (offline; no API key needed; it plays a recorded conversation)`)
+  log(`  model:    ${chooseModel(script).label}`)
+  log(`  governed: PII scrubber -> quota ($ budget) -> capability guard`)
   log(`  store:    ${filename} (SQLite, WAL, synchronous=FULL)`)
   log(`  tenant:   ${tenant.tenantId}, capabilities [${tenant.capabilities.join(", ")}], budget $${tenant.budgetUsdLimit}`)
 
@@ -78,13 +94,13 @@ export const main = async (options: { readonly filename?: string; readonly log?:
     await artana.close()
   }
 
-  log(`3. resuming in a second process (pid differs) with { approve: true, approver: "ann@acme.example" }`)
   const child = spawnSync(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--resume", filename, runId], {
     encoding: "utf8",
     cwd: fileURLToPath(new URL("..", import.meta.url))
   })
   if (child.status !== 0) throw new Error(`the resuming process failed (exit ${child.status}): ${child.stderr}`)
   const resumed: { status: string; output?: string } = JSON.parse(child.stdout.trim().split("\n").pop() ?? "{}")
+  log(`3. resumed in a second process (pid ${child.pid}; this one is ${process.pid}) with { approve: true, approver: "ann@acme.example" }`)
   log(`   -> ${resumed.status}: ${resumed.output ?? ""}`)
 
   const reader = client(filename, [])
@@ -93,7 +109,7 @@ export const main = async (options: { readonly filename?: string; readonly log?:
     const run = await reader.getRun({ tenantId: tenant.tenantId, runId })
     log(`4. verify: ${report.ok ? "hash chain intact" : `BROKEN at seq ${report.firstBrokenSeq}`}, ${report.events} events, spent $${run.costUsd.toFixed(4)}\n`)
     const events = await reader.readEvents({ tenantId: tenant.tenantId, runId })
-    const rows = events.map((e) => [String(e.seq), e.stepKey, e.type, describe(e).slice(0, 70)])
+    const rows = events.map((e) => [String(e.seq), e.stepKey, e.type, describe(e).slice(0, 96)])
     const widths = [3, 8, 15].map((w, i) => Math.max(w, ...rows.map((r) => r[i]!.length)))
     log(`   ${"seq".padStart(widths[0]!)}  ${"step".padEnd(widths[1]!)}  ${"event".padEnd(widths[2]!)}  detail`)
     for (const r of rows) log(`   ${r[0]!.padStart(widths[0]!)}  ${r[1]!.padEnd(widths[1]!)}  ${r[2]!.padEnd(widths[2]!)}  ${r[3]}`)

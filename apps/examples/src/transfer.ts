@@ -1,6 +1,6 @@
 // The seed's transfer scenario: a tool behind a capability, a typed decision from the model, a human in the loop.
 import { Schema } from "effect"
-import { Artana, Chat, Tenant, Tool } from "@artana/core"
+import { Artana, Chat, Tenant, Tool, type Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 
 export const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: ["finance:read"], budgetUsdLimit: 1 })
@@ -36,7 +36,7 @@ export const transferFunds = Tool.make({
   handler: async () => ({ ok: true })
 })
 
-export const transfer = Artana.workflow({
+export const transfer: Workflow.Workflow<{ readonly from: string; readonly to: string; readonly amountUsd: number }, string, unknown> = Artana.workflow({
   name: "transfer",
   input: Schema.Struct({ from: Schema.String, to: Schema.String, amountUsd: Schema.Number }),
   output: Schema.String,
@@ -44,7 +44,7 @@ export const transfer = Artana.workflow({
     const decision = await ctx.chat({
       messages: [
         Chat.system("You approve transfers only when the source account can cover them. Answer as TransferDecision JSON."),
-        Chat.user(`Transfer $${amountUsd} from ${from} to ${to}?`)
+        Chat.user(`Transfer $${amountUsd} from ${from} to ${to}? Requested by jane.doe@example.com, +1 (415) 555-0132.`)
       ],
       outputSchema: TransferDecision
     })

@@ -1,15 +1,26 @@
-import { describe, expect, it } from "vitest"
+import { afterEach, describe, expect, it } from "vitest"
+import { FakeOpenAi } from "@artana/model-openai/testing"
 import { main as crash } from "../src/durable-crash.js"
 import { main as quickstart } from "../src/quickstart.js"
 
+const saved = { key: process.env.OPENAI_API_KEY, url: process.env.OPENAI_BASE_URL, model: process.env.OPENAI_MODEL }
+afterEach(() => {
+  for (const [name, value] of [["OPENAI_API_KEY", saved.key], ["OPENAI_BASE_URL", saved.url], ["OPENAI_MODEL", saved.model]] as const) {
+    if (value === undefined) delete process.env[name]
+    else process.env[name] = value
+  }
+})
+
 describe("examples", () => {
   it("quick start: pauses in one process, resumes in another, verifies", async () => {
+    delete process.env.OPENAI_API_KEY
+    delete process.env.OPENAI_BASE_URL
     const lines: Array<string> = []
     const result = await quickstart({ log: (l) => lines.push(l) })
     expect(result.status).toBe("completed")
     expect(result.output).toContain("approved by ann@acme.example")
     expect(result.verified).toBe(true)
-    expect(result.events.map((e) => e.type)).toEqual([
+    expect(result.events.map((e) => e.type).filter((t) => t !== "MiddlewareNote")).toEqual([
       "RunStarted", "ModelRequested", "ModelCompleted", "ToolRequested", "ToolCompleted",
       "ModelRequested", "ModelCompleted", "PauseRequested", "HumanResponded", "RunCompleted"
     ])
@@ -17,6 +28,40 @@ describe("examples", () => {
     const requested = result.events.find((e) => e.payload._tag === "ModelRequested")!.payload
     expect(requested._tag === "ModelRequested" && requested.tools).toEqual(["get_balance"])
     expect(lines.join("\n")).toContain("ScriptedModel (offline")
+  })
+
+  it("quick start through the real openai SDK against a local OpenAI-compatible server: governed and typed", async () => {
+    const server = await FakeOpenAi.start([
+      FakeOpenAi.toolCall("get_balance", { accountId: "acc-1" }, { usage: { promptTokens: 180, completionTokens: 20 } }),
+      FakeOpenAi.json({ approved: false, reason: "acc-1 holds $1200, less than $5000" }, { usage: { promptTokens: 240, completionTokens: 30 } })
+    ])
+    try {
+      delete process.env.OPENAI_API_KEY
+      process.env.OPENAI_BASE_URL = server.url
+      process.env.OPENAI_MODEL = "gpt-4o-mini"
+      const lines: Array<string> = []
+      const result = await quickstart({ log: (l) => lines.push(l) })
+      expect(result.status).toBe("completed")
+      expect(result.output).toContain("approved by ann@acme.example")
+      expect(lines.join("\n")).toContain("gpt-4o-mini via the openai SDK")
+      // Two model calls reached the server over HTTP; the transfer tool (finance:write) was never offered.
+      expect(server.requests).toHaveLength(2)
+      const body = JSON.stringify(server.requests[0]!.body)
+      expect(body).toContain("get_balance")
+      expect(body).not.toContain("transfer_funds")
+      // PII never left the process: the server saw placeholders, and so does the log.
+      expect(body).not.toContain("jane.doe@example.com")
+      expect(body).toContain("<EMAIL_1>")
+      expect(body).toContain("<PHONE_1>")
+      expect(JSON.stringify(server.requests[1]!.body)).toContain("json_schema")
+      const notes = result.events.flatMap((e) => (e.payload._tag === "MiddlewareNote" ? [`${e.payload.middleware}:${e.payload.note}`] : []))
+      expect(notes).toContain("pii:scrubbed")
+      expect(notes).toContain("quota:spend")
+      const completed = result.events.flatMap((e) => (e.payload._tag === "ModelCompleted" ? [e.payload.costUsd] : []))
+      expect(completed[0]).toBeCloseTo((180 * 0.15 + 20 * 0.6) / 1_000_000, 12)
+    } finally {
+      await server.close()
+    }
   })
 
   it("durable crash: a SIGKILLed run resumes in a new process and each side effect happens once", async () => {

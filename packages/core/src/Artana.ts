@@ -35,8 +35,8 @@ export interface Options {
   readonly model: Layer.Layer<ModelPort, unknown>
   readonly tools?: ReadonlyArray<Tool> | undefined
   readonly workflows?: ReadonlyArray<Workflow.Any> | undefined
-  /** The middleware chain, in order. */
-  readonly middleware?: ReadonlyArray<Middleware.Interceptor> | undefined
+  /** The middleware chain, in order; an entry may be an Effect that needs the ModelPort (a quota). */
+  readonly middleware?: ReadonlyArray<Middleware.Interceptor | Effect.Effect<Middleware.Interceptor, never, ModelPort>> | undefined
   readonly auditKey?: string | undefined
 }
 
@@ -106,7 +106,8 @@ export const create = (options: Options): Client => {
     options.store ?? EventStore.layerMemory,
     options.model,
     ToolRegistry.layer(options.tools ?? []),
-    Middleware.layer(options.middleware ?? [])
+    // The same model layer object twice: Effect builds it once and shares it.
+    Middleware.layer(options.middleware ?? []).pipe(Layer.provide(options.model))
   )
   const kernel = Kernel.layer({
     workflows: options.workflows,
