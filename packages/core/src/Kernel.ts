@@ -38,12 +38,7 @@ export type RunResult<O> =
 
 /** Faults of the kernel itself (the run's own errors come on top). */
 export type KernelError =
-  | Errors.SequenceConflict
-  | Errors.StoreError
-  | Errors.NonDeterminism
-  | Errors.InvalidHumanResponse
-  | Errors.InvalidInput
-  | Errors.InvalidRunState
+  | Execution.Fault
   | Errors.RunNotFound
   | Errors.RunFailedError
   | Errors.BudgetExceeded
