@@ -1,13 +1,14 @@
 /**
  * Artana's embedded store: one SQLite file, in WAL mode with `synchronous=FULL`, holding every store service.
- * The layer provides the `EventStore` and the `SqlClient` it runs on, so later services (task queue, memory)
- * share the same connection.
+ * The layer provides the `EventStore`, the `TaskQueue` and the `SqlClient` they run on, so later services
+ * (memory) share the same connection.
  *
  * @since 0.1.0
  */
-import { Errors, EventStore, SqlEventStore } from "@artana/core"
+import { Errors, EventStore, SqlEventStore, SqlTaskQueue, type TaskQueue } from "@artana/core"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -16,6 +17,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Predicate from "effect/Predicate"
+import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -37,7 +39,7 @@ export interface Options {
 }
 
 /** The services `layer` provides. */
-export type Services = EventStore.EventStore | SqlClient.SqlClient | SqliteClient.SqliteClient
+export type Services = EventStore.EventStore | TaskQueue.TaskQueue | SqlClient.SqlClient | SqliteClient.SqliteClient
 
 const STORE = "sqlite"
 
@@ -120,23 +122,50 @@ const toTimeoutMs = (input: Duration.DurationInput): number => {
   return Number.isFinite(ms) ? Math.max(0, Math.round(ms)) : 2_147_483_647
 }
 
+const isBusy = (error: SqlError): boolean => {
+  const code = codeOf(error.cause) ?? ""
+  return code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")
+}
+
 /**
- * Opens the database and configures its connection: WAL (set by `SqliteClient` itself), then
- * `synchronous`, `busy_timeout` and `foreign_keys`, which it does not set. `SqliteClient` keeps a single
- * connection, so the pragmas hold for every query the client runs.
+ * Switches the file to WAL. The switch needs the exclusive lock, and SQLite answers SQLITE_BUSY at once, without
+ * the busy handler, when two connections both hold a read lock and want it (its deadlock rule), as processes
+ * opening one fresh file together do: so a busy answer is retried, for as long as the busy timeout allows.
+ */
+const enableWal = (client: SqliteClient.SqliteClient, timeoutMs: number): Effect.Effect<void, SqlError> =>
+  client.unsafe("PRAGMA journal_mode = WAL").pipe(
+    Effect.asVoid,
+    Effect.retry({
+      while: isBusy,
+      schedule: Schedule.exponential(Duration.millis(5), 1.5).pipe(
+        Schedule.jittered,
+        Schedule.union(Schedule.spaced(Duration.millis(100))),
+        Schedule.upTo(Duration.millis(timeoutMs))
+      )
+    })
+  )
+
+/**
+ * Opens the database and configures its connection: `busy_timeout`, WAL, `synchronous` and `foreign_keys`.
+ * `SqliteClient` keeps a single connection, so the pragmas hold for every query the client runs.
  */
 export const make = (options: Options): Effect.Effect<SqliteClient.SqliteClient, Errors.StoreUnavailable, Scope.Scope> =>
   Effect.gen(function*() {
     const timeoutMs = toTimeoutMs(options.busyTimeout ?? Duration.seconds(5))
     // better-sqlite3 throws from its constructor (a missing directory, a directory, an unreadable file) and
     // SqliteClient.make lets that escape as a defect: here, at the edge, it becomes a typed failure.
-    const client = yield* SqliteClient.make({ filename: options.filename }).pipe(
+    // WAL is switched on below, after busy_timeout: SqliteClient would do it first thing, and on a fresh file
+    // opened by several processes at once that switch can fail at once with SQLITE_BUSY.
+    const client = yield* SqliteClient.make({ filename: options.filename, disableWAL: true }).pipe(
       Effect.provideServiceEffect(Reactivity.Reactivity, Reactivity.make),
       Effect.catchAllDefect((cause) => Effect.fail(unavailable(options.filename, cause, timeoutMs)))
     )
     const synchronous = options.synchronous === "normal" ? "NORMAL" : "FULL"
+    yield* client.unsafe(`PRAGMA busy_timeout = ${timeoutMs}`).pipe(
+      Effect.zipRight(enableWal(client, timeoutMs)),
+      Effect.catchTag("SqlError", (error) => Effect.fail(unavailable(options.filename, error.cause ?? error, timeoutMs)))
+    )
     yield* Effect.all([
-      client.unsafe(`PRAGMA busy_timeout = ${timeoutMs}`),
       client.unsafe(`PRAGMA synchronous = ${synchronous}`),
       client.unsafe("PRAGMA foreign_keys = ON"),
       // Reads the schema: a file that is not a database fails here, not on the first append.
@@ -165,8 +194,8 @@ export const layerClient = (
   )
 
 /**
- * Every store service on one SQLite file: the `EventStore` (its tables created on first open) and the
- * `SqlClient` underneath. A database that cannot be opened fails the layer with `StoreUnavailable`.
+ * Every store service on one SQLite file: the `EventStore` and the `TaskQueue` (their tables created on first
+ * open) and the `SqlClient` underneath. A database that cannot be opened fails the layer with `StoreUnavailable`.
  *
  * @example
  * const StoreLive = SqliteStore.layer({ filename: "./artana.db" })
@@ -179,7 +208,10 @@ export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnava
       Effect.catchTag("StoreError", (error) => Effect.fail(unavailable(options.filename, error.cause ?? error, timeoutMs)))
     )
   )
-  return Layer.provideMerge(eventStore, layerClient(options))
+  const taskQueue = SqlTaskQueue.layer({ tablePrefix: options.tablePrefix }).pipe(
+    Layer.catchAll((error) => Layer.fail(unavailable(options.filename, error.cause ?? error, timeoutMs)))
+  )
+  return Layer.provideMerge(Layer.merge(eventStore, taskQueue), layerClient(options))
 }
 
 /**
