@@ -16,7 +16,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { OpenAI } from "openai"
 import { classify, type Failure, failure } from "./internal/errors.js"
-import { toParams } from "./internal/request.js"
+import { toParams, wireNames } from "./internal/request.js"
 import { accumulate, check, fromCompletion, isFailure, type Reply, toResponse } from "./internal/response.js"
 import { retrying } from "./internal/retry.js"
 import { countMessages } from "./internal/tokens.js"
@@ -101,7 +101,9 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
           false
         ).error
       }
-      const params = toParams(request)
+      // Tool names the API refuses (`fs.read`) travel renamed, and the model's calls are renamed back.
+      const names = wireNames(request.tools.map((t) => t.name))
+      const params = toParams(request, names)
       // The SDK promise is wrapped once; the AbortSignal cancels the HTTP request when the fiber is interrupted
       // (by the deadline below, or by the caller).
       const call = Effect.tryPromise({
@@ -119,7 +121,7 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
           onTimeout: () => failure("timeout", `no complete answer from ${baseURL} within ${timeoutMs} ms`, true)
         }),
         Effect.flatMap((reply) => {
-          const checked = check(reply)
+          const checked = check({ ...reply, toolCalls: reply.toolCalls.map((c) => ({ ...c, name: names.fromWire(c.name) })) })
           return isFailure(checked) ? Effect.fail<Failure>(checked) : Effect.succeed(checked)
         })
       )

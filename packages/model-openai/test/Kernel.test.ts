@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, JSONSchema, Layer, Schema } from "effect"
+import { Effect, Either, Layer, Schema } from "effect"
 import { Chat, EventStore, Kernel, Tenant, Tool, ToolRegistry } from "@artana/core"
 import { OpenAiModel } from "@artana/model-openai"
 import { FakeOpenAi } from "@artana/model-openai/testing"
@@ -9,11 +9,14 @@ const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: ["fin
 
 const Decision = Schema.Struct({ approved: Schema.Boolean, reason: Schema.String })
 
-// Workflow.ChatOptions types `outputSchema` as `Schema<A, unknown>`, and a Schema is invariant in its encoded type,
-// so a plain Struct does not type-check there (core's own Kernel tests hit the same error). Until core takes the
-// encoded type as a parameter, this is Decision with an `unknown` encoded side and Decision's JSON Schema.
-const { $schema: _ignored, ...decisionJsonSchema } = JSONSchema.make(Decision)
-const DecisionOutput = Schema.Unknown.pipe(Schema.compose(Decision, { strict: false }), Schema.annotations({ jsonSchema: decisionJsonSchema }))
+
+let reads = 0
+const fsRead = Tool.make({
+  name: "fs.read",
+  description: "Reads a file",
+  parameters: Schema.Struct({ path: Schema.String }),
+  handler: ({ path }) => Effect.sync(() => (reads++, `contents of ${path}`))
+})
 
 const getBalance = Tool.make({
   name: "get_balance",
@@ -32,13 +35,33 @@ const kernelLayer = (server: FakeOpenAi.Server) =>
     Layer.mergeAll(
       OpenAiModel.layer({ baseURL: server.url, retryBaseDelay: "1 millis" }),
       EventStore.layerMemory,
-      ToolRegistry.layer([getBalance])
+      ToolRegistry.layer([getBalance, fsRead])
     )
   )
 
 const eventsOf = (runId: string) => Effect.flatMap(EventStore.EventStore, (s) => s.readEvents(tenant.tenantId, runId))
 
 describe("Kernel.chat over OpenAiModel", () => {
+  it.scopedLive("tool names the API refuses (fs.read) travel renamed and come back under their own name", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeOpenAi.scoped([
+        FakeOpenAi.toolCall("fs_read", { path: "notes.txt" }, { id: "call_1" }),
+        FakeOpenAi.text("done")
+      ])
+      return yield* Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        const result = yield* kernel.chat({ runId: "dotted", tenant, messages: [Chat.user("read notes.txt")], tools: ["fs.read"] })
+        expect(result.status).toBe("completed")
+        expect(reads).toBe(1)
+        expect(bodyOf(server, 0)["tools"]).toEqual([{ type: "function", function: { ...fsRead.spec, name: "fs_read" } }])
+        // The assistant's earlier call is sent back renamed, so the conversation stays consistent.
+        expect(JSON.stringify(bodyOf(server, 1)["messages"])).toContain('"name":"fs_read"')
+        const requested = (yield* eventsOf("dotted")).find((e) => e.payload._tag === "ToolRequested")!.payload
+        expect(requested).toMatchObject({ tool: "fs.read" })
+      }).pipe(Effect.provide(kernelLayer(server)))
+    }))
+
+
   it.scopedLive("model -> tool -> model with a JSON-schema output, decoded and logged", () =>
     Effect.gen(function*() {
       const server = yield* FakeOpenAi.scoped([
@@ -47,7 +70,7 @@ describe("Kernel.chat over OpenAiModel", () => {
       ])
       return yield* Effect.gen(function*() {
         const kernel = yield* Kernel.Kernel
-        const result = yield* kernel.chat({ runId: "chat-1", tenant, messages: [Chat.user("Can acc-1 afford 100?")], outputSchema: DecisionOutput })
+        const result = yield* kernel.chat({ runId: "chat-1", tenant, messages: [Chat.user("Can acc-1 afford 100?")], outputSchema: Decision, tools: ["get_balance"] })
         expect(result.status).toBe("completed")
         if (result.status !== "completed") return
         expect(result.output.output).toEqual({ approved: true, reason: "balance 1200" })

@@ -8,7 +8,41 @@ import type {
   ChatCompletionTool
 } from "openai/resources/chat/completions"
 
-export const toMessage = (message: Chat.ChatMessage): ChatCompletionMessageParam => {
+// Function names must match ^[a-zA-Z0-9_-]{1,64}$; Artana's tool names may also hold dots (`fs.read`).
+const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/
+
+/** Tool names as sent (`toWire`) and as the model answers them back (`fromWire`). */
+export interface WireNames {
+  readonly toWire: (name: string) => string
+  readonly fromWire: (name: string) => string
+}
+
+/**
+ * A reversible renaming of the request's tools to names the API accepts: valid names stay as they are; others
+ * get their invalid characters replaced by `_` (`fs.read` -> `fs_read`), with a numeric suffix if that
+ * collides with another tool's name.
+ */
+export const wireNames = (names: ReadonlyArray<string>): WireNames => {
+  const toWire = new Map<string, string>()
+  const taken = new Set(names.filter((n) => FUNCTION_NAME.test(n)))
+  for (const name of names) {
+    if (FUNCTION_NAME.test(name)) {
+      toWire.set(name, name)
+      continue
+    }
+    const base = name.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 60) || "tool"
+    let candidate = base
+    for (let i = 2; taken.has(candidate); i++) candidate = `${base}_${i}`
+    taken.add(candidate)
+    toWire.set(name, candidate)
+  }
+  const fromWire = new Map([...toWire].map(([original, wire]) => [wire, original]))
+  return { toWire: (name) => toWire.get(name) ?? name, fromWire: (name) => fromWire.get(name) ?? name }
+}
+
+const identity: WireNames = { toWire: (name) => name, fromWire: (name) => name }
+
+export const toMessage = (message: Chat.ChatMessage, names: WireNames = identity): ChatCompletionMessageParam => {
   switch (message.role) {
     case "system":
       return { role: "system", content: message.content }
@@ -25,26 +59,26 @@ export const toMessage = (message: Chat.ChatMessage): ChatCompletionMessageParam
         tool_calls: calls.map((call) => ({
           id: call.id,
           type: "function",
-          function: { name: call.name, arguments: call.arguments }
+          function: { name: names.toWire(call.name), arguments: call.arguments }
         }))
       }
     }
   }
 }
 
-const toTool = (tool: Chat.ToolSpec): ChatCompletionTool => ({
+const toTool = (tool: Chat.ToolSpec, names: WireNames): ChatCompletionTool => ({
   type: "function",
-  function: { name: tool.name, description: tool.description, parameters: tool.parameters }
+  function: { name: names.toWire(tool.name), description: tool.description, parameters: tool.parameters }
 })
 
 // response_format names must match ^[a-zA-Z0-9_-]{1,64}$.
 const formatName = (name: string): string => name.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64) || "output"
 
 /** Chat Completions parameters for `request` (without `stream`, which the caller adds). */
-export const toParams = (request: ModelPort.ModelRequest): ChatCompletionCreateParamsNonStreaming => ({
+export const toParams = (request: ModelPort.ModelRequest, names: WireNames = identity): ChatCompletionCreateParamsNonStreaming => ({
   model: request.model,
-  messages: request.messages.map(toMessage),
-  ...(request.tools.length === 0 ? {} : { tools: request.tools.map(toTool) }),
+  messages: request.messages.map((m) => toMessage(m, names)),
+  ...(request.tools.length === 0 ? {} : { tools: request.tools.map((t) => toTool(t, names)) }),
   ...(request.outputFormat === undefined ? {} : {
     response_format: {
       type: "json_schema",
