@@ -11,6 +11,9 @@ export default defineConfig({
       { find: /^@artana\/core\/testing\/suites$/, replacement: src("core", "suites.ts") },
       { find: /^@artana\/core$/, replacement: src("core") },
       { find: /^@artana\/store-sqlite$/, replacement: src("store-sqlite") },
+      { find: /^@artana\/store-postgres\/testing$/, replacement: src("store-postgres", "testing.ts") },
+      { find: /^@artana\/store-postgres$/, replacement: src("store-postgres") },
+      { find: /^@artana\/worker$/, replacement: src("worker") },
       { find: /^@artana\/middleware$/, replacement: src("middleware") },
       { find: /^@artana\/model-openai\/testing$/, replacement: src("model-openai", "testing.ts") },
       { find: /^@artana\/model-openai$/, replacement: src("model-openai") }

@@ -179,7 +179,8 @@ const decodeRows = <A>(
  * The schema, keyed `<id>_<name>` as `Migrator.fromRecord` expects. Every statement is idempotent
  * (`IF NOT EXISTS`), so `make` runs them all, in one transaction, each time a store opens: two processes
  * opening one database at once both succeed (SQLite serialises the two transactions on its write lock,
- * Postgres on an advisory lock). A later change is a new entry, written to be idempotent in the same way.
+ * Postgres on an advisory lock; Postgres also records what it applied, see `migratePg`, and skips it after).
+ * A later change is a new entry, written to be idempotent in the same way.
  */
 export const migrations = (options: Options = {}): Record<string, Effect.Effect<void, SqlError, SqlClient.SqlClient>> => {
   const t = tables(options)
@@ -228,18 +229,21 @@ export const migrations = (options: Options = {}): Record<string, Effect.Effect<
       // commit, atomic with the head it moves.
       const trigger = `${t.prefix}events_advance_head`
       yield* sql.onDialectOrElse({
+        // Names are quoted as `sql(name)` quotes them in the statements above, so a prefix with capitals names the
+        // same tables here. DROP + CREATE rather than CREATE OR REPLACE TRIGGER, which needs PostgreSQL 14.
         pg: () =>
-          Effect.zipRight(
-            sql.unsafe(`CREATE OR REPLACE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $artana$
+          Effect.all([
+            sql.unsafe(`CREATE OR REPLACE FUNCTION "${trigger}"() RETURNS trigger LANGUAGE plpgsql AS $artana$
 BEGIN
-  UPDATE ${t.runs} SET head_seq = NEW.seq, head_hash = NEW.hash, updated_at = NEW.timestamp
+  UPDATE "${t.runs}" SET head_seq = NEW.seq, head_hash = NEW.hash, updated_at = NEW.timestamp
    WHERE run_id = NEW.run_id AND tenant_id = NEW.tenant_id AND head_seq = NEW.seq - 1;
   IF NOT FOUND THEN RAISE EXCEPTION '${CONFLICT}'; END IF;
   RETURN NULL;
 END
 $artana$`),
-            sql.unsafe(`CREATE OR REPLACE TRIGGER ${trigger} AFTER INSERT ON ${t.events} FOR EACH ROW EXECUTE FUNCTION ${trigger}()`)
-          ),
+            sql.unsafe(`DROP TRIGGER IF EXISTS "${trigger}" ON "${t.events}"`),
+            sql.unsafe(`CREATE TRIGGER "${trigger}" AFTER INSERT ON "${t.events}" FOR EACH ROW EXECUTE FUNCTION "${trigger}"()`)
+          ], { discard: true }),
         orElse: () =>
           sql.unsafe(`CREATE TRIGGER IF NOT EXISTS ${trigger} AFTER INSERT ON ${t.events} FOR EACH ROW BEGIN
   SELECT RAISE(ABORT, '${CONFLICT}') WHERE NOT EXISTS (
@@ -251,18 +255,51 @@ END`)
   }
 }
 
+/**
+ * Postgres: the DDL takes table locks (CREATE INDEX a SHARE lock on `runs`, CREATE TRIGGER a SHARE ROW EXCLUSIVE
+ * lock on `events`) that conflict with appends in flight, in the opposite order to an append's, so running it on
+ * every open deadlocks with the workers already writing. So it runs once per database: a ledger table records
+ * the migrations applied; a store that finds them all there takes no lock at all; one that does not takes an
+ * advisory lock (processes starting together wait for each other), reads the ledger again, and applies and
+ * records what is missing, in one transaction.
+ */
+const migratePg = (
+  sql: SqlClient.SqlClient,
+  options: Options,
+  steps: ReadonlyArray<readonly [string, Effect.Effect<void, SqlError, SqlClient.SqlClient>]>
+): Effect.Effect<void, SqlError, SqlClient.SqlClient> => {
+  const t = tables(options)
+  const ledger = `${t.prefix}event_store_migrations`
+  const applied = Effect.gen(function*() {
+    const [found] = yield* sql<{ readonly ledger: string | null }>`SELECT to_regclass(${`"${ledger}"`})::text AS ledger`
+    if (found?.ledger === null || found?.ledger === undefined) return new Set<string>()
+    const rows = yield* sql<{ readonly id: string }>`SELECT id FROM ${sql(ledger)}`
+    return new Set(rows.map((row) => row.id))
+  })
+  const pending = (done: ReadonlySet<string>) => steps.filter(([id]) => !done.has(id))
+  return Effect.gen(function*() {
+    if (pending(yield* applied).length === 0) return
+    yield* sql.withTransaction(Effect.gen(function*() {
+      yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`artana:${t.events}`}))`
+      yield* sql`CREATE TABLE IF NOT EXISTS ${sql(ledger)} (id TEXT PRIMARY KEY NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`
+      for (const [id, migration] of pending(yield* applied)) {
+        yield* migration
+        yield* sql`INSERT INTO ${sql(ledger)} (id) VALUES (${id})`
+      }
+    }))
+  })
+}
+
 /** Creates the tables and indexes if they do not exist yet (idempotent, safe to run concurrently). */
 export const migrate = (options: Options = {}): Effect.Effect<void, StoreError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const lock = sql.onDialectOrElse({
-      pg: () => Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtext(${`artana:${tables(options).events}`}))`),
-      orElse: () => Effect.void
-    })
     const steps = Object.entries(migrations(options))
       .sort(([a], [b]) => Number.parseInt(a, 10) - Number.parseInt(b, 10))
-      .map(([, migration]) => migration)
-    yield* sql.withTransaction(Effect.zipRight(lock, Effect.all(steps, { discard: true })))
+    yield* sql.onDialectOrElse({
+      pg: () => migratePg(sql, options, steps),
+      orElse: () => sql.withTransaction(Effect.all(steps.map(([, migration]) => migration), { discard: true }))
+    })
   }).pipe(
     transactionDefects,
     Effect.catchTag("SqlError", (error) => Effect.fail(storeError("migrate", error)))
@@ -341,7 +378,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
         const text = sql.onDialectOrElse({
           pg: () => {
             let n = 0
-            return `INSERT INTO ${t.events} (${COLUMNS.join(",")}) VALUES ${placeholders.replace(/\?/g, () => `$${++n}`)}`
+            return `INSERT INTO "${t.events}" (${COLUMNS.join(",")}) VALUES ${placeholders.replace(/\?/g, () => `$${++n}`)}`
           },
           orElse: () => `INSERT INTO ${t.events} (${COLUMNS.join(",")}) VALUES ${placeholders}`
         })

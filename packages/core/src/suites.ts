@@ -8,3 +8,4 @@
  * @since 0.1.0
  */
 export * as EventStoreSuite from "./EventStoreSuite.js"
+export * as TaskQueueSuite from "./TaskQueueSuite.js"

@@ -1,0 +1,434 @@
+/**
+ * The `TaskQueue` written once against `@effect/sql`'s `SqlClient`. Claiming is one statement: on SQLite an
+ * `UPDATE ... RETURNING` under the database's write lock (one writer at a time, across processes too); on
+ * Postgres the same statement whose inner `SELECT` takes `FOR UPDATE SKIP LOCKED`, so many workers on many
+ * machines claim different tasks without waiting for each other. Every other change locks the task's row
+ * with its first statement (a write), applies the same state machine as the in-memory queue, and writes the
+ * row back in the same transaction: a repeating task's next occurrence is inserted there, exactly once.
+ *
+ * @since 0.1.0
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
+import { StoreError } from "./Errors.js"
+import * as Tasks from "./internal/taskQueue.js"
+import * as Json from "./Json.js"
+import {
+  type EnqueueRequest,
+  InvalidTask,
+  InvalidTaskState,
+  isTerminal,
+  LeaseLost,
+  type ListFilter,
+  Outcome,
+  type Service,
+  type Task,
+  TaskNotFound,
+  TaskQueue,
+  TaskStatus
+} from "./TaskQueue.js"
+import { TenantContext } from "./Tenant.js"
+
+/** Options of the SQL task queue. */
+export interface Options {
+  /** Prepended to the table and index names (`artana_` gives `artana_tasks`), as for `SqlEventStore`. */
+  readonly tablePrefix?: string | undefined
+}
+
+const tableNames = (options: Options) => {
+  const prefix = options.tablePrefix ?? ""
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$|^$/.test(prefix)) {
+    throw new Error(`tablePrefix "${prefix}" must be letters, digits and underscores, starting with a letter or underscore`)
+  }
+  return { tasks: `${prefix}tasks`, prefix }
+}
+
+// --- errors --------------------------------------------------------------------------------------------------
+
+const causeText = (cause: unknown): string =>
+  Predicate.hasProperty(cause, "message") && typeof cause.message === "string" ? cause.message : String(cause)
+
+const storeError = (operation: string) => (error: SqlError): Effect.Effect<never, StoreError> =>
+  Effect.fail(new StoreError({ operation: `TaskQueue.${operation}`, reason: causeText(error.cause ?? error), cause: error.cause ?? error }))
+
+/** `withTransaction` turns a failed COMMIT or ROLLBACK into a defect; here it is a `StoreError` like any other. */
+const transactionDefects = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+  Effect.catchSomeDefect(effect, (defect) => (defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none()))
+
+// --- rows ----------------------------------------------------------------------------------------------------
+
+/** What the `payload` column holds: the request as enqueued, scheduling fields included. */
+const Payload = Schema.Struct({
+  input: Json.Json,
+  tenant: TenantContext,
+  repeatIntervalSeconds: Schema.optional(Schema.Number),
+  timeoutSeconds: Schema.optional(Schema.Number),
+  retry: Schema.optional(Schema.Struct({ maxAttempts: Schema.Number, backoffSeconds: Schema.optional(Schema.Number) })),
+  expiresAfterSeconds: Schema.optional(Schema.Number)
+})
+const PayloadJson = Schema.parseJson(Payload)
+const OutcomeJson = Schema.parseJson(Outcome)
+const ResponseJson = Schema.parseJson(Json.Json)
+const decodePayload = Schema.decodeUnknownEither(PayloadJson)
+const encodePayload = Schema.encodeSync(PayloadJson)
+const decodeOutcome = Schema.decodeUnknownEither(OutcomeJson)
+const encodeOutcome = Schema.encodeSync(OutcomeJson)
+const decodeResponse = Schema.decodeUnknownEither(ResponseJson)
+const isStatus = Schema.is(TaskStatus)
+
+type Row = { readonly [column: string]: unknown }
+
+class CorruptRow {
+  constructor(readonly column: string, readonly reason: string) {}
+}
+
+const optNum = (row: Row, column: string): number | undefined => {
+  const value = row[column]
+  if (value === null || value === undefined) return undefined
+  const n = typeof value === "number" ? value : typeof value === "bigint" || typeof value === "string" ? Number(value) : Number.NaN
+  if (Number.isNaN(n)) throw new CorruptRow(column, `expected a number, found ${typeof value}`)
+  return n
+}
+const num = (row: Row, column: string): number => {
+  const n = optNum(row, column)
+  if (n === undefined) throw new CorruptRow(column, "expected a number, found null")
+  return n
+}
+const optText = (row: Row, column: string): string | undefined => {
+  const value = row[column]
+  if (value === null || value === undefined) return undefined
+  if (typeof value !== "string") throw new CorruptRow(column, `expected text, found ${typeof value}`)
+  return value
+}
+const text = (row: Row, column: string): string => {
+  const value = optText(row, column)
+  if (value === undefined) throw new CorruptRow(column, "expected text, found null")
+  return value
+}
+const decoded = <A>(column: string, result: Either.Either<A, ParseResult.ParseError>): A => {
+  if (Either.isLeft(result)) throw new CorruptRow(column, ParseResult.TreeFormatter.formatErrorSync(result.left))
+  return result.right
+}
+
+const taskFromRow = (row: Row): Task => {
+  const status = row.status
+  if (!isStatus(status)) throw new CorruptRow("status", `unknown task status ${JSON.stringify(status)}`)
+  const payload = decoded("payload", decodePayload(text(row, "payload")))
+  const outcome = optText(row, "outcome")
+  const response = optText(row, "response")
+  const key = optText(row, "idempotency_key")
+  const workerId = optText(row, "worker_id")
+  const leaseExpiresAt = optNum(row, "lease_expires_at")
+  const deadlineAt = optNum(row, "deadline_at")
+  const { input, tenant, ...schedule } = payload
+  return {
+    taskId: text(row, "task_id"),
+    tenantId: text(row, "tenant_id"),
+    workflow: text(row, "workflow"),
+    input,
+    tenant,
+    status,
+    runId: text(row, "run_id"),
+    runAt: num(row, "run_at"),
+    expiresAt: num(row, "expires_at"),
+    ...schedule,
+    ...(key === undefined ? {} : { idempotencyKey: key }),
+    seriesId: text(row, "series_id"),
+    occurrence: num(row, "occurrence"),
+    attempts: num(row, "attempts"),
+    ...(workerId === undefined ? {} : { workerId }),
+    ...(leaseExpiresAt === undefined ? {} : { leaseExpiresAt }),
+    ...(deadlineAt === undefined ? {} : { deadlineAt }),
+    ...(response === undefined ? {} : { response: decoded("response", decodeResponse(response)) }),
+    ...(outcome === undefined ? {} : { outcome: decoded("outcome", decodeOutcome(outcome)) }),
+    createdAt: num(row, "created_at"),
+    updatedAt: num(row, "updated_at")
+  }
+}
+
+const decodeRows = (operation: string, rows: ReadonlyArray<Row>): Effect.Effect<Array<Task>, StoreError> =>
+  Effect.suspend(() => {
+    const out: Array<Task> = []
+    for (const row of rows) {
+      try {
+        out.push(taskFromRow(row))
+      } catch (cause) {
+        if (!(cause instanceof CorruptRow)) return Effect.die(cause)
+        return Effect.fail(
+          new StoreError({ operation: `TaskQueue.${operation}`, reason: `corrupt row (task ${String(row.task_id)}), column ${cause.column}: ${cause.reason}` })
+        )
+      }
+    }
+    return Effect.succeed(out)
+  })
+
+/** Every column of a task, as written. */
+const rowOf = (task: Task) => ({
+  task_id: task.taskId,
+  tenant_id: task.tenantId,
+  workflow: task.workflow,
+  payload: encodePayload({
+    input: task.input,
+    tenant: task.tenant,
+    ...(task.repeatIntervalSeconds === undefined ? {} : { repeatIntervalSeconds: task.repeatIntervalSeconds }),
+    ...(task.timeoutSeconds === undefined ? {} : { timeoutSeconds: task.timeoutSeconds }),
+    ...(task.retry === undefined ? {} : {
+      retry: { maxAttempts: task.retry.maxAttempts, ...(task.retry.backoffSeconds === undefined ? {} : { backoffSeconds: task.retry.backoffSeconds }) }
+    }),
+    ...(task.expiresAfterSeconds === undefined ? {} : { expiresAfterSeconds: task.expiresAfterSeconds })
+  }),
+  status: task.status,
+  run_id: task.runId,
+  run_at: task.runAt,
+  expires_at: task.expiresAt,
+  idempotency_key: task.idempotencyKey ?? null,
+  series_id: task.seriesId,
+  occurrence: task.occurrence,
+  attempts: task.attempts,
+  timeout_ms: task.timeoutSeconds === undefined ? null : task.timeoutSeconds * 1000,
+  worker_id: task.workerId ?? null,
+  lease_expires_at: task.leaseExpiresAt ?? null,
+  deadline_at: task.deadlineAt ?? null,
+  response: task.response === undefined ? null : JSON.stringify(task.response),
+  outcome: task.outcome === undefined ? null : encodeOutcome(task.outcome),
+  created_at: task.createdAt,
+  updated_at: task.updatedAt
+})
+
+// --- migrations --------------------------------------------------------------------------------------------
+
+/** The schema; idempotent statements (`IF NOT EXISTS`), run in one transaction each time a queue opens. */
+export const migrations = (options: Options = {}): Record<string, Effect.Effect<void, SqlError, SqlClient.SqlClient>> => {
+  const t = tableNames(options)
+  return {
+    "1_task_queue": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      const time = sql.onDialectOrElse({ pg: () => "DOUBLE PRECISION", orElse: () => "INTEGER" })
+      yield* sql`CREATE TABLE IF NOT EXISTS ${sql(t.tasks)} (
+  task_id TEXT PRIMARY KEY NOT NULL,
+  tenant_id TEXT NOT NULL,
+  workflow TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  status TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  run_at ${sql.literal(time)} NOT NULL,
+  expires_at ${sql.literal(time)} NOT NULL,
+  idempotency_key TEXT,
+  series_id TEXT NOT NULL,
+  occurrence INTEGER NOT NULL,
+  attempts INTEGER NOT NULL,
+  timeout_ms ${sql.literal(time)},
+  worker_id TEXT,
+  lease_expires_at ${sql.literal(time)},
+  deadline_at ${sql.literal(time)},
+  response TEXT,
+  outcome TEXT,
+  created_at ${sql.literal(time)} NOT NULL,
+  updated_at ${sql.literal(time)} NOT NULL
+)`
+      // NULL keys are distinct in a unique index (SQLite and Postgres alike): only keyed tasks are deduplicated.
+      yield* sql`CREATE UNIQUE INDEX IF NOT EXISTS ${sql(`${t.prefix}tasks_idempotency_idx`)} ON ${sql(t.tasks)} (tenant_id, idempotency_key)`
+      // One task per occurrence of a series: the guard under "a repeating task enqueues its next occurrence once".
+      yield* sql`CREATE UNIQUE INDEX IF NOT EXISTS ${sql(`${t.prefix}tasks_series_idx`)} ON ${sql(t.tasks)} (series_id, occurrence)`
+      yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${t.prefix}tasks_due_idx`)} ON ${sql(t.tasks)} (status, run_at)`
+      yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${t.prefix}tasks_tenant_created_idx`)} ON ${sql(t.tasks)} (tenant_id, created_at)`
+    })
+  }
+}
+
+/** Creates the table and indexes if they do not exist yet (idempotent, safe to run concurrently). */
+export const migrate = (options: Options = {}): Effect.Effect<void, StoreError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const lock = sql.onDialectOrElse({
+      pg: () => Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtext(${`artana:${tableNames(options).tasks}`}))`),
+      orElse: () => Effect.void
+    })
+    const steps = Object.entries(migrations(options))
+      .sort(([a], [b]) => Number.parseInt(a, 10) - Number.parseInt(b, 10))
+      .map(([, migration]) => migration)
+    yield* sql.withTransaction(Effect.zipRight(lock, Effect.all(steps, { discard: true })))
+  }).pipe(transactionDefects, Effect.catchTag("SqlError", storeError("migrate")))
+
+// --- the queue -----------------------------------------------------------------------------------------------
+
+/** How a transition ends: the task's new state (and a task to insert with it), or a typed failure. */
+type Step<E> = Either.Either<{ readonly task: Task; readonly insert?: Task | undefined }, E>
+
+/**
+ * Builds the queue on the `SqlClient` in context, creating its table first.
+ *
+ * @example
+ * const queue = yield* SqlTaskQueue.make({ tablePrefix: "artana_" })
+ */
+export const make = (options: Options = {}): Effect.Effect<Service, StoreError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    yield* migrate(options)
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const t = tableNames(options)
+    const tasks = sql(t.tasks)
+
+    const insert = (task: Task, onConflict: "ignore" | "fail") =>
+      sql`INSERT INTO ${tasks} ${sql.insert(rowOf(task))} ${onConflict === "ignore" ? sql`ON CONFLICT DO NOTHING` : sql``} RETURNING *`
+
+    const write = (task: Task) => {
+      const { task_id: _id, tenant_id: _tenant, created_at: _created, ...columns } = rowOf(task)
+      return sql`UPDATE ${tasks} SET ${sql.update(columns)} WHERE task_id = ${task.taskId}`
+    }
+
+    /**
+     * Locks the task's row (the first statement writes, so SQLite takes its write lock before reading), applies
+     * `step` to it and writes the result, all in one transaction. `owner` restricts it to a running task held by
+     * that worker; a row that does not match is `onMissing`.
+     */
+    const transition = <E>(
+      operation: string,
+      taskId: string,
+      owner: string | undefined,
+      onMissing: () => E,
+      step: (task: Task, now: number) => Step<E>
+    ): Effect.Effect<Task, E | StoreError> =>
+      sql.withTransaction(Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const condition = owner === undefined ? sql`` : sql`AND worker_id = ${owner} AND status = 'running'`
+        const rows = yield* sql`UPDATE ${tasks} SET updated_at = updated_at WHERE task_id = ${taskId} ${condition} RETURNING *`
+        const [current] = yield* decodeRows(operation, rows)
+        if (current === undefined) return yield* Effect.fail(onMissing())
+        const next = step(current, now)
+        if (Either.isLeft(next)) return yield* Effect.fail(next.left)
+        yield* write(next.right.task)
+        if (next.right.insert !== undefined) yield* insert(next.right.insert, "ignore")
+        return next.right.task
+      })).pipe(
+        transactionDefects,
+        Effect.catchAll((error) => (error instanceof SqlError ? storeError(operation)(error) : Effect.fail(error))),
+        Effect.withSpan(`SqlTaskQueue.${operation}`, { attributes: { taskId } }))
+
+    const byKey = (request: EnqueueRequest, key: string) =>
+      Effect.flatMap(
+        sql`SELECT * FROM ${tasks} WHERE tenant_id = ${request.tenant.tenantId} AND idempotency_key = ${key}`,
+        (rows) => decodeRows("enqueue", rows)
+      )
+
+    const enqueue = (request: EnqueueRequest): Effect.Effect<Task, InvalidTask | StoreError> =>
+      Effect.gen(function*() {
+        const invalid = Tasks.validate(request)
+        if (invalid !== undefined) return yield* new InvalidTask({ reason: invalid })
+        const now = yield* Clock.currentTimeMillis
+        const task = Tasks.newTask(request, crypto.randomUUID(), now)
+        const key = request.idempotencyKey
+        if (key === undefined) {
+          const [created] = yield* Effect.flatMap(insert(task, "fail"), (rows) => decodeRows("enqueue", rows))
+          return created ?? task
+        }
+        // The unique (tenant, key) index decides between two enqueuers racing with one key; the loser reads the winner.
+        const [created] = yield* Effect.flatMap(insert(task, "ignore"), (rows) => decodeRows("enqueue", rows))
+        if (created !== undefined) return created
+        const [existing] = yield* byKey(request, key)
+        if (existing === undefined) return yield* new StoreError({ operation: "TaskQueue.enqueue", reason: `task with idempotency key ${key} conflicted but cannot be read` })
+        return existing
+      }).pipe(Effect.catchTag("SqlError", storeError("enqueue")), Effect.withSpan("SqlTaskQueue.enqueue"))
+
+    const timedOut = encodeOutcome(Tasks.timedOut())
+
+    const expire = (at?: number): Effect.Effect<number, StoreError> =>
+      Effect.gen(function*() {
+        const now = at ?? (yield* Clock.currentTimeMillis)
+        const expired = yield* sql`UPDATE ${tasks} SET status = 'expired', updated_at = ${now} WHERE status = 'queued' AND expires_at <= ${now} RETURNING task_id`
+        // A running task past its deadline whose worker is gone (lease expired): nobody will fail it but us.
+        const failed = yield* sql`UPDATE ${tasks} SET status = 'failed', outcome = ${timedOut}, attempts = attempts + 1, worker_id = NULL, lease_expires_at = NULL, updated_at = ${now}
+WHERE status = 'running' AND deadline_at IS NOT NULL AND deadline_at <= ${now} AND lease_expires_at <= ${now} RETURNING task_id`
+        return expired.length + failed.length
+      }).pipe(Effect.catchTag("SqlError", storeError("expire")), Effect.withSpan("SqlTaskQueue.expire"))
+
+    // SQLite has one writer at a time, so the single UPDATE claims atomically; Postgres needs the row locks, and
+    // SKIP LOCKED lets concurrent claimers pass over each other's rows instead of queueing behind them.
+    const skipLocked = sql.onDialectOrElse({ pg: () => sql`FOR UPDATE SKIP LOCKED`, orElse: () => sql`` })
+
+    const claim: Service["claim"] = (request) =>
+      Effect.gen(function*() {
+        const now = request.now ?? (yield* Clock.currentTimeMillis)
+        const limit = Math.max(0, Math.floor(request.limit))
+        if (limit === 0) return []
+        yield* expire(now)
+        if (request.workflows !== undefined && request.workflows.length === 0) return []
+        const only = request.workflows === undefined ? sql`` : sql`AND ${sql.in("workflow", request.workflows)}`
+        const rows = yield* sql`UPDATE ${tasks} SET status = 'running', worker_id = ${request.workerId},
+  lease_expires_at = ${now + request.leaseSeconds * 1000},
+  deadline_at = COALESCE(deadline_at, ${now} + timeout_ms),
+  updated_at = ${now}
+WHERE task_id IN (
+  SELECT task_id FROM ${tasks}
+  WHERE ((status = 'queued' AND run_at <= ${now} AND expires_at > ${now}) OR (status = 'running' AND lease_expires_at <= ${now})) ${only}
+  ORDER BY run_at, created_at LIMIT ${limit} ${skipLocked}
+) RETURNING *`
+        const claimed = yield* decodeRows("claim", rows)
+        return claimed.sort((a, b) => a.runAt - b.runAt || a.createdAt - b.createdAt)
+      }).pipe(Effect.catchTag("SqlError", storeError("claim")), Effect.withSpan("SqlTaskQueue.claim", { attributes: { workerId: request.workerId } }))
+
+    const lost = (taskId: string, workerId: string) => () => new LeaseLost({ taskId, workerId })
+    const notFound = (taskId: string) => () => new TaskNotFound({ taskId })
+
+    const service: Service = {
+      enqueue,
+      claim,
+      expire,
+      heartbeat: (taskId, workerId, leaseSeconds) =>
+        transition("heartbeat", taskId, workerId, lost(taskId, workerId), (task, now) =>
+          Either.right({ task: { ...task, leaseExpiresAt: now + leaseSeconds * 1000, updatedAt: now } })),
+      finish: (taskId, workerId, outcome) =>
+        transition("finish", taskId, workerId, lost(taskId, workerId), (task, now) => {
+          const finished = Tasks.finished(task, outcome, now)
+          return Either.right({ task: finished, insert: Tasks.nextOccurrence(finished, crypto.randomUUID(), now) })
+        }),
+      release: (taskId, workerId) =>
+        transition("release", taskId, workerId, lost(taskId, workerId), (task, now) => Either.right({ task: Tasks.released(task, now) })),
+      respond: (taskId, response) =>
+        transition<TaskNotFound | InvalidTaskState>("respond", taskId, undefined, notFound(taskId), (task, now) =>
+          task.status === "paused"
+            ? Either.right({ task: Tasks.responded(task, response, now) })
+            : Either.left(new InvalidTaskState({ taskId, status: task.status, expected: "paused" }))),
+      cancel: (taskId) =>
+        transition<TaskNotFound | InvalidTaskState>("cancel", taskId, undefined, notFound(taskId), (task, now) =>
+          isTerminal(task.status)
+            ? Either.left(new InvalidTaskState({ taskId, status: task.status, expected: "queued, running or paused" }))
+            : Either.right({ task: Tasks.cancelled(task, now) })),
+      get: (taskId) =>
+        sql`SELECT * FROM ${tasks} WHERE task_id = ${taskId}`.pipe(
+          Effect.flatMap((rows) => decodeRows("get", rows)),
+          Effect.catchTag("SqlError", storeError("get")),
+          Effect.flatMap(([task]) => (task === undefined ? Effect.fail(new TaskNotFound({ taskId })) : Effect.succeed(task)))
+        ),
+      list: (filter: ListFilter = {}) => {
+        const where = [sql`1 = 1`]
+        if (filter.tenantId !== undefined) where.push(sql`tenant_id = ${filter.tenantId}`)
+        if (filter.status !== undefined) where.push(sql`status = ${filter.status}`)
+        if (filter.workflow !== undefined) where.push(sql`workflow = ${filter.workflow}`)
+        if (filter.seriesId !== undefined) where.push(sql`series_id = ${filter.seriesId}`)
+        const limit = filter.limit === undefined ? sql`` : sql`LIMIT ${Math.max(0, Math.floor(filter.limit))}`
+        const tieBreak = sql.onDialectOrElse({ sqlite: () => sql`rowid DESC`, orElse: () => sql`task_id DESC` })
+        return sql`SELECT * FROM ${tasks} WHERE ${sql.and(where)} ORDER BY created_at DESC, ${tieBreak} ${limit}`.pipe(
+          Effect.flatMap((rows) => decodeRows("list", rows)),
+          Effect.catchTag("SqlError", storeError("list"))
+        )
+      }
+    }
+    return service
+  })
+
+/**
+ * The `TaskQueue` on the `SqlClient` in context.
+ *
+ * @example
+ * const TaskQueueLive = SqlTaskQueue.layer().pipe(Layer.provide(SqliteClient.layer({ filename })))
+ */
+export const layer = (options: Options = {}): Layer.Layer<TaskQueue, StoreError, SqlClient.SqlClient> =>
+  Layer.effect(TaskQueue, make(options))

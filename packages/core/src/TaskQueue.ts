@@ -1,0 +1,296 @@
+/**
+ * The `TaskQueue` port: durable tasks that workers claim with leases. A task names a workflow, its input and
+ * tenant, and when to run; its run id is stable (`task:<taskId>`), so a worker that loses its lease is replaced
+ * by another that resumes the run from its log (the kernel's `RunResumed` claim lets only one of them write).
+ *
+ * Statuses: `queued -> running -> completed | failed | paused | expired | cancelled`, moved only by the
+ * execution layer (workers, `ArtanaSession`). A queued task expires after a day (`expiresAfterSeconds`).
+ *
+ * @since 0.1.0
+ */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import type { StoreError } from "./Errors.js"
+import * as Tasks from "./internal/taskQueue.js"
+import * as Json from "./Json.js"
+import type { TenantContext } from "./Tenant.js"
+
+/** Where a task is in its life. */
+export const TaskStatus = Schema.Literal("queued", "running", "completed", "failed", "paused", "expired", "cancelled")
+export type TaskStatus = typeof TaskStatus.Type
+
+/** Statuses a task never leaves. */
+export const isTerminal = (status: TaskStatus): boolean =>
+  status === "completed" || status === "failed" || status === "expired" || status === "cancelled"
+
+/** Automatic retries of a failed task: off unless given. */
+export interface RetryPolicy {
+  /** Executions in all, the first one included (2 = one retry). */
+  readonly maxAttempts: number
+  /** Wait before a retry; doubled on each further attempt. Default 1 second. */
+  readonly backoffSeconds?: number | undefined
+}
+
+/** What `enqueue` takes. The scheduling fields travel in the task's payload. */
+export interface EnqueueRequest {
+  /** Name of a workflow the workers know. */
+  readonly workflow: string
+  /** The workflow's encoded input (what its input schema encodes to). */
+  readonly input: Json.Json
+  readonly tenant: TenantContext
+  /** Epoch milliseconds before which the task is not claimed; now when absent. */
+  readonly runAt?: number | undefined
+  /** Runs the workflow again every this many seconds; each occurrence is a task of its own. */
+  readonly repeatIntervalSeconds?: number | undefined
+  /** Enqueueing twice with one key (per tenant) returns the first task. */
+  readonly idempotencyKey?: string | undefined
+  /** A running task that takes longer fails. */
+  readonly timeoutSeconds?: number | undefined
+  readonly retry?: RetryPolicy | undefined
+  /** A queued task not claimed within this many seconds expires. Default one day. */
+  readonly expiresAfterSeconds?: number | undefined
+}
+
+/** A task as the queue holds it. Times are epoch milliseconds. */
+export interface Task {
+  readonly taskId: string
+  readonly tenantId: string
+  readonly workflow: string
+  readonly input: Json.Json
+  readonly tenant: TenantContext
+  readonly status: TaskStatus
+  /** The run this task drives; stable across workers, new on a retry. */
+  readonly runId: string
+  readonly runAt: number
+  readonly expiresAt: number
+  readonly repeatIntervalSeconds?: number | undefined
+  readonly idempotencyKey?: string | undefined
+  readonly timeoutSeconds?: number | undefined
+  readonly retry?: RetryPolicy | undefined
+  readonly expiresAfterSeconds?: number | undefined
+  /** The first task of a repeating series (this task itself for the first occurrence). */
+  readonly seriesId: string
+  readonly occurrence: number
+  /** Failed executions so far. */
+  readonly attempts: number
+  readonly workerId?: string | undefined
+  readonly leaseExpiresAt?: number | undefined
+  /** When a running task times out (set when it is first claimed). */
+  readonly deadlineAt?: number | undefined
+  /** A human response waiting for a worker to resume the paused run with it. */
+  readonly response?: Json.Json | undefined
+  /** How the task ended (or paused). */
+  readonly outcome?: Outcome | undefined
+  readonly createdAt: number
+  readonly updatedAt: number
+}
+
+/**
+ * How an execution of a task ended, as a worker reports it to `finish`. `needs_reconciliation` (a tool call in
+ * doubt) leaves the task `paused`: a person settles the call (`Kernel.reconcile`) and `respond`s to the task.
+ */
+export const Outcome = Schema.Union(
+  Schema.TaggedStruct("completed", { output: Json.Json }),
+  Schema.TaggedStruct("failed", { errorTag: Schema.String, error: Schema.String }),
+  Schema.TaggedStruct("paused", { ticket: Schema.String, reason: Schema.String }),
+  Schema.TaggedStruct("needs_reconciliation", { stepKey: Schema.String, tool: Schema.String })
+)
+export type Outcome = typeof Outcome.Type
+
+export interface ClaimRequest {
+  readonly workerId: string
+  readonly limit: number
+  readonly leaseSeconds: number
+  /** The time to claim at; the clock's when absent. */
+  readonly now?: number | undefined
+  /**
+   * Only tasks of these workflows (the ones the worker can run); any when absent. Workers that run different
+   * workflows share one queue this way: a task waits for a worker that knows its workflow.
+   */
+  readonly workflows?: ReadonlyArray<string> | undefined
+}
+
+export interface ListFilter {
+  readonly tenantId?: string | undefined
+  readonly status?: TaskStatus | undefined
+  readonly workflow?: string | undefined
+  readonly seriesId?: string | undefined
+  readonly limit?: number | undefined
+}
+
+/** No task with this id. */
+export class TaskNotFound extends Schema.TaggedError<TaskNotFound>()("TaskNotFound", { taskId: Schema.String }) {
+  override get message() {
+    return `task ${this.taskId} not found`
+  }
+}
+
+/** The worker no longer holds the task: its lease expired and another worker took it, or it was cancelled. */
+export class LeaseLost extends Schema.TaggedError<LeaseLost>()("LeaseLost", {
+  taskId: Schema.String,
+  workerId: Schema.String
+}) {
+  override get message() {
+    return `worker ${this.workerId} no longer holds task ${this.taskId} (its lease expired, or the task was ` +
+      `cancelled or taken over); it must stop working on it`
+  }
+}
+
+/** An operation that needs the task in another status. */
+export class InvalidTaskState extends Schema.TaggedError<InvalidTaskState>()("InvalidTaskState", {
+  taskId: Schema.String,
+  status: Schema.String,
+  expected: Schema.String
+}) {
+  override get message() {
+    return `task ${this.taskId} is ${this.status}; this operation needs it to be ${this.expected}`
+  }
+}
+
+/** A request the queue refuses before writing anything. */
+export class InvalidTask extends Schema.TaggedError<InvalidTask>()("InvalidTask", { reason: Schema.String }) {
+  override get message() {
+    return `invalid task: ${this.reason}`
+  }
+}
+
+export type TaskQueueError = TaskNotFound | LeaseLost | InvalidTaskState | InvalidTask | StoreError
+
+export interface Service {
+  /** Adds a task; with an `idempotencyKey` already used by the tenant, returns that task instead. */
+  readonly enqueue: (request: EnqueueRequest) => Effect.Effect<Task, InvalidTask | StoreError>
+  /**
+   * Claims up to `limit` due tasks: queued ones whose `runAt` has come, and running ones whose lease expired
+   * (their worker died). Expires stale queued tasks and times out abandoned ones first.
+   */
+  readonly claim: (request: ClaimRequest) => Effect.Effect<ReadonlyArray<Task>, StoreError>
+  /** Extends the lease; `LeaseLost` when the worker no longer holds the task. */
+  readonly heartbeat: (
+    taskId: string,
+    workerId: string,
+    leaseSeconds: number
+  ) => Effect.Effect<Task, LeaseLost | StoreError>
+  /**
+   * Records how the execution ended. A repeating task's next occurrence is enqueued in the same transaction,
+   * so it exists exactly once; a failed task with retries left goes back to `queued`.
+   */
+  readonly finish: (taskId: string, workerId: string, outcome: Outcome) => Effect.Effect<Task, LeaseLost | StoreError>
+  /** Gives a claimed task back (graceful shutdown): queued again, due now. */
+  readonly release: (taskId: string, workerId: string) => Effect.Effect<Task, LeaseLost | StoreError>
+  /** Stores a human response for a paused task and queues it again; the worker resumes the run with it. */
+  readonly respond: (taskId: string, response: Json.Json) => Effect.Effect<Task, TaskNotFound | InvalidTaskState | StoreError>
+  readonly get: (taskId: string) => Effect.Effect<Task, TaskNotFound | StoreError>
+  /** Tasks, newest first. */
+  readonly list: (filter?: ListFilter) => Effect.Effect<ReadonlyArray<Task>, StoreError>
+  /** Cancels a queued, running or paused task (a running task's worker loses its lease at its next heartbeat). */
+  readonly cancel: (taskId: string) => Effect.Effect<Task, TaskNotFound | InvalidTaskState | StoreError>
+  /** Expires queued tasks past `expiresAt` and fails running tasks past their deadline whose lease expired. */
+  readonly expire: (now?: number) => Effect.Effect<number, StoreError>
+}
+
+/** The durable task queue. */
+export class TaskQueue extends Context.Tag("@artana/core/TaskQueue")<TaskQueue, Service>() {}
+
+/** The run id of a task's execution: stable, so another worker resumes the same run. */
+export const runIdOf = Tasks.runIdOf
+
+/** An in-memory queue, for tests and for examples that must not touch disk. */
+export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
+  const tasks = new Map<string, Task>()
+  const byKey = new Map<string, string>()
+  const ownedBy = (taskId: string, workerId: string): Task | undefined => {
+    const task = tasks.get(taskId)
+    return task !== undefined && task.status === "running" && task.workerId === workerId ? task : undefined
+  }
+  const put = (task: Task) => {
+    tasks.set(task.taskId, task)
+    return task
+  }
+  const expireAt = (now: number) => {
+    let n = 0
+    for (const task of tasks.values()) {
+      const next = Tasks.expired(task, now)
+      if (next !== undefined) {
+        put(next)
+        n++
+      }
+    }
+    return n
+  }
+  return {
+    enqueue: (request) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const invalid = Tasks.validate(request)
+        if (invalid !== undefined) return Effect.fail(new InvalidTask({ reason: invalid }))
+        const key = request.idempotencyKey === undefined ? undefined : `${request.tenant.tenantId}\u0000${request.idempotencyKey}`
+        const existing = key === undefined ? undefined : byKey.get(key)
+        if (existing !== undefined) return Effect.succeed(tasks.get(existing)!)
+        const task = put(Tasks.newTask(request, crypto.randomUUID(), now))
+        if (key !== undefined) byKey.set(key, task.taskId)
+        return Effect.succeed(task)
+      }),
+    claim: (request) =>
+      Effect.map(Clock.currentTimeMillis, (clock) => {
+        const now = request.now ?? clock
+        expireAt(now)
+        const due = [...tasks.values()].filter((t) => Tasks.claimable(t, now) && Tasks.runs(request.workflows, t)).sort((a, b) => a.runAt - b.runAt || a.createdAt - b.createdAt)
+        return due.slice(0, Math.max(0, request.limit)).map((t) => put(Tasks.claimed(t, request.workerId, request.leaseSeconds, now)))
+      }),
+    heartbeat: (taskId, workerId, leaseSeconds) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const task = ownedBy(taskId, workerId)
+        if (task === undefined) return Effect.fail(new LeaseLost({ taskId, workerId }))
+        return Effect.succeed(put({ ...task, leaseExpiresAt: now + leaseSeconds * 1000, updatedAt: now }))
+      }),
+    finish: (taskId, workerId, outcome) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const task = ownedBy(taskId, workerId)
+        if (task === undefined) return Effect.fail(new LeaseLost({ taskId, workerId }))
+        const finished = put(Tasks.finished(task, outcome, now))
+        const next = Tasks.nextOccurrence(finished, crypto.randomUUID(), now)
+        if (next !== undefined) put(next)
+        return Effect.succeed(finished)
+      }),
+    release: (taskId, workerId) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const task = ownedBy(taskId, workerId)
+        if (task === undefined) return Effect.fail(new LeaseLost({ taskId, workerId }))
+        return Effect.succeed(put(Tasks.released(task, now)))
+      }),
+    respond: (taskId, response) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Task, TaskNotFound | InvalidTaskState> => {
+        const task = tasks.get(taskId)
+        if (task === undefined) return Effect.fail(new TaskNotFound({ taskId }))
+        if (task.status !== "paused") return Effect.fail(new InvalidTaskState({ taskId, status: task.status, expected: "paused" }))
+        return Effect.succeed(put(Tasks.responded(task, response, now)))
+      }),
+    get: (taskId) =>
+      Effect.suspend(() => {
+        const task = tasks.get(taskId)
+        return task === undefined ? Effect.fail(new TaskNotFound({ taskId })) : Effect.succeed(task)
+      }),
+    list: (filter = {}) =>
+      Effect.sync(() =>
+        [...tasks.values()]
+          .filter((t) => Tasks.matches(t, filter))
+          .sort((a, b) => b.createdAt - a.createdAt)
+          .slice(0, filter.limit ?? Number.MAX_SAFE_INTEGER)
+      ),
+    cancel: (taskId) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Task, TaskNotFound | InvalidTaskState> => {
+        const task = tasks.get(taskId)
+        if (task === undefined) return Effect.fail(new TaskNotFound({ taskId }))
+        if (isTerminal(task.status)) {
+          return Effect.fail(new InvalidTaskState({ taskId, status: task.status, expected: "queued, running or paused" }))
+        }
+        return Effect.succeed(put(Tasks.cancelled(task, now)))
+      }),
+    expire: (now) => Effect.map(Clock.currentTimeMillis, (clock) => expireAt(now ?? clock))
+  }
+})
+
+/** In-memory `TaskQueue` layer. */
+export const layerMemory: Layer.Layer<TaskQueue> = Layer.effect(TaskQueue, makeMemory)

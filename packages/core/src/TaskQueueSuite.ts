@@ -1,0 +1,305 @@
+/**
+ * The contract every `TaskQueue` implementation passes: the in-memory queue, SQLite, Postgres. Each test builds
+ * a fresh layer (one database per test) and runs under `TestClock`, so leases, schedules and expiry are exact.
+ *
+ * @example
+ * import { TaskQueueSuite } from "@artana/core/testing/suites"
+ * TaskQueueSuite.suite("sqlite", () => Layer.orDie(SqliteStore.layer({ filename: tempFile() })))
+ *
+ * @since 0.1.0
+ */
+import { describe, expect, it } from "@effect/vitest"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
+import * as TestClock from "effect/TestClock"
+import { type EnqueueRequest, type Service, type Task, TaskQueue } from "./TaskQueue.js"
+import { TenantContext } from "./Tenant.js"
+
+const tenantA = TenantContext.make({ tenantId: "tenant-a", capabilities: ["finance:read"], budgetUsdLimit: 5 })
+const tenantB = TenantContext.make({ tenantId: "tenant-b", capabilities: [], budgetUsdLimit: 1 })
+
+const request = (overrides: Partial<EnqueueRequest> = {}): EnqueueRequest => ({
+  workflow: "review",
+  input: { document: "contract.pdf", pages: 3, tags: ["a", "b"], nested: { ok: true, none: null } },
+  tenant: tenantA,
+  ...overrides
+})
+
+const SECOND = 1000
+const DAY = 24 * 60 * 60 * SECOND
+
+const adjust = (millis: number) => TestClock.adjust(Duration.millis(millis))
+
+/**
+ * Registers the contract tests for the queue that `makeLayer` builds. `makeLayer` is called once per test.
+ */
+export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unknown>): void => {
+  const test = (title: string, body: (queue: Service) => Effect.Effect<void, unknown>) =>
+    it.effect(title, () => Effect.provide(Effect.flatMap(TaskQueue, body), makeLayer()))
+
+  describe(`TaskQueue contract: ${name}`, () => {
+    test("enqueue stores the task as requested; get and list read it back", (queue) =>
+      Effect.gen(function*() {
+        const task = yield* queue.enqueue(request({ timeoutSeconds: 30, retry: { maxAttempts: 3, backoffSeconds: 2 } }))
+        expect(task).toMatchObject({
+          status: "queued",
+          workflow: "review",
+          tenantId: "tenant-a",
+          runId: `task:${task.taskId}`,
+          runAt: 0,
+          expiresAt: DAY,
+          timeoutSeconds: 30,
+          retry: { maxAttempts: 3, backoffSeconds: 2 },
+          attempts: 0,
+          occurrence: 1,
+          seriesId: task.taskId
+        })
+        const read = yield* queue.get(task.taskId)
+        expect(read).toEqual(task)
+        expect(read.tenant).toBeInstanceOf(TenantContext)
+        const other = yield* queue.enqueue(request({ tenant: tenantB, workflow: "other" }))
+        expect((yield* queue.list()).map((t) => t.taskId).sort()).toEqual([task.taskId, other.taskId].sort())
+        expect((yield* queue.list({ tenantId: "tenant-b" })).map((t) => t.taskId)).toEqual([other.taskId])
+        expect((yield* queue.list({ workflow: "review", status: "queued" })).map((t) => t.taskId)).toEqual([task.taskId])
+        expect(yield* Effect.flip(queue.get("nope"))).toMatchObject({ _tag: "TaskNotFound", taskId: "nope" })
+      }))
+
+    test("a request the queue cannot honour is refused with InvalidTask", (queue) =>
+      Effect.gen(function*() {
+        expect(yield* Effect.flip(queue.enqueue(request({ repeatIntervalSeconds: 0 })))).toMatchObject({ _tag: "InvalidTask" })
+        expect(yield* Effect.flip(queue.enqueue(request({ retry: { maxAttempts: 0 } })))).toMatchObject({ _tag: "InvalidTask" })
+        expect(yield* Effect.flip(queue.enqueue(request({ workflow: " " })))).toMatchObject({ _tag: "InvalidTask" })
+        expect(yield* queue.list()).toEqual([])
+      }))
+
+    test("claim leases a due task to one worker; heartbeat extends the lease; finish completes it", (queue) =>
+      Effect.gen(function*() {
+        const task = yield* queue.enqueue(request())
+        const [claimed, ...rest] = yield* queue.claim({ workerId: "w1", limit: 5, leaseSeconds: 10 })
+        expect(rest).toEqual([])
+        expect(claimed).toMatchObject({ taskId: task.taskId, status: "running", workerId: "w1", leaseExpiresAt: 10 * SECOND })
+        expect(yield* queue.claim({ workerId: "w2", limit: 5, leaseSeconds: 10 })).toEqual([])
+
+        yield* adjust(8 * SECOND)
+        expect(yield* queue.heartbeat(task.taskId, "w1", 10)).toMatchObject({ leaseExpiresAt: 18 * SECOND })
+        yield* adjust(8 * SECOND)
+        // 16 s after the claim: the first lease would have expired, the extended one holds.
+        expect(yield* queue.claim({ workerId: "w2", limit: 5, leaseSeconds: 10 })).toEqual([])
+        expect(yield* Effect.flip(queue.heartbeat(task.taskId, "w2", 10))).toMatchObject({ _tag: "LeaseLost", workerId: "w2" })
+        expect(yield* Effect.flip(queue.finish(task.taskId, "w2", { _tag: "completed", output: 1 }))).toMatchObject({ _tag: "LeaseLost" })
+
+        const done = yield* queue.finish(task.taskId, "w1", { _tag: "completed", output: { verdict: "ok" } })
+        expect(done).toMatchObject({ status: "completed", outcome: { _tag: "completed", output: { verdict: "ok" } } })
+        expect(done.workerId).toBeUndefined()
+        expect(yield* queue.get(task.taskId)).toEqual(done)
+        expect(yield* Effect.flip(queue.heartbeat(task.taskId, "w1", 10))).toMatchObject({ _tag: "LeaseLost" })
+        expect(yield* Effect.flip(queue.finish(task.taskId, "w1", { _tag: "failed", errorTag: "X", error: "late" }))).toMatchObject({ _tag: "LeaseLost" })
+        expect((yield* queue.get(task.taskId)).status).toBe("completed")
+      }))
+
+    test("concurrent claimers never get the same task", (queue) =>
+      Effect.gen(function*() {
+        const tasks = yield* Effect.forEach(Array.from({ length: 30 }, (_, i) => i), (i) => queue.enqueue(request({ input: i })))
+        const seen: Array<string> = []
+        for (let round = 0; round < 10 && seen.length < tasks.length; round++) {
+          const batches = yield* Effect.forEach(
+            ["w1", "w2", "w3", "w4", "w5"],
+            (workerId) => queue.claim({ workerId, limit: 2, leaseSeconds: 60 }),
+            { concurrency: "unbounded" }
+          )
+          for (const batch of batches) seen.push(...batch.map((t) => t.taskId))
+        }
+        expect(new Set(seen).size).toBe(seen.length)
+        expect([...seen].sort()).toEqual(tasks.map((t) => t.taskId).sort())
+        const running = yield* queue.list({ status: "running" })
+        expect(running).toHaveLength(30)
+      }))
+
+    test("a task due in the future is not claimed early", (queue) =>
+      Effect.gen(function*() {
+        const later = yield* queue.enqueue(request({ runAt: 60 * SECOND }))
+        const now = yield* queue.enqueue(request())
+        expect((yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 600 })).map((t) => t.taskId)).toEqual([now.taskId])
+        yield* adjust(59 * SECOND)
+        expect(yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 10 })).toEqual([])
+        expect(yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 10, now: 59_999 })).toEqual([])
+        yield* adjust(1 * SECOND)
+        expect((yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 10 })).map((t) => t.taskId)).toEqual([later.taskId])
+      }))
+
+    test("a claim restricted to some workflows leaves the others queued", (queue) =>
+      Effect.gen(function*() {
+        const review = yield* queue.enqueue(request())
+        const other = yield* queue.enqueue(request({ workflow: "other" }))
+        expect(yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 10, workflows: [] })).toEqual([])
+        expect((yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 10, workflows: ["other", "third"] })).map((t) => t.taskId))
+          .toEqual([other.taskId])
+        expect(yield* queue.get(review.taskId)).toMatchObject({ status: "queued" })
+        expect((yield* queue.claim({ workerId: "w2", limit: 10, leaseSeconds: 10 })).map((t) => t.taskId)).toEqual([review.taskId])
+      }))
+
+    test("a task whose lease expired is taken over by another worker, with the same run id", (queue) =>
+      Effect.gen(function*() {
+        const task = yield* queue.enqueue(request())
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        yield* adjust(10 * SECOND)
+        const [taken] = yield* queue.claim({ workerId: "w2", limit: 1, leaseSeconds: 10 })
+        expect(taken).toMatchObject({ taskId: task.taskId, workerId: "w2", runId: task.runId, status: "running" })
+        expect(yield* Effect.flip(queue.heartbeat(task.taskId, "w1", 10))).toMatchObject({ _tag: "LeaseLost", workerId: "w1" })
+        expect(yield* Effect.flip(queue.finish(task.taskId, "w1", { _tag: "completed", output: null }))).toMatchObject({ _tag: "LeaseLost" })
+        expect(yield* queue.finish(task.taskId, "w2", { _tag: "completed", output: null })).toMatchObject({ status: "completed" })
+      }))
+
+    test("release gives the task back, due now", (queue) =>
+      Effect.gen(function*() {
+        const task = yield* queue.enqueue(request())
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 60 })
+        const released = yield* queue.release(task.taskId, "w1")
+        expect(released).toMatchObject({ status: "queued" })
+        expect(released.workerId).toBeUndefined()
+        expect(yield* Effect.flip(queue.release(task.taskId, "w1"))).toMatchObject({ _tag: "LeaseLost" })
+        expect((yield* queue.claim({ workerId: "w2", limit: 1, leaseSeconds: 60 })).map((t) => t.workerId)).toEqual(["w2"])
+      }))
+
+    test("a queued task expires after a day, counted from when it is due", (queue) =>
+      Effect.gen(function*() {
+        const now = yield* queue.enqueue(request())
+        const tomorrow = yield* queue.enqueue(request({ runAt: DAY }))
+        yield* adjust(DAY - 1)
+        expect(yield* queue.expire()).toBe(0)
+        yield* adjust(1)
+        expect((yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 10 })).map((t) => t.taskId)).toEqual([tomorrow.taskId])
+        expect(yield* queue.get(now.taskId)).toMatchObject({ status: "expired" })
+        const short = yield* queue.enqueue(request({ expiresAfterSeconds: 5 }))
+        yield* adjust(5 * SECOND)
+        expect(yield* queue.expire()).toBe(1)
+        expect(yield* queue.get(short.taskId)).toMatchObject({ status: "expired" })
+      }))
+
+    test("a running task past its timeout whose worker is gone fails", (queue) =>
+      Effect.gen(function*() {
+        const task = yield* queue.enqueue(request({ timeoutSeconds: 30 }))
+        const [claimed] = yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        expect(claimed?.deadlineAt).toBe(30 * SECOND)
+        yield* adjust(15 * SECOND)
+        // Taken over after 15 s: the deadline still counts from the first claim.
+        const [taken] = yield* queue.claim({ workerId: "w2", limit: 1, leaseSeconds: 10 })
+        expect(taken?.deadlineAt).toBe(30 * SECOND)
+        yield* adjust(30 * SECOND)
+        expect(yield* queue.claim({ workerId: "w3", limit: 1, leaseSeconds: 10 })).toEqual([])
+        expect(yield* queue.get(task.taskId)).toMatchObject({ status: "failed", outcome: { _tag: "failed", errorTag: "TaskTimeout" } })
+      }))
+
+    test("an idempotency key returns the existing task, per tenant", (queue) =>
+      Effect.gen(function*() {
+        const first = yield* queue.enqueue(request({ idempotencyKey: "invoice-42" }))
+        const again = yield* queue.enqueue(request({ idempotencyKey: "invoice-42", input: "different" }))
+        expect(again).toEqual(first)
+        const racing = yield* Effect.forEach([1, 2, 3, 4], () => queue.enqueue(request({ idempotencyKey: "race" })), { concurrency: "unbounded" })
+        expect(new Set(racing.map((t) => t.taskId)).size).toBe(1)
+        const otherTenant = yield* queue.enqueue(request({ idempotencyKey: "invoice-42", tenant: tenantB }))
+        expect(otherTenant.taskId).not.toBe(first.taskId)
+        expect(yield* queue.list({ tenantId: "tenant-a" })).toHaveLength(2)
+      }))
+
+    test("cancel stops a queued, paused or running task; a finished one cannot be cancelled", (queue) =>
+      Effect.gen(function*() {
+        const queued = yield* queue.enqueue(request())
+        expect(yield* queue.cancel(queued.taskId)).toMatchObject({ status: "cancelled" })
+        expect(yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 10 })).toEqual([])
+        expect(yield* Effect.flip(queue.cancel(queued.taskId))).toMatchObject({ _tag: "InvalidTaskState", status: "cancelled" })
+        expect(yield* Effect.flip(queue.cancel("nope"))).toMatchObject({ _tag: "TaskNotFound" })
+
+        const running = yield* queue.enqueue(request())
+        yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 10 })
+        yield* queue.cancel(running.taskId)
+        expect(yield* Effect.flip(queue.heartbeat(running.taskId, "w1", 10))).toMatchObject({ _tag: "LeaseLost" })
+        yield* adjust(20 * SECOND)
+        expect(yield* queue.claim({ workerId: "w2", limit: 10, leaseSeconds: 10 })).toEqual([])
+        expect(yield* queue.get(running.taskId)).toMatchObject({ status: "cancelled" })
+      }))
+
+    test("a paused task takes a response and is queued again with it", (queue) =>
+      Effect.gen(function*() {
+        const task = yield* queue.enqueue(request())
+        expect(yield* Effect.flip(queue.respond(task.taskId, { approved: true }))).toMatchObject({ _tag: "InvalidTaskState", status: "queued" })
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        const paused = yield* queue.finish(task.taskId, "w1", { _tag: "paused", ticket: "t-1", reason: "approve" })
+        expect(paused).toMatchObject({ status: "paused", outcome: { _tag: "paused", ticket: "t-1" } })
+        yield* adjust(2 * DAY)
+        // A paused task waits for its human, however long: it does not expire.
+        expect(yield* queue.expire()).toBe(0)
+        const responded = yield* queue.respond(task.taskId, { approved: true })
+        expect(responded).toMatchObject({ status: "queued", response: { approved: true }, runAt: 2 * DAY, runId: task.runId })
+        const [claimed] = yield* queue.claim({ workerId: "w2", limit: 1, leaseSeconds: 10 })
+        expect(claimed).toMatchObject({ taskId: task.taskId, response: { approved: true } })
+        const done = yield* queue.finish(task.taskId, "w2", { _tag: "completed", output: "approved" })
+        expect(done.response).toBeUndefined()
+        const reconcile = yield* queue.enqueue(request())
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        expect(yield* queue.finish(reconcile.taskId, "w1", { _tag: "needs_reconciliation", stepKey: "tool:1", tool: "transfer" }))
+          .toMatchObject({ status: "paused" })
+      }))
+
+    test("a repeating task enqueues its next occurrence exactly once per finish", (queue) =>
+      Effect.gen(function*() {
+        const first = yield* queue.enqueue(request({ repeatIntervalSeconds: 60 }))
+        const runs: Array<Task> = []
+        for (let tick = 0; tick < 5; tick++) {
+          const claimed = yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 10 })
+          expect(claimed).toHaveLength(1)
+          const task = claimed[0]!
+          runs.push(task)
+          yield* queue.finish(task.taskId, "w1", tick === 2 ? { _tag: "failed", errorTag: "Boom", error: "boom" } : { _tag: "completed", output: tick })
+          // A finish that comes twice (a retried request) neither succeeds nor schedules twice.
+          expect(yield* Effect.flip(queue.finish(task.taskId, "w1", { _tag: "completed", output: tick }))).toMatchObject({ _tag: "LeaseLost" })
+          expect(yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 10 })).toEqual([])
+          yield* adjust(60 * SECOND)
+        }
+        expect(runs.map((t) => t.runAt)).toEqual([0, 60, 120, 180, 240].map((s) => s * SECOND))
+        expect(runs.map((t) => t.occurrence)).toEqual([1, 2, 3, 4, 5])
+        expect(new Set(runs.map((t) => t.runId)).size).toBe(5)
+        const series = yield* queue.list({ seriesId: first.taskId })
+        expect(series).toHaveLength(6)
+        expect(series.filter((t) => t.status === "queued").map((t) => t.runAt)).toEqual([300 * SECOND])
+        expect(series.filter((t) => t.status === "failed")).toHaveLength(1)
+        // Cancelling the pending occurrence ends the series.
+        const pending = series.find((t) => t.status === "queued")!
+        yield* queue.cancel(pending.taskId)
+        yield* adjust(600 * SECOND)
+        expect(yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 10 })).toEqual([])
+      }))
+
+    test("a repeating task that ran late skips the missed ticks", (queue) =>
+      Effect.gen(function*() {
+        const first = yield* queue.enqueue(request({ repeatIntervalSeconds: 60 }))
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 600 })
+        yield* adjust(150 * SECOND)
+        yield* queue.finish(first.taskId, "w1", { _tag: "completed", output: null })
+        const next = (yield* queue.list({ seriesId: first.taskId, status: "queued" }))
+        expect(next.map((t) => t.runAt)).toEqual([180 * SECOND])
+      }))
+
+    test("no retry without a policy; with one, a failure is queued again after a backoff under a new run id", (queue) =>
+      Effect.gen(function*() {
+        const plain = yield* queue.enqueue(request())
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        expect(yield* queue.finish(plain.taskId, "w1", { _tag: "failed", errorTag: "Boom", error: "boom" })).toMatchObject({ status: "failed", attempts: 1 })
+
+        const retried = yield* queue.enqueue(request({ retry: { maxAttempts: 3, backoffSeconds: 5 } }))
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        const again = yield* queue.finish(retried.taskId, "w1", { _tag: "failed", errorTag: "Boom", error: "first" })
+        expect(again).toMatchObject({ status: "queued", attempts: 1, runAt: 5 * SECOND, runId: `task:${retried.taskId}:attempt-2` })
+        expect(yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })).toEqual([])
+        yield* adjust(5 * SECOND)
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        const third = yield* queue.finish(retried.taskId, "w1", { _tag: "failed", errorTag: "Boom", error: "second" })
+        expect(third).toMatchObject({ status: "queued", attempts: 2, runAt: 15 * SECOND, runId: `task:${retried.taskId}:attempt-3` })
+        yield* adjust(10 * SECOND)
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        expect(yield* queue.finish(retried.taskId, "w1", { _tag: "failed", errorTag: "Boom", error: "third" }))
+          .toMatchObject({ status: "failed", attempts: 3, outcome: { error: "third" } })
+      }))
+  })
+}

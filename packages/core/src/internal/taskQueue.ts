@@ -1,0 +1,172 @@
+/**
+ * The task state machine, shared by the in-memory queue and the tests of the SQL one: the SQL queue does the
+ * same transitions in its statements.
+ */
+import type * as Json from "../Json.js"
+import type { EnqueueRequest, ListFilter, Outcome, Task, TaskStatus } from "../TaskQueue.js"
+
+export const DAY_SECONDS = 24 * 60 * 60
+export const DEFAULT_BACKOFF_SECONDS = 1
+
+/** A task's first run id; a retry gets its own (a failed run stays failed in the log). */
+export const runIdOf = (taskId: string, attempt = 0): string => (attempt === 0 ? `task:${taskId}` : `task:${taskId}:attempt-${attempt + 1}`)
+
+const positive = (value: number | undefined, name: string): string | undefined =>
+  value === undefined || (Number.isFinite(value) && value > 0) ? undefined : `${name} must be a positive number, got ${value}`
+
+/** Why the queue refuses the request, or undefined. */
+export const validate = (request: EnqueueRequest): string | undefined => {
+  if (request.workflow.trim() === "") return "workflow must name a workflow"
+  if (request.runAt !== undefined && !Number.isFinite(request.runAt)) return `runAt must be epoch milliseconds, got ${request.runAt}`
+  if (request.idempotencyKey !== undefined && request.idempotencyKey === "") return "idempotencyKey must not be empty"
+  if (request.retry !== undefined && (!Number.isInteger(request.retry.maxAttempts) || request.retry.maxAttempts < 1)) {
+    return `retry.maxAttempts must be an integer of at least 1, got ${request.retry.maxAttempts}`
+  }
+  return positive(request.repeatIntervalSeconds, "repeatIntervalSeconds") ??
+    positive(request.timeoutSeconds, "timeoutSeconds") ??
+    positive(request.expiresAfterSeconds, "expiresAfterSeconds") ??
+    positive(request.retry?.backoffSeconds, "retry.backoffSeconds")
+}
+
+/** What a queued task looks like when it is enqueued. Expiry counts from when the task is due. */
+export const newTask = (request: EnqueueRequest, taskId: string, now: number): Task => {
+  const runAt = request.runAt ?? now
+  return {
+    taskId,
+    tenantId: request.tenant.tenantId,
+    workflow: request.workflow,
+    input: request.input,
+    tenant: request.tenant,
+    status: "queued",
+    runId: runIdOf(taskId),
+    runAt,
+    expiresAt: runAt + (request.expiresAfterSeconds ?? DAY_SECONDS) * 1000,
+    ...(request.repeatIntervalSeconds === undefined ? {} : { repeatIntervalSeconds: request.repeatIntervalSeconds }),
+    ...(request.idempotencyKey === undefined ? {} : { idempotencyKey: request.idempotencyKey }),
+    ...(request.timeoutSeconds === undefined ? {} : { timeoutSeconds: request.timeoutSeconds }),
+    ...(request.retry === undefined ? {} : { retry: request.retry }),
+    ...(request.expiresAfterSeconds === undefined ? {} : { expiresAfterSeconds: request.expiresAfterSeconds }),
+    seriesId: taskId,
+    occurrence: 1,
+    attempts: 0,
+    createdAt: now,
+    updatedAt: now
+  }
+}
+
+/** Due and queued, or running under an expired lease (its worker died). */
+export const claimable = (task: Task, now: number): boolean =>
+  (task.status === "queued" && task.runAt <= now && task.expiresAt > now) ||
+  (task.status === "running" && task.leaseExpiresAt !== undefined && task.leaseExpiresAt <= now)
+
+const withoutLease = (task: Task): Task => {
+  const { leaseExpiresAt: _lease, workerId: _worker, ...rest } = task
+  return rest
+}
+
+export const claimed = (task: Task, workerId: string, leaseSeconds: number, now: number): Task => ({
+  ...task,
+  status: "running",
+  workerId,
+  leaseExpiresAt: now + leaseSeconds * 1000,
+  deadlineAt: task.deadlineAt ?? (task.timeoutSeconds === undefined ? undefined : now + task.timeoutSeconds * 1000),
+  updatedAt: now
+})
+
+/** The stale task's next state: a queued task past its expiry expires; an abandoned one past its deadline fails. */
+export const expired = (task: Task, now: number): Task | undefined => {
+  if (task.status === "queued" && task.expiresAt <= now) return { ...task, status: "expired", updatedAt: now }
+  if (
+    task.status === "running" && task.deadlineAt !== undefined && task.deadlineAt <= now &&
+    task.leaseExpiresAt !== undefined && task.leaseExpiresAt <= now
+  ) {
+    return { ...withoutLease(task), status: "failed", attempts: task.attempts + 1, outcome: timedOut(), updatedAt: now }
+  }
+  return undefined
+}
+
+/** How a task that passed its deadline ends; `seconds` when the one failing it knows them. */
+export const timedOut = (seconds?: number): Outcome => ({
+  _tag: "failed",
+  errorTag: "TaskTimeout",
+  error: seconds === undefined
+    ? "the task passed its deadline (timeoutSeconds, counted from its first claim) while no worker held it"
+    : `the task ran longer than its timeout of ${seconds} seconds`
+})
+
+/** True when a worker restricted to `workflows` (all when undefined) may claim the task. */
+export const runs = (workflows: ReadonlyArray<string> | undefined, task: Task): boolean =>
+  workflows === undefined || workflows.includes(task.workflow)
+
+export const statusOf = (outcome: Outcome): TaskStatus => {
+  switch (outcome._tag) {
+    case "completed":
+      return "completed"
+    case "failed":
+      return "failed"
+    case "paused":
+    case "needs_reconciliation":
+      return "paused"
+  }
+}
+
+/** Seconds to wait before retry number `attempt` (1-based): the backoff, doubled each time. */
+export const backoffMillis = (task: Task, attempt: number): number =>
+  (task.retry?.backoffSeconds ?? DEFAULT_BACKOFF_SECONDS) * 1000 * 2 ** Math.max(0, attempt - 1)
+
+/** True when a failure is retried: a retry policy with attempts left. Timeouts are retried too. */
+export const retries = (task: Task, outcome: Outcome): boolean =>
+  outcome._tag === "failed" && task.retry !== undefined && task.attempts + 1 < task.retry.maxAttempts
+
+export const finished = (task: Task, outcome: Outcome, now: number): Task => {
+  const { response: _response, deadlineAt: _deadline, ...rest } = withoutLease(task)
+  if (retries(task, outcome)) {
+    const attempts = task.attempts + 1
+    return { ...rest, status: "queued", attempts, runId: runIdOf(task.taskId, attempts), runAt: now + backoffMillis(task, attempts), expiresAt: now + backoffMillis(task, attempts) + DAY_SECONDS * 1000, outcome, updatedAt: now }
+  }
+  return { ...rest, status: statusOf(outcome), attempts: outcome._tag === "failed" ? task.attempts + 1 : task.attempts, outcome, updatedAt: now }
+}
+
+/**
+ * The next occurrence of a repeating task that just ended for good: due one interval after this one was; ticks
+ * missed while it ran late are skipped (no catch-up burst), as cron does.
+ */
+export const nextRunAt = (task: Pick<Task, "runAt">, intervalSeconds: number, now: number): number => {
+  const interval = intervalSeconds * 1000
+  const ticks = Math.max(1, Math.ceil((now - task.runAt) / interval))
+  return task.runAt + ticks * interval
+}
+
+export const nextOccurrence = (task: Task, taskId: string, now: number): Task | undefined => {
+  if (task.repeatIntervalSeconds === undefined) return undefined
+  if (task.status !== "completed" && task.status !== "failed") return undefined
+  const { outcome: _o, idempotencyKey: _k, ...rest } = task
+  const runAt = nextRunAt(task, task.repeatIntervalSeconds, now)
+  return {
+    ...rest,
+    taskId,
+    status: "queued",
+    runId: runIdOf(taskId),
+    runAt,
+    expiresAt: runAt + (task.expiresAfterSeconds ?? DAY_SECONDS) * 1000,
+    occurrence: task.occurrence + 1,
+    attempts: 0,
+    createdAt: now,
+    updatedAt: now
+  }
+}
+
+export const released = (task: Task, now: number): Task => ({ ...withoutLease(task), status: "queued", runAt: Math.min(task.runAt, now), expiresAt: Math.max(task.expiresAt, now + (task.expiresAfterSeconds ?? DAY_SECONDS) * 1000), updatedAt: now })
+
+export const responded = (task: Task, response: Json.Json, now: number): Task => {
+  const { deadlineAt: _deadline, ...rest } = task
+  return { ...rest, status: "queued", response, runAt: now, expiresAt: now + (task.expiresAfterSeconds ?? DAY_SECONDS) * 1000, updatedAt: now }
+}
+
+export const cancelled = (task: Task, now: number): Task => ({ ...withoutLease(task), status: "cancelled", updatedAt: now })
+
+export const matches = (task: Task, filter: ListFilter): boolean =>
+  (filter.tenantId === undefined || task.tenantId === filter.tenantId) &&
+  (filter.status === undefined || task.status === filter.status) &&
+  (filter.workflow === undefined || task.workflow === filter.workflow) &&
+  (filter.seriesId === undefined || task.seriesId === filter.seriesId)

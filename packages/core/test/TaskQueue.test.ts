@@ -1,0 +1,4 @@
+import { TaskQueue } from "@artana/core"
+import { TaskQueueSuite } from "@artana/core/testing/suites"
+
+TaskQueueSuite.suite("memory", () => TaskQueue.layerMemory)

@@ -1,0 +1,248 @@
+/**
+ * Artana's multi-worker store: every store service on one PostgreSQL database, over `@effect/sql-pg`'s
+ * `PgClient` (a `pg` connection pool). The layer provides the `EventStore` and the `SqlClient` / `PgClient` it
+ * runs on, so later services (task queue, memory) share the same pool, and many processes on many machines
+ * can share one database.
+ *
+ * @since 0.1.0
+ */
+import { Errors, EventStore, SqlEventStore } from "@artana/core"
+import * as Reactivity from "@effect/experimental/Reactivity"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Predicate from "effect/Predicate"
+import * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
+
+/** The connection pool each process keeps. */
+export interface PoolOptions {
+  /** Most connections this process opens at once. Default 10 (the `pg` default). */
+  readonly max?: number | undefined
+  /** How long an unused connection stays open before the pool closes it. Default 10 seconds. */
+  readonly idleTimeout?: Duration.DurationInput | undefined
+}
+
+/** Where the database is and how this process connects to it. */
+export interface Options {
+  /**
+   * A libpq connection URL, `postgres://user:password@host:5432/database` (query parameters such as
+   * `sslmode=require` or `options=-c search_path=tenant_1` are understood). Pass it as `Redacted` so the
+   * password never reaches a log; errors name the URL with the password replaced by `***`.
+   */
+  readonly url: Redacted.Redacted<string> | string
+  readonly pool?: PoolOptions | undefined
+  /** How long opening the first connection may take before the store is unavailable. Default 10 seconds. */
+  readonly connectTimeout?: Duration.DurationInput | undefined
+  /** Prefix of every table, index, function and trigger name (see `SqlEventStore.Options`). */
+  readonly tablePrefix?: string | undefined
+  /** `application_name` of the connections, as `pg_stat_activity` shows it. Default `"artana"`. */
+  readonly applicationName?: string | undefined
+}
+
+/** The services `layer` provides. */
+export type Services = EventStore.EventStore | SqlClient.SqlClient | PgClient.PgClient
+
+const STORE = "postgres"
+
+const urlOf = (url: Redacted.Redacted<string> | string): string => (Redacted.isRedacted(url) ? Redacted.value(url) : url)
+
+/**
+ * The URL as it may be shown: the password (in the user info, or a `password=` parameter) is replaced by `***`.
+ *
+ * @example
+ * redactUrl("postgres://app:s3cret@db:5432/artana") // "postgres://app:***@db:5432/artana"
+ */
+export const redactUrl = (url: string): string => {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== "") parsed.password = "***"
+    if (parsed.searchParams.has("password")) parsed.searchParams.set("password", "***")
+    return parsed.toString()
+  } catch {
+    // Not a URL the WHATWG parser takes (a key=value string): hide whatever follows a password.
+    return url.replace(/(:\/\/[^:/@]*:)[^@]*@/, "$1***@").replace(/(password\s*=\s*)[^\s&]*/gi, "$1***")
+  }
+}
+
+const field = (cause: unknown, name: string): string | undefined =>
+  Predicate.hasProperty(cause, name) && typeof cause[name] === "string" ? cause[name] : undefined
+
+const messageOf = (cause: unknown): string => field(cause, "message") ?? String(cause)
+
+/** The first error with a `code` in a chain of causes and aggregated errors (Node's happy eyeballs). */
+const rootCause = (cause: unknown): unknown => {
+  let current = cause
+  for (let depth = 0; depth < 5; depth++) {
+    if (field(current, "code") !== undefined) return current
+    if (Predicate.hasProperty(current, "errors") && Array.isArray(current.errors) && current.errors.length > 0) {
+      current = current.errors[0]
+    } else if (Predicate.hasProperty(current, "cause") && current.cause !== undefined) {
+      current = current.cause
+    } else {
+      return current
+    }
+  }
+  return current
+}
+
+interface Target {
+  readonly host: string
+  readonly port: string
+  readonly user: string
+  readonly database: string
+}
+
+const targetOf = (url: string): Target => {
+  try {
+    const parsed = new URL(url)
+    const host = parsed.searchParams.get("host") ?? (parsed.hostname === "" ? "localhost" : decodeURIComponent(parsed.hostname))
+    const user = parsed.username === "" ? "(the default user)" : decodeURIComponent(parsed.username)
+    const database = parsed.pathname.length > 1 ? decodeURIComponent(parsed.pathname.slice(1)) : user
+    return { host, port: parsed.port === "" ? "5432" : parsed.port, user, database }
+  } catch {
+    return { host: "the server", port: "its port", user: "the user", database: "the database" }
+  }
+}
+
+/** Why the server could not be used, in words a person can act on. */
+const diagnose = (url: string, cause: unknown, connectTimeoutMs: number, timedOut: boolean): string => {
+  const root = rootCause(cause)
+  const code = field(root, "code") ?? ""
+  const message = messageOf(root)
+  const { database, host, port, user } = targetOf(url)
+  switch (code) {
+    case "ECONNREFUSED":
+      return `nothing accepts connections at ${host}:${port} (is the PostgreSQL server running, and on that port?)`
+    case "ENOTFOUND":
+    case "EAI_AGAIN":
+      return `the host name ${host} does not resolve (${code})`
+    case "ENOENT":
+      return `no Unix socket at ${host} (is the PostgreSQL server running, with its socket there?)`
+    case "ETIMEDOUT":
+    case "EHOSTUNREACH":
+    case "ENETUNREACH":
+      return `the server at ${host}:${port} cannot be reached (${code}): check the host, the network and any firewall`
+    case "ECONNRESET":
+    case "EPIPE":
+      return `the server at ${host}:${port} closed the connection while it was being opened (${message})`
+    case "28P01":
+      return `password authentication failed for user ${user}: check the password in the URL`
+    case "28000":
+      return `the server refused user ${user} (${message}): check the user, and pg_hba.conf on the server`
+    case "3D000":
+      return `the database ${database} does not exist on ${host}:${port} (create it: CREATE DATABASE ${database})`
+    case "42501":
+      return `user ${user} lacks a privilege the store needs to create its tables (${message})`
+    case "53300":
+      return `the server has no connection left (${message}): lower pool.max, or raise max_connections`
+    case "57P03":
+      return `the server is starting up or shutting down (${message})`
+  }
+  // pg ends a connection that outlives connectionTimeoutMillis, and reports that as "terminated unexpectedly".
+  if (timedOut || /timed? ?out|timeout/i.test(message)) {
+    return `no connection within ${connectTimeoutMs} ms to ${host}:${port} (is the host right, and the server up?)`
+  }
+  if (/SSL/i.test(message)) return `the TLS handshake failed (${message}): check sslmode in the URL`
+  if (/terminated unexpectedly/i.test(message)) {
+    return `the server at ${host}:${port} closed the connection while it was being opened (is it a PostgreSQL server?)`
+  }
+  return code === "" ? message : `${message} (${code})`
+}
+
+const unavailable = (url: string, cause: unknown, connectTimeoutMs: number, timedOut = false) =>
+  new Errors.StoreUnavailable({ store: STORE, location: redactUrl(url), reason: diagnose(url, cause, connectTimeoutMs, timedOut), cause })
+
+const URL_SHAPE = "postgres://user:password@host:5432/database"
+
+/** Why `url` is not a connection URL this store takes, or undefined. */
+const invalidUrl = (url: string): string | undefined => {
+  if (url.trim() === "") return `no connection URL was given (expected ${URL_SHAPE})`
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    return `not a valid connection URL (expected ${URL_SHAPE}; percent-encode special characters in the password)`
+  }
+  if (parsed.protocol !== "postgres:" && parsed.protocol !== "postgresql:") {
+    return `not a PostgreSQL URL: the scheme is ${parsed.protocol} (expected ${URL_SHAPE})`
+  }
+  return undefined
+}
+
+const connectTimeoutOf = (options: Options): Duration.Duration => Duration.decode(options.connectTimeout ?? Duration.seconds(10))
+
+/**
+ * Opens the pool and checks that the server answers: a server that cannot be reached, refused credentials or
+ * a missing database fail here with `StoreUnavailable`, not on the first append. The pool closes with the scope.
+ */
+export const make = (options: Options): Effect.Effect<PgClient.PgClient, Errors.StoreUnavailable, Scope.Scope> =>
+  Effect.suspend(() => {
+    const url = urlOf(options.url)
+    const connectTimeout = connectTimeoutOf(options)
+    const timeoutMs = Duration.toMillis(connectTimeout)
+    const invalid = invalidUrl(url)
+    if (invalid !== undefined) {
+      return Effect.fail(new Errors.StoreUnavailable({ store: STORE, location: redactUrl(url), reason: invalid }))
+    }
+    // Measured from when the connection is attempted, not from when the layer was described.
+    const started = Date.now()
+    return PgClient.make({
+      url: Redacted.make(url),
+      connectTimeout,
+      maxConnections: options.pool?.max,
+      idleTimeout: options.pool?.idleTimeout ?? Duration.seconds(10),
+      applicationName: options.applicationName ?? "artana"
+    }).pipe(
+      Effect.provideServiceEffect(Reactivity.Reactivity, Reactivity.make),
+      Effect.catchTag("SqlError", (error: SqlError) =>
+        Effect.fail(unavailable(url, error.cause ?? error, timeoutMs, Date.now() - started >= timeoutMs * 0.9)))
+    )
+  })
+
+/** The client alone, as `PgClient` and `SqlClient`, for other SQL stores on the same pool. */
+export const layerClient = (options: Options): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, Errors.StoreUnavailable> =>
+  Layer.scopedContext(
+    Effect.map(make(options), (client) => Context.make(PgClient.PgClient, client).pipe(Context.add(SqlClient.SqlClient, client)))
+  )
+
+/**
+ * Every store service on one PostgreSQL database: the `EventStore` (its tables created on first use, under an
+ * advisory lock, so processes starting together do not trip over each other) and the `SqlClient` / `PgClient`
+ * underneath. A database that cannot be used fails the layer with `StoreUnavailable`.
+ *
+ * @example
+ * const StoreLive = PostgresStore.layer({ url: Redacted.make("postgres://app:secret@db:5432/artana"), pool: { max: 20 } })
+ */
+export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnavailable> => {
+  const url = urlOf(options.url)
+  const timeoutMs = Duration.toMillis(connectTimeoutOf(options))
+  const eventStore = Layer.effect(
+    EventStore.EventStore,
+    SqlEventStore.make({ tablePrefix: options.tablePrefix }).pipe(
+      Effect.catchTag("StoreError", (error) => Effect.fail(unavailable(url, error.cause ?? error, timeoutMs)))
+    )
+  )
+  return Layer.provideMerge(eventStore, layerClient(options))
+}
+
+/**
+ * `layer`, configured from the environment: `ARTANA_PG_URL` is the connection URL unless `config` says
+ * otherwise.
+ *
+ * @example
+ * const StoreLive = PostgresStore.layerConfig({
+ *   url: Config.redacted("DATABASE_URL"),
+ *   pool: { max: Config.integer("ARTANA_PG_POOL_MAX").pipe(Config.withDefault(10)) }
+ * })
+ */
+export const layerConfig = (
+  config: Config.Config.Wrap<Options> = { url: Config.redacted("ARTANA_PG_URL") }
+): Layer.Layer<Services, Errors.StoreUnavailable | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))

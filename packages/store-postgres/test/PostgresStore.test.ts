@@ -1,0 +1,436 @@
+import { describe, expect, it } from "@effect/vitest"
+import { inject } from "vitest"
+import { ConfigProvider, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Redacted } from "effect"
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { type Event, EventStore, Tenant, Verify } from "@artana/core"
+import { TestLog } from "@artana/core/testing"
+import { PostgresStore } from "@artana/store-postgres"
+import { PgTest } from "@artana/store-postgres/testing"
+import * as net from "node:net"
+
+const pg = PgTest.server(inject("artanaPg"))
+const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1 })
+const started = (workflow = "w") => ({ _tag: "RunStarted", workflow, input: null, tenant }) as const
+const step = (name: string) => ({ _tag: "StepCompleted", name, value: name }) as const
+
+/** Builds the layer in the test's scope (one pool) and returns its services. */
+const open = (options: PostgresStore.Options) =>
+  Effect.map(Layer.build(PostgresStore.layer(options)), (context) => ({
+    store: Context.get(context, EventStore.EventStore),
+    sql: Context.get(context, SqlClient.SqlClient),
+    pg: Context.get(context, PgClient.PgClient)
+  }))
+
+/** A port on 127.0.0.1 that nothing listens on (bound, read, released). */
+const closedPort = Effect.async<number>((resume) => {
+  const server = net.createServer().listen(0, "127.0.0.1", () => {
+    const address = server.address()
+    const port = typeof address === "object" && address !== null ? address.port : 1
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+describe("redactUrl", () => {
+  it("hides the password in the user info and in a password parameter, and keeps the rest", () => {
+    expect(PostgresStore.redactUrl("postgres://app:s3cret@db.internal:5433/artana?sslmode=require"))
+      .toBe("postgres://app:***@db.internal:5433/artana?sslmode=require")
+    expect(PostgresStore.redactUrl("postgresql://app@db/artana?password=s3cret&application_name=x"))
+      .toBe("postgresql://app@db/artana?password=***&application_name=x")
+    expect(PostgresStore.redactUrl("postgres://db/artana")).toBe("postgres://db/artana")
+    expect(PostgresStore.redactUrl("host=db user=app password=s3cret dbname=artana")).toBe("host=db user=app password=*** dbname=artana")
+  })
+})
+
+describe("a URL the store cannot use", () => {
+  it.effect("fails with StoreUnavailable before any connection, saying what a URL looks like, the password hidden", () =>
+    Effect.gen(function*() {
+      const reasons = yield* Effect.forEach(
+        ["postgres://app:s3cret@db:notaport/artana", "mysql://app:s3cret@db/artana", "  "],
+        (url) => Effect.flip(Effect.scoped(PostgresStore.make({ url })))
+      )
+      expect(reasons.map((e) => e._tag)).toEqual(["StoreUnavailable", "StoreUnavailable", "StoreUnavailable"])
+      expect(reasons[0]!.reason).toContain("not a valid connection URL (expected postgres://user:password@host:5432/database")
+      expect(reasons[0]!.location).toBe("postgres://app:***@db:notaport/artana")
+      expect(reasons[1]!.reason).toBe("not a PostgreSQL URL: the scheme is mysql: (expected postgres://user:password@host:5432/database)")
+      expect(reasons[2]!.reason).toContain("no connection URL was given")
+      expect(reasons.map((e) => e.message).join("\n")).not.toContain("s3cret")
+    }))
+})
+
+describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () => {
+  const server = pg.url!
+  const fresh = PgTest.freshDatabase(server)
+
+  it.scoped("creates its tables with the prefix, and provides the SqlClient and PgClient to other services", () =>
+    Effect.gen(function*() {
+      const url = yield* fresh
+      const { pg: client, sql } = yield* open({ url: Redacted.make(url), tablePrefix: "artana_", pool: { max: 3 }, applicationName: "artana-test" })
+      const tables = yield* sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name`
+      expect(tables.map((t) => t.table_name)).toEqual(["artana_event_store_migrations", "artana_events", "artana_runs"])
+      const triggers = yield* sql<{ trigger_name: string }>`SELECT DISTINCT trigger_name FROM information_schema.triggers WHERE event_object_table = 'artana_events'`
+      expect(triggers.map((t) => t.trigger_name)).toEqual(["artana_events_advance_head"])
+      expect(client.config.maxConnections).toBe(3)
+      expect(yield* sql`SELECT current_setting('application_name') AS name`).toEqual([{ name: "artana-test" }])
+      // The same client, not a second pool.
+      expect(client).toBe(sql)
+    }))
+
+  it.scoped("times and costs keep their fractions; integers come back as numbers", () =>
+    Effect.gen(function*() {
+      const { sql, store } = yield* open({ url: yield* fresh })
+      const events = TestLog.chain("run-1", "acme", [], [started(), step("a")], 1_700_000_000_000.25)
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events })
+      expect(yield* store.readEvents("acme", "run-1")).toEqual(events)
+      expect(yield* store.getRun("acme", "run-1")).toMatchObject({ headSeq: 2, createdAt: events[0]!.timestamp, updatedAt: events[1]!.timestamp })
+      const columns = yield* sql<{ column_name: string; data_type: string }>`SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'runs' AND column_name IN ('head_seq', 'created_at', 'cost_usd') ORDER BY column_name`
+      expect(columns).toEqual([
+        { column_name: "cost_usd", data_type: "double precision" },
+        { column_name: "created_at", data_type: "double precision" },
+        { column_name: "head_seq", data_type: "bigint" }
+      ])
+    }))
+
+  it.scoped("what one pool appended survives closing it; opening again migrates nothing twice", () =>
+    Effect.gen(function*() {
+      const url = yield* fresh
+      const events = TestLog.chain("run-1", "acme", [], [started(), step("a")])
+      yield* Effect.scoped(Effect.flatMap(open({ url }), ({ store }) => store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events })))
+      const { sql, store } = yield* open({ url })
+      expect(yield* store.readEvents("acme", "run-1")).toEqual(events)
+      expect(yield* store.getRun("acme", "run-1")).toMatchObject({ headSeq: 2, status: "running" })
+      expect(yield* sql`SELECT id FROM event_store_migrations`).toEqual([{ id: "1_event_store" }])
+    }))
+
+  it.scoped("several stores opening one fresh database at once all migrate it (the advisory lock)", () =>
+    Effect.gen(function*() {
+      const url = yield* fresh
+      const stores = yield* Effect.forEach([1, 2, 3, 4, 5, 6], () => open({ url, pool: { max: 2 } }), { concurrency: "unbounded" })
+      const events = TestLog.chain("run-1", "acme", [], [started()])
+      yield* stores[0]!.store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events })
+      for (const { store } of stores) expect(yield* store.readEvents("acme", "run-1")).toEqual(events)
+    }))
+
+  it.scoped("a store in a schema of its own (a search_path in the URL) keeps its tables there", () =>
+    Effect.gen(function*() {
+      const url = yield* PgTest.freshDatabase(server, "schema")
+      const { sql, store } = yield* open({ url })
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events: TestLog.chain("run-1", "acme", [], [started()]) })
+      const [schema] = yield* sql<{ schema: string }>`SELECT current_schema() AS schema`
+      expect(schema!.schema).toMatch(/^artana_t/)
+      const tables = yield* sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables WHERE table_schema = ${schema!.schema} ORDER BY table_name`
+      expect(tables.map((t) => t.table_name)).toEqual(["event_store_migrations", "events", "runs"])
+    }))
+
+  it.scoped("one freshDatabase effect gives every run a database of its own", () =>
+    Effect.gen(function*() {
+      const [a, b] = [yield* fresh, yield* fresh]
+      expect(a).not.toBe(b)
+      const names = yield* PgTest.withClient(server, (sql) =>
+        sql<{ datname: string }>`SELECT datname FROM pg_database WHERE datname IN (${new URL(a).pathname.slice(1)}, ${new URL(b).pathname.slice(1)})`)
+      expect(names.length).toBe(2)
+    }))
+
+  it.scoped("a user without CREATEDB (an ARTANA_TEST_PG_URL server, say) gets a fresh schema instead of a database", () =>
+    Effect.gen(function*() {
+      const base = yield* fresh
+      const user = `artana_nodb_${Math.random().toString(36).slice(2, 8)}`
+      yield* PgTest.withClient(base, (sql) => sql.unsafe(`CREATE ROLE ${user} LOGIN PASSWORD 'pw' NOCREATEDB`))
+      yield* PgTest.withClient(base, (sql) => sql.unsafe(`GRANT CREATE ON DATABASE ${new URL(base).pathname.slice(1)} TO ${user}`))
+      yield* Effect.addFinalizer(() =>
+        Effect.ignore(PgTest.withClient(base, (sql) => Effect.zipRight(sql.unsafe(`DROP OWNED BY ${user}`), sql.unsafe(`DROP ROLE ${user}`)))))
+      const asUser = new URL(base)
+      asUser.username = user
+      asUser.password = "pw"
+      const url = yield* PgTest.freshDatabase(asUser.toString())
+      expect(new URL(url).searchParams.get("options")).toMatch(/^-c search_path=artana_t/)
+      const { store } = yield* open({ url })
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events: TestLog.chain("run-1", "acme", [], [started()]) })
+      expect((yield* store.listRuns("acme")).map((r) => r.runId)).toEqual(["run-1"])
+    }))
+
+  it.scoped("a prefix with capitals names the same tables in the DDL, the trigger and the hot INSERT", () =>
+    Effect.gen(function*() {
+      const { sql, store } = yield* open({ url: yield* fresh, tablePrefix: "Artana_" })
+      const events = TestLog.chain("run-1", "acme", [], [started(), step("a")])
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events })
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 2, events: TestLog.chain("run-1", "acme", events, [step("b")]) })
+      expect(yield* store.getRun("acme", "run-1")).toMatchObject({ headSeq: 3 })
+      const tables = yield* sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name`
+      expect(tables.map((t) => t.table_name)).toEqual(["Artana_event_store_migrations", "Artana_events", "Artana_runs"])
+    }))
+
+  it.scopedLive("opening a store while other workers hold appends in flight neither waits for them nor deadlocks", () =>
+    Effect.gen(function*() {
+      const url = yield* fresh
+      const { sql } = yield* open({ url })
+      // An append in flight holds ROW EXCLUSIVE locks on both tables until it commits; DDL on every open (CREATE
+      // INDEX, CREATE TRIGGER) would queue behind it, and deadlock with the next append.
+      const locked = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const holder = yield* Effect.fork(sql.withTransaction(Effect.gen(function*() {
+        yield* sql`LOCK TABLE events, runs IN ROW EXCLUSIVE MODE`
+        yield* Deferred.succeed(locked, undefined)
+        yield* Deferred.await(release)
+      })))
+      yield* Deferred.await(locked)
+      const second = yield* Effect.either(Effect.timeout(open({ url }), "5 seconds"))
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(holder)
+      expect(Either.isRight(second)).toBe(true)
+    }))
+
+  it.scoped("connections the server ends are a StoreError while in flight; the pool reconnects for what follows", () =>
+    Effect.gen(function*() {
+      const url = yield* fresh
+      const database = new URL(url).pathname.slice(1)
+      const { store } = yield* open({ url, pool: { max: 2 } })
+      const events = TestLog.chain("run-1", "acme", [], [started(), step("a")])
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events })
+      // What a server restart or a failover does to the pool's open connections.
+      const ended = yield* PgTest.withClient(server, (sql) =>
+        sql`SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity WHERE datname = ${database} AND pid <> pg_backend_pid()`)
+      expect(ended.length).toBeGreaterThan(0)
+      const next = TestLog.chain("run-1", "acme", events, [step("b")])
+      // Each pooled connection the server ended fails the statement that finds it dead (at most pool.max of them),
+      // as a StoreError the caller may retry; the pool then opens fresh ones.
+      const failures: Array<string> = []
+      for (let attempt = 0; attempt <= 2; attempt++) {
+        const result = yield* Effect.either(store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 2, events: next }))
+        if (Either.isRight(result)) break
+        failures.push(result.left._tag)
+      }
+      expect(failures.every((tag) => tag === "StoreError")).toBe(true)
+      expect(failures.length).toBeLessThanOrEqual(2)
+      expect(yield* store.readEvents("acme", "run-1")).toEqual([...events, ...next])
+    }))
+
+  describe("two pools on one database", () => {
+    it.scoped("concurrent appends at the same expectedSeq: exactly one succeeds, the other is a SequenceConflict", () =>
+      Effect.gen(function*() {
+        const url = yield* fresh
+        const a = yield* open({ url })
+        const b = yield* open({ url })
+        for (let round = 0; round < 20; round++) {
+          const runId = `run-${round}`
+          // Creating the run races too: both writers append at expectedSeq 0.
+          const create = (name: string) => TestLog.chain(runId, "acme", [], [started(name), step(name)], 1_000 * round)
+          const created = yield* Effect.all([
+            Effect.either(a.store.append({ runId, tenantId: "acme", expectedSeq: 0, events: create("a") })),
+            Effect.either(b.store.append({ runId, tenantId: "acme", expectedSeq: 0, events: create("b") }))
+          ], { concurrency: "unbounded" })
+          expect(created.filter(Either.isRight).length).toBe(1)
+          expect(created.filter(Either.isLeft).map((e) => e.left._tag)).toEqual(["SequenceConflict"])
+
+          // Round by round: a plain batch (one INSERT, no transaction), then one that changes status and cost.
+          const head = yield* a.store.readEvents("acme", runId)
+          const next = (name: string) =>
+            round % 2 === 0
+              ? TestLog.chain(runId, "acme", head, [step(name), step(`${name}-2`)])
+              : TestLog.chain(runId, "acme", head, [step(name), { _tag: "RunCompleted", output: name }])
+          const results = yield* Effect.all([
+            Effect.either(b.store.append({ runId, tenantId: "acme", expectedSeq: 2, events: next("b") })),
+            Effect.either(a.store.append({ runId, tenantId: "acme", expectedSeq: 2, events: next("a") }))
+          ], { concurrency: "unbounded" })
+          expect(results.filter(Either.isRight).length).toBe(1)
+          expect(results.filter(Either.isLeft).map((e) => e.left)).toMatchObject([{ _tag: "SequenceConflict", expectedSeq: 2 }])
+
+          // The log did not fork: one writer's batch, whole, and a valid chain matching the run's head.
+          const log = yield* b.store.readEvents("acme", runId)
+          expect(log.map((e) => e.seq)).toEqual([1, 2, 3, 4])
+          expect(Verify.verifyEvents(runId, log).ok).toBe(true)
+          const run = yield* a.store.getRun("acme", runId)
+          expect(run).toMatchObject({ headSeq: 4, headHash: log[3]!.hash, status: round % 2 === 0 ? "running" : "completed" })
+        }
+      }))
+
+    it.scoped("many writers on many pools, one run: every append lands once, in order, without gaps", () =>
+      Effect.gen(function*() {
+        const url = yield* fresh
+        const pools = yield* Effect.forEach([1, 2, 3, 4], () => open({ url, pool: { max: 2 } }), { concurrency: "unbounded" })
+        yield* pools[0]!.store.append({ runId: "busy", tenantId: "acme", expectedSeq: 0, events: TestLog.chain("busy", "acme", [], [started()]) })
+        // Each writer reads the head and appends after it, retrying on conflict, until it has written 10 events.
+        const writer = (index: number) =>
+          Effect.gen(function*() {
+            const { store } = pools[index]!
+            let written = 0
+            let conflicts = 0
+            while (written < 10) {
+              const log = yield* store.readEvents("acme", "busy")
+              const events = TestLog.chain("busy", "acme", log, [step(`w${index}-${written}`)])
+              const result = yield* Effect.either(store.append({ runId: "busy", tenantId: "acme", expectedSeq: log.length, events }))
+              if (Either.isRight(result)) written++
+              else if (result.left._tag === "SequenceConflict") conflicts++
+              else return yield* result.left
+            }
+            return conflicts
+          })
+        yield* Effect.forEach([0, 1, 2, 3], writer, { concurrency: "unbounded" })
+        const log = yield* pools[1]!.store.readEvents("acme", "busy")
+        expect(log.map((e) => e.seq)).toEqual(Array.from({ length: 41 }, (_, i) => i + 1))
+        expect(Verify.verifyEvents("busy", log).ok).toBe(true)
+        for (const index of [0, 1, 2, 3]) {
+          const mine = log.flatMap((e) => (e.payload._tag === "StepCompleted" && e.payload.name.startsWith(`w${index}-`) ? [e.payload.name] : []))
+          expect(mine).toEqual(Array.from({ length: 10 }, (_, i) => `w${index}-${i}`))
+        }
+      }), 60_000)
+  })
+
+  describe("a server that cannot be used fails with StoreUnavailable", () => {
+    const unavailable = (options: PostgresStore.Options) =>
+      Effect.gen(function*() {
+        const exit = yield* Effect.exit(open(options))
+        // A typed failure, not a defect and not a raw SqlError.
+        expect(Exit.isFailure(exit) && exit.cause._tag === "Fail").toBe(true)
+        const error = yield* Effect.flip(open(options))
+        expect(error._tag).toBe("StoreUnavailable")
+        expect(error.store).toBe("postgres")
+        expect(error.location).not.toContain(new URL(typeof options.url === "string" ? options.url : Redacted.value(options.url)).password || "\u0000")
+        return error
+      })
+
+    it.scoped("nothing listens on the port", () =>
+      Effect.gen(function*() {
+        const port = yield* closedPort
+        const error = yield* unavailable({ url: `postgres://artana:s3cret@127.0.0.1:${port}/artana` })
+        expect(error.location).toBe(`postgres://artana:***@127.0.0.1:${port}/artana`)
+        expect(error.reason).toBe(`nothing accepts connections at 127.0.0.1:${port} (is the PostgreSQL server running, and on that port?)`)
+        expect(error.message).toContain("cannot open the postgres store at postgres://artana:***@")
+      }))
+
+    it.scoped("the host does not answer within connectTimeout", () =>
+      Effect.gen(function*() {
+        // A listener that accepts TCP but never speaks the protocol: the connection hangs until the timeout.
+        const silent = net.createServer(() => {})
+        yield* Effect.acquireRelease(
+          Effect.async<void>((resume) => void silent.listen(0, "127.0.0.1", () => resume(Effect.void))),
+          () => Effect.sync(() => silent.close())
+        )
+        const address = silent.address()
+        const port = typeof address === "object" && address !== null ? address.port : 1
+        const started = Date.now()
+        const error = yield* Effect.flip(open({ url: `postgres://artana@127.0.0.1:${port}/artana`, connectTimeout: "300 millis" }))
+        expect(error).toMatchObject({ _tag: "StoreUnavailable", reason: `no connection within 300 ms to 127.0.0.1:${port} (is the host right, and the server up?)` })
+        expect(Date.now() - started).toBeLessThan(5_000)
+      }))
+
+    it.scoped("a wrong password", (ctx) =>
+      Effect.gen(function*() {
+        const url = new URL(yield* fresh)
+        const user = `artana_pw_${Math.random().toString(36).slice(2, 8)}`
+        yield* PgTest.withClient(server, (sql) => sql.unsafe(`CREATE ROLE ${user} LOGIN PASSWORD 'right-one'`))
+        yield* Effect.addFinalizer(() => Effect.ignore(PgTest.withClient(server, (sql) => sql.unsafe(`DROP ROLE IF EXISTS ${user}`))))
+        url.username = user
+        url.password = "wrong-one"
+        const connects = yield* Effect.either(Effect.scoped(PostgresStore.make({ url: url.toString() })))
+        // A server given by ARTANA_TEST_PG_URL may trust every connection; then no password is ever wrong.
+        if (Either.isRight(connects)) return ctx.skip(`the server at ${PostgresStore.redactUrl(server)} does not check passwords`)
+        const error = yield* unavailable({ url: Redacted.make(url.toString()) })
+        expect(error.reason).toBe(`password authentication failed for user ${user}: check the password in the URL`)
+        expect(error.location).toContain(`${user}:***@`)
+        expect(error.location).not.toContain("wrong-one")
+        expect(String(error)).not.toContain("wrong-one")
+      }))
+
+    it.scoped("a database that does not exist", () =>
+      Effect.gen(function*() {
+        const url = PgTest.withDatabase(server, "artana_no_such_db")
+        const error = yield* unavailable({ url })
+        expect(error.reason).toContain("the database artana_no_such_db does not exist")
+        expect(error.reason).toContain("CREATE DATABASE artana_no_such_db")
+      }))
+
+    it.scoped("a user who may not create the tables", () =>
+      Effect.gen(function*() {
+        const url = new URL(yield* fresh)
+        const user = `artana_ro_${Math.random().toString(36).slice(2, 8)}`
+        yield* PgTest.withClient(server, (sql) => sql.unsafe(`CREATE ROLE ${user} LOGIN PASSWORD 'pw'`))
+        yield* Effect.addFinalizer(() => Effect.ignore(PgTest.withClient(server, (sql) => sql.unsafe(`DROP ROLE IF EXISTS ${user}`))))
+        // Since PostgreSQL 15 only the database owner may create in `public`; older servers: revoke it.
+        yield* PgTest.withClient(url.toString(), (sql) => sql.unsafe("REVOKE CREATE ON SCHEMA public FROM PUBLIC"))
+        url.username = user
+        url.password = "pw"
+        const error = yield* unavailable({ url: url.toString() })
+        expect(error.reason).toContain(`user ${user} lacks a privilege the store needs to create its tables`)
+      }))
+  })
+
+  describe("tampering through SQL is detectable with verifyEvents", () => {
+    const seeded = Effect.gen(function*() {
+      const opened = yield* open({ url: yield* fresh })
+      const events = TestLog.chain("run-1", "acme", [], [started(), step("a"), step("b"), step("c"), { _tag: "RunCompleted", output: "c" }])
+      yield* opened.store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events })
+      const verify = Effect.gen(function*() {
+        const run = yield* opened.store.getRun("acme", "run-1")
+        const read: ReadonlyArray<Event.Event> = yield* opened.store.readEvents("acme", "run-1")
+        return Verify.verifyEvents("run-1", read, { heads: [{ source: "store", seq: run.headSeq, hash: run.headHash }] })
+      })
+      expect((yield* verify).ok).toBe(true)
+      return { ...opened, verify }
+    })
+
+    it.scoped("an UPDATE of a payload names the altered seq", () =>
+      Effect.gen(function*() {
+        const { sql, verify } = yield* seeded
+        yield* sql`UPDATE events SET payload = jsonb_set(payload::jsonb, '{value}', '"forged"')::text WHERE run_id = 'run-1' AND seq = 3`
+        expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 3 })
+      }))
+
+    it.scoped("a DELETE of an event names the missing seq", () =>
+      Effect.gen(function*() {
+        const { sql, verify } = yield* seeded
+        yield* sql`DELETE FROM events WHERE run_id = 'run-1' AND seq = 2`
+        const report = yield* verify
+        expect(report).toMatchObject({ ok: false, firstBrokenSeq: 2 })
+        expect(report.reason).toContain("missing")
+      }))
+
+    it.scoped("a DELETE of the last events is caught by the run row's head", () =>
+      Effect.gen(function*() {
+        const { sql, verify } = yield* seeded
+        yield* sql`DELETE FROM events WHERE run_id = 'run-1' AND seq >= 4`
+        const report = yield* verify
+        expect(report).toMatchObject({ ok: false, firstBrokenSeq: 4 })
+        expect(report.reason).toContain("truncated")
+      }))
+
+    it.scoped("an INSERT that skips the head is refused by the trigger", () =>
+      Effect.gen(function*() {
+        const { sql, store } = yield* seeded
+        const error = yield* Effect.flip(
+          sql`INSERT INTO events SELECT run_id, seq + 10, event_id, tenant_id, timestamp, type, step_key, payload, prev_hash, hash FROM events WHERE run_id = 'run-1' AND seq = 5`
+        )
+        expect(String(error.cause)).toContain("artana: sequence conflict")
+        expect((yield* store.readEvents("acme", "run-1")).length).toBe(5)
+      }))
+
+    it.scoped("a payload that no longer decodes is a StoreError naming the run and seq", () =>
+      Effect.gen(function*() {
+        const { sql, store } = yield* seeded
+        yield* sql`UPDATE events SET payload = '{"_tag":"StepCompleted"}' WHERE run_id = 'run-1' AND seq = 4`
+        const error = yield* Effect.flip(store.readEvents("acme", "run-1"))
+        expect(error._tag).toBe("StoreError")
+        expect(error.message).toContain("run run-1 seq 4")
+      }))
+  })
+
+  describe("layerConfig", () => {
+    it.scoped("connects to ARTANA_PG_URL", () =>
+      Effect.gen(function*() {
+        const url = yield* fresh
+        const config = Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["ARTANA_PG_URL", url]])))
+        const context = yield* Layer.build(Layer.provide(PostgresStore.layerConfig(), config))
+        const store = Context.get(context, EventStore.EventStore)
+        yield* store.append({ runId: "r", tenantId: "acme", expectedSeq: 0, events: TestLog.chain("r", "acme", [], [started()]) })
+        expect((yield* store.listRuns("acme")).map((r) => r.runId)).toEqual(["r"])
+      }))
+
+    it.scoped("without ARTANA_PG_URL it fails with a ConfigError naming it", () =>
+      Effect.gen(function*() {
+        const config = Layer.setConfigProvider(ConfigProvider.fromMap(new Map()))
+        const error = yield* Effect.flip(Layer.build(Layer.provide(PostgresStore.layerConfig(), config)))
+        expect(error._tag).not.toBe("StoreUnavailable")
+        expect(String(error)).toContain("ARTANA_PG_URL")
+      }))
+  })
+})

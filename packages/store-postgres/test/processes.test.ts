@@ -1,0 +1,67 @@
+// Several processes open one fresh PostgreSQL database at the same moment: each runs the migrations (the
+// advisory lock serialises them) and races the others to create a run and to append to it.
+import { describe, expect, it } from "@effect/vitest"
+import { inject } from "vitest"
+import { Context, Effect, Layer } from "effect"
+import { EventStore, Verify } from "@artana/core"
+import { PostgresStore } from "@artana/store-postgres"
+import { PgTest } from "@artana/store-postgres/testing"
+import { execFile } from "node:child_process"
+import { fileURLToPath } from "node:url"
+
+const pg = PgTest.server(inject("artanaPg"))
+const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url))
+const WRITER = fileURLToPath(new URL("./race/writer.ts", import.meta.url))
+const TSCONFIG = fileURLToPath(new URL("./race/tsconfig.json", import.meta.url))
+
+interface Outcome {
+  readonly name: string
+  readonly created?: string
+  readonly next?: string
+  readonly failed?: string
+}
+
+/** Runs one writer process to its end; its last stdout line is its outcome. */
+const writer = (url: string, startAt: number, name: string) =>
+  Effect.async<Outcome, Error>((resume) => {
+    const child = execFile(
+      process.execPath,
+      ["--import", "tsx", WRITER, url, String(startAt), name],
+      { cwd: REPO_ROOT, env: { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG }, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        const line = stdout.trim().split("\n").pop() ?? ""
+        try {
+          const parsed: Outcome = JSON.parse(line)
+          resume(Effect.succeed(parsed))
+        } catch {
+          resume(Effect.fail(new Error(`writer ${name} printed no outcome (${String(error)}): ${stderr}`)))
+        }
+      }
+    )
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+describe.skipIf(pg.url === undefined)(`PostgresStore across processes (${pg.description})`, () => {
+  it.live("processes that open one fresh database at once all migrate it, and exactly one wins each append", () =>
+    Effect.gen(function*() {
+      const url = yield* PgTest.freshDatabase(pg.url!)
+      const names = ["w1", "w2", "w3", "w4"]
+      // Past the children's start-up, so that they open the database and append at the same moment.
+      const startAt = Date.now() + 4_000
+      const outcomes = yield* Effect.forEach(names, (name) => writer(url, startAt, name), { concurrency: "unbounded" })
+
+      expect(outcomes.filter((o) => o.failed !== undefined)).toEqual([])
+      expect(outcomes.map((o) => o.created).sort()).toEqual(["SequenceConflict", "SequenceConflict", "SequenceConflict", "ok"])
+      expect(outcomes.map((o) => o.next).sort()).toEqual(["SequenceConflict", "SequenceConflict", "SequenceConflict", "ok"])
+
+      const store = Context.get(yield* Layer.build(PostgresStore.layer({ url })), EventStore.EventStore)
+      const log = yield* store.readEvents("acme", "race")
+      expect(log.map((e) => e.seq)).toEqual([1, 2, 3])
+      expect(Verify.verifyEvents("race", log).ok).toBe(true)
+      const creator = outcomes.find((o) => o.created === "ok")!.name
+      expect(log[0]!.payload).toMatchObject({ _tag: "RunStarted", workflow: creator })
+      const third = outcomes.find((o) => o.next === "ok")!.name
+      expect(log[2]!.payload).toMatchObject({ _tag: "StepCompleted", name: `${third}-next` })
+      expect((yield* store.listRuns("acme")).map((r) => r.runId).sort()).toEqual(["own-w1", "own-w2", "own-w3", "own-w4", "race"])
+    }).pipe(Effect.scoped), 60_000)
+})

@@ -1,0 +1,187 @@
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Fiber, Layer } from "effect"
+import { EventStore, type Kernel, TaskQueue } from "@artana/core"
+import { SqliteStore } from "@artana/store-sqlite"
+import { ArtanaSession, Worker } from "@artana/worker"
+import { cleanup, layer, makeWorld, tempDb, tenant, type World } from "./helpers.js"
+
+afterAll(cleanup)
+
+const stores: ReadonlyArray<readonly [string, () => Layer.Layer<EventStore.EventStore | TaskQueue.TaskQueue, unknown>]> = [
+  ["memory", () => Layer.merge(EventStore.layerMemory, TaskQueue.layerMemory)],
+  ["sqlite", () => SqliteStore.layer({ filename: tempDb() })]
+]
+
+/** Polls `check` every 10 ms until it holds; fails the test after 10 s. */
+const eventually = (what: string, check: () => boolean | Effect.Effect<boolean, unknown>) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 1000; i++) {
+      const result = check()
+      if (typeof result === "boolean" ? result : yield* result) return
+      yield* Effect.sleep(Duration.millis(10))
+    }
+    return yield* Effect.dieMessage(`timed out waiting until ${what}`)
+  })
+
+const startWorker = (world: World, workerId: string, options: Partial<Worker.Options> = {}) =>
+  Effect.fork(Worker.run({ workflows: world.workflows, concurrency: 2, pollInterval: "20 millis", leaseSeconds: 1, workerId, ...options }))
+
+describe.each(stores)("Worker on %s", (_name, makeStore) => {
+  const test = (title: string, body: (world: World) => Effect.Effect<void, unknown, ArtanaSession.ArtanaSession | TaskQueue.TaskQueue | EventStore.EventStore | Kernel.Kernel>) =>
+    it.live(title, () => {
+      const world = makeWorld()
+      return Effect.provide(body(world), layer(world, makeStore()))
+    })
+
+  test("runs submitted workflows to completion, each step once", (world) =>
+    Effect.gen(function*() {
+      const session = yield* ArtanaSession.ArtanaSession
+      const names = ["ada", "bob", "cy", "dee", "eve", "fay"]
+      const ids = yield* Effect.forEach(names, (name) => session.submit({ workflow: world.greet, input: { name }, tenant }))
+      const worker = yield* startWorker(world, "w1", { concurrency: 3 })
+      const results = yield* Effect.forEach(ids, (id) => session.waitForResult(id, { timeout: "10 seconds", pollInterval: "10 millis" }))
+      expect(results.map((r) => r.status === "completed" ? r.output : r)).toEqual(names.map((name) => ({ greeting: `hello ${name}` })))
+      for (const name of names) expect(world.effects.of(`greet:${name}`)).toBe(1)
+      expect(results.map((r) => r.runId)).toEqual(ids.map((id) => `task:${id}`))
+      yield* Fiber.interrupt(worker)
+      expect((yield* session.list({ tenantId: "acme", status: "completed" })).length).toBe(6)
+    }))
+
+  test("a paused run is resumed when the human responds", (world) =>
+    Effect.gen(function*() {
+      const session = yield* ArtanaSession.ArtanaSession
+      const worker = yield* startWorker(world, "w1")
+      const taskId = yield* session.submit({ workflow: world.approve, input: { amount: 250 }, tenant })
+      const paused = yield* session.waitForResult(taskId, { timeout: "10 seconds", pollInterval: "10 millis" })
+      expect(paused).toMatchObject({ status: "paused", reason: "approve 250" })
+      // A response the pause's schema refuses leaves the task paused, saying why; the next one is taken.
+      yield* session.respond(taskId, { approved: "yes" })
+      const refused = yield* session.waitForResult(taskId, { timeout: "10 seconds", pollInterval: "10 millis" })
+      expect(refused).toMatchObject({ status: "paused", reason: expect.stringContaining("is invalid") })
+      yield* session.respond(taskId, { approved: true })
+      const done = yield* session.waitForResult(taskId, { timeout: "10 seconds", pollInterval: "10 millis" })
+      expect(done).toMatchObject({ status: "completed", output: "approved" })
+      expect(world.effects.of("approve:prepare")).toBe(1)
+      expect(world.effects.of("approve:apply:true")).toBe(1)
+      expect(yield* Effect.flip(session.respond(taskId, { approved: false }))).toMatchObject({ _tag: "InvalidTaskState", status: "completed" })
+      yield* Fiber.interrupt(worker)
+    }))
+
+  test("a failing workflow and a timeout fail their tasks; a retry policy retries; unknown workflows are left to others", (world) =>
+    Effect.gen(function*() {
+      const session = yield* ArtanaSession.ArtanaSession
+      const queue = yield* TaskQueue.TaskQueue
+      const worker = yield* startWorker(world, "w1", { concurrency: 4 })
+      const boom = yield* session.submit({ workflow: world.boom, input: null, tenant })
+      const stuck = yield* session.submit({ workflow: world.stuck, input: null, tenant, timeoutSeconds: 0.3 })
+      const unknown = yield* queue.enqueue({ workflow: "nope", input: null, tenant })
+      const retried = yield* session.submit({ workflow: world.boom, input: null, tenant, retry: { maxAttempts: 2, backoffSeconds: 0.05 } })
+      const wait = (id: string) => session.waitForResult(id, { timeout: "10 seconds", pollInterval: "10 millis" })
+      expect(yield* wait(boom)).toMatchObject({ status: "failed", errorTag: "Error", error: "the ledger is closed" })
+      expect(yield* wait(stuck)).toMatchObject({ status: "failed", errorTag: "TaskTimeout" })
+      expect(yield* queue.get(unknown.taskId)).toMatchObject({ status: "queued" })
+      expect(yield* wait(retried)).toMatchObject({ status: "failed", runId: `task:${retried}:attempt-2` })
+      expect(yield* queue.get(retried)).toMatchObject({ attempts: 2 })
+      yield* Fiber.interrupt(worker)
+    }))
+
+  test("cancel and waitForResult's timeout", (world) =>
+    Effect.gen(function*() {
+      const session = yield* ArtanaSession.ArtanaSession
+      const later = yield* session.submit({ workflow: world.greet, input: { name: "zed" }, tenant, runAt: Date.now() + 60_000 })
+      expect(yield* Effect.flip(session.waitForResult(later, { timeout: "50 millis", pollInterval: "10 millis" })))
+        .toMatchObject({ _tag: "WaitTimeout", status: "queued" })
+      yield* session.cancel(later)
+      expect(yield* session.waitForResult(later)).toMatchObject({ status: "cancelled" })
+      const again = yield* session.submit({ workflow: world.greet, input: { name: "zed" }, tenant, idempotencyKey: "k", runAt: Date.now() + 60_000 })
+      expect(yield* session.submit({ workflow: world.greet, input: { name: "other" }, tenant, idempotencyKey: "k" })).toBe(again)
+    }))
+
+  test("interrupting a worker releases its task; the next worker resumes the run from its log", (world) =>
+    Effect.gen(function*() {
+      const session = yield* ArtanaSession.ArtanaSession
+      const queue = yield* TaskQueue.TaskQueue
+      const store = yield* EventStore.EventStore
+      const taskId = yield* session.submit({ workflow: world.order, input: { customer: "c1" }, tenant })
+      const first = yield* startWorker(world, "w1", { leaseSeconds: 30 })
+      yield* eventually("the run waits at the gate", () => world.gate.isWaiting())
+      yield* Fiber.interrupt(first)
+      const released = yield* queue.get(taskId)
+      expect(released).toMatchObject({ status: "queued" })
+      expect(released.workerId).toBeUndefined()
+
+      world.gate.open()
+      const second = yield* startWorker(world, "w2", { leaseSeconds: 30 })
+      expect(yield* session.waitForResult(taskId, { timeout: "10 seconds", pollInterval: "10 millis" }))
+        .toMatchObject({ status: "completed", output: "shipped to c1" })
+      expect([...world.effects.counts.entries()].sort()).toEqual([
+        [`charge:c1:task:${taskId}/tool:0`, 1],
+        ["order:pack", 1],
+        ["order:reserve", 1],
+        ["order:ship", 1]
+      ].sort())
+      const events = yield* store.readEvents("acme", `task:${taskId}`)
+      expect(events.filter((e) => e.type === "RunResumed")).toHaveLength(1)
+      yield* Fiber.interrupt(second)
+    }))
+
+  test("a worker that stops heartbeating loses its task; another takes it over and resumes the run", (world) =>
+    Effect.gen(function*() {
+      const session = yield* ArtanaSession.ArtanaSession
+      const queue = yield* TaskQueue.TaskQueue
+      const taskId = yield* session.submit({ workflow: world.order, input: { customer: "c2" }, tenant })
+      // A worker process that hangs and then dies: no heartbeat, nothing released.
+      const hung: TaskQueue.Service = { ...queue, heartbeat: () => Effect.never, release: () => Effect.never }
+      const first = yield* startWorker(world, "w1", { leaseSeconds: 0.5, concurrency: 1 }).pipe(Effect.provideService(TaskQueue.TaskQueue, hung))
+      yield* eventually("the run waits at the gate", () => world.gate.isWaiting())
+      const second = yield* startWorker(world, "w2", { leaseSeconds: 0.5 })
+      yield* eventually("w2 holds the task", () => Effect.map(queue.get(taskId), (t) => t.workerId === "w2"))
+      world.gate.open()
+      expect(yield* session.waitForResult(taskId, { timeout: "10 seconds", pollInterval: "10 millis" }))
+        .toMatchObject({ status: "completed", output: "shipped to c2" })
+      // w1 woke up at the gate too, but its step could not be written: the run has one writer.
+      expect(world.effects.of(`charge:c2:task:${taskId}/tool:0`)).toBe(1)
+      expect(world.effects.of("order:reserve")).toBe(1)
+      expect(world.effects.of("order:ship")).toBe(1)
+      const store = yield* EventStore.EventStore
+      const events = yield* store.readEvents("acme", `task:${taskId}`)
+      expect(events.filter((e) => e.type === "RunResumed")).toHaveLength(1)
+      expect(events.flatMap((e) => e.payload._tag === "StepCompleted" ? [e.payload.name] : [])).toEqual(["reserve", "pack", "ship"])
+      expect(events.filter((e) => e.type === "ToolCompleted")).toHaveLength(1)
+      yield* Effect.all([Fiber.interrupt(first), Fiber.interrupt(second)], { concurrency: "unbounded" })
+      expect(yield* queue.get(taskId)).toMatchObject({ status: "completed" })
+    }))
+
+  test("cancelling a running task stops its execution at the next heartbeat and frees the worker", (world) =>
+    Effect.gen(function*() {
+      const session = yield* ArtanaSession.ArtanaSession
+      const blocked = yield* session.submit({ workflow: world.order, input: { customer: "c3" }, tenant })
+      const worker = yield* startWorker(world, "w1", { concurrency: 1, leaseSeconds: 0.3 })
+      yield* eventually("the run waits at the gate", () => world.gate.isWaiting())
+      yield* session.cancel(blocked)
+      // With one slot, the next task runs only once the cancelled execution has stopped.
+      const next = yield* session.submit({ workflow: world.greet, input: { name: "after" }, tenant })
+      expect(yield* session.waitForResult(next, { timeout: "10 seconds", pollInterval: "10 millis" })).toMatchObject({ status: "completed" })
+      expect(yield* session.waitForResult(blocked)).toMatchObject({ status: "cancelled" })
+      world.gate.open()
+      yield* Effect.sleep("50 millis")
+      expect(world.effects.of("order:pack")).toBe(0)
+      yield* Fiber.interrupt(worker)
+    }))
+
+  test("a repeating task runs again every interval, one occurrence at a time", (world) =>
+    Effect.gen(function*() {
+      const session = yield* ArtanaSession.ArtanaSession
+      const taskId = yield* session.submit({ workflow: world.greet, input: { name: "tick" }, tenant, repeatIntervalSeconds: 0.2 })
+      const worker = yield* startWorker(world, "w1")
+      yield* eventually("three occurrences completed", () =>
+        Effect.map(session.list({ seriesId: taskId, status: "completed" }), (done) => done.length >= 3))
+      yield* Fiber.interrupt(worker)
+      const series = yield* session.list({ seriesId: taskId })
+      const occurrences = series.map((t) => t.occurrence).sort((a, b) => a - b)
+      expect(occurrences).toEqual(occurrences.map((_, i) => i + 1))
+      expect(series.filter((t) => t.status === "queued" || t.status === "running")).toHaveLength(1)
+      const runAts = series.map((t) => t.runAt).sort((a, b) => a - b)
+      for (let i = 1; i < runAts.length; i++) expect((runAts[i]! - runAts[0]!) % 200).toBe(0)
+    }))
+})

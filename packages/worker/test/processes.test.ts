@@ -1,0 +1,141 @@
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Context, Duration, Effect, Layer } from "effect"
+import { TaskQueue } from "@artana/core"
+import { SqliteStore } from "@artana/store-sqlite"
+import { type ChildProcess, execFile, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { cleanup, tempDb, tenant } from "./helpers.js"
+
+afterAll(cleanup)
+
+const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url))
+const CLAIMER = fileURLToPath(new URL("./claimers/claimer.ts", import.meta.url))
+const WORKER = fileURLToPath(new URL("./claimers/worker.ts", import.meta.url))
+const TSCONFIG = fileURLToPath(new URL("./claimers/tsconfig.json", import.meta.url))
+
+interface Claims {
+  readonly workerId: string
+  readonly claimed?: ReadonlyArray<string>
+  readonly failed?: string
+}
+
+/** Runs one claimer process to its end; its last stdout line says what it claimed. */
+const claimer = (filename: string, startAt: number, workerId: string) =>
+  Effect.async<Claims, Error>((resume) => {
+    const child = execFile(
+      process.execPath,
+      ["--import", "tsx", CLAIMER, filename, String(startAt), workerId],
+      { cwd: REPO_ROOT, env: { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG }, timeout: 90_000 },
+      (error, stdout, stderr) => {
+        const line = stdout.trim().split("\n").pop() ?? ""
+        try {
+          const parsed: Claims = JSON.parse(line)
+          resume(Effect.succeed(parsed))
+        } catch {
+          resume(Effect.fail(new Error(`claimer ${workerId} printed no outcome (${String(error)}): ${stderr}`)))
+        }
+      }
+    )
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+describe("TaskQueue on SQLite across processes", () => {
+  it.live("claimers in separate processes on one file never claim the same task", () =>
+    Effect.gen(function*() {
+      const filename = tempDb()
+      const queue = Context.get(yield* Layer.build(SqliteStore.layer({ filename })), TaskQueue.TaskQueue)
+      const tasks = yield* Effect.forEach(Array.from({ length: 150 }, (_, i) => i), (i) =>
+        queue.enqueue({ workflow: "greet", input: { name: `n${i}` }, tenant }))
+      // Past the children's start-up, so that they claim at the same moment.
+      const startAt = Date.now() + 4_000
+      const results = yield* Effect.forEach(["c1", "c2", "c3"], (id) => claimer(filename, startAt, id), { concurrency: "unbounded" })
+      expect(results.filter((r) => r.failed !== undefined)).toEqual([])
+      const all = results.flatMap((r) => r.claimed ?? [])
+      expect(all.length).toBe(new Set(all).size)
+      expect([...all].sort()).toEqual(tasks.map((t) => t.taskId).sort())
+      // Each process got a share: they really claimed concurrently.
+      for (const r of results) expect(r.claimed?.length ?? 0).toBeGreaterThan(0)
+      const running = yield* queue.list({ status: "running" })
+      expect(running).toHaveLength(150)
+      for (const task of running) expect(results.find((r) => r.claimed?.includes(task.taskId))?.workerId).toBe(task.workerId)
+    }).pipe(Effect.scoped), 120_000)
+})
+
+/** A worker process, killed (SIGKILL) when the test's scope closes unless it exited before. */
+const startWorker = (filename: string, effectsFile: string, workerId: string, gate: "open" | "closed") =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const child = spawn(process.execPath, ["--import", "tsx", WORKER, filename, effectsFile, workerId, gate], {
+        cwd: REPO_ROOT,
+        env: { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG },
+        stdio: ["ignore", "ignore", "inherit"]
+      })
+      const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+      return { child, exited }
+    }),
+    ({ child }) => Effect.sync(() => child.exitCode === null && child.kill("SIGKILL"))
+  )
+
+const exitOf = (worker: { readonly child: ChildProcess; readonly exited: Promise<number | null> }) =>
+  Effect.promise(() => worker.exited)
+
+const lines = (file: string): ReadonlyArray<string> =>
+  fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter((l) => l !== "") : []
+
+const eventually = (what: string, check: () => boolean | Effect.Effect<boolean, unknown>) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 600; i++) {
+      const result = check()
+      if (typeof result === "boolean" ? result : yield* result) return
+      yield* Effect.sleep(Duration.millis(50))
+    }
+    return yield* Effect.dieMessage(`timed out waiting until ${what}`)
+  })
+
+const openQueue = (filename: string) =>
+  Effect.map(Layer.build(SqliteStore.layer({ filename, busyTimeout: "30 seconds" })), (context) => Context.get(context, TaskQueue.TaskQueue))
+
+describe("Workers in separate processes on one SQLite file", () => {
+  it.live("a worker killed with SIGKILL mid-run loses its task; another process resumes the run, each side effect once", () =>
+    Effect.gen(function*() {
+      const filename = tempDb()
+      const effectsFile = path.join(path.dirname(filename), "effects.log")
+      const queue = yield* openQueue(filename)
+      const task = yield* queue.enqueue({ workflow: "order", input: { customer: "c1" }, tenant })
+      const a = yield* startWorker(filename, effectsFile, "A", "closed")
+      yield* eventually("A waits in the pack step", () => lines(effectsFile).includes("waiting:A"))
+      a.child.kill("SIGKILL")
+      expect(yield* exitOf(a)).toBe(null)
+      expect(yield* queue.get(task.taskId)).toMatchObject({ status: "running", workerId: "A" })
+
+      const b = yield* startWorker(filename, effectsFile, "B", "open")
+      yield* eventually("B completed the task", () => Effect.map(queue.get(task.taskId), (t) => t.status === "completed"))
+      expect(yield* queue.get(task.taskId)).toMatchObject({ outcome: { _tag: "completed", output: "shipped to c1" } })
+      expect(lines(effectsFile)).toEqual([`charge:c1:task:${task.taskId}/tool:0`, "reserve", "waiting:A", "pack", "ship"])
+      b.child.kill("SIGTERM")
+      expect(yield* exitOf(b)).toBe(0)
+    }).pipe(Effect.scoped), 120_000)
+
+  it.live("SIGTERM releases the tasks a worker holds; the next process resumes them at once", () =>
+    Effect.gen(function*() {
+      const filename = tempDb()
+      const effectsFile = path.join(path.dirname(filename), "effects.log")
+      const queue = yield* openQueue(filename)
+      const task = yield* queue.enqueue({ workflow: "order", input: { customer: "c2" }, tenant })
+      const a = yield* startWorker(filename, effectsFile, "A", "closed")
+      yield* eventually("A waits in the pack step", () => lines(effectsFile).includes("waiting:A"))
+      a.child.kill("SIGTERM")
+      expect(yield* exitOf(a)).toBe(0)
+      const released = yield* queue.get(task.taskId)
+      expect(released.status).toBe("queued")
+      expect(released.workerId).toBeUndefined()
+
+      const b = yield* startWorker(filename, effectsFile, "B", "open")
+      yield* eventually("B completed the task", () => Effect.map(queue.get(task.taskId), (t) => t.status === "completed"))
+      expect(lines(effectsFile)).toEqual([`charge:c2:task:${task.taskId}/tool:0`, "reserve", "waiting:A", "pack", "ship"])
+      b.child.kill("SIGTERM")
+      expect(yield* exitOf(b)).toBe(0)
+    }).pipe(Effect.scoped), 120_000)
+})
