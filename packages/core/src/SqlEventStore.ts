@@ -10,7 +10,6 @@ import { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
@@ -18,6 +17,8 @@ import { RunNotFound, SequenceConflict, StoreError } from "./Errors.js"
 import { type BatchSummary, type Event, EventPayload, type RunInfo, RunStatus, summarize } from "./Event.js"
 import { type AppendRequest, EventStore, invalidBatch, type ListRunsFilter, newRunInfo, type Service } from "./EventStore.js"
 import { GENESIS_HASH } from "./internal/hash.js"
+import * as SqlMigrations from "./SqlMigrations.js"
+import { causeText, storeError, transactionDefects } from "./SqlMigrations.js"
 
 /** Options of the SQL event store. */
 export interface Options {
@@ -38,30 +39,13 @@ interface Tables {
 const CONFLICT = "artana: sequence conflict"
 
 const tables = (options: Options): Tables => {
-  const prefix = options.tablePrefix ?? ""
-  // Names are written into DDL, so the prefix is held to what an identifier may be without quoting.
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$|^$/.test(prefix)) {
-    throw new Error(`tablePrefix "${prefix}" must be letters, digits and underscores, starting with a letter or underscore`)
-  }
+  const prefix = SqlMigrations.checkPrefix(options.tablePrefix)
   return { runs: `${prefix}runs`, events: `${prefix}events`, prefix }
 }
 
 // --- errors --------------------------------------------------------------------------------------------------
 
-const causeText = (cause: unknown): string =>
-  Predicate.hasProperty(cause, "message") && typeof cause.message === "string" ? cause.message : String(cause)
-
-const storeError = (operation: string, error: SqlError): StoreError =>
-  new StoreError({ operation, reason: causeText(error.cause ?? error), cause: error.cause ?? error })
-
 const codeOf = (cause: unknown): unknown => (Predicate.hasProperty(cause, "code") ? cause.code : undefined)
-
-/**
- * `withTransaction` turns a failed COMMIT or ROLLBACK into a defect; for the store that is a `StoreError`
- * like any other driver failure, so the caller sees it in the error channel.
- */
-const transactionDefects = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
-  Effect.catchSomeDefect(effect, (defect) => (defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none()))
 
 // --- payloads ----------------------------------------------------------------------------------------------
 
@@ -176,13 +160,11 @@ const decodeRows = <A>(
 // --- migrations --------------------------------------------------------------------------------------------
 
 /**
- * The schema, keyed `<id>_<name>` as `Migrator.fromRecord` expects. Every statement is idempotent
- * (`IF NOT EXISTS`), so `make` runs them all, in one transaction, each time a store opens: two processes
- * opening one database at once both succeed (SQLite serialises the two transactions on its write lock,
- * Postgres on an advisory lock; Postgres also records what it applied, see `migratePg`, and skips it after).
+ * The schema, keyed `<id>_<name>`. Every statement is idempotent (`IF NOT EXISTS`), so two processes opening one
+ * database at once both succeed; `SqlMigrations.run` applies them (once per database on Postgres, with a ledger).
  * A later change is a new entry, written to be idempotent in the same way.
  */
-export const migrations = (options: Options = {}): Record<string, Effect.Effect<void, SqlError, SqlClient.SqlClient>> => {
+export const migrations = (options: Options = {}): Record<string, SqlMigrations.Migration> => {
   const t = tables(options)
   return {
     "1_event_store": Effect.gen(function*() {
@@ -255,55 +237,9 @@ END`)
   }
 }
 
-/**
- * Postgres: the DDL takes table locks (CREATE INDEX a SHARE lock on `runs`, CREATE TRIGGER a SHARE ROW EXCLUSIVE
- * lock on `events`) that conflict with appends in flight, in the opposite order to an append's, so running it on
- * every open deadlocks with the workers already writing. So it runs once per database: a ledger table records
- * the migrations applied; a store that finds them all there takes no lock at all; one that does not takes an
- * advisory lock (processes starting together wait for each other), reads the ledger again, and applies and
- * records what is missing, in one transaction.
- */
-const migratePg = (
-  sql: SqlClient.SqlClient,
-  options: Options,
-  steps: ReadonlyArray<readonly [string, Effect.Effect<void, SqlError, SqlClient.SqlClient>]>
-): Effect.Effect<void, SqlError, SqlClient.SqlClient> => {
-  const t = tables(options)
-  const ledger = `${t.prefix}event_store_migrations`
-  const applied = Effect.gen(function*() {
-    const [found] = yield* sql<{ readonly ledger: string | null }>`SELECT to_regclass(${`"${ledger}"`})::text AS ledger`
-    if (found?.ledger === null || found?.ledger === undefined) return new Set<string>()
-    const rows = yield* sql<{ readonly id: string }>`SELECT id FROM ${sql(ledger)}`
-    return new Set(rows.map((row) => row.id))
-  })
-  const pending = (done: ReadonlySet<string>) => steps.filter(([id]) => !done.has(id))
-  return Effect.gen(function*() {
-    if (pending(yield* applied).length === 0) return
-    yield* sql.withTransaction(Effect.gen(function*() {
-      yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`artana:${t.events}`}))`
-      yield* sql`CREATE TABLE IF NOT EXISTS ${sql(ledger)} (id TEXT PRIMARY KEY NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`
-      for (const [id, migration] of pending(yield* applied)) {
-        yield* migration
-        yield* sql`INSERT INTO ${sql(ledger)} (id) VALUES (${id})`
-      }
-    }))
-  })
-}
-
 /** Creates the tables and indexes if they do not exist yet (idempotent, safe to run concurrently). */
 export const migrate = (options: Options = {}): Effect.Effect<void, StoreError, SqlClient.SqlClient> =>
-  Effect.gen(function*() {
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const steps = Object.entries(migrations(options))
-      .sort(([a], [b]) => Number.parseInt(a, 10) - Number.parseInt(b, 10))
-    yield* sql.onDialectOrElse({
-      pg: () => migratePg(sql, options, steps),
-      orElse: () => sql.withTransaction(Effect.all(steps.map(([, migration]) => migration), { discard: true }))
-    })
-  }).pipe(
-    transactionDefects,
-    Effect.catchTag("SqlError", (error) => Effect.fail(storeError("migrate", error)))
-  )
+  SqlMigrations.run({ name: "event_store", tablePrefix: options.tablePrefix, migrations: migrations(options) })
 
 /** SQLite's variable limit is 32766 and Postgres' 65535; 10 columns x 1000 rows stays well below both. */
 const INSERT_CHUNK = 1000

@@ -11,16 +11,20 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
-import * as Predicate from "effect/Predicate"
+import * as PubSub from "effect/PubSub"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import { StoreError } from "./Errors.js"
 import * as Tasks from "./internal/taskQueue.js"
 import * as Json from "./Json.js"
+import * as SqlMigrations from "./SqlMigrations.js"
+import { transactionDefects } from "./SqlMigrations.js"
 import {
   type EnqueueRequest,
   InvalidTask,
@@ -41,27 +45,27 @@ import { TenantContext } from "./Tenant.js"
 export interface Options {
   /** Prepended to the table and index names (`artana_` gives `artana_tasks`), as for `SqlEventStore`. */
   readonly tablePrefix?: string | undefined
+  /**
+   * Other processes' wake-ups: the payloads notified on a channel (Postgres: `PgClient.listen`, which
+   * `@artana/store-postgres` passes). On Postgres the queue notifies `channel` (`artana_<prefix>tasks`) in the
+   * transaction of each change that makes a task claimable. With it, `wakeups` carries what it delivers (every
+   * process's changes, this one's included); without it, this process's changes.
+   */
+  readonly listen?: ((channel: string) => Stream.Stream<string, SqlError>) | undefined
 }
 
+/** The notification channel of a queue's table. */
+export const channel = (options: Options = {}): string => `artana_${tableNames(options).tasks}`
+
 const tableNames = (options: Options) => {
-  const prefix = options.tablePrefix ?? ""
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$|^$/.test(prefix)) {
-    throw new Error(`tablePrefix "${prefix}" must be letters, digits and underscores, starting with a letter or underscore`)
-  }
+  const prefix = SqlMigrations.checkPrefix(options.tablePrefix)
   return { tasks: `${prefix}tasks`, prefix }
 }
 
 // --- errors --------------------------------------------------------------------------------------------------
 
-const causeText = (cause: unknown): string =>
-  Predicate.hasProperty(cause, "message") && typeof cause.message === "string" ? cause.message : String(cause)
-
 const storeError = (operation: string) => (error: SqlError): Effect.Effect<never, StoreError> =>
-  Effect.fail(new StoreError({ operation: `TaskQueue.${operation}`, reason: causeText(error.cause ?? error), cause: error.cause ?? error }))
-
-/** `withTransaction` turns a failed COMMIT or ROLLBACK into a defect; here it is a `StoreError` like any other. */
-const transactionDefects = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
-  Effect.catchSomeDefect(effect, (defect) => (defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none()))
+  Effect.fail(SqlMigrations.storeError(`TaskQueue.${operation}`, error))
 
 // --- rows ----------------------------------------------------------------------------------------------------
 
@@ -205,8 +209,8 @@ const rowOf = (task: Task) => ({
 
 // --- migrations --------------------------------------------------------------------------------------------
 
-/** The schema; idempotent statements (`IF NOT EXISTS`), run in one transaction each time a queue opens. */
-export const migrations = (options: Options = {}): Record<string, Effect.Effect<void, SqlError, SqlClient.SqlClient>> => {
+/** The schema: idempotent statements (`IF NOT EXISTS`), applied by `SqlMigrations.run`. */
+export const migrations = (options: Options = {}): Record<string, SqlMigrations.Migration> => {
   const t = tableNames(options)
   return {
     "1_task_queue": Effect.gen(function*() {
@@ -246,17 +250,7 @@ export const migrations = (options: Options = {}): Record<string, Effect.Effect<
 
 /** Creates the table and indexes if they do not exist yet (idempotent, safe to run concurrently). */
 export const migrate = (options: Options = {}): Effect.Effect<void, StoreError, SqlClient.SqlClient> =>
-  Effect.gen(function*() {
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const lock = sql.onDialectOrElse({
-      pg: () => Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtext(${`artana:${tableNames(options).tasks}`}))`),
-      orElse: () => Effect.void
-    })
-    const steps = Object.entries(migrations(options))
-      .sort(([a], [b]) => Number.parseInt(a, 10) - Number.parseInt(b, 10))
-      .map(([, migration]) => migration)
-    yield* sql.withTransaction(Effect.zipRight(lock, Effect.all(steps, { discard: true })))
-  }).pipe(transactionDefects, Effect.catchTag("SqlError", storeError("migrate")))
+  SqlMigrations.run({ name: "task_queue", tablePrefix: options.tablePrefix, migrations: migrations(options) })
 
 // --- the queue -----------------------------------------------------------------------------------------------
 
@@ -275,6 +269,27 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const t = tableNames(options)
     const tasks = sql(t.tasks)
+    const hub = yield* PubSub.sliding<void>(1)
+    const notifyChannel = channel(options)
+
+    /**
+     * Wakes this process's workers now, and on Postgres every listener when the transaction commits. With `listen`
+     * the local wake-up is left out: Postgres delivers a session's own notifications to its listener too, and one
+     * change should be one wake-up.
+     */
+    const notify = (taskId: string) =>
+      Effect.zipRight(
+        sql.onDialectOrElse({ pg: () => Effect.asVoid(sql`SELECT pg_notify(${notifyChannel}, ${taskId})`), orElse: () => Effect.void }),
+        options.listen === undefined ? PubSub.publish(hub, undefined) : Effect.void
+      )
+
+    const fromOthers = options.listen === undefined ? Stream.empty : options.listen(notifyChannel).pipe(
+      // A listening connection that drops (a server restart) is opened again; polling covers the gap.
+      Stream.retry(Schedule.exponential(Duration.millis(200)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(5))))),
+      Stream.catchAll(() => Stream.empty),
+      Stream.as(undefined)
+    )
+    const wakeups: Stream.Stream<void> = Stream.merge(Stream.fromPubSub(hub), fromOthers)
 
     const insert = (task: Task, onConflict: "ignore" | "fail") =>
       sql`INSERT INTO ${tasks} ${sql.insert(rowOf(task))} ${onConflict === "ignore" ? sql`ON CONFLICT DO NOTHING` : sql``} RETURNING *`
@@ -294,7 +309,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
       taskId: string,
       owner: string | undefined,
       onMissing: () => E,
-      step: (task: Task, now: number) => Step<E>
+      step: (task: Task, now: number) => Step<E>,
+      wakes = false
     ): Effect.Effect<Task, E | StoreError> =>
       sql.withTransaction(Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
@@ -306,6 +322,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
         if (Either.isLeft(next)) return yield* Effect.fail(next.left)
         yield* write(next.right.task)
         if (next.right.insert !== undefined) yield* insert(next.right.insert, "ignore")
+        if (wakes) yield* notify(taskId)
         return next.right.task
       })).pipe(
         transactionDefects,
@@ -327,11 +344,15 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
         const key = request.idempotencyKey
         if (key === undefined) {
           const [created] = yield* Effect.flatMap(insert(task, "fail"), (rows) => decodeRows("enqueue", rows))
+          yield* notify(task.taskId)
           return created ?? task
         }
         // The unique (tenant, key) index decides between two enqueuers racing with one key; the loser reads the winner.
         const [created] = yield* Effect.flatMap(insert(task, "ignore"), (rows) => decodeRows("enqueue", rows))
-        if (created !== undefined) return created
+        if (created !== undefined) {
+          yield* notify(task.taskId)
+          return created
+        }
         const [existing] = yield* byKey(request, key)
         if (existing === undefined) return yield* new StoreError({ operation: "TaskQueue.enqueue", reason: `task with idempotency key ${key} conflicted but cannot be read` })
         return existing
@@ -379,6 +400,7 @@ WHERE task_id IN (
 
     const service: Service = {
       enqueue,
+      wakeups,
       claim,
       expire,
       heartbeat: (taskId, workerId, leaseSeconds) =>
@@ -388,14 +410,14 @@ WHERE task_id IN (
         transition("finish", taskId, workerId, lost(taskId, workerId), (task, now) => {
           const finished = Tasks.finished(task, outcome, now)
           return Either.right({ task: finished, insert: Tasks.nextOccurrence(finished, crypto.randomUUID(), now) })
-        }),
+        }, true),
       release: (taskId, workerId) =>
-        transition("release", taskId, workerId, lost(taskId, workerId), (task, now) => Either.right({ task: Tasks.released(task, now) })),
+        transition("release", taskId, workerId, lost(taskId, workerId), (task, now) => Either.right({ task: Tasks.released(task, now) }), true),
       respond: (taskId, response) =>
         transition<TaskNotFound | InvalidTaskState>("respond", taskId, undefined, notFound(taskId), (task, now) =>
           task.status === "paused"
             ? Either.right({ task: Tasks.responded(task, response, now) })
-            : Either.left(new InvalidTaskState({ taskId, status: task.status, expected: "paused" }))),
+            : Either.left(new InvalidTaskState({ taskId, status: task.status, expected: "paused" })), true),
       cancel: (taskId) =>
         transition<TaskNotFound | InvalidTaskState>("cancel", taskId, undefined, notFound(taskId), (task, now) =>
           isTerminal(task.status)

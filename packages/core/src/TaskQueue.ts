@@ -12,7 +12,9 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type { StoreError } from "./Errors.js"
 import * as Tasks from "./internal/taskQueue.js"
 import * as Json from "./Json.js"
@@ -189,6 +191,14 @@ export interface Service {
   readonly cancel: (taskId: string) => Effect.Effect<Task, TaskNotFound | InvalidTaskState | StoreError>
   /** Expires queued tasks past `expiresAt` and fails running tasks past their deadline whose lease expired. */
   readonly expire: (now?: number) => Effect.Effect<number, StoreError>
+  /**
+   * Emits when a task may have become claimable: enqueued, responded to, released, or queued again (a retry, a
+   * repeat's next occurrence). Workers wait on it between polls, so new work starts at once. It complements
+   * polling, never replaces it: a task whose `runAt` comes, or a change made by another process on a store
+   * without notifications (SQLite), is seen at the next poll. On Postgres it carries every process's changes
+   * (LISTEN/NOTIFY).
+   */
+  readonly wakeups: Stream.Stream<void>
 }
 
 /** The durable task queue. */
@@ -198,7 +208,8 @@ export class TaskQueue extends Context.Tag("@artana/core/TaskQueue")<TaskQueue, 
 export const runIdOf = Tasks.runIdOf
 
 /** An in-memory queue, for tests and for examples that must not touch disk. */
-export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
+export const makeMemory: Effect.Effect<Service> = Effect.map(PubSub.sliding<void>(1), (hub) => {
+  const wake = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> => Effect.tap(effect, () => PubSub.publish(hub, undefined))
   const tasks = new Map<string, Task>()
   const byKey = new Map<string, string>()
   const ownedBy = (taskId: string, workerId: string): Task | undefined => {
@@ -222,7 +233,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
   }
   return {
     enqueue: (request) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      wake(Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const invalid = Tasks.validate(request)
         if (invalid !== undefined) return Effect.fail(new InvalidTask({ reason: invalid }))
         const key = request.idempotencyKey === undefined ? undefined : `${request.tenant.tenantId}\u0000${request.idempotencyKey}`
@@ -231,7 +242,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         const task = put(Tasks.newTask(request, crypto.randomUUID(), now))
         if (key !== undefined) byKey.set(key, task.taskId)
         return Effect.succeed(task)
-      }),
+      })),
     claim: (request) =>
       Effect.map(Clock.currentTimeMillis, (clock) => {
         const now = request.now ?? clock
@@ -246,27 +257,27 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         return Effect.succeed(put({ ...task, leaseExpiresAt: now + leaseSeconds * 1000, updatedAt: now }))
       }),
     finish: (taskId, workerId, outcome) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      wake(Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const task = ownedBy(taskId, workerId)
         if (task === undefined) return Effect.fail(new LeaseLost({ taskId, workerId }))
         const finished = put(Tasks.finished(task, outcome, now))
         const next = Tasks.nextOccurrence(finished, crypto.randomUUID(), now)
         if (next !== undefined) put(next)
         return Effect.succeed(finished)
-      }),
+      })),
     release: (taskId, workerId) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      wake(Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const task = ownedBy(taskId, workerId)
         if (task === undefined) return Effect.fail(new LeaseLost({ taskId, workerId }))
         return Effect.succeed(put(Tasks.released(task, now)))
-      }),
+      })),
     respond: (taskId, response) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Task, TaskNotFound | InvalidTaskState> => {
+      wake(Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Task, TaskNotFound | InvalidTaskState> => {
         const task = tasks.get(taskId)
         if (task === undefined) return Effect.fail(new TaskNotFound({ taskId }))
         if (task.status !== "paused") return Effect.fail(new InvalidTaskState({ taskId, status: task.status, expected: "paused" }))
         return Effect.succeed(put(Tasks.responded(task, response, now)))
-      }),
+      })),
     get: (taskId) =>
       Effect.suspend(() => {
         const task = tasks.get(taskId)
@@ -288,7 +299,8 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         }
         return Effect.succeed(put(Tasks.cancelled(task, now)))
       }),
-    expire: (now) => Effect.map(Clock.currentTimeMillis, (clock) => expireAt(now ?? clock))
+    expire: (now) => Effect.map(Clock.currentTimeMillis, (clock) => expireAt(now ?? clock)),
+    wakeups: Stream.fromPubSub(hub)
   }
 })
 

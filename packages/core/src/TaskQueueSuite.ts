@@ -12,7 +12,9 @@ import { describe, expect, it } from "@effect/vitest"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
 import * as TestClock from "effect/TestClock"
+import * as TestServices from "effect/TestServices"
 import { type EnqueueRequest, type Service, type Task, TaskQueue } from "./TaskQueue.js"
 import { TenantContext } from "./Tenant.js"
 
@@ -301,5 +303,35 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
         expect(yield* queue.finish(retried.taskId, "w1", { _tag: "failed", errorTag: "Boom", error: "third" }))
           .toMatchObject({ status: "failed", attempts: 3, outcome: { error: "third" } })
       }))
+
+    test("enqueue, release, respond and finish wake the queue's listeners; claim and heartbeat do not", (queue) =>
+      Effect.gen(function*() {
+        const pull = yield* Stream.toPull(queue.wakeups)
+        /** Whether a wake-up is waiting (the stream coalesces them), within a short real-time wait. */
+        const woken = TestServices.provideLive(Effect.map(Effect.either(Effect.timeout(pull, Duration.millis(50))), (r) => r._tag === "Right"))
+        // The stream subscribes once it is first pulled (on Postgres it also starts listening on a connection):
+        // enqueue until a wake-up comes through, which proves it listens.
+        let listening = false
+        for (let attempt = 0; attempt < 100 && !listening; attempt++) {
+          yield* queue.enqueue(request({ workflow: "warm-up" }))
+          listening = yield* woken
+        }
+        expect(listening).toBe(true)
+        while (yield* woken) {
+          // drop wake-ups of the warm-up that are still on their way
+        }
+        const task = yield* queue.enqueue(request())
+        expect(yield* woken).toBe(true)
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10, workflows: ["review"] })
+        yield* queue.heartbeat(task.taskId, "w1", 10)
+        expect(yield* woken).toBe(false)
+        yield* queue.release(task.taskId, "w1")
+        expect(yield* woken).toBe(true)
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10, workflows: ["review"] })
+        yield* queue.finish(task.taskId, "w1", { _tag: "paused", ticket: "t", reason: "r" })
+        expect(yield* woken).toBe(true)
+        yield* queue.respond(task.taskId, { ok: true })
+        expect(yield* woken).toBe(true)
+      }).pipe(Effect.scoped))
   })
 }

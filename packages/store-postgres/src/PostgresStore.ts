@@ -1,12 +1,12 @@
 /**
  * Artana's multi-worker store: every store service on one PostgreSQL database, over `@effect/sql-pg`'s
- * `PgClient` (a `pg` connection pool). The layer provides the `EventStore` and the `SqlClient` / `PgClient` it
- * runs on, so later services (task queue, memory) share the same pool, and many processes on many machines
- * can share one database.
+ * `PgClient` (a `pg` connection pool). The layer provides the `EventStore`, the `TaskQueue` (workers claim with
+ * `FOR UPDATE SKIP LOCKED` and wake each other with LISTEN/NOTIFY) and the `SqlClient` / `PgClient` they run
+ * on, so later services (memory) share the same pool, and many processes on many machines can share one database.
  *
  * @since 0.1.0
  */
-import { Errors, EventStore, SqlEventStore } from "@artana/core"
+import { Errors, EventStore, SqlEventStore, SqlTaskQueue, type TaskQueue } from "@artana/core"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -47,7 +47,7 @@ export interface Options {
 }
 
 /** The services `layer` provides. */
-export type Services = EventStore.EventStore | SqlClient.SqlClient | PgClient.PgClient
+export type Services = EventStore.EventStore | TaskQueue.TaskQueue | SqlClient.SqlClient | PgClient.PgClient
 
 const STORE = "postgres"
 
@@ -213,9 +213,9 @@ export const layerClient = (options: Options): Layer.Layer<SqlClient.SqlClient |
   )
 
 /**
- * Every store service on one PostgreSQL database: the `EventStore` (its tables created on first use, under an
- * advisory lock, so processes starting together do not trip over each other) and the `SqlClient` / `PgClient`
- * underneath. A database that cannot be used fails the layer with `StoreUnavailable`.
+ * Every store service on one PostgreSQL database: the `EventStore` and the `TaskQueue` (their tables created on
+ * first use, under an advisory lock, so processes starting together do not trip over each other) and the
+ * `SqlClient` / `PgClient` underneath. A database that cannot be used fails the layer with `StoreUnavailable`.
  *
  * @example
  * const StoreLive = PostgresStore.layer({ url: Redacted.make("postgres://app:secret@db:5432/artana"), pool: { max: 20 } })
@@ -229,7 +229,12 @@ export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnava
       Effect.catchTag("StoreError", (error) => Effect.fail(unavailable(url, error.cause ?? error, timeoutMs)))
     )
   )
-  return Layer.provideMerge(eventStore, layerClient(options))
+  // The queue wakes workers in every process through LISTEN/NOTIFY on the pool's listening connection.
+  const taskQueue = Layer.unwrapEffect(
+    Effect.map(PgClient.PgClient, (pg) => SqlTaskQueue.layer({ tablePrefix: options.tablePrefix, listen: pg.listen }))
+  ).pipe(Layer.catchAll((error) => Layer.fail(unavailable(url, error.cause ?? error, timeoutMs))))
+  // One after the other: a database that refuses the first store's tables fails the layer once, with its reason.
+  return Layer.provideMerge(Layer.provideMerge(taskQueue, eventStore), layerClient(options))
 }
 
 /**

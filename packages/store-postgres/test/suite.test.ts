@@ -1,7 +1,8 @@
-// The EventStore contract suite from core, against PostgresStore: one fresh database per test.
+// The EventStore and TaskQueue contract suites from core, against PostgresStore: one fresh database per test.
 import { describe } from "@effect/vitest"
+import { Layer } from "effect"
 import { inject } from "vitest"
-import { EventStoreSuite } from "@artana/core/testing/suites"
+import { EventStoreSuite, TaskQueueSuite } from "@artana/core/testing/suites"
 import { PgTest } from "@artana/store-postgres/testing"
 import { freshStore } from "./pg.js"
 
@@ -10,4 +11,6 @@ const pg = PgTest.server(inject("artanaPg"))
 describe.skipIf(pg.url === undefined)(`on PostgreSQL (${pg.description})`, () => {
   EventStoreSuite.suite("postgres", () => freshStore(pg.url!))
   EventStoreSuite.suite("postgres with tablePrefix", () => freshStore(pg.url!, { tablePrefix: "artana_" }))
+  TaskQueueSuite.suite("postgres", () => Layer.orDie(freshStore(pg.url!)))
+  TaskQueueSuite.suite("postgres with tablePrefix", () => Layer.orDie(freshStore(pg.url!, { tablePrefix: "artana_" })))
 })

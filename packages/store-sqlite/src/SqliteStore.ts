@@ -211,7 +211,8 @@ export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnava
   const taskQueue = SqlTaskQueue.layer({ tablePrefix: options.tablePrefix }).pipe(
     Layer.catchAll((error) => Layer.fail(unavailable(options.filename, error.cause ?? error, timeoutMs)))
   )
-  return Layer.provideMerge(Layer.merge(eventStore, taskQueue), layerClient(options))
+  // One after the other: a database that refuses the first store's tables fails the layer once, with its reason.
+  return Layer.provideMerge(Layer.provideMerge(taskQueue, eventStore), layerClient(options))
 }
 
 /**

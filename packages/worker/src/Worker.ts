@@ -16,7 +16,9 @@ import * as Either from "effect/Either"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
+import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
 
 /** Options of `run`. */
 export interface Options {
@@ -177,6 +179,10 @@ export const run = (options: Options): Effect.Effect<never, never, Kernel.Kernel
 
     const fibers = yield* FiberSet.make<void, never>()
     const running = new Set<string>()
+    // Set by the queue's wake-ups (an enqueue, a response, a release; on Postgres from any process) and by a task
+    // of this worker ending: the idle loop polls at once instead of at its next tick.
+    const wake = yield* Queue.sliding<void>(1)
+    yield* Effect.forkScoped(Stream.runForEach(queue.wakeups, () => Queue.offer(wake, undefined)))
 
     const poll = Effect.gen(function*() {
       const free = concurrency - running.size
@@ -189,14 +195,15 @@ export const run = (options: Options): Effect.Effect<never, never, Kernel.Kernel
         // execution already under way here; a second one would race it.
         if (running.has(task.taskId)) continue
         running.add(task.taskId)
-        yield* FiberSet.run(fibers, Effect.ensuring(process(task), Effect.sync(() => running.delete(task.taskId))))
+        yield* FiberSet.run(fibers, Effect.ensuring(process(task), Effect.zipRight(Effect.sync(() => running.delete(task.taskId)), Queue.offer(wake, undefined))))
       }
       return tasks.length === free ? free : 0
     })
 
     yield* Effect.logInfo(`worker started (concurrency ${concurrency}, lease ${leaseSeconds}s)`).pipe(Effect.annotateLogs({ workerId }))
-    // A full claim means more may be due: poll again at once; otherwise wait for the next tick.
-    return yield* Effect.forever(Effect.flatMap(poll, (full) => (full > 0 ? Effect.yieldNow() : Effect.sleep(pollInterval))))
+    // A full claim means more may be due: poll again at once; otherwise wait for the next tick or a wake-up.
+    const idle = Effect.race(Effect.sleep(pollInterval), Queue.take(wake))
+    return yield* Effect.forever(Effect.flatMap(poll, (full) => (full > 0 ? Effect.yieldNow() : idle)))
   }).pipe(
     Effect.scoped,
     Effect.onInterrupt(() => Effect.logInfo("worker stopped; its tasks were released"))
