@@ -1,1 +1,5 @@
-export { default } from "../../vitest.shared.js"
+// The shared config, plus the global setup that finds or starts the PostgreSQL server for the fleet test.
+import { defineConfig, mergeConfig } from "vitest/config"
+import shared from "../../vitest.shared.js"
+
+export default mergeConfig(shared, defineConfig({ test: { globalSetup: ["./test/pg.ts"] } }))
