@@ -152,10 +152,14 @@ if [ -d "$dir/data" ]; then "$@" >/dev/null 2>&1; rm -rf "$dir"; fi`
 /**
  * Starts a throwaway cluster: `initdb` in a temp dir (as the `postgres` user when this process is root), the
  * server on 127.0.0.1 at a free port with its Unix socket in that dir, password authentication over TCP, and
- * an `artana` database. It favours speed over crash safety (`fsync=off`): nothing in it outlives the tests.
+ * an `artana` database. By default it favours speed over crash safety (`fsync=off`): nothing in it outlives the
+ * tests. `durable: true` keeps PostgreSQL's own defaults (fsync, synchronous commit), for benchmarks.
  * Closing the scope stops the server and removes the dir.
  */
-export const startCluster = (binaries: Binaries): Effect.Effect<Cluster, PgTestError, Scope.Scope> =>
+export const startCluster = (
+  binaries: Binaries,
+  options: { readonly durable?: boolean | undefined } = {}
+): Effect.Effect<Cluster, PgTestError, Scope.Scope> =>
   Effect.gen(function*() {
     const owner = isRoot() ? postgresUser() : undefined
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "artana-pg-"))
@@ -194,7 +198,8 @@ export const startCluster = (binaries: Binaries): Effect.Effect<Cluster, PgTestE
       port = yield* freePort
       const settings = [
         "-c listen_addresses=127.0.0.1", `-c port=${port}`, `-c unix_socket_directories=${dir}`,
-        "-c max_connections=300", "-c fsync=off", "-c full_page_writes=off", "-c synchronous_commit=off"
+        "-c max_connections=300",
+        ...(options.durable === true ? [] : ["-c fsync=off", "-c full_page_writes=off", "-c synchronous_commit=off"])
       ].join(" ")
       const start = yield* Effect.either(run(binaries.pgCtl, ["start", "-D", data, "-l", log, "-w", "-t", "60", "-o", settings], dir))
       if (start._tag === "Right") break
