@@ -17,8 +17,10 @@ import { PgTest } from "@artana/store-postgres/testing"
 import { type BenchResult, median, nowUs, progress } from "./lib.js"
 
 const CONCURRENCY = [1, 4, 8] as const
-const STEPS_PER_RUN = 100
+const STEPS_PER_RUN = 200
 const ROUNDS = 5
+/** Steps run before measuring, so that both sides are measured JIT-compiled. */
+const WARMUP_STEPS = 3000
 
 const tenant = Tenant.TenantContext.make({ tenantId: "bench", capabilities: [], budgetUsdLimit: 1 })
 
@@ -73,10 +75,10 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
         const runtime = await Effect.runPromise(Scope.extend(Layer.toRuntime(layer), scope))
         const execute = (runId: string) =>
           Effect.runPromise(Effect.provide(Effect.flatMap(Kernel.Kernel, (k) => k.execute(steps, { runId, tenant, input: { n: STEPS_PER_RUN } })), runtime))
-        await execute(`warm-${workers}`)
+        for (let done = 0; done < WARMUP_STEPS; done += STEPS_PER_RUN) await execute(`warm-${workers}-${done}`)
         // The floor writes the very rows a run wrote, into a twin table, over `workers` bare connections.
         await admin.query(`CREATE TABLE IF NOT EXISTS floor_events (LIKE events INCLUDING DEFAULTS INCLUDING INDEXES)`)
-        const sample = (await admin.query(`SELECT ${COLUMNS.join(",")} FROM events WHERE run_id = $1 AND type LIKE 'Tool%' ORDER BY seq`, [`warm-${workers}`])).rows
+        const sample = (await admin.query(`SELECT ${COLUMNS.join(",")} FROM events WHERE run_id = $1 AND type LIKE 'Tool%' ORDER BY seq`, [`warm-${workers}-0`])).rows
         const clients = await Promise.all(Array.from({ length: workers }, async () => {
           const c = new pg.Client({ connectionString: url })
           await c.connect()
