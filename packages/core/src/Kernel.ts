@@ -259,6 +259,7 @@ export const make = (options: Options = {}) =>
           mode,
           // A replay spends nothing, so it skips the lineage query.
           spentUsd: mode === "replay" ? 0 : yield* lineageSpend(info.tenantId, info.rootRunId),
+          lineageSpend: lineageSpend(info.tenantId, info.rootRunId),
           response
         })
         if (mode === "live" && info.status === "running") {
@@ -297,7 +298,8 @@ export const make = (options: Options = {}) =>
           tenant: start.tenant,
           log: [],
           mode: "live",
-          spentUsd: rootRunId === runId ? 0 : yield* lineageSpend(start.tenant.tenantId, rootRunId)
+          spentUsd: rootRunId === runId ? 0 : yield* lineageSpend(start.tenant.tenantId, rootRunId),
+          lineageSpend: lineageSpend(start.tenant.tenantId, rootRunId)
         })
         yield* exec.appendOrFail(RUN_STEP_KEY, [{
           _tag: "RunStarted",

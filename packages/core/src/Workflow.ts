@@ -10,7 +10,7 @@ import type * as Effect from "effect/Effect"
 import type * as Either from "effect/Either"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import type { AssistantMessage, ChatMessage, Usage } from "./Chat.js"
+import type { AssistantMessage, ChatMessage, ToolCall, ToolMessage, Usage } from "./Chat.js"
 import type {
   BudgetExceeded,
   InvalidToolArguments,
@@ -21,6 +21,7 @@ import type {
   ToolError,
   UnknownTool
 } from "./Errors.js"
+import type { Json } from "./Json.js"
 import type { TenantContext } from "./Tenant.js"
 import type { Tool } from "./Tool.js"
 
@@ -29,8 +30,11 @@ export interface ChatOptions<A, I = unknown> {
   readonly messages: ReadonlyArray<ChatMessage>
   /** Model name; the ModelPort's default when absent. */
   readonly model?: string | undefined
-  /** Names of the tools the model may call (filtered by the tenant's capabilities); default: all registered. */
-  readonly tools?: ReadonlyArray<string> | undefined
+  /**
+   * The tools the model may call, by name (from the `ToolRegistry`) or by value (a tool the registry does not
+   * hold), filtered by the tenant's capabilities; default: all registered.
+   */
+  readonly tools?: ReadonlyArray<string | Tool> | undefined
   /** Decode the final answer (JSON) with this schema; the model is asked for its JSON Schema. */
   readonly outputSchema?: Schema.Schema<A, I> | undefined
   /** Model steps the loop may take before it fails with `MaxTurnsExceeded`. Default 10. */
@@ -50,6 +54,60 @@ export interface ChatResult<A> {
   readonly usage: Usage
   readonly costUsd: number
 }
+
+/**
+ * Options of one model step (`ctx.modelStep`): the request goes to the model as given, and the tool calls in its
+ * answer come back without being run. For loops that rebuild their context before every model call (an agent
+ * with compaction); `chat` is the same step in a loop.
+ */
+export interface ModelStepOptions<A, I = unknown> {
+  readonly messages: ReadonlyArray<ChatMessage>
+  /** Model name; the ModelPort's default when absent. */
+  readonly model?: string | undefined
+  /** As `ChatOptions.tools`: names or values, filtered by the tenant's capabilities; default: all registered. */
+  readonly tools?: ReadonlyArray<string | Tool> | undefined
+  /** The model is asked for this schema's JSON Schema, and `answer` is decoded with it. */
+  readonly outputSchema?: Schema.Schema<A, I> | undefined
+  readonly maxOutputTokens?: number | undefined
+  /** Explicit step key (default `model:<index>`). */
+  readonly key?: string | undefined
+}
+
+/** What one model step returned. */
+export interface ModelStepResult<A> {
+  readonly message: AssistantMessage
+  /** The calls the model asked for, not run: answer each with `ctx.toolCall`. Empty when the model answered. */
+  readonly toolCalls: ReadonlyArray<ToolCall>
+  /**
+   * When the model called no tool: its answer decoded with `outputSchema` (its text without one), or, on the
+   * left, why it does not decode. `undefined` when the model called tools.
+   */
+  readonly answer: Either.Either<A, string> | undefined
+  readonly usage: Usage
+  readonly costUsd: number
+}
+
+/** Options of `ctx.toolCall`. */
+export interface ToolCallOptions {
+  /**
+   * The tools offered in the model step that issued the call (names or values, as given to `modelStep`); a call
+   * to any other tool is answered as an unknown tool and never runs. Default: all registered.
+   */
+  readonly tools?: ReadonlyArray<string | Tool> | undefined
+  /** Explicit step key (default `tool:<index>`). */
+  readonly key?: string | undefined
+}
+
+/** What a model-issued tool call came to. */
+export interface ToolCallOutcome {
+  /** The message that answers the call: its result, or `{"error": tag, "message": ...}` so the model can correct itself. */
+  readonly message: ToolMessage
+  /** The result as JSON, or why the call failed (unknown tool, denied, invalid arguments, the handler's error). */
+  readonly result: Either.Either<Json, ToolCallError>
+}
+
+/** Errors one model step may fail with. */
+export type ModelStepError = ModelError | PolicyDenied | BudgetExceeded
 
 /** Errors a chat may fail with (a tool's failure is answered to the model, not raised). */
 export type ChatError = ModelError | OutputDecodeError | MaxTurnsExceeded | PolicyDenied | BudgetExceeded
@@ -71,6 +129,17 @@ export interface WorkflowContext {
   readonly tenant: TenantContext
   /** Model step(s); see `ChatOptions`. */
   readonly chat: <A = string, I = unknown>(options: ChatOptions<A, I>) => Effect.Effect<ChatResult<A>, ChatError>
+  /**
+   * One model step: sends `messages` and returns the answer, its tool calls unrun (see `ModelStepOptions`). Logged
+   * and replayed like a step of `chat`.
+   */
+  readonly modelStep: <A = string, I = unknown>(options: ModelStepOptions<A, I>) => Effect.Effect<ModelStepResult<A>, ModelStepError>
+  /**
+   * Runs a tool call a model step returned (name, JSON arguments, call id), as `chat` does: two-phase and
+   * crash-safe, refused when the tool was not offered, the tenant lacks its capability or the arguments do not
+   * decode. Never fails: a failure is the outcome's `result`, and its `message` tells the model.
+   */
+  readonly toolCall: (call: ToolCall, options?: ToolCallOptions) => Effect.Effect<ToolCallOutcome>
   /** Calls a tool (by value or by name) with arguments given by code. Two-phase, crash-safe. */
   readonly tool: <Args, Result>(
     tool: Tool<Args, Result> | string,

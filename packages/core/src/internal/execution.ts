@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
-import type { ChatMessage, ToolMessage, Usage } from "../Chat.js"
+import type { ChatMessage, ToolCall, ToolMessage, Usage } from "../Chat.js"
 import * as Errors from "../Errors.js"
 import { type Event, type EventPayload, RUN_STEP_KEY } from "../Event.js"
 import type * as EventStore from "../EventStore.js"
@@ -20,7 +20,19 @@ import type * as ModelPort from "../ModelPort.js"
 import { hasCapability, type TenantContext } from "../Tenant.js"
 import { firstIssue, jsonSchemaOf, type Tool } from "../Tool.js"
 import type * as ToolRegistry from "../ToolRegistry.js"
-import type { ChatError, ChatOptions, ChatResult, PauseOptions, ToolCallError, WorkflowContext } from "../Workflow.js"
+import type {
+  ChatError,
+  ChatOptions,
+  ChatResult,
+  ModelStepError,
+  ModelStepOptions,
+  ModelStepResult,
+  PauseOptions,
+  ToolCallError,
+  ToolCallOptions,
+  ToolCallOutcome,
+  WorkflowContext
+} from "../Workflow.js"
 import { canonicalJson, eventHash, GENESIS_HASH, sha256 } from "./hash.js"
 
 export interface Deps {
@@ -55,6 +67,11 @@ export interface ExecutionOptions {
   readonly mode: "live" | "replay"
   /** USD spent by the run's lineage before this execution. */
   readonly spentUsd: number
+  /**
+   * Reads the lineage's spend again. A tool handler may start sub-runs (an agent's sub-agent) that spend on the
+   * root's budget while this execution runs, so the spend is re-read before the first model call after a tool ran.
+   */
+  readonly lineageSpend?: Effect.Effect<number, Errors.StoreError> | undefined
   /** The response a `resume` brings for the open pause. */
   readonly response?: { readonly payload: unknown } | undefined
 }
@@ -103,6 +120,8 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
   let headSeq = options.log.length === 0 ? 0 : options.log[options.log.length - 1]!.seq
   let headHash = options.log.length === 0 ? GENESIS_HASH : options.log[options.log.length - 1]!.hash
   let spentUsd = options.spentUsd
+  // Set when a tool handler ran live: it may have spent on the lineage's budget through sub-runs.
+  let spendStale = false
   let pendingResponse = options.response
   let counter = 0
   let halted: Halt | undefined
@@ -216,10 +235,10 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
 
   // ---------------------------------------------------------------------------------------------- model
 
-  const modelStep = (request: ModelPort.ModelRequest) =>
+  const modelStep = (request: ModelPort.ModelRequest, explicitKey?: string | undefined) =>
     Effect.gen(function*() {
       if (halted !== undefined) return yield* halt(halted)
-      const key = nextKey("model", undefined)
+      const key = nextKey("model", explicitKey)
       const requestHash = sha256(canonicalJson({
         model: request.model,
         messages: request.messages,
@@ -255,6 +274,11 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
           }))
         }
         return { message: completed.message, usage: completed.usage, costUsd: completed.costUsd }
+      }
+      if (spendStale && options.lineageSpend !== undefined) {
+        const lineage = yield* Effect.catchAll(options.lineageSpend, (error) => fault(error))
+        spentUsd = Math.max(spentUsd, lineage)
+        spendStale = false
       }
       if (spentUsd >= tenant.budgetUsdLimit) return yield* budgetExceeded(key, "before_call", [])
       const notes: Array<EventPayload> = []
@@ -328,6 +352,7 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
   /** Runs the handler of a requested call and appends its outcome (`ToolRequested` is already durable). */
   const runHandler = (tool: Tool, args: unknown, key: string, idempotencyKey: string, info: ToolCallInfo, notes: Array<EventPayload>) =>
     Effect.gen(function*() {
+      spendStale = true
       const result = yield* Effect.either(tool.invoke(args, { runId, tenant, idempotencyKey, stepKey: key }))
       const encoded = Either.flatMap(result, (r) => tool.encodeResult(r))
       if (Either.isLeft(encoded)) {
@@ -467,16 +492,65 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
 
   // ----------------------------------------------------------------------------------------------- chat
 
+  /** The tools a step offers: names resolved in the registry (unknown names dropped), values as given. */
+  const resolveTools = (tools: ReadonlyArray<string | Tool> | undefined): ReadonlyArray<Tool> =>
+    tools === undefined
+      ? deps.tools.list()
+      : tools.flatMap((t) => {
+        if (typeof t !== "string") return [t]
+        const found = deps.tools.get(t)
+        return found === undefined ? [] : [found]
+      })
+
+  interface Offer {
+    /** The tools the model sees: those the tenant's capabilities allow. */
+    readonly visible: ReadonlyMap<string, Tool>
+    /** Every tool given, so a call to one the tenant may not use is denied by name rather than unknown. */
+    readonly all: ReadonlyMap<string, Tool>
+  }
+
+  const offerTools = (tools: ReadonlyArray<string | Tool> | undefined): Offer => {
+    const visible = new Map<string, Tool>()
+    const all = new Map<string, Tool>()
+    for (const t of resolveTools(tools)) {
+      all.set(t.name, t)
+      if (hasCapability(tenant, t.requiresCapability)) visible.set(t.name, t)
+    }
+    return { visible, all }
+  }
+
+  const modelStepWith = <A, I>(opts: ModelStepOptions<A, I>, offer: Offer): Effect.Effect<ModelStepResult<A>, ModelStepError> =>
+    Effect.suspend(() => {
+      const schema = opts.outputSchema
+      return Effect.map(
+        modelStep({
+          model: opts.model ?? deps.model.defaultModel,
+          messages: opts.messages,
+          tools: [...offer.visible.values()].map((t) => t.spec),
+          outputFormat: schema === undefined ? undefined : { name: "output", schema: jsonSchemaOf(schema) },
+          maxOutputTokens: opts.maxOutputTokens
+        }, opts.key),
+        (step): ModelStepResult<A> => {
+          const toolCalls = step.message.toolCalls ?? []
+          const text = step.message.content ?? ""
+          const answer = toolCalls.length > 0 ? undefined : schema === undefined ? Either.right(text as A) : decodeAnswer(schema, text)
+          return { message: step.message, toolCalls, answer, usage: step.usage, costUsd: step.costUsd }
+        }
+      )
+    })
+
+  const toolCallWith = (call: ToolCall, offer: Offer, key: string | undefined): Effect.Effect<ToolCallOutcome> =>
+    Effect.map(
+      toolStep({ name: call.name, arguments: call.arguments, toolCallId: call.id, offered: new Set(offer.visible.keys()), value: offer.all.get(call.name), key }),
+      (outcome): ToolCallOutcome => ({
+        message: toolMessage(call.id, call.name, outcome),
+        result: outcome.ok ? Either.right(outcome.json) : Either.left(outcome.error)
+      })
+    )
+
   const chat = <A, I>(chatOptions: ChatOptions<A, I>): Effect.Effect<ChatResult<A>, ChatError> =>
     Effect.gen(function*() {
-      const registered = chatOptions.tools === undefined
-        ? deps.tools.list()
-        : chatOptions.tools.map((name) => deps.tools.get(name)).filter((t): t is Tool => t !== undefined)
-      const visible = registered.filter((t) => hasCapability(tenant, t.requiresCapability))
-      const offered = new Set(visible.map((t) => t.name))
-      const schema = chatOptions.outputSchema
-      const outputFormat = schema === undefined ? undefined : { name: "output", schema: jsonSchemaOf(schema) }
-      const model = chatOptions.model ?? deps.model.defaultModel
+      const offered = offerTools(chatOptions.tools)
       const maxTurns = chatOptions.maxTurns ?? 10
       const maxDecodeRetries = chatOptions.maxDecodeRetries ?? 2
       const messages: Array<ChatMessage> = [...chatOptions.messages]
@@ -484,42 +558,32 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
       let costUsd = 0
       let decodeFailures = 0
       for (let turn = 0; turn < maxTurns; turn++) {
-        const step = yield* modelStep({
-          model,
+        const step = yield* modelStepWith({
           messages: [...messages],
-          tools: visible.map((t) => t.spec),
-          outputFormat,
+          model: chatOptions.model,
+          outputSchema: chatOptions.outputSchema,
           maxOutputTokens: chatOptions.maxOutputTokens
-        })
+        }, offered)
         usage.inputTokens += step.usage.inputTokens
         usage.outputTokens += step.usage.outputTokens
         usage.cachedInputTokens += step.usage.cachedInputTokens ?? 0
         costUsd += step.costUsd
         messages.push(step.message)
-        const calls = step.message.toolCalls ?? []
-        if (calls.length > 0) {
-          for (const call of calls) {
-            const outcome = yield* toolStep({ name: call.name, arguments: call.arguments, toolCallId: call.id, offered })
-            messages.push(toolMessage(call.id, call.name, outcome))
-          }
+        if (step.answer === undefined) {
+          for (const call of step.toolCalls) messages.push((yield* toolCallWith(call, offered, undefined)).message)
           continue
         }
-        const text = step.message.content ?? ""
         const total: Usage = usage
-        if (schema === undefined) {
-          return { output: text as A, message: step.message, messages, usage: total, costUsd } satisfies ChatResult<A>
-        }
-        const decoded = decodeAnswer(schema, text)
-        if (Either.isRight(decoded)) {
-          return { output: decoded.right, message: step.message, messages, usage: total, costUsd } satisfies ChatResult<A>
+        if (Either.isRight(step.answer)) {
+          return { output: step.answer.right, message: step.message, messages, usage: total, costUsd } satisfies ChatResult<A>
         }
         decodeFailures++
         if (decodeFailures > maxDecodeRetries) {
-          return yield* Effect.fail(new Errors.OutputDecodeError({ attempts: decodeFailures, reason: decoded.left }))
+          return yield* Effect.fail(new Errors.OutputDecodeError({ attempts: decodeFailures, reason: step.answer.left }))
         }
         messages.push({
           role: "user",
-          content: `Your answer did not match the required JSON schema: ${decoded.left}. Answer again with JSON only.`
+          content: `Your answer did not match the required JSON schema: ${step.answer.left}. Answer again with JSON only.`
         })
       }
       return yield* Effect.fail(new Errors.MaxTurnsExceeded({ maxTurns }))
@@ -610,6 +674,8 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
     runId,
     tenant,
     chat,
+    modelStep: (opts) => modelStepWith(opts, offerTools(opts.tools)),
+    toolCall: (call: ToolCall, opts?: ToolCallOptions) => toolCallWith(call, offerTools(opts?.tools), opts?.key),
     tool: <Args, Result>(tool: Tool<Args, Result> | string, args: Args, opts?: { readonly key?: string | undefined }) =>
       Effect.suspend(() => {
         const value: Tool<Args, Result> | Tool | undefined = typeof tool === "string" ? deps.tools.get(tool) : tool
