@@ -14,6 +14,8 @@ export default defineConfig({
       { find: /^@artana\/store-postgres\/testing$/, replacement: src("store-postgres", "testing.ts") },
       { find: /^@artana\/store-postgres$/, replacement: src("store-postgres") },
       { find: /^@artana\/worker$/, replacement: src("worker") },
+      { find: /^@artana\/experience\/testing$/, replacement: src("experience", "testing.ts") },
+      { find: /^@artana\/experience$/, replacement: src("experience") },
       { find: /^@artana\/middleware$/, replacement: src("middleware") },
       { find: /^@artana\/model-openai\/testing$/, replacement: src("model-openai", "testing.ts") },
       { find: /^@artana\/model-openai$/, replacement: src("model-openai") }
