@@ -8,3 +8,4 @@
 export * as ExperienceRule from "./ExperienceRule.js"
 export * as ExperienceStore from "./ExperienceStore.js"
 export * as SqlExperienceStore from "./SqlExperienceStore.js"
+export * as Experience from "./Experience.js"
