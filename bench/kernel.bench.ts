@@ -12,9 +12,10 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer, Schema } from "effect"
-import { EventStore, Kernel, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
+import { EventStore, Kernel, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
+import { echo, tenant } from "./fixtures.js"
 import { type BenchResult, median, nowUs, progress } from "./lib.js"
 
 const STEPS = 2000
@@ -22,15 +23,6 @@ const WARMUP = 100
 const REPLAY_STEPS = 5000 // two events each: 10,000 step events
 const ROUNDS = 15
 
-const tenant = Tenant.TenantContext.make({ tenantId: "bench", capabilities: [], budgetUsdLimit: 1 })
-
-const echo = Tool.make({
-  name: "echo",
-  description: "Returns its input",
-  parameters: Schema.Struct({ i: Schema.Number, note: Schema.String }),
-  idempotent: true,
-  handler: (args) => Effect.succeed({ ok: true, i: args.i })
-})
 
 export default async (machine: BenchResult["machine"]): Promise<BenchResult> => {
   const dir = mkdtempSync(join(tmpdir(), "artana-bench-"))

@@ -10,10 +10,11 @@
 // (fsync and synchronous_commit on), started from /usr/lib/postgresql/*/bin and removed after.
 import { Effect, Exit, Layer, Schema, Scope } from "effect"
 import pg from "pg"
-import { Kernel, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
+import { Kernel, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { PostgresStore } from "@artana/store-postgres"
 import { PgTest } from "@artana/store-postgres/testing"
+import { echo, tenant } from "./fixtures.js"
 import { type BenchResult, median, nowUs, progress } from "./lib.js"
 
 const CONCURRENCY = [1, 4, 8] as const
@@ -22,15 +23,6 @@ const ROUNDS = 5
 /** Steps run before measuring, so that both sides are measured JIT-compiled. */
 const WARMUP_STEPS = 3000
 
-const tenant = Tenant.TenantContext.make({ tenantId: "bench", capabilities: [], budgetUsdLimit: 1 })
-
-const echo = Tool.make({
-  name: "echo",
-  description: "Returns its input",
-  parameters: Schema.Struct({ i: Schema.Number, note: Schema.String }),
-  idempotent: true,
-  handler: (args) => Effect.succeed({ ok: true, i: args.i })
-})
 
 const steps = Workflow.make({
   name: "bench.steps",

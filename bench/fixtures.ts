@@ -1,0 +1,14 @@
+// What the durable-step benchmarks share: their tenant and the tool each step calls.
+import { Effect, Schema } from "effect"
+import { Tenant, Tool } from "@artana/core"
+
+export const tenant = Tenant.TenantContext.make({ tenantId: "bench", capabilities: [], budgetUsdLimit: 1 })
+
+/** An idempotent tool that returns its input: a durable step with no work of its own. */
+export const echo = Tool.make({
+  name: "echo",
+  description: "Returns its input",
+  parameters: Schema.Struct({ i: Schema.Number, note: Schema.String }),
+  idempotent: true,
+  handler: (args) => Effect.succeed({ ok: true, i: args.i })
+})
