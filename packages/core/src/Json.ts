@@ -4,6 +4,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import { canonicalJson, sha256 } from "./internal/hash.js"
 
 /** A JSON value. */
 export type Json = string | number | boolean | null | ReadonlyArray<Json> | { readonly [key: string]: Json }
@@ -88,3 +89,18 @@ export const fromUnknown = (value: unknown, path = "$"): { readonly ok: true; re
 /** True for a JSON object (not an array, not null). */
 export const isObject = (value: Json | undefined): value is JsonObject =>
   value !== null && value !== undefined && typeof value === "object" && !Array.isArray(value)
+
+/**
+ * Canonical JSON (in the manner of RFC 8785: object keys sorted, no whitespace), the text the log's hash chain is
+ * computed over. Two values are the same JSON exactly when their canonical texts are equal.
+ *
+ * @example
+ * Json.canonical({ b: 1, a: [true, null] }) // '{"a":[true,null],"b":1}'
+ */
+export const canonical = (value: Json): string => canonicalJson(value)
+
+/**
+ * SHA-256 (hex) of a value's canonical JSON: a content hash that does not depend on key order or spacing, for
+ * comparing tool arguments and results across runs and replays.
+ */
+export const hash = (value: Json): string => sha256(canonicalJson(value))

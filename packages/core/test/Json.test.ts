@@ -1,0 +1,21 @@
+import { describe, expect, it } from "@effect/vitest"
+import { createHash } from "node:crypto"
+import { Json } from "@artana/core"
+
+describe("Json.canonical and Json.hash", () => {
+  it("sorts keys at every depth and writes no whitespace", () => {
+    expect(Json.canonical({ b: 1, a: [true, null, { d: "x", c: 2.5 }] })).toBe('{"a":[true,null,{"c":2.5,"d":"x"}],"b":1}')
+  })
+
+  it("writes strings and numbers as JSON.stringify does", () => {
+    const value = { s: "é\u2028\"\n", n: 1e21, m: -0.000001, i: 10 }
+    expect(JSON.parse(Json.canonical(value))).toEqual(value)
+    expect(Json.canonical(value)).toBe(`{"i":10,"m":${JSON.stringify(-0.000001)},"n":${JSON.stringify(1e21)},"s":${JSON.stringify(value.s)}}`)
+  })
+
+  it("hashes the canonical text, so key order does not change the hash and content does", () => {
+    expect(Json.hash({ a: 1, b: [1, 2] })).toBe(Json.hash({ b: [1, 2], a: 1 }))
+    expect(Json.hash({ a: 1, b: [1, 2] })).not.toBe(Json.hash({ a: 1, b: [2, 1] }))
+    expect(Json.hash("x")).toBe(createHash("sha256").update('"x"').digest("hex"))
+  })
+})
