@@ -1,0 +1,98 @@
+/**
+ * Sub-agents: an agent offered to another agent as a tool. A call runs the child agent as a run of its own,
+ * through the same kernel (so the same store and the same middleware), with the id
+ * `<parent run>::sub_agent::<idempotency key of the call>`, the parent's tenant, and the parent as its parent run,
+ * so it spends on the root run's budget: a child that exhausts it stops, and the parent stops at its next model
+ * step. The tool is idempotent: a parent that crashed during the call runs it again with the same key, which
+ * resumes the same child run from its log (its completed tool calls are not repeated).
+ *
+ * `lineage` reads the tree of runs (root, sub-agents, their sub-agents) back from the store.
+ *
+ * @since 0.1.0
+ */
+import { EventStore } from "@artana/core"
+import type { Errors, Event } from "@artana/core"
+import * as Effect from "effect/Effect"
+import type * as Schema from "effect/Schema"
+import type { Agent } from "./AutonomousAgent.js"
+
+/** An agent as a tool; `AutonomousAgent` turns it into a kernel tool when the parent runs. */
+export interface SubAgentTool {
+  readonly _tag: "SubAgentTool"
+  readonly name: string
+  readonly description: string
+  readonly agent: Agent
+  /** The child's model; default the child agent's own, else the parent run's. */
+  readonly model: string | undefined
+  /** The child's output schema; its encoded output is the tool's result. Default: the child's answer text. */
+  readonly outputSchema: Schema.Schema.AnyNoContext | undefined
+}
+
+/**
+ * Offers `agent` to a parent agent as the tool `name`, taking `{ task: string }`.
+ *
+ * @example
+ * const analyst = AutonomousAgent.make({
+ *   name: "analyst",
+ *   instructions: "...",
+ *   tools: [SubAgent.asTool({ name: "research", description: "Researches a question on the web", agent: researcher })]
+ * })
+ */
+export const asTool = (options: {
+  readonly name: string
+  readonly description: string
+  readonly agent: Agent
+  readonly model?: string | undefined
+  readonly outputSchema?: Schema.Schema.AnyNoContext | undefined
+}): SubAgentTool => ({
+  _tag: "SubAgentTool",
+  name: options.name,
+  description: options.description,
+  agent: options.agent,
+  model: options.model,
+  outputSchema: options.outputSchema
+})
+
+/** The run id of the child a call starts: `<parent>::sub_agent::<idempotencyKey>`. */
+export const childRunId = (parentRunId: string, idempotencyKey: string): string => `${parentRunId}::sub_agent::${idempotencyKey}`
+
+/** A run and the runs it started, recursively. */
+export interface RunTree {
+  readonly run: Event.RunInfo
+  readonly children: ReadonlyArray<RunTree>
+}
+
+/**
+ * The whole tree `runId` belongs to, from its root: every run of the lineage, children in the order they started.
+ *
+ * @example
+ * const tree = yield* SubAgent.lineage({ tenantId: "acme", runId: "report-7::sub_agent::report-7/turn:2/tool:0" })
+ * // tree.run.runId === "report-7", tree.children[0].run.runId === "report-7::sub_agent::..."
+ */
+export const lineage = (run: { readonly tenantId: string; readonly runId: string }): Effect.Effect<RunTree, Errors.RunNotFound | Errors.StoreError, EventStore.EventStore> =>
+  Effect.gen(function*() {
+    const store = yield* EventStore.EventStore
+    const info = yield* store.getRun(run.tenantId, run.runId)
+    const root = info.rootRunId === info.runId ? info : yield* store.getRun(run.tenantId, info.rootRunId)
+    const runs = yield* store.listRuns(run.tenantId, { rootRunId: root.runId })
+    const byParent = new Map<string, Array<Event.RunInfo>>()
+    for (const r of [...runs].sort((a, b) => a.createdAt - b.createdAt)) {
+      if (r.parentRunId === undefined) continue
+      const siblings = byParent.get(r.parentRunId) ?? []
+      siblings.push(r)
+      byParent.set(r.parentRunId, siblings)
+    }
+    const tree = (r: Event.RunInfo): RunTree => ({ run: r, children: (byParent.get(r.runId) ?? []).map(tree) })
+    return tree(root)
+  })
+
+/** The tree as indented lines: `runId  workflow  status  $cost`, children indented under their parent. */
+export const formatTree = (tree: RunTree): string => {
+  const lines: Array<string> = []
+  const walk = (t: RunTree, depth: number) => {
+    lines.push(`${"  ".repeat(depth)}${depth === 0 ? "" : "└ "}${t.run.runId}  ${t.run.workflow}  ${t.run.status}  $${t.run.costUsd.toFixed(6)}`)
+    for (const c of t.children) walk(c, depth + 1)
+  }
+  walk(tree, 0)
+  return lines.join("\n")
+}

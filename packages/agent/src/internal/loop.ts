@@ -1,0 +1,304 @@
+/**
+ * The agent loop, as a workflow: render the sections, compact when the prompt passes the threshold, take one model
+ * step, run the tool calls it asked for, until the answer decodes. Every effect goes through the workflow context,
+ * with explicit step keys: `turn:<n>` (model), `turn:<n>/tool:<i>`, `turn:<n>/section:<name>`, `compaction:<k>`,
+ * `finish:<extension>:<name>`.
+ */
+import { Chat, Errors, Json, Tenant, Tool, Workflow } from "@artana/core"
+import type { Kernel, ModelPort } from "@artana/core"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import { ContextOverflow, SubAgentFailed } from "../AgentErrors.js"
+import type { Agent, AgentOutput, AgentTool, RunError } from "../AutonomousAgent.js"
+import * as CompactionStrategy from "../CompactionStrategy.js"
+import { ContextBuilder, type PromptParts, type RenderedSection } from "../ContextBuilder.js"
+import type { Extension, FinishInput, Outcome } from "../Extension.js"
+import * as Memory from "../Memory.js"
+import type * as MemoryStore from "../MemoryStore.js"
+import * as Skills from "../Skills.js"
+import * as SubAgent from "../SubAgent.js"
+
+/** The services a run uses, read when it starts. */
+export interface Env {
+  readonly kernel: Kernel.Service
+  readonly model: ModelPort.Service
+  readonly memory: MemoryStore.Service
+}
+
+type ChatMessage = Chat.ChatMessage
+
+export const Input = Schema.Struct({ prompt: Schema.String, model: Schema.String })
+export type Input = typeof Input.Type
+
+export const outputSchemaOf = <A, I>(output: Schema.Schema<A, I>) =>
+  Schema.Struct({ output, turns: Schema.Number, compactions: Schema.Number, usage: Chat.Usage, costUsd: Schema.Number })
+
+export const workflowName = (name: string): string => `agent:${name}`
+
+const isSubAgent = (t: AgentTool): t is SubAgent.SubAgentTool => "_tag" in t && t._tag === "SubAgentTool"
+
+/** The names an agent's own tools take; a user tool may not take them. */
+const reserved = [Skills.LOAD_SKILL, Memory.APPEND, Memory.REPLACE, Memory.SEARCH]
+
+/** Throws on an agent definition that cannot work (see `AutonomousAgent.make`). */
+export const validate = (agent: Agent): void => {
+  const o = agent.options
+  const names = new Set<string>()
+  const extensions = new Set<string>()
+  for (const e of o.extensions ?? []) {
+    if (extensions.has(e.name)) throw new Error(`agent "${agent.name}": two extensions are named "${e.name}"`)
+    extensions.add(e.name)
+  }
+  for (const t of [...(o.tools ?? []), ...(o.extensions ?? []).flatMap((e) => e.tools ?? [])]) {
+    const name = isSubAgent(t) ? t.name : Skills.of(t).tool.name
+    if (isSubAgent(t) && !/^[a-zA-Z0-9_.-]{1,64}$/.test(name)) throw new Error(`agent "${agent.name}": sub-agent tool name "${name}" must match [a-zA-Z0-9_.-]{1,64}`)
+    if (reserved.includes(name)) throw new Error(`agent "${agent.name}": the tool name "${name}" is the agent's own; rename the tool`)
+    if (names.has(name)) throw new Error(`agent "${agent.name}": two tools are named "${name}"; tool names must be unique`)
+    names.add(name)
+  }
+  // The builder refuses duplicate section names.
+  builderOf(agent, undefined)
+}
+
+const builderOf = (agent: Agent, memory: MemoryStore.Service | undefined): ContextBuilder => {
+  const o = agent.options
+  const memorySection = o.memory === false || memory === undefined ? [] : [Memory.section(memory, memoryId(agent), o.memory ?? {})]
+  return (o.context ?? new ContextBuilder()).withSections(
+    ...memorySection,
+    ...(o.sections ?? []),
+    ...(o.extensions ?? []).flatMap((e) => e.sections ?? [])
+  )
+}
+
+const memoryId = (agent: Agent) => (agent.options.memory === false ? agent.name : agent.options.memory?.agentId ?? agent.name)
+
+/** The agent's tools for one run (sub-agents become kernel tools over `env`). */
+const skillsOf = (agent: Agent, env: Env, runModel: string): ReadonlyArray<Skills.Skill> =>
+  [...(agent.options.tools ?? []), ...(agent.options.extensions ?? []).flatMap((e) => e.tools ?? [])].map((t) =>
+    isSubAgent(t) ? Skills.make(subAgentTool(t, env, runModel)) : Skills.of(t)
+  )
+
+/** A sub-agent as a kernel tool: its call runs the child agent as a child run. */
+const subAgentTool = (sub: SubAgent.SubAgentTool, env: Env, parentModel: string): Tool.Tool =>
+  Tool.make({
+    name: sub.name,
+    description: sub.description,
+    parameters: Schema.Struct({
+      task: Schema.String.annotations({ description: "The task for the sub-agent, self-contained: it sees nothing of this conversation" })
+    }),
+    idempotent: true,
+    handler: ({ task }, ctx) =>
+      Effect.gen(function*() {
+        const childRunId = SubAgent.childRunId(ctx.runId, ctx.idempotencyKey)
+        const failed = (reason: string) => new SubAgentFailed({ tool: sub.name, childRunId, reason })
+        const workflow = workflowOf(sub.agent, env, sub.outputSchema)
+        const result = yield* env.kernel.execute(workflow, {
+          runId: childRunId,
+          tenant: ctx.tenant,
+          parentRunId: ctx.runId,
+          input: { prompt: task, model: sub.model ?? sub.agent.options.model ?? parentModel }
+        }).pipe(Effect.mapError((e) => failed(Errors.isArtanaError(e) || e instanceof Error ? `${e._tag}: ${e.message}` : String(e))))
+        if (result.status !== "completed") {
+          return yield* failed(result.status === "paused" ? `it paused (${result.reason})` : `it needs reconciliation of tool ${result.tool} at ${result.stepKey}`)
+        }
+        const encoded = workflow.encodeOutput(result.output)
+        if (Either.isLeft(encoded)) return yield* failed(`its output does not encode: ${encoded.left.message}`)
+        const json = Json.fromUnknown(encoded.right)
+        if (!json.ok || !Json.isObject(json.json)) return yield* failed("its output is not a JSON object")
+        return json.json["output"] ?? null
+      })
+  })
+
+/** The tools' specs as a message, so that counting the prompt counts what the tools take too. */
+const toolsMessage = (tools: ReadonlyArray<Tool.Tool>): ChatMessage => Chat.system(JSON.stringify(tools.map((t) => t.spec)))
+
+const emptyUsage = () => ({ inputTokens: 0, outputTokens: 0, cachedInputTokens: 0 })
+
+const decodeFailureMessage = (reason: string) =>
+  `Your answer did not match the required JSON schema: ${reason}. Answer again with JSON only.`
+
+/**
+ * The agent as a workflow for one output schema. `env` gives the services its runs use; the workflow closes over
+ * them, as core's workflows have no requirements of their own.
+ */
+export const workflowOf = <A, I>(
+  agent: Agent,
+  env: Env,
+  outputSchema: Schema.Schema<A, I> | undefined
+): Workflow.Workflow<Input, AgentOutput<A>, RunError> =>
+  Workflow.make({
+    name: workflowName(agent.name),
+    input: Input,
+    // Without an output schema the output is the answer's text (A is string then, as `run` types it).
+    output: outputSchemaOf(outputSchema ?? (Schema.String as unknown as Schema.Schema<A, I>)),
+    run: (input, ctx) => loop(agent, env, outputSchema, input, ctx)
+  })
+
+const loop = <A, I>(
+  agent: Agent,
+  env: Env,
+  outputSchema: Schema.Schema<A, I> | undefined,
+  input: Input,
+  ctx: Workflow.WorkflowContext
+): Effect.Effect<AgentOutput<A>, RunError> =>
+  Effect.gen(function*() {
+    const o = agent.options
+    const model = input.model
+    const task = input.prompt
+    const builder = builderOf(agent, env.memory)
+    const skills = skillsOf(agent, env, model)
+    const skillByName = new Map(skills.map((s) => [s.tool.name, s]))
+    const progressive = o.progressiveSkills === true
+    const own: ReadonlyArray<Tool.Tool> = [
+      ...(o.memory === false ? [] : Memory.tools(env.memory, memoryId(agent), o.memory ?? {})),
+      ...(progressive ? [Skills.loadSkillTool(skills)] : [])
+    ]
+    const maxTurns = o.maxTurns ?? 25
+    const maxDecodeRetries = o.maxDecodeRetries ?? 2
+    const compaction = o.compaction
+    const extensions = (o.extensions ?? []).filter((e): e is Extension & { onFinish: NonNullable<Extension["onFinish"]> } => e.onFinish !== undefined)
+
+    let history: Array<ChatMessage> = []
+    let summary: string | undefined
+    const loaded = new Set<string>()
+    const previous = new Map<string, string>()
+    const usage = emptyUsage()
+    let costUsd = 0
+    let compactions = 0
+    let decodeFailures = 0
+
+    const account = (step: { readonly usage: Chat.Usage; readonly costUsd: number }) => {
+      usage.inputTokens += step.usage.inputTokens
+      usage.outputTokens += step.usage.outputTokens
+      usage.cachedInputTokens += step.usage.cachedInputTokens ?? 0
+      costUsd += step.costUsd
+    }
+
+    const offered = (): ReadonlyArray<Tool.Tool> =>
+      progressive ? [...own, ...skills.filter((s) => loaded.has(s.tool.name)).map((s) => s.tool)] : [...own, ...skills.map((s) => s.tool)]
+
+    const partsOf = (sections: ReadonlyArray<RenderedSection>): PromptParts => ({
+      identity: o.instructions,
+      sections,
+      skills: progressive ? skills.map((s) => ({ name: s.tool.name, summary: s.summary, loaded: loaded.has(s.tool.name) })) : undefined,
+      task,
+      summary,
+      history
+    })
+
+    const conversation = (): ReadonlyArray<ChatMessage> => [
+      Chat.user(task),
+      ...(summary === undefined ? [] : [builder.summaryMessage(summary)]),
+      ...history
+    ]
+
+    const finish = (outcome: Outcome, turns: number) =>
+      Effect.forEach(extensions, (e) => {
+        const finishInput: FinishInput = {
+          ctx,
+          agent: agent.name,
+          task,
+          model,
+          outcome,
+          messages: conversation(),
+          turns,
+          key: (name) => `finish:${e.name}:${name}`
+        }
+        return e.onFinish(finishInput)
+      }, { discard: true })
+
+    const failWith = <E extends Errors.OutputDecodeError | Errors.MaxTurnsExceeded | ContextOverflow>(error: E, turns: number) =>
+      Effect.zipRight(finish({ _tag: "failure", errorTag: error._tag, message: error.message }, turns), Effect.fail(error))
+
+    /** Folds the oldest history into the summary until the prompt is under the strategy's thresholds. */
+    const compact = (strategy: CompactionStrategy.CompactionStrategy, sections: ReadonlyArray<RenderedSection>, tools: ReadonlyArray<Tool.Tool>) =>
+      Effect.gen(function*() {
+        const visible = tools.filter((t) => Tenant.hasCapability(ctx.tenant, t.requiresCapability))
+        const count = () => env.model.countTokens([...builder.messages(partsOf(sections)), toolsMessage(visible)], model)
+        const tooMany = () => strategy.triggerAtMessages !== undefined && history.length > strategy.triggerAtMessages
+        const tooLong = (tokens: number) => strategy.boundTokens !== undefined && tokens > strategy.boundTokens
+        let tokens = yield* count()
+        let keep = strategy.keepRecentMessages
+        while (tooMany() || tooLong(tokens)) {
+          const cut = CompactionStrategy.cutIndex(history, keep)
+          if (cut > 0) {
+            const folded = yield* CompactionStrategy.summarize(strategy, ctx, {
+              previous: summary,
+              messages: history.slice(0, cut),
+              task,
+              key: `compaction:${compactions}`
+            })
+            account(folded.step)
+            compactions++
+            summary = folded.summary
+            history = history.slice(cut)
+            tokens = yield* count()
+            continue
+          }
+          if (keep === 0) {
+            return yield* new ContextOverflow({
+              runId: ctx.runId,
+              boundTokens: strategy.boundTokens ?? 0,
+              promptTokens: tokens,
+              reason: "the instructions, sections, task and summary alone are over it"
+            })
+          }
+          // Keeping this many does not leave anything to fold (or not enough): keep fewer.
+          keep = Math.floor(keep / 2)
+        }
+      })
+
+    for (let turn = 0; turn < maxTurns; turn++) {
+      const sections = yield* builder.renderSections({ ctx, agent: agent.name, task, turn, history }, previous)
+      for (const s of sections) previous.set(s.name, s.text)
+      const tools = offered()
+      if (compaction !== undefined) {
+        const compacted = yield* Effect.either(compact(compaction, sections, tools))
+        if (Either.isLeft(compacted)) {
+          const error = compacted.left
+          return yield* (error._tag === "ContextOverflow" ? failWith(error, turn) : Effect.fail(error))
+        }
+      }
+      const step = yield* ctx.modelStep({
+        messages: builder.messages(partsOf(sections)),
+        tools,
+        outputSchema,
+        model,
+        maxOutputTokens: o.maxOutputTokens,
+        key: `turn:${turn}`
+      })
+      account(step)
+      history.push(step.message)
+      if (step.answer === undefined) {
+        const offeredNames = new Set(tools.map((t) => t.name))
+        for (const [i, call] of step.toolCalls.entries()) {
+          const outcome = yield* ctx.toolCall(call, { tools, key: `turn:${turn}/tool:${i}` })
+          let message = outcome.message
+          if (Either.isLeft(outcome.result)) {
+            // A skill the model has not loaded: the kernel logged it as an unknown tool; the model is told what to do.
+            if (progressive && outcome.result.left._tag === "UnknownTool" && skillByName.has(call.name) && !offeredNames.has(call.name)) {
+              message = { ...message, content: Skills.notLoaded(call.name) }
+            }
+          } else if (call.name === Skills.LOAD_SKILL && progressive) {
+            const result = outcome.result.right
+            const name = Json.isObject(result) ? result["name"] : undefined
+            if (typeof name === "string" && skillByName.has(name)) loaded.add(name)
+          }
+          history.push(message)
+        }
+        continue
+      }
+      if (Either.isRight(step.answer)) {
+        const output = step.answer.right
+        yield* finish({ _tag: "success", answer: step.message.content ?? "", output }, turn + 1)
+        return { output, turns: turn + 1, compactions, usage, costUsd } satisfies AgentOutput<A>
+      }
+      decodeFailures++
+      if (decodeFailures > maxDecodeRetries) {
+        return yield* failWith(new Errors.OutputDecodeError({ attempts: decodeFailures, reason: step.answer.left }), turn + 1)
+      }
+      history.push(Chat.user(decodeFailureMessage(step.answer.left)))
+    }
+    return yield* failWith(new Errors.MaxTurnsExceeded({ maxTurns }), maxTurns)
+  })
