@@ -1,0 +1,82 @@
+// Progressive skills: the prompt carries names and one-line summaries; load_skill returns the full schema,
+// instructions and examples; the tool is offered from the next turn; a call to a tool not loaded is a clear error.
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { ScriptedModel } from "@artana/core/testing"
+import { AutonomousAgent, Skills } from "@artana/agent"
+import { agentLayer, eventsOf, makeTools, scripted, systemOf, tenant } from "./fixtures.js"
+
+describe("progressive skills", () => {
+  it.effect("names and summaries in the prompt; load_skill; callable from the next turn; not-loaded calls refused", () => {
+    const { effects, querySales, sendReport } = makeTools()
+    const sales = Skills.make(querySales, {
+      instructions: "Quarters are written 2024-Q3. Amounts are EUR.",
+      examples: [{ description: "EMEA in Q3", arguments: { region: "EMEA", quarter: "2024-Q3" } }]
+    })
+    const analyst = AutonomousAgent.make({ name: "analyst", instructions: "You analyse sales.", tools: [sales, sendReport], progressiveSkills: true, memory: false })
+    return Effect.gen(function*() {
+      const result = yield* analyst.run({ runId: "skills", tenant, prompt: "Report EMEA Q3." })
+      expect(result).toMatchObject({ status: "completed", output: { output: "done", turns: 6 } })
+      const requests = (yield* ScriptedModel.ScriptedModel).requests()
+      const tools = requests.map((r) => r.tools.map((t) => t.name))
+      expect(tools).toEqual([
+        ["load_skill"],
+        ["load_skill"],
+        ["load_skill", "query_sales"],
+        ["load_skill", "query_sales", "send_report"],
+        ["load_skill", "query_sales", "send_report"],
+        ["load_skill", "query_sales", "send_report"]
+      ])
+      const first = systemOf(requests[0]!)
+      expect(first).toContain("[SKILLS]")
+      expect(first).toContain("Loaded: (none yet)")
+      expect(first).toContain("- query_sales: Sales of a region in a quarter, in EUR.")
+      expect(first).toContain("- send_report: Sends the report by email (not idempotent: each call sends one email).")
+      // No schema, no instructions before loading.
+      expect(JSON.stringify(requests[0]!)).not.toContain("2024-Q3")
+      expect(systemOf(requests[3]!)).toContain("Loaded: query_sales, send_report")
+
+      const answers = requests.slice(1).map((r) => r.messages.filter((m) => m.role === "tool").at(-1)?.content ?? "")
+      // Turn 0: query_sales before loading it: refused with what to do; the handler never ran.
+      expect(JSON.parse(answers[0]!)).toEqual({
+        error: "SkillNotLoaded",
+        message: "\"query_sales\" is a skill that is not loaded yet: call load_skill with {\"name\": \"query_sales\"} first; its tool can be called from the next turn on"
+      })
+      // Turn 1: load_skill returns the full schema, the instructions and the examples.
+      expect(JSON.parse(answers[1]!)).toEqual({
+        name: "query_sales",
+        description: querySales.description,
+        parameters: querySales.spec.parameters,
+        instructions: "Quarters are written 2024-Q3. Amounts are EUR.",
+        examples: [{ description: "EMEA in Q3", arguments: { region: "EMEA", quarter: "2024-Q3" } }],
+        note: "\"query_sales\" is loaded: call it from your next turn on."
+      })
+      // Turn 2: load_skill and send_report in one message: the second is not callable yet.
+      const turn2 = requests[3]!.messages.filter((m) => m.role === "tool").slice(-2).map((m) => JSON.parse(m.content ?? ""))
+      expect(turn2[0]).toMatchObject({ name: "send_report" })
+      expect(turn2[1]).toMatchObject({ error: "SkillNotLoaded" })
+      // Turn 4: an unknown skill.
+      expect(JSON.parse(answers[4]!)).toEqual({ error: "ToolError", message: "tool \"load_skill\" failed: no skill named \"pivot\"; skills: query_sales, send_report" })
+      expect(effects.lines).toEqual(["query_sales skills/turn:3/tool:0 EMEA/2024-Q3"])
+      // The log records the refused calls as unknown tools, never run.
+      const failed = (yield* eventsOf("skills")).flatMap((e) => (e.payload._tag === "ToolFailed" ? [`${e.stepKey} ${e.payload.kind}`] : []))
+      expect(failed).toEqual(["turn:0/tool:0 unknown_tool", "turn:2/tool:1 unknown_tool", "turn:4/tool:0 tool_error"])
+      expect(yield* analyst.replay({ tenantId: tenant.tenantId, runId: "skills" })).toEqual(result)
+    }).pipe(Effect.provide(agentLayer(scripted([
+      ScriptedModel.toolCall("query_sales", { region: "EMEA", quarter: "2024-Q3" }),
+      ScriptedModel.toolCall("load_skill", { name: "query_sales" }),
+      { content: null, toolCalls: [{ name: "load_skill", arguments: { name: "send_report" } }, { name: "send_report", arguments: { to: "cfo", body: "x" } }] },
+      ScriptedModel.toolCall("query_sales", { region: "EMEA", quarter: "2024-Q3" }),
+      ScriptedModel.toolCall("load_skill", { name: "pivot" }),
+      ScriptedModel.text("done")
+    ]))))
+  })
+
+  it("summaries are the description's first sentence, at most 120 characters; examples are checked against the schema", () => {
+    expect(Skills.summaryOf("Sends email. Retries twice.\nMore.")).toBe("Sends email.")
+    expect(Skills.summaryOf("x".repeat(200))).toHaveLength(120)
+    const { querySales } = makeTools()
+    // @ts-expect-error: the example's arguments are typed as the tool's
+    expect(() => Skills.make(querySales, { examples: [{ arguments: { region: 1 } }] })).toThrow(/example 1 of skill "query_sales"/)
+  })
+})
