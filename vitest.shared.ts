@@ -14,6 +14,7 @@ export default defineConfig({
       { find: /^@artana\/store-postgres\/testing$/, replacement: src("store-postgres", "testing.ts") },
       { find: /^@artana\/store-postgres$/, replacement: src("store-postgres") },
       { find: /^@artana\/worker$/, replacement: src("worker") },
+      { find: /^@artana\/cli$/, replacement: src("cli") },
       { find: /^@artana\/agent\/testing$/, replacement: src("agent", "testing.ts") },
       { find: /^@artana\/agent$/, replacement: src("agent") },
       { find: /^@artana\/experience\/testing$/, replacement: src("experience", "testing.ts") },
