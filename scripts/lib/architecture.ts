@@ -64,7 +64,8 @@ export const RULES: Readonly<Record<string, PackageRule>> = {
   "@artana/store-postgres": { kind: "adapter", workspace: ["@artana/core"], external: [...EFFECT, "@effect/sql-pg", "pg", "postgres"] },
   "@artana/model-openai": { kind: "adapter", workspace: ["@artana/core"], external: [...EFFECT, "openai", "gpt-tokenizer"] },
   "@artana/middleware": { kind: "library" },
-  "@artana/agent": { kind: "library", never: ["@artana/experience"] },
+  // DESIGN.md: agent depends on core (and @effect/sql for its SQL MemoryStore); never on experience, which plugs into it.
+  "@artana/agent": { kind: "library", workspace: ["@artana/core"], external: [...EFFECT], never: ["@artana/experience"] },
   "@artana/experience": { kind: "library" },
   "@artana/plugin-sdk": { kind: "library" },
   "@artana/sandbox": { kind: "library", mustDependOn: ["@artana/plugin-sdk"] },
