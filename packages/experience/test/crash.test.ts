@@ -19,9 +19,9 @@ const root = fs.mkdtempSync(path.join(os.tmpdir(), "artana-experience-crash-"))
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }))
 
 /** Runs the child to its end: its exit code or signal, and its last stdout line. */
-const child = (filename: string, mode: string) =>
+const child = (filename: string, mode: string, paradigm: string) =>
   Effect.async<{ readonly code: number | null; readonly signal: NodeJS.Signals | null; readonly last: string; readonly stderr: string }>((resume) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", CHILD, filename, mode], {
+    const proc = spawn(process.execPath, ["--import", "tsx", CHILD, filename, mode, paradigm], {
       cwd: REPO_ROOT,
       env: { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG },
       stdio: ["ignore", "pipe", "pipe"]
@@ -35,24 +35,27 @@ const child = (filename: string, mode: string) =>
   })
 
 describe("a crash between the reflection and the saved rules", () => {
-  for (const mode of ["crash-before-save", "crash-after-save"] as const) {
-    it.live(`${mode}: the resumed run saves the rules exactly once, without asking the model again`, () =>
-      Effect.gen(function*() {
-        const filename = path.join(fs.mkdtempSync(path.join(root, "db-")), "artana.db")
-        const crashed = yield* child(filename, mode)
-        expect(crashed.signal, crashed.stderr).toBe("SIGKILL")
-        const resumed = yield* child(filename, "resume")
-        expect(resumed.code, resumed.stderr).toBe(0)
-        expect(JSON.parse(resumed.last)).toMatchObject({ status: "completed", output: "Booked for 2026-03-15" })
+  for (const paradigm of ["workflow", "agent"] as const) {
+    for (const mode of ["crash-before-save", "crash-after-save"] as const) {
+      it.live(`${paradigm}, ${mode}: the resumed run saves the rules exactly once, without asking the model again`, () =>
+        Effect.gen(function*() {
+          const filename = path.join(fs.mkdtempSync(path.join(root, "db-")), "artana.db")
+          const crashed = yield* child(filename, mode, paradigm)
+          expect(crashed.signal, crashed.stderr).toBe("SIGKILL")
+          const resumed = yield* child(filename, "resume", paradigm)
+          expect(resumed.code, resumed.stderr).toBe(0)
+          expect(JSON.parse(resumed.last)).toMatchObject({ status: "completed" })
+          expect(resumed.last).toContain("Booked for 2026-03-15")
 
-        const context = yield* Layer.build(Layer.provideMerge(SqlExperienceStore.layer(), SqliteStore.layer({ filename })))
-        const rules = yield* Context.get(context, ExperienceStore.ExperienceStore).getRules("acme", "booking")
-        expect(rules).toMatchObject([{ ruleType: "fact", content: "book_flight takes ISO dates", successCount: 0, failCount: 0 }])
-        const events = yield* Context.get(context, EventStore.EventStore).readEvents("acme", "run-1")
-        expect(Verify.verifyEvents("run-1", events).ok).toBe(true)
-        expect(events.filter((e) => e.payload._tag === "ModelRequested")).toHaveLength(2)
-        expect(events.filter((e) => e.payload._tag === "StepCompleted" && e.payload.name === "save_rules")).toHaveLength(1)
-        expect(events.filter((e) => e.payload._tag === "RunResumed")).toHaveLength(1)
-      }).pipe(Effect.scoped), 60_000)
+          const context = yield* Layer.build(Layer.provideMerge(SqlExperienceStore.layer(), SqliteStore.layer({ filename })))
+          const rules = yield* Context.get(context, ExperienceStore.ExperienceStore).getRules("acme", "booking")
+          expect(rules).toMatchObject([{ ruleType: "fact", content: "book_flight takes ISO dates", successCount: 0, failCount: 0 }])
+          const events = yield* Context.get(context, EventStore.EventStore).readEvents("acme", "run-1")
+          expect(Verify.verifyEvents("run-1", events).ok).toBe(true)
+          expect(events.filter((e) => e.payload._tag === "ModelRequested")).toHaveLength(2)
+          expect(events.filter((e) => e.payload._tag === "StepCompleted" && e.payload.name.endsWith("save_rules"))).toHaveLength(1)
+          expect(events.filter((e) => e.payload._tag === "RunResumed")).toHaveLength(1)
+        }).pipe(Effect.scoped), 60_000)
+    }
   }
 })
