@@ -5,3 +5,6 @@
  */
 export * as Plan from "./Plan.js"
 export * as PlanRunner from "./PlanRunner.js"
+export * as Report from "./Report.js"
+export * as ExitCode from "./ExitCode.js"
+export * as Cli from "./Cli.js"

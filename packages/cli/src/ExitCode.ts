@@ -1,0 +1,66 @@
+/**
+ * The `artana` command's exit codes. Each kind of outcome has its own, so scripts can tell a policy denial from a
+ * failing tool, bad input from a missing run.
+ *
+ * | code | meaning |
+ * |---|---|
+ * | 0 | success |
+ * | 1 | internal error (a bug: please report it) |
+ * | 2 | bad input: command line, plan or policy file (malformed YAML, unknown tool or field, wrong type, bad arguments) |
+ * | 3 | a step was denied by the policy |
+ * | 4 | a step's tool failed (an error, a timeout) |
+ * | 5 | not found: the run (for this tenant) or the database |
+ * | 6 | integrity: `verify` found a broken hash chain, or `replay` diverged from the log (plan mismatch) |
+ * | 7 | the store cannot be opened or failed |
+ * | 8 | the run needs attention: unfinished, paused, in doubt (needs reconciliation) or driven by another process |
+ *
+ * @since 0.1.0
+ */
+import * as Predicate from "effect/Predicate"
+
+export const Ok = 0
+export const Internal = 1
+export const BadInput = 2
+export const Denied = 3
+export const ToolFailed = 4
+export const NotFound = 5
+export const Integrity = 6
+export const StoreUnavailable = 7
+export const NeedsAttention = 8
+
+export type ExitCode = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8
+
+const BY_TAG: Readonly<Record<string, ExitCode>> = {
+  PlanError: BadInput,
+  PolicyError: BadInput,
+  InvalidInput: BadInput,
+  NotAPlanRun: BadInput,
+  ValidationError: BadInput,
+  UnknownTool: BadInput,
+  PolicyDenied: Denied,
+  ToolError: ToolFailed,
+  InvalidToolArguments: ToolFailed,
+  RunNotFound: NotFound,
+  DatabaseNotFound: NotFound,
+  PlanMismatch: Integrity,
+  NonDeterminism: Integrity,
+  ChainBroken: Integrity,
+  StoreUnavailable: StoreUnavailable,
+  StoreError: StoreUnavailable,
+  InvalidRunState: NeedsAttention,
+  SequenceConflict: NeedsAttention
+}
+
+/** The exit code for an error tag (a typed error's `_tag`, or a failed run's logged `errorTag`). */
+export const ofTag = (tag: string): ExitCode => BY_TAG[tag] ?? Internal
+
+/** The exit code for an error. */
+export const ofError = (error: unknown): ExitCode =>
+  Predicate.hasProperty(error, "_tag") && typeof error._tag === "string" ? ofTag(error._tag) : Internal
+
+/**
+ * The exit code of a finished plan run from its steps' statuses: a denial wins over a tool failure (a policy
+ * violation is the louder signal), a failure over success.
+ */
+export const ofSteps = (statuses: ReadonlyArray<string>): ExitCode =>
+  statuses.includes("denied") ? Denied : statuses.includes("failed") ? ToolFailed : Ok

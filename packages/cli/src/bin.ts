@@ -1,0 +1,18 @@
+#!/usr/bin/env node
+/**
+ * The `artana` executable.
+ *
+ * @since 0.1.0
+ */
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Cli from "./Cli.js"
+
+NodeRuntime.runMain(Effect.provide(Cli.main(process.argv), NodeContext.layer), {
+  disableErrorReporting: true,
+  // Interrupted (Ctrl-C, SIGTERM): 130, as shells report it; the run stays resumable with --run-id.
+  teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) && typeof exit.value === "number" ? exit.value : Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? 130 : 1)
+})

@@ -1,0 +1,50 @@
+/**
+ * How commands talk to people and programs: stdout for results, stderr for errors and progress, one JSON document
+ * for `--format json`, exit codes for everything.
+ */
+import * as Cause from "effect/Cause"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as ExitCode from "../ExitCode.js"
+import * as T from "./terminal.js"
+
+export type Format = "console" | "json"
+
+/** Ends a command with an exit code (its output already printed). */
+export class Done extends Data.TaggedError("Done")<{ readonly code: number }> {}
+
+export const stdout = (text: string) => Effect.sync(() => void process.stdout.write(text.endsWith("\n") ? text : `${text}\n`))
+export const stderr = (text: string) => Effect.sync(() => void process.stderr.write(text.endsWith("\n") ? text : `${text}\n`))
+
+/** One JSON document on stdout. */
+export const json = (value: unknown) => stdout(JSON.stringify(value, null, 2))
+
+export const outStyle = (): T.Style => T.style(T.colorsFor(process.stdout, process.env))
+export const errStyle = (): T.Style => T.style(T.colorsFor(process.stderr, process.env))
+
+const messageOf = (error: unknown): string =>
+  error instanceof Error ? error.message : typeof error === "string" ? error : JSON.stringify(error) ?? String(error)
+
+const tagOf = (error: unknown): string =>
+  typeof error === "object" && error !== null && "_tag" in error && typeof error._tag === "string" ? error._tag : "Error"
+
+/**
+ * Runs a command's body: its result is an exit code; a failure is printed on stderr (as `{ "error": { tag,
+ * message, exitCode } }` under `--format json`) and becomes its exit code; a defect is an internal error (1).
+ */
+export const command = <E, R>(format: Format, body: Effect.Effect<number, E, R>): Effect.Effect<void, Done, R> =>
+  body.pipe(
+    Effect.catchAllCause((cause) => {
+      if (Cause.isInterruptedOnly(cause)) return Effect.interrupt
+      const failure = Cause.failureOption(cause)
+      const error: unknown = Option.isSome(failure) ? failure.value : Cause.squash(cause)
+      const code: number = Option.isSome(failure) ? ExitCode.ofError(error) : ExitCode.Internal
+      const message = Option.isSome(failure) ? messageOf(error) : `internal error: ${Cause.pretty(cause)}`
+      const printed = format === "json"
+        ? stderr(JSON.stringify({ error: { tag: tagOf(error), message, exitCode: code } }))
+        : stderr(`${errStyle().red("error")} ${message}`)
+      return Effect.as(printed, code)
+    }),
+    Effect.flatMap((code) => (code === ExitCode.Ok ? Effect.void : Effect.fail(new Done({ code }))))
+  )

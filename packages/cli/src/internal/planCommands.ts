@@ -1,0 +1,150 @@
+/**
+ * `artana run` and `artana replay`.
+ */
+import { EventStore } from "@artana/core"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Redacted from "effect/Redacted"
+import { createHash } from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as ExitCode from "../ExitCode.js"
+import * as Plan from "../Plan.js"
+import * as PlanRunner from "../PlanRunner.js"
+import * as Database from "./database.js"
+import * as Out from "./output.js"
+import * as Services from "./services.js"
+import * as T from "./terminal.js"
+import * as Toolbox from "./toolbox.js"
+
+export interface Common {
+  readonly db: string
+  readonly tenant: string
+  readonly format: Out.Format
+  readonly auditKey: Redacted.Redacted<string> | undefined
+}
+
+const sha256File = (file: string) =>
+  Effect.try({
+    try: () => createHash("sha256").update(fs.readFileSync(file)).digest("hex"),
+    catch: (e) => new Plan.PlanError({ file, kind: "unreadable", reason: `cannot read the plan: ${e instanceof Error ? e.message : String(e)}` })
+  })
+
+/**
+ * Progress: on the console each step's line is printed when it ends (on a terminal, a "running" line first, replaced
+ * in place); under --format json, lines go to stderr, and only when stderr is a terminal.
+ */
+const progress = (format: Out.Format, verb: string): PlanRunner.Observer => {
+  const stream = format === "console" ? process.stdout : process.stderr
+  const enabled = format === "console" || stream.isTTY === true
+  const s = T.style(T.colorsFor(stream, process.env))
+  const live = stream.isTTY === true
+  let startedAt = 0
+  const write = (text: string) => Effect.sync(() => void stream.write(text))
+  return {
+    started: (step, index, total) =>
+      !enabled ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        startedAt = now
+        return live ? write(`  ${s.cyan("…")} ${s.dim(`[${index + 1}/${total}]`)} ${step.id} ${s.dim(step.tool)} ${s.dim(verb)}`) : Effect.void
+      }),
+    finished: (outcome, index, total) =>
+      !enabled ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const detail = outcome.status === "ok" ? s.dim(`${T.duration(now - startedAt)}  ${outcome.outputHash.slice(0, 12)}`) : (outcome.status === "denied" ? s.red : s.yellow)(outcome.error ?? outcome.status)
+        const line = `  ${T.icon(s, outcome.status)} ${s.dim(`[${index + 1}/${total}]`)} ${outcome.id} ${s.dim(outcome.tool)}  ${detail}\n`
+        return write(live ? `\r\u001b[2K${line}` : line)
+      })
+  }
+}
+
+export interface RunArgs extends Common {
+  readonly plan: string
+  readonly policy: string
+  readonly runId: string | undefined
+}
+
+/** `artana run PLAN --policy POLICY`: everything is checked before the store is opened; bad input writes nothing. */
+export const run = (args: RunArgs) =>
+  Out.command(args.format, Effect.gen(function*() {
+    const toolbox = yield* Toolbox.fromPolicyFile(args.policy)
+    const registry = { get: (name: string) => toolbox.tools.find((t) => t.name === name), list: () => toolbox.tools }
+    const plan = yield* Plan.load(args.plan, { tools: registry })
+    const planFile = { file: path.resolve(args.plan), sha256: yield* sha256File(args.plan) }
+    const tenant = yield* Services.tenant(args.tenant, toolbox.tools)
+    const db = Database.parse(args.db)
+    const s = Out.outStyle()
+    if (args.format === "console") {
+      yield* Out.stdout(`${s.bold("artana run")} ${args.plan} ${s.dim(`(${plan.steps.length} step${plan.steps.length === 1 ? "" : "s"}, on_error: ${plan.onError}) under ${args.policy}, store ${Database.describe(db)}, tenant ${tenant.tenantId}`)}`)
+    }
+    const outcome = yield* PlanRunner.run({
+      runId: args.runId,
+      tenant,
+      input: { plan, planFile, ...(toolbox.policy === undefined ? {} : { policy: toolbox.policy }) },
+      observer: progress(args.format, "running")
+    }).pipe(
+      Effect.provide(Services.kernel({
+        store: Database.layer(db, { create: true }),
+        tools: toolbox.tools,
+        middleware: toolbox.middleware,
+        workflows: [PlanRunner.workflow({ tools: registry })],
+        auditKey: args.auditKey
+      }))
+    )
+    const code: ExitCode.ExitCode = outcome.status === "failed"
+      ? ExitCode.ofTag(outcome.failure?.tag ?? "")
+      : outcome.status === "completed"
+      ? ExitCode.ofSteps(outcome.steps.map((st) => st.status))
+      : ExitCode.NeedsAttention
+    if (args.format === "json") {
+      yield* Out.json({ runId: outcome.runId, status: outcome.status })
+    } else {
+      const counts = ["ok", "denied", "failed"].map((k) => `${outcome.steps.filter((st) => st.status === k).length} ${k}`).join(", ")
+      const why = outcome.failure === undefined ? "" : `: ${outcome.failure.message}`
+      yield* Out.stdout(`${T.icon(s, outcome.status)} run ${s.bold(outcome.runId)} ${outcome.status}${why} (${counts})`)
+      yield* Out.stdout(s.dim(`  artana report ${outcome.runId}${args.db === "./artana.db" ? "" : ` --db ${args.db}`}   # the full report`))
+    }
+    return code
+  }))
+
+export interface ReplayArgs extends Common {
+  readonly run: string
+  readonly plan: string | undefined
+}
+
+/** `artana replay RUN [--plan PLAN]`: the kernel's replay over the log; no tool runs; hashes compared. */
+export const replay = (args: ReplayArgs) =>
+  Out.command(args.format, Effect.scoped(Effect.gen(function*() {
+    const db = Database.parse(args.db)
+    const s = Out.outStyle()
+    const opened = yield* Layer.build(Database.layer(db, { create: false }))
+    const store = Layer.succeedContext(opened)
+    const events = yield* Context.get(opened, EventStore.EventStore).readEvents(args.tenant, args.run)
+    const input = PlanRunner.loggedInput(events)
+    if (input === undefined) {
+      const started = events[0]?.payload
+      return yield* new PlanRunner.NotAPlanRun({ runId: args.run, workflow: started?._tag === "RunStarted" ? started.workflow : "unknown" })
+    }
+    // The tools the run was logged with (rebuilt from the logged policy), every handler disabled.
+    const toolbox = yield* Toolbox.fromRecord(input.policy)
+    const tools = toolbox.tools.map(Services.replayOnly)
+    const registry = { get: (name: string) => tools.find((t) => t.name === name), list: () => tools }
+    const plan = args.plan === undefined ? undefined : yield* Plan.load(args.plan, { tools: registry })
+    if (args.format === "console") {
+      yield* Out.stdout(`${s.bold("artana replay")} ${args.run} ${s.dim(`against ${args.plan ?? "the plan in its log"}; no tool runs, results come from the log`)}`)
+    }
+    const outcome = yield* PlanRunner.replay({ tenantId: args.tenant, runId: args.run, plan, observer: progress(args.format, "replaying") }).pipe(
+      Effect.provide(Services.kernel({ store, tools, workflows: [PlanRunner.workflow({ tools: registry })], auditKey: args.auditKey }))
+    )
+    if (args.format === "json") {
+      yield* Out.json({
+        runId: outcome.runId,
+        status: outcome.status,
+        matches: true,
+        steps: outcome.steps.map((st) => ({ id: st.id, tool: st.tool, status: st.status, outputHash: st.outputHash, loggedOutputHash: st.loggedOutputHash ?? null }))
+      })
+    } else {
+      yield* Out.stdout(`${s.green("✓")} replay of run ${s.bold(outcome.runId)} matches its log: ${outcome.steps.length} step${outcome.steps.length === 1 ? "" : "s"}, every output hash equal to the logged one (run ${outcome.status})`)
+    }
+    return ExitCode.Ok
+  })))

@@ -1,0 +1,217 @@
+/**
+ * The commands that only read the store: `report`, `list-runs`, `show-run`, `verify`. None of them creates a
+ * database or writes to one.
+ */
+import { Errors, type Event, EventStore, Kernel, type Verify } from "@artana/core"
+import * as Effect from "effect/Effect"
+import type * as Redacted from "effect/Redacted"
+import * as ExitCode from "../ExitCode.js"
+import * as PlanRunner from "../PlanRunner.js"
+import * as Report from "../Report.js"
+import * as Database from "./database.js"
+import * as Out from "./output.js"
+import * as Services from "./services.js"
+import * as T from "./terminal.js"
+import * as Toolbox from "./toolbox.js"
+
+export interface Common {
+  readonly db: string
+  readonly tenant: string
+  readonly format: Out.Format
+  readonly auditKey: Redacted.Redacted<string> | undefined
+}
+
+const reading = (args: Common) => Services.kernel({ store: Database.layer(Database.parse(args.db), { create: false }), auditKey: args.auditKey })
+
+const clip = (text: string, max = 72) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`)
+
+// ------------------------------------------------------------------------------------------------- report
+
+export const report = (args: Common & { readonly run: string }) =>
+  Out.command(args.format, Effect.gen(function*() {
+    const store = yield* EventStore.EventStore
+    const info = yield* store.getRun(args.tenant, args.run)
+    const events = yield* store.readEvents(args.tenant, args.run)
+    const built = Report.make(info, events, Toolbox.audit)
+    if (built instanceof PlanRunner.NotAPlanRun) return yield* built
+    if (args.format === "json") yield* Out.json(Report.toJson(built))
+    else yield* Out.stdout(Report.render(built, Out.outStyle()))
+    return built.status === "completed" || built.status === "failed"
+      ? ExitCode.ofSteps(built.steps.map((s) => s.status))
+      : ExitCode.NeedsAttention
+  }).pipe(Effect.provide(reading(args))))
+
+// ---------------------------------------------------------------------------------------------- list-runs
+
+export interface ListArgs extends Common {
+  readonly status: Event.RunStatus | undefined
+  readonly workflow: string | undefined
+  readonly limit: number
+}
+
+export const listRuns = (args: ListArgs) =>
+  Out.command(args.format, Effect.gen(function*() {
+    const store = yield* EventStore.EventStore
+    const runs = yield* store.listRuns(args.tenant, { status: args.status, workflow: args.workflow, limit: args.limit })
+    if (args.format === "json") {
+      yield* Out.json({ tenantId: args.tenant, runs })
+      return ExitCode.Ok
+    }
+    const s = Out.outStyle()
+    if (runs.length === 0) {
+      yield* Out.stdout(`no runs for tenant ${args.tenant}${args.status === undefined ? "" : ` with status ${args.status}`}`)
+      return ExitCode.Ok
+    }
+    const rows = runs.map((r) => [
+      r.runId,
+      r.workflow,
+      `${T.icon(s, r.status)} ${r.status}`,
+      String(r.headSeq),
+      `$${r.costUsd.toFixed(4)}`,
+      T.timestamp(r.createdAt),
+      T.duration(r.updatedAt - r.createdAt),
+      r.parentRunId ?? ""
+    ])
+    yield* Out.stdout(T.table(s, ["RUN", "WORKFLOW", "STATUS", "EVENTS", "COST", "CREATED", "TOOK", "PARENT"], rows, { right: [3, 4, 6] }))
+    yield* Out.stdout(s.dim(`${runs.length} run${runs.length === 1 ? "" : "s"} of tenant ${args.tenant}, newest first${runs.length === args.limit ? ` (the first ${args.limit}; --limit for more)` : ""}`))
+    return ExitCode.Ok
+  }).pipe(Effect.provide(reading(args))))
+
+// ----------------------------------------------------------------------------------------------- show-run
+
+/** A run and the runs below it (sub-runs a tool or sub-agent started). */
+export interface Lineage {
+  readonly runId: string
+  readonly workflow: string
+  readonly status: Event.RunStatus
+  readonly children: ReadonlyArray<Lineage>
+}
+
+const lineageOf = (runs: ReadonlyArray<Event.RunInfo>, rootRunId: string): Lineage | undefined => {
+  const byParent = new Map<string, Array<Event.RunInfo>>()
+  for (const r of runs) {
+    if (r.parentRunId === undefined) continue
+    const list = byParent.get(r.parentRunId) ?? []
+    list.push(r)
+    byParent.set(r.parentRunId, list)
+  }
+  const node = (r: Event.RunInfo, depth: number): Lineage => ({
+    runId: r.runId,
+    workflow: r.workflow,
+    status: r.status,
+    // Oldest first; the depth bound guards against a corrupt row naming its own descendant as parent.
+    children: depth > 64 ? [] : (byParent.get(r.runId) ?? []).sort((a, b) => a.createdAt - b.createdAt).map((c) => node(c, depth + 1))
+  })
+  const root = runs.find((r) => r.runId === rootRunId)
+  return root === undefined ? undefined : node(root, 0)
+}
+
+const renderLineage = (s: T.Style, tree: Lineage, current: string): Array<string> => {
+  const lines: Array<string> = []
+  const walk = (n: Lineage, prefix: string, branch: string) => {
+    const label = `${T.icon(s, n.status)} ${n.runId === current ? s.bold(n.runId) : n.runId}  ${s.dim(n.workflow)}  ${n.status}${n.runId === current ? s.cyan("  ◀ this run") : ""}`
+    lines.push(`  ${prefix}${branch}${label}`)
+    const childPrefix = prefix + (branch === "├─ " ? "│  " : branch === "└─ " ? "   " : "")
+    n.children.forEach((c, i) => walk(c, childPrefix, i === n.children.length - 1 ? "└─ " : "├─ "))
+  }
+  walk(tree, "", "")
+  return lines
+}
+
+/** One line about an event's payload. */
+export const describeEvent = (p: Event.EventPayload): string => {
+  switch (p._tag) {
+    case "RunStarted":
+      return `${p.workflow}${p.parentRunId === undefined ? "" : ` (child of ${p.parentRunId})`}`
+    case "RunResumed":
+      return p.reason
+    case "ToolRequested":
+      return `${p.tool} ${p.arguments}`
+    case "ToolCompleted":
+      return `${p.tool} -> ${JSON.stringify(p.result)}${p.reconciled === true ? " (reconciled)" : ""}`
+    case "ToolFailed":
+      return `${p.tool} ${p.kind}${p.path === undefined ? "" : ` at ${p.path}`}: ${p.error}`
+    case "PolicyDenied":
+      return `${p.tool}: ${p.reason}${p.middleware === undefined ? "" : ` (${p.middleware})`}`
+    case "MiddlewareNote":
+      return `${p.middleware}: ${p.note} ${JSON.stringify(p.data)}`
+    case "StepCompleted":
+      return `${p.name} = ${JSON.stringify(p.value)}`
+    case "ModelRequested":
+      return `${p.model}, ${p.messages.length} messages, tools [${p.tools.join(", ")}]`
+    case "ModelCompleted":
+      return `${p.model}, ${p.usage.inputTokens}+${p.usage.outputTokens} tokens, $${p.costUsd.toFixed(6)}`
+    case "ModelFailed":
+      return `${p.kind}: ${p.error}`
+    case "ReconciliationRequired":
+      return `${p.tool} (in doubt; key ${p.idempotencyKey})`
+    case "PauseRequested":
+      return `${p.reason} (ticket ${p.ticket})`
+    case "HumanResponded":
+      return `ticket ${p.ticket}: ${JSON.stringify(p.payload)}`
+    case "BudgetExceeded":
+      return `spent $${p.spentUsd} of $${p.limitUsd} (${p.phase})`
+    case "RunCompleted":
+      return JSON.stringify(p.output)
+    case "RunFailed":
+      return `${p.errorTag}: ${p.error}`
+  }
+}
+
+export const showRun = (args: Common & { readonly run: string }) =>
+  Out.command(args.format, Effect.gen(function*() {
+    const store = yield* EventStore.EventStore
+    const info = yield* store.getRun(args.tenant, args.run)
+    const events = yield* store.readEvents(args.tenant, args.run)
+    const family = yield* store.listRuns(args.tenant, { rootRunId: info.rootRunId })
+    const lineage = lineageOf(family, info.rootRunId) ?? { runId: info.runId, workflow: info.workflow, status: info.status, children: [] }
+    if (args.format === "json") {
+      yield* Out.json({ run: info, lineage, events })
+      return ExitCode.Ok
+    }
+    const s = Out.outStyle()
+    const out: Array<string> = [
+      `${T.icon(s, info.status)} ${s.bold(`run ${info.runId}`)}  ${info.status}`,
+      `  workflow  ${info.workflow}`,
+      `  tenant    ${info.tenantId}`,
+      `  created   ${T.timestamp(info.createdAt)}   updated ${T.timestamp(info.updatedAt)}   took ${T.duration(info.updatedAt - info.createdAt)}`,
+      `  events    ${info.headSeq}   head ${s.dim(info.headHash)}`,
+      `  cost      $${info.costUsd.toFixed(6)}`,
+      "",
+      s.bold("lineage"),
+      ...renderLineage(s, lineage, info.runId),
+      "",
+      s.bold("events")
+    ]
+    const start = events[0]?.timestamp ?? info.createdAt
+    const rows = events.map((e) => [String(e.seq), `+${T.duration(e.timestamp - start)}`, e.stepKey, e.type, clip(describeEvent(e.payload))])
+    out.push(T.table(s, ["SEQ", "AT", "STEP", "EVENT", "DETAIL"], rows, { right: [0, 1] }))
+    yield* Out.stdout(out.join("\n"))
+    return ExitCode.Ok
+  }).pipe(Effect.provide(reading(args))))
+
+// ------------------------------------------------------------------------------------------------- verify
+
+const parseHead = (text: string): Effect.Effect<Verify.Head, Errors.InvalidInput> => {
+  const m = /^(\d+):([0-9a-f]{64})$/.exec(text)
+  return m === null
+    ? Effect.fail(new Errors.InvalidInput({ what: "--head", reason: `"${text}" is not SEQ:HASH (a sequence number, a colon, a 64-digit hex hash)` }))
+    : Effect.succeed({ seq: Number(m[1]), hash: m[2]! })
+}
+
+export const verify = (args: Common & { readonly run: string; readonly head: string | undefined }) =>
+  Out.command(args.format, Effect.gen(function*() {
+    const head = args.head === undefined ? undefined : yield* parseHead(args.head)
+    const kernel = yield* Kernel.Kernel
+    const result = yield* kernel.verify({ tenantId: args.tenant, runId: args.run, head })
+    if (args.format === "json") yield* Out.json(result)
+    else {
+      const s = Out.outStyle()
+      yield* Out.stdout(
+        result.ok
+          ? `${s.green("✓")} run ${s.bold(result.runId)}: hash chain intact, ${result.events} events, head seq ${result.headSeq} ${s.dim(result.headHash)}`
+          : `${s.red("✗")} run ${s.bold(result.runId)}: hash chain broken at seq ${result.firstBrokenSeq}: ${result.reason}`
+      )
+    }
+    return result.ok ? ExitCode.Ok : ExitCode.Integrity
+  }).pipe(Effect.provide(reading(args))))
