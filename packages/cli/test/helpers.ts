@@ -1,0 +1,116 @@
+import { Errors, EventStore, Kernel, Middleware, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
+import { SqliteStore } from "@artana/store-sqlite"
+import { Effect, Layer, Schema } from "effect"
+import { execFile } from "node:child_process"
+import * as fs from "node:fs"
+import { createRequire } from "node:module"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), "artana-cli-"))
+export const cleanup = () => fs.rmSync(root, { recursive: true, force: true })
+/** A fresh directory of its own. */
+export const tempDir = () => fs.mkdtempSync(path.join(root, "t-"))
+
+const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
+const TSCONFIG = fileURLToPath(new URL("./bin/tsconfig.json", import.meta.url))
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href
+
+export interface Result {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** The environment of a child: no ARTANA_* or colour settings inherited from the test runner's shell. */
+const baseEnv = (): NodeJS.ProcessEnv => {
+  const env = { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG }
+  for (const key of ["ARTANA_DB", "ARTANA_TENANT", "ARTANA_AUDIT_KEY", "FORCE_COLOR", "NO_COLOR"]) delete env[key]
+  return env
+}
+
+/** Runs the real `artana` command (src/bin.ts under tsx) as a child process in `cwd`, to its end. */
+export const artana = (args: ReadonlyArray<string>, options: { readonly cwd: string; readonly env?: Record<string, string> }) =>
+  Effect.async<Result>((resume) => {
+    const child = execFile(
+      process.execPath,
+      ["--import", TSX, BIN, ...args],
+      { cwd: options.cwd, env: { ...baseEnv(), ...options.env }, timeout: 90_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
+        resume(Effect.succeed({ code, stdout, stderr }))
+      }
+    )
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+const quote = (s: string) => `'${s.replace(/'/g, "'\\''")}'`
+
+/**
+ * Runs `artana` on a pseudo-terminal (util-linux `script`), as a person at a terminal would: stdout and stderr are
+ * both the terminal, so they come back merged, with `\r\n` line ends.
+ */
+export const artanaTty = (args: ReadonlyArray<string>, options: { readonly cwd: string; readonly env?: Record<string, string> }) =>
+  Effect.async<Result>((resume) => {
+    const line = [process.execPath, "--import", TSX, BIN, ...args].map(quote).join(" ")
+    const child = execFile("script", ["-qec", line, "/dev/null"], { cwd: options.cwd, env: { ...baseEnv(), ...options.env }, timeout: 90_000 }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
+      resume(Effect.succeed({ code, stdout, stderr }))
+    })
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+/** `artana` with `--format json`, its stdout parsed (fails the test with the output when it is not JSON). */
+export const artanaJson = (args: ReadonlyArray<string>, options: { readonly cwd: string; readonly env?: Record<string, string> }) =>
+  Effect.map(artana([...args, "--format", "json"], options), (result) => {
+    let json: unknown
+    try {
+      json = JSON.parse(result.stdout)
+    } catch {
+      throw new Error(`artana ${args.join(" ")} printed no JSON (exit ${result.code}):\n${result.stdout}\n${result.stderr}`)
+    }
+    return { ...result, json }
+  })
+
+// --- runs written in-process, for the commands that read ---------------------------------------------------------
+
+export const tenant = (tenantId: string) => Tenant.TenantContext.make({ tenantId, capabilities: [], budgetUsdLimit: 0 })
+
+export const echo = Tool.make({
+  name: "echo",
+  description: "returns its text",
+  parameters: Schema.Struct({ text: Schema.String }),
+  handler: ({ text }) => Effect.succeed({ echoed: text })
+})
+export const boom = Tool.make({
+  name: "boom",
+  description: "always fails",
+  parameters: Schema.Struct({}),
+  handler: () => Effect.fail(new Errors.ToolError({ tool: "boom", reason: "exploded" }))
+})
+export const secret = Tool.make({ name: "secret", description: "denied", parameters: Schema.Struct({}), handler: () => Effect.succeed("leaked") })
+
+/** A stand-in for a policy middleware: denies `secret`. */
+export const denySecret: Middleware.Interceptor = {
+  name: "test-policy",
+  beforeTool: (call) => call.tool === "secret" ? Effect.fail(new Errors.PolicyDenied({ tool: call.tool, reason: "secret is not allowed" })) : Effect.succeed(call)
+}
+
+/** A kernel on a SQLite file with the test tools. */
+export const sqliteKernel = (filename: string) =>
+  Layer.provideMerge(
+    Kernel.layer(),
+    Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), ToolRegistry.layer([echo, boom, secret]), Middleware.layer([denySecret]))
+  )
+
+/** A plain workflow (not a plan) that calls `echo` once. */
+export const greet = Workflow.make({
+  name: "greet",
+  input: Schema.Struct({ name: Schema.String }),
+  output: Schema.String,
+  run: ({ name }, ctx) => Effect.map(ctx.tool(echo, { text: name }), (r) => JSON.stringify(r))
+})
+
+export { EventStore }

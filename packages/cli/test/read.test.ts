@@ -1,0 +1,232 @@
+// The commands that only read (list-runs, show-run, report, verify), run as real child processes against a
+// SQLite file written in-process through the kernel.
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { Event, EventStore, Json, Kernel } from "@artana/core"
+import { Plan, PlanRunner } from "@artana/cli"
+import { SqliteStore } from "@artana/store-sqlite"
+import { SqlClient } from "@effect/sql"
+import { Effect, Either, Layer } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { artana, artanaJson, artanaTty, cleanup, greet, sqliteKernel, tempDir, tenant } from "./helpers.js"
+
+afterAll(cleanup)
+
+const plan = (text: string) => Either.getOrThrow(Plan.parse(text, { file: "plan.yaml" }))
+
+let dir = ""
+let db = ""
+const acme = tenant("acme")
+
+beforeAll(async () => {
+  dir = tempDir()
+  db = path.join(dir, "runs.db")
+  await Effect.runPromise(Effect.gen(function*() {
+    yield* PlanRunner.run({ runId: "plan-ok", tenant: acme, input: { plan: plan("steps:\n  - { id: hello, tool: echo, args: { text: hi } }\n  - { id: world, tool: echo, args: { text: there } }\n") } })
+    yield* PlanRunner.run({ runId: "plan-denied", tenant: acme, input: { plan: plan("steps:\n  - { id: a, tool: echo, args: { text: x } }\n  - { id: b, tool: secret }\n  - { id: c, tool: echo, args: { text: never } }\n") } })
+    yield* PlanRunner.run({ runId: "plan-continue", tenant: acme, input: { plan: plan("on_error: continue\nsteps:\n  - { id: a, tool: boom }\n  - { id: b, tool: secret }\n  - { id: c, tool: echo, args: { text: y } }\n") } })
+    const kernel = yield* Kernel.Kernel
+    yield* kernel.execute(greet, { runId: "root", tenant: acme, input: { name: "root" } })
+    yield* kernel.execute(greet, { runId: "child-a", tenant: acme, input: { name: "a" }, parentRunId: "root" })
+    yield* kernel.execute(greet, { runId: "grand", tenant: acme, input: { name: "g" }, parentRunId: "child-a" })
+    yield* kernel.execute(greet, { runId: "child-b", tenant: acme, input: { name: "b" }, parentRunId: "root" })
+    yield* kernel.execute(greet, { runId: "other", tenant: tenant("globex"), input: { name: "o" } })
+  }).pipe(Effect.provide(sqliteKernel(db))))
+}, 60_000)
+
+describe("artana list-runs", () => {
+  it.live("lists the tenant's runs only, newest first, as JSON and as an aligned table", () =>
+    Effect.gen(function*() {
+      const all = yield* artanaJson(["list-runs", "--db", db, "--tenant", "acme"], { cwd: dir })
+      expect(all.code).toBe(0)
+      const runs = (all.json as { runs: ReadonlyArray<Event.RunInfo> }).runs
+      expect(runs.map((r) => r.runId).sort()).toEqual(["child-a", "child-b", "grand", "plan-continue", "plan-denied", "plan-ok", "root"])
+      expect(runs.find((r) => r.runId === "plan-denied")).toMatchObject({ status: "failed", workflow: "artana.plan", tenantId: "acme" })
+      const failed = yield* artanaJson(["list-runs", "--db", db, "--tenant", "acme", "--status", "failed"], { cwd: dir })
+      expect((failed.json as { runs: ReadonlyArray<Event.RunInfo> }).runs.map((r) => r.runId)).toEqual(["plan-denied"])
+      const plans = yield* artanaJson(["list-runs", "--db", db, "--tenant", "acme", "--workflow", "artana.plan", "--limit", "2"], { cwd: dir })
+      expect((plans.json as { runs: ReadonlyArray<Event.RunInfo> }).runs).toHaveLength(2)
+
+      const table = yield* artana(["list-runs", "--tenant", "globex"], { cwd: dir, env: { ARTANA_DB: db } })
+      expect(table.code).toBe(0)
+      const lines = table.stdout.trim().split("\n")
+      expect(lines[0]).toMatch(/^RUN\s+WORKFLOW\s+STATUS\s+EVENTS\s+COST\s+CREATED\s+TOOK\s+PARENT$/)
+      expect(lines[1]).toMatch(/^other\s+greet\s+✓ completed\s+\d+\s+\$0\.0000\s+\d{4}-\d\d-\d\dT/)
+      // Aligned: the STATUS column starts at the same offset in the header and in the row.
+      expect(lines[1]!.indexOf("✓")).toBe(lines[0]!.indexOf("STATUS"))
+      expect(table.stdout).not.toContain("\u001b[")
+    }))
+
+  it.live("colours on a terminal only: none through a pipe (unless FORCE_COLOR), none under NO_COLOR", () =>
+    Effect.gen(function*() {
+      const tty = yield* artanaTty(["list-runs", "--db", db, "--tenant", "acme"], { cwd: dir })
+      expect(tty.code).toBe(0)
+      expect(tty.stdout).toContain("\u001b[32m✓")
+      const noColor = yield* artanaTty(["list-runs", "--db", db, "--tenant", "acme"], { cwd: dir, env: { NO_COLOR: "1" } })
+      expect(noColor.code).toBe(0)
+      expect(noColor.stdout).toContain("✓ completed")
+      expect(noColor.stdout).not.toContain("\u001b[")
+      const forced = yield* artana(["list-runs", "--db", db, "--tenant", "acme"], { cwd: dir, env: { FORCE_COLOR: "1" } })
+      expect(forced.stdout).toContain("\u001b[32m✓")
+      const help = yield* artana(["--help"], { cwd: dir })
+      expect(help.code).toBe(0)
+      expect(help.stdout).toContain("list-runs")
+      expect(help.stdout).not.toContain("\u001b[")
+    }))
+})
+
+describe("artana show-run", () => {
+  it.live("shows the run, its lineage tree (parent and child runs) and its events", () =>
+    Effect.gen(function*() {
+      const shown = yield* artana(["show-run", "child-a", "--db", db, "--tenant", "acme"], { cwd: dir })
+      expect(shown.code).toBe(0)
+      const out = shown.stdout
+      expect(out).toContain("run child-a")
+      expect(out).toContain("workflow  greet")
+      const tree = out.slice(out.indexOf("lineage"), out.indexOf("events\n"))
+      expect(tree.split("\n").filter((l) => l.trim() !== "").slice(1).map((l) => l.replace(/\s+greet\s+completed/, "").trimEnd())).toEqual([
+        "  ✓ root",
+        "  ├─ ✓ child-a  ◀ this run",
+        "  │  └─ ✓ grand",
+        "  └─ ✓ child-b"
+      ])
+      expect(out).toMatch(/SEQ\s+AT\s+STEP\s+EVENT\s+DETAIL/)
+      expect(out).toMatch(/1\s+\+\d+ ms\s+run\s+RunStarted\s+greet \(child of root\)/)
+      expect(out).toMatch(/ToolRequested\s+echo \{"text":"a"\}/)
+
+      const json = yield* artanaJson(["show-run", "grand", "--db", db, "--tenant", "acme"], { cwd: dir })
+      const shape = json.json as { run: Event.RunInfo; lineage: unknown; events: ReadonlyArray<Event.Event> }
+      expect(shape.run).toMatchObject({ runId: "grand", parentRunId: "child-a", rootRunId: "root" })
+      expect(shape.lineage).toEqual({
+        runId: "root", workflow: "greet", status: "completed", children: [
+          { runId: "child-a", workflow: "greet", status: "completed", children: [{ runId: "grand", workflow: "greet", status: "completed", children: [] }] },
+          { runId: "child-b", workflow: "greet", status: "completed", children: [] }
+        ]
+      })
+      expect(shape.events.map((e) => e.type)).toEqual(["RunStarted", "ToolRequested", "ToolCompleted", "RunCompleted"])
+    }))
+
+  it.live("another tenant's run is not found (exit 5)", () =>
+    Effect.gen(function*() {
+      const r = yield* artana(["show-run", "other", "--db", db, "--tenant", "acme"], { cwd: dir })
+      expect(r.code).toBe(5)
+      expect(r.stdout).toBe("")
+      expect(r.stderr).toContain("run other not found for tenant acme")
+    }))
+})
+
+describe("artana report", () => {
+  it.live("JSON: every step with its decision, reason, status and hashes; the summary; exit 3 for a denial", () =>
+    Effect.gen(function*() {
+      const r = yield* artanaJson(["report", "plan-continue", "--db", db, "--tenant", "acme"], { cwd: dir })
+      expect(r.code).toBe(3)
+      const report = r.json as {
+        runId: string
+        status: string
+        steps: ReadonlyArray<{ id: string; tool: string; decision: string; reason: string; status: string; inputHash: string; outputHash: string }>
+        summary: { steps: number; ok: number; denied: number; failed: number; skipped: number; denials: ReadonlyArray<unknown>; costUsd: number; durationMs: number }
+      }
+      expect(report).toMatchObject({ runId: "plan-continue", status: "completed" })
+      expect(report.steps.map((s) => [s.id, s.tool, s.decision, s.status])).toEqual([
+        ["a", "boom", "allowed", "failed"],
+        ["b", "secret", "denied", "denied"],
+        ["c", "echo", "allowed", "ok"]
+      ])
+      expect(report.steps[1]!.reason).toBe("secret is not allowed (test-policy)")
+      expect(report.steps[2]).toMatchObject({ inputHash: Json.hash({ text: "y" }), outputHash: Json.hash({ echoed: "y" }) })
+      expect(report.steps[0]!.outputHash).toBe(PlanRunner.outputHash({ ok: false, kind: "tool_error", error: "exploded" }))
+      expect(report.summary).toMatchObject({ steps: 3, ok: 1, denied: 1, failed: 1, skipped: 0, costUsd: 0, denials: [{ id: "b", tool: "secret", reason: "secret is not allowed (test-policy)" }] })
+      expect(report.summary.durationMs).toBeGreaterThanOrEqual(0)
+    }))
+
+  it.live("a stopped run shows the steps it never reached as skipped; console form with icons", () =>
+    Effect.gen(function*() {
+      const r = yield* artanaJson(["report", "plan-denied", "--db", db, "--tenant", "acme"], { cwd: dir })
+      expect(r.code).toBe(3)
+      const steps = (r.json as { steps: ReadonlyArray<{ id: string; status: string; decision: string; outputHash: string | null }> }).steps
+      expect(steps.map((s) => [s.id, s.status, s.decision])).toEqual([["a", "ok", "allowed"], ["b", "denied", "denied"], ["c", "skipped", "none"]])
+      expect(steps[2]!.outputHash).toBeNull()
+      const text = yield* artana(["report", "plan-denied", "--db", db, "--tenant", "acme"], { cwd: dir })
+      expect(text.code).toBe(3)
+      expect(text.stdout).toContain("✗ run plan-denied  failed")
+      expect(text.stdout).toMatch(/STEP\s+TOOL\s+DECISION\s+TIME\s+INPUT\s+OUTPUT\s+WHY/)
+      expect(text.stdout).toMatch(/✓ a\s+echo\s+allowed/)
+      expect(text.stdout).toMatch(/⊘ b\s+secret\s+denied\s+\d+ ms\s+[0-9a-f]{12}\s+[0-9a-f]{12}\s+secret is not allowed/)
+      expect(text.stdout).toMatch(/○ c\s+echo\s+none\s+-\s+-\s+-\s+not reached/)
+      expect(text.stdout).toContain("run failed with PolicyDenied")
+      expect(text.stdout).toContain("3 steps: 1 ok, 1 denied, 0 failed, 1 skipped")
+    }))
+
+  it.live("a clean run exits 0; a run that is not a plan run is bad input (2)", () =>
+    Effect.gen(function*() {
+      expect((yield* artana(["report", "plan-ok", "--db", db, "--tenant", "acme"], { cwd: dir })).code).toBe(0)
+      const notPlan = yield* artana(["report", "root", "--db", db, "--tenant", "acme", "--format", "json"], { cwd: dir })
+      expect(notPlan.code).toBe(2)
+      expect(notPlan.stdout).toBe("")
+      expect(JSON.parse(notPlan.stderr)).toEqual({ error: { tag: "NotAPlanRun", message: 'run root is a "greet" run, not a plan run (artana.plan)', exitCode: 2 } })
+    }))
+})
+
+describe("artana verify", () => {
+  it.live("an intact chain exits 0; a tampered event exits 6 naming the first broken seq; a stale exported head is caught", () =>
+    Effect.gen(function*() {
+      const own = path.join(tempDir(), "verify.db")
+      fs.copyFileSync(db, own)
+      const ok = yield* artanaJson(["verify", "plan-ok", "--db", own, "--tenant", "acme"], { cwd: dir })
+      expect(ok.code).toBe(0)
+      const report = ok.json as { ok: boolean; events: number; headSeq: number; headHash: string }
+      expect(report).toMatchObject({ ok: true, runId: "plan-ok" })
+      const text = yield* artana(["verify", "plan-ok", "--db", own, "--tenant", "acme", "--head", `${report.headSeq}:${report.headHash}`], { cwd: dir })
+      expect(text.code).toBe(0)
+      expect(text.stdout).toContain(`✓ run plan-ok: hash chain intact, ${report.events} events`)
+
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`UPDATE events SET payload = json_set(payload, '$.result.echoed', 'forged') WHERE run_id = 'plan-ok' AND seq = 3`
+      }).pipe(Effect.provide(Layer.orDie(SqliteStore.layer({ filename: own }))))
+      const broken = yield* artanaJson(["verify", "plan-ok", "--db", own, "--tenant", "acme"], { cwd: dir })
+      expect(broken.code).toBe(6)
+      expect(broken.json).toMatchObject({ ok: false, firstBrokenSeq: 3 })
+      const brokenText = yield* artana(["verify", "plan-ok", "--db", own, "--tenant", "acme"], { cwd: dir })
+      expect(brokenText.stdout).toContain("✗ run plan-ok: hash chain broken at seq 3")
+
+      const wrongHead = yield* artana(["verify", "plan-denied", "--db", own, "--tenant", "acme", "--head", `2:${"0".repeat(64)}`], { cwd: dir })
+      expect(wrongHead.code).toBe(6)
+      const badHead = yield* artana(["verify", "plan-ok", "--db", own, "--tenant", "acme", "--head", "nope"], { cwd: dir })
+      expect(badHead.code).toBe(2)
+      expect(badHead.stderr).toContain("--head")
+    }))
+})
+
+describe("bad input and missing things", () => {
+  it.live("a missing run is exit 5; a missing database is exit 5 and is not created; a missing argument is exit 2", () =>
+    Effect.gen(function*() {
+      const missingRun = yield* artana(["report", "no-such-run", "--db", db, "--tenant", "acme"], { cwd: dir })
+      expect(missingRun).toMatchObject({ code: 5, stdout: "" })
+      expect(missingRun.stderr).toContain("run no-such-run not found for tenant acme")
+      const empty = tempDir()
+      for (const command of [["list-runs"], ["report", "x"], ["show-run", "x"], ["verify", "x"], ["replay", "x"]]) {
+        const r = yield* artana(command, { cwd: empty })
+        expect(r.code, command.join(" ")).toBe(5)
+        expect(r.stderr).toContain("no database at ./artana.db")
+      }
+      expect(fs.readdirSync(empty)).toEqual([])
+      const noArg = yield* artana(["report", "--db", db], { cwd: dir })
+      expect(noArg.code).toBe(2)
+      expect(noArg.stderr).toContain("Missing argument <RUN>")
+      const unknown = yield* artana(["frobnicate"], { cwd: dir })
+      expect(unknown.code).toBe(2)
+      const badFormat = yield* artana(["report", "plan-ok", "--db", db, "--tenant", "acme", "--format", "yaml"], { cwd: dir })
+      expect(badFormat.code).toBe(2)
+    }))
+
+  it.live("the store is read, never written, by the read commands", () =>
+    Effect.gen(function*() {
+      const before = yield* Effect.flatMap(EventStore.EventStore, (s) => s.listRuns("acme")).pipe(Effect.provide(Layer.orDie(SqliteStore.layer({ filename: db }))))
+      for (const command of [["list-runs"], ["report", "plan-ok"], ["show-run", "root"], ["verify", "plan-denied"]]) {
+        yield* artana([...command, "--db", db, "--tenant", "acme"], { cwd: dir })
+      }
+      const after = yield* Effect.flatMap(EventStore.EventStore, (s) => s.listRuns("acme")).pipe(Effect.provide(Layer.orDie(SqliteStore.layer({ filename: db }))))
+      expect(after).toEqual(before)
+    }))
+})
