@@ -26,7 +26,7 @@ export interface Result {
 
 /** The environment of a child: no ARTANA_* or colour settings inherited from the test runner's shell. */
 const baseEnv = (): NodeJS.ProcessEnv => {
-  const env = { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG }
+  const env: NodeJS.ProcessEnv = { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG }
   for (const key of ["ARTANA_DB", "ARTANA_TENANT", "ARTANA_AUDIT_KEY", "FORCE_COLOR", "NO_COLOR"]) delete env[key]
   return env
 }
@@ -99,7 +99,7 @@ export const denySecret: Middleware.Interceptor = {
 }
 
 /** A kernel on a SQLite file with the test tools. */
-export const sqliteKernel = (filename: string) =>
+export const sqliteKernel = (filename: string): Layer.Layer<Kernel.Kernel | EventStore.EventStore | ToolRegistry.ToolRegistry, Errors.StoreUnavailable> =>
   Layer.provideMerge(
     Kernel.layer(),
     Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), ToolRegistry.layer([echo, boom, secret]), Middleware.layer([denySecret]))

@@ -1,7 +1,8 @@
 // The commands that only read (list-runs, show-run, report, verify), run as real child processes against a
 // SQLite file written in-process through the kernel.
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { Event, EventStore, Json, Kernel } from "@artana/core"
+import type { Event} from "@artana/core";
+import { EventStore, Json, Kernel } from "@artana/core"
 import { Plan, PlanRunner } from "@artana/cli"
 import { SqliteStore } from "@artana/store-sqlite"
 import { SqlClient } from "@effect/sql"
