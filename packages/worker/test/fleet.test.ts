@@ -192,8 +192,14 @@ describe.skipIf(pg.url === undefined)(`a fleet of workers on PostgreSQL (${pg.de
       const worker = yield* Effect.fork(
         Effect.provide(Worker.run({ workflows: world.workflows, concurrency: 2, pollInterval: "1 hour", leaseSeconds: 30 }), workerSide)
       )
-      // Its first poll found nothing; from now on only a notification can wake it within the hour.
-      yield* Effect.sleep(Duration.millis(500))
+      // Its first poll found nothing; from now on only a notification can wake it within the hour. What is notified
+      // before its LISTEN is in place is not delivered (polling covers that in production): wait for the LISTEN.
+      yield* eventually("the worker listens", 60, () =>
+        PgTest.withClient(url, (sql) =>
+          Effect.map(
+            sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'`,
+            (rows) => (rows[0]?.n ?? 0) > 0
+          )))
       const started = Date.now()
       const greet = yield* otherSide.submit({ workflow: world.greet, input: { name: "woken" }, tenant })
       expect(yield* otherSide.waitForResult(greet, { timeout: "20 seconds", pollInterval: "20 millis" })).toMatchObject({ status: "completed" })
