@@ -169,15 +169,18 @@ export class ContextBuilder {
     return next
   }
 
-  /** The skills list: how to load, then one line per skill. */
+  /**
+   * The skills list: how to load, the loaded skills by name (their tools are in the tool list, described in full),
+   * then one line per skill not loaded yet.
+   */
   formatSkills(skills: ReadonlyArray<SkillSummary>): string {
     const loaded = skills.filter((s) => s.loaded).map((s) => s.name)
     return [
       SKILLS_HEADING,
       "Your tools are skills. Call load_skill with a skill's name to get its full parameters, instructions and examples; " +
       "the skill's tool can be called from the next turn on.",
-      `Loaded: ${loaded.length === 0 ? "(none yet)" : loaded.join(", ")}`,
-      ...skills.map((s) => `- ${s.name}: ${s.summary}`)
+      `Loaded (in your tool list): ${loaded.length === 0 ? "(none yet)" : loaded.join(", ")}`,
+      ...skills.filter((s) => !s.loaded).map((s) => `- ${s.name}: ${s.summary}`)
     ].join("\n")
   }
 

@@ -112,6 +112,16 @@ export const describe = (skill: Skill): Loaded => ({
 })
 
 /**
+ * What the agent's history keeps of a `load_skill` answer: the instructions and examples. The parameters and the
+ * description are in the tool list from the next turn on (the skill's tool spec), so keeping them in the history
+ * too would pay for them twice on every later turn.
+ */
+export const inHistory = (skill: Skill): string => {
+  const { description: _description, parameters: _parameters, ...rest } = describe(skill)
+  return JSON.stringify({ ...rest, note: "loaded: described in full in your tool list from your next turn on" })
+}
+
+/**
  * The `load_skill` tool over `skills`. Idempotent and free of side effects; a name that is no skill fails with
  * `UnknownSkill`, listing the skills, which the model reads as the call's error.
  */

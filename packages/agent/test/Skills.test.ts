@@ -29,12 +29,15 @@ describe("progressive skills", () => {
       ])
       const first = systemOf(requests[0]!)
       expect(first).toContain("[SKILLS]")
-      expect(first).toContain("Loaded: (none yet)")
+      expect(first).toContain("Loaded (in your tool list): (none yet)")
       expect(first).toContain("- query_sales: Sales of a region in a quarter, in EUR.")
       expect(first).toContain("- send_report: Sends the report by email (not idempotent: each call sends one email).")
       // No schema, no instructions before loading.
       expect(JSON.stringify(requests[0]!)).not.toContain("2024-Q3")
-      expect(systemOf(requests[3]!)).toContain("Loaded: query_sales, send_report")
+      // Loaded skills are named; the list describes only the others (here: none left).
+      expect(systemOf(requests[3]!)).toContain("Loaded (in your tool list): query_sales, send_report")
+      expect(systemOf(requests[3]!)).not.toContain("- query_sales:")
+      expect(systemOf(requests[2]!)).toContain("- send_report:")
 
       const answers = requests.slice(1).map((r) => r.messages.filter((m) => m.role === "tool").at(-1)?.content ?? "")
       // Turn 0: query_sales before loading it: refused with what to do; the handler never ran.
@@ -42,14 +45,23 @@ describe("progressive skills", () => {
         error: "SkillNotLoaded",
         message: "\"query_sales\" is a skill that is not loaded yet: call load_skill with {\"name\": \"query_sales\"} first; its tool can be called from the next turn on"
       })
-      // Turn 1: load_skill returns the full schema, the instructions and the examples.
-      expect(JSON.parse(answers[1]!)).toEqual({
+      // Turn 1: load_skill returns (and logs) the full schema, the instructions and the examples.
+      const loadedResult = (yield* eventsOf("skills")).find((e) => e.stepKey === "turn:1/tool:0" && e.payload._tag === "ToolCompleted")!.payload
+      expect(loadedResult._tag === "ToolCompleted" && loadedResult.result).toEqual({
         name: "query_sales",
         description: querySales.description,
         parameters: querySales.spec.parameters,
         instructions: "Quarters are written 2024-Q3. Amounts are EUR.",
         examples: [{ description: "EMEA in Q3", arguments: { region: "EMEA", quarter: "2024-Q3" } }],
         note: "\"query_sales\" is loaded: call it from your next turn on."
+      })
+      // The next request offers the tool with that schema; the history keeps the instructions and examples only.
+      expect(requests[2]!.tools.find((t) => t.name === "query_sales")).toEqual(querySales.spec)
+      expect(JSON.parse(answers[1]!)).toEqual({
+        name: "query_sales",
+        instructions: "Quarters are written 2024-Q3. Amounts are EUR.",
+        examples: [{ description: "EMEA in Q3", arguments: { region: "EMEA", quarter: "2024-Q3" } }],
+        note: "loaded: described in full in your tool list from your next turn on"
       })
       // Turn 2: load_skill and send_report in one message: the second is not callable yet.
       const turn2 = requests[3]!.messages.filter((m) => m.role === "tool").slice(-2).map((m) => JSON.parse(m.content ?? ""))

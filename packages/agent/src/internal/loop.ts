@@ -283,7 +283,11 @@ const loop = <A, I>(
           } else if (call.name === Skills.LOAD_SKILL && progressive) {
             const result = outcome.result.right
             const name = Json.isObject(result) ? result["name"] : undefined
-            if (typeof name === "string" && skillByName.has(name)) loaded.add(name)
+            if (typeof name === "string" && skillByName.has(name)) {
+              loaded.add(name)
+              // The log holds the whole answer; the history keeps what the tool list will not show.
+              message = { ...message, content: Skills.inHistory(skillByName.get(name)!) }
+            }
           }
           history.push(message)
         }
