@@ -4,6 +4,7 @@
  *
  * @since 0.1.0
  */
+export * as AgentClient from "./AgentClient.js"
 export * as AgentErrors from "./AgentErrors.js"
 export * as AutonomousAgent from "./AutonomousAgent.js"
 export * as CompactionStrategy from "./CompactionStrategy.js"
