@@ -98,7 +98,7 @@ const subAgentTool = (sub: SubAgent.SubAgentTool, env: Env, parentModel: string)
           tenant: ctx.tenant,
           parentRunId: ctx.runId,
           input: { prompt: task, model: sub.model ?? sub.agent.options.model ?? parentModel }
-        }).pipe(Effect.mapError((e) => failed(Errors.isArtanaError(e) || e instanceof Error ? `${e._tag}: ${e.message}` : String(e))))
+        }).pipe(Effect.mapError((e) => failed(`${e._tag}: ${e.message}`)))
         if (result.status !== "completed") {
           return yield* failed(result.status === "paused" ? `it paused (${result.reason})` : `it needs reconciliation of tool ${result.tool} at ${result.stepKey}`)
         }
