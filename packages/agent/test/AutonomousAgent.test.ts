@@ -2,7 +2,7 @@
 // with its own key; crash recovery without repeating a tool; structured output re-asks; max turns; extensions.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, Schema } from "effect"
-import { Chat, Kernel, ModelPort } from "@artana/core"
+import { Chat, Kernel, ModelPort, type Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { AgentErrors, AutonomousAgent, type Extension } from "@artana/agent"
 import { agentLayer, makeTools, scripted, stepsOf, systemOf, tenant } from "./fixtures.js"
@@ -164,7 +164,9 @@ describe("AutonomousAgent", () => {
     const analyst = AutonomousAgent.make({ name: "analyst", instructions: "x", memory: false })
     return Effect.gen(function*() {
       const workflow = yield* analyst.workflow()
-      expect(workflow.name).toBe("agent:analyst")
+      // A worker's list holds workflows of any type.
+      const listed: ReadonlyArray<Workflow.Any> = [workflow]
+      expect(listed[0]!.name).toBe("agent:analyst")
       const kernel = yield* Kernel.Kernel
       const result = yield* kernel.execute(workflow, { runId: "wf", tenant, input: { prompt: "hi", model: "gpt-4o-mini" } })
       expect(result).toMatchObject({ status: "completed", output: { output: "hello" } })
