@@ -33,6 +33,9 @@ export const APPEND = "core_memory_append"
 export const REPLACE = "core_memory_replace"
 export const SEARCH = "core_memory_search"
 
+/** The memory section's name (its step keys are `turn:<n>/section:core_memory`). */
+export const SECTION = "core_memory"
+
 /** The heading of the memory section. */
 export const HEADING = "[CORE MEMORY]"
 
@@ -115,7 +118,7 @@ export const tools = (store: Service, agentId: string, options: Options = {}): R
  */
 export const section = (store: Service, agentId: string, options: Options = {}): ContextBuilder.ContextSection =>
   ContextBuilder.memoized({
-    name: "core_memory",
+    name: SECTION,
     placement: "top",
     load: ({ ctx }) => Effect.map(store.list({ tenantId: ctx.tenant.tenantId, agentId }), (entries) => render(entries, options.limitChars ?? DEFAULT_LIMIT))
   })

@@ -4,7 +4,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, Schema } from "effect"
 import { Chat, Kernel, ModelPort, type Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
-import { AgentErrors, AutonomousAgent, type Extension } from "@artana/agent"
+import { AgentErrors, AutonomousAgent, ContextBuilder, type Extension } from "@artana/agent"
 import { agentLayer, makeTools, scripted, stepsOf, systemOf, tenant } from "./fixtures.js"
 
 const Report = Schema.Struct({ region: Schema.String, revenue: Schema.Number, verdict: Schema.String })
@@ -158,6 +158,8 @@ describe("AutonomousAgent", () => {
     expect(() => AutonomousAgent.make({ name: "a", instructions: "x", tools: [querySales, querySales] })).toThrow(/two tools are named "query_sales"/)
     const clash = { ...querySales, name: "load_skill" }
     expect(() => AutonomousAgent.make({ name: "a", instructions: "x", tools: [clash] })).toThrow(/is the agent's own/)
+    expect(() => AutonomousAgent.make({ name: "a", instructions: "x", sections: [ContextBuilder.text("core_memory", "x")] })).toThrow(/is the memory section's/)
+    expect(() => AutonomousAgent.make({ name: "a", instructions: "x", sections: [ContextBuilder.text("s", "x"), ContextBuilder.text("s", "y")] })).toThrow(/two context sections are named "s"/)
   })
 
   it.effect("the agent's workflow can be registered with the kernel and driven by execute", () => {

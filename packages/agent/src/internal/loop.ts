@@ -57,8 +57,11 @@ export const validate = (agent: Agent): void => {
     if (names.has(name)) throw new Error(`agent "${agent.name}": two tools are named "${name}"; tool names must be unique`)
     names.add(name)
   }
-  // The builder refuses duplicate section names.
-  builderOf(agent, undefined)
+  // The builder refuses duplicate section names; the memory section's name is taken when memory is on.
+  const sections = builderOf(agent, undefined).sections
+  if (o.memory !== false && sections.some((section) => section.name === Memory.SECTION)) {
+    throw new Error(`agent "${agent.name}": the section name "${Memory.SECTION}" is the memory section's; rename the section or set memory: false`)
+  }
 }
 
 const builderOf = (agent: Agent, memory: MemoryStore.Service | undefined): ContextBuilder => {
