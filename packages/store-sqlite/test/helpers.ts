@@ -87,7 +87,7 @@ export interface Child {
  * Spawns `node --import tsx child/main.ts ...args` from the repo root. The child is SIGKILLed when the
  * scope closes if it still runs.
  */
-export const spawnChild = (args: ReadonlyArray<string>, timeoutMs = 30_000): Effect.Effect<Child, never, Scope.Scope> =>
+export const spawnChild = (args: ReadonlyArray<string>, timeoutMs = 120_000): Effect.Effect<Child, never, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.sync((): Child => {
       const proc = spawn(process.execPath, ["--import", "tsx", CHILD_MAIN, ...args], {
@@ -158,7 +158,7 @@ export const killedOf = (e: ChildExit): ChildExit => {
 }
 
 /** Waits until `file` exists; fails if the child exits first or the time runs out. */
-export const waitForFile = (file: string, child: Child, timeoutMs = 15_000) =>
+export const waitForFile = (file: string, child: Child, timeoutMs = 90_000) =>
   Effect.gen(function*() {
     const deadline = Date.now() + timeoutMs
     while (!existsSync(file)) {

@@ -40,7 +40,7 @@ afterAll(() => killChildren())
 
 // Tests run concurrently (each on its own temp dir): most of the time goes to starting child processes. A
 // generous per-test limit, as several tests share two cores with their children.
-const TIMEOUT = 60_000
+const TIMEOUT = 180_000
 
 const seqs = (events: ReadonlyArray<Event.Event>) => events.map((e) => e.seq)
 const oneTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1)

@@ -60,7 +60,7 @@ describe("TaskQueue on SQLite across processes", () => {
       const running = yield* queue.list({ status: "running" })
       expect(running).toHaveLength(150)
       for (const task of running) expect(results.find((r) => r.claimed?.includes(task.taskId))?.workerId).toBe(task.workerId)
-    }).pipe(Effect.scoped), 120_000)
+    }).pipe(Effect.scoped), 240_000)
 })
 
 /** A worker process, killed (SIGKILL) when the test's scope closes unless it exited before. */
@@ -86,7 +86,7 @@ const lines = (file: string): ReadonlyArray<string> =>
 
 const eventually = (what: string, check: () => boolean | Effect.Effect<boolean, unknown>) =>
   Effect.gen(function*() {
-    for (let i = 0; i < 600; i++) {
+    for (let i = 0; i < 1800; i++) {
       const result = check()
       if (typeof result === "boolean" ? result : yield* result) return
       yield* Effect.sleep(Duration.millis(50))
@@ -116,7 +116,7 @@ describe("Workers in separate processes on one SQLite file", () => {
       expect(lines(effectsFile)).toEqual([`charge:c1:task:${task.taskId}/tool:0`, "reserve", "waiting:A", "pack", "ship"])
       b.child.kill("SIGTERM")
       expect(yield* exitOf(b)).toBe(0)
-    }).pipe(Effect.scoped), 120_000)
+    }).pipe(Effect.scoped), 240_000)
 
   it.live("SIGTERM releases the tasks a worker holds; the next process resumes them at once", () =>
     Effect.gen(function*() {
@@ -137,5 +137,5 @@ describe("Workers in separate processes on one SQLite file", () => {
       expect(lines(effectsFile)).toEqual([`charge:c2:task:${task.taskId}/tool:0`, "reserve", "waiting:A", "pack", "ship"])
       b.child.kill("SIGTERM")
       expect(yield* exitOf(b)).toBe(0)
-    }).pipe(Effect.scoped), 120_000)
+    }).pipe(Effect.scoped), 240_000)
 })
