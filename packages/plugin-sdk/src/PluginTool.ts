@@ -1,0 +1,79 @@
+/**
+ * Tools for plugins: core's `Tool`, with parameters given as an Effect Schema or as raw JSON Schema (validated with
+ * Ajv: `required`, `oneOf`/`anyOf`/`allOf`, types, enums, formats). Arguments are validated before any handler
+ * runs; invalid ones are `InvalidToolArguments` naming the path of the first problem, logged, and the handler does
+ * not run. The handler receives the decoded arguments and, last, the call's context (run id, tenant, idempotency
+ * key, step key): nothing else from the host.
+ *
+ * @since 0.1.0
+ */
+import { type Json, Tool } from "@artana/core"
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import { fromJsonSchema, invalidSchema } from "./internal/jsonSchema.js"
+
+/** Raw JSON Schema of a tool's arguments (an object schema). */
+export type JsonSchema = Json.JsonObject
+
+interface Common<Args, Result, ResultEncoded> {
+  /** Unique name (`[a-zA-Z0-9_.-]`, at most 64 characters); plugins conventionally prefix theirs (`fs.read`). */
+  readonly name: string
+  readonly description: string
+  /** Schema of the result; defaults to any JSON value. */
+  readonly success?: Schema.Schema<Result, ResultEncoded> | undefined
+  /** Capability the tenant must hold for the tool to be visible and callable; list it in the plugin's capabilities. */
+  readonly requiresCapability?: string | undefined
+  /** Safe to run again with the same idempotency key when a crash leaves the call in doubt. Default false. */
+  readonly idempotent?: boolean | undefined
+  /** Deadline for one call. */
+  readonly timeout?: Duration.DurationInput | undefined
+  readonly handler: (args: Args, context: Tool.ToolContext) => Effect.Effect<Result, unknown> | Promise<Result>
+}
+
+/** A tool whose parameters are an Effect Schema. */
+export interface SchemaToolOptions<Args, ArgsEncoded, Result, ResultEncoded> extends Common<Args, Result, ResultEncoded> {
+  readonly parameters: Schema.Schema<Args, ArgsEncoded>
+}
+
+/** A tool whose parameters are raw JSON Schema; `Args` is the type you promise the schema describes. */
+export interface JsonSchemaToolOptions<Args, Result, ResultEncoded> extends Common<Args, Result, ResultEncoded> {
+  readonly parameters: JsonSchema
+}
+
+const isEffectSchema = <Args>(parameters: Schema.Schema<Args, unknown> | JsonSchema): parameters is Schema.Schema<Args, unknown> =>
+  Schema.isSchema(parameters)
+
+/**
+ * Defines a tool. Throws (a programming error, at definition time) on a name the model APIs refuse or a JSON
+ * Schema Ajv cannot compile.
+ *
+ * @example
+ * const convert = defineTool<{ amount: number; to: "EUR" | "USD" }>({
+ *   name: "fx.convert",
+ *   description: "Converts an amount",
+ *   parameters: {
+ *     type: "object",
+ *     properties: { amount: { type: "number", minimum: 0 }, to: { enum: ["EUR", "USD"] } },
+ *     required: ["amount", "to"],
+ *     additionalProperties: false
+ *   },
+ *   idempotent: true,
+ *   handler: ({ amount, to }) => Effect.succeed({ amount: amount * 1.1, currency: to })
+ * })
+ */
+export function defineTool<Args, ArgsEncoded, Result = Json.Json, ResultEncoded = Json.Json>(
+  options: SchemaToolOptions<Args, ArgsEncoded, Result, ResultEncoded>
+): Tool.Tool<Args, Result>
+export function defineTool<Args = Json.Json, Result = Json.Json, ResultEncoded = Json.Json>(
+  options: JsonSchemaToolOptions<Args, Result, ResultEncoded>
+): Tool.Tool<Args, Result>
+export function defineTool<Args, Result, ResultEncoded>(
+  options: SchemaToolOptions<Args, unknown, Result, ResultEncoded> | JsonSchemaToolOptions<Args, Result, ResultEncoded>
+): Tool.Tool<Args, Result> {
+  const parameters = options.parameters
+  if (isEffectSchema(parameters)) return Tool.make({ ...options, parameters })
+  const invalid = invalidSchema(parameters)
+  if (invalid !== undefined) throw new Error(`tool "${options.name}": its parameters are not a JSON Schema Ajv can use: ${invalid}`)
+  return Tool.make({ ...options, parameters: fromJsonSchema<Args>(parameters) })
+}

@@ -1,0 +1,88 @@
+// Raw JSON Schema parameters, validated with Ajv (draft 2020-12 keywords Ajv 8 supports by default: required,
+// oneOf/anyOf/allOf, types, enums, formats through ajv-formats), as an Effect Schema: core's `Tool.make` then does
+// the rest (decoding the model's arguments, the error path, the tool spec), one code path for both kinds of tool.
+import type { Json } from "@artana/core"
+import { Ajv, type ErrorObject } from "ajv"
+import ajvFormats from "ajv-formats"
+import * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+
+// ajv-formats is CommonJS: under NodeNext its default import is `module.exports`, whose `default` is the plugin.
+const addFormats = ajvFormats.default
+
+const ajv = new Ajv({ allErrors: false, strict: false, validateFormats: true })
+addFormats(ajv)
+
+/** The path of an Ajv error in the arguments, as property keys (array indices as numbers). */
+const pathOf = (error: ErrorObject): ReadonlyArray<PropertyKey> => {
+  const base = error.instancePath === ""
+    ? []
+    : error.instancePath.slice(1).split("/").map((segment) => {
+      const key = segment.replaceAll("~1", "/").replaceAll("~0", "~")
+      return /^\d+$/.test(key) ? Number(key) : key
+    })
+  const params: Record<string, unknown> = error.params
+  if (error.keyword === "required" && typeof params.missingProperty === "string") return [...base, params.missingProperty]
+  if (error.keyword === "additionalProperties" && typeof params.additionalProperty === "string") return [...base, params.additionalProperty]
+  return base
+}
+
+const messageOf = (error: ErrorObject): string => {
+  const params: Record<string, unknown> = error.params
+  switch (error.keyword) {
+    case "required":
+      return "is missing"
+    case "additionalProperties":
+      return "is not allowed (no such property)"
+    case "enum":
+      return `must be one of ${JSON.stringify(params.allowedValues)}`
+    default:
+      return error.message ?? error.keyword
+  }
+}
+
+/**
+ * The error worth reporting. Without `allErrors`, Ajv stops at the first failing keyword; when that is a
+ * combinator (`oneOf`, `anyOf`), the errors of its branches come first and its own last. A branch error deeper in
+ * the arguments than the combinator says what is wrong (`$.to.email must match format "email"`); otherwise the
+ * combinator's own does (`$.to must match exactly one schema in oneOf`).
+ */
+const mostUseful = (errors: ReadonlyArray<ErrorObject>): ErrorObject | undefined => {
+  const last = errors[errors.length - 1]
+  if (last === undefined || (last.keyword !== "oneOf" && last.keyword !== "anyOf")) return errors[0]
+  let best = last
+  for (const error of errors) {
+    if (error.instancePath.startsWith(last.instancePath) && error.instancePath.length > best.instancePath.length) best = error
+  }
+  return best
+}
+
+/** Why a raw JSON Schema cannot be used, or undefined. */
+export const invalidSchema = (schema: Json.JsonObject): string | undefined => {
+  try {
+    ajv.compile(schema)
+    return undefined
+  } catch (cause) {
+    return cause instanceof Error ? cause.message : String(cause)
+  }
+}
+
+/**
+ * An Effect Schema that accepts what `schema` accepts (decoding and encoding alike) and whose JSON Schema, as the
+ * model sees it, is `schema` itself. Throws on a schema Ajv cannot compile.
+ */
+export const fromJsonSchema = <Args = Json.Json>(schema: Json.JsonObject): Schema.Schema<Args, Args> => {
+  const validate = ajv.compile<Args>(schema)
+  const check = (input: unknown, ast: Schema.Schema.Any["ast"]) => {
+    if (validate(input)) return ParseResult.succeed(input)
+    const error = mostUseful(validate.errors ?? [])
+    if (error === undefined) return ParseResult.fail(new ParseResult.Type(ast, input, "does not match the JSON Schema"))
+    const issue = new ParseResult.Type(ast, input, messageOf(error))
+    const [head, ...tail] = pathOf(error)
+    return ParseResult.fail(head === undefined ? issue : new ParseResult.Pointer([head, ...tail], input, issue))
+  }
+  return Schema.declare([], {
+    decode: () => (input, _options, ast) => check(input, ast),
+    encode: () => (input, _options, ast) => check(input, ast)
+  }, { jsonSchema: schema, ...(typeof schema.description === "string" ? { description: schema.description } : {}) })
+}

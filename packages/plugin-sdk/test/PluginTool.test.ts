@@ -1,0 +1,121 @@
+// Tools with raw JSON Schema parameters, validated with a real validator before any handler runs, through a real
+// kernel with model-issued calls; and the same for Effect Schema parameters.
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Either, Layer, Schema } from "effect"
+import { Chat, EventStore, Kernel, Tenant, ToolRegistry } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
+import { defineTool } from "@artana/plugin-sdk"
+
+const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1 })
+
+/** A transfer tool described in raw JSON Schema: required fields, types, enums, formats, oneOf, allOf. */
+const makeTransfer = () => {
+  const calls: Array<unknown> = []
+  const tool = defineTool<{ readonly amount: number; readonly currency: "EUR" | "USD"; readonly to: { readonly iban: string } | { readonly email: string }; readonly on?: string }>({
+    name: "bank.transfer",
+    description: "Transfers money",
+    parameters: {
+      type: "object",
+      properties: {
+        amount: { type: "number", exclusiveMinimum: 0 },
+        currency: { enum: ["EUR", "USD"] },
+        on: { type: "string", format: "date" },
+        to: {
+          oneOf: [
+            { type: "object", properties: { iban: { type: "string", pattern: "^[A-Z]{2}[0-9]{2}[A-Z0-9]{10,30}$" } }, required: ["iban"], additionalProperties: false },
+            { type: "object", properties: { email: { type: "string", format: "email" } }, required: ["email"], additionalProperties: false }
+          ]
+        }
+      },
+      required: ["amount", "currency", "to"],
+      additionalProperties: false,
+      allOf: [{ not: { properties: { currency: { const: "USD" }, amount: { minimum: 10000 } }, required: ["currency", "amount"] } }]
+    },
+    handler: (args) =>
+      Effect.sync(() => {
+        calls.push(args)
+        return { ok: true, amount: args.amount }
+      })
+  })
+  return { tool, calls }
+}
+
+const decode = (tool: ReturnType<typeof makeTransfer>["tool"], args: unknown) => tool.decodeArguments(JSON.stringify(args))
+
+describe("defineTool with raw JSON Schema", () => {
+  const { tool } = makeTransfer()
+
+  it("the model sees the schema as written", () => {
+    expect(tool.spec.parameters).toMatchObject({ type: "object", required: ["amount", "currency", "to"], additionalProperties: false })
+    expect(JSON.stringify(tool.spec.parameters)).toContain("\"format\":\"email\"")
+  })
+
+  it.each([
+    ["a missing required field", { amount: 5, currency: "EUR" }, "$.to", "is missing"],
+    ["a wrong type", { amount: "5", currency: "EUR", to: { iban: "DE89370400440532013000" } }, "$.amount", "must be number"],
+    ["a value outside the enum", { amount: 5, currency: "GBP", to: { iban: "DE89370400440532013000" } }, "$.currency", "must be one of [\"EUR\",\"USD\"]"],
+    ["a bad format", { amount: 5, currency: "EUR", to: { iban: "DE89370400440532013000" }, on: "15/03/2026" }, "$.on", "must match format \"date\""],
+    ["an unknown property", { amount: 5, currency: "EUR", to: { iban: "DE89370400440532013000" }, memo: "x" }, "$.memo", "is not allowed"],
+    ["a number at the exclusive minimum", { amount: 0, currency: "EUR", to: { iban: "DE89370400440532013000" } }, "$.amount", "must be > 0"],
+    ["matching none of oneOf", { amount: 5, currency: "EUR", to: { phone: "123" } }, "$.to", ""],
+    ["failing an allOf rule", { amount: 20000, currency: "USD", to: { email: "a@b.example" } }, "$", "must NOT be valid"]
+  ])("refuses %s, naming the path", (_what, args, path, reason) => {
+    const result = decode(tool, args)
+    expect(Either.isLeft(result)).toBe(true)
+    if (Either.isLeft(result)) {
+      expect(result.left).toMatchObject({ _tag: "InvalidToolArguments", tool: "bank.transfer", path })
+      expect(result.left.reason).toContain(reason)
+    }
+  })
+
+  it("accepts arguments that match, in every branch of oneOf", () => {
+    expect(Either.isRight(decode(tool, { amount: 5, currency: "EUR", to: { iban: "DE89370400440532013000" }, on: "2026-03-15" }))).toBe(true)
+    expect(Either.isRight(decode(tool, { amount: 9999, currency: "USD", to: { email: "ops@acme.example" } }))).toBe(true)
+  })
+
+  it("a schema the validator cannot compile is refused when the tool is defined", () => {
+    expect(() => defineTool({ name: "bad", description: "x", parameters: { type: "object", properties: { a: { type: "nonsense" } } }, handler: () => Effect.succeed(null) }))
+      .toThrow(/bad.*not a JSON Schema/)
+  })
+})
+
+describe("model-issued calls through a real kernel", () => {
+  it.effect("invalid arguments are logged with their path and answered to the model; the handler does not run", () => {
+    const { calls, tool } = makeTransfer()
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const result = yield* kernel.chat({ runId: "r1", tenant, messages: [Chat.user("pay Ann 5 EUR")] })
+      expect(result).toMatchObject({ status: "completed" })
+      const events = yield* (yield* EventStore.EventStore).readEvents("acme", "r1")
+      const failed = events.map((e) => e.payload).filter((p) => p._tag === "ToolFailed")
+      expect(failed).toMatchObject([{ tool: "bank.transfer", kind: "invalid_arguments", path: "$.to.email", error: "must match format \"email\"" }])
+      expect(calls).toEqual([{ amount: 5, currency: "EUR", to: { email: "ann@acme.example" } }])
+      const model = yield* ScriptedModel.ScriptedModel
+      expect(model.requests()[1]!.messages.at(-1)!.content).toContain("InvalidToolArguments")
+    }).pipe(Effect.provide(Layer.provideMerge(Kernel.layer(), Layer.mergeAll(
+      EventStore.layerMemory,
+      ToolRegistry.layer([tool]),
+      ScriptedModel.layer([
+        ScriptedModel.toolCall("bank.transfer", { amount: 5, currency: "EUR", to: { email: "not an email" } }),
+        ScriptedModel.toolCall("bank.transfer", { amount: 5, currency: "EUR", to: { email: "ann@acme.example" } }),
+        ScriptedModel.text("done")
+      ])
+    ))))
+  })
+
+  it.effect("Effect Schema parameters take the same path", () => {
+    let ran = 0
+    const greet = defineTool({
+      name: "greet",
+      description: "Greets",
+      parameters: Schema.Struct({ name: Schema.String.pipe(Schema.minLength(1)) }),
+      handler: ({ name }) => Effect.sync(() => `hello ${name} (${++ran})`)
+    })
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      expect(yield* Effect.flip(kernel.callTool({ runId: "g1", tenant, tool: "greet", args: { name: "" } }))).toMatchObject({ _tag: "InvalidToolArguments", path: "$.name" })
+      expect(yield* kernel.callTool({ runId: "g2", tenant, tool: "greet", args: { name: "Ann" } })).toMatchObject({ output: "hello Ann (1)" })
+      expect(ran).toBe(1)
+    }).pipe(Effect.provide(Layer.provideMerge(Kernel.layer(), Layer.mergeAll(EventStore.layerMemory, ToolRegistry.layer([greet]), ScriptedModel.layer([])))))
+  })
+})
