@@ -14,6 +14,7 @@ export default defineConfig({
       { find: /^@artana\/store-postgres\/testing$/, replacement: src("store-postgres", "testing.ts") },
       { find: /^@artana\/store-postgres$/, replacement: src("store-postgres") },
       { find: /^@artana\/worker$/, replacement: src("worker") },
+      { find: /^@artana\/sandbox$/, replacement: src("sandbox") },
       { find: /^@artana\/plugin-sdk\/testing$/, replacement: src("plugin-sdk", "testing.ts") },
       { find: /^@artana\/plugin-sdk$/, replacement: src("plugin-sdk") },
       { find: /^@artana\/cli$/, replacement: src("cli") },

@@ -1,0 +1,62 @@
+/**
+ * The sandbox's decisions, read back from a run's log: for each tool call (by step key), allowed or denied, why,
+ * and what it touched (files read and written, domains, commands). The records come from the middleware's notes
+ * and denials, from denials found while a call ran, and from what a completed `http.get` fetched (its redirects).
+ *
+ * @since 0.1.0
+ */
+import type { Event } from "@artana/core"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import { AllowedNote, DENIED, MIDDLEWARE } from "./internal/decision.js"
+
+/** One call's audit record. */
+export const Record = Schema.Struct({
+  tool: Schema.String,
+  decision: Schema.Literal("allowed", "denied"),
+  reason: Schema.String,
+  filesRead: Schema.Array(Schema.String),
+  filesWritten: Schema.Array(Schema.String),
+  domains: Schema.Array(Schema.String),
+  commands: Schema.Array(Schema.String)
+})
+export type Record = typeof Record.Type
+
+const decodeNote = Schema.decodeUnknownEither(AllowedNote)
+const Hops = Schema.Struct({ hops: Schema.Array(Schema.Struct({ host: Schema.String })) })
+const decodeHops = Schema.decodeUnknownEither(Hops)
+
+const empty = (tool: string, decision: Record["decision"], reason: string): Record => ({
+  tool, decision, reason, filesRead: [], filesWritten: [], domains: [], commands: []
+})
+
+/** The audit records of a run's sandbox calls, by step key, in log order. */
+export const read = (events: ReadonlyArray<Event.Event>): ReadonlyMap<string, Record> => {
+  const out = new Map<string, Record>()
+  for (const event of events) {
+    const p = event.payload
+    const current = out.get(event.stepKey)
+    if (p._tag === "MiddlewareNote" && p.middleware === MIDDLEWARE && p.note === "allowed") {
+      const note = decodeNote(p.data)
+      if (Either.isRight(note)) {
+        const n = note.right
+        out.set(event.stepKey, {
+          ...empty(n.tool, "allowed", n.reason),
+          filesRead: n.filesRead ?? [],
+          filesWritten: n.filesWritten ?? [],
+          domains: n.domains ?? [],
+          commands: n.commands ?? []
+        })
+      }
+    } else if (p._tag === "PolicyDenied" && p.middleware === MIDDLEWARE) {
+      out.set(event.stepKey, empty(p.tool, "denied", p.reason))
+    } else if (p._tag === "ToolFailed" && current !== undefined && p.error.includes(DENIED)) {
+      // A denial found while the call ran: what it was about to touch stays on the record.
+      out.set(event.stepKey, { ...current, decision: "denied", reason: p.error.slice(p.error.indexOf(DENIED) + DENIED.length) })
+    } else if (p._tag === "ToolCompleted" && current !== undefined && current.tool === "http.get") {
+      const hops = decodeHops(p.result)
+      if (Either.isRight(hops)) out.set(event.stepKey, { ...current, domains: [...new Set([...current.domains, ...hops.right.hops.map((h) => h.host)])] })
+    }
+  }
+  return out
+}

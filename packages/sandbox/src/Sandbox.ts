@@ -1,0 +1,256 @@
+/**
+ * The sandbox plugin: `fs.read`, `fs.write`, `http.get` and `shell.run` under a deny-by-default `Policy`, built
+ * with `@artana/plugin-sdk` exactly as a third party would build a plugin. Its config is the policy.
+ *
+ * Every decision is in the run's log. The plugin's middleware checks each call before it runs: a denial is the
+ * kernel's `PolicyDenied` (`ToolFailed` kind `denied`, with the reason), an allowed call writes a `MiddlewareNote`
+ * (`sandbox` / `allowed`) with the reason and what it touches. The tool then checks again where only execution
+ * can tell (the file actually opened, every address a name resolves to, each redirect): a denial there fails the
+ * call with `denied by policy: <reason>`. `Audit.read` turns those events back into per-call records.
+ *
+ * @example
+ * const loaded = yield* Policy.load("policy.yaml")
+ * const sandbox = yield* Plugin.load(Sandbox.plugin, Sandbox.configOf(loaded))
+ * // Plugins.layer([sandbox]) gives the ToolRegistry and the Middleware for Kernel.layer
+ *
+ * @since 0.1.0
+ */
+import { Errors, type Middleware, type Tool } from "@artana/core"
+import { definePlugin, defineTool, type Plugin } from "@artana/plugin-sdk"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
+import * as path from "node:path"
+import { DENIED, MIDDLEWARE, noteJson } from "./internal/decision.js"
+import { checkRead, checkWrite, readChecked, writeChecked } from "./internal/fsGuard.js"
+import { checkUrlStatic, get } from "./internal/httpGet.js"
+import { checkCommand, run } from "./internal/shell.js"
+import * as Policy from "./Policy.js"
+import * as Transport from "./Transport.js"
+
+/** The tools' names. */
+export const TOOLS = ["fs.read", "fs.write", "http.get", "shell.run"] as const
+export type ToolName = (typeof TOOLS)[number]
+
+/** The name the middleware writes its notes and denials under; the prefix of a denial found while a call runs. */
+export { DENIED, MIDDLEWARE }
+
+/** The plugin's config: the policy document (as written, or decoded) and the directory it is relative to. */
+export const Config = Schema.Struct({ baseDir: Schema.String, policy: Policy.Document })
+export type Config = typeof Config.Type
+
+/** The config of a loaded policy file, for `Plugin.load`. */
+export const configOf = (loaded: Policy.Loaded): typeof Config.Encoded => ({
+  baseDir: loaded.policy.baseDir,
+  policy: Schema.encodeSync(Policy.Document)(loaded.policy.document)
+})
+
+/** What a call touches, as the audit records it. */
+export interface Touched {
+  readonly filesRead?: ReadonlyArray<string> | undefined
+  readonly filesWritten?: ReadonlyArray<string> | undefined
+  readonly domains?: ReadonlyArray<string> | undefined
+  readonly commands?: ReadonlyArray<string> | undefined
+}
+
+/** A decision on a call, before it runs. */
+export type Decision = ({ readonly ok: true; readonly reason: string } & Touched) | { readonly ok: false; readonly reason: string }
+
+const FsArgs = Schema.Struct({ path: Schema.String })
+const WriteArgs = Schema.Struct({ path: Schema.String, content: Schema.String })
+const HttpArgs = Schema.Struct({ url: Schema.String })
+const ShellArgs = Schema.Struct({ command: Schema.String, args: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }) })
+
+const rel = (policy: Policy.Policy, real: string) => path.relative(policy.baseDir, real) || "."
+
+/** The policy's decision on a call of `tool` with decoded `args`; everything that can be known before running it. */
+export const decide = (policy: Policy.Policy, tool: ToolName, args: unknown): Decision => {
+  const refuse = (reason: string): Decision => ({ ok: false, reason })
+  switch (tool) {
+    case "fs.read": {
+      const rule = Policy.ruleOf(policy, "fs.read")
+      if (Either.isLeft(rule)) return refuse(rule.left)
+      const a = Schema.decodeUnknownEither(FsArgs)(args)
+      if (Either.isLeft(a)) return refuse("fs.read takes { path }")
+      const d = checkRead(policy.baseDir, rule.right, a.right.path)
+      return d.ok ? { ok: true, reason: `${d.relative} is within fs.read's paths`, filesRead: [d.relative] } : refuse(d.reason)
+    }
+    case "fs.write": {
+      const rule = Policy.ruleOf(policy, "fs.write")
+      if (Either.isLeft(rule)) return refuse(rule.left)
+      const a = Schema.decodeUnknownEither(WriteArgs)(args)
+      if (Either.isLeft(a)) return refuse("fs.write takes { path, content }")
+      const size = Buffer.byteLength(a.right.content, "utf8")
+      if (size > rule.right.max_bytes) return refuse(`the content is ${size} bytes, over fs.write's max_bytes (${rule.right.max_bytes})`)
+      const d = checkWrite(policy.baseDir, rule.right, a.right.path)
+      return d.ok ? { ok: true, reason: `${d.relative} is within fs.write's paths`, filesWritten: [d.relative] } : refuse(d.reason)
+    }
+    case "http.get": {
+      const rule = Policy.ruleOf(policy, "http.get")
+      if (Either.isLeft(rule)) return refuse(rule.left)
+      const a = Schema.decodeUnknownEither(HttpArgs)(args)
+      if (Either.isLeft(a)) return refuse("http.get takes { url }")
+      let url: URL
+      try {
+        url = new URL(a.right.url)
+      } catch {
+        return refuse(`${JSON.stringify(a.right.url)} is not an absolute URL`)
+      }
+      const d = checkUrlStatic(rule.right, url)
+      // The name's addresses are checked when the call runs, and every redirect with them.
+      return d.ok ? { ok: true, reason: `${d.host} is an allowed domain (its addresses are checked as the call runs)`, domains: [d.host] } : refuse(d.reason)
+    }
+    case "shell.run": {
+      const rule = Policy.ruleOf(policy, "shell.run")
+      if (Either.isLeft(rule)) return refuse(rule.left)
+      const a = Schema.decodeUnknownEither(ShellArgs)(args)
+      if (Either.isLeft(a)) return refuse("shell.run takes { command, args }")
+      const read = Policy.ruleOf(policy, "fs.read")
+      const d = checkCommand(policy.baseDir, rule.right, Either.getOrUndefined(read), a.right.command, a.right.args)
+      if (!d.ok) return refuse(d.reason)
+      return {
+        ok: true,
+        reason: `${d.name} is an allowed executable (${d.executable})`,
+        commands: [[a.right.command, ...a.right.args].join(" ")],
+        ...(d.paths.length === 0 ? {} : { filesRead: d.paths.map((p) => rel(policy, path.resolve(policy.baseDir, p))) })
+      }
+    }
+  }
+}
+
+const isTool = (name: string): name is ToolName => (TOOLS as ReadonlyArray<string>).includes(name)
+
+/** The middleware: the policy's decision on each sandbox call, before it runs, written into the log. */
+export const middleware = (policy: Policy.Policy): Middleware.Interceptor => ({
+  name: MIDDLEWARE,
+  beforeTool: (call, context) =>
+    Effect.gen(function*() {
+      if (!isTool(call.tool)) return call
+      let args: unknown
+      try {
+        args = JSON.parse(call.arguments)
+      } catch {
+        // Not JSON: the kernel refuses the arguments when it decodes them, and logs why.
+        return call
+      }
+      const decision = decide(policy, call.tool, args)
+      if (!decision.ok) return yield* new Errors.PolicyDenied({ tool: call.tool, reason: decision.reason })
+      const { ok: _ok, ...note } = decision
+      yield* context.note(MIDDLEWARE, "allowed", noteJson({ tool: call.tool, ...note }))
+      return call
+    })
+})
+
+/** A denial found while the call runs: the tool fails with it (logged as `denied by policy: ...`), and the audit reads it back. */
+export class ExecutionDenied extends Schema.TaggedError<ExecutionDenied>()("SandboxDenied", { reason: Schema.String }) {
+  override get message() {
+    return `${DENIED}${this.reason}`
+  }
+}
+
+const denied = (reason: string) => new ExecutionDenied({ reason })
+
+const orDenied = (decision: Decision): Effect.Effect<void, ExecutionDenied> => (decision.ok ? Effect.void : Effect.fail(denied(decision.reason)))
+
+/** The four tools under `policy`, reaching the network through `transport`. */
+export const tools = (policy: Policy.Policy, transport: Transport.Transport = Transport.system): ReadonlyArray<Tool.Tool> => [
+  defineTool({
+    name: "fs.read",
+    description: "Reads a text file of the workspace (a path relative to the workspace).",
+    parameters: FsArgs,
+    success: Schema.Struct({ path: Schema.String, content: Schema.String, bytes: Schema.Number }),
+    idempotent: true,
+    handler: (args) =>
+      Effect.gen(function*() {
+        const rule = Policy.ruleOf(policy, "fs.read")
+        if (Either.isLeft(rule)) return yield* denied(rule.left)
+        const d = checkRead(policy.baseDir, rule.right, args.path)
+        if (!d.ok) return yield* denied(d.reason)
+        const read = readChecked(d, rule.right.max_bytes)
+        if ("denied" in read) return yield* denied(read.denied)
+        if ("error" in read) return yield* Effect.fail(new Error(read.error))
+        return { path: d.relative, content: read.bytes.toString("utf8"), bytes: read.bytes.length }
+      })
+  }),
+  defineTool({
+    name: "fs.write",
+    description: "Writes a text file of the workspace (a path relative to the workspace), replacing it.",
+    parameters: WriteArgs,
+    success: Schema.Struct({ path: Schema.String, bytes: Schema.Number }),
+    // Writing the same content again leaves the same file.
+    idempotent: true,
+    handler: (args) =>
+      Effect.gen(function*() {
+        yield* orDenied(decide(policy, "fs.write", args))
+        const rule = Policy.ruleOf(policy, "fs.write")
+        if (Either.isLeft(rule)) return yield* denied(rule.left)
+        const d = checkWrite(policy.baseDir, rule.right, args.path)
+        if (!d.ok) return yield* denied(d.reason)
+        const written = writeChecked(d, Buffer.from(args.content, "utf8"))
+        if ("denied" in written) return yield* denied(written.denied)
+        if ("error" in written) return yield* Effect.fail(new Error(written.error))
+        return { path: d.relative, bytes: written.bytes }
+      })
+  }),
+  defineTool({
+    name: "http.get",
+    description: "GETs a URL of an allowed domain; redirects are followed within the policy. Returns status and body text.",
+    parameters: HttpArgs,
+    success: Schema.Struct({
+      url: Schema.String,
+      status: Schema.Number,
+      contentType: Schema.NullOr(Schema.String),
+      body: Schema.String,
+      bytes: Schema.Number,
+      hops: Schema.Array(Schema.Struct({ url: Schema.String, host: Schema.String, address: Schema.String, status: Schema.Number }))
+    }),
+    idempotent: true,
+    handler: (args) =>
+      Effect.gen(function*() {
+        yield* orDenied(decide(policy, "http.get", args))
+        const rule = Policy.ruleOf(policy, "http.get")
+        if (Either.isLeft(rule)) return yield* denied(rule.left)
+        const outcome = yield* Effect.promise(() => get(rule.right, args.url, transport))
+        switch (outcome._tag) {
+          case "denied":
+            return yield* denied(outcome.reason)
+          case "error":
+            return yield* Effect.fail(new Error(outcome.reason))
+          case "ok": {
+            const r = outcome.response
+            return { url: r.url, status: r.status, contentType: r.contentType ?? null, body: r.body, bytes: r.bytes, hops: r.hops }
+          }
+        }
+      })
+  }),
+  defineTool({
+    name: "shell.run",
+    description: "Runs an allowed executable with arguments (argv, never a shell) in the workspace. Returns exit code and output.",
+    parameters: ShellArgs,
+    success: Schema.Struct({ exitCode: Schema.NullOr(Schema.Number), signal: Schema.NullOr(Schema.String), stdout: Schema.String, stderr: Schema.String }),
+    handler: (args) =>
+      Effect.gen(function*() {
+        const rule = Policy.ruleOf(policy, "shell.run")
+        if (Either.isLeft(rule)) return yield* denied(rule.left)
+        const d = checkCommand(policy.baseDir, rule.right, Either.getOrUndefined(Policy.ruleOf(policy, "fs.read")), args.command, args.args)
+        if (!d.ok) return yield* denied(d.reason)
+        const outcome = yield* Effect.promise(() => run(policy.baseDir, rule.right, d))
+        if (outcome._tag === "error") return yield* Effect.fail(new Error(outcome.reason))
+        return outcome.result
+      })
+  })
+]
+
+/** The plugin, reaching the network through `transport` (the system's by default; tests give their own). */
+export const makePlugin = (options: { readonly transport?: Transport.Transport | undefined } = {}): Plugin.Plugin<Config, typeof Config.Encoded> =>
+  definePlugin({
+    name: "@artana/sandbox",
+    version: "0.1.0",
+    capabilities: [],
+    configSchema: Config,
+    tools: (config) => tools({ baseDir: path.resolve(config.baseDir), document: config.policy }, options.transport),
+    middleware: (config) => [middleware({ baseDir: path.resolve(config.baseDir), document: config.policy })]
+  })
+
+/** The sandbox plugin. */
+export const plugin: Plugin.Plugin<Config, typeof Config.Encoded> = makePlugin()

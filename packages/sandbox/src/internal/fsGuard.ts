@@ -1,0 +1,212 @@
+// The file system rules: a path is allowed when its real path (every `..` and symlink resolved, link chains
+// included) matches the policy's globs and has no hidden component; reads and writes then open the file without
+// following a link swapped in after the check, and compare what they opened with what was checked.
+//
+// Paths are taken literally: no URL-decoding (`%2e%2e` is a name), no Unicode normalisation (a full-width letter
+// is another letter). Globs are matched with picomatch against absolute paths (the patterns resolved against the
+// base directory).
+import * as fs from "node:fs"
+import * as path from "node:path"
+import picomatch from "picomatch"
+import type { FsRule } from "../Policy.js"
+
+/** A decision: allowed with the real path, or denied with a reason a person can act on. */
+export type PathDecision =
+  | { readonly ok: true; readonly real: string; readonly relative: string; readonly stat: fs.Stats | undefined }
+  | { readonly ok: false; readonly reason: string }
+
+const deny = (reason: string): PathDecision => ({ ok: false, reason })
+
+const posix = (p: string) => p.split(path.sep).join(path.posix.sep)
+
+/** A matcher for the rule's globs, resolved against `baseDir`. */
+export const matcherOf = (baseDir: string, globs: ReadonlyArray<string>): ((absolute: string) => boolean) => {
+  if (globs.length === 0) return () => false
+  const patterns = globs.map((g) => posix(path.isAbsolute(g) ? g : path.join(baseDir, g)))
+  // dot: the hidden-file rule is ours, so that `deny_hidden: false` really allows them.
+  return picomatch(patterns, { dot: true })
+}
+
+const hiddenComponent = (relative: string): string | undefined =>
+  relative.split(/[\\/]/).find((part) => part.startsWith(".") && part !== "." && part !== "..")
+
+const describe = (base: string, p: string) => {
+  const rel = path.relative(base, p)
+  return rel === "" ? "." : rel.startsWith("..") ? p : rel
+}
+
+const errno = (e: unknown): string | undefined => (e instanceof Error && "code" in e && typeof e.code === "string" ? e.code : undefined)
+
+/**
+ * Checks `requested` (relative to `baseDir`, or absolute) for reading: it must exist, its real path must match
+ * the rule and have no hidden component (nor may the path as requested), and it must be a regular file.
+ */
+export const checkRead = (baseDir: string, rule: FsRule, requested: string, options: { readonly directories?: boolean } = {}): PathDecision => {
+  if (requested.includes("\u0000")) return deny("the path contains a NUL byte")
+  const absolute = path.resolve(baseDir, requested)
+  if (rule.deny_hidden) {
+    const hidden = hiddenComponent(path.relative(baseDir, absolute))
+    if (hidden !== undefined) return deny(`${requested} is hidden (${hidden}); hidden files are denied (deny_hidden)`)
+  }
+  let real: string
+  try {
+    real = fs.realpathSync.native(absolute)
+  } catch (e) {
+    const code = errno(e)
+    if (code === "ENOENT") {
+      // A link whose target is missing is denied as such; a path that is simply absent is not found.
+      let link: fs.Stats | undefined
+      try {
+        link = fs.lstatSync(absolute)
+      } catch {
+        link = undefined
+      }
+      return link?.isSymbolicLink() === true ? deny(`${requested} is a dangling link`) : deny(`${requested} does not exist`)
+    }
+    if (code === "ELOOP") return deny(`${requested} is a link loop`)
+    return deny(`${requested} cannot be resolved (${code ?? "error"})`)
+  }
+  return decideReal(baseDir, rule, requested, real, true, options.directories === true)
+}
+
+/** The rule applied to a real (fully resolved) path. */
+const decideReal = (baseDir: string, rule: FsRule, requested: string, real: string, mustExist: boolean, directories = false): PathDecision => {
+  const relative = describe(baseDir, real)
+  if (rule.deny_hidden) {
+    const hidden = hiddenComponent(path.relative(baseDir, real))
+    if (hidden !== undefined) return deny(`${requested} resolves to ${relative}, which is hidden (${hidden}); hidden files are denied`)
+  }
+  if (!matcherOf(baseDir, rule.paths)(posix(real))) {
+    return deny(`${requested} resolves to ${relative}, which is outside the allowed paths (${rule.paths.join(", ") || "none"})`)
+  }
+  let stat: fs.Stats | undefined
+  try {
+    stat = fs.statSync(real)
+  } catch (e) {
+    if (mustExist || errno(e) !== "ENOENT") return deny(`${requested} cannot be read (${errno(e) ?? "error"})`)
+    stat = undefined
+  }
+  if (stat !== undefined && !stat.isFile() && !(directories && stat.isDirectory())) {
+    const kind = stat.isDirectory() ? "a directory" : stat.isFIFO() ? "a FIFO" : stat.isSocket() ? "a socket" : stat.isCharacterDevice() || stat.isBlockDevice() ? "a device" : "not a regular file"
+    return deny(`${requested} is ${kind}; only regular files are allowed`)
+  }
+  return { ok: true, real, relative, stat }
+}
+
+/**
+ * Checks `requested` for writing: its directory must exist; the target (the real directory joined with the name)
+ * must match the rule and not be hidden; an existing target must be a regular file and not a link (a write never
+ * goes through a link).
+ */
+export const checkWrite = (baseDir: string, rule: FsRule, requested: string): PathDecision => {
+  if (requested.includes("\u0000")) return deny("the path contains a NUL byte")
+  const absolute = path.resolve(baseDir, requested)
+  const name = path.basename(absolute)
+  if (name === "" || name === "." || name === "..") return deny(`${requested} names no file`)
+  if (rule.deny_hidden) {
+    const hidden = hiddenComponent(path.relative(baseDir, absolute))
+    if (hidden !== undefined) return deny(`${requested} is hidden (${hidden}); hidden files are denied (deny_hidden)`)
+  }
+  let dir: string
+  try {
+    dir = fs.realpathSync.native(path.dirname(absolute))
+  } catch (e) {
+    return deny(`the directory of ${requested} does not exist or cannot be resolved (${errno(e) ?? "error"})`)
+  }
+  const target = path.join(dir, name)
+  let link: fs.Stats | undefined
+  try {
+    link = fs.lstatSync(target)
+  } catch {
+    link = undefined
+  }
+  if (link?.isSymbolicLink() === true) return deny(`${requested} is a link; a write never goes through a link`)
+  return decideReal(baseDir, rule, requested, target, false)
+}
+
+/** Where an open file descriptor really is (Linux: /proc/self/fd), or undefined where that cannot be known. */
+const openedPath = (fd: number): string | undefined => {
+  try {
+    return fs.readlinkSync(`/proc/self/fd/${fd}`)
+  } catch {
+    return undefined
+  }
+}
+
+/** A read that passed the check: the bytes of the very file that was checked, within the cap. */
+export const readChecked = (decision: Extract<PathDecision, { ok: true }>, maxBytes: number): { readonly bytes: Buffer } | { readonly denied: string } | { readonly error: string } => {
+  let fd: number
+  try {
+    // O_NONBLOCK: a FIFO swapped in after the check cannot block the open.
+    fd = fs.openSync(decision.real, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK)
+  } catch (e) {
+    return errno(e) === "ELOOP" ? { denied: `${decision.relative} became a link after the check` } : { error: `cannot open ${decision.relative} (${errno(e) ?? "error"})` }
+  }
+  try {
+    const opened = fs.fstatSync(fd)
+    const checked = decision.stat
+    const actual = openedPath(fd)
+    if (!opened.isFile() || checked === undefined || opened.ino !== checked.ino || opened.dev !== checked.dev || (actual !== undefined && actual !== decision.real)) {
+      return { denied: `${decision.relative} changed between the check and the open` }
+    }
+    if (opened.size > maxBytes) return { error: `${decision.relative} is ${opened.size} bytes, over max_bytes (${maxBytes})` }
+    const buffer = Buffer.alloc(Math.min(opened.size + 1, maxBytes + 1))
+    let total = 0
+    for (;;) {
+      const n = fs.readSync(fd, buffer, total, buffer.length - total, null)
+      if (n === 0) break
+      total += n
+      if (total > maxBytes) return { error: `${decision.relative} grew over max_bytes (${maxBytes}) while it was read` }
+      if (total === buffer.length) break
+    }
+    return { bytes: buffer.subarray(0, total) }
+  } finally {
+    fs.closeSync(fd)
+  }
+}
+
+/**
+ * A write that passed the check: opens (creating it if need be) the very file that was checked, without following a
+ * link, verifies that the file opened is the one checked (where the descriptor really points, and its inode) before
+ * anything is truncated or written, and removes a file it created in the wrong place (a directory swapped for a link
+ * between the check and the open).
+ */
+export const writeChecked = (decision: Extract<PathDecision, { ok: true }>, content: Buffer): { readonly bytes: number } | { readonly denied: string } | { readonly error: string } => {
+  let fd: number
+  try {
+    fd = fs.openSync(decision.real, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK, 0o644)
+  } catch (e) {
+    return errno(e) === "ELOOP" ? { denied: `${decision.relative} became a link after the check` } : { error: `cannot open ${decision.relative} for writing (${errno(e) ?? "error"})` }
+  }
+  try {
+    const opened = fs.fstatSync(fd)
+    const actual = openedPath(fd)
+    let elsewhere = actual !== undefined && actual !== decision.real
+    if (actual === undefined) {
+      // Without /proc: the directory must still resolve to where it did, and hold the file opened.
+      try {
+        const at = fs.lstatSync(decision.real)
+        elsewhere = fs.realpathSync.native(path.dirname(decision.real)) !== path.dirname(decision.real) || at.ino !== opened.ino || at.dev !== opened.dev
+      } catch {
+        elsewhere = true
+      }
+    }
+    const replaced = decision.stat !== undefined && (decision.stat.ino !== opened.ino || decision.stat.dev !== opened.dev)
+    if (!opened.isFile() || elsewhere || replaced) {
+      if (decision.stat === undefined && actual !== undefined && opened.size === 0) {
+        try {
+          const there = fs.lstatSync(actual)
+          if (there.ino === opened.ino && there.dev === opened.dev) fs.unlinkSync(actual)
+        } catch {
+          // nothing to remove
+        }
+      }
+      return { denied: `${decision.relative} changed between the check and the open` }
+    }
+    fs.ftruncateSync(fd, 0)
+    fs.writeSync(fd, content)
+    return { bytes: content.length }
+  } finally {
+    fs.closeSync(fd)
+  }
+}

@@ -1,0 +1,215 @@
+// http.get policy cases: every spelling of private and metadata addresses, the exact-host allowlist, and real
+// requests to a local server that plays public hosts (the transport maps their public addresses to it, while the
+// policy checks the public ones): redirects re-checked, names resolving to private addresses, the total deadline,
+// the byte cap on decoded bytes.
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Effect, Either } from "effect"
+import type { Policy} from "@artana/sandbox";
+import { Sandbox, Transport } from "@artana/sandbox"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as zlib from "node:zlib"
+import { Tenant } from "@artana/core"
+
+/** The context a handler gets; these tests call the tools directly, as the kernel would. */
+const context = { runId: "r", tenant: Tenant.TenantContext.make({ tenantId: "t", capabilities: [], budgetUsdLimit: 1 }), idempotencyKey: "k", stepKey: "tool:0" }
+
+const rule = (over: Partial<Policy.HttpRule> = {}): Policy.HttpRule => ({
+  allow: true,
+  domains: ["example.com", "*.example.org", "api.example.net", "93.184.216.34", "127.0.0.1", "localhost", "rebind.example.com", "multi.example.com", "metadata.google.internal"],
+  block_private: true,
+  max_bytes: 1024,
+  timeout_ms: 2000,
+  max_redirects: 3,
+  ...over
+})
+const policyOf = (r: Policy.HttpRule): Policy.Policy => ({ baseDir: "/tmp", document: { default: "deny", tools: { "http.get": r } } })
+
+describe("addresses in every spelling (block_private)", () => {
+  const p = policyOf(rule())
+  const url = (host: string) => Sandbox.decide(p, "http.get", { url: `http://${host}/` })
+  it.each([
+    ["dotted loopback", "127.0.0.1", "loopback"],
+    ["short form", "127.1", "loopback"],
+    ["decimal integer", "2130706433", "loopback"],
+    ["hex integer", "0x7f000001", "loopback"],
+    ["hex parts", "0x7f.0x0.0x0.0x1", "loopback"],
+    ["octal parts", "0177.0.0.01", "loopback"],
+    ["mixed short hex", "0x7f.1", "loopback"],
+    ["localhost, although listed", "localhost", "loopback name"],
+    ["a subdomain of localhost", "api.localhost", "loopback name"],
+    ["private 10/8 in hex", "0xa000001", "private"],
+    ["private 192.168 in octal", "0300.0250.0.1", "private"],
+    ["unspecified", "0.0.0.0", "unspecified"],
+    ["zero as an integer", "0", "unspecified"],
+    ["IPv6 loopback", "[::1]", "loopback"],
+    ["IPv4-mapped loopback", "[::ffff:127.0.0.1]", "loopback"],
+    ["IPv4-mapped in hex", "[::ffff:7f00:1]", "loopback"],
+    ["IPv4-mapped metadata", "[::ffff:169.254.169.254]", "metadata"],
+    ["NAT64 of loopback", "[64:ff9b::7f00:1]", "NAT64"],
+    ["NAT64 of private", "[64:ff9b::a00:1]", "private"],
+    ["6to4 of loopback", "[2002:7f00:1::]", "6to4"],
+    ["Teredo of a private address", "[2001:0:4136:e378:8000:63bf:f5ff:fffe]", "Teredo"],
+    ["IPv6 unique local", "[fd12:3456::1]", "uniqueLocal"],
+    ["IPv6 link-local", "[fe80::1]", "linkLocal"],
+    ["metadata", "169.254.169.254", "metadata"],
+    ["metadata as an integer", "2852039166", "metadata"],
+    ["metadata in hex", "0xa9fea9fe", "metadata"],
+    ["AWS IPv6 metadata", "[fd00:ec2::254]", "metadata"],
+    ["Alibaba metadata", "100.100.100.200", "metadata"],
+    ["carrier-grade NAT", "100.64.0.1", "carrierGradeNat"],
+    ["benchmarking", "198.18.0.1", "reserved"],
+    ["documentation IPv6", "[2001:db8::1]", "reserved"],
+    ["multicast", "224.0.0.1", "multicast"],
+    ["broadcast", "255.255.255.255", "broadcast"]
+  ])("%s (%s) is refused", (_what, host, reason) => {
+    const decision = url(host)
+    expect(decision.ok).toBe(false)
+    expect(decision.reason).toContain(reason)
+  })
+
+  it("the private block cannot be bypassed by listing an address: 127.0.0.1 is listed, and refused", () => {
+    expect(url("127.0.0.1")).toMatchObject({ ok: false, reason: expect.stringContaining("loopback") })
+  })
+
+  it("a listed public address passes; metadata is refused even with block_private: false", () => {
+    expect(url("93.184.216.34").ok).toBe(true)
+    const open = policyOf(rule({ block_private: false, domains: ["169.254.169.254", "127.0.0.1", "metadata.google.internal"] }))
+    expect(Sandbox.decide(open, "http.get", { url: "http://127.0.0.1/" }).ok).toBe(true)
+    expect(Sandbox.decide(open, "http.get", { url: "http://169.254.169.254/latest/meta-data/" })).toMatchObject({ ok: false, reason: expect.stringContaining("metadata") })
+    expect(Sandbox.decide(open, "http.get", { url: "http://metadata.google.internal/computeMetadata/v1/" })).toMatchObject({ ok: false, reason: expect.stringContaining("cloud metadata name") })
+  })
+})
+
+describe("the domain allowlist", () => {
+  const p = policyOf(rule())
+  const decide = (u: string) => Sandbox.decide(p, "http.get", { url: u })
+  it.each([
+    ["an exact host", "https://example.com/x", true, "example.com is an allowed domain"],
+    ["upper case and a trailing dot", "https://EXAMPLE.com./x", true, "example.com"],
+    ["a subdomain of an exact host", "https://www.example.com/", false, "not in the allowed domains"],
+    ["a wildcard subdomain", "https://a.example.org/", true, "a.example.org"],
+    ["a deep wildcard subdomain", "https://a.b.example.org/", true, "a.b.example.org"],
+    ["the wildcard's apex", "https://example.org/", false, "not in the allowed domains"],
+    ["a suffix that is not a subdomain", "https://evil-example.org/", false, "not in the allowed domains"],
+    ["a look-alike with the allowed name as a subdomain", "https://example.com.evil.net/", false, "not in the allowed domains"],
+    ["credentials before another host", "https://example.com@evil.net/", false, "credentials"],
+    ["credentials on an allowed host", "https://user:pw@example.com/", false, "credentials"],
+    ["a file URL", "file:///etc/passwd", false, "file: URLs are not allowed"],
+    ["a gopher URL", "gopher://example.com/", false, "gopher: URLs are not allowed"],
+    ["a relative URL", "/etc/passwd", false, "not an absolute URL"],
+    ["a metadata name", "http://metadata.google.internal/", false, "cloud metadata name"],
+    ["a punycode look-alike", "https://xn--exmple-cua.com/", false, "not in the allowed domains"]
+  ])("%s: %s", (_what, u, ok, reason) => {
+    const decision = decide(u)
+    expect(decision.ok).toBe(ok)
+    expect(decision.reason).toContain(reason)
+  })
+})
+
+// --- against a local server ------------------------------------------------------------------------------------
+
+let server: http.Server
+let port = 0
+beforeAll(async () => {
+  server = http.createServer((req, res) => {
+    const host = String(req.headers.host).split(":")[0]
+    const url = req.url ?? "/"
+    if (url === "/hello") return void res.end(`hello from ${host}`)
+    if (url === "/to-allowed") return void res.writeHead(302, { location: "https://a.example.org/hello" }).end()
+    if (url === "/to-relative") return void res.writeHead(301, { location: "/hello" }).end()
+    if (url === "/to-private-name") return void res.writeHead(302, { location: "http://rebind.example.com/hello" }).end()
+    if (url === "/to-metadata") return void res.writeHead(307, { location: "http://169.254.169.254/latest/meta-data/" }).end()
+    if (url === "/to-decimal-loopback") return void res.writeHead(307, { location: "http://2130706433/" }).end()
+    if (url === "/to-mapped") return void res.writeHead(307, { location: "http://[::ffff:127.0.0.1]/" }).end()
+    if (url === "/to-other-domain") return void res.writeHead(302, { location: "https://evil.net/hello" }).end()
+    if (url === "/to-file") return void res.writeHead(302, { location: "file:///etc/passwd" }).end()
+    if (url === "/loop") return void res.writeHead(302, { location: "/loop" }).end()
+    if (url === "/slow-redirect") return void setTimeout(() => res.writeHead(302, { location: "/slow-redirect" }).end(), 400)
+    if (url === "/hang") return
+    if (url === "/gzip-bomb") {
+      res.writeHead(200, { "content-encoding": "gzip" })
+      return void res.end(zlib.gzipSync(Buffer.alloc(200_000, "a")))
+    }
+    if (url === "/gzip-small") {
+      res.writeHead(200, { "content-encoding": "gzip" })
+      return void res.end(zlib.gzipSync(Buffer.from("compressed hello")))
+    }
+    if (url === "/big") return void res.end("b".repeat(5000))
+    res.writeHead(404).end("not found")
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  port = (server.address() as AddressInfo).port
+})
+afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())))
+
+const hosts = {
+  "example.com": ["93.184.216.34"],
+  "a.example.org": ["93.184.216.35"],
+  "api.example.net": ["2606:2800:220:1:248:1893:25c8:1946"],
+  "rebind.example.com": ["127.0.0.1"],
+  "multi.example.com": ["93.184.216.36", "10.0.0.5"]
+}
+
+const get = async (url: string, over: Partial<Policy.HttpRule> = {}) => {
+  const transport = Transport.fake(hosts, { host: "127.0.0.1", port })
+  const tools = Sandbox.tools(policyOf(rule(over)), transport)
+  const tool = tools.find((t) => t.name === "http.get")!
+  const outcome = await Effect.runPromise(Effect.either(tool.invoke({ url }, context)))
+  return Either.isRight(outcome) ? { ok: true as const, value: outcome.right as { readonly body: string; readonly url: string; readonly hops: ReadonlyArray<{ readonly host: string; readonly address: string }> } } : { ok: false as const, message: outcome.left.message }
+}
+
+describe("http.get against a server playing public hosts", () => {
+  it("fetches an allowed host, connecting to the address it checked", async () => {
+    const result = await get("http://example.com/hello")
+    expect(result).toMatchObject({ ok: true, value: { body: "hello from example.com", hops: [{ host: "example.com", address: "93.184.216.34" }] } })
+  })
+
+  it("an allowed name resolving to a public IPv6 address passes", async () => {
+    expect(await get("http://api.example.net/hello")).toMatchObject({ ok: true, value: { body: "hello from api.example.net" } })
+  })
+
+  it("follows a redirect to another allowed host, and a relative one, checking each", async () => {
+    expect(await get("http://example.com/to-relative")).toMatchObject({ ok: true, value: { url: "http://example.com/hello" } })
+  })
+
+  it.each([
+    ["a name that resolves to loopback (DNS rebinding)", "http://rebind.example.com/hello", "resolves to 127.0.0.1"],
+    ["a name with one public and one private address", "http://multi.example.com/hello", "resolves to 10.0.0.5"],
+    ["a redirect to a name resolving to loopback", "http://example.com/to-private-name", "redirect 1 to http://rebind.example.com/hello"],
+    ["a redirect to the metadata address", "http://example.com/to-metadata", "cloud metadata"],
+    ["a redirect to loopback as a decimal integer", "http://example.com/to-decimal-loopback", "loopback"],
+    ["a redirect to IPv4-mapped loopback", "http://example.com/to-mapped", "loopback"],
+    ["a redirect to a domain not allowed", "http://example.com/to-other-domain", "evil.net is not in the allowed domains"],
+    ["a redirect to a file URL", "http://example.com/to-file", "file: URLs are not allowed"],
+    ["an allowed name that does not resolve", "http://www.example.org/hello", "does not resolve"]
+  ])("refuses %s", async (_what, url, reason) => {
+    const result = await get(url)
+    expect(result.ok).toBe(false)
+    if (!result.ok) {
+      expect(result.message).toContain("denied by policy: ")
+      expect(result.message).toContain(reason)
+    }
+  })
+
+  it("too many redirects is an error", async () => {
+    expect(await get("http://example.com/loop")).toMatchObject({ ok: false, message: expect.stringContaining("more than 3 redirects") })
+  })
+
+  it("the timeout is one deadline for the whole call, across redirects", async () => {
+    const started = Date.now()
+    const result = await get("http://example.com/slow-redirect", { timeout_ms: 1000, max_redirects: 10 })
+    expect(result).toMatchObject({ ok: false, message: expect.stringContaining("timed out after 1000 ms") })
+    expect(Date.now() - started).toBeLessThan(3000)
+  })
+
+  it("a server that never answers hits the deadline", async () => {
+    expect(await get("http://example.com/hang", { timeout_ms: 500 })).toMatchObject({ ok: false, message: expect.stringContaining("timed out") })
+  })
+
+  it("the byte cap applies to decoded bytes: a small gzip body that inflates past it is refused", async () => {
+    expect(await get("http://example.com/gzip-bomb")).toMatchObject({ ok: false, message: expect.stringContaining("over max_bytes (1024 bytes, decoded)") })
+    expect(await get("http://example.com/gzip-small")).toMatchObject({ ok: true, value: { body: "compressed hello" } })
+    expect(await get("http://example.com/big")).toMatchObject({ ok: false, message: expect.stringContaining("over max_bytes") })
+  })
+})

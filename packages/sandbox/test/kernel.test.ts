@@ -1,0 +1,91 @@
+// The sandbox as a plugin in a real kernel: loaded from a policy file with the plugin SDK, every decision in the
+// run's log (denials before the call, allowed calls noted, denials found while the call ran), read back by Audit.
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Effect, Either } from "effect"
+import { EventStore, type Json, Kernel, Tenant } from "@artana/core"
+import { Plugin } from "@artana/plugin-sdk"
+import { PluginTest } from "@artana/plugin-sdk/testing"
+import { Audit, Policy, Sandbox, Transport } from "@artana/sandbox"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+
+const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-kernel-")))
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
+fs.mkdirSync(path.join(dir, "workspace/out"), { recursive: true })
+fs.writeFileSync(path.join(dir, "workspace/input.txt"), "quarterly numbers")
+fs.writeFileSync(path.join(dir, "secret.txt"), "secret")
+const policyFile = path.join(dir, "policy.yaml")
+fs.writeFileSync(policyFile, `default: deny
+tools:
+  fs.read:  { allow: true, paths: ["workspace/**"] }
+  fs.write: { allow: true, paths: ["workspace/out/**"] }
+  http.get: { allow: true, domains: ["example.com", "rebind.example.com"] }
+  shell.run: { allow: true, executables: [echo, ls], denied_tokens: [--force] }
+`)
+
+const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1 })
+// No network here: names resolve from this table; nothing listens, which a denial never reaches anyway.
+const plugin = Sandbox.makePlugin({ transport: Transport.fake({ "rebind.example.com": ["127.0.0.1"] }, { host: "127.0.0.1", port: 9 }) })
+
+describe("the sandbox plugin in a kernel", () => {
+  it.effect("allowed calls run and are noted with what they touch; denied ones never run and say why", () =>
+    Effect.gen(function*() {
+      const loaded = yield* Policy.load(policyFile)
+      const config = Sandbox.configOf(loaded)
+      const sandbox = yield* Plugin.load(plugin, config)
+      expect(sandbox.tools.map((t) => t.name)).toEqual(["fs.read", "fs.write", "http.get", "shell.run"])
+
+      const calls: ReadonlyArray<readonly [string, Json.Json]> = [
+        ["fs.read", { path: "workspace/input.txt" }],
+        ["fs.write", { path: "workspace/out/summary.txt", content: "done" }],
+        ["shell.run", { command: "echo", args: ["hi"] }],
+        ["fs.read", { path: "secret.txt" }],
+        ["shell.run", { command: "ls", args: ["--force"] }],
+        ["http.get", { url: "http://169.254.169.254/latest/meta-data/" }],
+        ["http.get", { url: "http://rebind.example.com/" }]
+      ]
+      const runs = yield* Effect.forEach(calls, ([tool, args], i) =>
+        PluginTest.run({ plugin, config, tool, args, tenant, runId: `call-${i}` }))
+
+      expect(runs.map((r) => Either.isRight(r.result))).toEqual([true, true, true, false, false, false, false])
+      expect(fs.readFileSync(path.join(dir, "workspace/out/summary.txt"), "utf8")).toBe("done")
+
+      const audits = runs.map((r) => [...Audit.read(r.events).values()][0])
+      expect(audits[0]).toMatchObject({ tool: "fs.read", decision: "allowed", filesRead: ["workspace/input.txt"] })
+      expect(audits[1]).toMatchObject({ tool: "fs.write", decision: "allowed", filesWritten: ["workspace/out/summary.txt"] })
+      expect(audits[2]).toMatchObject({ tool: "shell.run", decision: "allowed", commands: ["echo hi"] })
+      expect(audits[3]).toMatchObject({ tool: "fs.read", decision: "denied", reason: expect.stringContaining("outside the allowed paths") })
+      expect(audits[4]).toMatchObject({ tool: "shell.run", decision: "denied", reason: expect.stringContaining("denied token (--force)") })
+      expect(audits[5]).toMatchObject({ tool: "http.get", decision: "denied", reason: expect.stringContaining("cloud metadata") })
+      // Allowed before the call (an allowed name), denied while it ran (the name resolved to loopback).
+      expect(audits[6]).toMatchObject({ tool: "http.get", decision: "denied", domains: ["rebind.example.com"], reason: expect.stringContaining("resolves to 127.0.0.1") })
+
+      // In the log: a denial before the call is PolicyDenied + ToolFailed(denied), and no handler ran.
+      const denied = runs[3]!.events.map((e) => e.payload)
+      expect(denied.map((p) => p._tag)).toEqual(["RunStarted", "ToolRequested", "PolicyDenied", "ToolFailed", "RunFailed"])
+      expect(denied[3]).toMatchObject({ _tag: "ToolFailed", kind: "denied" })
+      const allowed = runs[0]!.events.map((e) => e.payload)
+      expect(allowed).toContainEqual(expect.objectContaining({ _tag: "MiddlewareNote", middleware: "sandbox", note: "allowed" }))
+    }))
+
+  it.effect("a tool the policy does not allow is denied by default", () =>
+    Effect.gen(function*() {
+      const config = { baseDir: dir, policy: { default: "deny", tools: { "fs.read": { allow: true, paths: ["workspace/**"] } } } }
+      const run = yield* PluginTest.run({ plugin, config, tool: "shell.run", args: { command: "echo", args: ["x"] }, tenant })
+      expect(Either.isLeft(run.result) && run.result.left.message).toContain("shell.run has no rule in the policy (default: deny)")
+    }))
+
+  it.effect("the decisions read back the same from the store after the run", () =>
+    Effect.gen(function*() {
+      const sandbox = yield* Plugin.load(plugin, Sandbox.configOf(yield* Policy.load(policyFile)))
+      const events = yield* Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        yield* kernel.callTool({ runId: "stored", tenant, tool: "fs.read", args: { path: "workspace/input.txt" } })
+        return yield* (yield* EventStore.EventStore).readEvents("acme", "stored")
+      }).pipe(Effect.provide(PluginTest.layer([sandbox])))
+      expect([...Audit.read(events).entries()]).toEqual([
+        ["tool:0", { tool: "fs.read", decision: "allowed", reason: "workspace/input.txt is within fs.read's paths", filesRead: ["workspace/input.txt"], filesWritten: [], domains: [], commands: [] }]
+      ])
+    }))
+})

@@ -1,0 +1,178 @@
+// shell.run policy cases: the executable (by name on a fixed PATH, or a listed path), argument smuggling (denied
+// tokens as whole arguments and --opt=value, git options that run programs or load configuration, with their
+// abbreviations, ext:: URLs, config writes, hooks), paths in arguments under the fs.read rule; and real runs: argv
+// only, a minimal environment, stdin from /dev/null, the timeout and the output cap killing the process group.
+import { afterAll, describe, expect, it } from "vitest"
+import { Effect, Either } from "effect"
+import { type Policy, Sandbox } from "@artana/sandbox"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Tenant } from "@artana/core"
+
+/** The context a handler gets; these tests call the tools directly, as the kernel would. */
+const context = { runId: "r", tenant: Tenant.TenantContext.make({ tenantId: "t", capabilities: [], budgetUsdLimit: 1 }), idempotencyKey: "k", stepKey: "tool:0" }
+
+const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-sh-")))
+const outside = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-sh-out-")))
+afterAll(() => {
+  fs.rmSync(base, { recursive: true, force: true })
+  fs.rmSync(outside, { recursive: true, force: true })
+})
+fs.mkdirSync(path.join(base, "workspace/repo"), { recursive: true })
+fs.writeFileSync(path.join(base, "workspace/notes.txt"), "notes")
+fs.writeFileSync(path.join(base, "workspace/.env"), "SECRET=1")
+fs.writeFileSync(path.join(base, "secret.txt"), "secret")
+fs.symlinkSync(path.join(outside), path.join(base, "workspace/out-link"))
+
+const shell = (over: Partial<Policy.ShellRule> = {}): Policy.ShellRule => ({
+  allow: true,
+  executables: ["ls", "cat", "echo", "git", "sh", "env", "sleep", "yes", "/bin/true"],
+  denied_tokens: ["rm", "--force", "sudo", "-f"],
+  timeout_ms: 2000,
+  max_output_bytes: 4096,
+  ...over
+})
+const policy = (over: Partial<Policy.ShellRule> = {}): Policy.Policy => ({
+  baseDir: base,
+  document: {
+    default: "deny",
+    tools: {
+      "shell.run": shell(over),
+      "fs.read": { allow: true, paths: ["workspace/**"], deny_hidden: true, max_bytes: 1024 }
+    }
+  }
+})
+const decide = (command: string, args: ReadonlyArray<string> = [], p = policy()) => Sandbox.decide(p, "shell.run", { command, args })
+
+describe("shell.run decisions", () => {
+  it.each([
+    ["an allowed executable", "ls", ["-la"], true, "ls is an allowed executable (/"],
+    ["echo with words", "echo", ["hello", "world"], true, "echo"],
+    ["cat of a workspace file", "cat", ["workspace/notes.txt"], true, "cat"],
+    ["git status", "git", ["status", "--short"], true, "git"],
+    ["git log with a format", "git", ["log", "--oneline", "-n", "5"], true, "git"],
+    ["git -C inside the workspace", "git", ["-C", "workspace/repo", "status"], true, "git"],
+    ["git config read", "git", ["config", "--get", "user.name"], true, "git"],
+    ["a listed absolute path", "/bin/true", [], true, "/bin/true"],
+    ["an executable not listed", "python3", ["-c", "print(1)"], false, "python3 is not an allowed executable"],
+    ["a shell line in the command", "ls -la", [], false, "argv form, never a shell"],
+    ["a command with a semicolon", "ls;id", [], false, "not an allowed executable"],
+    ["a path-qualified executable not listed", "/usr/bin/ls", [], false, "path-qualified"],
+    ["a relative path to an executable", "./ls", [], false, "path-qualified"],
+    ["traversal to an executable", "../../bin/sh", [], false, "path-qualified"],
+    ["a denied token as a whole argument", "ls", ["--force"], false, "denied token (--force)"],
+    ["a denied token as --opt=value", "ls", ["--force=yes"], false, "denied token (--force)"],
+    ["a denied short token", "ls", ["-f"], false, "denied token (-f)"],
+    ["a denied token as the command", "sudo", ["ls"], false, "not an allowed executable"],
+    ["a denied word as an argument", "echo", ["rm"], false, "denied token (rm)"],
+    ["a NUL byte in an argument", "echo", ["a\u0000b"], false, "NUL"],
+    ["cat of a file outside the workspace", "cat", ["secret.txt"], false, "outside the allowed paths"],
+    ["cat by traversal", "cat", ["workspace/../secret.txt"], false, "outside the allowed paths"],
+    ["cat of an absolute path", "cat", ["/etc/passwd"], false, "outside the allowed paths"],
+    ["cat of a hidden file", "cat", ["workspace/.env"], false, "hidden"],
+    ["cat through a link out of the workspace", "cat", ["workspace/out-link/x"], false, "outside the allowed paths"],
+    ["a path in --opt=value", "ls", ["--directory=/etc"], false, "outside the allowed paths"],
+    ["a home-directory path", "ls", ["~/.ssh"], false, "home directory"],
+    ["git -c", "git", ["-c", "core.pager=sh", "log"], false, "-c"],
+    ["git -c attached", "git", ["-ccore.sshCommand=sh", "fetch"], false, "-c"],
+    ["git -c in a cluster", "git", ["-pc", "x=y", "log"], false, "-c"],
+    ["git clone -c", "git", ["clone", "-c", "core.sshCommand=sh", "https://example.com/r.git"], false, "-c"],
+    ["git --config-env", "git", ["--config-env=core.pager=X", "log"], false, "--config-env"],
+    ["git --exec-path", "git", ["--exec-path=/tmp", "status"], false, "--exec-path"],
+    ["git --upload-pack", "git", ["fetch", "--upload-pack=touch /tmp/x", "origin"], false, "--upload-pack"],
+    ["git --upload-pack abbreviated", "git", ["fetch", "--upload-p=sh", "origin"], false, "an abbreviation of --upload-pack"],
+    ["git --receive-pack", "git", ["push", "--receive-pack", "sh", "origin"], false, "--receive-pack"],
+    ["git --exec", "git", ["push", "--exec=sh", "origin"], false, "--exec"],
+    ["git clone -u", "git", ["clone", "-u", "sh -c id", "https://example.com/r.git"], false, "-u"],
+    ["git ext:: URL", "git", ["clone", "ext::sh -c touch% /tmp/pwned", "x"], false, "ext::"],
+    ["git --git-dir outside", "git", ["--git-dir=/tmp/evil", "status"], false, "outside the workspace"],
+    ["git --git-dir abbreviated outside", "git", ["--git-d", "/tmp/evil", "status"], false, "outside the workspace"],
+    ["git --work-tree outside", "git", ["--work-tree", "/", "status"], false, "outside the workspace"],
+    ["git -C outside", "git", ["-C", "/etc", "status"], false, "outside the workspace"],
+    ["git -C through a link out", "git", ["-C", "workspace/out-link", "status"], false, "outside the workspace"],
+    ["git config write", "git", ["config", "core.hooksPath", "/tmp/hooks"], false, "writes are refused"],
+    ["git config --add", "git", ["config", "--add", "alias.x", "!sh"], false, "writes are refused"],
+    ["git init --template (hooks)", "git", ["init", "--template=/tmp/t", "workspace/repo"], false, "--template"],
+    ["git hook run", "git", ["hook", "run", "pre-commit"], false, "hook"]
+  ])("%s: %s %s", (_what, command, args, ok, reason) => {
+    const decision = decide(command, args)
+    expect(decision.ok).toBe(ok)
+    expect(decision.reason).toContain(reason)
+  })
+
+  it("without fs.read, no argument may name a path", () => {
+    const p: Policy.Policy = { baseDir: base, document: { default: "deny", tools: { "shell.run": shell() } } }
+    expect(decide("cat", ["workspace/notes.txt"], p)).toMatchObject({ ok: false, reason: expect.stringContaining("fs.read is not allowed") })
+    expect(decide("echo", ["hello"], p).ok).toBe(true)
+  })
+})
+
+const run = async (command: string, args: ReadonlyArray<string>, over: Partial<Policy.ShellRule> = {}) => {
+  const tool = Sandbox.tools(policy(over)).find((t) => t.name === "shell.run")!
+  const outcome = await Effect.runPromise(Effect.either(tool.invoke({ command, args }, context)))
+  return Either.isRight(outcome)
+    ? { ok: true as const, value: outcome.right as { readonly exitCode: number | null; readonly stdout: string; readonly stderr: string } }
+    : { ok: false as const, message: outcome.left.message }
+}
+
+describe("shell.run, run for real", () => {
+  it("arguments are argv: shell syntax is passed through as text", async () => {
+    expect(await run("echo", ["$(id)", "`whoami`", "a;b", "|", "&&"])).toMatchObject({ ok: true, value: { exitCode: 0, stdout: "$(id) `whoami` a;b | &&\n" } })
+  })
+
+  it("the child gets a minimal environment, whatever the host's", async () => {
+    process.env.ARTANA_SECRET_FOR_TEST = "leaked"
+    try {
+      const result = await run("env", [])
+      expect(result.ok).toBe(true)
+      if (result.ok) {
+        const names = result.value.stdout.trim().split("\n").map((l) => l.split("=")[0]).sort()
+        expect(names).toEqual(["HOME", "LANG", "PATH"])
+        expect(result.value.stdout).toContain("PATH=/usr/local/bin:/usr/bin:/bin")
+        expect(result.value.stdout).not.toContain("leaked")
+      }
+    } finally {
+      delete process.env.ARTANA_SECRET_FOR_TEST
+    }
+  })
+
+  it("stdin is /dev/null: a command reading it ends at once", async () => {
+    expect(await run("cat", [])).toMatchObject({ ok: true, value: { exitCode: 0, stdout: "" } })
+  })
+
+  it("the timeout kills the whole process group, grandchildren included", async () => {
+    // The grandchild (a background subshell) would write the marker two seconds in, in the working directory.
+    const marker = path.join(base, "grandchild-alive")
+    const started = Date.now()
+    const result = await run("sh", ["-c", "(sleep 2; echo alive > grandchild-alive) & sleep 5"], { timeout_ms: 500 })
+    expect(result).toMatchObject({ ok: false, message: expect.stringContaining("timed out after 500 ms") })
+    expect(Date.now() - started).toBeLessThan(2500)
+    await new Promise((r) => setTimeout(r, 3000))
+    expect(fs.existsSync(marker)).toBe(false)
+  }, 10_000)
+
+  it("the output cap kills the process group", async () => {
+    const result = await run("yes", ["y"], { max_output_bytes: 1000 })
+    expect(result).toMatchObject({ ok: false, message: expect.stringContaining("over max_output_bytes (1000)") })
+  })
+
+  it("a refused command never runs", async () => {
+    const marker = path.join(outside, "should-not-exist")
+    expect(await run("git", ["-c", `core.pager=touch ${marker}`, "log"])).toMatchObject({ ok: false, message: expect.stringContaining("denied by policy") })
+    expect(fs.existsSync(marker)).toBe(false)
+  })
+
+  it("git runs without hooks, system or global configuration", async () => {
+    const repo = path.join(base, "workspace/repo")
+    expect((await run("git", ["-C", "workspace/repo", "init", "-q"])).ok).toBe(true)
+    fs.mkdirSync(path.join(repo, ".git/hooks"), { recursive: true })
+    const marker = path.join(outside, "hook-ran")
+    fs.writeFileSync(path.join(repo, ".git/hooks/pre-commit"), `#!/bin/sh\ntouch ${marker}\n`, { mode: 0o755 })
+    fs.writeFileSync(path.join(repo, "x.txt"), "x")
+    expect((await run("git", ["-C", "workspace/repo", "add", "x.txt"])).ok).toBe(true)
+    // The pre-commit hook would run before the commit (which then fails: the child has no identity configured).
+    expect((await run("git", ["-C", "workspace/repo", "commit", "-q", "-m", "first"])).ok).toBe(true)
+    expect(fs.existsSync(marker)).toBe(false)
+  })
+})
