@@ -1,10 +1,13 @@
 /**
- * The tools a plan can call and the policy that governs them. Filled from `@artana/sandbox` (its tools, its
- * deny-by-default policy engine and its audit reader): the CLI holds no policy logic of its own.
+ * The tools a plan can call and the policy that governs them, from `@artana/sandbox` (its tools, its deny-by-default
+ * policy engine as middleware, and its audit reader), loaded through `@artana/plugin-sdk` as any plugin is: the CLI
+ * holds no policy logic of its own.
  */
-import type { Middleware, Tool } from "@artana/core"
+import { Json, type Middleware, type Tool } from "@artana/core"
+import { Plugin, PluginErrors } from "@artana/plugin-sdk"
+import { Audit, Policy, Sandbox } from "@artana/sandbox"
 import * as Effect from "effect/Effect"
-import * as Schema from "effect/Schema"
+import * as path from "node:path"
 import type * as PlanRunner from "../PlanRunner.js"
 import type * as Report from "../Report.js"
 
@@ -15,23 +18,34 @@ export interface Toolbox {
   readonly policy: PlanRunner.PolicyRecord | undefined
 }
 
-/** A policy file that cannot be used: file, where in it, and why. */
-export class PolicyError extends Schema.TaggedError<PolicyError>()("PolicyError", {
-  file: Schema.String,
-  reason: Schema.String
-}) {
-  override get message() {
-    return `${this.file}: ${this.reason}`
-  }
-}
+/** A policy file that cannot be used: file, line, column, field and why (the sandbox's own error). */
+export const PolicyError = Policy.PolicyError
+export type PolicyError = Policy.PolicyError
 
-/** The tools under the policy in `file`. */
+const asPolicyError = (file: string) => (error: PluginErrors.PluginError): PolicyError =>
+  new Policy.PolicyError({ file, field: error._tag === "InvalidPluginConfig" ? error.path.replace(/^\$\.policy/, "$") : "$", reason: error.message })
+
+const load = (config: unknown, file: string) =>
+  Effect.map(Effect.mapError(Plugin.load(Sandbox.plugin, config), asPolicyError(file)), (loaded) => ({ tools: loaded.tools, middleware: loaded.middleware }))
+
+/** The sandbox's tools and middleware under the policy in `file`, and the record the run logs of it. */
 export const fromPolicyFile = (file: string): Effect.Effect<Toolbox, PolicyError> =>
-  Effect.fail(new PolicyError({ file, reason: "the sandbox is not wired in yet" }))
+  Effect.gen(function*() {
+    const loaded = yield* Policy.load(file)
+    const document = Json.fromUnknown(loaded.source)
+    if (!document.ok) return yield* new Policy.PolicyError({ file, field: "$", reason: `the policy is not JSON-compatible: ${document.error}` })
+    const toolbox = yield* load(Sandbox.configOf(loaded), file)
+    return { ...toolbox, policy: { file: loaded.file, sha256: loaded.sha256, document: document.json } }
+  })
 
-/** The tools of a logged run (for a replay: they decode logged results, and never run). */
-export const fromRecord = (_record: PlanRunner.PolicyRecord | undefined): Effect.Effect<Toolbox, PolicyError> =>
-  Effect.succeed({ tools: [], middleware: [], policy: undefined })
+/**
+ * The tools of a logged run, rebuilt from its logged policy (for a replay: their handlers never run; they decode
+ * the logged results). A run logged without a policy has no sandbox tools.
+ */
+export const fromRecord = (record: PlanRunner.PolicyRecord | undefined): Effect.Effect<Toolbox, PolicyError> =>
+  record === undefined
+    ? Effect.succeed({ tools: [], middleware: [], policy: undefined })
+    : Effect.map(load({ baseDir: path.dirname(record.file), policy: record.document }, record.file), (toolbox) => ({ ...toolbox, policy: record }))
 
-/** Reads the policy engine's audit records of a run. */
-export const audit: Report.AuditReader = () => new Map()
+/** Reads the sandbox's audit records of a run (per step key: allowed or denied, why, what it touched). */
+export const audit: Report.AuditReader = Audit.read
