@@ -4,7 +4,8 @@
  * holds no policy logic of its own.
  */
 import { Json, type Middleware, type Tool } from "@artana/core"
-import { Plugin, PluginErrors } from "@artana/plugin-sdk"
+import type { PluginErrors } from "@artana/plugin-sdk";
+import { Plugin } from "@artana/plugin-sdk"
 import { Audit, Policy, Sandbox } from "@artana/sandbox"
 import * as Effect from "effect/Effect"
 import * as path from "node:path"
