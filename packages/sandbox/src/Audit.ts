@@ -12,6 +12,8 @@ import { AllowedNote, DENIED, MIDDLEWARE } from "./internal/decision.js"
 
 /** One call's audit record. */
 export const Record = Schema.Struct({
+  /** The call's step key in the run (`tool:0`, or the explicit key it was given, such as a plan's `step:<id>`). */
+  stepKey: Schema.String,
   tool: Schema.String,
   decision: Schema.Literal("allowed", "denied"),
   reason: Schema.String,
@@ -26,8 +28,8 @@ const decodeNote = Schema.decodeUnknownEither(AllowedNote)
 const Hops = Schema.Struct({ hops: Schema.Array(Schema.Struct({ host: Schema.String })) })
 const decodeHops = Schema.decodeUnknownEither(Hops)
 
-const empty = (tool: string, decision: Record["decision"], reason: string): Record => ({
-  tool, decision, reason, filesRead: [], filesWritten: [], domains: [], commands: []
+const empty = (stepKey: string, tool: string, decision: Record["decision"], reason: string): Record => ({
+  stepKey, tool, decision, reason, filesRead: [], filesWritten: [], domains: [], commands: []
 })
 
 /** The audit records of a run's sandbox calls, by step key, in log order. */
@@ -41,7 +43,7 @@ export const read = (events: ReadonlyArray<Event.Event>): ReadonlyMap<string, Re
       if (Either.isRight(note)) {
         const n = note.right
         out.set(event.stepKey, {
-          ...empty(n.tool, "allowed", n.reason),
+          ...empty(event.stepKey, n.tool, "allowed", n.reason),
           filesRead: n.filesRead ?? [],
           filesWritten: n.filesWritten ?? [],
           domains: n.domains ?? [],
@@ -49,7 +51,7 @@ export const read = (events: ReadonlyArray<Event.Event>): ReadonlyMap<string, Re
         })
       }
     } else if (p._tag === "PolicyDenied" && p.middleware === MIDDLEWARE) {
-      out.set(event.stepKey, empty(p.tool, "denied", p.reason))
+      out.set(event.stepKey, empty(event.stepKey, p.tool, "denied", p.reason))
     } else if (p._tag === "ToolFailed" && current !== undefined && p.error.includes(DENIED)) {
       // A denial found while the call ran: what it was about to touch stays on the record.
       out.set(event.stepKey, { ...current, decision: "denied", reason: p.error.slice(p.error.indexOf(DENIED) + DENIED.length) })
@@ -60,3 +62,6 @@ export const read = (events: ReadonlyArray<Event.Event>): ReadonlyMap<string, Re
   }
   return out
 }
+
+/** The audit records of a run's sandbox calls, in log order. */
+export const records = (events: ReadonlyArray<Event.Event>): ReadonlyArray<Record> => [...read(events).values()]

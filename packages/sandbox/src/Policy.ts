@@ -17,6 +17,7 @@
  *
  * @since 0.1.0
  */
+import { Json, Tool } from "@artana/core"
 import { Yaml } from "@artana/plugin-sdk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -100,18 +101,30 @@ export class PolicyError extends Schema.TaggedError<PolicyError>()("PolicyError"
 /** A loaded policy file: the policy, and what a run logs of it. */
 export interface Loaded {
   readonly policy: Policy
+  /** The file's absolute path. */
   readonly file: string
   /** SHA-256 of the file's bytes. */
   readonly sha256: string
-  /** The document as written (YAML as JSON), for the log. */
-  readonly source: unknown
+  /** The document as written (YAML as JSON, defaults not filled in), for the log. */
+  readonly source: Json.Json
 }
+
+/**
+ * A policy as a run's log records it (in the run's input, say): the file it was read from, the SHA-256 of its
+ * bytes, and the document as written. `fromRecord` rebuilds the policy from it, to replay a run with the tools it
+ * ran with.
+ */
+export const Record = Schema.Struct({ file: Schema.String, sha256: Schema.String, document: Json.Json })
+export type Record = typeof Record.Type
+
+/** The record of a loaded policy file, for the log. */
+export const toRecord = (loaded: Loaded): Record => ({ file: loaded.file, sha256: loaded.sha256, document: loaded.source })
 
 /**
  * Parses a policy from YAML text. `file` names it in errors; `baseDir` (default the file's folder) is what its paths
  * are relative to. Unknown fields and unknown tools are errors, not silently ignored.
  */
-export const parse = (text: string, options: { readonly file: string; readonly baseDir?: string | undefined }): Either.Either<Policy & { readonly source: unknown }, PolicyError> => {
+export const parse = (text: string, options: { readonly file: string; readonly baseDir?: string | undefined }): Either.Either<Policy & { readonly source: Json.Json }, PolicyError> => {
   const located = (issue: Yaml.Issue) =>
     new PolicyError({ file: options.file, line: issue.line, column: issue.column, field: issue.path, reason: issue.reason })
   const source = Yaml.parse(text)
@@ -121,7 +134,23 @@ export const parse = (text: string, options: { readonly file: string; readonly b
   }
   const document = Yaml.decode(source.right, Document)
   if (Either.isLeft(document)) return Either.left(located(document.left))
-  return Either.right({ baseDir: path.resolve(options.baseDir ?? path.dirname(path.resolve(options.file))), document: document.right, source: source.right.value })
+  // A document that decodes holds mappings, lists, strings, finite numbers and booleans: JSON, which the log takes.
+  const json = Json.fromUnknown(source.right.value)
+  if (!json.ok) return Either.left(new PolicyError({ file: options.file, field: "$", reason: `the policy is not plain data: ${json.error}` }))
+  return Either.right({ baseDir: path.resolve(options.baseDir ?? path.dirname(path.resolve(options.file))), document: document.right, source: json.json })
+}
+
+/**
+ * Rebuilds a policy from its record in a log. Its paths are relative to the recorded file's folder, or to `baseDir`
+ * when the workspace has moved.
+ */
+export const fromRecord = (record: Record, options: { readonly baseDir?: string | undefined } = {}): Either.Either<Policy, PolicyError> => {
+  const decoded = Schema.decodeUnknownEither(Document)(record.document, { errors: "first", onExcessProperty: "error" })
+  if (Either.isLeft(decoded)) {
+    const issue = Tool.firstIssue(decoded.left)
+    return Either.left(new PolicyError({ file: record.file, field: issue.path, reason: `the logged policy does not decode: ${issue.reason}` }))
+  }
+  return Either.right({ baseDir: path.resolve(options.baseDir ?? path.dirname(path.resolve(record.file))), document: decoded.right })
 }
 
 /** Reads and parses a policy file; its folder is the base directory. */

@@ -15,10 +15,11 @@
  *
  * @since 0.1.0
  */
-import { Errors, type Middleware, type Tool } from "@artana/core"
-import { definePlugin, defineTool, type Plugin } from "@artana/plugin-sdk"
+import { Errors, type Middleware, type Tool, type ToolRegistry } from "@artana/core"
+import { definePlugin, defineTool, Plugin, Plugins } from "@artana/plugin-sdk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as path from "node:path"
 import { DENIED, MIDDLEWARE, noteJson } from "./internal/decision.js"
@@ -39,11 +40,16 @@ export { DENIED, MIDDLEWARE }
 export const Config = Schema.Struct({ baseDir: Schema.String, policy: Policy.Document })
 export type Config = typeof Config.Type
 
-/** The config of a loaded policy file, for `Plugin.load`. */
-export const configOf = (loaded: Policy.Loaded): typeof Config.Encoded => ({
-  baseDir: loaded.policy.baseDir,
-  policy: Schema.encodeSync(Policy.Document)(loaded.policy.document)
-})
+/** A policy, or a loaded policy file. */
+export type PolicyInput = Policy.Policy | Policy.Loaded
+
+const policyOf = (input: PolicyInput): Policy.Policy => ("policy" in input ? input.policy : input)
+
+/** The plugin's config for a policy (or a loaded policy file), for `Plugin.load`. */
+export const configOf = (input: PolicyInput): typeof Config.Encoded => {
+  const policy = policyOf(input)
+  return { baseDir: policy.baseDir, policy: Schema.encodeSync(Policy.Document)(policy.document) }
+}
 
 /** What a call touches, as the audit records it. */
 export interface Touched {
@@ -254,3 +260,30 @@ export const makePlugin = (options: { readonly transport?: Transport.Transport |
 
 /** The sandbox plugin. */
 export const plugin: Plugin.Plugin<Config, typeof Config.Encoded> = makePlugin()
+
+export interface Options {
+  /** How `http.get` resolves names and connects: the system's by default; tests give `Transport.fake`. */
+  readonly transport?: Transport.Transport | undefined
+}
+
+/**
+ * The sandbox for a policy, loaded through the plugin SDK like any plugin: its four tools and its middleware. A
+ * decoded policy always loads (a failure here is a defect).
+ *
+ * @example
+ * const loaded = yield* Policy.load("policy.yaml")
+ * const sandbox = yield* Sandbox.load(loaded)
+ * // sandbox.tools: fs.read, fs.write, http.get, shell.run; sandbox.middleware: [the policy's pre-check]
+ */
+export const load = (policy: PolicyInput, options: Options = {}): Effect.Effect<Plugin.Loaded> =>
+  Effect.orDie(Plugin.load(options.transport === undefined ? plugin : makePlugin(options), configOf(policy)))
+
+/**
+ * The `ToolRegistry` (the sandbox's tools, after the host's own `tools`) and the `Middleware` chain (the host's
+ * `middleware`, then the sandbox's pre-check) for `Kernel.layer`.
+ */
+export const layer = (
+  policy: PolicyInput,
+  options: Options & Plugins.LayerOptions = {}
+): Layer.Layer<ToolRegistry.ToolRegistry | Middleware.Middleware> =>
+  Layer.unwrapEffect(Effect.map(load(policy, options), (loaded) => Plugins.layer([loaded], options)))

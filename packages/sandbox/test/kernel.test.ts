@@ -1,8 +1,9 @@
 // The sandbox as a plugin in a real kernel: loaded from a policy file with the plugin SDK, every decision in the
 // run's log (denials before the call, allowed calls noted, denials found while the call ran), read back by Audit.
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Either } from "effect"
-import { EventStore, type Json, Kernel, Tenant } from "@artana/core"
+import { Effect, Either, Layer } from "effect"
+import { EventStore, type Json, Kernel, Middleware, Tenant, ToolRegistry } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
 import { Plugin } from "@artana/plugin-sdk"
 import { PluginTest } from "@artana/plugin-sdk/testing"
 import { Audit, Policy, Sandbox, Transport } from "@artana/sandbox"
@@ -85,7 +86,28 @@ describe("the sandbox plugin in a kernel", () => {
         return yield* (yield* EventStore.EventStore).readEvents("acme", "stored")
       }).pipe(Effect.provide(PluginTest.layer([sandbox])))
       expect([...Audit.read(events).entries()]).toEqual([
-        ["tool:0", { tool: "fs.read", decision: "allowed", reason: "workspace/input.txt is within fs.read's paths", filesRead: ["workspace/input.txt"], filesWritten: [], domains: [], commands: [] }]
+        ["tool:0", { stepKey: "tool:0", tool: "fs.read", decision: "allowed", reason: "workspace/input.txt is within fs.read's paths", filesRead: ["workspace/input.txt"], filesWritten: [], domains: [], commands: [] }]
       ])
+    }))
+
+  it.effect("Sandbox.layer gives a host the tools and the middleware for a policy file, after its own", () =>
+    Effect.gen(function*() {
+      const loaded = yield* Policy.load(policyFile)
+      const sandbox = yield* Sandbox.load(loaded)
+      expect(sandbox.tools.map((t) => t.name)).toEqual(["fs.read", "fs.write", "http.get", "shell.run"])
+      expect(sandbox.middleware.map((m) => m.name)).toEqual(["sandbox"])
+      const events = yield* Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        const registry = yield* ToolRegistry.ToolRegistry
+        expect(registry.list().map((t) => t.name)).toEqual(["fs.read", "fs.write", "http.get", "shell.run"])
+        const middleware = yield* Middleware.Middleware
+        expect(middleware.interceptors.map((m) => m.name)).toEqual(["host", "sandbox"])
+        yield* Effect.flip(kernel.callTool({ runId: "layered", tenant, tool: "fs.read", args: { path: "secret.txt" } }))
+        return yield* (yield* EventStore.EventStore).readEvents("acme", "layered")
+      }).pipe(Effect.provide(Layer.provideMerge(
+        Kernel.layer(),
+        Layer.mergeAll(EventStore.layerMemory, ScriptedModel.layer([]), Sandbox.layer(loaded, { middleware: [{ name: "host" }] }))
+      )))
+      expect(Audit.records(events)).toMatchObject([{ stepKey: "tool:0", tool: "fs.read", decision: "denied", reason: expect.stringContaining("outside the allowed paths") }])
     }))
 })

@@ -56,4 +56,19 @@ describe("Policy", () => {
       const missing = yield* Effect.flip(Policy.load(path.join(dir, "nope.yaml")))
       expect(missing.message).toContain("cannot read the policy file")
     }))
+
+  it.effect("a loaded policy's record rebuilds the same policy (a replay's tools); a record that does not decode is located", () =>
+    Effect.gen(function*() {
+      const file = path.join(dir, "recorded.yaml")
+      fs.writeFileSync(file, "tools:\n  http.get: { allow: true, domains: [example.com], timeout_ms: 500 }\n")
+      const loaded = yield* Policy.load(file)
+      const record = Policy.toRecord(loaded)
+      expect(record).toEqual({ file, sha256: loaded.sha256, document: { tools: { "http.get": { allow: true, domains: ["example.com"], timeout_ms: 500 } } } })
+      // Through JSON, as a log stores it.
+      const rebuilt = Policy.fromRecord(JSON.parse(JSON.stringify(record)))
+      expect(rebuilt).toEqual(Either.right(loaded.policy))
+      expect(Policy.fromRecord(record, { baseDir: "/elsewhere" })).toEqual(Either.right({ ...loaded.policy, baseDir: "/elsewhere" }))
+      const bad = Policy.fromRecord({ ...record, document: { tools: { "http.get": { allow: "yes" } } } })
+      expect(Either.isLeft(bad) && bad.left).toMatchObject({ _tag: "PolicyError", file, field: "$.tools.http.get.allow" })
+    }))
 })
