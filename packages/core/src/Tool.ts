@@ -11,7 +11,7 @@ import * as JSONSchema from "effect/JSONSchema"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type { ToolSpec } from "./Chat.js"
-import { InvalidToolArguments, ToolError } from "./Errors.js"
+import { InvalidToolArguments, PolicyDenied, ToolError } from "./Errors.js"
 import * as Json from "./Json.js"
 import type { TenantContext } from "./Tenant.js"
 
@@ -37,7 +37,11 @@ export interface Tool<Args = unknown, Result = unknown> {
   decodeArguments(json: string): Either.Either<Args, InvalidToolArguments>
   /** Encodes arguments given by code into the JSON text that is logged. */
   encodeArguments(args: Args): Either.Either<string, InvalidToolArguments>
-  invoke(args: Args, context: ToolContext): Effect.Effect<Result, ToolError>
+  /**
+   * Runs the handler. `PolicyDenied` is a denial only execution could find (a name that resolves to a private
+   * address, a file swapped for a link): the kernel logs it as a denial, like a middleware's.
+   */
+  invoke(args: Args, context: ToolContext): Effect.Effect<Result, ToolError | PolicyDenied>
   encodeResult(result: Result): Either.Either<Json.Json, ToolError>
   decodeResult(json: Json.Json): Either.Either<Result, ToolError>
 }
@@ -55,7 +59,10 @@ export interface ToolOptions<Args, ArgsEncoded, Result, ResultEncoded> {
   readonly idempotent?: boolean | undefined
   /** Deadline for one call; past it the call fails as a timeout. */
   readonly timeout?: Duration.DurationInput | undefined
-  /** The handler: decoded arguments, then the context. May return an Effect or a Promise. */
+  /**
+   * The handler: decoded arguments, then the context. May return an Effect or a Promise. Failing with
+   * `PolicyDenied` denies the call (logged as a denial); any other failure is a `ToolError`.
+   */
   readonly handler: (args: Args, context: ToolContext) => Effect.Effect<Result, unknown> | Promise<Result>
 }
 
@@ -108,8 +115,8 @@ export const jsonSchemaOf = (schema: Schema.Schema.Any): Json.JsonObject => {
 
 const NAME = /^[a-zA-Z0-9_.-]{1,64}$/
 
-const toToolError = (tool: string, error: unknown): ToolError => {
-  if (error instanceof ToolError) return error
+const toToolError = (tool: string, error: unknown): ToolError | PolicyDenied => {
+  if (error instanceof ToolError || error instanceof PolicyDenied) return error
   const reason = error instanceof Error ? error.message : typeof error === "string" ? error : JSON.stringify(error)
   return new ToolError({ tool, reason: reason ?? String(error), cause: error })
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, Schema } from "effect"
-import { Chat, EventStore, Kernel, Tool, Workflow } from "@artana/core"
+import { Chat, Errors, EventStore, Kernel, Tool, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { kernelLayer, makeTools, tenant } from "./fixtures.js"
 
@@ -107,6 +107,38 @@ describe("Kernel.chat", () => {
       ScriptedModel.toolCall("transfer", { from: "a", to: "b", amount: 5 }),
       ScriptedModel.text("could not")
     ], all)))
+  })
+
+  it.effect("a handler that denies the call as it runs (PolicyDenied) is logged as a denial; a replay gives the same", () => {
+    let ran = 0
+    const guarded = Tool.make({
+      name: "fetch_url",
+      description: "Fetches a URL, unless it resolves somewhere forbidden",
+      parameters: Schema.Struct({ url: Schema.String }),
+      idempotent: true,
+      handler: ({ url }) =>
+        Effect.suspend(() => {
+          ran++
+          return Effect.fail(new Errors.PolicyDenied({ tool: "fetch_url", reason: `${url} resolves to 127.0.0.1` }))
+        })
+    })
+    const workflow = Workflow.make({
+      name: "fetch",
+      input: Schema.Null,
+      output: Schema.String,
+      run: (_, ctx) => Effect.map(Effect.flip(ctx.tool(guarded, { url: "http://rebind.test/" })), (e) => `${e._tag}: ${e.message}`)
+    })
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const done = yield* kernel.execute(workflow, { runId: "runtime-denied", tenant, input: null })
+      expect(done).toEqual({ status: "completed", runId: "runtime-denied", output: "PolicyDenied: call to \"fetch_url\" denied: http://rebind.test/ resolves to 127.0.0.1" })
+      const payloads = (yield* events("runtime-denied")).map((e) => e.payload)
+      expect(payloads.map((p) => p._tag)).toEqual(["RunStarted", "ToolRequested", "PolicyDenied", "ToolFailed", "RunCompleted"])
+      expect(payloads[2]).toEqual({ _tag: "PolicyDenied", tool: "fetch_url", reason: "http://rebind.test/ resolves to 127.0.0.1" })
+      expect(payloads[3]).toMatchObject({ _tag: "ToolFailed", kind: "denied", error: "http://rebind.test/ resolves to 127.0.0.1" })
+      expect(yield* kernel.replay(workflow, { tenantId: tenant.tenantId, runId: "runtime-denied" })).toEqual(done)
+      expect(ran).toBe(1)
+    }).pipe(Effect.provide(kernelLayer([], [guarded], { kernel: { workflows: [workflow] } })))
   })
 
   it.effect("an answer that does not decode is re-asked, then fails with OutputDecodeError after the bound", () => {

@@ -357,6 +357,16 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
       const encoded = Either.flatMap(result, (r) => tool.encodeResult(r))
       if (Either.isLeft(encoded)) {
         const error = encoded.left
+        if (error._tag === "PolicyDenied") {
+          // Denied by the tool itself, as it ran: logged as a denial, with its reason.
+          yield* append(key, [
+            ...notes,
+            { _tag: "PolicyDenied", tool: tool.name, reason: error.reason },
+            { _tag: "ToolFailed", tool: tool.name, kind: "denied", error: error.reason }
+          ])
+          // The same error a replay of the log gives.
+          return { ok: false, error: new Errors.PolicyDenied({ tool: tool.name, reason: error.reason }) } satisfies ToolOutcome
+        }
         yield* append(key, [...notes, { _tag: "ToolFailed", tool: tool.name, kind: error.timedOut === true ? "timeout" : "tool_error", error: error.reason }])
         return { ok: false, error } satisfies ToolOutcome
       }
