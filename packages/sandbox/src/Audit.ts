@@ -1,14 +1,15 @@
 /**
  * The sandbox's decisions, read back from a run's log: for each tool call (by step key), allowed or denied, why,
  * and what it touched (files read and written, domains, commands). The records come from the middleware's notes
- * and denials, from denials found while a call ran, and from what a completed `http.get` fetched (its redirects).
+ * and denials (`MiddlewareNote` / `PolicyDenied` of the `sandbox` middleware), from denials the tools found while a
+ * call ran (`PolicyDenied` after the call was allowed), and from what a completed `http.get` fetched (its redirects).
  *
  * @since 0.1.0
  */
 import type { Event } from "@artana/core"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { AllowedNote, DENIED, MIDDLEWARE } from "./internal/decision.js"
+import { AllowedNote, MIDDLEWARE } from "./internal/decision.js"
 
 /** One call's audit record. */
 export const Record = Schema.Struct({
@@ -52,9 +53,10 @@ export const read = (events: ReadonlyArray<Event.Event>): ReadonlyMap<string, Re
       }
     } else if (p._tag === "PolicyDenied" && p.middleware === MIDDLEWARE) {
       out.set(event.stepKey, empty(event.stepKey, p.tool, "denied", p.reason))
-    } else if (p._tag === "ToolFailed" && current !== undefined && p.error.includes(DENIED)) {
-      // A denial found while the call ran: what it was about to touch stays on the record.
-      out.set(event.stepKey, { ...current, decision: "denied", reason: p.error.slice(p.error.indexOf(DENIED) + DENIED.length) })
+    } else if (p._tag === "PolicyDenied" && p.middleware === undefined && current !== undefined && current.decision === "allowed") {
+      // A denial the tool found while the call ran (a name resolving to a private address, a file swapped for a
+      // link): what it was about to touch stays on the record.
+      out.set(event.stepKey, { ...current, decision: "denied", reason: p.reason })
     } else if (p._tag === "ToolCompleted" && current !== undefined && current.tool === "http.get") {
       const hops = decodeHops(p.result)
       if (Either.isRight(hops)) out.set(event.stepKey, { ...current, domains: [...new Set([...current.domains, ...hops.right.hops.map((h) => h.host)])] })

@@ -6,7 +6,8 @@
  * kernel's `PolicyDenied` (`ToolFailed` kind `denied`, with the reason), an allowed call writes a `MiddlewareNote`
  * (`sandbox` / `allowed`) with the reason and what it touches. The tool then checks again where only execution
  * can tell (the file actually opened, every address a name resolves to, each redirect): a denial there fails the
- * call with `denied by policy: <reason>`. `Audit.read` turns those events back into per-call records.
+ * handler with core's `PolicyDenied`, which the kernel logs as a denial too (`PolicyDenied` without a middleware,
+ * then `ToolFailed` kind `denied`). `Audit.read` turns those events back into per-call records.
  *
  * @example
  * const loaded = yield* Policy.load("policy.yaml")
@@ -22,7 +23,7 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as path from "node:path"
-import { DENIED, MIDDLEWARE, noteJson } from "./internal/decision.js"
+import { MIDDLEWARE, noteJson } from "./internal/decision.js"
 import { checkRead, checkWrite, readChecked, writeChecked } from "./internal/fsGuard.js"
 import { checkUrlStatic, get } from "./internal/httpGet.js"
 import { checkCommand, run } from "./internal/shell.js"
@@ -33,8 +34,8 @@ import * as Transport from "./Transport.js"
 export const TOOLS = ["fs.read", "fs.write", "http.get", "shell.run"] as const
 export type ToolName = (typeof TOOLS)[number]
 
-/** The name the middleware writes its notes and denials under; the prefix of a denial found while a call runs. */
-export { DENIED, MIDDLEWARE }
+/** The name the middleware writes its notes and denials under. */
+export { MIDDLEWARE }
 
 /** The plugin's config: the policy document (as written, or decoded) and the directory it is relative to. */
 export const Config = Schema.Struct({ baseDir: Schema.String, policy: Policy.Document })
@@ -69,6 +70,8 @@ const ShellArgs = Schema.Struct({ command: Schema.String, args: Schema.optionalW
 
 const rel = (policy: Policy.Policy, real: string) => path.relative(policy.baseDir, real) || "."
 
+const overWriteCap = (size: number, max: number) => `the content is ${size} bytes, over fs.write's max_bytes (${max})`
+
 /** The policy's decision on a call of `tool` with decoded `args`; everything that can be known before running it. */
 export const decide = (policy: Policy.Policy, tool: ToolName, args: unknown): Decision => {
   const refuse = (reason: string): Decision => ({ ok: false, reason })
@@ -87,7 +90,7 @@ export const decide = (policy: Policy.Policy, tool: ToolName, args: unknown): De
       const a = Schema.decodeUnknownEither(WriteArgs)(args)
       if (Either.isLeft(a)) return refuse("fs.write takes { path, content }")
       const size = Buffer.byteLength(a.right.content, "utf8")
-      if (size > rule.right.max_bytes) return refuse(`the content is ${size} bytes, over fs.write's max_bytes (${rule.right.max_bytes})`)
+      if (size > rule.right.max_bytes) return refuse(overWriteCap(size, rule.right.max_bytes))
       const d = checkWrite(policy.baseDir, rule.right, a.right.path)
       return d.ok ? { ok: true, reason: `${d.relative} is within fs.write's paths`, filesWritten: [d.relative] } : refuse(d.reason)
     }
@@ -111,14 +114,21 @@ export const decide = (policy: Policy.Policy, tool: ToolName, args: unknown): De
       if (Either.isLeft(rule)) return refuse(rule.left)
       const a = Schema.decodeUnknownEither(ShellArgs)(args)
       if (Either.isLeft(a)) return refuse("shell.run takes { command, args }")
-      const read = Policy.ruleOf(policy, "fs.read")
-      const d = checkCommand(policy.baseDir, rule.right, Either.getOrUndefined(read), a.right.command, a.right.args)
+      const d = checkCommand(
+        policy.baseDir,
+        rule.right,
+        Either.getOrUndefined(Policy.ruleOf(policy, "fs.read")),
+        Either.getOrUndefined(Policy.ruleOf(policy, "fs.write")),
+        a.right.command,
+        a.right.args
+      )
       if (!d.ok) return refuse(d.reason)
       return {
         ok: true,
         reason: `${d.name} is an allowed executable (${d.executable})`,
         commands: [[a.right.command, ...a.right.args].join(" ")],
-        ...(d.paths.length === 0 ? {} : { filesRead: d.paths.map((p) => rel(policy, path.resolve(policy.baseDir, p))) })
+        ...(d.reads.length === 0 ? {} : { filesRead: d.reads.map((p) => rel(policy, p)) }),
+        ...(d.writes.length === 0 ? {} : { filesWritten: d.writes.map((p) => rel(policy, p)) })
       }
     }
   }
@@ -139,6 +149,8 @@ export const middleware = (policy: Policy.Policy): Middleware.Interceptor => ({
         // Not JSON: the kernel refuses the arguments when it decodes them, and logs why.
         return call
       }
+      // Arguments of the wrong shape are the kernel's to refuse (invalid arguments, with their path), not a policy's.
+      if (!argumentsFit(call.tool, args)) return call
       const decision = decide(policy, call.tool, args)
       if (!decision.ok) return yield* new Errors.PolicyDenied({ tool: call.tool, reason: decision.reason })
       const { ok: _ok, ...note } = decision
@@ -147,16 +159,28 @@ export const middleware = (policy: Policy.Policy): Middleware.Interceptor => ({
     })
 })
 
-/** A denial found while the call runs: the tool fails with it (logged as `denied by policy: ...`), and the audit reads it back. */
-export class ExecutionDenied extends Schema.TaggedError<ExecutionDenied>()("SandboxDenied", { reason: Schema.String }) {
-  override get message() {
-    return `${DENIED}${this.reason}`
-  }
+/** Whether arguments have the shape the tool's parameters decode (what the kernel checks after the middleware). */
+const FITS: { readonly [K in ToolName]: (u: unknown) => boolean } = {
+  "fs.read": Schema.is(Schema.encodedSchema(FsArgs)),
+  "fs.write": Schema.is(Schema.encodedSchema(WriteArgs)),
+  "http.get": Schema.is(Schema.encodedSchema(HttpArgs)),
+  "shell.run": Schema.is(Schema.encodedSchema(ShellArgs))
 }
 
-const denied = (reason: string) => new ExecutionDenied({ reason })
+const argumentsFit = (tool: ToolName, args: unknown): boolean => FITS[tool](args)
 
-const orDenied = (decision: Decision): Effect.Effect<void, ExecutionDenied> => (decision.ok ? Effect.void : Effect.fail(denied(decision.reason)))
+/**
+ * A denial found while the call runs: the handler fails with core's `PolicyDenied`, which the kernel logs as a
+ * denial (`PolicyDenied`, then `ToolFailed` of kind `denied`), and `Audit` reads back.
+ */
+const denied = (tool: ToolName, reason: string) => new Errors.PolicyDenied({ tool, reason })
+
+/** A tool's rule, or the denial of a tool the policy does not allow. */
+const ruleFor = <K extends ToolName>(policy: Policy.Policy, tool: K) =>
+  Either.match(Policy.ruleOf(policy, tool), {
+    onLeft: (reason) => Effect.fail(denied(tool, reason)),
+    onRight: (rule) => Effect.succeed(rule)
+  })
 
 /** The four tools under `policy`, reaching the network through `transport`. */
 export const tools = (policy: Policy.Policy, transport: Transport.Transport = Transport.system): ReadonlyArray<Tool.Tool> => [
@@ -168,12 +192,11 @@ export const tools = (policy: Policy.Policy, transport: Transport.Transport = Tr
     idempotent: true,
     handler: (args) =>
       Effect.gen(function*() {
-        const rule = Policy.ruleOf(policy, "fs.read")
-        if (Either.isLeft(rule)) return yield* denied(rule.left)
-        const d = checkRead(policy.baseDir, rule.right, args.path)
-        if (!d.ok) return yield* denied(d.reason)
-        const read = readChecked(d, rule.right.max_bytes)
-        if ("denied" in read) return yield* denied(read.denied)
+        const rule = yield* ruleFor(policy, "fs.read")
+        const d = checkRead(policy.baseDir, rule, args.path)
+        if (!d.ok) return yield* denied("fs.read", d.reason)
+        const read = readChecked(d, rule.max_bytes)
+        if ("denied" in read) return yield* denied("fs.read", read.denied)
         if ("error" in read) return yield* Effect.fail(new Error(read.error))
         return { path: d.relative, content: read.bytes.toString("utf8"), bytes: read.bytes.length }
       })
@@ -187,13 +210,13 @@ export const tools = (policy: Policy.Policy, transport: Transport.Transport = Tr
     idempotent: true,
     handler: (args) =>
       Effect.gen(function*() {
-        yield* orDenied(decide(policy, "fs.write", args))
-        const rule = Policy.ruleOf(policy, "fs.write")
-        if (Either.isLeft(rule)) return yield* denied(rule.left)
-        const d = checkWrite(policy.baseDir, rule.right, args.path)
-        if (!d.ok) return yield* denied(d.reason)
-        const written = writeChecked(d, Buffer.from(args.content, "utf8"))
-        if ("denied" in written) return yield* denied(written.denied)
+        const rule = yield* ruleFor(policy, "fs.write")
+        const content = Buffer.from(args.content, "utf8")
+        if (content.length > rule.max_bytes) return yield* denied("fs.write", overWriteCap(content.length, rule.max_bytes))
+        const d = checkWrite(policy.baseDir, rule, args.path)
+        if (!d.ok) return yield* denied("fs.write", d.reason)
+        const written = writeChecked(d, content)
+        if ("denied" in written) return yield* denied("fs.write", written.denied)
         if ("error" in written) return yield* Effect.fail(new Error(written.error))
         return { path: d.relative, bytes: written.bytes }
       })
@@ -213,13 +236,12 @@ export const tools = (policy: Policy.Policy, transport: Transport.Transport = Tr
     idempotent: true,
     handler: (args) =>
       Effect.gen(function*() {
-        yield* orDenied(decide(policy, "http.get", args))
-        const rule = Policy.ruleOf(policy, "http.get")
-        if (Either.isLeft(rule)) return yield* denied(rule.left)
-        const outcome = yield* Effect.promise(() => get(rule.right, args.url, transport))
+        const rule = yield* ruleFor(policy, "http.get")
+        // Interrupting the call (a kernel timeout, Ctrl-C) aborts the request.
+        const outcome = yield* Effect.promise((signal) => get(rule, args.url, transport, signal))
         switch (outcome._tag) {
           case "denied":
-            return yield* denied(outcome.reason)
+            return yield* denied("http.get", outcome.reason)
           case "error":
             return yield* Effect.fail(new Error(outcome.reason))
           case "ok": {
@@ -236,11 +258,11 @@ export const tools = (policy: Policy.Policy, transport: Transport.Transport = Tr
     success: Schema.Struct({ exitCode: Schema.NullOr(Schema.Number), signal: Schema.NullOr(Schema.String), stdout: Schema.String, stderr: Schema.String }),
     handler: (args) =>
       Effect.gen(function*() {
-        const rule = Policy.ruleOf(policy, "shell.run")
-        if (Either.isLeft(rule)) return yield* denied(rule.left)
-        const d = checkCommand(policy.baseDir, rule.right, Either.getOrUndefined(Policy.ruleOf(policy, "fs.read")), args.command, args.args)
-        if (!d.ok) return yield* denied(d.reason)
-        const outcome = yield* Effect.promise(() => run(policy.baseDir, rule.right, d))
+        const rule = yield* ruleFor(policy, "shell.run")
+        const d = checkCommand(policy.baseDir, rule, Either.getOrUndefined(Policy.ruleOf(policy, "fs.read")), Either.getOrUndefined(Policy.ruleOf(policy, "fs.write")), args.command, args.args)
+        if (!d.ok) return yield* denied("shell.run", d.reason)
+        // Interrupting the call kills the process group.
+        const outcome = yield* Effect.promise((signal) => run(policy.baseDir, rule, d, signal))
         if (outcome._tag === "error") return yield* Effect.fail(new Error(outcome.reason))
         return outcome.result
       })

@@ -2,9 +2,9 @@
 // run's log (denials before the call, allowed calls noted, denials found while the call ran), read back by Audit.
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer } from "effect"
-import { EventStore, type Json, Kernel, Middleware, Tenant, ToolRegistry } from "@artana/core"
+import { Chat, EventStore, type Json, Kernel, Middleware, Tenant, ToolRegistry } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
-import { Plugin } from "@artana/plugin-sdk"
+import { Plugin, Plugins } from "@artana/plugin-sdk"
 import { PluginTest } from "@artana/plugin-sdk/testing"
 import { Audit, Policy, Sandbox, Transport } from "@artana/sandbox"
 import * as fs from "node:fs"
@@ -68,6 +68,28 @@ describe("the sandbox plugin in a kernel", () => {
       expect(denied[3]).toMatchObject({ _tag: "ToolFailed", kind: "denied" })
       const allowed = runs[0]!.events.map((e) => e.payload)
       expect(allowed).toContainEqual(expect.objectContaining({ _tag: "MiddlewareNote", middleware: "sandbox", note: "allowed" }))
+      // A denial found as the call ran is a denial in the log too, after the middleware's note.
+      const runtime = runs[6]!.events.map((e) => e.payload)
+      expect(runtime.map((p) => p._tag)).toEqual(["RunStarted", "ToolRequested", "MiddlewareNote", "PolicyDenied", "ToolFailed", "RunFailed"])
+      expect(runtime[4]).toMatchObject({ _tag: "ToolFailed", kind: "denied", error: expect.stringContaining("resolves to 127.0.0.1") })
+      expect(Either.isLeft(runs[6]!.result) && runs[6]!.result.left).toMatchObject({ _tag: "PolicyDenied", tool: "http.get" })
+    }))
+
+  it.effect("a model's arguments of the wrong shape are the kernel's to refuse, with their path; the policy says nothing", () =>
+    Effect.gen(function*() {
+      const sandbox = yield* Sandbox.load(yield* Policy.load(policyFile))
+      const events = yield* Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        yield* kernel.chat({ runId: "shapeless", tenant, messages: [Chat.user("read the input")] })
+        return yield* (yield* EventStore.EventStore).readEvents("acme", "shapeless")
+      }).pipe(Effect.provide(Layer.provideMerge(Kernel.layer(), Layer.mergeAll(
+        EventStore.layerMemory,
+        ScriptedModel.layer([ScriptedModel.toolCall("fs.read", { file: "workspace/input.txt" }), ScriptedModel.text("could not")]),
+        Plugins.layer([sandbox])
+      ))))
+      const failed = events.map((e) => e.payload).filter((p) => p._tag === "ToolFailed" || p._tag === "PolicyDenied")
+      expect(failed).toMatchObject([{ _tag: "ToolFailed", tool: "fs.read", kind: "invalid_arguments", path: "$.path" }])
+      expect(Audit.records(events)).toEqual([])
     }))
 
   it.effect("a tool the policy does not allow is denied by default", () =>

@@ -5,6 +5,7 @@
 import { afterAll, describe, expect, it } from "vitest"
 import { Effect, Either } from "effect"
 import { type Policy, Sandbox } from "@artana/sandbox"
+import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -24,6 +25,9 @@ fs.writeFileSync(path.join(base, "workspace/notes.txt"), "notes")
 fs.writeFileSync(path.join(base, "workspace/.env"), "SECRET=1")
 fs.writeFileSync(path.join(base, "secret.txt"), "secret")
 fs.symlinkSync(path.join(outside), path.join(base, "workspace/out-link"))
+fs.symlinkSync(path.join(outside, "missing"), path.join(base, "dangling-top"))
+fs.symlinkSync(path.join(base, "secret.txt"), path.join(base, "top-link"))
+fs.mkdirSync(path.join(base, "workspace/out"), { recursive: true })
 
 const shell = (over: Partial<Policy.ShellRule> = {}): Policy.ShellRule => ({
   allow: true,
@@ -94,11 +98,69 @@ describe("shell.run decisions", () => {
     ["git config write", "git", ["config", "core.hooksPath", "/tmp/hooks"], false, "writes are refused"],
     ["git config --add", "git", ["config", "--add", "alias.x", "!sh"], false, "writes are refused"],
     ["git init --template (hooks)", "git", ["init", "--template=/tmp/t", "workspace/repo"], false, "--template"],
-    ["git hook run", "git", ["hook", "run", "pre-commit"], false, "hook"]
+    ["git hook run", "git", ["hook", "run", "pre-commit"], false, "hook"],
+    ["git rebase -x", "git", ["rebase", "-x", "touch /tmp/pwned", "HEAD~1"], false, "-x is --exec"],
+    ["git rebase -x in a cluster", "git", ["rebase", "-ix", "sh", "HEAD~1"], false, "-x is --exec"],
+    ["git rebase --exec abbreviated", "git", ["rebase", "--exe=sh", "HEAD~1"], false, "an abbreviation of --exec"],
+    ["git bisect run", "git", ["bisect", "run", "sh"], false, "bisect run runs a command"],
+    ["git submodule foreach", "git", ["submodule", "foreach", "sh -c id"], false, "submodule foreach runs a command"],
+    ["git difftool", "git", ["difftool", "HEAD"], false, "difftool runs a diff tool"],
+    ["git mergetool", "git", ["mergetool"], false, "mergetool runs a merge tool"],
+    ["git filter-branch", "git", ["filter-branch", "--tree-filter", "sh", "HEAD"], false, "filter-branch runs shell filters"],
+    ["git daemon", "git", ["daemon", "--export-all"], false, "daemon serves repositories"],
+    ["git credential", "git", ["credential", "fill"], false, "credential reads credentials"],
+    ["git upload-pack as a subcommand", "git", ["upload-pack", "workspace/repo"], false, "upload-pack is a transport program"],
+    ["git grep -O (a pager program)", "git", ["grep", "-Osh", "needle"], false, "-O opens a pager program"],
+    ["git grep --open-files-in-pager", "git", ["grep", "--open-files-in-pager=sh", "needle"], false, "opens a pager program"],
+    ["git help --web", "git", ["help", "--web", "log"], false, "runs a browser"],
+    ["git -c after the subcommand", "git", ["log", "-c"], false, "-c"],
+    ["git fetch -u (upload-pack)", "git", ["fetch", "-u", "sh", "workspace/repo"], false, "-u is --upload-pack"],
+    ["git push -u (set-upstream) is not upload-pack", "git", ["-C", "workspace/repo", "push", "-u", "origin", "main"], true, "git"],
+    ["git clone over https", "git", ["clone", "https://example.com/r.git"], false, "reaches no network"],
+    ["git clone over ssh", "git", ["clone", "ssh://git@example.com/r.git"], false, "reaches no network"],
+    ["git fetch over git://", "git", ["-C", "workspace/repo", "fetch", "git://example.com/r.git"], false, "reaches no network"],
+    ["git clone of a file URL outside", "git", ["clone", "file:///etc/skel", "workspace/repo2"], false, "outside the allowed paths"],
+    ["git clone of a file URL with escapes", "git", ["clone", "file:///%65tc/skel", "workspace/repo2"], false, "%-escapes"],
+    ["git ext:: in a --option value", "git", ["clone", "--origin=ext::sh", "workspace/repo"], false, "ext::"],
+    ["git diff --output without fs.write", "git", ["diff", "--output=workspace/diff.txt"], false, "fs.write is not allowed"],
+    ["git refs with a slash, resolved under -C", "git", ["-C", "workspace/repo", "log", "origin/main", "feature/x"], true, "git"],
+    ["git commit message that looks like a path", "git", ["-C", "workspace/repo", "commit", "-m", "fix ../../etc/passwd and /root"], true, "git"],
+    ["git commit --message= that looks like a path", "git", ["-C", "workspace/repo", "commit", "--message=see /etc/shadow"], true, "git"],
+    ["git commit -F of a file outside", "git", ["-C", "workspace/repo", "commit", "-F", "/etc/passwd"], false, "outside the allowed paths"],
+    ["git path relative to -C, climbing out", "git", ["-C", "workspace/repo", "diff", "--no-index", "../../secret.txt", "notes.txt"], false, "outside the allowed paths"],
+    ["git -C twice, the second climbing out", "git", ["-C", "workspace", "-C", "../..", "status"], false, "outside the workspace"],
+    ["a denied token as the value of --opt=value", "echo", ["--label=sudo"], false, "denied token (sudo)"],
+    ["a denied token in a -o=value form", "echo", ["-x=rm"], false, "denied token (rm)"],
+    ["a dangling link named without a slash", "cat", ["dangling-top"], false, "dangling link"],
+    ["a link named without a slash, to outside", "cat", ["top-link"], false, "outside the allowed paths"]
   ])("%s: %s %s", (_what, command, args, ok, reason) => {
     const decision = decide(command, args)
     expect(decision.ok).toBe(ok)
     expect(decision.reason).toContain(reason)
+  })
+
+  it("paths git writes fall under fs.write: --output, format-patch -o, a clone's directory", () => {
+    const p: Policy.Policy = {
+      baseDir: base,
+      document: { default: "deny", tools: { ...policy().document.tools, "fs.write": { allow: true, paths: ["workspace/out/**"], deny_hidden: true, max_bytes: 1024 } } }
+    }
+    const cases: ReadonlyArray<readonly [ReadonlyArray<string>, boolean, string]> = [
+      [["diff", "--output=workspace/out/diff.txt"], true, "git"],
+      [["diff", "--output", "workspace/notes.txt"], false, "git writes workspace/notes.txt: workspace/notes.txt is outside the fs.write paths"],
+      [["-C", "workspace/repo", "diff", "--outp=../out/d.txt"], true, "git"],
+      [["-C", "workspace/repo", "format-patch", "-o", "../../patches", "HEAD~1"], false, "git writes patches"],
+      [["-C", "workspace/repo", "format-patch", "--output-directory=../out/patches", "HEAD~1"], true, "git"],
+      [["clone", "workspace/repo", "workspace/out/clone"], true, "git"],
+      [["clone", "workspace/repo", "workspace/elsewhere"], false, "git writes workspace/elsewhere"],
+      [["clone", "workspace/repo"], false, "git writes repo"],
+      [["init", "workspace/out/new-repo"], true, "git"],
+      [["init", "/tmp/new-repo"], false, "git writes"]
+    ]
+    for (const [args, ok, reason] of cases) {
+      const decision = decide("git", args, p)
+      expect({ args, ok: decision.ok, reason: decision.reason }).toMatchObject({ args, ok, reason: expect.stringContaining(reason) })
+    }
+    expect(decide("git", ["diff", "--output=workspace/out/diff.txt"], p)).toMatchObject({ filesWritten: ["workspace/out/diff.txt"] })
   })
 
   it("without fs.read, no argument may name a path", () => {
@@ -113,7 +175,7 @@ const run = async (command: string, args: ReadonlyArray<string>, over: Partial<P
   const outcome = await Effect.runPromise(Effect.either(tool.invoke({ command, args }, context)))
   return Either.isRight(outcome)
     ? { ok: true as const, value: outcome.right as { readonly exitCode: number | null; readonly stdout: string; readonly stderr: string } }
-    : { ok: false as const, message: outcome.left.message }
+    : { ok: false as const, tag: outcome.left._tag, message: outcome.left.message }
 }
 
 describe("shell.run, run for real", () => {
@@ -159,7 +221,7 @@ describe("shell.run, run for real", () => {
 
   it("a refused command never runs", async () => {
     const marker = path.join(outside, "should-not-exist")
-    expect(await run("git", ["-c", `core.pager=touch ${marker}`, "log"])).toMatchObject({ ok: false, message: expect.stringContaining("denied by policy") })
+    expect(await run("git", ["-c", `core.pager=touch ${marker}`, "log"])).toMatchObject({ ok: false, tag: "PolicyDenied", message: expect.stringContaining("-c sets configuration") })
     expect(fs.existsSync(marker)).toBe(false)
   })
 
@@ -173,6 +235,47 @@ describe("shell.run, run for real", () => {
     expect((await run("git", ["-C", "workspace/repo", "add", "x.txt"])).ok).toBe(true)
     // The pre-commit hook would run before the commit (which then fails: the child has no identity configured).
     expect((await run("git", ["-C", "workspace/repo", "commit", "-q", "-m", "first"])).ok).toBe(true)
+    expect(fs.existsSync(marker)).toBe(false)
+  })
+
+  it("git clones a local repository into fs.write's paths; a remote in the repository's configuration cannot take it to the network", async () => {
+    const writable: Partial<Policy.ShellRule> = {}
+    const p: Policy.Policy = {
+      baseDir: base,
+      document: { default: "deny", tools: { ...policy(writable).document.tools, "fs.write": { allow: true, paths: ["workspace/out/**"], deny_hidden: true, max_bytes: 1024 } } }
+    }
+    const tool = Sandbox.tools(p).find((t) => t.name === "shell.run")!
+    const call = async (args: ReadonlyArray<string>) => {
+      const outcome = await Effect.runPromise(Effect.either(tool.invoke({ command: "git", args }, context)))
+      return Either.isRight(outcome) ? (outcome.right as { readonly exitCode: number | null; readonly stderr: string }) : { exitCode: null, stderr: outcome.left.message }
+    }
+    const source = path.join(base, "workspace/origin-repo")
+    execFileSync("git", ["init", "-q", source])
+    fs.writeFileSync(path.join(source, "README"), "hello")
+    execFileSync("git", ["-C", source, "add", "README"])
+    execFileSync("git", ["-C", source, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "first"])
+    expect(await call(["clone", "-q", "workspace/origin-repo", "workspace/out/clone"])).toMatchObject({ exitCode: 0 })
+    expect(fs.readFileSync(path.join(base, "workspace/out/clone/README"), "utf8")).toBe("hello")
+    // A remote the repository names over http: git itself refuses the transport (GIT_ALLOW_PROTOCOL=file).
+    execFileSync("git", ["-C", path.join(base, "workspace/out/clone"), "remote", "add", "web", "http://127.0.0.1:9/r.git"])
+    const fetched = await call(["-C", "workspace/out/clone", "fetch", "web"])
+    expect(fetched.exitCode).not.toBe(0)
+    expect(fetched.stderr).toContain("transport 'http' not allowed")
+    // No editor: a commit without a message fails at once instead of waiting for one.
+    const started = Date.now()
+    const editing = await call(["-C", "workspace/out/clone", "commit", "--allow-empty"])
+    expect(editing.exitCode).not.toBe(0)
+    expect(Date.now() - started).toBeLessThan(1500)
+  })
+
+  it("interrupting the call kills the process group", async () => {
+    const tool = Sandbox.tools(policy({ timeout_ms: 10_000 })).find((t) => t.name === "shell.run")!
+    const marker = path.join(base, "interrupted-alive")
+    const started = Date.now()
+    const exit = await Effect.runPromiseExit(Effect.timeout(tool.invoke({ command: "sh", args: ["-c", "sleep 1; echo alive > interrupted-alive"] }, context), "200 millis"))
+    expect(exit._tag).toBe("Failure")
+    expect(Date.now() - started).toBeLessThan(1000)
+    await new Promise((r) => setTimeout(r, 1500))
     expect(fs.existsSync(marker)).toBe(false)
   })
 })

@@ -5,9 +5,6 @@ import * as Schema from "effect/Schema"
 /** The name the middleware writes its notes and denials under. */
 export const MIDDLEWARE = "sandbox"
 
-/** The prefix of a denial found at execution time, in the tool's failure. */
-export const DENIED = "denied by policy: "
-
 /** What the middleware notes for an allowed call (the `data` of its `MiddlewareNote`). */
 export const AllowedNote = Schema.Struct({
   tool: Schema.String,

@@ -134,8 +134,8 @@ const fetchOnce = (url: URL, hop: Extract<HopDecision, { ok: true }>, transport:
     request.end()
   })
 
-/** GETs `input` under `rule`, following redirects within the rule, each hop checked. Never throws. */
-export const get = async (rule: HttpRule, input: string, transport: Transport): Promise<Outcome> => {
+/** GETs `input` under `rule`, following redirects within the rule, each hop checked; `interrupt` aborts it. Never throws. */
+export const get = async (rule: HttpRule, input: string, transport: Transport, interrupt?: AbortSignal): Promise<Outcome> => {
   const hops: Array<Response["hops"][number]> = []
   let url: URL
   try {
@@ -143,7 +143,8 @@ export const get = async (rule: HttpRule, input: string, transport: Transport): 
   } catch {
     return { _tag: "denied", reason: `${JSON.stringify(input)} is not an absolute URL`, hops }
   }
-  const signal = AbortSignal.timeout(rule.timeout_ms)
+  const timeout = AbortSignal.timeout(rule.timeout_ms)
+  const signal = interrupt === undefined ? timeout : AbortSignal.any([timeout, interrupt])
   const deadline = new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(new Error("deadline")), { once: true }))
   deadline.catch(() => {})
   try {
@@ -166,7 +167,8 @@ export const get = async (rule: HttpRule, input: string, transport: Transport): 
       }
     }
   } catch (e) {
-    if (signal.aborted) return { _tag: "error", reason: `timed out after ${rule.timeout_ms} ms (timeout_ms, a deadline for the whole call)`, hops }
+    if (timeout.aborted) return { _tag: "error", reason: `timed out after ${rule.timeout_ms} ms (timeout_ms, a deadline for the whole call)`, hops }
+    if (signal.aborted) return { _tag: "error", reason: "interrupted", hops }
     return { _tag: "error", reason: e instanceof Error ? e.message : String(e), hops }
   }
 }

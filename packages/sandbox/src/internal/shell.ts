@@ -14,7 +14,16 @@ import { checkRead, matcherOf } from "./fsGuard.js"
 export const FIXED_PATH = ["/usr/local/bin", "/usr/bin", "/bin"]
 
 export type CommandDecision =
-  | { readonly ok: true; readonly executable: string; readonly name: string; readonly args: ReadonlyArray<string>; readonly paths: ReadonlyArray<string> }
+  | {
+    readonly ok: true
+    readonly executable: string
+    readonly name: string
+    readonly args: ReadonlyArray<string>
+    /** Paths the arguments name (absolute, as resolved against the working directory), read. */
+    readonly reads: ReadonlyArray<string>
+    /** Paths the command writes (git's outputs, a clone's directory). */
+    readonly writes: ReadonlyArray<string>
+  }
   | { readonly ok: false; readonly reason: string }
 
 const deny = (reason: string): CommandDecision => ({ ok: false, reason })
@@ -34,11 +43,50 @@ const isExecutableFile = (file: string): boolean => {
 const GIT_LONG_REFUSED = ["upload-pack", "receive-pack", "exec", "exec-path", "config-env", "template", "ssh-command", "config"]
 /** git options whose value is a directory, allowed only inside the workspace. */
 const GIT_LONG_DIRS = ["git-dir", "work-tree", "namespace"]
-const GIT_NETWORK = new Set(["clone", "fetch", "pull", "push", "ls-remote", "archive", "submodule", "remote"])
+/** Global options (before the subcommand) that take the next argument as their value. */
+const GIT_GLOBAL_WITH_VALUE = new Set(["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env", "--super-prefix", "--list-cmds", "--attr-source"])
+/** Subcommands where `-u` is `--upload-pack` (a program to run, even for a local repository). */
+const GIT_UPLOAD_PACK_SHORT = new Set(["clone", "fetch", "pull", "ls-remote"])
+/** Subcommands that exist to run other programs, serve, or reach the network or credentials. */
+const GIT_SUBCOMMANDS_REFUSED: ReadonlyMap<string, string> = new Map([
+  ["hook", "runs hooks"],
+  ["difftool", "runs a diff tool"],
+  ["mergetool", "runs a merge tool"],
+  ["filter-branch", "runs shell filters"],
+  ["daemon", "serves repositories"],
+  ["instaweb", "runs a web server and a browser"],
+  ["web--browse", "runs a browser"],
+  ["http-backend", "serves repositories"],
+  ["shell", "runs commands"],
+  ["send-email", "sends mail"],
+  ["imap-send", "reaches a mail server"],
+  ["credential", "reads credentials"],
+  ["credential-cache", "reads credentials"],
+  ["credential-store", "reads credentials"],
+  ["upload-pack", "is a transport program"],
+  ["receive-pack", "is a transport program"],
+  ["upload-archive", "is a transport program"],
+  ["remote-ext", "runs a program as a transport"],
+  ["remote-fd", "is a transport program"],
+  ["fsmonitor--daemon", "runs a daemon"],
+  ["svn", "runs another version control system"],
+  ["p4", "runs another version control system"],
+  ["cvsimport", "runs another version control system"],
+  ["cvsserver", "serves repositories"],
+  ["archimport", "runs another version control system"],
+  ["quiltimport", "runs quilt"]
+])
 const GIT_CONFIG_READS = new Set(["--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin", "--show-scope", "--name-only", "--null", "-z", "--type", "--default", "--includes", "--no-includes", "--local", "--file", "-f", "--blob", "--worktree"])
+const GIT_CONFIG_WRITES = new Set(["--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section", "--edit", "-e"])
 
 /** The `--name` of an argument (`--upload-pack=x` is `upload-pack`), or undefined for a non-long option. */
 const longName = (arg: string): string | undefined => (arg.startsWith("--") && arg.length > 2 ? arg.slice(2).split("=")[0]! : undefined)
+
+/** The value of `--name=value`, or of `--name value` (the next argument). */
+const valueOf = (args: ReadonlyArray<string>, i: number): { readonly value: string | undefined; readonly next: boolean } => {
+  const arg = args[i]!
+  return arg.includes("=") ? { value: arg.slice(arg.indexOf("=") + 1), next: false } : { value: args[i + 1], next: true }
+}
 
 /** Whether `name` is `option` or an abbreviation of it git would accept. */
 const abbreviates = (name: string, option: string): boolean => name.length > 0 && option.startsWith(name)
@@ -48,32 +96,71 @@ const inside = (baseDir: string, target: string): boolean => {
   return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel))
 }
 
-/** Why a git command line is refused, or undefined. */
-const gitRefusal = (baseDir: string, args: ReadonlyArray<string>): string | undefined => {
-  const subcommandIndex = args.findIndex((a, i) => !a.startsWith("-") && !(i > 0 && ["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env"].includes(args[i - 1]!)))
-  const subcommand = subcommandIndex === -1 ? undefined : args[subcommandIndex]
-  const realDir = (dir: string): string => {
-    const absolute = path.resolve(baseDir, dir)
-    try {
-      return fs.realpathSync.native(absolute)
-    } catch {
-      return absolute
-    }
+/** A directory's real path (every link resolved), or the path itself when it does not exist. */
+const realDir = (dir: string): string => {
+  try {
+    return fs.realpathSync.native(dir)
+  } catch {
+    return dir
   }
-  for (let i = 0; i < args.length; i++) {
+}
+
+/** What a git command line does, as far as the policy is concerned. */
+interface GitPlan {
+  /** The directory git works in (`-C` applied), against which its relative paths resolve. */
+  readonly cwd: string
+  /** Directories it works in (`-C`, `--git-dir`, `--work-tree`), resolved. */
+  readonly reads: ReadonlyArray<string>
+  /** Paths it writes (`--output`, `format-patch -o`, a clone's or an init's directory), resolved. */
+  readonly writes: ReadonlyArray<string>
+  /** Arguments that are not paths whatever they look like (option values such as `-m`'s message). */
+  readonly skip: ReadonlySet<number>
+}
+
+/** Why a git command line is refused, or what it does. */
+const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonly refused: string } | GitPlan => {
+  const refuse = (reason: string) => ({ refused: `git: ${reason}` })
+  // Global options first: -C moves the working directory (every later relative path resolves against it).
+  let cwd = baseDir
+  const reads: Array<string> = []
+  const skip = new Set<number>()
+  let i = 0
+  for (; i < args.length && args[i]!.startsWith("-"); i++) {
     const arg = args[i]!
-    if (arg.includes("ext::") || /^fd::/.test(arg)) return `git: ${arg} uses a transport that runs a program (ext::, fd::)`
+    if (arg === "-C" || (arg.startsWith("-C") && !arg.startsWith("--"))) {
+      const dir = arg === "-C" ? args[i + 1] : arg.slice(2)
+      if (dir === undefined || dir === "") return refuse("-C needs a directory")
+      const next = path.resolve(cwd, dir)
+      if (!inside(baseDir, realDir(next))) return refuse(`-C ${dir} is outside the workspace`)
+      cwd = realDir(next)
+      reads.push(next)
+      skip.add(i)
+      if (arg === "-C") skip.add(++i)
+      continue
+    }
+    if (GIT_GLOBAL_WITH_VALUE.has(arg)) skip.add(++i)
+  }
+  const subIndex = i < args.length ? i : -1
+  const subcommand = subIndex === -1 ? undefined : args[subIndex]
+  const rest = subIndex === -1 ? [] : args.slice(subIndex + 1)
+
+  for (let j = 0; j < args.length; j++) {
+    const arg = args[j]!
+    if (arg === "--" && j > subIndex) break
+    if (/(^|[^a-z])ext::/i.test(arg) || /^fd::/i.test(arg)) return refuse(`${arg} uses a transport that runs a program (ext::, fd::)`)
     if (/^-[^-]/.test(arg)) {
       // A short option, or a cluster of them (`-qc`): options can be bundled, and a value attached.
-      if (arg === "-C" || arg.startsWith("-C")) {
-        const dir = arg === "-C" ? args[i + 1] : arg.slice(2)
-        if (dir === undefined || !inside(baseDir, realDir(dir))) return `git: -C ${dir ?? ""} is outside the workspace`
-        if (arg === "-C") i++
+      if (j < subIndex && arg.startsWith("-C")) {
+        if (arg === "-C") j++
         continue
       }
-      if (arg.slice(1).includes("c")) return `git: ${arg} (-c sets configuration, which can make git run programs) is refused`
-      if (arg.slice(1).includes("u") && subcommand !== undefined && GIT_NETWORK.has(subcommand)) {
-        return `git ${subcommand}: ${arg} (-u is --upload-pack, which runs a program) is refused`
+      const letters = arg.slice(1)
+      if (letters.includes("c")) return refuse(`${arg} (-c sets configuration, which can make git run programs) is refused`)
+      if (subcommand !== undefined && j > subIndex) {
+        if (letters.includes("u") && GIT_UPLOAD_PACK_SHORT.has(subcommand)) return refuse(`${subcommand} ${arg} (-u is --upload-pack, which runs a program) is refused`)
+        if (letters.includes("x") && subcommand === "rebase") return refuse(`rebase ${arg} (-x is --exec, which runs a command) is refused`)
+        if (letters.includes("O") && subcommand === "grep") return refuse(`grep ${arg} (-O opens a pager program) is refused`)
+        if (/[wim]/.test(letters) && subcommand === "help") return refuse(`help ${arg} runs a browser, info or man`)
       }
       continue
     }
@@ -81,44 +168,110 @@ const gitRefusal = (baseDir: string, args: ReadonlyArray<string>): string | unde
     if (name === undefined) continue
     const refused = GIT_LONG_REFUSED.find((option) => abbreviates(name, option))
     if (refused !== undefined) {
-      return `git: --${name} (${refused === name ? "" : `an abbreviation of --${refused}, `}which can run a program or load configuration) is refused`
+      return refuse(`--${name} (${refused === name ? "" : `an abbreviation of --${refused}, `}which can run a program or load configuration) is refused`)
     }
+    if (subcommand === "grep" && abbreviates(name, "open-files-in-pager")) return refuse(`grep --${name} (opens a pager program) is refused`)
+    if (subcommand === "help" && ["web", "info", "man"].some((o) => abbreviates(name, o))) return refuse(`help --${name} runs a browser, info or man`)
     const dirOption = GIT_LONG_DIRS.find((option) => abbreviates(name, option))
     if (dirOption !== undefined) {
-      const value = arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : args[i + 1]
-      if (value === undefined || !inside(baseDir, realDir(value))) return `git: --${dirOption} ${value ?? ""} is outside the workspace`
-      if (!arg.includes("=")) i++
+      const { next, value } = valueOf(args, j)
+      if (value === undefined || !inside(baseDir, realDir(path.resolve(cwd, value)))) return refuse(`--${dirOption} ${value ?? ""} is outside the workspace`)
+      // A namespace is a name; the git and work directories are read (the git directory is hidden, as `.git` is).
+      if (dirOption !== "namespace") reads.push(path.resolve(cwd, value))
+      skip.add(j)
+      if (next) skip.add(++j)
     }
   }
-  if (subcommand === "config") {
-    const rest = args.slice(subcommandIndex + 1)
-    const reads = rest.some((a) => GIT_CONFIG_READS.has(a.split("=")[0]!) && a !== "--local" && a !== "--file" && a !== "-f")
+
+  if (subcommand !== undefined) {
+    const why = GIT_SUBCOMMANDS_REFUSED.get(subcommand)
+    if (why !== undefined) return refuse(`${subcommand} ${why}; it is refused`)
     const positional = rest.filter((a) => !a.startsWith("-"))
-    if (!reads && positional.length !== 1) return "git config: only reads are allowed (--get, --list, or a single key); writes are refused"
-    if (rest.some((a) => ["--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section", "--edit", "-e"].includes(a))) {
-      return "git config: writes are refused"
+    if (subcommand === "bisect" && positional[0] === "run") return refuse("bisect run runs a command; it is refused")
+    if (subcommand === "submodule" && positional.includes("foreach")) return refuse("submodule foreach runs a command; it is refused")
+    if (subcommand === "config") {
+      if (rest.some((a) => GIT_CONFIG_WRITES.has(a))) return refuse("config: writes are refused")
+      const reads = rest.some((a) => GIT_CONFIG_READS.has(a.split("=")[0]!) && a !== "--local" && a !== "--file" && a !== "-f")
+      if (!reads && positional.length !== 1) return refuse("config: only reads are allowed (--get, --list, or a single key); writes are refused")
     }
   }
-  if (subcommand === "hook") return "git hook: running hooks is refused"
-  return undefined
+
+  // Where it writes, and which arguments are values that only look like paths.
+  const writes: Array<string> = []
+  for (let j = subIndex + 1; subIndex !== -1 && j < args.length; j++) {
+    const arg = args[j]!
+    if (arg === "--") break
+    const name = longName(arg)
+    if (name !== undefined && name.length >= 2 && "output-directory".startsWith(name)) {
+      // --output=<file> (diff, log, show...), --output-directory=<dir> (format-patch), and their abbreviations.
+      const { next, value } = valueOf(args, j)
+      if (value !== undefined) writes.push(path.resolve(cwd, value))
+      skip.add(next ? ++j : j)
+    } else if (subcommand === "format-patch" && arg === "-o" && args[j + 1] !== undefined) {
+      writes.push(path.resolve(cwd, args[j + 1]!))
+      skip.add(++j)
+    } else if ((arg === "-m" || arg === "--message") && args[j + 1] !== undefined) {
+      // A message is text, whatever it looks like.
+      skip.add(++j)
+    } else if (arg.startsWith("--message=") || (arg.startsWith("-m") && arg.length > 2 && !arg.startsWith("--"))) {
+      skip.add(j)
+    }
+  }
+  const positional = rest.map((a, k) => ({ a, k: k + subIndex + 1 })).filter(({ a, k }) => !a.startsWith("-") && !skip.has(k))
+  if (subcommand === "init" && positional.length > 0) writes.push(path.resolve(cwd, positional[positional.length - 1]!.a))
+  if (subcommand === "clone") {
+    const [source, target] = positional
+    if (target !== undefined) writes.push(path.resolve(cwd, target.a))
+    else if (source !== undefined) writes.push(path.resolve(cwd, path.basename(source.a.replace(/\/+$/, "")).replace(/\.git$/, "")))
+  }
+  for (const { a } of positional) {
+    if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(a)) continue
+    if (!a.toLowerCase().startsWith("file://")) return refuse(`${a}: shell.run reaches no network (git may use local repositories only; http.get fetches within the policy)`)
+    // Its path falls under fs.read like any other; an escaped one could mean another path to git than to us.
+    if (a.includes("%")) return refuse(`${a}: a file URL with %-escapes is refused`)
+  }
+  return { cwd, reads, writes, skip }
 }
 
-/** Arguments that name paths: with a slash, starting with `~` or `.`, or the name of an existing entry of the workspace. */
-const pathArguments = (baseDir: string, args: ReadonlyArray<string>): ReadonlyArray<string> => {
+/** Arguments that name paths: with a slash, starting with `~` or `.`, or the name of an existing entry of `cwd`. */
+const pathArguments = (cwd: string, args: ReadonlyArray<string>, skip: ReadonlySet<number>): ReadonlyArray<string> => {
   const out: Array<string> = []
-  for (const arg of args) {
+  args.forEach((arg, i) => {
+    if (skip.has(i)) return
     const value = arg.startsWith("-") ? (arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : undefined) : arg
-    if (value === undefined || value === "" || value.includes("://")) continue
-    if (value.includes("/") || value.startsWith("~") || value.startsWith(".") || fs.existsSync(path.join(baseDir, value))) out.push(value)
-  }
+    if (value === undefined || value === "") return
+    if (/^file:\/\//i.test(value)) return void out.push(decodeFileUrl(value))
+    if (value.includes("://")) return
+    if (value.includes("/") || value.startsWith("~") || value.startsWith(".") || exists(path.join(cwd, value))) out.push(value)
+  })
   return out
 }
 
+/** The path of a `file://` URL, as git reads it (git does not percent-decode either). */
+const decodeFileUrl = (url: string): string => url.replace(/^file:\/\/(localhost)?/i, "") || "/"
+
+const exists = (p: string): boolean => {
+  try {
+    fs.lstatSync(p)
+    return true
+  } catch {
+    return false
+  }
+}
+
 /**
- * Checks a command line against the rule (and the fs.read rule, for the paths in it). `read` undefined: fs.read is
- * not allowed, so no argument may name a path.
+ * Checks a command line against the rule, and the paths in it against the fs rules: paths it reads against
+ * `fs.read` (directories allowed), paths it writes (git's outputs) against `fs.write`. A missing rule: no
+ * argument may name such a path.
  */
-export const checkCommand = (baseDir: string, rule: ShellRule, read: FsRule | undefined, command: string, args: ReadonlyArray<string>): CommandDecision => {
+export const checkCommand = (
+  baseDir: string,
+  rule: ShellRule,
+  read: FsRule | undefined,
+  write: FsRule | undefined,
+  command: string,
+  args: ReadonlyArray<string>
+): CommandDecision => {
   if (command === "") return deny("no command")
   if ([command, ...args].some((a) => a.includes("\u0000"))) return deny("an argument contains a NUL byte")
   if (/\s/.test(command)) return deny(`"${command}" is not an executable name: pass the arguments in args (argv form, never a shell)`)
@@ -139,47 +292,57 @@ export const checkCommand = (baseDir: string, rule: ShellRule, read: FsRule | un
     name = command
   }
   for (const arg of [command, ...args]) {
-    const token = rule.denied_tokens.find((t) => arg === t || (t.startsWith("-") && arg.startsWith(`${t}=`)) || (arg.startsWith("--") && arg.split("=")[0] === t))
+    const token = deniedToken(rule.denied_tokens, arg)
     if (token !== undefined) return deny(`the argument ${JSON.stringify(arg)} is a denied token (${token})`)
   }
-  if (name === "git") {
-    const refusal = gitRefusal(baseDir, args)
-    if (refusal !== undefined) return deny(refusal)
-  }
-  const paths = pathArguments(baseDir, args)
-  for (const p of paths) {
+  const plan: GitPlan | { readonly refused: string } = name === "git" ? gitPlan(baseDir, args) : { cwd: baseDir, reads: [], writes: [], skip: new Set() }
+  if ("refused" in plan) return deny(plan.refused)
+  const { cwd, writes } = plan
+  const reads: Array<string> = []
+  const named = [...plan.reads.map((p) => ({ shown: path.relative(baseDir, p) || ".", absolute: p })), ...pathArguments(cwd, args, plan.skip).map((p) => ({ shown: p, absolute: path.resolve(cwd, p) }))]
+  for (const { absolute, shown: p } of named) {
     if (read === undefined) return deny(`the argument ${JSON.stringify(p)} names a path, and fs.read is not allowed`)
     if (p.startsWith("~")) return deny(`the argument ${JSON.stringify(p)} names a path in a home directory`)
-    const absolute = path.resolve(baseDir, p)
+    if (writes.includes(absolute)) continue
     // A path that does not exist yet (an output, a new branch) is judged by where it would be.
     // A command may name a directory (ls, git -C); a device or a FIFO stays refused.
-    const decision = fs.existsSync(absolute) || isLink(absolute) ? checkRead(baseDir, read, p, { directories: true }) : judgeMissing(baseDir, read, absolute, p)
+    const decision = exists(absolute) ? checkRead(baseDir, read, absolute, { directories: true }) : judgeMissing(baseDir, read, absolute)
     if (!decision.ok) return deny(`the argument ${JSON.stringify(p)}: ${decision.reason}`)
+    if (exists(absolute)) reads.push(absolute)
   }
-  return { ok: true, executable, name, args, paths }
+  for (const absolute of writes) {
+    const shown = path.relative(baseDir, absolute) || "."
+    if (write === undefined) return deny(`git writes ${shown}, and fs.write is not allowed`)
+    const decision = judgeWrite(baseDir, write, absolute)
+    if (!decision.ok) return deny(`git writes ${shown}: ${decision.reason}`)
+  }
+  return { ok: true, executable, name, args, reads, writes }
 }
 
-const isLink = (p: string): boolean => {
-  try {
-    return fs.lstatSync(p).isSymbolicLink()
-  } catch {
-    return false
-  }
+/** The denied token an argument is or smuggles (`--opt=value`: the option or the value), or undefined. */
+const deniedToken = (tokens: ReadonlyArray<string>, arg: string): string | undefined => {
+  const parts = arg.startsWith("-") && arg.includes("=") ? [arg, arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg]
+  return tokens.find((t) => parts.includes(t))
 }
 
 /** A path argument that does not exist: its real directory joined with its name must be allowed. */
-const judgeMissing = (baseDir: string, read: FsRule, absolute: string, requested: string): { readonly ok: true } | { readonly ok: false; readonly reason: string } => {
-  let dir: string
-  try {
-    dir = fs.realpathSync.native(path.dirname(absolute))
-  } catch {
-    dir = path.dirname(absolute)
-  }
-  const target = path.join(dir, path.basename(absolute))
+const judgeMissing = (baseDir: string, rule: FsRule, absolute: string): { readonly ok: true } | { readonly ok: false; readonly reason: string } => {
+  const target = path.join(realDir(path.dirname(absolute)), path.basename(absolute))
   const rel = path.relative(baseDir, target)
-  if (read.deny_hidden && rel.split(path.sep).some((part) => part.startsWith(".") && part !== "..")) return { ok: false, reason: `${requested} is hidden` }
-  if (!matcherOf(baseDir, read.paths)(target.split(path.sep).join("/"))) return { ok: false, reason: `${requested} is outside the allowed paths` }
+  if (rule.deny_hidden && rel.split(path.sep).some((part) => part.startsWith(".") && part !== "." && part !== "..")) return { ok: false, reason: `${rel} is hidden` }
+  if (!matcherOf(baseDir, rule.paths)(target)) return { ok: false, reason: `${rel} is outside the allowed paths (${rule.paths.join(", ") || "none"})` }
   return { ok: true }
+}
+
+/** A path a command writes: not a link, and (where it would be, its directory's links resolved) within fs.write. */
+const judgeWrite = (baseDir: string, rule: FsRule, absolute: string): { readonly ok: true } | { readonly ok: false; readonly reason: string } => {
+  try {
+    if (fs.lstatSync(absolute).isSymbolicLink()) return { ok: false, reason: "it is a link; a write never goes through a link" }
+  } catch {
+    // does not exist yet
+  }
+  const verdict = judgeMissing(baseDir, rule, absolute)
+  return verdict.ok ? verdict : { ok: false, reason: verdict.reason.replace("allowed paths", "fs.write paths") }
 }
 
 export interface RunResult {
@@ -207,6 +370,12 @@ const environment = (name: string): NodeJS.ProcessEnv => ({
       GIT_CONFIG_NOSYSTEM: "1",
       GIT_CONFIG_GLOBAL: "/dev/null",
       GIT_TERMINAL_PROMPT: "0",
+      // Local repositories only: no transport reaches the network (http.get is the way out, under its rule).
+      GIT_ALLOW_PROTOCOL: "file",
+      // No editor, no pager: nothing interactive, nothing the repository's configuration could name.
+      GIT_EDITOR: "false",
+      GIT_SEQUENCE_EDITOR: "false",
+      GIT_PAGER: "cat",
       GIT_CONFIG_COUNT: "3",
       GIT_CONFIG_KEY_0: "core.hooksPath",
       GIT_CONFIG_VALUE_0: "/dev/null",
@@ -218,8 +387,8 @@ const environment = (name: string): NodeJS.ProcessEnv => ({
     : {})
 })
 
-/** Runs a checked command; the timeout and the output cap kill its whole process group. */
-export const run = (baseDir: string, rule: ShellRule, decision: Extract<CommandDecision, { ok: true }>): Promise<RunOutcome> =>
+/** Runs a checked command; the timeout, the output cap and `signal` (the call interrupted) kill its whole process group. */
+export const run = (baseDir: string, rule: ShellRule, decision: Extract<CommandDecision, { ok: true }>, signal?: AbortSignal): Promise<RunOutcome> =>
   new Promise((resolve) => {
     const child = spawn(decision.executable, [...decision.args], {
       cwd: baseDir,
@@ -255,6 +424,9 @@ export const run = (baseDir: string, rule: ShellRule, decision: Extract<CommandD
     child.stdout.on("data", collect(out))
     child.stderr.on("data", collect(err))
     const timer = setTimeout(() => killGroup(`timed out after ${rule.timeout_ms} ms (timeout_ms); the process group was killed`), rule.timeout_ms)
+    const onAbort = () => killGroup("interrupted; the process group was killed")
+    if (signal?.aborted === true) onAbort()
+    signal?.addEventListener("abort", onAbort, { once: true })
     const partial = (code: number | null, signal: NodeJS.Signals | null): RunResult => ({
       exitCode: code,
       signal,
@@ -263,10 +435,12 @@ export const run = (baseDir: string, rule: ShellRule, decision: Extract<CommandD
     })
     child.on("error", (e) => {
       clearTimeout(timer)
+      signal?.removeEventListener("abort", onAbort)
       resolve({ _tag: "error", reason: `cannot start ${decision.executable}: ${e.message}`, partial: partial(null, null) })
     })
-    child.on("close", (code, signal) => {
+    child.on("close", (code, exitSignal) => {
       clearTimeout(timer)
+      signal?.removeEventListener("abort", onAbort)
       // Whatever the group left behind goes too (a grandchild holding the pipes is what `close` waited for).
       if (killed === undefined && child.pid !== undefined) {
         try {
@@ -275,6 +449,6 @@ export const run = (baseDir: string, rule: ShellRule, decision: Extract<CommandD
           // the group is gone
         }
       }
-      resolve(killed === undefined ? { _tag: "ok", result: partial(code, signal) } : { _tag: "error", reason: killed, partial: partial(code, signal) })
+      resolve(killed === undefined ? { _tag: "ok", result: partial(code, exitSignal) } : { _tag: "error", reason: killed, partial: partial(code, exitSignal) })
     })
   })
