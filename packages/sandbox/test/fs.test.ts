@@ -53,6 +53,7 @@ fs.symlinkSync(outside, w("out/escape"))
 fs.symlinkSync("../a.txt", w("out/link-to-a"))
 fs.symlinkSync(path.join(outside, "new.txt"), w("out/dangling-out"))
 execFileSync("mkfifo", [w("fifo")])
+fs.linkSync(w("a.txt"), w("out/hard-link"))
 
 const policy: Policy.Policy = {
   baseDir: base,
@@ -133,7 +134,8 @@ describe("fs.write decisions", () => {
     ["a missing directory", "workspace/out/missing/x.txt", "x", false, "does not exist"],
     ["a folder, not a file", "workspace/out/..", "x", false, "outside the allowed paths"],
     ["content over max_bytes", "workspace/out/big.txt", "y".repeat(65), false, "over fs.write's max_bytes"],
-    ["a NUL byte", "workspace/out/a\u0000b", "x", false, "NUL"]
+    ["a NUL byte", "workspace/out/a\u0000b", "x", false, "NUL"],
+    ["a hard link to a file outside the write paths", "workspace/out/hard-link", "x", false, "other hard links"]
   ])("%s: %s", (_what, requested, content, ok, reason) => {
     const decision = Sandbox.decide(policy, "fs.write", { path: requested, content })
     expect(decision.ok).toBe(ok)
@@ -182,7 +184,7 @@ describe("a file swapped between the check and the open", () => {
     expect(decision.ok).toBe(true)
     fs.rmSync(w("moved"), { recursive: true })
     fs.symlinkSync(outside, w("moved"))
-    expect(decision.ok && readChecked(decision, 1024)).toMatchObject({ denied: "workspace/moved/data.txt changed between the check and the open" })
+    expect(decision.ok && readChecked(decision, 1024)).toMatchObject({ denied: expect.stringContaining("workspace/moved/data.txt changed between the check and the open") })
   })
 
   it("a write whose folder became a link to outside is refused, and nothing is left outside", async () => {
@@ -193,7 +195,7 @@ describe("a file swapped between the check and the open", () => {
     fs.rmSync(w("out/moving"), { recursive: true })
     fs.symlinkSync(outside, w("out/moving"))
     const result = decision.ok ? writeChecked(decision, Buffer.from("payload")) : undefined
-    expect(result).toMatchObject({ denied: "workspace/out/moving/x.txt changed between the check and the open" })
+    expect(result).toMatchObject({ denied: expect.stringContaining("workspace/out/moving/x.txt changed between the check and the open") })
     expect(fs.existsSync(path.join(outside, "x.txt"))).toBe(false)
   })
 
@@ -203,5 +205,21 @@ describe("a file swapped between the check and the open", () => {
     fs.symlinkSync(path.join(outside, "passwd"), w("out/target.txt"))
     expect(decision.ok && writeChecked(decision, Buffer.from("pwned"))).toMatchObject({ denied: "workspace/out/target.txt became a link after the check" })
     expect(fs.readFileSync(path.join(outside, "passwd"), "utf8")).toBe("root:x:0:0")
+  })
+})
+
+describe("a base directory whose name holds glob characters", () => {
+  // Its name is never read as a pattern: `ws[ab]` is not a character class matching the sibling `wsa`.
+  const parent = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-glob-")))
+  afterAll(() => fs.rmSync(parent, { recursive: true, force: true }))
+  const odd = path.join(parent, "ws[ab] (1)*")
+  const sibling = path.join(parent, "wsa (1)x")
+  file(path.join(odd, "workspace/a.txt"), "inside")
+  file(path.join(sibling, "workspace/secret.txt"), "sibling")
+  const p: Policy.Policy = { baseDir: odd, document: { default: "deny", tools: { "fs.read": { allow: true, paths: ["workspace/**"], deny_hidden: true, max_bytes: 1024 } } } }
+  it("its files are allowed, a sibling's that its name would match as a pattern are not", () => {
+    expect(Sandbox.decide(p, "fs.read", { path: "workspace/a.txt" })).toMatchObject({ ok: true, filesRead: ["workspace/a.txt"] })
+    expect(Sandbox.decide(p, "fs.read", { path: path.join(sibling, "workspace/secret.txt") })).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+    expect(Sandbox.decide(p, "fs.read", { path: "../wsa (1)x/workspace/secret.txt" })).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
   })
 })

@@ -19,12 +19,18 @@ const deny = (reason: string): PathDecision => ({ ok: false, reason })
 
 const posix = (p: string) => p.split(path.sep).join(path.posix.sep)
 
-/** A matcher for the rule's globs, resolved against `baseDir`. */
+/**
+ * A matcher for the rule's globs: a relative glob is matched against the path relative to `baseDir` (so the base
+ * directory's own name, whatever characters it holds, is never read as a pattern), an absolute one against the
+ * absolute path. `**` never matches `..`: nothing outside the base directory matches a relative glob unless the
+ * glob climbs out itself (`../shared/**`).
+ */
 export const matcherOf = (baseDir: string, globs: ReadonlyArray<string>): ((absolute: string) => boolean) => {
-  if (globs.length === 0) return () => false
-  const patterns = globs.map((g) => posix(path.isAbsolute(g) ? g : path.join(baseDir, g)))
   // dot: the hidden-file rule is ours, so that `deny_hidden: false` really allows them.
-  return picomatch(patterns, { dot: true })
+  const compile = (patterns: ReadonlyArray<string>) => (patterns.length === 0 ? () => false : picomatch([...patterns], { dot: true }))
+  const relative = compile(globs.filter((g) => !path.isAbsolute(g)).map((g) => path.posix.normalize(posix(g))))
+  const absolute = compile(globs.filter((g) => path.isAbsolute(g)).map(posix))
+  return (p) => absolute(posix(p)) || relative(posix(path.relative(baseDir, p)) || ".")
 }
 
 const hiddenComponent = (relative: string): string | undefined =>
@@ -76,7 +82,7 @@ const decideReal = (baseDir: string, rule: FsRule, requested: string, real: stri
     const hidden = hiddenComponent(path.relative(baseDir, real))
     if (hidden !== undefined) return deny(`${requested} resolves to ${relative}, which is hidden (${hidden}); hidden files are denied`)
   }
-  if (!matcherOf(baseDir, rule.paths)(posix(real))) {
+  if (!matcherOf(baseDir, rule.paths)(real)) {
     return deny(`${requested} resolves to ${relative}, which is outside the allowed paths (${rule.paths.join(", ") || "none"})`)
   }
   let stat: fs.Stats | undefined
@@ -121,7 +127,9 @@ export const checkWrite = (baseDir: string, rule: FsRule, requested: string): Pa
     link = undefined
   }
   if (link?.isSymbolicLink() === true) return deny(`${requested} is a link; a write never goes through a link`)
-  return decideReal(baseDir, rule, requested, target, false)
+  const decision = decideReal(baseDir, rule, requested, target, false)
+  if (decision.ok && decision.stat !== undefined && decision.stat.nlink > 1) return deny(`${requested} has other hard links; a write through it would change them too`)
+  return decision
 }
 
 /** Where an open file descriptor really is (Linux: /proc/self/fd), or undefined where that cannot be known. */
@@ -133,24 +141,55 @@ const openedPath = (fd: number): string | undefined => {
   }
 }
 
-/** A read that passed the check: the bytes of the very file that was checked, within the cap. */
-export const readChecked = (decision: Extract<PathDecision, { ok: true }>, maxBytes: number): { readonly bytes: Buffer } | { readonly denied: string } | { readonly error: string } => {
-  let fd: number
+type Opened = { readonly fd: number; readonly pinned: boolean } | { readonly denied: string } | { readonly error: string }
+
+/**
+ * Opens the checked file without following a link, and never outside the checked directory. Where /proc is
+ * available (Linux), the directory is opened first (not following a link), verified to be the one checked, and the
+ * file is opened relative to that descriptor (`/proc/self/fd/N/name`, openat's semantics): a directory swapped for a
+ * link after the check cannot send the open, or a created file, elsewhere. Elsewhere the file is opened by its path
+ * with `O_NOFOLLOW`, and the caller compares what was opened with what was checked.
+ */
+const openChecked = (decision: Extract<PathDecision, { ok: true }>, flags: number, what: string): Opened => {
+  const dir = path.dirname(decision.real)
+  let dirFd: number | undefined
   try {
-    // O_NONBLOCK: a FIFO swapped in after the check cannot block the open.
-    fd = fs.openSync(decision.real, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK)
+    dirFd = fs.openSync(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW)
   } catch (e) {
-    return errno(e) === "ELOOP" ? { denied: `${decision.relative} became a link after the check` } : { error: `cannot open ${decision.relative} (${errno(e) ?? "error"})` }
+    const code = errno(e)
+    if (code === "ELOOP" || code === "ENOTDIR" || code === "ENOENT") return { denied: `${decision.relative} changed between the check and the open (its directory moved)` }
+    return { error: `cannot open the directory of ${decision.relative} (${code ?? "error"})` }
   }
   try {
-    const opened = fs.fstatSync(fd)
+    const where = openedPath(dirFd)
+    if (where !== undefined && where !== dir) return { denied: `${decision.relative} changed between the check and the open (its directory moved)` }
+    const target = where === undefined ? decision.real : `/proc/self/fd/${dirFd}/${path.basename(decision.real)}`
+    try {
+      return { fd: fs.openSync(target, flags | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK, 0o644), pinned: where !== undefined }
+    } catch (e) {
+      const code = errno(e)
+      return code === "ELOOP" ? { denied: `${decision.relative} became a link after the check` } : { error: `cannot open ${decision.relative}${what} (${code ?? "error"})` }
+    }
+  } finally {
+    fs.closeSync(dirFd)
+  }
+}
+
+/** A read that passed the check: the bytes of the very file that was checked, within the cap. */
+export const readChecked = (decision: Extract<PathDecision, { ok: true }>, maxBytes: number): { readonly bytes: Buffer } | { readonly denied: string } | { readonly error: string } => {
+  // O_NONBLOCK: a FIFO swapped in after the check cannot block the open.
+  const opened = openChecked(decision, fs.constants.O_RDONLY, "")
+  if (!("fd" in opened)) return opened
+  const fd = opened.fd
+  try {
+    const stat = fs.fstatSync(fd)
     const checked = decision.stat
     const actual = openedPath(fd)
-    if (!opened.isFile() || checked === undefined || opened.ino !== checked.ino || opened.dev !== checked.dev || (actual !== undefined && actual !== decision.real)) {
+    if (!stat.isFile() || checked === undefined || stat.ino !== checked.ino || stat.dev !== checked.dev || (actual !== undefined && actual !== decision.real)) {
       return { denied: `${decision.relative} changed between the check and the open` }
     }
-    if (opened.size > maxBytes) return { error: `${decision.relative} is ${opened.size} bytes, over max_bytes (${maxBytes})` }
-    const buffer = Buffer.alloc(Math.min(opened.size + 1, maxBytes + 1))
+    if (stat.size > maxBytes) return { error: `${decision.relative} is ${stat.size} bytes, over max_bytes (${maxBytes})` }
+    const buffer = Buffer.alloc(Math.min(stat.size + 1, maxBytes + 1))
     let total = 0
     for (;;) {
       const n = fs.readSync(fd, buffer, total, buffer.length - total, null)
@@ -166,37 +205,35 @@ export const readChecked = (decision: Extract<PathDecision, { ok: true }>, maxBy
 }
 
 /**
- * A write that passed the check: opens (creating it if need be) the very file that was checked, without following a
- * link, verifies that the file opened is the one checked (where the descriptor really points, and its inode) before
- * anything is truncated or written, and removes a file it created in the wrong place (a directory swapped for a link
- * between the check and the open).
+ * A write that passed the check: opens (creating it if need be) the very file that was checked, inside the very
+ * directory that was checked (see `openChecked`), without following a link; verifies that the file opened is the
+ * one checked (where the descriptor really points, and its inode) before anything is truncated or written. Without
+ * /proc, a file created in the wrong place (a directory swapped for a link between the check and the open) is
+ * removed.
  */
 export const writeChecked = (decision: Extract<PathDecision, { ok: true }>, content: Buffer): { readonly bytes: number } | { readonly denied: string } | { readonly error: string } => {
-  let fd: number
+  const opened = openChecked(decision, fs.constants.O_WRONLY | fs.constants.O_CREAT, " for writing")
+  if (!("fd" in opened)) return opened
+  const fd = opened.fd
   try {
-    fd = fs.openSync(decision.real, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK, 0o644)
-  } catch (e) {
-    return errno(e) === "ELOOP" ? { denied: `${decision.relative} became a link after the check` } : { error: `cannot open ${decision.relative} for writing (${errno(e) ?? "error"})` }
-  }
-  try {
-    const opened = fs.fstatSync(fd)
+    const stat = fs.fstatSync(fd)
     const actual = openedPath(fd)
     let elsewhere = actual !== undefined && actual !== decision.real
     if (actual === undefined) {
       // Without /proc: the directory must still resolve to where it did, and hold the file opened.
       try {
         const at = fs.lstatSync(decision.real)
-        elsewhere = fs.realpathSync.native(path.dirname(decision.real)) !== path.dirname(decision.real) || at.ino !== opened.ino || at.dev !== opened.dev
+        elsewhere = fs.realpathSync.native(path.dirname(decision.real)) !== path.dirname(decision.real) || at.ino !== stat.ino || at.dev !== stat.dev
       } catch {
         elsewhere = true
       }
     }
-    const replaced = decision.stat !== undefined && (decision.stat.ino !== opened.ino || decision.stat.dev !== opened.dev)
-    if (!opened.isFile() || elsewhere || replaced) {
-      if (decision.stat === undefined && actual !== undefined && opened.size === 0) {
+    const replaced = decision.stat !== undefined && (decision.stat.ino !== stat.ino || decision.stat.dev !== stat.dev)
+    if (!stat.isFile() || elsewhere || replaced || stat.nlink > 1) {
+      if (!opened.pinned && decision.stat === undefined && actual !== undefined && stat.size === 0) {
         try {
           const there = fs.lstatSync(actual)
-          if (there.ino === opened.ino && there.dev === opened.dev) fs.unlinkSync(actual)
+          if (there.ino === stat.ino && there.dev === stat.dev) fs.unlinkSync(actual)
         } catch {
           // nothing to remove
         }
