@@ -61,11 +61,40 @@ describe("addresses in every spelling (block_private)", () => {
     ["benchmarking", "198.18.0.1", "reserved"],
     ["documentation IPv6", "[2001:db8::1]", "reserved"],
     ["multicast", "224.0.0.1", "multicast"],
-    ["broadcast", "255.255.255.255", "broadcast"]
+    ["broadcast", "255.255.255.255", "broadcast"],
+    ["octal as one integer", "017700000001", "loopback"],
+    ["zero-padded parts", "127.000.000.001", "loopback"],
+    ["hex and decimal parts mixed", "0x7f.0.0.0x1", "loopback"],
+    ["percent-encoded in the host", "%31%32%37.0.0.1", "loopback"],
+    ["full-width digits", "１２７.０.０.１", "loopback"],
+    ["a trailing dot", "127.0.0.1.", "loopback"],
+    ["upper-case localhost with a trailing dot", "LOCALHOST.", "loopback name"],
+    ["IPv4-compatible loopback", "[::127.0.0.1]", "loopback"],
+    ["IPv4-mapped, fully written", "[0:0:0:0:0:ffff:127.0.0.1]", "loopback"],
+    ["IPv6 unspecified", "[::]", "unspecified"],
+    ["NAT64 local-use prefix of private", "[64:ff9b:1::a00:1]", "private"],
+    ["private 172.16/12 as an integer", "2886729729", "private"],
+    ["link-local", "169.254.1.1", "linkLocal"],
+    ["this network", "0.1.2.3", "unspecified"]
   ])("%s (%s) is refused", (_what, host, reason) => {
     const decision = url(host)
     expect(decision.ok).toBe(false)
     expect(decision.reason).toContain(reason)
+  })
+
+  const open = policyOf(rule({ block_private: false, domains: ["*.example.com", "metadata.google.internal"] }))
+  it.each([
+    ["IPv4-mapped in hex", "[::ffff:a9fe:a9fe]"],
+    ["NAT64", "[64:ff9b::a9fe:a9fe]"],
+    ["6to4", "[2002:a9fe:a9fe::]"],
+    ["decimal", "2852039166"],
+    ["octal parts", "0251.0376.0251.0376"],
+    ["a short form", "169.254.43518"],
+    ["ECS task metadata", "169.254.170.2"],
+    ["Azure/AWS name, upper case with a trailing dot", "METADATA.GOOGLE.INTERNAL."],
+    ["a subdomain of a metadata name", "x.metadata.google.internal"]
+  ])("metadata as %s (%s) is refused even with block_private: false", (_what, host) => {
+    expect(Sandbox.decide(open, "http.get", { url: `http://${host}/latest/meta-data/` })).toMatchObject({ ok: false, reason: expect.stringContaining("metadata") })
   })
 
   it("the private block cannot be bypassed by listing an address: 127.0.0.1 is listed, and refused", () => {
@@ -111,6 +140,7 @@ describe("the domain allowlist", () => {
 
 let server: http.Server
 let port = 0
+let hangingClosed = 0
 beforeAll(async () => {
   server = http.createServer((req, res) => {
     const host = String(req.headers.host).split(":")[0]
@@ -126,7 +156,7 @@ beforeAll(async () => {
     if (url === "/to-file") return void res.writeHead(302, { location: "file:///etc/passwd" }).end()
     if (url === "/loop") return void res.writeHead(302, { location: "/loop" }).end()
     if (url === "/slow-redirect") return void setTimeout(() => res.writeHead(302, { location: "/slow-redirect" }).end(), 400)
-    if (url === "/hang") return
+    if (url === "/hang") return void req.socket.once("close", () => hangingClosed++)
     if (url === "/gzip-bomb") {
       res.writeHead(200, { "content-encoding": "gzip" })
       return void res.end(zlib.gzipSync(Buffer.alloc(200_000, "a")))
@@ -212,5 +242,62 @@ describe("http.get against a server playing public hosts", () => {
     expect(await get("http://example.com/gzip-bomb")).toMatchObject({ ok: false, message: expect.stringContaining("over max_bytes (1024 bytes, decoded)") })
     expect(await get("http://example.com/gzip-small")).toMatchObject({ ok: true, value: { body: "compressed hello" } })
     expect(await get("http://example.com/big")).toMatchObject({ ok: false, message: expect.stringContaining("over max_bytes") })
+  })
+})
+
+describe("the connection goes to the address that was checked", () => {
+  it("a name resolved once per hop: a resolver answering loopback the second time is never asked again", async () => {
+    const asked: Array<string> = []
+    const connected: Array<string> = []
+    const rebinding: Transport.Transport = {
+      resolve: (host) => {
+        asked.push(host)
+        return Promise.resolve([{ address: asked.length === 1 ? "93.184.216.34" : "127.0.0.1", family: 4 }])
+      },
+      connectTo: (address) => {
+        connected.push(address)
+        return { host: "127.0.0.1", port }
+      }
+    }
+    const tool = Sandbox.tools(policyOf(rule()), rebinding).find((t) => t.name === "http.get")!
+    const result = await Effect.runPromise(tool.invoke({ url: "http://example.com/hello" }, context))
+    expect(result).toMatchObject({ body: "hello from example.com", hops: [{ host: "example.com", address: "93.184.216.34" }] })
+    expect(asked).toEqual(["example.com"])
+    expect(connected).toEqual(["93.184.216.34"])
+  })
+
+  it("the system transport connects to the literal address checked, with the Host header of the URL", async () => {
+    const open = policyOf(rule({ block_private: false, domains: ["127.0.0.1"] }))
+    const tool = Sandbox.tools(open, Transport.system).find((t) => t.name === "http.get")!
+    const result = await Effect.runPromise(tool.invoke({ url: `http://127.0.0.1:${port}/hello` }, context))
+    expect(result).toMatchObject({ status: 200, body: "hello from 127.0.0.1", hops: [{ host: "127.0.0.1", address: "127.0.0.1" }] })
+  })
+
+  it("a resolver that never answers hits the deadline: it covers name resolution too", async () => {
+    const hanging: Transport.Transport = { resolve: () => new Promise(() => {}), connectTo: () => ({ host: "127.0.0.1", port }) }
+    const tool = Sandbox.tools(policyOf(rule({ timeout_ms: 300 })), hanging).find((t) => t.name === "http.get")!
+    const started = Date.now()
+    const outcome = await Effect.runPromise(Effect.either(tool.invoke({ url: "http://example.com/hello" }, context)))
+    expect(Either.isLeft(outcome) && outcome.left.message).toContain("timed out after 300 ms")
+    expect(Date.now() - started).toBeLessThan(2000)
+  })
+
+  it("a name resolving to the metadata address is refused even with block_private: false", async () => {
+    const transport = Transport.fake({ "example.com": ["169.254.169.254"] }, { host: "127.0.0.1", port })
+    const tool = Sandbox.tools(policyOf(rule({ block_private: false })), transport).find((t) => t.name === "http.get")!
+    const outcome = await Effect.runPromise(Effect.either(tool.invoke({ url: "http://example.com/hello" }, context)))
+    expect(Either.isLeft(outcome) && outcome.left).toMatchObject({ _tag: "PolicyDenied", reason: expect.stringContaining("cloud metadata address") })
+  })
+
+  it("interrupting the call aborts the request", async () => {
+    const tool = Sandbox.tools(policyOf(rule({ timeout_ms: 10_000 })), Transport.fake(hosts, { host: "127.0.0.1", port })).find((t) => t.name === "http.get")!
+    const closedBefore = hangingClosed
+    const started = Date.now()
+    const exit = await Effect.runPromiseExit(Effect.timeout(tool.invoke({ url: "http://example.com/hang" }, context), "200 millis"))
+    expect(exit._tag).toBe("Failure")
+    expect(Date.now() - started).toBeLessThan(2000)
+    // The server sees the connection closed long before the call's own 10 s deadline.
+    await new Promise((r) => setTimeout(r, 300))
+    expect(hangingClosed).toBe(closedBefore + 1)
   })
 })
