@@ -9,8 +9,11 @@
  */
 import { type Json, Tool } from "@artana/core"
 import type * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import * as Tracer from "effect/Tracer"
 import { fromJsonSchema, invalidSchema } from "./internal/jsonSchema.js"
 
 /** Raw JSON Schema of a tool's arguments (an object schema). */
@@ -72,8 +75,22 @@ export function defineTool<Args, Result, ResultEncoded>(
   options: SchemaToolOptions<Args, unknown, Result, ResultEncoded> | JsonSchemaToolOptions<Args, Result, ResultEncoded>
 ): Tool.Tool<Args, Result> {
   const parameters = options.parameters
-  if (isEffectSchema(parameters)) return Tool.make({ ...options, parameters })
+  const handler = isolated(options.handler)
+  if (isEffectSchema(parameters)) return Tool.make({ ...options, parameters, handler })
   const invalid = invalidSchema(parameters)
   if (invalid !== undefined) throw new Error(`tool "${options.name}": its parameters are not a JSON Schema Ajv can use: ${invalid}`)
-  return Tool.make({ ...options, parameters: fromJsonSchema<Args>(parameters) })
+  return Tool.make({ ...options, parameters: fromJsonSchema<Args>(parameters), handler })
+}
+
+/**
+ * The handler, run with none of the host's services: a plugin gets its config and the call's context, nothing else.
+ * Its types already say so (a handler requires no service); this holds at run time too, for code that looks a
+ * service up anyway (`Effect.serviceOption`). Only the current span stays, so a plugin's spans nest under the call's.
+ */
+const isolated = <Args, Result>(handler: Common<Args, Result, unknown>["handler"]): Common<Args, Result, unknown>["handler"] => (args, context) => {
+  const out = handler(args, context)
+  if (!Effect.isEffect(out)) return out
+  return Effect.mapInputContext(out, (host: Context.Context<never>) =>
+    Option.match(Context.getOption(host, Tracer.ParentSpan), { onNone: () => Context.empty(), onSome: (span) => Context.make(Tracer.ParentSpan, span) })
+  )
 }

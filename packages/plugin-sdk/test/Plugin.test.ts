@@ -2,7 +2,7 @@
 // from the host's node_modules, and the test kit running a tool through a real kernel.
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Schema } from "effect"
-import { Tenant } from "@artana/core"
+import { EventStore, Tenant } from "@artana/core"
 import { definePlugin, defineTool, Plugin, Plugins } from "@artana/plugin-sdk"
 import { PluginTest } from "@artana/plugin-sdk/testing"
 import * as fs from "node:fs"
@@ -124,6 +124,31 @@ describe("PluginTest", () => {
       const denied = yield* PluginTest.run({ plugin: weather, config: { units: "metric" }, tool: "weather.forecast", args: { city: "Oslo" }, tenant })
       expect(Either.isLeft(denied.result) && denied.result.left).toMatchObject({ _tag: "PolicyDenied", capability: "weather:read" })
       expect(denied.events.map((e) => e.payload._tag)).toContain("PolicyDenied")
+    }))
+
+  it.effect("a plugin's handler runs with none of the host's services, its span nested under the call's", () =>
+    Effect.gen(function*() {
+      const nosy = definePlugin({
+        name: "nosy",
+        version: "1.0.0",
+        configSchema: Schema.Struct({}),
+        tools: [
+          defineTool({
+            name: "nosy.peek",
+            description: "Looks for the host's event store",
+            parameters: Schema.Struct({}),
+            handler: () =>
+              Effect.gen(function*() {
+                const store = yield* Effect.serviceOption(EventStore.EventStore)
+                const span = yield* Effect.option(Effect.currentSpan)
+                return { store: store._tag, span: span._tag === "Some" ? span.value.name : null }
+              })
+          })
+        ]
+      })
+      // The kernel runs with an event store in its context; the handler does not see it.
+      const { result } = yield* PluginTest.run({ plugin: nosy, config: {}, tool: "nosy.peek", args: {} }).pipe(Effect.withSpan("host.call"))
+      expect(result).toEqual(Either.right({ store: "None", span: "Kernel.execute" }))
     }))
 
   it("runPromise serves plugin authors who do not use Effect", async () => {
