@@ -25,8 +25,25 @@ import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { canonicalDomain } from "./internal/netGuard.js"
 
 const Glob = Schema.String.pipe(Schema.minLength(1))
+
+/** A host name, `*.` and a host name, or an IP address: what a URL's host is compared with. */
+const Domain = Schema.String.pipe(
+  Schema.filter((entry) =>
+    canonicalDomain(entry) !== undefined ||
+    `${JSON.stringify(entry)} is not a host name: write example.com, *.example.com for its subdomains, or an IP address`
+  )
+)
+
+/** An executable's name (looked up on the fixed PATH) or an absolute path. */
+const Executable = Schema.String.pipe(
+  Schema.filter((entry) =>
+    (entry !== "" && !/\s/.test(entry) && (!entry.includes("/") || path.isAbsolute(entry))) ||
+    `${JSON.stringify(entry)} is not an executable name or an absolute path`
+  )
+)
 const PositiveInt = Schema.Number.pipe(Schema.int(), Schema.positive())
 
 const FsRule = Schema.Struct({
@@ -41,7 +58,7 @@ const FsRule = Schema.Struct({
 const HttpRule = Schema.Struct({
   allow: Schema.optionalWith(Schema.Boolean, { default: () => false }),
   /** Exact host names; `*.example.org` for any subdomain of example.org (not example.org itself). */
-  domains: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1))), { default: () => [] }),
+  domains: Schema.optionalWith(Schema.Array(Domain), { default: () => [] }),
   /** Refuse private, loopback, link-local and other non-public addresses. Default true. Cloud metadata is always refused. */
   block_private: Schema.optionalWith(Schema.Boolean, { default: () => true }),
   max_bytes: Schema.optionalWith(PositiveInt, { default: () => 1_048_576 }),
@@ -53,7 +70,7 @@ const HttpRule = Schema.Struct({
 const ShellRule = Schema.Struct({
   allow: Schema.optionalWith(Schema.Boolean, { default: () => false }),
   /** Executable names, looked up on a fixed PATH; or absolute paths, allowed as written. */
-  executables: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1))), { default: () => [] }),
+  executables: Schema.optionalWith(Schema.Array(Executable), { default: () => [] }),
   /** Arguments refused wherever they appear, as a whole argument or as the name of `--opt=value`. */
   denied_tokens: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1))), { default: () => [] }),
   timeout_ms: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),

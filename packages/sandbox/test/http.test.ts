@@ -16,7 +16,7 @@ const context = { runId: "r", tenant: Tenant.TenantContext.make({ tenantId: "t",
 
 const rule = (over: Partial<Policy.HttpRule> = {}): Policy.HttpRule => ({
   allow: true,
-  domains: ["example.com", "*.example.org", "api.example.net", "93.184.216.34", "127.0.0.1", "localhost", "rebind.example.com", "multi.example.com", "metadata.google.internal"],
+  domains: ["example.com", "*.example.org", "api.example.net", "bücher.example", "93.184.216.34", "127.0.0.1", "localhost", "rebind.example.com", "multi.example.com", "metadata.google.internal"],
   block_private: true,
   max_bytes: 1024,
   timeout_ms: 2000,
@@ -128,7 +128,11 @@ describe("the domain allowlist", () => {
     ["a gopher URL", "gopher://example.com/", false, "gopher: URLs are not allowed"],
     ["a relative URL", "/etc/passwd", false, "not an absolute URL"],
     ["a metadata name", "http://metadata.google.internal/", false, "cloud metadata name"],
-    ["a punycode look-alike", "https://xn--exmple-cua.com/", false, "not in the allowed domains"]
+    ["a punycode look-alike", "https://xn--exmple-cua.com/", false, "not in the allowed domains"],
+    ["an IDN host listed in Unicode", "https://bücher.example/", true, "xn--bcher-kva.example"],
+    ["an IDN host in punycode, listed in Unicode", "https://xn--bcher-kva.example/", true, "xn--bcher-kva.example"],
+    ["a host with a port", "https://example.com:8443/x", true, "example.com is an allowed domain"],
+    ["a backslash that WHATWG reads as a slash", "https:\\\\evil.net\\@example.com/", false, "not in the allowed domains"]
   ])("%s: %s", (_what, u, ok, reason) => {
     const decision = decide(u)
     expect(decision.ok).toBe(ok)

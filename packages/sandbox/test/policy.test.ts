@@ -35,7 +35,13 @@ describe("Policy", () => {
     ["a default other than deny", "default: allow\n", "policy.yaml:1:10", "$.default"],
     ["a negative cap", "tools:\n  fs.read: { allow: true, max_bytes: -5 }\n", "max_bytes", "$.tools.fs.read.max_bytes"],
     ["a list where a mapping belongs", "- fs.read\n", "a policy is a mapping", "$"],
-    ["duplicate keys", "tools:\n  fs.read: { allow: true }\n  fs.read: { allow: false }\n", "policy.yaml:3:", "$"]
+    ["duplicate keys", "tools:\n  fs.read: { allow: true }\n  fs.read: { allow: false }\n", "policy.yaml:3:", "$"],
+    ["a URL where a domain belongs", "tools:\n  http.get: { allow: true, domains: [\"https://example.com\"] }\n", "policy.yaml:2:38: tools.http.get.domains[0]: \"https://example.com\" is not a host name", "$.tools.http.get.domains[0]"],
+    ["a wildcard without its dot", "tools:\n  http.get:\n    allow: true\n    domains:\n      - example.com\n      - \"*example.org\"\n", "policy.yaml:6:9", "$.tools.http.get.domains[1]"],
+    ["a relative executable path", "tools:\n  shell.run: { allow: true, executables: [./build.sh] }\n", "\"./build.sh\" is not an executable name or an absolute path", "$.tools.shell.run.executables[0]"],
+    ["a command line where an executable belongs", "tools:\n  shell.run: { allow: true, executables: [\"ls -la\"] }\n", "not an executable name", "$.tools.shell.run.executables[0]"],
+    ["a string where a list belongs", "tools:\n  fs.read: { allow: true, paths: workspace/** }\n", "policy.yaml:2:34: tools.fs.read.paths", "$.tools.fs.read.paths"],
+    ["a timeout that is not an integer", "tools:\n  http.get: { allow: true, timeout_ms: 1.5 }\n", "timeout_ms", "$.tools.http.get.timeout_ms"]
   ])("refuses %s, naming where", (_what, text, inMessage, field) => {
     const parsed = parse(text)
     expect(Either.isLeft(parsed)).toBe(true)

@@ -3,6 +3,7 @@
 // addresses that embed an IPv4 address (mapped, compatible, NAT64, 6to4, Teredo) are judged by the IPv4 address
 // too. Only global unicast passes the private block; cloud metadata addresses and names never pass.
 import ipaddr from "ipaddr.js"
+import { domainToASCII } from "node:url"
 
 /** Cloud metadata endpoints, refused whatever the policy says. */
 const METADATA_ADDRESSES = new Set([
@@ -92,13 +93,28 @@ export const classify = (text: string, blockPrivate: boolean): Verdict => {
 }
 
 /**
+ * A domain entry of the allowlist in canonical form (lower case, no trailing dot, IDNA: `bücher.de` is
+ * `xn--bcher-kva.de`, as a URL's host is), or undefined when it is not a host name, a `*.` wildcard of one, or an
+ * IP address.
+ */
+export const canonicalDomain = (entry: string): string | undefined => {
+  const bare = canonicalHost(entry.trim())
+  if (ipaddr.isValid(bare)) return bare
+  const wildcard = bare.startsWith("*.")
+  const ascii = domainToASCII(wildcard ? bare.slice(2) : bare).replace(/\.+$/, "")
+  if (ascii === "" || ascii.includes("*") || !/^[a-z0-9_.-]+$/.test(ascii) || ascii.startsWith(".") || ascii.includes("..")) return undefined
+  return wildcard ? `*.${ascii}` : ascii
+}
+
+/**
  * Whether the allowlist admits `host`: exact names, and `*.example.org` for the subdomains of example.org (not
  * example.org itself). Comparison is of canonical names; an address is admitted only if listed as written.
  */
 export const allowedHost = (host: string, domains: ReadonlyArray<string>): boolean => {
   const h = canonicalHost(host)
   return domains.some((entry) => {
-    const d = canonicalHost(entry)
+    const d = canonicalDomain(entry)
+    if (d === undefined) return false
     if (d.startsWith("*.")) {
       const suffix = d.slice(1)
       return h.endsWith(suffix) && h.length > suffix.length
