@@ -78,3 +78,25 @@ export const layer = (
     ToolRegistry.layer([...(options.tools ?? []), ...plugins.flatMap((p) => p.tools)]),
     Middleware.layer([...(options.middleware ?? []), ...plugins.flatMap((p) => p.middleware)])
   )
+
+/** A plugin package to load, and the config to give it. */
+export interface PackageSpec {
+  readonly package: string
+  readonly config: unknown
+}
+
+/**
+ * Loads plugin packages by name and gives their `ToolRegistry` and `Middleware` (see `layer`), in the order given:
+ * a host's whole plugin set in one layer. Any package that cannot be loaded fails the layer with its typed error.
+ *
+ * @example
+ * const ToolsLive = Plugins.layerPackages([
+ *   { package: "artana-plugin-weather", config: { units: "metric" } },
+ *   { package: "artana-plugin-template", config: { base: "EUR", rates: { USD: 1.08 } } }
+ * ], { middleware: [Pii.middleware()] })
+ */
+export const layerPackages = (
+  packages: ReadonlyArray<PackageSpec>,
+  options: LoadOptions & LayerOptions = {}
+): Layer.Layer<ToolRegistry.ToolRegistry | Middleware.Middleware, PluginNotFound | InvalidPlugin | InvalidPluginConfig | PluginSetupFailed> =>
+  Layer.unwrapEffect(Effect.map(Effect.forEach(packages, (p) => loadPackage(p.package, p.config, options)), (loaded) => layer(loaded, options)))

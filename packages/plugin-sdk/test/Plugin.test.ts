@@ -1,8 +1,9 @@
 // Plugins: config validated by the plugin's schema, tools made from it, consistency checks, loading by package name
 // from the host's node_modules, and the test kit running a tool through a real kernel.
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Schema } from "effect"
-import { EventStore, Tenant } from "@artana/core"
+import { Effect, Either, Layer, Schema } from "effect"
+import { EventStore, Kernel, Tenant } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
 import { definePlugin, defineTool, Plugin, Plugins } from "@artana/plugin-sdk"
 import { PluginTest } from "@artana/plugin-sdk/testing"
 import * as fs from "node:fs"
@@ -94,6 +95,21 @@ export default {
       const loaded = yield* Plugins.loadPackage("artana-plugin-echo", { prefix: "> " }, { from: host })
       expect(loaded.tools.map((t) => t.name)).toEqual(["echo.say"])
       expect(yield* Effect.flip(Plugins.loadPackage("artana-plugin-echo", {}, { from: host }))).toMatchObject({ _tag: "InvalidPluginConfig", path: "$.prefix" })
+    }))
+
+  it.effect("layerPackages gives a host's whole plugin set as the kernel's tools and middleware", () =>
+    Effect.gen(function*() {
+      const result = yield* Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        const tenant = Tenant.TenantContext.make({ tenantId: "t", capabilities: [], budgetUsdLimit: 1 })
+        return yield* kernel.callTool({ runId: "echo", tenant, tool: "echo.say", args: { text: "hi" } })
+      }).pipe(Effect.provide(Layer.provideMerge(
+        Kernel.layer(),
+        Layer.mergeAll(EventStore.layerMemory, ScriptedModel.layer([]), Plugins.layerPackages([{ package: "artana-plugin-echo", config: { prefix: "> " } }], { from: host }))
+      )))
+      expect(result).toMatchObject({ status: "completed", output: "> hi" })
+      const missing = yield* Effect.flip(Layer.build(Plugins.layerPackages([{ package: "artana-plugin-nowhere", config: {} }], { from: host })).pipe(Effect.scoped))
+      expect(missing).toMatchObject({ _tag: "PluginNotFound", package: "artana-plugin-nowhere" })
     }))
 
   it.effect("a missing package, a default export that is not a plugin and a module that does not parse are typed errors", () =>
