@@ -70,6 +70,9 @@ const ShellArgs = Schema.Struct({ command: Schema.String, args: Schema.optionalW
 
 const rel = (policy: Policy.Policy, real: string) => path.relative(policy.baseDir, real) || "."
 
+/** An argument as a person reads a command line: bare when it is plain, else in single quotes (POSIX style). */
+const quoted = (arg: string): string => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`)
+
 const overWriteCap = (size: number, max: number) => `the content is ${size} bytes, over fs.write's max_bytes (${max})`
 
 /** The policy's decision on a call of `tool` with decoded `args`; everything that can be known before running it. */
@@ -126,7 +129,7 @@ export const decide = (policy: Policy.Policy, tool: ToolName, args: unknown): De
       return {
         ok: true,
         reason: `${d.name} is an allowed executable (${d.executable})`,
-        commands: [[a.right.command, ...a.right.args].join(" ")],
+        commands: [[a.right.command, ...a.right.args].map(quoted).join(" ")],
         ...(d.reads.length === 0 ? {} : { filesRead: d.reads.map((p) => rel(policy, p)) }),
         ...(d.writes.length === 0 ? {} : { filesWritten: d.writes.map((p) => rel(policy, p)) })
       }

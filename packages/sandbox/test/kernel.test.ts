@@ -40,7 +40,7 @@ describe("the sandbox plugin in a kernel", () => {
       const calls: ReadonlyArray<readonly [string, Json.Json]> = [
         ["fs.read", { path: "workspace/input.txt" }],
         ["fs.write", { path: "workspace/out/summary.txt", content: "done" }],
-        ["shell.run", { command: "echo", args: ["hi"] }],
+        ["shell.run", { command: "echo", args: ["hi", "it's a b"] }],
         ["fs.read", { path: "secret.txt" }],
         ["shell.run", { command: "ls", args: ["--force"] }],
         ["http.get", { url: "http://169.254.169.254/latest/meta-data/" }],
@@ -55,7 +55,7 @@ describe("the sandbox plugin in a kernel", () => {
       const audits = runs.map((r) => [...Audit.read(r.events).values()][0])
       expect(audits[0]).toMatchObject({ tool: "fs.read", decision: "allowed", filesRead: ["workspace/input.txt"] })
       expect(audits[1]).toMatchObject({ tool: "fs.write", decision: "allowed", filesWritten: ["workspace/out/summary.txt"] })
-      expect(audits[2]).toMatchObject({ tool: "shell.run", decision: "allowed", commands: ["echo hi"] })
+      expect(audits[2]).toMatchObject({ tool: "shell.run", decision: "allowed", commands: ["echo hi 'it'\\''s a b'"] })
       expect(audits[3]).toMatchObject({ tool: "fs.read", decision: "denied", reason: expect.stringContaining("outside the allowed paths") })
       expect(audits[4]).toMatchObject({ tool: "shell.run", decision: "denied", reason: expect.stringContaining("denied token (--force)") })
       expect(audits[5]).toMatchObject({ tool: "http.get", decision: "denied", reason: expect.stringContaining("cloud metadata") })
