@@ -1,0 +1,200 @@
+// git's command lines under the policy: options and subcommands that run programs, load configuration or reach
+// the network are refused (with git's unique-prefix abbreviations), `-C` moves the directory later relative paths
+// resolve against, and what git writes (`--output`, `format-patch -o`, a clone's or an init's directory) is named so
+// that it falls under fs.write. The environment git runs with (no hooks, no network) is in shell.ts.
+import * as fs from "node:fs"
+import * as path from "node:path"
+
+/** git options that run a program or load configuration, refused with any unique-prefix abbreviation. */
+const GIT_LONG_REFUSED = ["upload-pack", "receive-pack", "exec", "exec-path", "config-env", "template", "ssh-command", "config"]
+/** git options whose value is a directory, allowed only inside the workspace. */
+const GIT_LONG_DIRS = ["git-dir", "work-tree", "namespace"]
+/** Global options (before the subcommand) that take the next argument as their value. */
+const GIT_GLOBAL_WITH_VALUE = new Set(["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env", "--super-prefix", "--list-cmds", "--attr-source"])
+/** Subcommands where `-u` is `--upload-pack` (a program to run, even for a local repository). */
+const GIT_UPLOAD_PACK_SHORT = new Set(["clone", "fetch", "pull", "ls-remote"])
+/** Subcommands that exist to run other programs, serve, or reach the network or credentials. */
+const GIT_SUBCOMMANDS_REFUSED: ReadonlyMap<string, string> = new Map([
+  ["hook", "runs hooks"],
+  ["difftool", "runs a diff tool"],
+  ["mergetool", "runs a merge tool"],
+  ["filter-branch", "runs shell filters"],
+  ["daemon", "serves repositories"],
+  ["instaweb", "runs a web server and a browser"],
+  ["web--browse", "runs a browser"],
+  ["http-backend", "serves repositories"],
+  ["shell", "runs commands"],
+  ["send-email", "sends mail"],
+  ["imap-send", "reaches a mail server"],
+  ["credential", "reads credentials"],
+  ["credential-cache", "reads credentials"],
+  ["credential-store", "reads credentials"],
+  ["upload-pack", "is a transport program"],
+  ["receive-pack", "is a transport program"],
+  ["upload-archive", "is a transport program"],
+  ["remote-ext", "runs a program as a transport"],
+  ["remote-fd", "is a transport program"],
+  ["fsmonitor--daemon", "runs a daemon"],
+  ["svn", "runs another version control system"],
+  ["p4", "runs another version control system"],
+  ["cvsimport", "runs another version control system"],
+  ["cvsserver", "serves repositories"],
+  ["archimport", "runs another version control system"],
+  ["quiltimport", "runs quilt"]
+])
+const GIT_CONFIG_READS = new Set(["--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin", "--show-scope", "--name-only", "--null", "-z", "--type", "--default", "--includes", "--no-includes", "--local", "--file", "-f", "--blob", "--worktree"])
+const GIT_CONFIG_WRITES = new Set(["--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section", "--edit", "-e"])
+
+/** The `--name` of an argument (`--upload-pack=x` is `upload-pack`), or undefined for a non-long option. */
+const longName = (arg: string): string | undefined => (arg.startsWith("--") && arg.length > 2 ? arg.slice(2).split("=")[0]! : undefined)
+
+/** The value of `--name=value`, or of `--name value` (the next argument). */
+const valueOf = (args: ReadonlyArray<string>, i: number): { readonly value: string | undefined; readonly next: boolean } => {
+  const arg = args[i]!
+  return arg.includes("=") ? { value: arg.slice(arg.indexOf("=") + 1), next: false } : { value: args[i + 1], next: true }
+}
+
+/** Whether `name` is `option` or an abbreviation of it git would accept. */
+const abbreviates = (name: string, option: string): boolean => name.length > 0 && option.startsWith(name)
+
+const inside = (baseDir: string, target: string): boolean => {
+  const rel = path.relative(baseDir, target)
+  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel))
+}
+
+/** A directory's real path (every link resolved), or the path itself when it does not exist. */
+export const realDir = (dir: string): string => {
+  try {
+    return fs.realpathSync.native(dir)
+  } catch {
+    return dir
+  }
+}
+
+/** What a git command line does, as far as the policy is concerned. */
+export interface GitPlan {
+  /** The directory git works in (`-C` applied), against which its relative paths resolve. */
+  readonly cwd: string
+  /** Directories it works in (`-C`, `--git-dir`, `--work-tree`), resolved. */
+  readonly reads: ReadonlyArray<string>
+  /** Paths it writes (`--output`, `format-patch -o`, a clone's or an init's directory), resolved. */
+  readonly writes: ReadonlyArray<string>
+  /** Arguments that are not paths whatever they look like (option values such as `-m`'s message). */
+  readonly skip: ReadonlySet<number>
+}
+
+/** Why a git command line is refused, or what it does. */
+export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonly refused: string } | GitPlan => {
+  const refuse = (reason: string) => ({ refused: `git: ${reason}` })
+  // Global options first: -C moves the working directory (every later relative path resolves against it).
+  let cwd = baseDir
+  const reads: Array<string> = []
+  const skip = new Set<number>()
+  let i = 0
+  for (; i < args.length && args[i]!.startsWith("-"); i++) {
+    const arg = args[i]!
+    if (arg === "-C" || (arg.startsWith("-C") && !arg.startsWith("--"))) {
+      const dir = arg === "-C" ? args[i + 1] : arg.slice(2)
+      if (dir === undefined || dir === "") return refuse("-C needs a directory")
+      const next = path.resolve(cwd, dir)
+      if (!inside(baseDir, realDir(next))) return refuse(`-C ${dir} is outside the workspace`)
+      cwd = realDir(next)
+      reads.push(next)
+      skip.add(i)
+      if (arg === "-C") skip.add(++i)
+      continue
+    }
+    if (GIT_GLOBAL_WITH_VALUE.has(arg)) skip.add(++i)
+  }
+  const subIndex = i < args.length ? i : -1
+  const subcommand = subIndex === -1 ? undefined : args[subIndex]
+  const rest = subIndex === -1 ? [] : args.slice(subIndex + 1)
+
+  for (let j = 0; j < args.length; j++) {
+    const arg = args[j]!
+    if (arg === "--" && j > subIndex) break
+    if (/(^|[^a-z])ext::/i.test(arg) || /^fd::/i.test(arg)) return refuse(`${arg} uses a transport that runs a program (ext::, fd::)`)
+    if (/^-[^-]/.test(arg)) {
+      // A short option, or a cluster of them (`-qc`): options can be bundled, and a value attached.
+      if (j < subIndex && arg.startsWith("-C")) {
+        if (arg === "-C") j++
+        continue
+      }
+      const letters = arg.slice(1)
+      if (letters.includes("c")) return refuse(`${arg} (-c sets configuration, which can make git run programs) is refused`)
+      if (subcommand !== undefined && j > subIndex) {
+        if (letters.includes("u") && GIT_UPLOAD_PACK_SHORT.has(subcommand)) return refuse(`${subcommand} ${arg} (-u is --upload-pack, which runs a program) is refused`)
+        if (letters.includes("x") && subcommand === "rebase") return refuse(`rebase ${arg} (-x is --exec, which runs a command) is refused`)
+        if (letters.includes("O") && subcommand === "grep") return refuse(`grep ${arg} (-O opens a pager program) is refused`)
+        if (/[wim]/.test(letters) && subcommand === "help") return refuse(`help ${arg} runs a browser, info or man`)
+      }
+      continue
+    }
+    const name = longName(arg)
+    if (name === undefined) continue
+    const refused = GIT_LONG_REFUSED.find((option) => abbreviates(name, option))
+    if (refused !== undefined) {
+      return refuse(`--${name} (${refused === name ? "" : `an abbreviation of --${refused}, `}which can run a program or load configuration) is refused`)
+    }
+    if (subcommand === "grep" && abbreviates(name, "open-files-in-pager")) return refuse(`grep --${name} (opens a pager program) is refused`)
+    if (subcommand === "help" && ["web", "info", "man"].some((o) => abbreviates(name, o))) return refuse(`help --${name} runs a browser, info or man`)
+    const dirOption = GIT_LONG_DIRS.find((option) => abbreviates(name, option))
+    if (dirOption !== undefined) {
+      const { next, value } = valueOf(args, j)
+      if (value === undefined || !inside(baseDir, realDir(path.resolve(cwd, value)))) return refuse(`--${dirOption} ${value ?? ""} is outside the workspace`)
+      // A namespace is a name; the git and work directories are read (the git directory is hidden, as `.git` is).
+      if (dirOption !== "namespace") reads.push(path.resolve(cwd, value))
+      skip.add(j)
+      if (next) skip.add(++j)
+    }
+  }
+
+  if (subcommand !== undefined) {
+    const why = GIT_SUBCOMMANDS_REFUSED.get(subcommand)
+    if (why !== undefined) return refuse(`${subcommand} ${why}; it is refused`)
+    const positional = rest.filter((a) => !a.startsWith("-"))
+    if (subcommand === "bisect" && positional[0] === "run") return refuse("bisect run runs a command; it is refused")
+    if (subcommand === "submodule" && positional.includes("foreach")) return refuse("submodule foreach runs a command; it is refused")
+    if (subcommand === "config") {
+      if (rest.some((a) => GIT_CONFIG_WRITES.has(a))) return refuse("config: writes are refused")
+      const reads = rest.some((a) => GIT_CONFIG_READS.has(a.split("=")[0]!) && a !== "--local" && a !== "--file" && a !== "-f")
+      if (!reads && positional.length !== 1) return refuse("config: only reads are allowed (--get, --list, or a single key); writes are refused")
+    }
+  }
+
+  // Where it writes, and which arguments are values that only look like paths.
+  const writes: Array<string> = []
+  for (let j = subIndex + 1; subIndex !== -1 && j < args.length; j++) {
+    const arg = args[j]!
+    if (arg === "--") break
+    const name = longName(arg)
+    if (name !== undefined && name.length >= 2 && "output-directory".startsWith(name)) {
+      // --output=<file> (diff, log, show...), --output-directory=<dir> (format-patch), and their abbreviations.
+      const { next, value } = valueOf(args, j)
+      if (value !== undefined) writes.push(path.resolve(cwd, value))
+      skip.add(next ? ++j : j)
+    } else if (subcommand === "format-patch" && arg === "-o" && args[j + 1] !== undefined) {
+      writes.push(path.resolve(cwd, args[j + 1]!))
+      skip.add(++j)
+    } else if ((arg === "-m" || arg === "--message") && args[j + 1] !== undefined) {
+      // A message is text, whatever it looks like.
+      skip.add(++j)
+    } else if (arg.startsWith("--message=") || (arg.startsWith("-m") && arg.length > 2 && !arg.startsWith("--"))) {
+      skip.add(j)
+    }
+  }
+  const positional = rest.map((a, k) => ({ a, k: k + subIndex + 1 })).filter(({ a, k }) => !a.startsWith("-") && !skip.has(k))
+  if (subcommand === "init" && positional.length > 0) writes.push(path.resolve(cwd, positional[positional.length - 1]!.a))
+  if (subcommand === "clone") {
+    const [source, target] = positional
+    if (target !== undefined) writes.push(path.resolve(cwd, target.a))
+    else if (source !== undefined) writes.push(path.resolve(cwd, path.basename(source.a.replace(/\/+$/, "")).replace(/\.git$/, "")))
+  }
+  for (const { a } of positional) {
+    if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(a)) continue
+    if (!a.toLowerCase().startsWith("file://")) return refuse(`${a}: shell.run reaches no network (git may use local repositories only; http.get fetches within the policy)`)
+    // Its path falls under fs.read like any other; an escaped one could mean another path to git than to us.
+    if (a.includes("%")) return refuse(`${a}: a file URL with %-escapes is refused`)
+  }
+  return { cwd, reads, writes, skip }
+}
