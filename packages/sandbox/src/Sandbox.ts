@@ -16,7 +16,7 @@
  *
  * @since 0.1.0
  */
-import { Errors, type Middleware, type Tool, type ToolRegistry } from "@artana/core"
+import { Errors, type Middleware, Tool, type ToolRegistry } from "@artana/core"
 import { definePlugin, defineTool, Plugin, Plugins } from "@artana/plugin-sdk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -75,67 +75,72 @@ const quoted = (arg: string): string => (/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'
 
 const overWriteCap = (size: number, max: number) => `the content is ${size} bytes, over fs.write's max_bytes (${max})`
 
+const refuse = (reason: string): Decision => ({ ok: false, reason })
+
+type Rule<K extends ToolName> = NonNullable<Policy.Document["tools"][K]>
+
+/** A tool's rule and decoded arguments handed to `judge`, or the denial of a tool without a rule. */
+const judged = <K extends ToolName, A, I>(
+  policy: Policy.Policy,
+  tool: K,
+  schema: Schema.Schema<A, I>,
+  args: unknown,
+  judge: (rule: Rule<K>, args: A) => Decision
+): Decision => {
+  const rule = Policy.ruleOf(policy, tool)
+  if (Either.isLeft(rule)) return refuse(rule.left)
+  const decoded = Schema.decodeUnknownEither(schema)(args)
+  return Either.isLeft(decoded) ? refuse(`${tool} takes { ${argumentNames(schema)} }`) : judge(rule.right, decoded.right)
+}
+
+const argumentNames = (schema: Schema.Schema.Any): string => {
+  const properties = Tool.jsonSchemaOf(schema).properties
+  return properties !== null && typeof properties === "object" && !Array.isArray(properties) ? Object.keys(properties).join(", ") : ""
+}
+
 /** The policy's decision on a call of `tool` with decoded `args`; everything that can be known before running it. */
 export const decide = (policy: Policy.Policy, tool: ToolName, args: unknown): Decision => {
-  const refuse = (reason: string): Decision => ({ ok: false, reason })
   switch (tool) {
-    case "fs.read": {
-      const rule = Policy.ruleOf(policy, "fs.read")
-      if (Either.isLeft(rule)) return refuse(rule.left)
-      const a = Schema.decodeUnknownEither(FsArgs)(args)
-      if (Either.isLeft(a)) return refuse("fs.read takes { path }")
-      const d = checkRead(policy.baseDir, rule.right, a.right.path)
-      return d.ok ? { ok: true, reason: `${d.relative} is within fs.read's paths`, filesRead: [d.relative] } : refuse(d.reason)
-    }
-    case "fs.write": {
-      const rule = Policy.ruleOf(policy, "fs.write")
-      if (Either.isLeft(rule)) return refuse(rule.left)
-      const a = Schema.decodeUnknownEither(WriteArgs)(args)
-      if (Either.isLeft(a)) return refuse("fs.write takes { path, content }")
-      const size = Buffer.byteLength(a.right.content, "utf8")
-      if (size > rule.right.max_bytes) return refuse(overWriteCap(size, rule.right.max_bytes))
-      const d = checkWrite(policy.baseDir, rule.right, a.right.path)
-      return d.ok ? { ok: true, reason: `${d.relative} is within fs.write's paths`, filesWritten: [d.relative] } : refuse(d.reason)
-    }
-    case "http.get": {
-      const rule = Policy.ruleOf(policy, "http.get")
-      if (Either.isLeft(rule)) return refuse(rule.left)
-      const a = Schema.decodeUnknownEither(HttpArgs)(args)
-      if (Either.isLeft(a)) return refuse("http.get takes { url }")
-      let url: URL
-      try {
-        url = new URL(a.right.url)
-      } catch {
-        return refuse(`${JSON.stringify(a.right.url)} is not an absolute URL`)
-      }
-      const d = checkUrlStatic(rule.right, url)
-      // The name's addresses are checked when the call runs, and every redirect with them.
-      return d.ok ? { ok: true, reason: `${d.host} is an allowed domain (its addresses are checked as the call runs)`, domains: [d.host] } : refuse(d.reason)
-    }
-    case "shell.run": {
-      const rule = Policy.ruleOf(policy, "shell.run")
-      if (Either.isLeft(rule)) return refuse(rule.left)
-      const a = Schema.decodeUnknownEither(ShellArgs)(args)
-      if (Either.isLeft(a)) return refuse("shell.run takes { command, args }")
-      const d = checkCommand(
-        policy.baseDir,
-        rule.right,
-        Either.getOrUndefined(Policy.ruleOf(policy, "fs.read")),
-        Either.getOrUndefined(Policy.ruleOf(policy, "fs.write")),
-        a.right.command,
-        a.right.args
-      )
-      if (!d.ok) return refuse(d.reason)
-      return {
-        ok: true,
-        reason: `${d.name} is an allowed executable (${d.executable})`,
-        commands: [[a.right.command, ...a.right.args].map(quoted).join(" ")],
-        ...(d.reads.length === 0 ? {} : { filesRead: d.reads.map((p) => rel(policy, p)) }),
-        ...(d.writes.length === 0 ? {} : { filesWritten: d.writes.map((p) => rel(policy, p)) })
-      }
-    }
+    case "fs.read":
+      return judged(policy, tool, FsArgs, args, (rule, a) => {
+        const d = checkRead(policy.baseDir, rule, a.path)
+        return d.ok ? { ok: true, reason: `${d.relative} is within fs.read's paths`, filesRead: [d.relative] } : refuse(d.reason)
+      })
+    case "fs.write":
+      return judged(policy, tool, WriteArgs, args, (rule, a) => {
+        const size = Buffer.byteLength(a.content, "utf8")
+        if (size > rule.max_bytes) return refuse(overWriteCap(size, rule.max_bytes))
+        const d = checkWrite(policy.baseDir, rule, a.path)
+        return d.ok ? { ok: true, reason: `${d.relative} is within fs.write's paths`, filesWritten: [d.relative] } : refuse(d.reason)
+      })
+    case "http.get":
+      return judged(policy, tool, HttpArgs, args, (rule, a) => {
+        let url: URL
+        try {
+          url = new URL(a.url)
+        } catch {
+          return refuse(`${JSON.stringify(a.url)} is not an absolute URL`)
+        }
+        const d = checkUrlStatic(rule, url)
+        // The name's addresses are checked when the call runs, and every redirect with them.
+        return d.ok ? { ok: true, reason: `${d.host} is an allowed domain (its addresses are checked as the call runs)`, domains: [d.host] } : refuse(d.reason)
+      })
+    case "shell.run":
+      return judged(policy, tool, ShellArgs, args, (rule, a) => {
+        const d = checkCommand(policy.baseDir, rule, ruleOrUndefined(policy, "fs.read"), ruleOrUndefined(policy, "fs.write"), a.command, a.args)
+        if (!d.ok) return refuse(d.reason)
+        return {
+          ok: true,
+          reason: `${d.name} is an allowed executable (${d.executable})`,
+          commands: [[a.command, ...a.args].map(quoted).join(" ")],
+          ...(d.reads.length === 0 ? {} : { filesRead: d.reads.map((p) => rel(policy, p)) }),
+          ...(d.writes.length === 0 ? {} : { filesWritten: d.writes.map((p) => rel(policy, p)) })
+        }
+      })
   }
 }
+
+const ruleOrUndefined = <K extends ToolName>(policy: Policy.Policy, tool: K): Rule<K> | undefined => Either.getOrUndefined(Policy.ruleOf(policy, tool))
 
 const isTool = (name: string): name is ToolName => (TOOLS as ReadonlyArray<string>).includes(name)
 
@@ -262,7 +267,7 @@ export const tools = (policy: Policy.Policy, transport: Transport.Transport = Tr
     handler: (args) =>
       Effect.gen(function*() {
         const rule = yield* ruleFor(policy, "shell.run")
-        const d = checkCommand(policy.baseDir, rule, Either.getOrUndefined(Policy.ruleOf(policy, "fs.read")), Either.getOrUndefined(Policy.ruleOf(policy, "fs.write")), args.command, args.args)
+        const d = checkCommand(policy.baseDir, rule, ruleOrUndefined(policy, "fs.read"), ruleOrUndefined(policy, "fs.write"), args.command, args.args)
         if (!d.ok) return yield* denied("shell.run", d.reason)
         // Interrupting the call kills the process group.
         const outcome = yield* Effect.promise((signal) => run(policy.baseDir, rule, d, signal))

@@ -112,6 +112,11 @@ describe("fs.read decisions", () => {
     expect(Sandbox.decide(permissive, "fs.read", { path: "workspace/link-out" }).ok).toBe(false)
   })
 
+  it("decide names the arguments a tool takes when given others", () => {
+    expect(Sandbox.decide(policy, "fs.read", { file: "workspace/a.txt" })).toEqual({ ok: false, reason: "fs.read takes { path }" })
+    expect(Sandbox.decide(policy, "fs.write", { path: "workspace/out/x" })).toEqual({ ok: false, reason: "fs.write takes { path, content }" })
+  })
+
   it("a tool without a rule, or with allow: false, is denied by default", () => {
     const none: Policy.Policy = { baseDir: base, document: { default: "deny", tools: {} } }
     expect(Sandbox.decide(none, "fs.read", { path: "workspace/a.txt" })).toMatchObject({ ok: false, reason: "fs.read has no rule in the policy (default: deny)" })
