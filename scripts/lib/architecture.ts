@@ -67,8 +67,20 @@ export const RULES: Readonly<Record<string, PackageRule>> = {
   // DESIGN.md: agent depends on core (and @effect/sql for its SQL MemoryStore); never on experience, which plugs into it.
   "@artana/agent": { kind: "library", workspace: ["@artana/core"], external: [...EFFECT], never: ["@artana/experience"] },
   "@artana/experience": { kind: "library" },
-  "@artana/plugin-sdk": { kind: "library" },
-  "@artana/sandbox": { kind: "library", mustDependOn: ["@artana/plugin-sdk"] },
+  // A plugin gets nothing from the host but its config: the SDK knows the kernel's contracts only (no store, no
+  // provider, no agent), plus its validator, resolver and YAML parser.
+  "@artana/plugin-sdk": {
+    kind: "library",
+    workspace: ["@artana/core"],
+    external: [...EFFECT, "ajv", "ajv-formats", "import-meta-resolve", "yaml"]
+  },
+  // DESIGN.md: built with the plugin SDK, exactly as a third party would build a plugin: core and the SDK only.
+  "@artana/sandbox": {
+    kind: "library",
+    workspace: ["@artana/core", "@artana/plugin-sdk"],
+    external: [...EFFECT, "ipaddr.js", "picomatch"],
+    mustDependOn: ["@artana/plugin-sdk"]
+  },
   "@artana/worker": { kind: "library" },
   "@artana/cli": { kind: "consumer" },
   "@artana/examples": { kind: "consumer" },
