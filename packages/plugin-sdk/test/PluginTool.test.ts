@@ -109,6 +109,21 @@ describe("defineTool with raw JSON Schema", () => {
     if (Either.isLeft(result)) expect(result.left).toMatchObject({ path, reason: expect.stringContaining(reason) })
   })
 
+  it("plugins never share validator state: two schemas with the same $id, and one defined twice", () => {
+    const define = (max: number) =>
+      defineTool({
+        name: "counter.set",
+        description: "x",
+        parameters: { $id: "https://plugins.example/counter", type: "object", properties: { n: { type: "integer", maximum: max } }, required: ["n"] },
+        handler: () => Effect.succeed(null)
+      })
+    const small = define(10)
+    const large = define(1000)
+    expect(Either.isLeft(small.decodeArguments("{\"n\":50}"))).toBe(true)
+    expect(Either.isRight(large.decodeArguments("{\"n\":50}"))).toBe(true)
+    expect(Either.isLeft(define(10).decodeArguments("{\"n\":50}"))).toBe(true)
+  })
+
   it("a schema the validator cannot compile is refused when the tool is defined", () => {
     expect(() => defineTool({ name: "bad", description: "x", parameters: { type: "object", properties: { a: { type: "nonsense" } } }, handler: () => Effect.succeed(null) }))
       .toThrow(/bad.*not a JSON Schema/)

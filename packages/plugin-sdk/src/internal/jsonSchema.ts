@@ -2,7 +2,7 @@
 // oneOf/anyOf/allOf, types, enums, formats through ajv-formats), as an Effect Schema: core's `Tool.make` then does
 // the rest (decoding the model's arguments, the error path, the tool spec), one code path for both kinds of tool.
 import type { Json } from "@artana/core"
-import { Ajv, type ErrorObject } from "ajv"
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
 import ajvFormats from "ajv-formats"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
@@ -10,8 +10,23 @@ import * as Schema from "effect/Schema"
 // ajv-formats is CommonJS: under NodeNext its default import is `module.exports`, whose `default` is the plugin.
 const addFormats = ajvFormats.default
 
-const ajv = new Ajv({ allErrors: false, strict: false, validateFormats: true })
-addFormats(ajv)
+/**
+ * Validators by schema text. Each distinct schema gets an Ajv instance of its own, so plugins never share validator
+ * state (two schemas with the same `$id` do not collide); the same schema, defined again (a plugin loaded twice),
+ * reuses its compiled validator.
+ */
+const compiled = new Map<string, ValidateFunction>()
+
+const compile = (schema: Json.JsonObject): ValidateFunction => {
+  const key = JSON.stringify(schema)
+  const known = compiled.get(key)
+  if (known !== undefined) return known
+  const ajv = new Ajv({ allErrors: false, strict: false, validateFormats: true })
+  addFormats(ajv)
+  const validate = ajv.compile(schema)
+  compiled.set(key, validate)
+  return validate
+}
 
 /** The path of an Ajv error in the arguments, as property keys (array indices as numbers). */
 const pathOf = (error: ErrorObject): ReadonlyArray<PropertyKey> => {
@@ -60,7 +75,7 @@ const mostUseful = (errors: ReadonlyArray<ErrorObject>): ErrorObject | undefined
 /** Why a raw JSON Schema cannot be used, or undefined. */
 export const invalidSchema = (schema: Json.JsonObject): string | undefined => {
   try {
-    ajv.compile(schema)
+    compile(schema)
     return undefined
   } catch (cause) {
     return cause instanceof Error ? cause.message : String(cause)
@@ -72,9 +87,11 @@ export const invalidSchema = (schema: Json.JsonObject): string | undefined => {
  * model sees it, is `schema` itself. Throws on a schema Ajv cannot compile.
  */
 export const fromJsonSchema = <Args = Json.Json>(schema: Json.JsonObject): Schema.Schema<Args, Args> => {
-  const validate = ajv.compile<Args>(schema)
+  const validate = compile(schema)
+  // What the schema accepts is what the tool's author says `Args` is (`defineTool<Args>`).
+  const accepts = (input: unknown): input is Args => validate(input)
   const check = (input: unknown, ast: Schema.Schema.Any["ast"]) => {
-    if (validate(input)) return ParseResult.succeed(input)
+    if (accepts(input)) return ParseResult.succeed(input)
     const error = mostUseful(validate.errors ?? [])
     if (error === undefined) return ParseResult.fail(new ParseResult.Type(ast, input, "does not match the JSON Schema"))
     const issue = new ParseResult.Type(ast, input, messageOf(error))
