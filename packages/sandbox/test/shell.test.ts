@@ -54,10 +54,13 @@ describe("shell.run decisions", () => {
     ["an allowed executable", "ls", ["-la"], true, "ls is an allowed executable (/"],
     ["echo with words", "echo", ["hello", "world"], true, "echo"],
     ["cat of a workspace file", "cat", ["workspace/notes.txt"], true, "cat"],
-    ["git status", "git", ["status", "--short"], true, "git"],
-    ["git log with a format", "git", ["log", "--oneline", "-n", "5"], true, "git"],
+    ["git status in a workspace repository", "git", ["-C", "workspace/repo", "status", "--short"], true, "git"],
+    ["git log with a format", "git", ["-C", "workspace/repo", "log", "--oneline", "-n", "5"], true, "git"],
+    ["git in the base directory (outside fs.read's paths)", "git", ["status"], false, "git would work in the base directory"],
+    ["git -C to a readable file's folder's parent", "git", ["-C", ".", "log"], false, "git would work in the base directory"],
+    ["git -C into a hidden folder", "git", ["-C", "workspace/repo/.git", "log"], false, "hidden"],
     ["git -C inside the workspace", "git", ["-C", "workspace/repo", "status"], true, "git"],
-    ["git config read", "git", ["config", "--get", "user.name"], true, "git"],
+    ["git config read", "git", ["-C", "workspace/repo", "config", "--get", "user.name"], true, "git"],
     ["a listed absolute path", "/bin/true", [], true, "/bin/true"],
     ["an executable not listed", "python3", ["-c", "print(1)"], false, "python3 is not an allowed executable"],
     ["a shell line in the command", "ls -la", [], false, "argv form, never a shell"],
@@ -122,7 +125,7 @@ describe("shell.run decisions", () => {
     ["git clone of a file URL outside", "git", ["clone", "file:///etc/skel", "workspace/repo2"], false, "outside the allowed paths"],
     ["git clone of a file URL with escapes", "git", ["clone", "file:///%65tc/skel", "workspace/repo2"], false, "%-escapes"],
     ["git ext:: in a --option value", "git", ["clone", "--origin=ext::sh", "workspace/repo"], false, "ext::"],
-    ["git diff --output without fs.write", "git", ["diff", "--output=workspace/diff.txt"], false, "fs.write is not allowed"],
+    ["git diff --output without fs.write", "git", ["-C", "workspace/repo", "diff", "--output=../diff.txt"], false, "fs.write is not allowed"],
     ["git refs with a slash, resolved under -C", "git", ["-C", "workspace/repo", "log", "origin/main", "feature/x"], true, "git"],
     ["git commit message that looks like a path", "git", ["-C", "workspace/repo", "commit", "-m", "fix ../../etc/passwd and /root"], true, "git"],
     ["git commit --message= that looks like a path", "git", ["-C", "workspace/repo", "commit", "--message=see /etc/shadow"], true, "git"],
@@ -145,22 +148,22 @@ describe("shell.run decisions", () => {
       document: { default: "deny", tools: { ...policy().document.tools, "fs.write": { allow: true, paths: ["workspace/out/**"], deny_hidden: true, max_bytes: 1024 } } }
     }
     const cases: ReadonlyArray<readonly [ReadonlyArray<string>, boolean, string]> = [
-      [["diff", "--output=workspace/out/diff.txt"], true, "git"],
-      [["diff", "--output", "workspace/notes.txt"], false, "git writes workspace/notes.txt: workspace/notes.txt is outside the fs.write paths"],
+      [["-C", "workspace", "diff", "--output=out/diff.txt"], true, "git"],
+      [["-C", "workspace", "diff", "--output", "notes.txt"], false, "git writes workspace/notes.txt: workspace/notes.txt is outside the fs.write paths"],
       [["-C", "workspace/repo", "diff", "--outp=../out/d.txt"], true, "git"],
       [["-C", "workspace/repo", "format-patch", "-o", "../../patches", "HEAD~1"], false, "git writes patches"],
       [["-C", "workspace/repo", "format-patch", "--output-directory=../out/patches", "HEAD~1"], true, "git"],
-      [["clone", "workspace/repo", "workspace/out/clone"], true, "git"],
-      [["clone", "workspace/repo", "workspace/elsewhere"], false, "git writes workspace/elsewhere"],
-      [["clone", "workspace/repo"], false, "git writes repo"],
-      [["init", "workspace/out/new-repo"], true, "git"],
-      [["init", "/tmp/new-repo"], false, "git writes"]
+      [["-C", "workspace", "clone", "repo", "out/clone"], true, "git"],
+      [["-C", "workspace", "clone", "repo", "elsewhere"], false, "git writes workspace/elsewhere"],
+      [["-C", "workspace", "clone", "repo"], false, "git writes workspace/repo"],
+      [["-C", "workspace", "init", "out/new-repo"], true, "git"],
+      [["-C", "workspace", "init", "/tmp/new-repo"], false, "git writes"]
     ]
     for (const [args, ok, reason] of cases) {
       const decision = decide("git", args, p)
       expect({ args, ok: decision.ok, reason: decision.reason }).toMatchObject({ args, ok, reason: expect.stringContaining(reason) })
     }
-    expect(decide("git", ["diff", "--output=workspace/out/diff.txt"], p)).toMatchObject({ filesWritten: ["workspace/out/diff.txt"] })
+    expect(decide("git", ["-C", "workspace", "diff", "--output=out/diff.txt"], p)).toMatchObject({ filesWritten: ["workspace/out/diff.txt"] })
   })
 
   it("without fs.read, no argument may name a path", () => {
@@ -254,7 +257,7 @@ describe("shell.run, run for real", () => {
     fs.writeFileSync(path.join(source, "README"), "hello")
     execFileSync("git", ["-C", source, "add", "README"])
     execFileSync("git", ["-C", source, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "first"])
-    expect(await call(["clone", "-q", "workspace/origin-repo", "workspace/out/clone"])).toMatchObject({ exitCode: 0 })
+    expect(await call(["-C", "workspace", "clone", "-q", "origin-repo", "out/clone"])).toMatchObject({ exitCode: 0 })
     expect(fs.readFileSync(path.join(base, "workspace/out/clone/README"), "utf8")).toBe("hello")
     // A remote the repository names over http: git itself refuses the transport (GIT_ALLOW_PROTOCOL=file).
     execFileSync("git", ["-C", path.join(base, "workspace/out/clone"), "remote", "add", "web", "http://127.0.0.1:9/r.git"])
@@ -277,5 +280,27 @@ describe("shell.run, run for real", () => {
     expect(Date.now() - started).toBeLessThan(1000)
     await new Promise((r) => setTimeout(r, 1500))
     expect(fs.existsSync(marker)).toBe(false)
+  })
+
+  it("git never finds a repository around the workspace: the base directory's own history stays out of reach", async () => {
+    // The policy's folder is a repository holding a secret; a workspace folder that is not a repository of its own.
+    const around = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-around-")))
+    try {
+      fs.mkdirSync(path.join(around, "workspace/plain"), { recursive: true })
+      fs.writeFileSync(path.join(around, "secret.txt"), "the secret")
+      execFileSync("git", ["init", "-q", around])
+      execFileSync("git", ["-C", around, "add", "secret.txt"])
+      execFileSync("git", ["-C", around, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "secret"])
+      const p: Policy.Policy = { ...policy(), baseDir: around }
+      const tool = Sandbox.tools(p).find((t) => t.name === "shell.run")!
+      const outcome = await Effect.runPromise(Effect.either(tool.invoke({ command: "git", args: ["-C", "workspace/plain", "show", "HEAD:secret.txt"] }, context)))
+      expect(Either.isRight(outcome)).toBe(true)
+      const result = Either.getOrThrow(outcome) as { readonly exitCode: number | null; readonly stdout: string; readonly stderr: string }
+      expect(result.exitCode).not.toBe(0)
+      expect(result.stdout).not.toContain("the secret")
+      expect(result.stderr).toContain("not a git repository")
+    } finally {
+      fs.rmSync(around, { recursive: true, force: true })
+    }
   })
 })

@@ -57,7 +57,8 @@ const valueOf = (args: ReadonlyArray<string>, i: number): { readonly value: stri
 /** Whether `name` is `option` or an abbreviation of it git would accept. */
 const abbreviates = (name: string, option: string): boolean => name.length > 0 && option.startsWith(name)
 
-const inside = (baseDir: string, target: string): boolean => {
+/** Whether `target` is `baseDir` or below it. */
+export const inside = (baseDir: string, target: string): boolean => {
   const rel = path.relative(baseDir, target)
   return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel))
 }

@@ -9,7 +9,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import type { FsRule, ShellRule } from "../Policy.js"
 import { checkRead, matcherOf } from "./fsGuard.js"
-import { type GitPlan, gitPlan, realDir } from "./git.js"
+import { type GitPlan, gitPlan, inside, realDir } from "./git.js"
 
 /** The only PATH the sandbox looks executables up on, and gives its children. */
 export const FIXED_PATH = ["/usr/local/bin", "/usr/bin", "/bin"]
@@ -24,6 +24,8 @@ export type CommandDecision =
     readonly reads: ReadonlyArray<string>
     /** Paths the command writes (git's outputs, a clone's directory). */
     readonly writes: ReadonlyArray<string>
+    /** For git: the directory its search for a repository stops below. */
+    readonly ceiling: string | undefined
   }
   | { readonly ok: false; readonly reason: string }
 
@@ -105,6 +107,19 @@ export const checkCommand = (
   const plan: GitPlan | { readonly refused: string } = name === "git" ? gitPlan(baseDir, args) : { cwd: baseDir, reads: [], writes: [], skip: new Set() }
   if ("refused" in plan) return deny(plan.refused)
   const { cwd, writes } = plan
+  let ceiling: string | undefined
+  if (name === "git") {
+    // git works on the repository it finds from its directory upwards: that directory must be readable, and the
+    // search stops at the top of the readable area (GIT_CEILING_DIRECTORIES), so git never reads a repository
+    // around the workspace (the policy's own folder, say) and the files in it.
+    if (read === undefined) return deny("git reads the repository it works in, and fs.read is not allowed")
+    const here = checkRead(baseDir, read, cwd, { directories: true })
+    if (!here.ok) return deny(`git would work in ${path.relative(baseDir, cwd) || "the base directory"}: ${here.reason} (give -C a directory within fs.read's paths)`)
+    const allowed = matcherOf(baseDir, read.paths)
+    let top = cwd
+    while (path.dirname(top) !== top && inside(baseDir, path.dirname(top)) && allowed(path.dirname(top))) top = path.dirname(top)
+    ceiling = path.dirname(top)
+  }
   const reads: Array<string> = []
   const named = [...plan.reads.map((p) => ({ shown: path.relative(baseDir, p) || ".", absolute: p })), ...pathArguments(cwd, args, plan.skip).map((p) => ({ shown: p, absolute: path.resolve(cwd, p) }))]
   for (const { absolute, shown: p } of named) {
@@ -123,7 +138,7 @@ export const checkCommand = (
     const decision = judgeWrite(baseDir, write, absolute)
     if (!decision.ok) return deny(`git writes ${shown}: ${decision.reason}`)
   }
-  return { ok: true, executable, name, args, reads, writes }
+  return { ok: true, executable, name, args, reads, writes, ceiling }
 }
 
 /** The denied token an argument is or smuggles (`--opt=value`: the option or the value), or undefined. */
@@ -168,7 +183,7 @@ let home: string | undefined
 const emptyHome = () => (home ??= fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-home-")))
 
 /** The children's environment: nothing of the host's but a fixed PATH and locale; git reads no system or global config, runs no hook. */
-const environment = (name: string): NodeJS.ProcessEnv => ({
+const environment = (name: string, ceiling: string | undefined): NodeJS.ProcessEnv => ({
   PATH: FIXED_PATH.join(":"),
   LANG: "C.UTF-8",
   HOME: emptyHome(),
@@ -177,6 +192,7 @@ const environment = (name: string): NodeJS.ProcessEnv => ({
       GIT_CONFIG_NOSYSTEM: "1",
       GIT_CONFIG_GLOBAL: "/dev/null",
       GIT_TERMINAL_PROMPT: "0",
+      ...(ceiling === undefined ? {} : { GIT_CEILING_DIRECTORIES: ceiling }),
       // Local repositories only: no transport reaches the network (http.get is the way out, under its rule).
       GIT_ALLOW_PROTOCOL: "file",
       // No editor, no pager: nothing interactive, nothing the repository's configuration could name.
@@ -199,7 +215,7 @@ export const run = (baseDir: string, rule: ShellRule, decision: Extract<CommandD
   new Promise((resolve) => {
     const child = spawn(decision.executable, [...decision.args], {
       cwd: baseDir,
-      env: environment(decision.name),
+      env: environment(decision.name, decision.ceiling),
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
       shell: false,
