@@ -28,6 +28,10 @@ fs.symlinkSync(path.join(outside), path.join(base, "workspace/out-link"))
 fs.symlinkSync(path.join(outside, "missing"), path.join(base, "dangling-top"))
 fs.symlinkSync(path.join(base, "secret.txt"), path.join(base, "top-link"))
 fs.mkdirSync(path.join(base, "workspace/out"), { recursive: true })
+fs.mkdirSync(path.join(base, "workspace/gitfile/sub"), { recursive: true })
+fs.writeFileSync(path.join(base, "workspace/gitfile/.git"), `gitdir: ${outside}\n`)
+fs.mkdirSync(path.join(base, "workspace/gitlink"), { recursive: true })
+fs.symlinkSync(outside, path.join(base, "workspace/gitlink/.git"))
 
 const shell = (over: Partial<Policy.ShellRule> = {}): Policy.ShellRule => ({
   allow: true,
@@ -59,6 +63,9 @@ describe("shell.run decisions", () => {
     ["git in the base directory (outside fs.read's paths)", "git", ["status"], false, "git would work in the base directory"],
     ["git -C to a readable file's folder's parent", "git", ["-C", ".", "log"], false, "git would work in the base directory"],
     ["git -C into a hidden folder", "git", ["-C", "workspace/repo/.git", "log"], false, "hidden"],
+    ["git in a repository whose .git file points outside", "git", ["-C", "workspace/gitfile", "log"], false, "points to a repository outside the readable area"],
+    ["git in a repository whose .git links outside", "git", ["-C", "workspace/gitlink", "log"], false, "points to a repository outside the readable area"],
+    ["git below a repository whose .git file points outside", "git", ["-C", "workspace/gitfile/sub", "log"], false, "points to a repository outside"],
     ["git -C inside the workspace", "git", ["-C", "workspace/repo", "status"], true, "git"],
     ["git config read", "git", ["-C", "workspace/repo", "config", "--get", "user.name"], true, "git"],
     ["a listed absolute path", "/bin/true", [], true, "/bin/true"],

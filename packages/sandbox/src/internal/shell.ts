@@ -119,6 +119,18 @@ export const checkCommand = (
     let top = cwd
     while (path.dirname(top) !== top && inside(baseDir, path.dirname(top)) && allowed(path.dirname(top))) top = path.dirname(top)
     ceiling = path.dirname(top)
+    // The repository git will find must be inside that area too: a `.git` file (`gitdir: ...`) or link can point
+    // anywhere.
+    for (let dir = cwd; ; dir = path.dirname(dir)) {
+      const found = gitDirOf(path.join(dir, ".git"))
+      if (found !== undefined) {
+        if (found === null || !inside(top, found)) {
+          return deny(`git: ${path.relative(baseDir, path.join(dir, ".git"))} points to a repository outside the readable area (${path.relative(baseDir, top) || "."})`)
+        }
+        break
+      }
+      if (dir === top) break
+    }
   }
   const reads: Array<string> = []
   const named = [...plan.reads.map((p) => ({ shown: path.relative(baseDir, p) || ".", absolute: p })), ...pathArguments(cwd, args, plan.skip).map((p) => ({ shown: p, absolute: path.resolve(cwd, p) }))]
@@ -139,6 +151,28 @@ export const checkCommand = (
     if (!decision.ok) return deny(`git writes ${shown}: ${decision.reason}`)
   }
   return { ok: true, executable, name, args, reads, writes, ceiling }
+}
+
+/**
+ * Where the repository of a `.git` entry really is: its real path for a directory or a link, the `gitdir:` it names
+ * for a file; null when that cannot be told (a dangling link, an unreadable file); undefined when there is none.
+ */
+const gitDirOf = (dotGit: string): string | null | undefined => {
+  let stat: fs.Stats
+  try {
+    stat = fs.lstatSync(dotGit)
+  } catch {
+    return undefined
+  }
+  try {
+    if (stat.isFile()) {
+      const named = /^gitdir:\s*(.+?)\s*$/m.exec(fs.readFileSync(dotGit, "utf8").slice(0, 4096))
+      return named === null ? null : realDir(path.resolve(path.dirname(dotGit), named[1]!))
+    }
+    return fs.realpathSync.native(dotGit)
+  } catch {
+    return null
+  }
 }
 
 /** The denied token an argument is or smuggles (`--opt=value`: the option or the value), or undefined. */
