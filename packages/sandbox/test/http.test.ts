@@ -270,6 +270,25 @@ describe("the connection goes to the address that was checked", () => {
     expect(connected).toEqual(["93.184.216.34"])
   })
 
+  it("an address that cannot be reached gives way to the next checked one (IPv6 without a route), never to another", async () => {
+    const closed = http.createServer()
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve))
+    const closedPort = (closed.address() as AddressInfo).port
+    await new Promise<void>((resolve) => closed.close(() => resolve()))
+    const connected: Array<string> = []
+    const dual: Transport.Transport = {
+      resolve: () => Promise.resolve([{ address: "2606:4700::1111", family: 6 }, { address: "93.184.216.34", family: 4 }]),
+      connectTo: (address) => {
+        connected.push(address)
+        return { host: "127.0.0.1", port: address.includes(":") ? closedPort : port }
+      }
+    }
+    const tool = Sandbox.tools(policyOf(rule()), dual).find((t) => t.name === "http.get")!
+    const result = await Effect.runPromise(tool.invoke({ url: "http://example.com/hello" }, context))
+    expect(result).toMatchObject({ body: "hello from example.com", hops: [{ address: "93.184.216.34" }] })
+    expect(connected).toEqual(["2606:4700::1111", "93.184.216.34"])
+  })
+
   it("the system transport connects to the literal address checked, with the Host header of the URL", async () => {
     const open = policyOf(rule({ block_private: false, domains: ["127.0.0.1"] }))
     const tool = Sandbox.tools(open, Transport.system).find((t) => t.name === "http.get")!

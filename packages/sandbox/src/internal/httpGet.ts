@@ -10,7 +10,14 @@ import { allowedHost, canonicalHost, classify, isAddress, metadataName } from ".
 
 /** A hop's check: the address to connect to, or why not. */
 export type HopDecision =
-  | { readonly ok: true; readonly host: string; readonly address: string; readonly family: 4 | 6 }
+  | {
+    readonly ok: true
+    readonly host: string
+    readonly address: string
+    readonly family: 4 | 6
+    /** Every address checked, in the resolver's order (`address` is the first): connections go to these only. */
+    readonly addresses?: ReadonlyArray<string> | undefined
+  }
   | { readonly ok: false; readonly reason: string }
 
 /** The checks that need no DNS: scheme, credentials, metadata names, the allowlist, a literal address's class. */
@@ -41,14 +48,17 @@ export const checkHop = async (rule: HttpRule, url: URL, transport: Transport): 
     return { ok: false, reason: `${first.host} does not resolve (${e instanceof Error ? e.message : String(e)})` }
   }
   if (resolved.length === 0) return { ok: false, reason: `${first.host} resolves to no address` }
-  let chosen: HopDecision | undefined
+  const addresses: Array<{ readonly address: string; readonly family: 4 | 6 }> = []
   for (const r of resolved) {
     const verdict = classify(r.address, rule.block_private)
     if (!verdict.ok) return { ok: false, reason: `${first.host} resolves to ${r.address}: ${verdict.reason}` }
-    chosen ??= { ok: true, host: first.host, address: verdict.address, family: verdict.family }
+    addresses.push(verdict)
   }
-  return chosen!
+  return { ok: true, host: first.host, address: addresses[0]!.address, family: addresses[0]!.family, addresses: addresses.map((a) => a.address) }
 }
+
+/** Errors of a connection that never reached the server: the next checked address may be tried. */
+const UNREACHED = new Set(["ECONNREFUSED", "ENETUNREACH", "EHOSTUNREACH", "EADDRNOTAVAIL", "EAFNOSUPPORT"])
 
 export interface Response {
   readonly url: string
@@ -151,8 +161,23 @@ export const get = async (rule: HttpRule, input: string, transport: Transport, i
     for (let redirects = 0; ; redirects++) {
       const hop = await Promise.race([checkHop(rule, url, transport), deadline])
       if (!hop.ok) return { _tag: "denied", reason: redirects === 0 ? hop.reason : `redirect ${redirects} to ${url.href}: ${hop.reason}`, hops }
-      const raw = await Promise.race([fetchOnce(url, hop, transport, rule.max_bytes, signal), deadline])
-      hops.push({ url: url.href, host: hop.host, address: hop.address, status: raw.status })
+      // The checked addresses in order: one that cannot be reached (an IPv6 address without an IPv6 route) gives way
+      // to the next; none that was not checked is ever tried.
+      const candidates = hop.addresses ?? [hop.address]
+      let raw: Raw | undefined
+      let used = hop.address
+      for (const [i, address] of candidates.entries()) {
+        try {
+          used = address
+          raw = await Promise.race([fetchOnce(url, { ...hop, address }, transport, rule.max_bytes, signal), deadline])
+          break
+        } catch (e) {
+          const code = e instanceof Error && "code" in e ? e.code : undefined
+          if (i === candidates.length - 1 || typeof code !== "string" || !UNREACHED.has(code) || signal.aborted) throw e
+        }
+      }
+      if (raw === undefined) throw new Error(`${hop.host} cannot be reached`)
+      hops.push({ url: url.href, host: hop.host, address: used, status: raw.status })
       if (raw.location === undefined) {
         return {
           _tag: "ok",
