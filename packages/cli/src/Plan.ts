@@ -22,7 +22,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import * as fs from "node:fs"
-import * as Yaml from "./internal/yaml.js"
+import { Yaml } from "@artana/plugin-sdk"
 
 /** What a plan does when a step is denied or fails: stop the run (it fails), or go on with the next step. */
 export const OnError = Schema.Literal("stop", "continue").annotations({
