@@ -2,7 +2,7 @@ import { Errors, EventStore, Kernel, Middleware, Tenant, Tool, ToolRegistry, Wor
 import { ScriptedModel } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
 import { Effect, Layer, Schema } from "effect"
-import { execFile } from "node:child_process"
+import { execFile, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as os from "node:os"
@@ -61,6 +61,22 @@ export const artanaTty = (args: ReadonlyArray<string>, options: { readonly cwd: 
     })
     return Effect.sync(() => child.kill("SIGKILL"))
   })
+
+/**
+ * Starts `artana` in the background (its own process group) and returns a way to SIGKILL the whole group: the
+ * command and whatever tool process it started die at once, as in a power cut.
+ */
+export const artanaStarted = (args: ReadonlyArray<string>, options: { readonly cwd: string }) => {
+  const child = spawn(process.execPath, ["--import", TSX, BIN, ...args], { cwd: options.cwd, env: baseEnv(), stdio: "ignore", detached: true })
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code, signal) => resolve(signal === null ? code : null)))
+  return {
+    exited,
+    kill: () => {
+      if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, "SIGKILL")
+      return exited
+    }
+  }
+}
 
 /** `artana` with `--format json`, its stdout parsed (fails the test with the output when it is not JSON). */
 export const artanaJson = (args: ReadonlyArray<string>, options: { readonly cwd: string; readonly env?: Record<string, string> }) =>
