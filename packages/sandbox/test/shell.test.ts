@@ -156,15 +156,15 @@ describe("shell.run decisions", () => {
     }
     const cases: ReadonlyArray<readonly [ReadonlyArray<string>, boolean, string]> = [
       [["-C", "workspace", "diff", "--output=out/diff.txt"], true, "git"],
-      [["-C", "workspace", "diff", "--output", "notes.txt"], false, "git writes workspace/notes.txt: workspace/notes.txt is outside the fs.write paths"],
+      [["-C", "workspace", "diff", "--output", "notes.txt"], false, "git diff writes workspace/notes.txt: workspace/notes.txt is outside the fs.write paths"],
       [["-C", "workspace/repo", "diff", "--outp=../out/d.txt"], true, "git"],
-      [["-C", "workspace/repo", "format-patch", "-o", "../../patches", "HEAD~1"], false, "git writes patches"],
+      [["-C", "workspace/repo", "format-patch", "-o", "../../patches", "HEAD~1"], false, "git format-patch writes patches"],
       [["-C", "workspace/repo", "format-patch", "--output-directory=../out/patches", "HEAD~1"], true, "git"],
       [["-C", "workspace", "clone", "repo", "out/clone"], true, "git"],
-      [["-C", "workspace", "clone", "repo", "elsewhere"], false, "git writes workspace/elsewhere"],
-      [["-C", "workspace", "clone", "repo"], false, "git writes workspace/repo"],
+      [["-C", "workspace", "clone", "repo", "elsewhere"], false, "git clone writes workspace/elsewhere"],
+      [["-C", "workspace", "clone", "repo"], false, "git clone writes workspace/repo"],
       [["-C", "workspace", "init", "out/new-repo"], true, "git"],
-      [["-C", "workspace", "init", "/tmp/new-repo"], false, "git writes"]
+      [["-C", "workspace", "init", "/tmp/new-repo"], false, "git init writes"]
     ]
     for (const [args, ok, reason] of cases) {
       const decision = decide("git", args, p)
@@ -180,8 +180,9 @@ describe("shell.run decisions", () => {
   })
 })
 
-const run = async (command: string, args: ReadonlyArray<string>, over: Partial<Policy.ShellRule> = {}) => {
-  const tool = Sandbox.tools(policy(over)).find((t) => t.name === "shell.run")!
+const run = async (command: string, args: ReadonlyArray<string>, over: Partial<Policy.ShellRule> = {}, tools: Policy.Document["tools"] = {}) => {
+  const p = policy(over)
+  const tool = Sandbox.tools({ ...p, document: { ...p.document, tools: { ...p.document.tools, ...tools } } }).find((t) => t.name === "shell.run")!
   const outcome = await Effect.runPromise(Effect.either(tool.invoke({ command, args }, context)))
   return Either.isRight(outcome)
     ? { ok: true as const, value: outcome.right as { readonly exitCode: number | null; readonly stdout: string; readonly stderr: string } }
@@ -237,14 +238,17 @@ describe("shell.run, run for real", () => {
 
   it("git runs without hooks, system or global configuration", async () => {
     const repo = path.join(base, "workspace/repo")
-    expect((await run("git", ["-C", "workspace/repo", "init", "-q"])).ok).toBe(true)
+    // The repository is written (init, add, commit): it must be within fs.write's paths.
+    const writable = { "fs.write": { allow: true, paths: ["workspace/repo/**"], deny_hidden: true, max_bytes: 1024 } }
+    expect(await run("git", ["-C", "workspace/repo", "init", "-q"])).toMatchObject({ ok: false, message: expect.stringContaining("git init writes workspace/repo, and fs.write is not allowed") })
+    expect((await run("git", ["-C", "workspace/repo", "init", "-q"], {}, writable)).ok).toBe(true)
     fs.mkdirSync(path.join(repo, ".git/hooks"), { recursive: true })
     const marker = path.join(outside, "hook-ran")
     fs.writeFileSync(path.join(repo, ".git/hooks/pre-commit"), `#!/bin/sh\ntouch ${marker}\n`, { mode: 0o755 })
     fs.writeFileSync(path.join(repo, "x.txt"), "x")
-    expect((await run("git", ["-C", "workspace/repo", "add", "x.txt"])).ok).toBe(true)
+    expect((await run("git", ["-C", "workspace/repo", "add", "x.txt"], {}, writable)).ok).toBe(true)
     // The pre-commit hook would run before the commit (which then fails: the child has no identity configured).
-    expect((await run("git", ["-C", "workspace/repo", "commit", "-q", "-m", "first"])).ok).toBe(true)
+    expect((await run("git", ["-C", "workspace/repo", "commit", "-q", "-m", "first"], {}, writable)).ok).toBe(true)
     expect(fs.existsSync(marker)).toBe(false)
   })
 

@@ -40,8 +40,54 @@ const GIT_SUBCOMMANDS_REFUSED: ReadonlyMap<string, string> = new Map([
   ["cvsimport", "runs another version control system"],
   ["cvsserver", "serves repositories"],
   ["archimport", "runs another version control system"],
-  ["quiltimport", "runs quilt"]
+  ["quiltimport", "runs quilt"],
+  ["verify-commit", "runs gpg to verify signatures"],
+  ["verify-tag", "runs gpg to verify signatures"],
+  ["bugreport", "writes a report of the system into the working directory"],
+  ["diagnose", "writes an archive of the repository and the system"]
 ])
+/** Options that sign or verify signatures, which runs gpg (or the program `gpg.program` names). */
+const GIT_LONG_SIGNING = ["gpg-sign", "show-signature", "verify-signatures", "signed"]
+/** Subcommands where `-S` is `--gpg-sign`. */
+const GIT_SIGN_SHORT = new Set(["commit", "merge", "rebase", "cherry-pick", "revert", "am", "commit-tree", "pull"])
+/** Options that clone or update submodules from the URLs a repository's `.gitmodules` names, which nothing checks. */
+const GIT_LONG_SUBMODULES = ["recurse-submodules", "recursive"]
+/** Subcommands that reach a repository's remotes. */
+const GIT_REMOTE_USERS = new Set(["fetch", "pull", "push", "ls-remote", "remote", "submodule"])
+/** Subcommands where those options fetch (`grep --recurse-submodules` only reads what is there). */
+const GIT_SUBMODULE_FETCHERS = new Set(["clone", "fetch", "pull", "checkout", "switch", "reset", "read-tree", "restore", "push"])
+
+/**
+ * Subcommands that only read the repository (with `GIT_OPTIONAL_LOCKS=0`, not even the index); the paths some of them
+ * write (`archive -o`, `format-patch`, `clone`'s and `init`'s directory) are named in `writes`. Any other subcommand
+ * writes the repository it works in.
+ */
+const GIT_READ_ONLY = new Set([
+  "status", "log", "show", "diff", "grep", "blame", "annotate", "ls-files", "ls-tree", "ls-remote", "rev-parse",
+  "rev-list", "cat-file", "describe", "shortlog", "whatchanged", "name-rev", "for-each-ref", "show-ref", "show-branch",
+  "merge-base", "count-objects", "var", "version", "help", "check-ignore", "check-attr", "check-ref-format",
+  "check-mailmap", "diff-tree", "diff-files", "diff-index", "cherry", "range-diff", "verify-pack", "config", "clone",
+  "init", "archive", "format-patch", "get-tar-commit-id"
+])
+const LISTING = new Set(["-l", "--list", "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--show-current", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "-n"])
+/** Subcommands that read or write by their first word (`stash list` reads, `stash` writes). */
+const GIT_READ_ONLY_ACTIONS: ReadonlyMap<string, ReadonlySet<string | undefined>> = new Map([
+  ["remote", new Set([undefined, "show", "get-url"])],
+  ["stash", new Set(["list", "show"])],
+  ["worktree", new Set(["list"])],
+  ["notes", new Set([undefined, "list", "show"])],
+  ["reflog", new Set([undefined, "show", "exists"])],
+  ["bundle", new Set(["verify", "list-heads"])],
+  ["submodule", new Set([undefined, "status", "summary"])]
+])
+
+/** Whether a subcommand line only reads the repository. */
+const readsOnly = (subcommand: string | undefined, rest: ReadonlyArray<string>, positional: ReadonlyArray<string>): boolean => {
+  if (subcommand === undefined || GIT_READ_ONLY.has(subcommand)) return true
+  // branch and tag list when they are given no name, or asked to list.
+  if (subcommand === "branch" || subcommand === "tag") return positional.length === 0 || rest.some((a) => LISTING.has(a.split("=")[0]!))
+  return GIT_READ_ONLY_ACTIONS.get(subcommand)?.has(positional[0]) === true
+}
 const GIT_CONFIG_READS = new Set(["--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin", "--show-scope", "--name-only", "--null", "-z", "--type", "--default", "--includes", "--no-includes", "--local", "--file", "-f", "--blob", "--worktree"])
 const GIT_CONFIG_WRITES = new Set(["--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section", "--edit", "-e"])
 
@@ -82,6 +128,18 @@ export interface GitPlan {
   readonly writes: ReadonlyArray<string>
   /** Arguments that are not paths whatever they look like (option values such as `-m`'s message). */
   readonly skip: ReadonlySet<number>
+  /** The git directory `--git-dir` names, resolved; git then searches for none. */
+  readonly gitDir: string | undefined
+  /** The work tree `--work-tree` names, resolved. */
+  readonly workTree: string | undefined
+  /** Whether the command only reads the repository it works in (`status`, `log`...) or writes it too (`commit`...). */
+  readonly readOnly: boolean
+  /** The subcommand, for messages. */
+  readonly subcommand: string | undefined
+  /** Whether it reaches the repository's remotes (fetch, pull, push...), whose local paths then fall under the fs rules. */
+  readonly usesRemotes: boolean
+  /** For push: the remote it names (`git push origin`), or undefined for its default (any remote may be written). */
+  readonly pushTo: string | undefined
 }
 
 /** Why a git command line is refused, or what it does. */
@@ -91,6 +149,8 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
   let cwd = baseDir
   const reads: Array<string> = []
   const skip = new Set<number>()
+  let gitDir: string | undefined
+  let workTree: string | undefined
   let i = 0
   for (; i < args.length && args[i]!.startsWith("-"); i++) {
     const arg = args[i]!
@@ -128,6 +188,8 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
         if (letters.includes("x") && subcommand === "rebase") return refuse(`rebase ${arg} (-x is --exec, which runs a command) is refused`)
         if (letters.includes("O") && subcommand === "grep") return refuse(`grep ${arg} (-O opens a pager program) is refused`)
         if (/[wim]/.test(letters) && subcommand === "help") return refuse(`help ${arg} runs a browser, info or man`)
+        if (letters.includes("S") && GIT_SIGN_SHORT.has(subcommand)) return refuse(`${subcommand} ${arg} (-S signs with gpg, which runs a program) is refused`)
+        if (/[suv]/.test(letters) && subcommand === "tag") return refuse(`tag ${arg} (-s, -u and -v sign or verify with gpg, which runs a program) is refused`)
       }
       continue
     }
@@ -139,12 +201,20 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     }
     if (subcommand === "grep" && abbreviates(name, "open-files-in-pager")) return refuse(`grep --${name} (opens a pager program) is refused`)
     if (subcommand === "help" && ["web", "info", "man"].some((o) => abbreviates(name, o))) return refuse(`help --${name} runs a browser, info or man`)
+    const signing = GIT_LONG_SIGNING.find((option) => abbreviates(name, option)) ??
+      (subcommand === "tag" ? ["sign", "local-user", "verify"].find((option) => abbreviates(name, option)) : undefined)
+    if (signing !== undefined) return refuse(`--${name} (signing or verifying with gpg runs a program) is refused`)
+    if (/^--(format|pretty)=/.test(arg) && arg.includes("%G")) return refuse(`${arg}: %G placeholders verify signatures with gpg, which runs a program; they are refused`)
+    const submodules = GIT_SUBMODULE_FETCHERS.has(subcommand ?? "") ? GIT_LONG_SUBMODULES.find((option) => name.length >= 4 && abbreviates(name, option)) : undefined
+    if (submodules !== undefined) return refuse(`--${name} clones submodules from the URLs .gitmodules names, which the policy cannot check; it is refused`)
     const dirOption = GIT_LONG_DIRS.find((option) => abbreviates(name, option))
     if (dirOption !== undefined) {
       const { next, value } = valueOf(args, j)
       if (value === undefined || !inside(baseDir, realDir(path.resolve(cwd, value)))) return refuse(`--${dirOption} ${value ?? ""} is outside the workspace`)
       // A namespace is a name; the git and work directories are read (the git directory is hidden, as `.git` is).
       if (dirOption !== "namespace") reads.push(path.resolve(cwd, value))
+      if (dirOption === "git-dir") gitDir = path.resolve(cwd, value)
+      if (dirOption === "work-tree") workTree = path.resolve(cwd, value)
       skip.add(j)
       if (next) skip.add(++j)
     }
@@ -156,6 +226,12 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     const positional = rest.filter((a) => !a.startsWith("-"))
     if (subcommand === "bisect" && positional[0] === "run") return refuse("bisect run runs a command; it is refused")
     if (subcommand === "submodule" && positional.includes("foreach")) return refuse("submodule foreach runs a command; it is refused")
+    if (subcommand === "submodule" && !readsOnly(subcommand, rest, positional)) {
+      return refuse(`submodule ${positional[0] ?? ""} clones or updates submodules from the URLs .gitmodules names, which the policy cannot check; it is refused`)
+    }
+    if (subcommand === "maintenance" && ["start", "stop", "register", "unregister"].includes(positional[0] ?? "")) {
+      return refuse(`maintenance ${positional[0]} schedules background jobs (cron, systemd); it is refused`)
+    }
     if (subcommand === "config") {
       if (rest.some((a) => GIT_CONFIG_WRITES.has(a))) return refuse("config: writes are refused")
       const reads = rest.some((a) => GIT_CONFIG_READS.has(a.split("=")[0]!) && a !== "--local" && a !== "--file" && a !== "-f")
@@ -174,7 +250,7 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
       const { next, value } = valueOf(args, j)
       if (value !== undefined) writes.push(path.resolve(cwd, value))
       skip.add(next ? ++j : j)
-    } else if (subcommand === "format-patch" && arg === "-o" && args[j + 1] !== undefined) {
+    } else if ((subcommand === "format-patch" || subcommand === "archive") && arg === "-o" && args[j + 1] !== undefined) {
       writes.push(path.resolve(cwd, args[j + 1]!))
       skip.add(++j)
     } else if ((arg === "-m" || arg === "--message") && args[j + 1] !== undefined) {
@@ -185,7 +261,14 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     }
   }
   const positional = rest.map((a, k) => ({ a, k: k + subIndex + 1 })).filter(({ a, k }) => !a.startsWith("-") && !skip.has(k))
-  if (subcommand === "init" && positional.length > 0) writes.push(path.resolve(cwd, positional[positional.length - 1]!.a))
+  // init without a directory makes the working directory a repository; format-patch without -o writes patches there.
+  if (subcommand === "init") writes.push(path.resolve(cwd, positional.length > 0 ? positional[positional.length - 1]!.a : "."))
+  if (subcommand === "format-patch" && writes.length === 0 && !rest.includes("--stdout")) writes.push(cwd)
+  // push writes the repository it pushes to: a local one named by path or file URL falls under fs.write.
+  if (subcommand === "push" && positional[0] !== undefined && (isLocalPath(positional[0].a) || fs.existsSync(path.resolve(cwd, positional[0].a)))) {
+    writes.push(path.resolve(cwd, positional[0].a.replace(/^file:\/\/(localhost)?/i, "") || "/"))
+    skip.add(positional[0].k)
+  }
   if (subcommand === "clone") {
     const [source, target] = positional
     if (target !== undefined) writes.push(path.resolve(cwd, target.a))
@@ -197,5 +280,17 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     // Its path falls under fs.read like any other; an escaped one could mean another path to git than to us.
     if (a.includes("%")) return refuse(`${a}: a file URL with %-escapes is refused`)
   }
-  return { cwd, reads, writes, skip }
+  const readOnly = readsOnly(subcommand, rest, rest.filter((a) => !a.startsWith("-")))
+  return { cwd, reads, writes, skip, gitDir, workTree, readOnly, subcommand, usesRemotes: GIT_REMOTE_USERS.has(subcommand ?? ""), pushTo: subcommand === "push" ? positional[0]?.a : undefined }
+}
+
+/** Whether a remote (an argument, or a configured URL) is a local path rather than a network address. */
+export const isLocalPath = (remote: string): boolean => {
+  if (/^file:\/\//i.test(remote)) return true
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(remote) || remote.includes("::")) return false
+  // scp-like syntax (host:path) is ssh, unless a slash comes before the colon (a local path).
+  const colon = remote.indexOf(":")
+  const slash = remote.indexOf("/")
+  if (colon > 0 && (slash === -1 || colon < slash)) return false
+  return remote.includes("/") || remote.startsWith(".") || remote.startsWith("~")
 }

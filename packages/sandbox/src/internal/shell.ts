@@ -10,6 +10,7 @@ import * as path from "node:path"
 import type { FsRule, ShellRule } from "../Policy.js"
 import { checkRead, matcherOf } from "./fsGuard.js"
 import { type GitPlan, gitPlan, inside, realDir } from "./git.js"
+import { judgeRepository } from "./gitRepository.js"
 
 /** The only PATH the sandbox looks executables up on, and gives its children. */
 export const FIXED_PATH = ["/usr/local/bin", "/usr/bin", "/bin"]
@@ -42,17 +43,32 @@ const isExecutableFile = (file: string): boolean => {
   }
 }
 
-/** Arguments that name paths: with a slash, starting with `~` or `.`, or the name of an existing entry of `cwd`. */
-const pathArguments = (cwd: string, args: ReadonlyArray<string>, skip: ReadonlySet<number>): ReadonlyArray<string> => {
+/**
+ * Arguments that name paths: with a slash, starting with `~` or `.`, or the name of an existing entry of `cwd`; the
+ * value of `--opt=value`; and what follows a short option (`-F<file>`): since a value attached to a short option cannot
+ * be told from a cluster of options (`-qF<file>`), every tail of a short option's argument that names an entry of
+ * `cwd` is a path, and one holding a `/` or `~` is refused outright (give the path as its own argument).
+ */
+const pathArguments = (cwd: string, args: ReadonlyArray<string>, skip: ReadonlySet<number>): ReadonlyArray<string> | { readonly refused: string } => {
   const out: Array<string> = []
-  args.forEach((arg, i) => {
-    if (skip.has(i)) return
+  for (const [i, arg] of args.entries()) {
+    if (skip.has(i)) continue
+    if (/^-[^-]/.test(arg) && !arg.includes("=") && arg.length > 2) {
+      if (/[/~]/.test(arg.slice(2))) {
+        return { refused: `the argument ${JSON.stringify(arg)} attaches a path to a short option, which cannot be told from a cluster of options: give the path as its own argument` }
+      }
+      for (let k = 2; k < arg.length; k++) if (exists(path.join(cwd, arg.slice(k)))) out.push(arg.slice(k))
+      continue
+    }
     const value = arg.startsWith("-") ? (arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : undefined) : arg
-    if (value === undefined || value === "") return
-    if (/^file:\/\//i.test(value)) return void out.push(decodeFileUrl(value))
-    if (value.includes("://")) return
+    if (value === undefined || value === "") continue
+    if (/^file:\/\//i.test(value)) {
+      out.push(decodeFileUrl(value))
+      continue
+    }
+    if (value.includes("://")) continue
     if (value.includes("/") || value.startsWith("~") || value.startsWith(".") || exists(path.join(cwd, value))) out.push(value)
-  })
+  }
   return out
 }
 
@@ -104,9 +120,12 @@ export const checkCommand = (
     const token = deniedToken(rule.denied_tokens, arg)
     if (token !== undefined) return deny(`the argument ${JSON.stringify(arg)} is a denied token (${token})`)
   }
-  const plan: GitPlan | { readonly refused: string } = name === "git" ? gitPlan(baseDir, args) : { cwd: baseDir, reads: [], writes: [], skip: new Set() }
+  const plan: GitPlan | { readonly refused: string } = name === "git"
+    ? gitPlan(baseDir, args)
+    : { cwd: baseDir, reads: [], writes: [], skip: new Set(), gitDir: undefined, workTree: undefined, readOnly: true, subcommand: undefined, usesRemotes: false, pushTo: undefined }
   if ("refused" in plan) return deny(plan.refused)
-  const { cwd, writes } = plan
+  const { cwd } = plan
+  const writes = [...plan.writes]
   let ceiling: string | undefined
   if (name === "git") {
     // git works on the repository it finds from its directory upwards: that directory must be readable, and the
@@ -119,21 +138,24 @@ export const checkCommand = (
     let top = cwd
     while (path.dirname(top) !== top && inside(baseDir, path.dirname(top)) && allowed(path.dirname(top))) top = path.dirname(top)
     ceiling = path.dirname(top)
-    // The repository git will find must be inside that area too: a `.git` file (`gitdir: ...`) or link can point
-    // anywhere.
-    for (let dir = cwd; ; dir = path.dirname(dir)) {
-      const found = gitDirOf(path.join(dir, ".git"))
-      if (found !== undefined) {
-        if (found === null || !inside(top, found)) {
-          return deny(`git: ${path.relative(baseDir, path.join(dir, ".git"))} points to a repository outside the readable area (${path.relative(baseDir, top) || "."})`)
-        }
-        break
-      }
-      if (dir === top) break
+    // The repository git will find (or the one --git-dir names): inside that area, with nothing in its configuration
+    // that runs a program or reads other files; its local remotes are read (fetch) or written (push); a command that
+    // writes the repository (commit, checkout, clean...) writes its work tree, which must be within fs.write.
+    const repository = judgeRepository(baseDir, top, cwd, plan.gitDir, plan.workTree, { git: executable, env: environment("git", ceiling), cwd: emptyHome() })
+    if (!repository.ok) return deny(repository.reason)
+    for (const remote of plan.usesRemotes ? repository.remotes : []) {
+      if (!exists(remote.absolute)) continue
+      const decision = checkRead(baseDir, read, remote.absolute, { directories: true })
+      if (!decision.ok) return deny(`git: ${remote.key} is ${remote.url}: ${decision.reason}`)
+      // A push writes the remote it names, or (named none) whichever its configuration picks.
+      if (plan.subcommand === "push" && (plan.pushTo === undefined || plan.pushTo === remote.remote)) writes.push(remote.absolute)
     }
+    if (!plan.readOnly && repository.root !== undefined) writes.push(repository.root)
   }
   const reads: Array<string> = []
-  const named = [...plan.reads.map((p) => ({ shown: path.relative(baseDir, p) || ".", absolute: p })), ...pathArguments(cwd, args, plan.skip).map((p) => ({ shown: p, absolute: path.resolve(cwd, p) }))]
+  const inArguments = pathArguments(cwd, args, plan.skip)
+  if ("refused" in inArguments) return deny(inArguments.refused)
+  const named = [...plan.reads.map((p) => ({ shown: path.relative(baseDir, p) || ".", absolute: p })), ...inArguments.map((p) => ({ shown: p, absolute: path.resolve(cwd, p) }))]
   for (const { absolute, shown: p } of named) {
     if (read === undefined) return deny(`the argument ${JSON.stringify(p)} names a path, and fs.read is not allowed`)
     if (p.startsWith("~")) return deny(`the argument ${JSON.stringify(p)} names a path in a home directory`)
@@ -144,41 +166,30 @@ export const checkCommand = (
     if (!decision.ok) return deny(`the argument ${JSON.stringify(p)}: ${decision.reason}`)
     if (exists(absolute)) reads.push(absolute)
   }
+  const doing = plan.subcommand === undefined ? "git" : `git ${plan.subcommand}`
   for (const absolute of writes) {
     const shown = path.relative(baseDir, absolute) || "."
-    if (write === undefined) return deny(`git writes ${shown}, and fs.write is not allowed`)
+    if (write === undefined) return deny(`${doing} writes ${shown}, and fs.write is not allowed`)
     const decision = judgeWrite(baseDir, write, absolute)
-    if (!decision.ok) return deny(`git writes ${shown}: ${decision.reason}`)
+    if (!decision.ok) return deny(`${doing} writes ${shown}: ${decision.reason}`)
   }
   return { ok: true, executable, name, args, reads, writes, ceiling }
 }
 
 /**
- * Where the repository of a `.git` entry really is: its real path for a directory or a link, the `gitdir:` it names
- * for a file; null when that cannot be told (a dangling link, an unreadable file); undefined when there is none.
+ * The denied token an argument is or smuggles, or undefined: the whole argument; either half of `--opt=value`; an
+ * abbreviation of a denied long option (`--forc` is `--force` to any getopt_long program that has no other option
+ * starting so); a denied short option inside a cluster (`-rf` holds `-f`).
  */
-const gitDirOf = (dotGit: string): string | null | undefined => {
-  let stat: fs.Stats
-  try {
-    stat = fs.lstatSync(dotGit)
-  } catch {
-    return undefined
-  }
-  try {
-    if (stat.isFile()) {
-      const named = /^gitdir:\s*(.+?)\s*$/m.exec(fs.readFileSync(dotGit, "utf8").slice(0, 4096))
-      return named === null ? null : realDir(path.resolve(path.dirname(dotGit), named[1]!))
-    }
-    return fs.realpathSync.native(dotGit)
-  } catch {
-    return null
-  }
-}
-
-/** The denied token an argument is or smuggles (`--opt=value`: the option or the value), or undefined. */
 const deniedToken = (tokens: ReadonlyArray<string>, arg: string): string | undefined => {
-  const parts = arg.startsWith("-") && arg.includes("=") ? [arg, arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg]
-  return tokens.find((t) => parts.includes(t))
+  const eq = arg.startsWith("-") ? arg.indexOf("=") : -1
+  const option = arg.startsWith("-") ? (eq > 0 ? arg.slice(0, eq) : arg) : undefined
+  const parts = eq > 0 ? [arg, option, arg.slice(eq + 1)] : [arg]
+  return tokens.find((t) =>
+    parts.includes(t) ||
+    (option !== undefined && t.startsWith("--") && option.startsWith("--") && option.length > 2 && t.startsWith(option)) ||
+    (option !== undefined && /^-[^-]$/.test(t) && /^-[^-]/.test(option) && option.slice(1).includes(t[1]!))
+  )
 }
 
 /** A path argument that does not exist: its real directory joined with its name must be allowed. */
@@ -226,6 +237,8 @@ const environment = (name: string, ceiling: string | undefined): NodeJS.ProcessE
       GIT_CONFIG_NOSYSTEM: "1",
       GIT_CONFIG_GLOBAL: "/dev/null",
       GIT_TERMINAL_PROMPT: "0",
+      // Commands that only read (status, diff) do not refresh the index either.
+      GIT_OPTIONAL_LOCKS: "0",
       ...(ceiling === undefined ? {} : { GIT_CEILING_DIRECTORIES: ceiling }),
       // Local repositories only: no transport reaches the network (http.get is the way out, under its rule).
       GIT_ALLOW_PROTOCOL: "file",

@@ -1,0 +1,239 @@
+// The repository git works in, judged before git runs: git reads its configuration, and a repository's own
+// `config` can make git run programs (`diff.external`, `filter.<driver>.clean`, `diff.<driver>.textconv`,
+// `core.sshCommand`, `gpg.program` with `commit.gpgSign`, `alias.x = !sh`...) or read files outside the workspace
+// (`include.path`, `core.excludesFile`, `commit.template`, `objects/info/alternates`). The environment already
+// overrides what it can (hooks, fsmonitor, pager, editor, protocols); the rest is refused here: the repository's
+// configuration may hold only keys from a short allowlist of harmless ones (what `git init` and `git clone` write,
+// identities, branches and remotes, display settings), read by git itself (`git config --file F --list`), and its
+// git directory, common directory and alternate object stores must be inside the readable area.
+import { spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { inside, isLocalPath } from "./git.js"
+
+/** Harmless configuration keys: `section`, whether it has a subsection (`remote.<name>.url`), and its names (`*`: any). */
+const ALLOWED: ReadonlyArray<readonly [string, boolean, ReadonlyArray<string> | "*"]> = [
+  ["core", false, [
+    "repositoryformatversion", "filemode", "bare", "logallrefupdates", "ignorecase", "precomposeunicode", "symlinks",
+    "autocrlf", "eol", "safecrlf", "quotepath", "abbrev", "compression", "loosecompression", "bigfilethreshold",
+    "sparsecheckout", "sparsecheckoutcone", "splitindex", "untrackedcache", "commitgraph", "multipackindex",
+    "checkstat", "trustctime", "preloadindex", "protecthfs", "protectntfs", "warnambiguousrefs", "whitespace"
+  ]],
+  ["extensions", false, ["objectformat", "worktreeconfig"]],
+  ["user", false, ["name", "email", "useconfigonly"]],
+  ["author", false, ["name", "email"]],
+  ["committer", false, ["name", "email"]],
+  ["init", false, ["defaultbranch"]],
+  ["remote", true, ["url", "pushurl", "fetch", "push", "mirror", "tagopt", "prune", "prunetags", "skipdefaultupdate", "skipfetchall"]],
+  ["branch", true, ["remote", "pushremote", "merge", "rebase", "description"]],
+  ["submodule", true, ["url", "active", "branch"]],
+  ["pull", false, ["rebase", "ff"]],
+  ["merge", false, ["ff", "conflictstyle"]],
+  ["push", false, ["default", "followtags"]],
+  ["fetch", false, ["prune", "prunetags"]],
+  ["rebase", false, ["autosquash", "autostash", "updaterefs"]],
+  ["receive", false, ["denycurrentbranch"]],
+  ["gc", false, ["auto", "autopacklimit"]],
+  ["index", false, ["version"]],
+  ["status", false, ["showuntrackedfiles", "short", "branch"]],
+  ["log", false, ["date", "decorate", "follow", "abbrevcommit", "showroot"]],
+  ["diff", false, ["renames", "algorithm", "noprefix", "mnemonicprefix", "context", "interhunkcontext", "colormoved", "indentheuristic"]],
+  ["color", false, "*"],
+  ["color", true, "*"],
+  ["advice", false, "*"]
+]
+
+/** Whether a key as `git config --name-only` prints it (section and name in lower case) is on the allowlist. */
+export const allowedKey = (key: string): boolean => {
+  const first = key.indexOf(".")
+  const last = key.lastIndexOf(".")
+  if (first <= 0 || last === key.length - 1) return false
+  const section = key.slice(0, first)
+  const name = key.slice(last + 1)
+  const hasSubsection = last > first
+  return ALLOWED.some(([s, sub, names]) => s === section && sub === hasSubsection && (names === "*" || names.includes(name)))
+}
+
+const real = (p: string): string | undefined => {
+  try {
+    return fs.realpathSync.native(p)
+  } catch {
+    return undefined
+  }
+}
+
+const isFile = (p: string): boolean => {
+  try {
+    return fs.statSync(p).isFile()
+  } catch {
+    return false
+  }
+}
+
+const isDirectory = (p: string): boolean => {
+  try {
+    return fs.statSync(p).isDirectory()
+  } catch {
+    return false
+  }
+}
+
+/** What git's discovery checks a bare repository by: a HEAD, an objects and a refs directory. */
+const isGitDirectory = (dir: string): boolean => isFile(path.join(dir, "HEAD")) && isDirectory(path.join(dir, "objects")) && isDirectory(path.join(dir, "refs"))
+
+/**
+ * The git directory a `.git` entry names: its real path for a directory or a link, the `gitdir:` of a file; null when
+ * that cannot be told (a dangling link, a file that names nothing); undefined when there is no such entry.
+ */
+const gitDirOf = (dotGit: string): string | null | undefined => {
+  let stat: fs.Stats
+  try {
+    stat = fs.lstatSync(dotGit)
+  } catch {
+    return undefined
+  }
+  try {
+    if (stat.isFile()) {
+      const named = /^gitdir:\s*(.+?)\s*$/m.exec(fs.readFileSync(dotGit, "utf8").slice(0, 4096))
+      return named === null ? null : real(path.resolve(path.dirname(dotGit), named[1]!)) ?? null
+    }
+    return fs.realpathSync.native(dotGit)
+  } catch {
+    return null
+  }
+}
+
+/** A remote of the repository that is a local path: git reads it (fetch, pull) and writes it (push). */
+export interface LocalRemote {
+  /** The configuration key (`remote.origin.url`). */
+  readonly key: string
+  /** The remote's name (`origin`), or undefined for a submodule's URL. */
+  readonly remote: string | undefined
+  readonly url: string
+  /** Where it is, resolved against the repository's top directory. */
+  readonly absolute: string
+}
+
+export type Repository =
+  | {
+    readonly ok: true
+    /** The repository's git directory (real path), or undefined when git will find none. */
+    readonly gitDir: string | undefined
+    /** What a command that writes the repository writes: its work tree's top directory (the git directory, if bare). */
+    readonly root: string | undefined
+    readonly remotes: ReadonlyArray<LocalRemote>
+  }
+  | { readonly ok: false; readonly reason: string }
+
+/** How the sandbox runs `git config` to read a configuration file: the executable, and a minimal environment. */
+export interface Reader {
+  readonly git: string
+  readonly env: NodeJS.ProcessEnv
+  /** An empty directory to run in (no repository around it). */
+  readonly cwd: string
+}
+
+/** The entries of a configuration file as git reads it (its includes not followed: `include.*` is itself refused). */
+const configEntries = (reader: Reader, file: string): ReadonlyArray<readonly [string, string | undefined]> | { readonly error: string } => {
+  const listed = spawnSync(reader.git, ["config", "--file", file, "--no-includes", "--list", "-z"], {
+    cwd: reader.cwd,
+    env: reader.env,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+    timeout: 5_000,
+    maxBuffer: 1_048_576
+  })
+  if (listed.status !== 0) return { error: (listed.stderr || listed.error?.message || "git config failed").trim() }
+  // -z: each entry ends with NUL; the key and its value are separated by a newline (no newline: a valueless boolean).
+  return listed.stdout.split("\u0000").filter((e) => e !== "").map((e) => {
+    const newline = e.indexOf("\n")
+    return newline === -1 ? [e, undefined] as const : [e.slice(0, newline), e.slice(newline + 1)] as const
+  })
+}
+
+const URL_KEY = /^(remote\..+\.(url|pushurl)|submodule\..+\.url)$/
+
+/**
+ * The repository git will work in from `cwd` (or the one `--git-dir` names), searching upwards no further than `top`
+ * (the top of the readable area, where `GIT_CEILING_DIRECTORIES` stops git too), and whether git may work there:
+ * its git directory, common directory and alternate object stores inside `top`, and only allowed keys in its
+ * configuration. No repository is fine (`git init`, `git clone`, or a command that fails by itself).
+ */
+export const judgeRepository = (
+  baseDir: string,
+  top: string,
+  cwd: string,
+  explicitGitDir: string | undefined,
+  explicitWorkTree: string | undefined,
+  reader: Reader
+): Repository => {
+  const shown = (p: string) => path.relative(baseDir, p) || "."
+  const area = `the readable area (${shown(top)})`
+  let gitDir: string | undefined
+  let root: string | undefined
+  let namedBy: string | undefined
+  if (explicitGitDir !== undefined) {
+    const found = real(explicitGitDir)
+    if (found === undefined) return { ok: true, gitDir: undefined, root: undefined, remotes: [] }
+    gitDir = found
+    root = real(explicitWorkTree ?? cwd) ?? cwd
+  } else {
+    for (let dir = cwd; ; dir = path.dirname(dir)) {
+      const found = gitDirOf(path.join(dir, ".git"))
+      if (found === null) return { ok: false, reason: `git: ${shown(path.join(dir, ".git"))} points to a repository that cannot be told (a dangling link, or a file naming none)` }
+      if (found !== undefined) {
+        gitDir = found
+        namedBy = path.join(dir, ".git")
+        root = explicitWorkTree === undefined ? dir : real(explicitWorkTree) ?? explicitWorkTree
+        break
+      }
+      if (isGitDirectory(dir)) {
+        gitDir = real(dir)
+        root = explicitWorkTree === undefined ? gitDir : real(explicitWorkTree) ?? explicitWorkTree
+        break
+      }
+      if (dir === top || path.dirname(dir) === dir) break
+    }
+  }
+  if (gitDir === undefined) return { ok: true, gitDir: undefined, root: undefined, remotes: [] }
+  if (!inside(top, gitDir)) {
+    return { ok: false, reason: namedBy === undefined ? `git: the repository ${gitDir} is outside ${area}` : `git: ${shown(namedBy)} points to a repository outside ${area}` }
+  }
+  // A linked worktree's git directory names the repository's common directory; alternates name other object stores.
+  let common = gitDir
+  const commondirFile = path.join(gitDir, "commondir")
+  if (isFile(commondirFile)) {
+    const named = fs.readFileSync(commondirFile, "utf8").trim()
+    const resolved = real(path.resolve(gitDir, named))
+    if (resolved === undefined || !inside(top, resolved)) return { ok: false, reason: `git: the repository's common directory (${named}) is outside ${area}` }
+    common = resolved
+  }
+  const alternates = path.join(common, "objects", "info", "alternates")
+  if (isFile(alternates)) {
+    for (const line of fs.readFileSync(alternates, "utf8").split("\n").map((l) => l.trim())) {
+      if (line === "" || line.startsWith("#")) continue
+      const resolved = line.startsWith("\"") ? undefined : real(path.resolve(path.join(common, "objects"), line))
+      if (resolved === undefined || !inside(top, resolved)) return { ok: false, reason: `git: the repository borrows objects from ${line} (objects/info/alternates), outside ${area}` }
+    }
+  }
+  const remotes: Array<LocalRemote> = []
+  for (const file of [path.join(common, "config"), path.join(gitDir, "config.worktree")]) {
+    if (!isFile(file)) continue
+    const entries = configEntries(reader, file)
+    if ("error" in entries) return { ok: false, reason: `git: ${shown(file)} cannot be read (${entries.error})` }
+    for (const [key, url] of entries) {
+      if (URL_KEY.test(key) && url !== undefined && isLocalPath(url)) {
+        remotes.push({ key, remote: key.startsWith("remote.") ? key.slice("remote.".length, key.lastIndexOf(".")) : undefined, url, absolute: path.resolve(root ?? cwd, url.replace(/^file:\/\/(localhost)?/i, "") || "/") })
+      }
+    }
+    const refused = entries.map(([key]) => key).find((k) => !allowedKey(k))
+    if (refused !== undefined) {
+      return {
+        ok: false,
+        reason: `git: ${shown(file)} sets ${refused}, which shell.run does not let git read (configuration can make git run programs or read other files; ` +
+          "allowed: identities, branches, remotes' urls and refspecs, what git init and clone write, display settings)"
+      }
+    }
+  }
+  return { ok: true, gitDir, root: root ?? gitDir, remotes }
+}

@@ -1,0 +1,235 @@
+// git and the repository it works in: a repository's own configuration can make git run programs or read other
+// files, its remotes can be local paths anywhere, and most subcommands write it. Real repositories in temp folders,
+// and real runs showing that what is refused never runs.
+import { afterAll, describe, expect, it } from "vitest"
+import { Effect, Either } from "effect"
+import { type Policy, Sandbox } from "@artana/sandbox"
+import { execFileSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Tenant } from "@artana/core"
+
+/** The context a handler gets; these tests call the tools directly, as the kernel would. */
+const context = { runId: "r", tenant: Tenant.TenantContext.make({ tenantId: "t", capabilities: [], budgetUsdLimit: 1 }), idempotencyKey: "k", stepKey: "tool:0" }
+
+const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-repo-")))
+const outside = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-repo-out-")))
+afterAll(() => {
+  fs.rmSync(base, { recursive: true, force: true })
+  fs.rmSync(outside, { recursive: true, force: true })
+})
+
+const git = (...args: ReadonlyArray<string>) => execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { stdio: "pipe" })
+const repository = (dir: string) => {
+  git("init", "-q", dir)
+  fs.writeFileSync(path.join(dir, "a.txt"), "a")
+  git("-C", dir, "add", "a.txt")
+  git("-C", dir, "commit", "-q", "-m", "first")
+  fs.writeFileSync(path.join(dir, "a.txt"), "changed")
+  return dir
+}
+const w = (p: string) => path.join(base, "workspace", p)
+fs.mkdirSync(w("out"), { recursive: true })
+
+// A program a repository's configuration could name: it leaves a marker outside the workspace if it ever runs.
+const marker = path.join(outside, "ran")
+const program = path.join(outside, "program.sh")
+fs.writeFileSync(program, `#!/bin/sh\ntouch ${marker}\ncat\n`, { mode: 0o755 })
+
+const policy: Policy.Policy = {
+  baseDir: base,
+  document: {
+    default: "deny",
+    tools: {
+      "fs.read": { allow: true, paths: ["workspace/**"], deny_hidden: true, max_bytes: 1024 },
+      "fs.write": { allow: true, paths: ["workspace/out/**"], deny_hidden: true, max_bytes: 1024 },
+      "shell.run": { allow: true, executables: ["git"], denied_tokens: [], timeout_ms: 5000, max_output_bytes: 65_536 }
+    }
+  }
+}
+const decide = (args: ReadonlyArray<string>, p: Policy.Policy = policy) => Sandbox.decide(p, "shell.run", { command: "git", args })
+const run = async (args: ReadonlyArray<string>, p: Policy.Policy = policy) => {
+  const tool = Sandbox.tools(p).find((t) => t.name === "shell.run")!
+  const outcome = await Effect.runPromise(Effect.either(tool.invoke({ command: "git", args }, context)))
+  return Either.isRight(outcome)
+    ? { ok: true as const, value: outcome.right as { readonly exitCode: number | null; readonly stdout: string; readonly stderr: string } }
+    : { ok: false as const, tag: outcome.left._tag, message: outcome.left.message }
+}
+
+describe("a repository's configuration", () => {
+  // Each key, set in a repository of its own, makes git refuse to work there (names as git prints them).
+  it.each([
+    ["diff.external (git diff runs it)", "diff.external", program],
+    ["a diff driver's textconv", "diff.pdf.textconv", program],
+    ["a diff driver's command", "diff.pdf.command", program],
+    ["a clean filter (git add, git status run it)", "filter.lfs.clean", program],
+    ["a smudge filter", "filter.lfs.smudge", program],
+    ["a long-running filter process", "filter.lfs.process", program],
+    ["a merge driver", "merge.ours.driver", program],
+    ["an alias running a shell command", "alias.st", `!${program}`],
+    ["an include of another file", "include.path", path.join(outside, "more.config")],
+    ["a conditional include", "includeIf.gitdir:/.path", path.join(outside, "more.config")],
+    ["gpg.program", "gpg.program", program],
+    ["signing every commit", "commit.gpgSign", "true"],
+    ["core.sshCommand", "core.sshCommand", program],
+    ["core.gitProxy", "core.gitProxy", program],
+    ["core.askPass", "core.askPass", program],
+    ["core.pager", "core.pager", program],
+    ["core.editor", "core.editor", program],
+    ["core.fsmonitor", "core.fsmonitor", program],
+    ["core.hooksPath", "core.hooksPath", outside],
+    ["core.worktree (a work tree elsewhere)", "core.worktree", outside],
+    ["core.excludesFile (reads another file)", "core.excludesFile", path.join(outside, "ignore")],
+    ["core.attributesFile", "core.attributesFile", path.join(outside, "attributes")],
+    ["commit.template (reads another file)", "commit.template", path.join(outside, "template")],
+    ["mailmap.file", "mailmap.file", path.join(outside, "mailmap")],
+    ["a credential helper", "credential.helper", program],
+    ["a remote's upload-pack", "remote.origin.uploadpack", program],
+    ["a remote's helper (vcs)", "remote.origin.vcs", "evil"],
+    ["a submodule's update command", "submodule.lib.update", `!${program}`],
+    ["the pack-objects hook", "uploadpack.packObjectsHook", program],
+    ["an interactive diff filter", "interactive.diffFilter", program],
+    ["a sequence editor", "sequence.editor", program],
+    ["a web browser", "web.browser", program],
+    ["protocol permissions", "protocol.allow", "always"],
+    ["safe.directory", "safe.directory", "*"]
+  ])("%s is refused", (_what, key, value) => {
+    const dir = w(`config-${key.replace(/[^a-zA-Z]/g, "-")}`)
+    repository(dir)
+    git("-C", dir, "config", key, value)
+    const decision = decide(["-C", path.relative(base, dir), "status"])
+    expect(decision.ok).toBe(false)
+    // git prints a key's section and name in lower case, its subsection as written.
+    const [section, ...restOfKey] = key.split(".")
+    const name = restOfKey.pop()!
+    const printed = [section!.toLowerCase(), ...restOfKey, name.toLowerCase()].join(".")
+    expect(decision.reason).toContain(`.git/config sets ${printed}, which shell.run does not let git read`)
+  })
+
+  it.each([
+    ["a fresh repository", [] as ReadonlyArray<readonly [string, string]>],
+    ["identities", [["user.name", "A"], ["user.email", "a@example.com"]] as const],
+    ["branches and remotes", [["remote.origin.url", "https://example.com/r.git"], ["remote.origin.fetch", "+refs/heads/*:refs/remotes/origin/*"], ["branch.main.remote", "origin"], ["branch.main.merge", "refs/heads/main"]] as const],
+    ["display settings", [["color.ui", "auto"], ["color.diff.meta", "blue"], ["log.date", "iso"], ["advice.detachedHead", "false"]] as const]
+  ])("%s: allowed", (what, entries) => {
+    const dir = w(`allowed-${what.replace(/[^a-z]/g, "-")}`)
+    repository(dir)
+    for (const [key, value] of entries) git("-C", dir, "config", key, value)
+    expect(decide(["-C", path.relative(base, dir), "status"])).toMatchObject({ ok: true })
+  })
+
+  it("a configuration git cannot parse is refused, naming the file", () => {
+    const dir = repository(w("broken-config"))
+    fs.appendFileSync(path.join(dir, ".git/config"), "[broken\n")
+    expect(decide(["-C", "workspace/broken-config", "log"])).toMatchObject({ ok: false, reason: expect.stringContaining("workspace/broken-config/.git/config cannot be read") })
+  })
+
+  it("the refused configuration never runs: git diff with diff.external, for real", async () => {
+    const dir = repository(w("out/external"))
+    git("-C", dir, "config", "diff.external", program)
+    expect(await run(["-C", "workspace/out/external", "diff"])).toMatchObject({ ok: false, tag: "PolicyDenied", message: expect.stringContaining("sets diff.external") })
+    expect(fs.existsSync(marker)).toBe(false)
+    // Without it, the same command runs.
+    git("-C", dir, "config", "--unset", "diff.external")
+    expect(await run(["-C", "workspace/out/external", "diff", "--stat"])).toMatchObject({ ok: true, value: { exitCode: 0, stdout: expect.stringContaining("a.txt") } })
+    expect(fs.existsSync(marker)).toBe(false)
+  })
+
+  it("a linked worktree's configuration and a bare repository's are read too", () => {
+    const bare = w("bare.git")
+    git("init", "-q", "--bare", bare)
+    git("-C", bare, "config", "core.sshCommand", program)
+    expect(decide(["-C", "workspace/bare.git", "log"])).toMatchObject({ ok: false, reason: expect.stringContaining("bare.git/config sets core.sshcommand") })
+    const main = repository(w("with-worktree"))
+    git("-C", main, "worktree", "add", "-q", w("linked"))
+    expect(decide(["-C", "workspace/linked", "status"])).toMatchObject({ ok: true })
+    git("-C", main, "config", "diff.external", program)
+    expect(decide(["-C", "workspace/linked", "status"])).toMatchObject({ ok: false, reason: expect.stringContaining("sets diff.external") })
+  })
+
+  it("--git-dir naming a repository with such a configuration is refused (with hidden files allowed)", () => {
+    const dir = repository(w("explicit"))
+    git("-C", dir, "config", "filter.x.clean", program)
+    const open: Policy.Policy = { ...policy, document: { ...policy.document, tools: { ...policy.document.tools, "fs.read": { allow: true, paths: ["workspace/**"], deny_hidden: false, max_bytes: 1024 } } } }
+    expect(decide(["-C", "workspace", "--git-dir=explicit/.git", "--work-tree=explicit", "status"], open)).toMatchObject({ ok: false, reason: expect.stringContaining("sets filter.x.clean") })
+  })
+})
+
+describe("where a repository's objects and remotes are", () => {
+  it("alternates outside the readable area are refused; inside it they are fine", () => {
+    const lender = repository(path.join(outside, "lender"))
+    const dir = repository(w("borrower"))
+    fs.writeFileSync(path.join(dir, ".git/objects/info/alternates"), `${path.join(lender, ".git/objects")}\n`)
+    expect(decide(["-C", "workspace/borrower", "log"])).toMatchObject({ ok: false, reason: expect.stringContaining("objects/info/alternates") })
+    const near = repository(w("near-lender"))
+    fs.writeFileSync(path.join(dir, ".git/objects/info/alternates"), `${path.join(near, ".git/objects")}\n`)
+    expect(decide(["-C", "workspace/borrower", "log"])).toMatchObject({ ok: true })
+  })
+
+  it("a worktree whose common directory is outside is refused", () => {
+    const main = repository(path.join(outside, "main-repo"))
+    git("-C", main, "worktree", "add", "-q", w("stray-worktree"))
+    expect(decide(["-C", "workspace/stray-worktree", "status"])).toMatchObject({ ok: false, reason: expect.stringContaining("outside the readable area") })
+  })
+
+  it("a remote that is a local path outside the readable area cannot be fetched from (nor pushed to); other commands still run", () => {
+    const upstream = repository(path.join(outside, "upstream"))
+    const dir = repository(w("out/cloned"))
+    git("-C", dir, "remote", "add", "up", upstream)
+    git("-C", dir, "remote", "add", "up-url", `file://${upstream}`)
+    expect(decide(["-C", "workspace/out/cloned", "fetch", "up"])).toMatchObject({ ok: false, reason: expect.stringContaining(`remote.up.url is ${upstream}`) })
+    expect(decide(["-C", "workspace/out/cloned", "pull", "up-url"])).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+    expect(decide(["-C", "workspace/out/cloned", "log"])).toMatchObject({ ok: true })
+  })
+
+  it("push writes the repository it pushes to: within fs.write, or refused", async () => {
+    const target = w("published.git")
+    git("init", "-q", "--bare", target)
+    const dir = repository(w("out/pusher"))
+    git("-C", dir, "remote", "add", "pub", target)
+    expect(decide(["-C", "workspace/out/pusher", "push", "pub", "HEAD:refs/heads/main"])).toMatchObject({ ok: false, reason: expect.stringContaining("git push writes workspace/published.git") })
+    expect(decide(["-C", "workspace/out/pusher", "push", "../../published.git", "HEAD:refs/heads/main"])).toMatchObject({ ok: false, reason: expect.stringContaining("git push writes workspace/published.git") })
+    const writable = w("out/published.git")
+    git("init", "-q", "--bare", writable)
+    git("-C", dir, "remote", "add", "ok", writable)
+    const pushed = await run(["-C", "workspace/out/pusher", "push", "-q", "ok", "HEAD:refs/heads/main"])
+    expect(pushed).toMatchObject({ ok: true, value: { exitCode: 0 } })
+    expect(git("-C", writable, "log", "--format=%s", "main").toString()).toBe("first\n")
+  })
+})
+
+describe("commands that write the repository fall under fs.write", () => {
+  repository(w("readonly-repo"))
+  it.each([
+    ["status", ["status"], true],
+    ["log", ["log", "--oneline"], true],
+    ["diff", ["diff"], true],
+    ["branch, listing", ["branch", "-a"], true],
+    ["tag, listing", ["tag"], true],
+    ["stash list", ["stash", "list"], true],
+    ["remote -v", ["remote", "-v"], true],
+    ["commit", ["commit", "-am", "x"], false],
+    ["add", ["add", "a.txt"], false],
+    ["checkout of a file", ["checkout", "--", "a.txt"], false],
+    ["reset --hard", ["reset", "--hard"], false],
+    ["clean -fdx", ["clean", "-fdx"], false],
+    ["stash", ["stash"], false],
+    ["branch, creating", ["branch", "feature"], false],
+    ["tag, creating", ["tag", "v1"], false],
+    ["gc", ["gc"], false],
+    ["format-patch into the repository", ["format-patch", "HEAD~0"], false]
+  ])("%s", (_what, args, ok) => {
+    const decision = decide(["-C", "workspace/readonly-repo", ...args])
+    expect(decision.ok).toBe(ok)
+    if (!ok) expect(decision.reason).toMatch(/git [a-z-]+ writes workspace\/readonly-repo(: .*outside the fs.write paths|, and fs.write)/)
+  })
+
+  it("a repository within fs.write's paths can be committed to, for real (an identity in its configuration is allowed)", async () => {
+    const dir = repository(w("out/writable-repo"))
+    git("-C", dir, "config", "user.name", "Agent")
+    git("-C", dir, "config", "user.email", "agent@example.com")
+    expect(await run(["-C", "workspace/out/writable-repo", "commit", "-q", "-am", "second"])).toMatchObject({ ok: true, value: { exitCode: 0 } })
+    expect(git("-C", dir, "log", "--format=%an %s").toString()).toBe("Agent second\nt first\n")
+  })
+})
