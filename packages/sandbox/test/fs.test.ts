@@ -137,7 +137,7 @@ describe("fs.write decisions", () => {
     ["through a directory link to outside", "workspace/out/escape/new.txt", "x", false, "outside the allowed paths"],
     ["a hidden file", "workspace/out/.profile", "x", false, "hidden"],
     ["a missing directory", "workspace/out/missing/x.txt", "x", false, "does not exist"],
-    ["a folder, not a file", "workspace/out/..", "x", false, "outside the allowed paths"],
+    ["a folder, not a file", "workspace/out/..", "x", false, "names no file"],
     ["content over max_bytes", "workspace/out/big.txt", "y".repeat(65), false, "over fs.write's max_bytes"],
     ["a NUL byte", "workspace/out/a\u0000b", "x", false, "NUL"],
     ["a hard link to a file outside the write paths", "workspace/out/hard-link", "x", false, "other hard links"]

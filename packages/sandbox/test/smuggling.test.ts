@@ -164,6 +164,40 @@ describe("paths taken literally: encodings and look-alikes", () => {
   })
 })
 
+describe("`..` after a link is resolved as the system resolves it", () => {
+  // workspace/jump -> <elsewhere>/inner: `workspace/jump/../notes.txt` is <elsewhere>/notes.txt to cat, not
+  // workspace/notes.txt, which a lexical resolution would have checked (and allowed).
+  const elsewhere = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-elsewhere-")))
+  afterAll(() => fs.rmSync(elsewhere, { recursive: true, force: true }))
+  file(path.join(elsewhere, "inner/x"))
+  file(path.join(elsewhere, "notes.txt"), "notes from elsewhere")
+  fs.symlinkSync(path.join(elsewhere, "inner"), w("jump"))
+  fs.symlinkSync(path.join(elsewhere, "inner"), w("out/jump"))
+
+  it("fs.read refuses it", () => {
+    expect(Sandbox.decide(policy, "fs.read", { path: "workspace/jump/../notes.txt" })).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+  })
+
+  it("fs.write refuses to create a file there", () => {
+    expect(Sandbox.decide(policy, "fs.write", { path: "workspace/out/jump/../new.txt", content: "x" })).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+  })
+
+  it("shell.run refuses it as an argument, for real: cat never prints the file", async () => {
+    expect(Sandbox.decide(policy, "shell.run", { command: "cat", args: ["workspace/jump/../notes.txt"] })).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+    const tool = Sandbox.tools(policy).find((t) => t.name === "shell.run")!
+    const outcome = await Effect.runPromise(Effect.either(tool.invoke({ command: "cat", args: ["workspace/jump/../notes.txt"] }, context)))
+    expect(Either.isLeft(outcome) && outcome.left).toMatchObject({ _tag: "PolicyDenied" })
+    // The same file named plainly is read.
+    const plain = await Effect.runPromise(tool.invoke({ command: "cat", args: ["workspace/notes.txt"] }, context))
+    expect(plain).toMatchObject({ exitCode: 0, stdout: "notes" })
+  })
+
+  it("git -C and the paths git writes are resolved the same way", () => {
+    expect(Sandbox.decide(policy, "shell.run", { command: "git", args: ["-C", "workspace/jump/..", "status"] })).toMatchObject({ ok: false, reason: expect.stringContaining("outside the workspace") })
+    expect(Sandbox.decide(policy, "shell.run", { command: "git", args: ["-C", "workspace/repo", "diff", "--output=../out/jump/../d.txt"] })).toMatchObject({ ok: false, reason: expect.stringContaining("outside the fs.write paths") })
+  })
+})
+
 describe("special files inside the allowed paths", () => {
   let socket: net.Server
   beforeAll(async () => {

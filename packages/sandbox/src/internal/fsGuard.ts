@@ -33,6 +33,53 @@ export const matcherOf = (baseDir: string, globs: ReadonlyArray<string>): ((abso
   return (p) => absolute(posix(p)) || relative(posix(path.relative(baseDir, p)) || ".")
 }
 
+/** Path separators: `/`, and `\\` on Windows only (elsewhere a backslash is a character of a name). */
+const SEPARATOR = path.sep === "\\" ? /[\\/]/ : /\//
+
+/**
+ * `p` (relative to `from`, or absolute) resolved as the system resolves it, not lexically: each component in turn,
+ * a link replaced by its target before the next `..` applies (`link/../x` is the link target's sibling, as `cat`
+ * would open it, not `x` next to the link). Components from the first missing one on are joined as written.
+ */
+export const physical = (from: string, p: string): string => {
+  let current = path.isAbsolute(p) ? path.parse(path.resolve(p)).root : from
+  let missing = false
+  for (const part of p.split(SEPARATOR).filter((c) => c !== "" && c !== ".")) {
+    if (part === "..") {
+      current = path.dirname(current)
+      continue
+    }
+    current = path.join(current, part)
+    if (missing) continue
+    try {
+      current = fs.realpathSync.native(current)
+    } catch (e) {
+      // A dangling link or a loop stays as written, for the caller to name; a missing entry ends the resolution.
+      if (errno(e) === "ENOENT" && !isLink(current)) missing = true
+    }
+  }
+  return current
+}
+
+/**
+ * Where an entry `p` names would be, for a write: its directory resolved as the system resolves it (`physical`), its
+ * own name kept, so that a link there is seen as a link and not followed.
+ */
+export const physicalEntry = (from: string, p: string): string => {
+  const parts = p.split(SEPARATOR)
+  const name = parts.pop()
+  if (name === undefined || name === "" || name === "." || name === "..") return physical(from, p)
+  return path.join(physical(from, parts.join("/") || (path.isAbsolute(p) ? path.sep : ".")), name)
+}
+
+const isLink = (p: string): boolean => {
+  try {
+    return fs.lstatSync(p).isSymbolicLink()
+  } catch {
+    return false
+  }
+}
+
 const hiddenComponent = (relative: string): string | undefined =>
   relative.split(/[\\/]/).find((part) => part.startsWith(".") && part !== "." && part !== "..")
 
@@ -49,11 +96,11 @@ const errno = (e: unknown): string | undefined => (e instanceof Error && "code" 
  */
 export const checkRead = (baseDir: string, rule: FsRule, requested: string, options: { readonly directories?: boolean } = {}): PathDecision => {
   if (requested.includes("\u0000")) return deny("the path contains a NUL byte")
-  const absolute = path.resolve(baseDir, requested)
   if (rule.deny_hidden) {
-    const hidden = hiddenComponent(path.relative(baseDir, absolute))
+    const hidden = hiddenComponent(path.relative(baseDir, path.resolve(baseDir, requested)))
     if (hidden !== undefined) return deny(`${requested} is hidden (${hidden}); hidden files are denied (deny_hidden)`)
   }
+  const absolute = physical(baseDir, requested)
   let real: string
   try {
     real = fs.realpathSync.native(absolute)
@@ -106,16 +153,15 @@ const decideReal = (baseDir: string, rule: FsRule, requested: string, real: stri
  */
 export const checkWrite = (baseDir: string, rule: FsRule, requested: string): PathDecision => {
   if (requested.includes("\u0000")) return deny("the path contains a NUL byte")
-  const absolute = path.resolve(baseDir, requested)
-  const name = path.basename(absolute)
+  const name = requested.split(SEPARATOR).pop() ?? ""
   if (name === "" || name === "." || name === "..") return deny(`${requested} names no file`)
   if (rule.deny_hidden) {
-    const hidden = hiddenComponent(path.relative(baseDir, absolute))
+    const hidden = hiddenComponent(path.relative(baseDir, path.resolve(baseDir, requested)))
     if (hidden !== undefined) return deny(`${requested} is hidden (${hidden}); hidden files are denied (deny_hidden)`)
   }
   let dir: string
   try {
-    dir = fs.realpathSync.native(path.dirname(absolute))
+    dir = fs.realpathSync.native(physical(baseDir, requested.slice(0, requested.length - name.length) || "."))
   } catch (e) {
     return deny(`the directory of ${requested} does not exist or cannot be resolved (${errno(e) ?? "error"})`)
   }

@@ -4,6 +4,7 @@
 // that it falls under fs.write. The environment git runs with (no hooks, no network) is in shell.ts.
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { physical, physicalEntry } from "./fsGuard.js"
 
 /** git options that run a program or load configuration, refused with any unique-prefix abbreviation. */
 const GIT_LONG_REFUSED = ["upload-pack", "receive-pack", "exec", "exec-path", "config-env", "template", "ssh-command", "config"]
@@ -157,7 +158,7 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     if (arg === "-C" || (arg.startsWith("-C") && !arg.startsWith("--"))) {
       const dir = arg === "-C" ? args[i + 1] : arg.slice(2)
       if (dir === undefined || dir === "") return refuse("-C needs a directory")
-      const next = path.resolve(cwd, dir)
+      const next = physical(cwd, dir)
       if (!inside(baseDir, realDir(next))) return refuse(`-C ${dir} is outside the workspace`)
       cwd = realDir(next)
       reads.push(next)
@@ -210,11 +211,11 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     const dirOption = GIT_LONG_DIRS.find((option) => abbreviates(name, option))
     if (dirOption !== undefined) {
       const { next, value } = valueOf(args, j)
-      if (value === undefined || !inside(baseDir, realDir(path.resolve(cwd, value)))) return refuse(`--${dirOption} ${value ?? ""} is outside the workspace`)
+      if (value === undefined || !inside(baseDir, realDir(physical(cwd, value)))) return refuse(`--${dirOption} ${value ?? ""} is outside the workspace`)
       // A namespace is a name; the git and work directories are read (the git directory is hidden, as `.git` is).
-      if (dirOption !== "namespace") reads.push(path.resolve(cwd, value))
-      if (dirOption === "git-dir") gitDir = path.resolve(cwd, value)
-      if (dirOption === "work-tree") workTree = path.resolve(cwd, value)
+      if (dirOption !== "namespace") reads.push(physical(cwd, value))
+      if (dirOption === "git-dir") gitDir = physical(cwd, value)
+      if (dirOption === "work-tree") workTree = physical(cwd, value)
       skip.add(j)
       if (next) skip.add(++j)
     }
@@ -248,10 +249,10 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     if (name !== undefined && name.length >= 2 && "output-directory".startsWith(name)) {
       // --output=<file> (diff, log, show...), --output-directory=<dir> (format-patch), and their abbreviations.
       const { next, value } = valueOf(args, j)
-      if (value !== undefined) writes.push(path.resolve(cwd, value))
+      if (value !== undefined) writes.push(physicalEntry(cwd, value))
       skip.add(next ? ++j : j)
     } else if ((subcommand === "format-patch" || subcommand === "archive") && arg === "-o" && args[j + 1] !== undefined) {
-      writes.push(path.resolve(cwd, args[j + 1]!))
+      writes.push(physicalEntry(cwd, args[j + 1]!))
       skip.add(++j)
     } else if ((arg === "-m" || arg === "--message") && args[j + 1] !== undefined) {
       // A message is text, whatever it looks like.
@@ -262,17 +263,17 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
   }
   const positional = rest.map((a, k) => ({ a, k: k + subIndex + 1 })).filter(({ a, k }) => !a.startsWith("-") && !skip.has(k))
   // init without a directory makes the working directory a repository; format-patch without -o writes patches there.
-  if (subcommand === "init") writes.push(path.resolve(cwd, positional.length > 0 ? positional[positional.length - 1]!.a : "."))
+  if (subcommand === "init") writes.push(physicalEntry(cwd, positional.length > 0 ? positional[positional.length - 1]!.a : "."))
   if (subcommand === "format-patch" && writes.length === 0 && !rest.includes("--stdout")) writes.push(cwd)
   // push writes the repository it pushes to: a local one named by path or file URL falls under fs.write.
-  if (subcommand === "push" && positional[0] !== undefined && (isLocalPath(positional[0].a) || fs.existsSync(path.resolve(cwd, positional[0].a)))) {
-    writes.push(path.resolve(cwd, positional[0].a.replace(/^file:\/\/(localhost)?/i, "") || "/"))
+  if (subcommand === "push" && positional[0] !== undefined && (isLocalPath(positional[0].a) || fs.existsSync(physical(cwd, positional[0].a)))) {
+    writes.push(physicalEntry(cwd, positional[0].a.replace(/^file:\/\/(localhost)?/i, "") || "/"))
     skip.add(positional[0].k)
   }
   if (subcommand === "clone") {
     const [source, target] = positional
-    if (target !== undefined) writes.push(path.resolve(cwd, target.a))
-    else if (source !== undefined) writes.push(path.resolve(cwd, path.basename(source.a.replace(/\/+$/, "")).replace(/\.git$/, "")))
+    if (target !== undefined) writes.push(physicalEntry(cwd, target.a))
+    else if (source !== undefined) writes.push(physicalEntry(cwd, path.basename(source.a.replace(/\/+$/, "")).replace(/\.git$/, "")))
   }
   for (const { a } of positional) {
     if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(a)) continue

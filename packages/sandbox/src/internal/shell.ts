@@ -8,7 +8,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import type { FsRule, ShellRule } from "../Policy.js"
-import { checkRead, matcherOf } from "./fsGuard.js"
+import { checkRead, matcherOf, physical } from "./fsGuard.js"
 import { type GitPlan, gitPlan, inside, realDir } from "./git.js"
 import { judgeRepository } from "./gitRepository.js"
 
@@ -155,7 +155,7 @@ export const checkCommand = (
   const reads: Array<string> = []
   const inArguments = pathArguments(cwd, args, plan.skip)
   if ("refused" in inArguments) return deny(inArguments.refused)
-  const named = [...plan.reads.map((p) => ({ shown: path.relative(baseDir, p) || ".", absolute: p })), ...inArguments.map((p) => ({ shown: p, absolute: path.resolve(cwd, p) }))]
+  const named = [...plan.reads.map((p) => ({ shown: path.relative(baseDir, p) || ".", absolute: p })), ...inArguments.map((p) => ({ shown: p, absolute: physical(cwd, p) }))]
   for (const { absolute, shown: p } of named) {
     if (read === undefined) return deny(`the argument ${JSON.stringify(p)} names a path, and fs.read is not allowed`)
     if (p.startsWith("~")) return deny(`the argument ${JSON.stringify(p)} names a path in a home directory`)
