@@ -233,3 +233,57 @@ describe("commands that write the repository fall under fs.write", () => {
     expect(git("-C", dir, "log", "--format=%an %s").toString()).toBe("Agent second\nt first\n")
   })
 })
+
+describe("the subcommands git may run, and the other repositories it reaches", () => {
+  repository(w("plain"))
+  it.each([
+    ["checkout-index (--prefix writes anywhere)", ["checkout-index", "-a", "--prefix=../../elsewhere/"], "is not a subcommand shell.run lets git run"],
+    ["fast-export (marks files)", ["fast-export", "--export-marks=../marks", "HEAD"], "is not a subcommand shell.run lets git run"],
+    ["merge-file (writes the file it is given)", ["merge-file", "a.txt", "a.txt", "a.txt"], "is not a subcommand shell.run lets git run"],
+    ["mailsplit (writes files)", ["mailsplit", "-o.", "mbox"], "is not a subcommand shell.run lets git run"],
+    ["an external git-<name> program (lfs)", ["lfs", "pull"], "is not a subcommand shell.run lets git run"],
+    ["gui", ["gui"], "is not a subcommand shell.run lets git run"],
+    ["worktree add", ["worktree", "add", "../wt"], "only worktree list is allowed"],
+    ["bundle create", ["bundle", "create", "../b.bundle", "HEAD"], "only bundle verify and list-heads are allowed"],
+    ["apply --unsafe-paths", ["apply", "--unsafe-paths", "p.diff"], "write outside the work tree"]
+  ])("%s is refused", (_what, args, reason) => {
+    expect(decide(["-C", "workspace/plain", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining(reason) })
+  })
+
+  it.each([
+    ["worktree list", ["worktree", "list"]],
+    ["bundle verify", ["bundle", "verify", "x.bundle"]],
+    ["rev-parse", ["rev-parse", "HEAD"]],
+    ["no subcommand at all", ["--version"]]
+  ])("%s is allowed", (_what, args) => {
+    expect(decide(["-C", "workspace/plain", ...args])).toMatchObject({ ok: true })
+  })
+
+  it("a local repository git's transport programs run in is judged too: clone, fetch and push", () => {
+    const tainted = repository(w("tainted"))
+    git("-C", tainted, "config", "core.alternateRefsCommand", program)
+    expect(decide(["-C", "workspace", "clone", "tainted", "out/copy"])).toMatchObject({ ok: false, reason: expect.stringContaining("tainted/.git/config sets core.alternaterefscommand") })
+    const dir = repository(w("out/fetcher"))
+    git("-C", dir, "remote", "add", "t", tainted)
+    expect(decide(["-C", "workspace/out/fetcher", "fetch", "t"])).toMatchObject({ ok: false, reason: expect.stringContaining("sets core.alternaterefscommand") })
+    const target = w("out/target.git")
+    git("init", "-q", "--bare", target)
+    git("-C", target, "config", "receive.procReceiveRefs", "refs/for")
+    expect(decide(["-C", "workspace/out/fetcher", "push", "../target.git", "HEAD:refs/heads/main"])).toMatchObject({ ok: false, reason: expect.stringContaining("target.git/config sets receive.procreceiverefs") })
+    // The same commands against a clean repository are allowed; a command that names one remote reaches only that one,
+    // one that names none may reach any.
+    expect(decide(["-C", "workspace", "clone", "plain", "out/copy"])).toMatchObject({ ok: true })
+    git("-C", dir, "remote", "add", "clean", w("plain"))
+    expect(decide(["-C", "workspace/out/fetcher", "fetch", "clean"])).toMatchObject({ ok: true })
+    expect(decide(["-C", "workspace/out/fetcher", "fetch"])).toMatchObject({ ok: false, reason: expect.stringContaining("sets core.alternaterefscommand") })
+    expect(decide(["-C", "workspace/out/fetcher", "fetch", "--all"])).toMatchObject({ ok: false, reason: expect.stringContaining("sets core.alternaterefscommand") })
+  })
+
+  it("archive --remote reaches a remote: a local one outside the readable area is refused", () => {
+    const upstream = repository(path.join(outside, "archive-upstream"))
+    const dir = repository(w("out/archiver"))
+    git("-C", dir, "remote", "add", "up", upstream)
+    expect(decide(["-C", "workspace/out/archiver", "archive", "--remote=up", "HEAD"])).toMatchObject({ ok: false, reason: expect.stringContaining("remote.up.url") })
+    expect(decide(["-C", "workspace/out/archiver", "archive", "HEAD"])).toMatchObject({ ok: true })
+  })
+})

@@ -70,6 +70,21 @@ const GIT_READ_ONLY = new Set([
   "check-mailmap", "diff-tree", "diff-files", "diff-index", "cherry", "range-diff", "verify-pack", "config", "clone",
   "init", "archive", "format-patch", "get-tar-commit-id"
 ])
+/**
+ * The subcommands git may run at all (deny by default, as the rest of the policy): those that read, and those that
+ * write only the repository they work in (which then falls under fs.write). Anything else (a plumbing command that
+ * writes files it is given, such as `checkout-index --prefix` or `fast-export --export-marks`, or an external
+ * `git-<name>` program on the PATH such as `git lfs`) is refused.
+ */
+const GIT_ALLOWED = new Set([
+  ...GIT_READ_ONLY,
+  "add", "commit", "checkout", "switch", "restore", "reset", "rm", "mv", "merge", "rebase", "cherry-pick", "revert",
+  "fetch", "pull", "push", "apply", "am", "clean", "stash", "tag", "branch", "notes", "reflog", "remote", "gc",
+  "prune", "repack", "pack-refs", "fsck", "submodule", "worktree", "bundle", "maintenance", "bisect", "update-ref",
+  "symbolic-ref", "hash-object", "write-tree", "commit-tree", "read-tree", "update-index", "sparse-checkout"
+])
+/** Options that let a command write outside the work tree. */
+const GIT_LONG_UNSAFE = ["unsafe-paths"]
 const LISTING = new Set(["-l", "--list", "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--show-current", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "-n"])
 /** Subcommands that read or write by their first word (`stash list` reads, `stash` writes). */
 const GIT_READ_ONLY_ACTIONS: ReadonlyMap<string, ReadonlySet<string | undefined>> = new Map([
@@ -139,8 +154,11 @@ export interface GitPlan {
   readonly subcommand: string | undefined
   /** Whether it reaches the repository's remotes (fetch, pull, push...), whose local paths then fall under the fs rules. */
   readonly usesRemotes: boolean
-  /** For push: the remote it names (`git push origin`), or undefined for its default (any remote may be written). */
-  readonly pushTo: string | undefined
+  /**
+   * The remote (or path) it names (`git fetch origin`, `git push ../other`, `archive --remote=up`), or undefined when it
+   * may reach any configured remote (`git fetch`, `--all`, `--multiple`, `git remote update`).
+   */
+  readonly remoteNamed: string | undefined
 }
 
 /** Why a git command line is refused, or what it does. */
@@ -206,6 +224,7 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
       (subcommand === "tag" ? ["sign", "local-user", "verify"].find((option) => abbreviates(name, option)) : undefined)
     if (signing !== undefined) return refuse(`--${name} (signing or verifying with gpg runs a program) is refused`)
     if (/^--(format|pretty)=/.test(arg) && arg.includes("%G")) return refuse(`${arg}: %G placeholders verify signatures with gpg, which runs a program; they are refused`)
+    if (GIT_LONG_UNSAFE.some((option) => name.length >= 3 && abbreviates(name, option))) return refuse(`--${name} lets git write outside the work tree; it is refused`)
     const submodules = GIT_SUBMODULE_FETCHERS.has(subcommand ?? "") ? GIT_LONG_SUBMODULES.find((option) => name.length >= 4 && abbreviates(name, option)) : undefined
     if (submodules !== undefined) return refuse(`--${name} clones submodules from the URLs .gitmodules names, which the policy cannot check; it is refused`)
     const dirOption = GIT_LONG_DIRS.find((option) => abbreviates(name, option))
@@ -225,7 +244,13 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     const why = GIT_SUBCOMMANDS_REFUSED.get(subcommand)
     if (why !== undefined) return refuse(`${subcommand} ${why}; it is refused`)
     const positional = rest.filter((a) => !a.startsWith("-"))
+    if (!GIT_ALLOWED.has(subcommand)) {
+      return refuse(`${subcommand} is not a subcommand shell.run lets git run (those that read, and those that write only their own repository)`)
+    }
     if (subcommand === "bisect" && positional[0] === "run") return refuse("bisect run runs a command; it is refused")
+    if ((subcommand === "worktree" || subcommand === "bundle") && !readsOnly(subcommand, rest, positional)) {
+      return refuse(`${subcommand} ${positional[0] ?? ""} writes outside the repository; only ${subcommand === "worktree" ? "worktree list is" : "bundle verify and list-heads are"} allowed`)
+    }
     if (subcommand === "submodule" && positional.includes("foreach")) return refuse("submodule foreach runs a command; it is refused")
     if (subcommand === "submodule" && !readsOnly(subcommand, rest, positional)) {
       return refuse(`submodule ${positional[0] ?? ""} clones or updates submodules from the URLs .gitmodules names, which the policy cannot check; it is refused`)
@@ -282,7 +307,17 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     if (a.includes("%")) return refuse(`${a}: a file URL with %-escapes is refused`)
   }
   const readOnly = readsOnly(subcommand, rest, rest.filter((a) => !a.startsWith("-")))
-  return { cwd, reads, writes, skip, gitDir, workTree, readOnly, subcommand, usesRemotes: GIT_REMOTE_USERS.has(subcommand ?? ""), pushTo: subcommand === "push" ? positional[0]?.a : undefined }
+  return { cwd, reads, writes, skip, gitDir, workTree, readOnly, subcommand, usesRemotes: GIT_REMOTE_USERS.has(subcommand ?? "") || (subcommand === "archive" && rest.some((a) => a.startsWith("--remote"))), remoteNamed: remoteNamed(subcommand, rest, positional.map(({ a }) => a)) }
+}
+
+/** The one remote a command line reaches, if it names one. */
+const remoteNamed = (subcommand: string | undefined, rest: ReadonlyArray<string>, positional: ReadonlyArray<string>): string | undefined => {
+  if (subcommand === "archive") {
+    const at = rest.findIndex((a) => a.startsWith("--remote"))
+    return at === -1 ? undefined : rest[at]!.includes("=") ? rest[at]!.slice(rest[at]!.indexOf("=") + 1) : rest[at + 1]
+  }
+  if (!["fetch", "pull", "push", "ls-remote"].includes(subcommand ?? "") || rest.some((a) => a === "--all" || a === "--multiple")) return undefined
+  return positional[0]
 }
 
 /** Whether a remote (an argument, or a configured URL) is a local path rather than a network address. */

@@ -114,6 +114,16 @@ export interface LocalRemote {
   readonly absolute: string
 }
 
+/** Whether a directory is a repository's top (it holds `.git`) or a bare repository. */
+export const isRepository = (dir: string): boolean => {
+  try {
+    fs.lstatSync(path.join(dir, ".git"))
+    return true
+  } catch {
+    return isGitDirectory(dir)
+  }
+}
+
 export type Repository =
   | {
     readonly ok: true

@@ -10,7 +10,7 @@ import * as path from "node:path"
 import type { FsRule, ShellRule } from "../Policy.js"
 import { checkRead, matcherOf, physical } from "./fsGuard.js"
 import { type GitPlan, gitPlan, inside, realDir } from "./git.js"
-import { judgeRepository } from "./gitRepository.js"
+import { isRepository, judgeRepository } from "./gitRepository.js"
 
 /** The only PATH the sandbox looks executables up on, and gives its children. */
 export const FIXED_PATH = ["/usr/local/bin", "/usr/bin", "/bin"]
@@ -122,11 +122,14 @@ export const checkCommand = (
   }
   const plan: GitPlan | { readonly refused: string } = name === "git"
     ? gitPlan(baseDir, args)
-    : { cwd: baseDir, reads: [], writes: [], skip: new Set(), gitDir: undefined, workTree: undefined, readOnly: true, subcommand: undefined, usesRemotes: false, pushTo: undefined }
+    : { cwd: baseDir, reads: [], writes: [], skip: new Set(), gitDir: undefined, workTree: undefined, readOnly: true, subcommand: undefined, usesRemotes: false, remoteNamed: undefined }
   if ("refused" in plan) return deny(plan.refused)
   const { cwd } = plan
   const writes = [...plan.writes]
   let ceiling: string | undefined
+  // git reads configuration files for the checks below in an empty directory, with no repository around it.
+  const reader = { git: executable, env: environment("git", path.dirname(emptyHome())), cwd: emptyHome() }
+  const remotes: Array<string> = []
   if (name === "git") {
     // git works on the repository it finds from its directory upwards: that directory must be readable, and the
     // search stops at the top of the readable area (GIT_CEILING_DIRECTORIES), so git never reads a repository
@@ -134,21 +137,24 @@ export const checkCommand = (
     if (read === undefined) return deny("git reads the repository it works in, and fs.read is not allowed")
     const here = checkRead(baseDir, read, cwd, { directories: true })
     if (!here.ok) return deny(`git would work in ${path.relative(baseDir, cwd) || "the base directory"}: ${here.reason} (give -C a directory within fs.read's paths)`)
-    const allowed = matcherOf(baseDir, read.paths)
-    let top = cwd
-    while (path.dirname(top) !== top && inside(baseDir, path.dirname(top)) && allowed(path.dirname(top))) top = path.dirname(top)
+    const top = readableTop(baseDir, read, cwd)
     ceiling = path.dirname(top)
     // The repository git will find (or the one --git-dir names): inside that area, with nothing in its configuration
     // that runs a program or reads other files; its local remotes are read (fetch) or written (push); a command that
     // writes the repository (commit, checkout, clean...) writes its work tree, which must be within fs.write.
-    const repository = judgeRepository(baseDir, top, cwd, plan.gitDir, plan.workTree, { git: executable, env: environment("git", ceiling), cwd: emptyHome() })
+    const repository = judgeRepository(baseDir, top, cwd, plan.gitDir, plan.workTree, reader)
     if (!repository.ok) return deny(repository.reason)
-    for (const remote of plan.usesRemotes ? repository.remotes : []) {
+    // The remotes it reaches: the one it names, or any (submodules' URLs matter to `submodule` only).
+    const reached = repository.remotes.filter((r) =>
+      plan.usesRemotes && (r.remote === undefined ? plan.subcommand === "submodule" : plan.remoteNamed === undefined || plan.remoteNamed === r.remote)
+    )
+    for (const remote of reached) {
       if (!exists(remote.absolute)) continue
       const decision = checkRead(baseDir, read, remote.absolute, { directories: true })
       if (!decision.ok) return deny(`git: ${remote.key} is ${remote.url}: ${decision.reason}`)
+      remotes.push(remote.absolute)
       // A push writes the remote it names, or (named none) whichever its configuration picks.
-      if (plan.subcommand === "push" && (plan.pushTo === undefined || plan.pushTo === remote.remote)) writes.push(remote.absolute)
+      if (plan.subcommand === "push") writes.push(remote.absolute)
     }
     if (!plan.readOnly && repository.root !== undefined) writes.push(repository.root)
   }
@@ -166,6 +172,14 @@ export const checkCommand = (
     if (!decision.ok) return deny(`the argument ${JSON.stringify(p)}: ${decision.reason}`)
     if (exists(absolute)) reads.push(absolute)
   }
+  if (name === "git" && read !== undefined && (plan.usesRemotes || plan.subcommand === "clone")) {
+    // A clone, a fetch or a push starts git's transport programs (upload-pack, receive-pack) in the other repository,
+    // and they read its configuration: a local one is judged as the repository git works in is.
+    for (const dir of new Set([...remotes, ...reads, ...writes].filter(isRepository))) {
+      const other = judgeRepository(baseDir, readableTop(baseDir, read, dir), dir, undefined, undefined, reader)
+      if (!other.ok) return deny(other.reason)
+    }
+  }
   const doing = plan.subcommand === undefined ? "git" : `git ${plan.subcommand}`
   for (const absolute of writes) {
     const shown = path.relative(baseDir, absolute) || "."
@@ -174,6 +188,14 @@ export const checkCommand = (
     if (!decision.ok) return deny(`${doing} writes ${shown}: ${decision.reason}`)
   }
   return { ok: true, executable, name, args, reads, writes, ceiling }
+}
+
+/** The top of the readable area a directory is in: its highest ancestor within the base directory that fs.read allows. */
+const readableTop = (baseDir: string, read: FsRule, dir: string): string => {
+  const allowed = matcherOf(baseDir, read.paths)
+  let top = dir
+  while (path.dirname(top) !== top && inside(baseDir, path.dirname(top)) && allowed(path.dirname(top))) top = path.dirname(top)
+  return top
 }
 
 /**
