@@ -73,6 +73,18 @@ describe("denied tokens, however they are written", () => {
   })
 })
 
+describe("git under another name", () => {
+  it("a link to git listed by path gets git's rules", () => {
+    const gitPath = ["/usr/local/bin/git", "/usr/bin/git", "/bin/git"].find((p) => fs.existsSync(p))!
+    const alias = path.join(base, "tools", "g")
+    fs.mkdirSync(path.dirname(alias), { recursive: true })
+    fs.symlinkSync(gitPath, alias)
+    const p: Policy.Policy = { ...policy, document: { ...policy.document, tools: { ...policy.document.tools, "shell.run": { ...policy.document.tools["shell.run"]!, executables: [alias] } } } }
+    expect(Sandbox.decide(p, "shell.run", { command: alias, args: ["-C", "workspace/repo", "-c", "core.pager=sh", "log"] })).toMatchObject({ ok: false, reason: expect.stringContaining("-c sets configuration") })
+    expect(Sandbox.decide(p, "shell.run", { command: alias, args: ["-C", "workspace/repo", "status"] })).toMatchObject({ ok: true })
+  })
+})
+
 describe("paths glued to short options", () => {
   it.each([
     ["an absolute path glued to -F", "git", ["-C", "workspace/repo", "commit", "-F/root/notes"], false, "attaches a path to a short option"],

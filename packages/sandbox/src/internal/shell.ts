@@ -116,6 +116,8 @@ export const checkCommand = (
     executable = found
     name = command
   }
+  // git's rules follow git under another name (a link to it listed by path, say).
+  if (path.basename(realDir(executable)) === "git") name = "git"
   for (const arg of [command, ...args]) {
     const token = deniedToken(rule.denied_tokens, arg)
     if (token !== undefined) return deny(`the argument ${JSON.stringify(arg)} is a denied token (${token})`)
