@@ -326,3 +326,19 @@ describe("DNS answers in every form that embeds a private or metadata address", 
     expect(await get("http://example.com/")).toEqual({ ok: true })
   })
 })
+
+describe("the child's home", () => {
+  it("is an empty directory of the run's own, gone when the run ends (nothing carries over to the next run)", async () => {
+    const p: Policy.Policy = { ...policy, document: { ...policy.document, tools: { ...policy.document.tools, "shell.run": { ...policy.document.tools["shell.run"]!, executables: ["env"] } } } }
+    const tool = Sandbox.tools(p).find((t) => t.name === "shell.run")!
+    const homeOf = async () => {
+      const result = await Effect.runPromise(tool.invoke({ command: "env", args: [] }, context)) as { readonly stdout: string }
+      return /^HOME=(.*)$/m.exec(result.stdout)![1]!
+    }
+    const first = await homeOf()
+    const second = await homeOf()
+    expect(first).not.toBe(second)
+    expect(fs.existsSync(first)).toBe(false)
+    expect(fs.existsSync(second)).toBe(false)
+  })
+})

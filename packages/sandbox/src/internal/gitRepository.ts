@@ -6,8 +6,9 @@
 // configuration may hold only keys from a short allowlist of harmless ones (what `git init` and `git clone` write,
 // identities, branches and remotes, display settings), read by git itself (`git config --file F --list`), and its
 // git directory, common directory and alternate object stores must be inside the readable area.
-import { spawnSync } from "node:child_process"
+import { spawnSync, type SpawnSyncReturns } from "node:child_process"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import { inside, isLocalPath } from "./git.js"
 
@@ -135,24 +136,29 @@ export type Repository =
   }
   | { readonly ok: false; readonly reason: string }
 
-/** How the sandbox runs `git config` to read a configuration file: the executable, and a minimal environment. */
+/** How the sandbox runs `git config` to read a configuration file: the executable, and its minimal environment. */
 export interface Reader {
   readonly git: string
-  readonly env: NodeJS.ProcessEnv
-  /** An empty directory to run in (no repository around it). */
-  readonly cwd: string
+  /** The environment for a run in `home`, an empty directory of its own (no repository is found around it). */
+  readonly env: (home: string) => NodeJS.ProcessEnv
 }
 
 /** The entries of a configuration file as git reads it (its includes not followed: `include.*` is itself refused). */
 const configEntries = (reader: Reader, file: string): ReadonlyArray<readonly [string, string | undefined]> | { readonly error: string } => {
-  const listed = spawnSync(reader.git, ["config", "--file", file, "--no-includes", "--list", "-z"], {
-    cwd: reader.cwd,
-    env: reader.env,
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "pipe"],
-    timeout: 5_000,
-    maxBuffer: 1_048_576
-  })
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-git-"))
+  let listed: SpawnSyncReturns<string>
+  try {
+    listed = spawnSync(reader.git, ["config", "--file", file, "--no-includes", "--list", "-z"], {
+      cwd: home,
+      env: reader.env(home),
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: 5_000,
+      maxBuffer: 1_048_576
+    })
+  } finally {
+    fs.rmSync(home, { recursive: true, force: true })
+  }
   if (listed.status !== 0) return { error: (listed.stderr || listed.error?.message || "git config failed").trim() }
   // -z: each entry ends with NUL; the key and its value are separated by a newline (no newline: a valueless boolean).
   return listed.stdout.split("\u0000").filter((e) => e !== "").map((e) => {

@@ -130,7 +130,7 @@ export const checkCommand = (
   const writes = [...plan.writes]
   let ceiling: string | undefined
   // git reads configuration files for the checks below in an empty directory, with no repository around it.
-  const reader = { git: executable, env: environment("git", path.dirname(emptyHome())), cwd: emptyHome() }
+  const reader = { git: executable, env: (home: string) => environment("git", path.dirname(home), home) }
   const remotes: Array<string> = []
   if (name === "git") {
     // git works on the repository it finds from its directory upwards: that directory must be readable, and the
@@ -247,15 +247,15 @@ export type RunOutcome =
   | { readonly _tag: "ok"; readonly result: RunResult }
   | { readonly _tag: "error"; readonly reason: string; readonly partial: RunResult }
 
-/** A home directory of its own for the children: empty, so no dotfile of the host is read. */
-let home: string | undefined
-const emptyHome = () => (home ??= fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-home-")))
-
-/** The children's environment: nothing of the host's but a fixed PATH and locale; git reads no system or global config, runs no hook. */
-const environment = (name: string, ceiling: string | undefined): NodeJS.ProcessEnv => ({
+/**
+ * The children's environment: nothing of the host's but a fixed PATH and locale, and `home`, an empty directory of
+ * the run's own (no dotfile of the host is read, none is left for the next run); git reads no system or global
+ * config, runs no hook.
+ */
+const environment = (name: string, ceiling: string | undefined, home: string): NodeJS.ProcessEnv => ({
   PATH: FIXED_PATH.join(":"),
   LANG: "C.UTF-8",
-  HOME: emptyHome(),
+  HOME: home,
   ...(name === "git"
     ? {
       GIT_CONFIG_NOSYSTEM: "1",
@@ -284,9 +284,12 @@ const environment = (name: string, ceiling: string | undefined): NodeJS.ProcessE
 /** Runs a checked command; the timeout, the output cap and `signal` (the call interrupted) kill its whole process group. */
 export const run = (baseDir: string, rule: ShellRule, decision: Extract<CommandDecision, { ok: true }>, signal?: AbortSignal): Promise<RunOutcome> =>
   new Promise((resolve) => {
+    // A home of the run's own, removed when the run ends.
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-home-"))
+    const removeHome = () => fs.rmSync(home, { recursive: true, force: true })
     const child = spawn(decision.executable, [...decision.args], {
       cwd: baseDir,
-      env: environment(decision.name, decision.ceiling),
+      env: environment(decision.name, decision.ceiling, home),
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
       shell: false,
@@ -330,6 +333,7 @@ export const run = (baseDir: string, rule: ShellRule, decision: Extract<CommandD
     child.on("error", (e) => {
       clearTimeout(timer)
       signal?.removeEventListener("abort", onAbort)
+      removeHome()
       resolve({ _tag: "error", reason: `cannot start ${decision.executable}: ${e.message}`, partial: partial(null, null) })
     })
     child.on("close", (code, exitSignal) => {
@@ -343,6 +347,7 @@ export const run = (baseDir: string, rule: ShellRule, decision: Extract<CommandD
           // the group is gone
         }
       }
+      removeHome()
       resolve(killed === undefined ? { _tag: "ok", result: partial(code, exitSignal) } : { _tag: "error", reason: killed, partial: partial(code, exitSignal) })
     })
   })
