@@ -61,9 +61,10 @@ const runInThisProcess = (db: string, file: string, runId: string, crashAfter: n
   }).pipe(Effect.provide(layer), Effect.runPromise)
 }
 
-export const main = async (options: { readonly log?: (line: string) => void } = {}) => {
+export const main = async (options: { readonly log?: (line: string) => void; readonly dir?: string } = {}) => {
   const log = options.log ?? ((line: string) => console.log(line))
-  const dir = mkdtempSync(join(tmpdir(), "artana-crash-"))
+  // The store and the report stay after the example, for a look at them; tests give a directory they remove.
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), "artana-crash-"))
   const db = join(dir, "artana.db")
   const file = join(dir, "report.txt")
   const runId = "nightly-report-1"

@@ -1,11 +1,19 @@
 // The analyst agent example: offline on the scripted model, and through the real openai SDK against a local
 // OpenAI-compatible server playing the same conversation.
-import { afterEach, describe, expect, it } from "vitest"
+import { afterAll, afterEach, describe, expect, it } from "vitest"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { Effect, Layer } from "effect"
 import { MemoryStore, SqlMemoryStore } from "@artana/agent"
 import { SqliteStore } from "@artana/store-sqlite"
 import { FakeOpenAi } from "@artana/model-openai/testing"
 import { conversation, filedReports, main } from "../src/analyst.js"
+
+// The example keeps its store for a look after a run; here each run gets a folder of this file's, removed after.
+const root = fs.mkdtempSync(path.join(os.tmpdir(), "artana-analyst-test-"))
+afterAll(() => fs.rmSync(root, { recursive: true, force: true }))
+const store = () => path.join(fs.mkdtempSync(path.join(root, "db-")), "artana.db")
 
 const saved = { key: process.env.OPENAI_API_KEY, url: process.env.OPENAI_BASE_URL, model: process.env.OPENAI_MODEL }
 afterEach(() => {
@@ -24,7 +32,7 @@ describe("analyst example", () => {
     delete process.env.OPENAI_BASE_URL
     const lines: Array<string> = []
     const filed = filedReports.length
-    const result = await main({ log: (l) => lines.push(l) })
+    const result = await main({ log: (l) => lines.push(l), filename: store() })
     expect(result.status).toBe("completed")
     expect(result.report).toMatchObject({ emeaGrowthPct: 26.9, apacGrowthPct: 5.3 })
     expect(result.turns).toBe(9)
@@ -61,7 +69,7 @@ describe("analyst example", () => {
       process.env.OPENAI_BASE_URL = server.url
       process.env.OPENAI_MODEL = "gpt-4o-mini"
       const lines: Array<string> = []
-      const result = await main({ log: (l) => lines.push(l) })
+      const result = await main({ log: (l) => lines.push(l), filename: store() })
       expect(result.status).toBe("completed")
       expect(result.report?.recommendation).toBe("Shift sales capacity towards EMEA in 2025.")
       expect(lines.join("\n")).toContain("gpt-4o-mini via the openai SDK")

@@ -1,7 +1,15 @@
-import { afterEach, describe, expect, it } from "vitest"
+import { afterAll, afterEach, describe, expect, it } from "vitest"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { FakeOpenAi } from "@artana/model-openai/testing"
 import { main as crash } from "../src/durable-crash.js"
 import { main as quickstart } from "../src/quickstart.js"
+
+// The examples keep their store for a look after a run; here each gets a folder of this file's, removed after.
+const root = fs.mkdtempSync(path.join(os.tmpdir(), "artana-examples-test-"))
+afterAll(() => fs.rmSync(root, { recursive: true, force: true }))
+const store = () => path.join(fs.mkdtempSync(path.join(root, "db-")), "artana.db")
 
 const saved = { key: process.env.OPENAI_API_KEY, url: process.env.OPENAI_BASE_URL, model: process.env.OPENAI_MODEL }
 afterEach(() => {
@@ -16,7 +24,7 @@ describe("examples", () => {
     delete process.env.OPENAI_API_KEY
     delete process.env.OPENAI_BASE_URL
     const lines: Array<string> = []
-    const result = await quickstart({ log: (l) => lines.push(l) })
+    const result = await quickstart({ log: (l) => lines.push(l), filename: store() })
     expect(result.status).toBe("completed")
     expect(result.output).toContain("approved by ann@acme.example")
     expect(result.verified).toBe(true)
@@ -40,7 +48,7 @@ describe("examples", () => {
       process.env.OPENAI_BASE_URL = server.url
       process.env.OPENAI_MODEL = "gpt-4o-mini"
       const lines: Array<string> = []
-      const result = await quickstart({ log: (l) => lines.push(l) })
+      const result = await quickstart({ log: (l) => lines.push(l), filename: store() })
       expect(result.status).toBe("completed")
       expect(result.output).toContain("approved by ann@acme.example")
       expect(lines.join("\n")).toContain("gpt-4o-mini via the openai SDK")
@@ -65,7 +73,7 @@ describe("examples", () => {
   })
 
   it("durable crash: a SIGKILLed run resumes in a new process and each side effect happens once", async () => {
-    const { lines, outcome } = await crash({ log: () => {} })
+    const { lines, outcome } = await crash({ log: () => {}, dir: fs.mkdtempSync(path.join(root, "crash-")) })
     expect(outcome.result.status).toBe("completed")
     expect(outcome.verified).toBe(true)
     expect(lines).toHaveLength(3)

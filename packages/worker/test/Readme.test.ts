@@ -1,11 +1,13 @@
 // The README's path, as written there (a temp file instead of ./artana.db).
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Kernel, Tenant, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
 import { ArtanaSession, Worker, WorkerLog } from "@artana/worker"
 import { Effect, Fiber, Layer, LogLevel, Schema } from "effect"
-import { tempDb, tempDir } from "./helpers.js"
+import { cleanup, tempDb, tempDir } from "./helpers.js"
+
+afterAll(cleanup)
 
 const approve = Workflow.make({
   name: "approve",

@@ -1,7 +1,7 @@
 // Four worker processes on one PostgreSQL database run 200 tasks of five tool steps each; one of them is killed
 // with SIGKILL in the middle. Every task must complete, every step's side effect must reach the receiving system
 // once (by idempotency key), no run may be worked on by two live workers, and no log may fork.
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, Fiber, Layer } from "effect"
 import { inject } from "vitest"
 import { EventStore, Kernel, TaskQueue, ToolRegistry } from "@artana/core"
@@ -14,7 +14,9 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { ArtanaSession, Worker } from "@artana/worker"
-import { layer, makeWorld, tenant } from "./helpers.js"
+import { cleanup, layer, makeWorld, tenant } from "./helpers.js"
+
+afterAll(cleanup)
 
 const pg = PgTest.server(inject("artanaPg"))
 
