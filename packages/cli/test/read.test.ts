@@ -2,11 +2,12 @@
 // SQLite file written in-process through the kernel.
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { Event} from "@artana/core";
-import { EventStore, Json, Kernel } from "@artana/core"
+import { Chat, EventStore, Json, Kernel, Tenant, ToolRegistry, Workflow } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
 import { Plan, PlanRunner } from "@artana/cli"
 import { SqliteStore } from "@artana/store-sqlite"
 import { SqlClient } from "@effect/sql"
-import { Effect, Either, Layer } from "effect"
+import { Effect, Either, Layer, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { artana, artanaJson, artanaTty, cleanup, greet, sqliteKernel, tempDir, tenant } from "./helpers.js"
@@ -105,6 +106,42 @@ describe("artana show-run", () => {
         ]
       })
       expect(shape.events.map((e) => e.type)).toEqual(["RunStarted", "ToolRequested", "ToolCompleted", "RunCompleted"])
+    }))
+
+  it.live("the cost line shows the run's own spend and its lineage's, which the root's budget is charged", () =>
+    Effect.gen(function*() {
+      const priced = path.join(tempDir(), "priced.db")
+      const funded = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 10 })
+      const ask = Workflow.make({
+        name: "ask",
+        input: Schema.Struct({ q: Schema.String }),
+        output: Schema.String,
+        run: ({ q }, ctx) => Effect.map(ctx.chat({ messages: [Chat.user(q)] }), (r) => r.output)
+      })
+      const layer = Layer.provideMerge(
+        Kernel.layer(),
+        Layer.mergeAll(
+          SqliteStore.layer({ filename: priced }),
+          ScriptedModel.layer([ScriptedModel.text("a", { costUsd: 0.25 }), ScriptedModel.text("b", { costUsd: 0.5 })]),
+          ToolRegistry.layer([])
+        )
+      )
+      yield* Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        yield* kernel.execute(ask, { runId: "spend-root", tenant: funded, input: { q: "root" } })
+        yield* kernel.execute(ask, { runId: "spend-child", tenant: funded, input: { q: "child" }, parentRunId: "spend-root" })
+      }).pipe(Effect.provide(layer))
+
+      const shown = yield* artana(["show-run", "spend-child", "--db", priced, "--tenant", "acme"], { cwd: dir })
+      expect(shown.code).toBe(0)
+      expect(shown.stdout).toMatch(/cost\s+\$0\.500000 this run\s+\$0\.750000 its tree of 2 runs \(charged to the root's budget\)/)
+      const json = yield* artanaJson(["show-run", "spend-root", "--db", priced, "--tenant", "acme"], { cwd: dir })
+      expect(json.json).toMatchObject({ run: { runId: "spend-root", costUsd: 0.25 }, lineageCostUsd: 0.75 })
+      // A tree of runs without model calls costs nothing; a run alone in its lineage shows one figure.
+      const alone = yield* artana(["show-run", "root", "--db", db, "--tenant", "acme"], { cwd: dir })
+      expect(alone.stdout).toMatch(/cost\s+\$0\.000000 this run\s+\$0\.000000 its tree of 4 runs/)
+      const plan = yield* artana(["show-run", "plan-ok", "--db", db, "--tenant", "acme"], { cwd: dir })
+      expect(plan.stdout).toMatch(/cost\s+\$0\.000000\n/)
     }))
 
   it.live("another tenant's run is not found (exit 5)", () =>

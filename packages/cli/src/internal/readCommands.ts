@@ -165,8 +165,10 @@ export const showRun = (args: Common & { readonly run: string }) =>
     const events = yield* store.readEvents(args.tenant, args.run)
     const family = yield* store.listRuns(args.tenant, { rootRunId: info.rootRunId })
     const lineage = lineageOf(family, info.rootRunId) ?? { runId: info.runId, workflow: info.workflow, status: info.status, children: [] }
+    // What the lineage spent: every run of the tree draws on the root's budget (sub-agents, tools that start runs).
+    const lineageCostUsd = family.reduce((sum, r) => sum + r.costUsd, 0)
     if (args.format === "json") {
-      yield* Out.json({ run: info, lineage, events })
+      yield* Out.json({ run: info, lineage, lineageCostUsd, events })
       return ExitCode.Ok
     }
     const s = Out.outStyle()
@@ -176,7 +178,9 @@ export const showRun = (args: Common & { readonly run: string }) =>
       `  tenant    ${info.tenantId}`,
       `  created   ${T.timestamp(info.createdAt)}   updated ${T.timestamp(info.updatedAt)}   took ${T.duration(info.updatedAt - info.createdAt)}`,
       `  events    ${info.headSeq}   head ${s.dim(info.headHash)}`,
-      `  cost      $${info.costUsd.toFixed(6)}`,
+      family.length > 1
+        ? `  cost      $${info.costUsd.toFixed(6)} this run   $${lineageCostUsd.toFixed(6)} its tree of ${family.length} runs (charged to the root's budget)`
+        : `  cost      $${info.costUsd.toFixed(6)}`,
       "",
       s.bold("lineage"),
       ...renderLineage(s, lineage, info.runId),
