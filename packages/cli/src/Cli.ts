@@ -4,6 +4,8 @@
  * ```
  * artana run PLAN --policy POLICY [--run-id ID]   run a plan under a policy
  * artana replay RUN [--plan PLAN]                  re-run a plan run over its log (no tool executes)
+ * artana reconcile RUN --step ID (--completed JSON | --failed MESSAGE)
+ *                                                  settle the step a crash left in doubt
  * artana report RUN                                timeline, decisions, files, domains, commands, denials, cost
  * artana list-runs [--status S] [--workflow W] [--limit N]
  * artana show-run RUN                              a run, its lineage tree and its events
@@ -79,6 +81,23 @@ const replay = Command.make(
   (a) => Effect.flatMap(auditKey, (key) => PlanCommands.replay({ ...a, plan: Option.getOrUndefined(a.plan), auditKey: key }))
 ).pipe(Command.withDescription("Replay a finished plan run from its log: no tool executes; output hashes must equal the logged ones."))
 
+const reconcile = Command.make(
+  "reconcile",
+  {
+    ...common,
+    run: runArg,
+    step: Options.text("step").pipe(Options.withDescription("the step in doubt: a plan step's id (or a run's step key), as `artana report` shows it")),
+    completed: Options.text("completed").pipe(
+      Options.withDescription("the call happened: its result, as JSON (a plan step's result must be one its tool returns)"),
+      Options.optional
+    ),
+    failed: Options.text("failed").pipe(Options.withDescription("the call did not happen, or failed: why"), Options.optional)
+  },
+  (a) =>
+    Effect.flatMap(auditKey, (key) =>
+      PlanCommands.reconcile({ ...a, completed: Option.getOrUndefined(a.completed), failed: Option.getOrUndefined(a.failed), auditKey: key }))
+).pipe(Command.withDescription("Settle the step a crash left in doubt (needs_reconciliation), after checking what really happened; `run --run-id` then continues the plan."))
+
 const report = Command.make("report", { ...common, run: runArg }, (a) => Effect.flatMap(auditKey, (key) => ReadCommands.report({ ...a, auditKey: key }))).pipe(
   Command.withDescription("Report a plan run: timeline, each call allowed or denied and why, files, domains, commands, denials, duration, cost.")
 )
@@ -115,7 +134,7 @@ const verify = Command.make(
 /** The command tree. */
 export const command = Command.make("artana").pipe(
   Command.withDescription("Artana: run tool plans under a deny-by-default policy, replay, report and verify runs."),
-  Command.withSubcommands([run, replay, report, listRuns, showRun, verify])
+  Command.withSubcommands([run, replay, reconcile, report, listRuns, showRun, verify])
 )
 
 const version = (): string => {

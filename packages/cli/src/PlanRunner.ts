@@ -185,6 +185,8 @@ export interface LoggedStep {
   readonly outputHash: string | undefined
   /** Set when the call was denied: why, and by which middleware or capability. */
   readonly denial: { readonly reason: string; readonly middleware?: string | undefined; readonly capability?: string | undefined } | undefined
+  /** The outcome was settled by a person (`artana reconcile`, `Kernel.reconcile`) after the step was in doubt. */
+  readonly reconciled: boolean
   readonly startedAt: number
   readonly finishedAt: number | undefined
   /** Every event of the step, in order (middleware notes included). */
@@ -217,14 +219,17 @@ export const loggedSteps = (events: ReadonlyArray<Event.Event>): ReadonlyArray<L
     let produced: Produced | undefined
     let finishedAt: number | undefined
     let denial: LoggedStep["denial"]
+    let reconciled = false
     for (const e of stepEvents) {
       const p = e.payload
       if (p._tag === "ToolCompleted") {
         produced = { ok: true, result: p.result }
         finishedAt = e.timestamp
+        reconciled = p.reconciled === true
       } else if (p._tag === "ToolFailed") {
         produced = { ok: false, kind: p.kind, error: p.error }
         finishedAt = e.timestamp
+        reconciled = p.reconciled === true
       } else if (p._tag === "PolicyDenied") {
         denial = { reason: p.reason, middleware: p.middleware, capability: p.capability }
       }
@@ -239,6 +244,7 @@ export const loggedSteps = (events: ReadonlyArray<Event.Event>): ReadonlyArray<L
       produced,
       outputHash: produced === undefined ? undefined : outputHash(produced),
       denial,
+      reconciled,
       startedAt: requested.timestamp,
       finishedAt,
       events: stepEvents

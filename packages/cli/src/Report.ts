@@ -50,6 +50,8 @@ export interface StepReport extends Touched {
   readonly startedAt: number | null
   readonly durationMs: number | null
   readonly error: string | null
+  /** The step was in doubt and a person settled its outcome (`artana reconcile`). */
+  readonly reconciled: boolean
 }
 
 export interface Summary extends Touched {
@@ -105,7 +107,7 @@ export const make = (
     if (step === undefined) {
       return {
         id, name, tool, decision: "none", reason: "not reached: the run stopped before this step", status: "skipped",
-        inputHash: null, outputHash: null, args: null, startedAt: null, durationMs: null, error: null,
+        inputHash: null, outputHash: null, args: null, startedAt: null, durationMs: null, error: null, reconciled: false,
         filesRead: [], filesWritten: [], domains: [], commands: []
       }
     }
@@ -132,6 +134,7 @@ export const make = (
       startedAt: step.startedAt,
       durationMs: step.finishedAt === undefined ? null : step.finishedAt - step.startedAt,
       error: step.produced !== undefined && !step.produced.ok ? step.produced.error : null,
+      reconciled: step.reconciled,
       filesRead: a.filesRead ?? [],
       filesWritten: a.filesWritten ?? [],
       domains: a.domains ?? [],
@@ -198,6 +201,7 @@ export const toJson = (report: Report) => ({
     error: s.error,
     startedAt: s.startedAt,
     durationMs: s.durationMs,
+    reconciled: s.reconciled,
     filesRead: s.filesRead,
     filesWritten: s.filesWritten,
     domains: s.domains,
@@ -229,7 +233,9 @@ export const render = (report: Report, s: T.Style): string => {
     step.durationMs === null ? "-" : T.duration(step.durationMs),
     short(step.inputHash),
     short(step.outputHash),
-    step.status === "ok" || step.status === "skipped" ? step.reason : `${step.reason}${step.error !== null && step.error !== step.reason ? ` — ${step.error}` : ""}`
+    `${step.status === "ok" || step.status === "skipped" ? step.reason : `${step.reason}${step.error !== null && step.error !== step.reason ? ` — ${step.error}` : ""}`}${
+      step.reconciled ? s.yellow(" (outcome settled by hand: artana reconcile)") : ""
+    }`
   ])
   out.push(T.table(s, ["STEP", "TOOL", "DECISION", "TIME", "INPUT", "OUTPUT", "WHY"], rows, { right: [3] }))
   const touched: Array<[string, ReadonlyArray<string>]> = [

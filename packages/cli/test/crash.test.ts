@@ -1,9 +1,12 @@
 // A plan run killed (SIGKILL, the whole process group) in the middle of a step: `artana run --run-id` with the same
 // plan continues it from its log. The completed step is not run again, and the step caught in doubt (a
 // non-idempotent shell command: it may or may not have happened) is never repeated silently: the run needs
-// reconciliation (exit 8), and the report shows it in doubt.
+// reconciliation (exit 8), and the report shows it in doubt, until `artana reconcile` settles it as a person says.
+import { EventStore, Kernel, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
+import { SqliteStore } from "@artana/store-sqlite"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber, Layer, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { artana, artanaJson, artanaStarted, cleanup, tempDir } from "./helpers.js"
@@ -22,7 +25,7 @@ const PLAN = `steps:
   - { id: last, tool: fs.write, args: { path: workspace/out/last.txt, content: "never" } }
 `
 
-describe("a plan run killed mid-step", () => {
+describe("a run killed mid-step", () => {
   it.live("continues from its log with --run-id: done steps are not repeated, the step in doubt is not run again", () =>
     Effect.gen(function*() {
       const cwd = tempDir()
@@ -59,5 +62,131 @@ describe("a plan run killed mid-step", () => {
       expect(other.code).toBe(6)
       expect(other.stderr).toContain("the plan does not match the log of run crash-1")
       expect(yield* eventCount).toBe(before)
+
+      // Settling it: the step named must be the one in doubt, with exactly one outcome, a result its tool returns.
+      const wrongStep = yield* artana(["reconcile", "crash-1", "--step", "first", "--completed", "{}"], { cwd })
+      expect(wrongStep.code).toBe(2)
+      expect(wrongStep.stderr).toContain(`"first" is not the step in doubt: run crash-1 waits on step "slow" (shell.run {"command":"sleep","args":["30"]})`)
+      const noOutcome = yield* artana(["reconcile", "crash-1", "--step", "slow"], { cwd })
+      expect(noOutcome.code).toBe(2)
+      expect(noOutcome.stderr).toContain("give exactly one of --completed JSON")
+      const notJson = yield* artana(["reconcile", "crash-1", "--step", "slow", "--completed", "{exitCode: 0"], { cwd })
+      expect(notJson.code).toBe(2)
+      expect(notJson.stderr).toContain("not JSON")
+      const wrongShape = yield* artana(["reconcile", "crash-1", "--step", "slow", "--completed", `{"exitCode":0}`], { cwd })
+      expect(wrongShape.code).toBe(2)
+      expect(wrongShape.stderr).toContain("not a result shell.run returns")
+      expect(yield* eventCount).toBe(before)
+
+      // The operator checked: the command finished. The plan then continues after it, and nothing runs twice.
+      const result = { exitCode: 0, signal: null, stdout: "", stderr: "" }
+      const settled = yield* artanaJson(["reconcile", "crash-1", "--step", "slow", "--completed", JSON.stringify(result)], { cwd })
+      expect(settled.code).toBe(0)
+      expect(settled.json).toEqual({ runId: "crash-1", step: "slow", stepKey: "step:slow", tool: "shell.run", outcome: "completed", status: "running" })
+      const twice = yield* artana(["reconcile", "crash-1", "--step", "slow", "--failed", "again"], { cwd })
+      expect(twice.code).toBe(2)
+      expect(twice.stderr).toContain("run crash-1 is running: only a run in needs_reconciliation has a step to settle")
+
+      const continued = yield* artanaJson(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "crash-1"], { cwd })
+      expect(continued.json).toEqual({ runId: "crash-1", status: "completed" })
+      expect(continued.code).toBe(0)
+      expect(fs.readFileSync(path.join(cwd, "workspace/out/last.txt"), "utf8")).toBe("never")
+      expect(fs.statSync(first).mtimeMs).toBe(firstWrittenAt)
+      const done = yield* artanaJson(["report", "crash-1"], { cwd })
+      expect(done.code).toBe(0)
+      expect(done.json).toMatchObject({
+        status: "completed",
+        steps: [{ id: "first", status: "ok", reconciled: false }, { id: "slow", status: "ok", reconciled: true }, { id: "last", status: "ok", reconciled: false }]
+      })
+      const shown = yield* artana(["report", "crash-1"], { cwd })
+      expect(shown.stdout).toMatch(/slow\s+shell\.run\s+allowed.*\(outcome settled by hand: artana reconcile\)/)
+      // The log took the settlement as one more link of its chain; the run's events, in order, say what happened.
+      const verified = yield* artanaJson(["verify", "crash-1"], { cwd })
+      expect(verified.json).toMatchObject({ ok: true })
+      const slowEvents = Effect.map(artanaJson(["show-run", "crash-1"], { cwd }), (r) =>
+        (r.json as { events: ReadonlyArray<{ stepKey: string; type: string }> }).events.filter((e) => e.stepKey === "step:slow").map((e) => e.type))
+      expect(yield* slowEvents).toEqual(["ToolRequested", "MiddlewareNote", "ReconciliationRequired", "ToolCompleted"])
     }), 180_000)
+
+  it.live("a step settled as failed stops the plan there (on_error: stop), and the rest never runs", () =>
+    Effect.gen(function*() {
+      const cwd = tempDir()
+      fs.mkdirSync(path.join(cwd, "workspace/out"), { recursive: true })
+      fs.writeFileSync(path.join(cwd, "policy.yaml"), POLICY)
+      fs.writeFileSync(path.join(cwd, "plan.yaml"), PLAN)
+      const first = path.join(cwd, "workspace/out/first.txt")
+      const started = artanaStarted(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "crash-2"], { cwd })
+      const deadline = Date.now() + 60_000
+      while (!fs.existsSync(first) && Date.now() < deadline) yield* Effect.sleep("100 millis")
+      yield* Effect.sleep("2 seconds")
+      expect(yield* Effect.promise(() => started.kill())).toBeNull()
+      const stuck = yield* artanaJson(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "crash-2"], { cwd })
+      expect(stuck.code).toBe(8)
+
+      const settled = yield* artana(["reconcile", "crash-2", "--step", "slow", "--failed", "the machine rebooted: the command never finished"], { cwd })
+      expect(settled.code).toBe(0)
+      expect(settled.stdout).toContain("step slow of run crash-2 (shell.run {\"command\":\"sleep\",\"args\":[\"30\"]}) settled as failed")
+      expect(settled.stdout).toContain("artana run PLAN --policy POLICY --run-id crash-2")
+      const continued = yield* artanaJson(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "crash-2"], { cwd })
+      expect(continued.json).toEqual({ runId: "crash-2", status: "failed" })
+      expect(continued.code).toBe(4)
+      expect(fs.existsSync(path.join(cwd, "workspace/out/last.txt"))).toBe(false)
+      const done = yield* artanaJson(["report", "crash-2"], { cwd })
+      expect(done.json).toMatchObject({
+        status: "failed",
+        steps: [
+          { id: "first", status: "ok" },
+          { id: "slow", status: "failed", reconciled: true, error: "the machine rebooted: the command never finished" },
+          { id: "last", status: "skipped" }
+        ]
+      })
+    }), 180_000)
+
+  it.live("any run in doubt, not only a plan's, is settled by its step key; its own application then continues it", () =>
+    Effect.gen(function*() {
+      const cwd = tempDir()
+      const db = path.join(cwd, "app.db")
+      const acme = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 0 })
+      let charged = 0
+      const charge = Tool.make({
+        name: "charge",
+        description: "Charges a card (not idempotent)",
+        parameters: Schema.Struct({ amount: Schema.Number }),
+        success: Schema.Struct({ receipt: Schema.String }),
+        handler: () => Effect.zipRight(Effect.sync(() => charged++), Effect.never)
+      })
+      const billing = Workflow.make({
+        name: "billing",
+        input: Schema.Struct({ amount: Schema.Number }),
+        output: Schema.String,
+        run: ({ amount }, ctx) => Effect.map(ctx.tool(charge, { amount }), (r) => r.receipt)
+      })
+      const app = Layer.provideMerge(
+        Kernel.layer({ workflows: [billing] }),
+        Layer.mergeAll(SqliteStore.layer({ filename: db }), ScriptedModel.layer([]), ToolRegistry.layer([charge]))
+      )
+      // The charge is requested and under way when the process stops (here: its fiber is interrupted).
+      yield* Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        const store = yield* EventStore.EventStore
+        const fiber = yield* Effect.fork(kernel.execute(billing, { runId: "bill-1", tenant: acme, input: { amount: 5 } }))
+        while (charged === 0) yield* Effect.sleep("10 millis")
+        yield* Fiber.interrupt(fiber)
+        expect((yield* store.getRun("acme", "bill-1")).status).toBe("running")
+        // Recovery finds the charge in doubt and will not repeat it.
+        const recovered = yield* kernel.execute(billing, { runId: "bill-1", tenant: acme, input: { amount: 5 } })
+        expect(recovered.status).toBe("needs_reconciliation")
+      }).pipe(Effect.provide(app))
+
+      const settled = yield* artana(["reconcile", "bill-1", "--db", db, "--tenant", "acme", "--step", "tool:0", "--completed", `{"receipt":"R-77"}`], { cwd })
+      expect(settled.code).toBe(0)
+      expect(settled.stdout).toContain(`step tool:0 of run bill-1 (charge {"amount":5}) settled as completed`)
+      expect(settled.stdout).toContain("continue it with the application that runs its workflow")
+      const output = yield* Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        return yield* kernel.execute(billing, { runId: "bill-1", tenant: acme, input: { amount: 5 } })
+      }).pipe(Effect.provide(app))
+      expect(output).toMatchObject({ status: "completed", output: "R-77" })
+      expect(charged).toBe(1)
+    }), 60_000)
 })

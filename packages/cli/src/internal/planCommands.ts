@@ -1,10 +1,11 @@
 /**
- * `artana run` and `artana replay`.
+ * `artana run`, `artana replay` and `artana reconcile`.
  */
-import { EventStore } from "@artana/core"
+import { Errors, EventStore, Json, Kernel } from "@artana/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
 import { createHash } from "node:crypto"
@@ -145,6 +146,89 @@ export const replay = (args: ReplayArgs) =>
       })
     } else {
       yield* Out.stdout(`${s.green("✓")} replay of run ${s.bold(outcome.runId)} matches its log: ${outcome.steps.length} step${outcome.steps.length === 1 ? "" : "s"}, every output hash equal to the logged one (run ${outcome.status})`)
+    }
+    return ExitCode.Ok
+  })))
+
+export interface ReconcileArgs extends Common {
+  readonly run: string
+  readonly step: string
+  /** The step's result as JSON text: the call happened. */
+  readonly completed: string | undefined
+  /** Why the call did not happen or failed: the step failed. */
+  readonly failed: string | undefined
+}
+
+const badInput = (what: string, reason: string) => new Errors.InvalidInput({ what, reason })
+
+/**
+ * `artana reconcile RUN --step ID (--completed JSON | --failed MESSAGE)`: settles the step a crash left in doubt
+ * (a non-idempotent call whose request is logged and whose outcome is not), as a person who checked what really
+ * happened says. `--step` must name that step (a plan step's id, or any run's step key), so a stale command settles
+ * nothing. A plan run's result is checked against its tool's result schema first. The kernel's `reconcile` writes
+ * the outcome (`reconciled: true`); `artana run PLAN --run-id RUN` then continues the plan after it.
+ */
+export const reconcile = (args: ReconcileArgs) =>
+  Out.command(args.format, Effect.scoped(Effect.gen(function*() {
+    if ((args.completed === undefined) === (args.failed === undefined)) {
+      return yield* badInput("outcome", "give exactly one of --completed JSON (the call happened: its result) or --failed MESSAGE (it did not happen, or it failed: why)")
+    }
+    let outcome: Kernel.ReconcileOutcome
+    if (args.completed !== undefined) {
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(args.completed)
+      } catch (e) {
+        return yield* badInput("--completed", `not JSON (${e instanceof Error ? e.message : String(e)}); quote it for the shell, e.g. --completed '{"exitCode":0}'`)
+      }
+      const json = Json.fromUnknown(parsed)
+      if (!json.ok) return yield* badInput("--completed", json.error)
+      outcome = { ok: true, result: json.json }
+    } else {
+      const reason = (args.failed ?? "").trim()
+      if (reason === "") return yield* badInput("--failed", "say why the call failed or did not happen")
+      outcome = { ok: false, error: reason }
+    }
+
+    const db = Database.parse(args.db)
+    const opened = yield* Layer.build(Database.layer(db, { create: false }))
+    const store = Context.get(opened, EventStore.EventStore)
+    const info = yield* store.getRun(args.tenant, args.run)
+    const events = yield* store.readEvents(args.tenant, args.run)
+    const required = [...events].reverse().find((e) => e.payload._tag === "ReconciliationRequired")
+    if (info.status !== "needs_reconciliation" || required === undefined || required.payload._tag !== "ReconciliationRequired") {
+      return yield* badInput("RUN", `run ${args.run} is ${info.status}: only a run in needs_reconciliation has a step to settle`)
+    }
+    const key = required.stepKey
+    const tool = required.payload.tool
+    const id = Plan.stepIdOf(key) ?? key
+    const requested = events.find((e) => e.stepKey === key && e.payload._tag === "ToolRequested")
+    const call = requested?.payload._tag === "ToolRequested" ? `${tool} ${requested.payload.arguments}` : tool
+    if (args.step !== id && args.step !== key) {
+      return yield* badInput("--step", `"${args.step}" is not the step in doubt: run ${args.run} waits on step "${id}" (${call})`)
+    }
+    // A plan run's tools are known (rebuilt from its logged policy): the result must be one its tool can return.
+    const input = PlanRunner.loggedInput(events)
+    if (input !== undefined && outcome.ok) {
+      const toolbox = yield* Toolbox.fromRecord(input.policy)
+      const decoded = toolbox.tools.find((t) => t.name === tool)?.decodeResult(outcome.result)
+      if (decoded !== undefined && Either.isLeft(decoded)) {
+        return yield* badInput("--completed", `not a result ${tool} returns: ${decoded.left.reason}`)
+      }
+    }
+    yield* Effect.flatMap(Kernel.Kernel, (kernel) => kernel.reconcile({ tenantId: args.tenant, runId: args.run, outcome })).pipe(
+      Effect.provide(Services.kernel({ store: Layer.succeedContext(opened), auditKey: args.auditKey }))
+    )
+    const settled = outcome.ok ? "completed" : "failed"
+    if (args.format === "json") {
+      yield* Out.json({ runId: args.run, step: id, stepKey: key, tool, outcome: settled, status: "running" })
+    } else {
+      const s = Out.outStyle()
+      const db = args.db === "./artana.db" ? "" : ` --db ${args.db}`
+      yield* Out.stdout(`${s.green("✓")} step ${s.bold(id)} of run ${s.bold(args.run)} (${call}) settled as ${settled}`)
+      yield* Out.stdout(s.dim(input === undefined
+        ? "  the run is resumable: continue it with the application that runs its workflow"
+        : `  artana run PLAN --policy POLICY --run-id ${args.run}${db}   # continue the plan after it`))
     }
     return ExitCode.Ok
   })))
