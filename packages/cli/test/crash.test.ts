@@ -25,21 +25,30 @@ const PLAN = `steps:
   - { id: last, tool: fs.write, args: { path: workspace/out/last.txt, content: "never" } }
 `
 
+/**
+ * Starts `artana run` of PLAN as `runId` in a new folder and SIGKILLs it (its whole process group) while the
+ * `sleep` step runs: the first step is done once its file exists; the sleep's request is logged right after.
+ */
+const killedMidStep = (runId: string) =>
+  Effect.gen(function*() {
+    const cwd = tempDir()
+    fs.mkdirSync(path.join(cwd, "workspace/out"), { recursive: true })
+    fs.writeFileSync(path.join(cwd, "policy.yaml"), POLICY)
+    fs.writeFileSync(path.join(cwd, "plan.yaml"), PLAN)
+    const first = path.join(cwd, "workspace/out/first.txt")
+    const started = artanaStarted(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", runId], { cwd })
+    const deadline = Date.now() + 60_000
+    while (!fs.existsSync(first) && Date.now() < deadline) yield* Effect.sleep("100 millis")
+    expect(fs.existsSync(first)).toBe(true)
+    yield* Effect.sleep("2 seconds")
+    expect(yield* Effect.promise(() => started.kill())).toBeNull()
+    return { cwd, first }
+  })
+
 describe("a run killed mid-step", () => {
   it.live("continues from its log with --run-id: done steps are not repeated, the step in doubt is not run again", () =>
     Effect.gen(function*() {
-      const cwd = tempDir()
-      fs.mkdirSync(path.join(cwd, "workspace/out"), { recursive: true })
-      fs.writeFileSync(path.join(cwd, "policy.yaml"), POLICY)
-      fs.writeFileSync(path.join(cwd, "plan.yaml"), PLAN)
-      const first = path.join(cwd, "workspace/out/first.txt")
-      const started = artanaStarted(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "crash-1"], { cwd })
-      // The first step is done once its file exists; the sleep's request is logged right after, then it sleeps.
-      const deadline = Date.now() + 60_000
-      while (!fs.existsSync(first) && Date.now() < deadline) yield* Effect.sleep("100 millis")
-      expect(fs.existsSync(first)).toBe(true)
-      yield* Effect.sleep("2 seconds")
-      expect(yield* Effect.promise(() => started.kill())).toBeNull()
+      const { cwd, first } = yield* killedMidStep("crash-1")
       const firstWrittenAt = fs.statSync(first).mtimeMs
 
       const again = yield* artanaJson(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "crash-1"], { cwd })
@@ -110,16 +119,7 @@ describe("a run killed mid-step", () => {
 
   it.live("a step settled as failed stops the plan there (on_error: stop), and the rest never runs", () =>
     Effect.gen(function*() {
-      const cwd = tempDir()
-      fs.mkdirSync(path.join(cwd, "workspace/out"), { recursive: true })
-      fs.writeFileSync(path.join(cwd, "policy.yaml"), POLICY)
-      fs.writeFileSync(path.join(cwd, "plan.yaml"), PLAN)
-      const first = path.join(cwd, "workspace/out/first.txt")
-      const started = artanaStarted(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "crash-2"], { cwd })
-      const deadline = Date.now() + 60_000
-      while (!fs.existsSync(first) && Date.now() < deadline) yield* Effect.sleep("100 millis")
-      yield* Effect.sleep("2 seconds")
-      expect(yield* Effect.promise(() => started.kill())).toBeNull()
+      const { cwd } = yield* killedMidStep("crash-2")
       const stuck = yield* artanaJson(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "crash-2"], { cwd })
       expect(stuck.code).toBe(8)
 
