@@ -11,6 +11,9 @@
 //   messages plus its tools' JSON specs. Deterministic: one run of each, in the same process. Target >= 5.
 // full_vs_progressive_tool_tokens: the part of those prompts the tools take (specs offered, and the skills list),
 //   full / progressive: the history and instructions both sessions share are left out.
+// full_vs_progressive_tokens_max_loaded: the same session with `progressiveSkills: { maxLoaded }` set to the most
+//   distinct skills one phase uses (so no call is refused): skills a phase no longer uses are unloaded as the next
+//   phase's are loaded.
 import { Effect, Layer } from "effect"
 import { Chat, EventStore, Kernel, Middleware, ModelPort, Tenant, ToolRegistry } from "@artana/core"
 import { AutonomousAgent, ContextBuilder, MemoryStore } from "@artana/agent"
@@ -81,14 +84,17 @@ const progressiveScript: ReadonlyArray<Answer> = [
   ANSWER
 ]
 
-const session = async (progressive: boolean) => {
+/** The most distinct skills one phase uses: with this cap every phase's skills fit at once, so no call is refused. */
+const MAX_LOADED = Math.max(...PHASES.map((phase) => new Set(phase.map((c) => c.name)).size))
+
+const session = async (progressive: boolean, maxLoaded?: number) => {
   const script = progressive ? progressiveScript : work
   const model = await makeModel((_request, n) => {
     const answer = script[n]
     if (answer === undefined) throw new Error(`the script has ${script.length} replies; request ${n + 1} arrived`)
     return answer
   })
-  const agent = AutonomousAgent.make({ name: "support", instructions: INSTRUCTIONS, tools: catalog, progressiveSkills: progressive, memory: false, maxTurns: 40 })
+  const agent = AutonomousAgent.make({ name: "support", instructions: INSTRUCTIONS, tools: catalog, progressiveSkills: progressive && maxLoaded !== undefined ? { maxLoaded } : progressive, memory: false, maxTurns: 40 })
   const layer = Layer.provideMerge(
     Kernel.layer(),
     Layer.mergeAll(EventStore.layerMemory, Layer.succeed(ModelPort.ModelPort, model.port), ToolRegistry.layer([]), Middleware.layerEmpty, MemoryStore.layerMemory)
@@ -122,6 +128,8 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
   const full = await session(false)
   progress(`progressive skills: ${progressiveScript.length} turns (1 loading turn)`)
   const progressive = await session(true)
+  progress(`progressive skills, at most ${MAX_LOADED} loaded at once: ${progressiveScript.length} turns`)
+  const capped = await session(true, MAX_LOADED)
   const ratio = full.total / progressive.total
   return {
     name: "skills",
@@ -156,6 +164,14 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
       baselineValue: progressive.toolTotal,
       ratio: full.toolTotal / progressive.toolTotal,
       detail: { full_tool_tokens: full.toolTotal, progressive_tool_tokens: progressive.toolTotal }
+    }, {
+      metric: "full_vs_progressive_tokens_max_loaded",
+      value: full.total / capped.total,
+      unit: "ratio",
+      baseline: `progressive skills with progressiveSkills: { maxLoaded: ${MAX_LOADED} } (the largest phase's skills), same session`,
+      baselineValue: capped.total,
+      ratio: full.total / capped.total,
+      detail: { progressive_total_tokens: capped.total, max_loaded: MAX_LOADED, most_tools_offered: Math.max(...capped.toolsOffered) }
     }]
   }
 }

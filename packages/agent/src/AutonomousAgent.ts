@@ -28,7 +28,7 @@ import type { Extension } from "./Extension.js"
 import * as internal from "./internal/loop.js"
 import type * as Memory from "./Memory.js"
 import { MemoryStore } from "./MemoryStore.js"
-import type { Skill } from "./Skills.js"
+import type { Progressive, Skill } from "./Skills.js"
 import type { SubAgentTool } from "./SubAgent.js"
 
 /** What an agent may be given as a tool: a tool, a skill (a tool with instructions and examples), a sub-agent. */
@@ -50,8 +50,10 @@ export interface Options {
   /**
    * Only skill names and one-line summaries in the prompt; `load_skill` gives a skill's full schema, instructions
    * and examples, and its tool is offered from the next turn. Default false: every tool with its full schema.
+   * `{ maxLoaded: n }`: at most n skills loaded at once; loading one more unloads the least recently used (loaded
+   * or called), which the model can load again. Default (`true`): loaded skills stay loaded for the run.
    */
-  readonly progressiveSkills?: boolean | undefined
+  readonly progressiveSkills?: boolean | Progressive | undefined
   /** Summarizes the oldest history when it passes a threshold. Default: none (the history grows). */
   readonly compaction?: CompactionStrategy | undefined
   /** Long-term memory: the memory tools and the `[CORE MEMORY]` section. Default on; `false` turns it off. */
@@ -132,6 +134,10 @@ const environment = Effect.all({ kernel: Kernel.Kernel, model: ModelPort.ModelPo
  */
 export const make = (options: Options): Agent => {
   if (options.name.trim() === "") throw new Error("AutonomousAgent: the name must not be empty")
+  const progressive = options.progressiveSkills
+  if (typeof progressive === "object" && progressive.maxLoaded !== undefined && !(Number.isInteger(progressive.maxLoaded) && progressive.maxLoaded >= 1)) {
+    throw new Error(`AutonomousAgent "${options.name}": progressiveSkills.maxLoaded must be a whole number of at least 1, not ${progressive.maxLoaded}`)
+  }
   const agent: Agent = {
     name: options.name,
     options,

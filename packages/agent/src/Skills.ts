@@ -32,6 +32,15 @@ export interface Skill {
   readonly examples: ReadonlyArray<{ readonly description?: string | undefined; readonly arguments: Json.Json; readonly result?: Json.Json | undefined }>
 }
 
+/** Options of progressive skills (`AutonomousAgent`'s `progressiveSkills`). */
+export interface Progressive {
+  /**
+   * At most this many skills loaded at once: loading one more unloads the least recently used (loaded or called),
+   * so the tool specs a prompt carries stay bounded over a long run. Default: no limit.
+   */
+  readonly maxLoaded?: number | undefined
+}
+
 /** The name of the tool that loads a skill. */
 export const LOAD_SKILL = "load_skill"
 
@@ -143,9 +152,11 @@ export const loadSkillTool = (skills: ReadonlyArray<Skill>): Tool.Tool<{ readonl
   })
 }
 
-/** The message a model gets when it calls a skill it has not loaded. */
-export const notLoaded = (name: string): string =>
+/** The message a model gets when it calls a skill it has not loaded (or that was unloaded to make room). */
+export const notLoaded = (name: string, unloadedAt?: number): string =>
   JSON.stringify({
     error: "SkillNotLoaded",
-    message: `"${name}" is a skill that is not loaded yet: call ${LOAD_SKILL} with {"name": "${name}"} first; its tool can be called from the next turn on`
+    message: unloadedAt === undefined
+      ? `"${name}" is a skill that is not loaded yet: call ${LOAD_SKILL} with {"name": "${name}"} first; its tool can be called from the next turn on`
+      : `"${name}" was unloaded to make room for other skills (at most ${unloadedAt} are loaded at once): call ${LOAD_SKILL} with {"name": "${name}"} again; its tool can be called from the next turn on`
   })

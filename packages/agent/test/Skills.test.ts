@@ -1,7 +1,8 @@
 // Progressive skills: the prompt carries names and one-line summaries; load_skill returns the full schema,
 // instructions and examples; the tool is offered from the next turn; a call to a tool not loaded is a clear error.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
+import { Tool } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { AutonomousAgent, Skills } from "@artana/agent"
 import { agentLayer, eventsOf, makeTools, scripted, systemOf, tenant } from "./fixtures.js"
@@ -80,6 +81,65 @@ describe("progressive skills", () => {
       { content: null, toolCalls: [{ name: "load_skill", arguments: { name: "send_report" } }, { name: "send_report", arguments: { to: "cfo", body: "x" } }] },
       ScriptedModel.toolCall("query_sales", { region: "EMEA", quarter: "2024-Q3" }),
       ScriptedModel.toolCall("load_skill", { name: "pivot" }),
+      ScriptedModel.text("done")
+    ]))))
+  })
+
+  it.effect("maxLoaded: loading one more unloads the least recently used (loaded or called); the model is told; replay agrees", () => {
+    const { effects, querySales, sendReport } = makeTools()
+    const fx = Tool.make({
+      name: "lookup_fx",
+      description: "Exchange rate between two currencies.",
+      parameters: Schema.Struct({ from: Schema.String, to: Schema.String }),
+      idempotent: true,
+      handler: ({ from, to }) => Effect.sync(() => {
+        effects.lines.push(`lookup_fx ${from}/${to}`)
+        return 1.08
+      })
+    })
+    const analyst = AutonomousAgent.make({
+      name: "analyst",
+      instructions: "You analyse sales.",
+      tools: [querySales, sendReport, fx],
+      progressiveSkills: { maxLoaded: 2 },
+      memory: false
+    })
+    return Effect.gen(function*() {
+      const result = yield* analyst.run({ runId: "lru", tenant, prompt: "Report EMEA Q3 in USD." })
+      expect(result).toMatchObject({ status: "completed", output: { output: "done", turns: 8 } })
+      const requests = (yield* ScriptedModel.ScriptedModel).requests()
+      expect(requests.map((r) => r.tools.map((t) => t.name))).toEqual([
+        ["load_skill"],
+        ["load_skill", "query_sales"],
+        ["load_skill", "query_sales", "lookup_fx"],
+        // query_sales was called on turn 2, so lookup_fx is the least recently used when send_report is loaded.
+        ["load_skill", "query_sales", "lookup_fx"],
+        ["load_skill", "query_sales", "send_report"],
+        ["load_skill", "query_sales", "send_report"],
+        // Loading lookup_fx again unloads query_sales, now the least recently used.
+        ["load_skill", "send_report", "lookup_fx"],
+        ["load_skill", "send_report", "lookup_fx"]
+      ])
+      expect(systemOf(requests[4]!)).toContain("Loaded (in your tool list): query_sales, send_report")
+      expect(systemOf(requests[4]!)).toContain("- lookup_fx: Exchange rate between two currencies.")
+      const answer = requests[5]!.messages.filter((m) => m.role === "tool").at(-1)?.content ?? ""
+      expect(JSON.parse(answer)).toEqual({
+        error: "SkillNotLoaded",
+        message: "\"lookup_fx\" was unloaded to make room for other skills (at most 2 are loaded at once): call load_skill with {\"name\": \"lookup_fx\"} again; its tool can be called from the next turn on"
+      })
+      expect(effects.lines).toEqual(["query_sales lru/turn:2/tool:0 EMEA/2024-Q3", "lookup_fx EUR/USD"])
+      expect(yield* analyst.replay({ tenantId: tenant.tenantId, runId: "lru" })).toEqual(result)
+      expect(() => AutonomousAgent.make({ name: "a", instructions: "", progressiveSkills: { maxLoaded: 0 } })).toThrow(
+        "progressiveSkills.maxLoaded must be a whole number of at least 1, not 0"
+      )
+    }).pipe(Effect.provide(agentLayer(scripted([
+      ScriptedModel.toolCall("load_skill", { name: "query_sales" }),
+      ScriptedModel.toolCall("load_skill", { name: "lookup_fx" }),
+      ScriptedModel.toolCall("query_sales", { region: "EMEA", quarter: "2024-Q3" }),
+      ScriptedModel.toolCall("load_skill", { name: "send_report" }),
+      ScriptedModel.toolCall("lookup_fx", { from: "EUR", to: "USD" }),
+      ScriptedModel.toolCall("load_skill", { name: "lookup_fx" }),
+      ScriptedModel.toolCall("lookup_fx", { from: "EUR", to: "USD" }),
       ScriptedModel.text("done")
     ]))))
   })

@@ -152,7 +152,8 @@ const loop = <A, I>(
     const builder = builderOf(agent, env.memory)
     const skills = skillsOf(agent, env, model)
     const skillByName = new Map(skills.map((s) => [s.tool.name, s]))
-    const progressive = o.progressiveSkills === true
+    const progressive = o.progressiveSkills === true || typeof o.progressiveSkills === "object"
+    const maxLoaded = typeof o.progressiveSkills === "object" ? o.progressiveSkills.maxLoaded : undefined
     const own: ReadonlyArray<Tool.Tool> = [
       ...(o.memory === false ? [] : Memory.tools(env.memory, memoryId(agent), o.memory ?? {})),
       ...(progressive ? [Skills.loadSkillTool(skills)] : [])
@@ -164,7 +165,22 @@ const loop = <A, I>(
 
     let history: Array<ChatMessage> = []
     let summary: string | undefined
-    const loaded = new Set<string>()
+    // Loaded skills, each with when it was last loaded or called (a counter: the order of the log, so a replay
+    // unloads the same skills); and the skills unloaded to stay within `maxLoaded`.
+    const loaded = new Map<string, number>()
+    const unloaded = new Set<string>()
+    let uses = 0
+    const use = (name: string) => {
+      loaded.set(name, ++uses)
+      unloaded.delete(name)
+      if (maxLoaded === undefined) return
+      while (loaded.size > maxLoaded) {
+        let oldest: string | undefined
+        for (const [n, at] of loaded) if (oldest === undefined || at < loaded.get(oldest)!) oldest = n
+        loaded.delete(oldest!)
+        unloaded.add(oldest!)
+      }
+    }
     const previous = new Map<string, string>()
     const usage = emptyUsage()
     let costUsd = 0
@@ -281,17 +297,19 @@ const loop = <A, I>(
           if (Either.isLeft(outcome.result)) {
             // A skill the model has not loaded: the kernel logged it as an unknown tool; the model is told what to do.
             if (progressive && outcome.result.left._tag === "UnknownTool" && skillByName.has(call.name) && !offeredNames.has(call.name)) {
-              message = { ...message, content: Skills.notLoaded(call.name) }
+              message = { ...message, content: Skills.notLoaded(call.name, unloaded.has(call.name) ? maxLoaded : undefined) }
             }
           } else if (call.name === Skills.LOAD_SKILL && progressive) {
             const result = outcome.result.right
             const name = Json.isObject(result) ? result["name"] : undefined
             if (typeof name === "string" && skillByName.has(name)) {
-              loaded.add(name)
+              use(name)
               // The log holds the whole answer; the history keeps what the tool list will not show.
               message = { ...message, content: Skills.inHistory(skillByName.get(name)!) }
             }
           }
+          // A call (answered or failed) keeps its skill in use: the least recently used are unloaded first.
+          if (progressive && offeredNames.has(call.name) && loaded.has(call.name)) use(call.name)
           history.push(message)
         }
         continue
