@@ -21,6 +21,7 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import * as Driver from "./internal/sqliteClient.js"
 
 /** Where the database lives and how hard it works to keep what it acknowledged. */
 export interface Options {
@@ -153,10 +154,10 @@ export const make = (options: Options): Effect.Effect<SqliteClient.SqliteClient,
   Effect.gen(function*() {
     const timeoutMs = toTimeoutMs(options.busyTimeout ?? Duration.seconds(5))
     // better-sqlite3 throws from its constructor (a missing directory, a directory, an unreadable file) and
-    // SqliteClient.make lets that escape as a defect: here, at the edge, it becomes a typed failure.
+    // the client lets that escape as a defect: here, at the edge, it becomes a typed failure.
     // WAL is switched on below, after busy_timeout: SqliteClient would do it first thing, and on a fresh file
     // opened by several processes at once that switch can fail at once with SQLITE_BUSY.
-    const client = yield* SqliteClient.make({ filename: options.filename, disableWAL: true }).pipe(
+    const client = yield* Driver.make({ filename: options.filename, disableWAL: true }).pipe(
       Effect.provideServiceEffect(Reactivity.Reactivity, Reactivity.make),
       Effect.catchAllDefect((cause) => Effect.fail(unavailable(options.filename, cause, timeoutMs)))
     )

@@ -1,0 +1,148 @@
+/**
+ * The SQLite `SqlClient`: `@effect/sql-sqlite-node`'s client (same tag, same interface, same single connection
+ * behind a semaphore, same prepared-statement cache), on the better-sqlite3 this Node.js can run safely.
+ *
+ * better-sqlite3 12 wraps its objects in Node's raw `ObjectWrap`. On Node.js 24, whose `ObjectWrap` destructor
+ * removes an environment cleanup hook, a statement collected by the GC outside a V8 context aborts the process
+ * (`Assertion failed: (env) != nullptr` in `RemoveEnvironmentCleanupHook`, from `Statement::~Statement`): a test
+ * worker or a long-running worker dies at a random GC. better-sqlite3 13 is built on Node-API and has no such
+ * destructor, but needs Node-API 10 (Node.js 22.14 and later), which Node.js 20 lacks. `@effect/sql-sqlite-node`
+ * imports better-sqlite3 12 itself, so this module is its `make` with the driver chosen by the running Node's
+ * Node-API version: 13 (the `better-sqlite3-napi` alias) where it runs, 12 on Node.js 20.
+ */
+import type * as Reactivity from "@effect/experimental/Reactivity"
+import * as Client from "@effect/sql/SqlClient"
+import type { Connection } from "@effect/sql/SqlConnection"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Statement from "@effect/sql/Statement"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import type BetterSqlite3 from "better-sqlite3"
+import * as Cache from "effect/Cache"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { createRequire } from "node:module"
+
+type Driver = typeof BetterSqlite3
+type Database = BetterSqlite3.Database
+type Prepared = BetterSqlite3.Statement<Array<unknown>, unknown>
+
+/** The Node-API version better-sqlite3 13 needs. */
+const NAPI_FOR_13 = 10
+
+/** Which better-sqlite3 this process loads: `"13"` on Node-API 10 and later, `"12"` before. */
+export const driverVersion: "12" | "13" = Number(process.versions.napi ?? "0") >= NAPI_FOR_13 ? "13" : "12"
+
+let loaded: Driver | undefined
+const driver = (): Driver => {
+  if (loaded === undefined) {
+    const require = createRequire(import.meta.url)
+    const module: unknown = require(driverVersion === "13" ? "better-sqlite3-napi" : "better-sqlite3")
+    loaded = module as Driver
+  }
+  return loaded
+}
+
+const failure = (message: string) => (cause: unknown) => new SqlError({ cause, message })
+
+/** A connection to a SQLite file: `@effect/sql-sqlite-node`'s `make`, on `driver()`. */
+export const make = (options: SqliteClient.SqliteClientConfig): Effect.Effect<SqliteClient.SqliteClient, never, Scope.Scope | Reactivity.Reactivity> =>
+  Effect.gen(function*() {
+    const compiler = Statement.makeCompilerSqlite(options.transformQueryNames)
+    const transformRows = options.transformResultNames === undefined
+      ? undefined
+      : Statement.defaultTransforms(options.transformResultNames).array
+
+    const scope = yield* Effect.scope
+    const Sqlite = driver()
+    const db: Database = new Sqlite(options.filename, { readonly: options.readonly ?? false })
+    yield* Scope.addFinalizer(scope, Effect.sync(() => db.close()))
+    if (options.disableWAL !== true) db.pragma("journal_mode = WAL")
+
+    const prepareCache = yield* Cache.make({
+      capacity: options.prepareCacheSize ?? 200,
+      timeToLive: options.prepareCacheTTL ?? Duration.minutes(10),
+      lookup: (sql: string) => Effect.try({ try: (): Prepared => db.prepare(sql), catch: failure("Failed to prepare statement ") })
+    })
+
+    const runStatement = (statement: Prepared, params: ReadonlyArray<unknown>, raw: boolean) =>
+      Effect.withFiberRuntime<ReadonlyArray<unknown> | BetterSqlite3.RunResult, SqlError>((fiber) => {
+        if (Context.get(fiber.currentContext, Client.SafeIntegers)) statement.safeIntegers(true)
+        try {
+          if (statement.reader) return Effect.succeed(statement.all(...params))
+          const result = statement.run(...params)
+          return Effect.succeed(raw ? result : [])
+        } catch (cause) {
+          return Effect.fail(failure("Failed to execute statement")(cause))
+        }
+      })
+
+    const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) =>
+      Effect.flatMap(prepareCache.get(sql), (s) => runStatement(s, params, raw))
+
+    const runValues = (sql: string, params: ReadonlyArray<unknown>) =>
+      Effect.acquireUseRelease(
+        prepareCache.get(sql),
+        (statement) =>
+          Effect.try({
+            try: (): ReadonlyArray<ReadonlyArray<unknown>> => {
+              if (statement.reader) {
+                statement.raw(true)
+                return statement.all(...params) as ReadonlyArray<ReadonlyArray<unknown>>
+              }
+              statement.run(...params)
+              return []
+            },
+            catch: failure("Failed to execute statement")
+          }),
+        (statement) => Effect.sync(() => statement.reader && statement.raw(false))
+      )
+
+    const rows = (effect: Effect.Effect<unknown, SqlError>) => effect as Effect.Effect<ReadonlyArray<never>, SqlError>
+
+    const connection: Connection = {
+      execute: (sql, params, transform) =>
+        rows(transform === undefined ? run(sql, params) : Effect.map(run(sql, params), (r) => transform(r as ReadonlyArray<object>))),
+      executeRaw: (sql, params) => run(sql, params, true),
+      executeValues: (sql, params) => runValues(sql, params),
+      executeUnprepared: (sql, params, transform) => {
+        const effect = Effect.flatMap(
+          Effect.try({ try: (): Prepared => db.prepare(sql), catch: failure("Failed to prepare statement ") }),
+          (statement) => runStatement(statement, params ?? [], false)
+        )
+        return rows(transform === undefined ? effect : Effect.map(effect, (r) => transform(r as ReadonlyArray<object>)))
+      },
+      executeStream: () => Stream.dieMessage("executeStream not implemented")
+    }
+
+    const semaphore = yield* Effect.makeSemaphore(1)
+    const acquirer = semaphore.withPermits(1)(Effect.succeed(connection))
+    const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
+      Effect.as(
+        Effect.zipRight(
+          restore(semaphore.take(1)),
+          Effect.tap(Effect.scope, (s) => Scope.addFinalizer(s, semaphore.release(1)))
+        ),
+        connection
+      )
+    )
+    const locked = <A>(f: () => A, message: string) => semaphore.withPermits(1)(Effect.try({ try: f, catch: failure(message) }))
+    const client = yield* Client.make({
+      acquirer,
+      compiler,
+      transactionAcquirer,
+      spanAttributes: [...(options.spanAttributes === undefined ? [] : Object.entries(options.spanAttributes)), ["db.system.name", "sqlite"]],
+      transformRows
+    })
+    return Object.assign(client, {
+      [SqliteClient.TypeId]: SqliteClient.TypeId,
+      config: options,
+      export: locked(() => db.serialize() as Uint8Array, "Failed to export database"),
+      backup: (destination: string) =>
+        semaphore.withPermits(1)(Effect.tryPromise({ try: () => db.backup(destination), catch: failure("Failed to backup database") })),
+      loadExtension: (path: string) =>
+        Effect.zipRight(locked(() => void db.loadExtension(path), "Failed to load extension"), prepareCache.invalidateAll)
+    }) as SqliteClient.SqliteClient
+  })
