@@ -7,7 +7,7 @@
 // replay_10k_vs_floor: replaying a 10,000-event run (kernel.replay reads the log and re-runs the code over
 //   it, executing nothing) / a bare ordered SELECT of the same rows + JSON.parse of each payload.
 //   Alternated, 15 rounds each.
-import Database from "better-sqlite3"
+import type Database from "better-sqlite3"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -32,7 +32,9 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
       Kernel.layer(),
       Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), ToolRegistry.layer([echo]))
     )
-    const floor = new Database(filename)
+    // The floor runs on the store's own better-sqlite3 (13 or 12, by the Node-API version).
+    const Sqlite = SqliteStore.driver()
+    const floor = new Sqlite(filename)
     floor.pragma("journal_mode = WAL")
     floor.pragma("synchronous = FULL")
 

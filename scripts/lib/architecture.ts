@@ -60,7 +60,12 @@ export const RULES: Readonly<Record<string, PackageRule>> = {
     // `./testing` (scripted model, in-memory layers) stays runner-free too; only `./testing/suites` uses vitest
     runnerFreeEntries: ["src/index.ts", "src/testing.ts"]
   },
-  "@artana/store-sqlite": { kind: "adapter", workspace: ["@artana/core"], external: [...EFFECT, "@effect/sql-sqlite-node", "better-sqlite3"] },
+  // better-sqlite3-napi is better-sqlite3 13 under an alias (Node-API 10: Node 22.14+, 24), beside 12 for Node 20.
+  "@artana/store-sqlite": {
+    kind: "adapter",
+    workspace: ["@artana/core"],
+    external: [...EFFECT, "@effect/sql-sqlite-node", "better-sqlite3", "better-sqlite3-napi", "@types/better-sqlite3"]
+  },
   "@artana/store-postgres": { kind: "adapter", workspace: ["@artana/core"], external: [...EFFECT, "@effect/sql-pg", "pg", "postgres"] },
   "@artana/model-openai": { kind: "adapter", workspace: ["@artana/core"], external: [...EFFECT, "openai", "gpt-tokenizer"] },
   "@artana/middleware": { kind: "library" },

@@ -22,6 +22,7 @@ import type * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as Driver from "./internal/sqliteClient.js"
+import type BetterSqlite3 from "better-sqlite3"
 
 /** Where the database lives and how hard it works to keep what it acknowledged. */
 export interface Options {
@@ -215,6 +216,21 @@ export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnava
   // One after the other: a database that refuses the first store's tables fails the layer once, with its reason.
   return Layer.provideMerge(Layer.provideMerge(taskQueue, eventStore), layerClient(options))
 }
+
+/**
+ * better-sqlite3's `Database` class as the store loads it: better-sqlite3 13 (Node-API) on Node.js with Node-API 10
+ * (22.14 and later, 24), 12 on Node.js 20. For programs that read the file directly (an export, a check, a
+ * benchmark's floor) on the same driver as the store: better-sqlite3 12 can abort Node.js 24 when the GC collects
+ * one of its statements.
+ *
+ * @example
+ * const Database = SqliteStore.driver()
+ * const db = new Database("./artana.db", { readonly: true })
+ */
+export const driver: () => typeof BetterSqlite3 = Driver.driver
+
+/** Which better-sqlite3 `driver()` is: `"13"` where Node-API 10 is available, `"12"` before. */
+export const driverVersion: "12" | "13" = Driver.driverVersion
 
 /**
  * `layer`, configured from the environment: `ARTANA_DB` names the file unless `config` says otherwise.

@@ -2,7 +2,7 @@
 // process, two processes racing to resume one run, pause and resume across processes, code that changed
 // between a crash and its resume, a tampered database file, and bad input. Child programs: test/child/.
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import Database from "better-sqlite3"
+import type Database from "better-sqlite3"
 import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Layer, Schema } from "effect"
@@ -375,7 +375,8 @@ describe.concurrent("code that changed between a crash and its resume", () => {
 
 /** Opens the database file directly (no Artana code) and runs `f` with the name of the events table. */
 const tamper = (db: string, f: (sqlite: Database.Database, events: string) => void) => {
-  const sqlite = new Database(db)
+  const Sqlite = SqliteStore.driver()
+  const sqlite = new Sqlite(db)
   try {
     const row = sqlite.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%events'").get()
     f(sqlite, Schema.decodeUnknownSync(Schema.Struct({ name: Schema.String }))(row).name)

@@ -36,7 +36,8 @@ const NAPI_FOR_13 = 10
 export const driverVersion: "12" | "13" = Number(process.versions.napi ?? "0") >= NAPI_FOR_13 ? "13" : "12"
 
 let loaded: Driver | undefined
-const driver = (): Driver => {
+/** better-sqlite3's `Database` class for this Node.js, loaded on first use. */
+export const driver = (): Driver => {
   if (loaded === undefined) {
     const require = createRequire(import.meta.url)
     const module: unknown = require(driverVersion === "13" ? "better-sqlite3-napi" : "better-sqlite3")
