@@ -6,6 +6,7 @@ import { TestLog } from "@artana/core/testing"
 import { EventStoreSuite } from "@artana/core/testing/suites"
 import { SqliteStore } from "@artana/store-sqlite"
 import { spawn } from "node:child_process"
+import { createRequire } from "node:module"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -88,6 +89,20 @@ const started = (workflow = "w") => ({ _tag: "RunStarted", workflow, input: null
 const step = (name: string) => ({ _tag: "StepCompleted", name, value: name }) as const
 
 describe("SqliteStore", () => {
+  it("loads better-sqlite3 13 where Node-API 10 is there (Node 22.14+, 24) and 12 before (Node 20); the store's file is readable with it", () => {
+    const require = createRequire(import.meta.url)
+    const napi = Number(process.versions.napi)
+    const expected = napi >= 10 ? "better-sqlite3-napi" : "better-sqlite3"
+    expect(SqliteStore.driverVersion).toBe(napi >= 10 ? "13" : "12")
+    expect(SqliteStore.driver()).toBe(require(expected))
+    const version = (require(`${expected}/package.json`) as { version: string }).version
+    expect(version.split(".")[0]).toBe(SqliteStore.driverVersion)
+    const Sqlite = SqliteStore.driver()
+    const db = new Sqlite(":memory:")
+    expect(db.prepare("SELECT sqlite_version() AS v").get()).toMatchObject({ v: expect.stringMatching(/^3\./) })
+    db.close()
+  })
+
   it.scoped("configures the connection: WAL, synchronous=FULL by default, busy_timeout, foreign keys", () =>
     Effect.gen(function*() {
       const { sql } = yield* open({ filename: tempDb() })
