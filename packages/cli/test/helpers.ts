@@ -67,7 +67,10 @@ export const artanaTty = (args: ReadonlyArray<string>, options: { readonly cwd: 
  * command and whatever tool process it started die at once, as in a power cut.
  */
 export const artanaStarted = (args: ReadonlyArray<string>, options: { readonly cwd: string }) => {
-  const child = spawn(process.execPath, ["--import", TSX, BIN, ...args], { cwd: options.cwd, env: baseEnv(), stdio: "ignore", detached: true })
+  // What a killed command leaves in its temp folder (a shell.run's home, never removed) lands under this file's root.
+  const tmp = path.join(root, "tmp")
+  fs.mkdirSync(tmp, { recursive: true })
+  const child = spawn(process.execPath, ["--import", TSX, BIN, ...args], { cwd: options.cwd, env: { ...baseEnv(), TMPDIR: tmp }, stdio: "ignore", detached: true })
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code, signal) => resolve(signal === null ? code : null)))
   return {
     exited,

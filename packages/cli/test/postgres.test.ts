@@ -1,7 +1,7 @@
 // The CLI on PostgreSQL: `--db postgres://...` opens @artana/store-postgres. A fresh database per test, on the
 // server the global setup provides (ARTANA_TEST_PG_URL, or a throwaway cluster); under CI=true a missing server
 // fails the run.
-import { describe, expect, it } from "@effect/vitest"
+import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Kernel, Middleware, ToolRegistry } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { Plan, PlanRunner } from "@artana/cli"
@@ -9,7 +9,9 @@ import { PostgresStore } from "@artana/store-postgres"
 import { PgTest } from "@artana/store-postgres/testing"
 import { Effect, Either, Layer } from "effect"
 import { inject } from "vitest"
-import { artana, artanaJson, boom, denySecret, echo, secret, tempDir, tenant } from "./helpers.js"
+import { artana, artanaJson, boom, cleanup, denySecret, echo, secret, tempDir, tenant } from "./helpers.js"
+
+afterAll(cleanup)
 
 const pg = PgTest.server(inject("artanaPg"))
 
