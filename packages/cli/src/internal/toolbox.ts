@@ -1,6 +1,6 @@
 /**
  * The tools a plan can call and the policy that governs them, from `@artana/sandbox` (its tools, its deny-by-default
- * policy engine as middleware, and its audit reader), loaded through `@artana/plugin-sdk` as any plugin is: the CLI
+ * policy engine as middleware, and its audit reader), loaded through `@artana/plugin-sdk` like every other plugin: the CLI
  * holds no policy logic of its own.
  */
 import { Json, type Middleware, type Tool } from "@artana/core"

@@ -12,7 +12,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { inside, isLocalPath } from "./git.js"
 
-/** Harmless configuration keys: `section`, whether it has a subsection (`remote.<name>.url`), and its names (`*`: any). */
+/** Harmless configuration keys: `section`, whether it has a subsection (`remote.<name>.url`), and its names (`*` matches every name). */
 const ALLOWED: ReadonlyArray<readonly [string, boolean, ReadonlyArray<string> | "*"]> = [
   ["core", false, [
     "repositoryformatversion", "filemode", "bare", "logallrefupdates", "ignorecase", "precomposeunicode", "symlinks",
