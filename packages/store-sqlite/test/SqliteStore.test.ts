@@ -103,6 +103,23 @@ describe("SqliteStore", () => {
     db.close()
   })
 
+  it.scoped("the client keeps @effect/sql-sqlite-node's extras: export, and backup to a file another connection reads", () =>
+    Effect.gen(function*() {
+      const client = yield* SqliteStore.make({ filename: tempDb() })
+      yield* client`CREATE TABLE notes (body TEXT)`
+      yield* client`INSERT INTO notes ${client.insert({ body: "kept" })}`
+      const bytes = yield* client.export
+      expect(Buffer.from(bytes.subarray(0, 15)).toString("latin1")).toBe("SQLite format 3")
+      const copy = tempDb()
+      yield* client.backup(copy)
+      const Sqlite = SqliteStore.driver()
+      const other = new Sqlite(copy, { readonly: true })
+      expect(other.prepare("SELECT body FROM notes").all()).toEqual([{ body: "kept" }])
+      other.close()
+      // Inside a transaction (which holds the connection) they still answer.
+      expect((yield* client.withTransaction(client.export)).length).toBe(bytes.length)
+    }))
+
   it.scoped("configures the connection: WAL, synchronous=FULL by default, busy_timeout, foreign keys", () =>
     Effect.gen(function*() {
       const { sql } = yield* open({ filename: tempDb() })

@@ -129,7 +129,6 @@ export const make = (options: SqliteClient.SqliteClientConfig): Effect.Effect<Sq
         connection
       )
     )
-    const locked = <A>(f: () => A, message: string) => semaphore.withPermits(1)(Effect.try({ try: f, catch: failure(message) }))
     const client = yield* Client.make({
       acquirer,
       compiler,
@@ -140,10 +139,10 @@ export const make = (options: SqliteClient.SqliteClientConfig): Effect.Effect<Sq
     return Object.assign(client, {
       [SqliteClient.TypeId]: SqliteClient.TypeId,
       config: options,
-      export: locked(() => db.serialize() as Uint8Array, "Failed to export database"),
-      backup: (destination: string) =>
-        semaphore.withPermits(1)(Effect.tryPromise({ try: () => db.backup(destination), catch: failure("Failed to backup database") })),
+      // As the original: not behind the semaphore, so they also work inside a transaction (which holds it).
+      export: Effect.try({ try: (): Uint8Array => db.serialize(), catch: failure("Failed to export database") }),
+      backup: (destination: string) => Effect.tryPromise({ try: () => db.backup(destination), catch: failure("Failed to backup database") }),
       loadExtension: (path: string) =>
-        Effect.zipRight(locked(() => void db.loadExtension(path), "Failed to load extension"), prepareCache.invalidateAll)
+        Effect.zipRight(Effect.try({ try: () => db.loadExtension(path), catch: failure("Failed to load extension") }), prepareCache.invalidateAll)
     }) as SqliteClient.SqliteClient
   })
