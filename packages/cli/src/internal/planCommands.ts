@@ -27,6 +27,9 @@ export interface Common {
   readonly auditKey: Redacted.Redacted<string> | undefined
 }
 
+/** The `--db` option a suggested next command needs: none for the default database. */
+const dbOption = (db: string): string => (db === "./artana.db" ? "" : ` --db ${db}`)
+
 const sha256File = (file: string) =>
   Effect.try({
     try: () => createHash("sha256").update(fs.readFileSync(file)).digest("hex"),
@@ -103,7 +106,7 @@ export const run = (args: RunArgs) =>
       const counts = ["ok", "denied", "failed"].map((k) => `${outcome.steps.filter((st) => st.status === k).length} ${k}`).join(", ")
       const why = outcome.failure === undefined ? "" : `: ${outcome.failure.message}`
       yield* Out.stdout(`${T.icon(s, outcome.status)} run ${s.bold(outcome.runId)} ${outcome.status}${why} (${counts})`)
-      yield* Out.stdout(s.dim(`  artana report ${outcome.runId}${args.db === "./artana.db" ? "" : ` --db ${args.db}`}   # the full report`))
+      yield* Out.stdout(s.dim(`  artana report ${outcome.runId}${dbOption(args.db)}   # the full report`))
     }
     return code
   }))
@@ -224,11 +227,10 @@ export const reconcile = (args: ReconcileArgs) =>
       yield* Out.json({ runId: args.run, step: id, stepKey: key, tool, outcome: settled, status: "running" })
     } else {
       const s = Out.outStyle()
-      const db = args.db === "./artana.db" ? "" : ` --db ${args.db}`
       yield* Out.stdout(`${s.green("✓")} step ${s.bold(id)} of run ${s.bold(args.run)} (${call}) settled as ${settled}`)
       yield* Out.stdout(s.dim(input === undefined
         ? "  the run is resumable: continue it with the application that runs its workflow"
-        : `  artana run PLAN --policy POLICY --run-id ${args.run}${db}   # continue the plan after it`))
+        : `  artana run PLAN --policy POLICY --run-id ${args.run}${dbOption(args.db)}   # continue the plan after it`))
     }
     return ExitCode.Ok
   })))
