@@ -152,11 +152,14 @@ export const loadSkillTool = (skills: ReadonlyArray<Skill>): Tool.Tool<{ readonl
   })
 }
 
-/** The message a model gets when it calls a skill it has not loaded (or that was unloaded to make room). */
-export const notLoaded = (name: string, unloadedAt?: number): string =>
+/**
+ * The message a model gets when it calls a skill it has not loaded; with `maxLoaded`, one that was unloaded to
+ * stay within that many.
+ */
+export const notLoaded = (name: string, maxLoaded?: number): string =>
   JSON.stringify({
     error: "SkillNotLoaded",
-    message: unloadedAt === undefined
+    message: maxLoaded === undefined
       ? `"${name}" is a skill that is not loaded yet: call ${LOAD_SKILL} with {"name": "${name}"} first; its tool can be called from the next turn on`
-      : `"${name}" was unloaded to make room for other skills (at most ${unloadedAt} are loaded at once): call ${LOAD_SKILL} with {"name": "${name}"} again; its tool can be called from the next turn on`
+      : `"${name}" was unloaded to make room for other skills (at most ${maxLoaded} are loaded at once): call ${LOAD_SKILL} with {"name": "${name}"} again; its tool can be called from the next turn on`
   })
