@@ -9,17 +9,11 @@ import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Tenant } from "@artana/core"
+import { context, tempFolder } from "./fixtures.js"
 
-/** The context a handler gets; these tests call the tools directly, as the kernel would. */
-const context = { runId: "r", tenant: Tenant.TenantContext.make({ tenantId: "t", capabilities: [], budgetUsdLimit: 1 }), idempotencyKey: "k", stepKey: "tool:0" }
 
-const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-fs-")))
-const outside = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-outside-")))
-afterAll(() => {
-  fs.rmSync(base, { recursive: true, force: true })
-  fs.rmSync(outside, { recursive: true, force: true })
-})
+const base = tempFolder("fs")
+const outside = tempFolder("outside")
 
 const w = (p: string) => path.join(base, "workspace", p)
 const file = (p: string, content = `content of ${p}`) => {

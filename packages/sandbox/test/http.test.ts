@@ -9,10 +9,8 @@ import { Sandbox, Transport } from "@artana/sandbox"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import * as zlib from "node:zlib"
-import { Tenant } from "@artana/core"
+import { context } from "./fixtures.js"
 
-/** The context a handler gets; these tests call the tools directly, as the kernel would. */
-const context = { runId: "r", tenant: Tenant.TenantContext.make({ tenantId: "t", capabilities: [], budgetUsdLimit: 1 }), idempotencyKey: "k", stepKey: "tool:0" }
 
 const rule = (over: Partial<Policy.HttpRule> = {}): Policy.HttpRule => ({
   allow: true,

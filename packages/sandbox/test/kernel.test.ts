@@ -1,6 +1,6 @@
 // The sandbox as a plugin in a real kernel: loaded from a policy file with the plugin SDK, every decision in the
 // run's log (denials before the call, allowed calls noted, denials found while the call ran), read back by Audit.
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer } from "effect"
 import { Chat, EventStore, type Json, Kernel, Middleware, Tenant, ToolRegistry } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
@@ -8,11 +8,10 @@ import { Plugin, Plugins } from "@artana/plugin-sdk"
 import { PluginTest } from "@artana/plugin-sdk/testing"
 import { Audit, Policy, Sandbox, Transport } from "@artana/sandbox"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
+import { tempFolder } from "./fixtures.js"
 
-const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-kernel-")))
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
+const dir = tempFolder("kernel")
 fs.mkdirSync(path.join(dir, "workspace/out"), { recursive: true })
 fs.writeFileSync(path.join(dir, "workspace/input.txt"), "quarterly numbers")
 fs.writeFileSync(path.join(dir, "secret.txt"), "secret")

@@ -1,16 +1,15 @@
 // The README's "Use" program, as written (a temp folder in place of the working directory), on a SQLite file.
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { EventStore, Kernel, Tenant } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { Audit, Policy, Sandbox } from "@artana/sandbox"
 import { SqliteStore } from "@artana/store-sqlite"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
+import { tempFolder } from "./fixtures.js"
 
-const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-readme-")))
-afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
+const dir = tempFolder("readme")
 fs.mkdirSync(path.join(dir, "workspace/out"), { recursive: true })
 fs.writeFileSync(path.join(dir, "workspace/input.txt"), "quarterly numbers")
 fs.writeFileSync(path.join(dir, "policy.yaml"), `# policy.yaml: paths are relative to this file's folder, which is also shell.run's working directory

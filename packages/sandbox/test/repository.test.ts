@@ -1,24 +1,17 @@
 // git and the repository it works in: a repository's own configuration can make git run programs or read other
 // files, its remotes can be local paths anywhere, and most subcommands write it. Real repositories in temp folders,
 // and real runs showing that what is refused never runs.
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { Effect, Either } from "effect"
 import { type Policy, Sandbox } from "@artana/sandbox"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
-import { Tenant } from "@artana/core"
+import { context, tempFolder } from "./fixtures.js"
 
-/** The context a handler gets; these tests call the tools directly, as the kernel would. */
-const context = { runId: "r", tenant: Tenant.TenantContext.make({ tenantId: "t", capabilities: [], budgetUsdLimit: 1 }), idempotencyKey: "k", stepKey: "tool:0" }
 
-const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-repo-")))
-const outside = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-repo-out-")))
-afterAll(() => {
-  fs.rmSync(base, { recursive: true, force: true })
-  fs.rmSync(outside, { recursive: true, force: true })
-})
+const base = tempFolder("repo")
+const outside = tempFolder("repo-out")
 
 const git = (...args: ReadonlyArray<string>) => execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { stdio: "pipe" })
 const repository = (dir: string) => {

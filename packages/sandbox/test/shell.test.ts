@@ -2,24 +2,18 @@
 // tokens as whole arguments and --opt=value, git options that run programs or load configuration, with their
 // abbreviations, ext:: URLs, config writes, hooks), paths in arguments under the fs.read rule; and real runs: argv
 // only, a minimal environment, stdin from /dev/null, the timeout and the output cap killing the process group.
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { Effect, Either } from "effect"
 import { type Policy, Sandbox } from "@artana/sandbox"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Tenant } from "@artana/core"
+import { context, tempFolder } from "./fixtures.js"
 
-/** The context a handler gets; these tests call the tools directly, as the kernel would. */
-const context = { runId: "r", tenant: Tenant.TenantContext.make({ tenantId: "t", capabilities: [], budgetUsdLimit: 1 }), idempotencyKey: "k", stepKey: "tool:0" }
 
-const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-sh-")))
-const outside = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-sh-out-")))
-afterAll(() => {
-  fs.rmSync(base, { recursive: true, force: true })
-  fs.rmSync(outside, { recursive: true, force: true })
-})
+const base = tempFolder("sh")
+const outside = tempFolder("sh-out")
 fs.mkdirSync(path.join(base, "workspace/repo"), { recursive: true })
 fs.writeFileSync(path.join(base, "workspace/notes.txt"), "notes")
 fs.writeFileSync(path.join(base, "workspace/.env"), "SECRET=1")

@@ -12,13 +12,10 @@ import type { AddressInfo } from "node:net"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Tenant } from "@artana/core"
+import { context, tempFolder } from "./fixtures.js"
 
-/** The context a handler gets; these tests call the tools directly, as the kernel would. */
-const context = { runId: "r", tenant: Tenant.TenantContext.make({ tenantId: "t", capabilities: [], budgetUsdLimit: 1 }), idempotencyKey: "k", stepKey: "tool:0" }
 
-const base = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-smuggle-")))
-afterAll(() => fs.rmSync(base, { recursive: true, force: true }))
+const base = tempFolder("smuggle")
 const w = (p: string) => path.join(base, "workspace", p)
 const file = (p: string, content = "x") => {
   fs.mkdirSync(path.dirname(p), { recursive: true })
