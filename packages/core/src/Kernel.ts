@@ -79,7 +79,11 @@ export interface Service {
   /** Re-runs the code over the log without executing or writing anything; any divergence is `NonDeterminism`. */
   readonly replay: <I, O, E>(workflow: Workflow.Workflow<I, O, E>, run: RunRef) => Effect.Effect<RunResult<O>, E | KernelError>
   /** Settles an in-doubt, non-idempotent tool call; `execute`/`resume` then continues the run. */
-  readonly reconcile: (run: RunRef & { readonly outcome: ReconcileOutcome }) => Effect.Effect<void, KernelError>
+  /**
+   * `stepKey`, when given, is the step the caller checked: if the step in doubt is another one (the run moved on
+   * since), nothing is written and the call fails with `InvalidRunState`.
+   */
+  readonly reconcile: (run: RunRef & { readonly outcome: ReconcileOutcome; readonly stepKey?: string | undefined }) => Effect.Effect<void, KernelError>
   /** Checks the run's hash chain against its store record and, if given, an exported head. */
   readonly verify: (run: RunRef & { readonly head?: Head | undefined }) => Effect.Effect<VerifyReport, Errors.RunNotFound | Errors.StoreError>
   /** A run of one chat: model step(s), tool steps, structured output. */
@@ -343,6 +347,13 @@ export const make = (options: Options = {}) =>
         const started = events[0]?.payload
         if (required === undefined || started?._tag !== "RunStarted") {
           return yield* new Errors.StoreError({ operation: "reconcile", reason: "the log has no ReconciliationRequired event" })
+        }
+        if (run.stepKey !== undefined && run.stepKey !== required.event.stepKey) {
+          return yield* new Errors.InvalidRunState({
+            runId: run.runId,
+            status: `in doubt at step ${required.event.stepKey}`,
+            expected: `in doubt at step ${run.stepKey}`
+          })
         }
         const exec = Execution.make(deps, { runId: run.runId, rootRunId: info.rootRunId, tenant: started.tenant, log: events, mode: "live", spentUsd: 0 })
         const tool = required.payload.tool

@@ -290,7 +290,11 @@ describe("Kernel workflows", () => {
           expect((yield* store.getRun(tenant.tenantId, runId)).status).toBe("needs_reconciliation")
           // Still settled only by a person: another execute does not run the tool.
           expect((yield* kernel.execute(w, { runId, tenant, input: null })).status).toBe("needs_reconciliation")
-          yield* kernel.reconcile({ tenantId: tenant.tenantId, runId, outcome: { ok: true, result: 5 } })
+          // A caller that checked another step settles nothing.
+          const stale = yield* Effect.flip(kernel.reconcile({ tenantId: tenant.tenantId, runId, stepKey: "tool:7", outcome: { ok: true, result: 5 } }))
+          expect(stale).toMatchObject({ _tag: "InvalidRunState", status: "in doubt at step tool:0", expected: "in doubt at step tool:7" })
+          expect((yield* store.getRun(tenant.tenantId, runId)).status).toBe("needs_reconciliation")
+          yield* kernel.reconcile({ tenantId: tenant.tenantId, runId, stepKey: "tool:0", outcome: { ok: true, result: 5 } })
           expect(yield* kernel.execute(w, { runId, tenant, input: null })).toEqual({ status: "completed", runId, output: 5 })
         }
         expect((yield* kernel.verify({ tenantId: tenant.tenantId, runId })).ok).toBe(true)
