@@ -30,6 +30,14 @@ describe.skipIf(pg.url === undefined)(`artana run on PostgreSQL (${pg.descriptio
       expect(replay.code).toBe(0)
       expect(replay.json).toMatchObject({ matches: true })
       expect((yield* artana(["verify", "pg-run", "--db", url], { cwd })).code).toBe(0)
+      // On the console, the next command it suggests names the database without its password (the throwaway
+      // cluster's URL carries one; a server given by ARTANA_TEST_PG_URL gets one added, which trust auth ignores).
+      const withPassword = new URL(url)
+      if (withPassword.password === "") withPassword.password = "s3cret-pw"
+      const shown = yield* artana(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "pg-run-2", "--db", withPassword.toString()], { cwd })
+      expect(shown.code).toBe(3)
+      expect(shown.stdout).not.toContain(withPassword.password)
+      expect(shown.stdout).toMatch(/artana report pg-run-2 --db 'postgres:\/\/[^':]*:\*\*\*@[^']+'/)
       // Nothing was written to SQLite on the side.
       expect(fs.existsSync(path.join(cwd, "artana.db"))).toBe(false)
     }).pipe(Effect.scoped), 180_000)

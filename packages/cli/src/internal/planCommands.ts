@@ -27,8 +27,12 @@ export interface Common {
   readonly auditKey: Redacted.Redacted<string> | undefined
 }
 
-/** The `--db` option a suggested next command needs: none for the default database. */
-const dbOption = (db: string): string => (db === "./artana.db" ? "" : ` --db ${db}`)
+/**
+ * The `--db` option a suggested next command needs: none for the default database; a PostgreSQL URL with its
+ * password hidden (as `Database.describe` shows it), quoted for the shell.
+ */
+const dbOption = (db: string): string =>
+  db === "./artana.db" ? "" : ` --db '${Database.describe(Database.parse(db)).replace(/'/g, "'\\''")}'`
 
 const sha256File = (file: string) =>
   Effect.try({
@@ -219,7 +223,8 @@ export const reconcile = (args: ReconcileArgs) =>
         return yield* badInput("--completed", `not a result ${tool} returns: ${decoded.left.reason}`)
       }
     }
-    yield* Effect.flatMap(Kernel.Kernel, (kernel) => kernel.reconcile({ tenantId: args.tenant, runId: args.run, outcome })).pipe(
+    // The kernel checks the step again against the log it writes to: a run that moved on since settles nothing.
+    yield* Effect.flatMap(Kernel.Kernel, (kernel) => kernel.reconcile({ tenantId: args.tenant, runId: args.run, stepKey: key, outcome })).pipe(
       Effect.provide(Services.kernel({ store: Layer.succeedContext(opened), auditKey: args.auditKey }))
     )
     const settled = outcome.ok ? "completed" : "failed"
