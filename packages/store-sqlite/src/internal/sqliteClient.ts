@@ -70,7 +70,8 @@ export const make = (options: SqliteClient.SqliteClientConfig): Effect.Effect<Sq
 
     const runStatement = (statement: Prepared, params: ReadonlyArray<unknown>, raw: boolean) =>
       Effect.withFiberRuntime<ReadonlyArray<unknown> | BetterSqlite3.RunResult, SqlError>((fiber) => {
-        if (Context.get(fiber.currentContext, Client.SafeIntegers)) statement.safeIntegers(true)
+        // Set on every run: a cached statement must not keep a mode another caller asked for.
+        statement.safeIntegers(Context.get(fiber.currentContext, Client.SafeIntegers))
         try {
           if (statement.reader) return Effect.succeed(statement.all(...params))
           const result = statement.run(...params)
@@ -87,8 +88,9 @@ export const make = (options: SqliteClient.SqliteClientConfig): Effect.Effect<Sq
       Effect.acquireUseRelease(
         prepareCache.get(sql),
         (statement) =>
-          Effect.try({
+          Effect.withFiberRuntime<ReadonlyArray<ReadonlyArray<unknown>>, SqlError>((fiber) => Effect.try({
             try: (): ReadonlyArray<ReadonlyArray<unknown>> => {
+              statement.safeIntegers(Context.get(fiber.currentContext, Client.SafeIntegers))
               if (statement.reader) {
                 statement.raw(true)
                 return statement.all(...params) as ReadonlyArray<ReadonlyArray<unknown>>
@@ -97,7 +99,7 @@ export const make = (options: SqliteClient.SqliteClientConfig): Effect.Effect<Sq
               return []
             },
             catch: failure("Failed to execute statement")
-          }),
+          })),
         (statement) => Effect.sync(() => statement.reader && statement.raw(false))
       )
 
@@ -139,10 +141,14 @@ export const make = (options: SqliteClient.SqliteClientConfig): Effect.Effect<Sq
     return Object.assign(client, {
       [SqliteClient.TypeId]: SqliteClient.TypeId,
       config: options,
-      // As the original: not behind the semaphore, so they also work inside a transaction (which holds it).
-      export: Effect.try({ try: (): Uint8Array => db.serialize(), catch: failure("Failed to export database") }),
-      backup: (destination: string) => Effect.tryPromise({ try: () => db.backup(destination), catch: failure("Failed to backup database") }),
+      // As the original: each waits for the connection (a transaction another fiber holds ends first).
+      export: Effect.zipRight(acquirer, Effect.try({ try: (): Uint8Array => db.serialize(), catch: failure("Failed to export database") })),
+      backup: (destination: string) =>
+        Effect.zipRight(acquirer, Effect.tryPromise({ try: () => db.backup(destination), catch: failure("Failed to backup database") })),
       loadExtension: (path: string) =>
-        Effect.zipRight(Effect.try({ try: () => db.loadExtension(path), catch: failure("Failed to load extension") }), prepareCache.invalidateAll)
+        Effect.zipRight(
+          acquirer,
+          Effect.zipRight(Effect.try({ try: () => db.loadExtension(path), catch: failure("Failed to load extension") }), prepareCache.invalidateAll)
+        )
     }) as SqliteClient.SqliteClient
   })
