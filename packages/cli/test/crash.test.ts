@@ -84,12 +84,13 @@ describe("a run killed mid-step", () => {
       expect(notJson.stderr).toContain("not JSON")
       const wrongShape = yield* artana(["reconcile", "crash-1", "--step", "slow", "--completed", `{"exitCode":0}`], { cwd })
       expect(wrongShape.code).toBe(2)
-      expect(wrongShape.stderr).toContain("not a result shell.run returns")
+      expect(wrongShape.stderr).toContain("not a result shell.run returns: the result does not match the tool's result schema at $.signal")
       expect(yield* eventCount).toBe(before)
 
       // The operator checked: the command finished. The plan then continues after it, and nothing runs twice.
       const result = { exitCode: 0, signal: null, stdout: "", stderr: "" }
-      const settled = yield* artanaJson(["reconcile", "crash-1", "--step", "slow", "--completed", JSON.stringify(result)], { cwd })
+      // A field shell.run does not return is not logged.
+      const settled = yield* artanaJson(["reconcile", "crash-1", "--step", "slow", "--completed", JSON.stringify({ ...result, note: "checked by ann" })], { cwd })
       expect(settled.code).toBe(0)
       expect(settled.json).toEqual({ runId: "crash-1", step: "slow", stepKey: "step:slow", tool: "shell.run", outcome: "completed", status: "running" })
       const twice = yield* artana(["reconcile", "crash-1", "--step", "slow", "--failed", "again"], { cwd })
@@ -115,6 +116,10 @@ describe("a run killed mid-step", () => {
       const slowEvents = Effect.map(artanaJson(["show-run", "crash-1"], { cwd }), (r) =>
         (r.json as { events: ReadonlyArray<{ stepKey: string; type: string }> }).events.filter((e) => e.stepKey === "step:slow").map((e) => e.type))
       expect(yield* slowEvents).toEqual(["ToolRequested", "MiddlewareNote", "ReconciliationRequired", "ToolCompleted"])
+      const logged = yield* Effect.map(artanaJson(["show-run", "crash-1"], { cwd }), (r) =>
+        (r.json as { events: ReadonlyArray<{ stepKey: string; payload: { _tag: string; result?: unknown } }> }).events
+          .find((e) => e.stepKey === "step:slow" && e.payload._tag === "ToolCompleted")?.payload.result)
+      expect(logged).toEqual(result)
     }), 180_000)
 
   it.live("a step settled as failed stops the plan there (on_error: stop), and the rest never runs", () =>

@@ -202,7 +202,10 @@ export const make = <Args, ArgsEncoded, Result = Json.Json, ResultEncoded = Json
       )
     },
     decodeResult(json) {
-      return Either.mapLeft(decodeResult(json), (e) => new ToolError({ tool: name, reason: `logged result does not decode: ${firstIssue(e).reason}` }))
+      return Either.mapLeft(decodeResult(json), (e) => {
+        const issue = firstIssue(e)
+        return new ToolError({ tool: name, reason: `the result does not match the tool's result schema at ${issue.path}: ${issue.reason}` })
+      })
     }
   }
 }

@@ -216,11 +216,14 @@ export const reconcile = (args: ReconcileArgs) =>
     }
     // A plan run's tools are known (rebuilt from its logged policy): the result must be one its tool can return.
     const input = PlanRunner.loggedInput(events)
+    // It is logged as the tool would have returned it (fields the tool does not have are dropped).
     if (input !== undefined && outcome.ok) {
       const toolbox = yield* Toolbox.fromRecord(input.policy)
-      const decoded = toolbox.tools.find((t) => t.name === tool)?.decodeResult(outcome.result)
-      if (decoded !== undefined && Either.isLeft(decoded)) {
-        return yield* badInput("--completed", `not a result ${tool} returns: ${decoded.left.reason}`)
+      const known = toolbox.tools.find((t) => t.name === tool)
+      if (known !== undefined) {
+        const checked = Either.flatMap(known.decodeResult(outcome.result), (value) => known.encodeResult(value))
+        if (Either.isLeft(checked)) return yield* badInput("--completed", `not a result ${tool} returns: ${checked.left.reason}`)
+        outcome = { ok: true, result: checked.right }
       }
     }
     // The kernel checks the step again against the log it writes to: a run that moved on since settles nothing.
