@@ -135,7 +135,7 @@ const environment = Effect.all({ kernel: Kernel.Kernel, model: ModelPort.ModelPo
 export const make = (options: Options): Agent => {
   if (options.name.trim() === "") throw new Error("AutonomousAgent: the name must not be empty")
   const progressive = options.progressiveSkills
-  if (typeof progressive === "object" && progressive.maxLoaded !== undefined && !(Number.isInteger(progressive.maxLoaded) && progressive.maxLoaded >= 1)) {
+  if (typeof progressive === "object" && progressive !== null && progressive.maxLoaded !== undefined && !(Number.isInteger(progressive.maxLoaded) && progressive.maxLoaded >= 1)) {
     throw new Error(`AutonomousAgent "${options.name}": progressiveSkills.maxLoaded must be a whole number of at least 1, not ${progressive.maxLoaded}`)
   }
   const agent: Agent = {

@@ -152,8 +152,9 @@ const loop = <A, I>(
     const builder = builderOf(agent, env.memory)
     const skills = skillsOf(agent, env, model)
     const skillByName = new Map(skills.map((s) => [s.tool.name, s]))
-    const progressive = o.progressiveSkills === true || typeof o.progressiveSkills === "object"
-    const maxLoaded = typeof o.progressiveSkills === "object" ? o.progressiveSkills.maxLoaded : undefined
+    const options = typeof o.progressiveSkills === "object" && o.progressiveSkills !== null ? o.progressiveSkills : undefined
+    const progressive = o.progressiveSkills === true || options !== undefined
+    const maxLoaded = options?.maxLoaded
     const own: ReadonlyArray<Tool.Tool> = [
       ...(o.memory === false ? [] : Memory.tools(env.memory, memoryId(agent), o.memory ?? {})),
       ...(progressive ? [Skills.loadSkillTool(skills)] : [])
@@ -165,20 +166,18 @@ const loop = <A, I>(
 
     let history: Array<ChatMessage> = []
     let summary: string | undefined
-    // Loaded skills, each with when it was last loaded or called (a counter: the order of the log, so a replay
-    // unloads the same skills); and the skills unloaded to stay within `maxLoaded`.
-    const loaded = new Map<string, number>()
+    // Loaded skills, least recently used (loaded or called) first: the order of the log, so a replay unloads the
+    // same ones; and the skills unloaded to stay within `maxLoaded`.
+    const loaded = new Set<string>()
     const unloaded = new Set<string>()
-    let uses = 0
     const use = (name: string) => {
-      loaded.set(name, ++uses)
+      loaded.delete(name)
+      loaded.add(name)
       unloaded.delete(name)
-      if (maxLoaded === undefined) return
-      while (loaded.size > maxLoaded) {
-        let oldest: string | undefined
-        for (const [n, at] of loaded) if (oldest === undefined || at < loaded.get(oldest)!) oldest = n
-        loaded.delete(oldest!)
-        unloaded.add(oldest!)
+      for (const oldest of loaded) {
+        if (maxLoaded === undefined || loaded.size <= maxLoaded) break
+        loaded.delete(oldest)
+        unloaded.add(oldest)
       }
     }
     const previous = new Map<string, string>()
