@@ -244,6 +244,11 @@ describe("shell.run, run for real", () => {
     // The pre-commit hook would run before the commit (which then fails: the child has no identity configured).
     expect((await run("git", ["-C", "workspace/repo", "commit", "-q", "-m", "first"], {}, writable)).ok).toBe(true)
     expect(fs.existsSync(marker)).toBe(false)
+    // gc and maintenance never detach from the process group the timeout kills.
+    for (const key of ["gc.autoDetach", "maintenance.autoDetach", "core.hooksPath"]) {
+      const value = await run("git", ["-C", "workspace/repo", "config", "--get", key])
+      expect(value).toMatchObject({ ok: true, value: { stdout: key === "core.hooksPath" ? "/dev/null\n" : "false\n" } })
+    }
   })
 
   it("git clones a local repository into fs.write's paths; a remote in the repository's configuration cannot take it to the network", async () => {

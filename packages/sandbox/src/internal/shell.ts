@@ -270,13 +270,18 @@ const environment = (name: string, ceiling: string | undefined, home: string): N
       GIT_EDITOR: "false",
       GIT_SEQUENCE_EDITOR: "false",
       GIT_PAGER: "cat",
-      GIT_CONFIG_COUNT: "3",
+      // gc and maintenance run in the foreground: a detached one (setsid) would outlive the timeout's group kill.
+      GIT_CONFIG_COUNT: "5",
       GIT_CONFIG_KEY_0: "core.hooksPath",
       GIT_CONFIG_VALUE_0: "/dev/null",
       GIT_CONFIG_KEY_1: "protocol.ext.allow",
       GIT_CONFIG_VALUE_1: "never",
       GIT_CONFIG_KEY_2: "core.fsmonitor",
-      GIT_CONFIG_VALUE_2: "false"
+      GIT_CONFIG_VALUE_2: "false",
+      GIT_CONFIG_KEY_3: "gc.autoDetach",
+      GIT_CONFIG_VALUE_3: "false",
+      GIT_CONFIG_KEY_4: "maintenance.autoDetach",
+      GIT_CONFIG_VALUE_4: "false"
     }
     : {})
 })
