@@ -158,7 +158,15 @@ describe("shell.run decisions", () => {
       [["-C", "workspace", "clone", "repo", "elsewhere"], false, "git clone writes workspace/elsewhere"],
       [["-C", "workspace", "clone", "repo"], false, "git clone writes workspace/repo"],
       [["-C", "workspace", "init", "out/new-repo"], true, "git"],
-      [["-C", "workspace", "init", "/tmp/new-repo"], false, "git init writes"]
+      [["-C", "workspace", "init", "/tmp/new-repo"], false, "git init writes"],
+      // clone, init and push read their repository and directory by position: an option's value goes after "=".
+      [["-C", "workspace", "clone", "--depth", "1", "out/src", "protected"], false, 'clone --depth: give its value after "=" (--depth=...)'],
+      [["-C", "workspace", "clone", "--depth=1", "repo", "out/shallow"], true, "git"],
+      [["-C", "workspace", "clone", "--depth=1", "repo", "protected"], false, "git clone writes workspace/protected"],
+      [["-C", "workspace", "init", "out/r", "-b", "main"], false, 'init -b: give its value after "="'],
+      [["-C", "workspace", "init", "--separate-git-dir=/tmp/elsewhere", "out/r"], false, "git init writes ../elsewhere: ../elsewhere is outside the fs.write paths"],
+      [["-C", "workspace/repo", "push", "-o", "x", "../other"], false, 'push -o: give its value after "="'],
+      [["-C", "workspace/repo", "push", "--repo=../other"], false, "push --repo: name the repository as an argument"]
     ]
     for (const [args, ok, reason] of cases) {
       const decision = decide("git", args, p)

@@ -116,6 +116,26 @@ const valueOf = (args: ReadonlyArray<string>, i: number): { readonly value: stri
   return arg.includes("=") ? { value: arg.slice(arg.indexOf("=") + 1), next: false } : { value: args[i + 1], next: true }
 }
 
+/**
+ * The options of clone, init and push that take no value. Those commands' repository and directory are read by
+ * position, so any other option must carry its value after `=` (`--depth=1`, `--initial-branch=main`): given as the
+ * next argument, the value would be taken for the repository or the directory, and the real one go unchecked.
+ */
+const FLAGS_BY_POSITION: ReadonlyMap<string, ReadonlySet<string>> = new Map([
+  ["clone", new Set([
+    "-q", "--quiet", "-v", "--verbose", "--progress", "--no-progress", "-n", "--no-checkout", "--bare", "--mirror", "-l", "--local",
+    "--no-local", "--no-hardlinks", "-s", "--shared", "--single-branch", "--no-single-branch", "--no-tags", "--tags",
+    "--shallow-submodules", "--no-shallow-submodules", "--sparse", "--dissociate", "--reject-shallow", "--no-reject-shallow"
+  ])],
+  ["init", new Set(["-q", "--quiet", "--bare", "--shared"])],
+  ["push", new Set([
+    "-q", "--quiet", "-v", "--verbose", "--progress", "--no-progress", "--all", "--branches", "--mirror", "--tags", "--follow-tags",
+    "--no-follow-tags", "-n", "--dry-run", "--porcelain", "-f", "--force", "-d", "--delete", "--prune", "--no-prune", "-u",
+    "--set-upstream", "--thin", "--no-thin", "--atomic", "--no-atomic", "--verify", "--no-verify", "--force-with-lease",
+    "--no-force-with-lease", "--force-if-includes", "--no-force-if-includes", "--signed", "--no-signed", "-4", "--ipv4", "-6", "--ipv6"
+  ])]
+])
+
 /** Whether `name` is `option` or an abbreviation of it git would accept. */
 const abbreviates = (name: string, option: string): boolean => name.length > 0 && option.startsWith(name)
 
@@ -267,6 +287,22 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
 
   // Where it writes, and which arguments are values that only look like paths.
   const writes: Array<string> = []
+  const flags = FLAGS_BY_POSITION.get(subcommand ?? "")
+  for (let j = subIndex + 1; flags !== undefined && j < args.length; j++) {
+    const arg = args[j]!
+    if (arg === "--") break
+    if (!arg.startsWith("-") || arg === "-") continue
+    const name = longName(arg)
+    if (!arg.includes("=")) {
+      if (!flags.has(arg)) {
+        return refuse(`${subcommand} ${arg}: give its value after "=" (${name === undefined ? arg : `--${name}`}=...), or leave it out; shell.run reads ${subcommand}'s repository and directory by position`)
+      }
+    } else if (name !== undefined && subcommand === "push" && abbreviates(name, "repo")) {
+      return refuse("push --repo: name the repository as an argument instead")
+    } else if (name !== undefined && name.length >= 3 && abbreviates(name, "separate-git-dir")) {
+      writes.push(physicalEntry(cwd, valueOf(args, j).value ?? ""))
+    }
+  }
   for (let j = subIndex + 1; subIndex !== -1 && j < args.length; j++) {
     const arg = args[j]!
     if (arg === "--") break
