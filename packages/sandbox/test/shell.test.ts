@@ -196,6 +196,17 @@ describe("shell.run, run for real", () => {
     expect(await run("echo", ["$(id)", "`whoami`", "a;b", "|", "&&"])).toMatchObject({ ok: true, value: { exitCode: 0, stdout: "$(id) `whoami` a;b | &&\n" } })
   })
 
+  it("a home that cannot be made is a tool error, not a crash", async () => {
+    const saved = process.env.TMPDIR
+    process.env.TMPDIR = path.join(outside, "no-such-dir")
+    try {
+      expect(await run("echo", ["x"])).toMatchObject({ ok: false, tag: "ToolError", message: expect.stringContaining("cannot make a home for ") })
+    } finally {
+      if (saved === undefined) delete process.env.TMPDIR
+      else process.env.TMPDIR = saved
+    }
+  })
+
   it("the child gets a minimal environment, whatever the host's", async () => {
     process.env.ARTANA_SECRET_FOR_TEST = "leaked"
     try {

@@ -3,10 +3,11 @@
 // programs or load configuration are refused; arguments that name paths fall under the fs.read rule. The child
 // gets a minimal environment, stdin from /dev/null, the base directory as cwd, and is killed with its whole
 // process group on the timeout or the output cap.
-import { spawn } from "node:child_process"
+import { type ChildProcessByStdio, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import type { Readable } from "node:stream"
 import type { FsRule, ShellRule } from "../Policy.js"
 import { checkRead, matcherOf, physical } from "./fsGuard.js"
 import { type GitPlan, gitPlan, inside, realDir } from "./git.js"
@@ -289,17 +290,29 @@ const environment = (name: string, ceiling: string | undefined, home: string): N
 /** Runs a checked command; the timeout, the output cap and `signal` (the call interrupted) kill its whole process group. */
 export const run = (baseDir: string, rule: ShellRule, decision: Extract<CommandDecision, { ok: true }>, signal?: AbortSignal): Promise<RunOutcome> =>
   new Promise((resolve) => {
-    // A home of the run's own, removed when the run ends.
-    const home = fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-home-"))
+    const empty: RunResult = { exitCode: null, signal: null, stdout: "", stderr: "" }
+    // A home of the run's own, removed when the run ends (or when the command cannot start).
+    let home: string
+    try {
+      home = fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-home-"))
+    } catch (e) {
+      return resolve({ _tag: "error", reason: `cannot make a home for ${decision.executable} in ${os.tmpdir()}: ${e instanceof Error ? e.message : String(e)}`, partial: empty })
+    }
     const removeHome = () => fs.rmSync(home, { recursive: true, force: true })
-    const child = spawn(decision.executable, [...decision.args], {
-      cwd: baseDir,
-      env: environment(decision.name, decision.ceiling, home),
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-      shell: false,
-      windowsHide: true
-    })
+    let child: ChildProcessByStdio<null, Readable, Readable>
+    try {
+      child = spawn(decision.executable, [...decision.args], {
+        cwd: baseDir,
+        env: environment(decision.name, decision.ceiling, home),
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true,
+        shell: false,
+        windowsHide: true
+      })
+    } catch (e) {
+      removeHome()
+      return resolve({ _tag: "error", reason: `cannot start ${decision.executable}: ${e instanceof Error ? e.message : String(e)}`, partial: empty })
+    }
     const out: Array<Buffer> = []
     const err: Array<Buffer> = []
     let size = 0
