@@ -85,7 +85,7 @@ const hiddenComponent = (relative: string): string | undefined =>
 
 const describe = (base: string, p: string) => {
   const rel = path.relative(base, p)
-  return rel === "" ? "." : rel.startsWith("..") ? p : rel
+  return rel === "" ? "." : rel === ".." || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel) ? p : rel
 }
 
 const errno = (e: unknown): string | undefined => (e instanceof Error && "code" in e && typeof e.code === "string" ? e.code : undefined)

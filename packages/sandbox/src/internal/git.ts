@@ -142,7 +142,7 @@ const abbreviates = (name: string, option: string): boolean => name.length > 0 &
 /** Whether `target` is `baseDir` or below it. */
 export const inside = (baseDir: string, target: string): boolean => {
   const rel = path.relative(baseDir, target)
-  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel))
+  return rel === "" || (rel !== ".." && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel))
 }
 
 /** A directory's real path (every link resolved), or the path itself when it does not exist. */
