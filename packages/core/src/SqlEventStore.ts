@@ -96,6 +96,7 @@ const isRunStatus = Schema.is(RunStatus)
  * no object with named keys per row, which is a third of a 10,000-event read on SQLite.
  */
 const EVENT_COLUMNS = ["seq", "event_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"] as const
+const EVENT_COLUMN_LIST = EVENT_COLUMNS.join(", ")
 
 const eventFromValues = (runId: string, tenantId: string, row: ReadonlyArray<unknown>): Event => {
   let json: unknown
@@ -386,7 +387,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
 
     const readEvents = (tenantId: string, runId: string, fromSeq = 1): Effect.Effect<ReadonlyArray<Event>, RunNotFound | StoreError> =>
       Effect.gen(function*() {
-        const rows = yield* sql`SELECT ${sql.literal(EVENT_COLUMNS.join(", "))} FROM ${events} WHERE run_id = ${runId} AND tenant_id = ${tenantId} AND seq >= ${fromSeq} ORDER BY seq`.values
+        const rows = yield* sql`SELECT ${sql.literal(EVENT_COLUMN_LIST)} FROM ${events} WHERE run_id = ${runId} AND tenant_id = ${tenantId} AND seq >= ${fromSeq} ORDER BY seq`.values
         if (rows.length === 0) {
           if (!(yield* runExists(tenantId, runId))) return yield* new RunNotFound({ runId, tenantId })
           return []

@@ -210,7 +210,8 @@ export const reconcile = (args: ReconcileArgs) =>
     const tool = required.payload.tool
     const id = Plan.stepIdOf(key) ?? key
     const requested = events.find((e) => e.stepKey === key && e.payload._tag === "ToolRequested")
-    const call = requested?.payload._tag === "ToolRequested" ? `${tool} ${requested.payload.arguments}` : tool
+    // Arguments can be long (a file's content): the message shows their start.
+    const call = requested?.payload._tag === "ToolRequested" ? `${tool} ${T.clip(requested.payload.arguments, 120)}` : tool
     if (args.step !== id && args.step !== key) {
       return yield* badInput("--step", `"${args.step}" is not the step in doubt: run ${args.run} waits on step "${id}" (${call})`)
     }

@@ -23,7 +23,6 @@ export interface Common {
 
 const reading = (args: Common) => Services.kernel({ store: Database.layer(Database.parse(args.db), { create: false }), auditKey: args.auditKey })
 
-const clip = (text: string, max = 72) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`)
 
 // ------------------------------------------------------------------------------------------------- report
 
@@ -188,7 +187,7 @@ export const showRun = (args: Common & { readonly run: string }) =>
       s.bold("events")
     ]
     const start = events[0]?.timestamp ?? info.createdAt
-    const rows = events.map((e) => [String(e.seq), `+${T.duration(e.timestamp - start)}`, e.stepKey, e.type, clip(describeEvent(e.payload))])
+    const rows = events.map((e) => [String(e.seq), `+${T.duration(e.timestamp - start)}`, e.stepKey, e.type, T.clip(describeEvent(e.payload))])
     out.push(T.table(s, ["SEQ", "AT", "STEP", "EVENT", "DETAIL"], rows, { right: [0, 1] }))
     yield* Out.stdout(out.join("\n"))
     return ExitCode.Ok

@@ -71,6 +71,9 @@ export const duration = (ms: number): string => {
 }
 
 /** An ISO timestamp without milliseconds, in UTC. */
+/** At most `max` characters of `text`, an ellipsis marking the cut. */
+export const clip = (text: string, max = 72): string => (text.length <= max ? text : `${text.slice(0, max - 1)}…`)
+
 export const timestamp = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z")
 
 export type Status = "ok" | "denied" | "failed" | "skipped" | "in_doubt" | "completed" | "running" | "paused" | "needs_reconciliation"
