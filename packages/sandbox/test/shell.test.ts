@@ -130,6 +130,8 @@ describe("shell.run decisions", () => {
     ["git refs with a slash, resolved under -C", "git", ["-C", "workspace/repo", "log", "origin/main", "feature/x"], true, "git"],
     ["git commit message that looks like a path", "git", ["-C", "workspace/repo", "commit", "-m", "fix ../../etc/passwd and /root"], true, "git"],
     ["git commit --message= that looks like a path", "git", ["-C", "workspace/repo", "commit", "--message=see /etc/shadow"], true, "git"],
+    ["git diff -m (a flag there): the next argument is still a path", "git", ["-C", "workspace/repo", "diff", "--no-index", "-m", "../../secret.txt", "notes.txt"], false, "outside the allowed paths"],
+    ["git log -m (a flag there): the next argument is still a path", "git", ["-C", "workspace/repo", "log", "-m", "/etc/passwd"], false, "outside the allowed paths"],
     ["git commit -F of a file outside", "git", ["-C", "workspace/repo", "commit", "-F", "/etc/passwd"], false, "outside the allowed paths"],
     ["git path relative to -C, climbing out", "git", ["-C", "workspace/repo", "diff", "--no-index", "../../secret.txt", "notes.txt"], false, "outside the allowed paths"],
     ["git -C twice, the second climbing out", "git", ["-C", "workspace", "-C", "../..", "status"], false, "outside the workspace"],

@@ -136,6 +136,12 @@ const FLAGS_BY_POSITION: ReadonlyMap<string, ReadonlySet<string>> = new Map([
   ])]
 ])
 
+/**
+ * Subcommands whose `-m` takes a value (a message; a parent number for cherry-pick and revert). Elsewhere (`log -m`,
+ * `show -m`, `diff -m`) it is a flag, and the next argument is a path like any other.
+ */
+const MESSAGE_TAKERS: ReadonlySet<string> = new Set(["commit", "tag", "merge", "stash", "notes", "commit-tree", "cherry-pick", "revert"])
+
 /** Whether `name` is `option` or an abbreviation of it git would accept. */
 const abbreviates = (name: string, option: string): boolean => name.length > 0 && option.startsWith(name)
 
@@ -315,10 +321,10 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     } else if ((subcommand === "format-patch" || subcommand === "archive") && arg === "-o" && args[j + 1] !== undefined) {
       writes.push(physicalEntry(cwd, args[j + 1]!))
       skip.add(++j)
-    } else if ((arg === "-m" || arg === "--message") && args[j + 1] !== undefined) {
-      // A message is text, whatever it looks like.
+    } else if (MESSAGE_TAKERS.has(subcommand ?? "") && (arg === "-m" || arg === "--message") && args[j + 1] !== undefined) {
+      // A message (or cherry-pick's and revert's parent number) is text, whatever it looks like.
       skip.add(++j)
-    } else if (arg.startsWith("--message=") || (arg.startsWith("-m") && arg.length > 2 && !arg.startsWith("--"))) {
+    } else if (MESSAGE_TAKERS.has(subcommand ?? "") && (arg.startsWith("--message=") || (arg.startsWith("-m") && arg.length > 2 && !arg.startsWith("--")))) {
       skip.add(j)
     }
   }
