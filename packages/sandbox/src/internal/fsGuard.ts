@@ -187,7 +187,7 @@ const openedPath = (fd: number): string | undefined => {
   }
 }
 
-type Opened = { readonly fd: number; readonly pinned: boolean } | { readonly denied: string } | { readonly error: string }
+type Opened = { readonly fd: number } | { readonly denied: string } | { readonly error: string }
 
 /**
  * Opens the checked file without following a link, and never outside the checked directory. Where /proc is
@@ -211,7 +211,7 @@ const openChecked = (decision: Extract<PathDecision, { ok: true }>, flags: numbe
     if (where !== undefined && where !== dir) return { denied: `${decision.relative} changed between the check and the open (its directory moved)` }
     const target = where === undefined ? decision.real : `/proc/self/fd/${dirFd}/${path.basename(decision.real)}`
     try {
-      return { fd: fs.openSync(target, flags | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK, 0o644), pinned: where !== undefined }
+      return { fd: fs.openSync(target, flags | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK, 0o644) }
     } catch (e) {
       const code = errno(e)
       return code === "ELOOP" ? { denied: `${decision.relative} became a link after the check` } : { error: `cannot open ${decision.relative}${what} (${code ?? "error"})` }
@@ -253,9 +253,10 @@ export const readChecked = (decision: Extract<PathDecision, { ok: true }>, maxBy
 /**
  * A write that passed the check: opens (creating it if need be) the very file that was checked, inside the very
  * directory that was checked (see `openChecked`), without following a link; verifies that the file opened is the
- * one checked (where the descriptor really points, and its inode) before anything is truncated or written. Without
- * /proc, a file created in the wrong place (a directory swapped for a link between the check and the open) is
- * removed.
+ * one checked (where the descriptor really points, and its inode) before anything is truncated or written. With
+ * /proc (Linux) the open is pinned to the checked directory, so nothing is created elsewhere; without it, a write
+ * whose directory was swapped for a link between the check and the open is refused, and the empty file the open
+ * created there is removed.
  */
 export const writeChecked = (decision: Extract<PathDecision, { ok: true }>, content: Buffer): { readonly bytes: number } | { readonly denied: string } | { readonly error: string } => {
   const opened = openChecked(decision, fs.constants.O_WRONLY | fs.constants.O_CREAT, " for writing")
@@ -276,10 +277,12 @@ export const writeChecked = (decision: Extract<PathDecision, { ok: true }>, cont
     }
     const replaced = decision.stat !== undefined && (decision.stat.ino !== stat.ino || decision.stat.dev !== stat.dev)
     if (!stat.isFile() || elsewhere || replaced || stat.nlink > 1) {
-      if (!opened.pinned && decision.stat === undefined && actual !== undefined && stat.size === 0) {
+      // Without /proc the open was not pinned: a file it created (empty, not there at the check) is removed from
+      // where it landed, found by the same path, if it is still that file.
+      if (actual === undefined && decision.stat === undefined && stat.isFile() && stat.size === 0) {
         try {
-          const there = fs.lstatSync(actual)
-          if (there.ino === stat.ino && there.dev === stat.dev) fs.unlinkSync(actual)
+          const there = fs.lstatSync(decision.real)
+          if (there.ino === stat.ino && there.dev === stat.dev) fs.unlinkSync(decision.real)
         } catch {
           // nothing to remove
         }
