@@ -50,8 +50,10 @@ export interface Options {
   /**
    * Only skill names and one-line summaries in the prompt; `load_skill` gives a skill's full schema, instructions
    * and examples, and its tool is offered from the next turn. Default false: every tool with its full schema.
-   * `{ maxLoaded: n }`: at most n skills loaded at once; loading one more unloads the least recently used (loaded
-   * or called), which the model can load again. Default (`true`): loaded skills stay loaded for the run.
+   * Loaded skills form a working set: loading one more than it holds unloads the least recently used (loaded or
+   * called), which the model can load again. With `true` it starts at `Skills.WORKING_SET` (5) skills and grows by
+   * one each time the model loads again a skill that was unloaded, so it settles at what the work needs at once;
+   * `{ maxLoaded: n }` fixes it at n, `{ maxLoaded: Infinity }` never unloads.
    */
   readonly progressiveSkills?: boolean | Progressive | undefined
   /** Summarizes the oldest history when it passes a threshold. Default: none (the history grows). */
@@ -135,8 +137,8 @@ const environment = Effect.all({ kernel: Kernel.Kernel, model: ModelPort.ModelPo
 export const make = (options: Options): Agent => {
   if (options.name.trim() === "") throw new Error("AutonomousAgent: the name must not be empty")
   const progressive = options.progressiveSkills
-  if (typeof progressive === "object" && progressive !== null && progressive.maxLoaded !== undefined && !(Number.isInteger(progressive.maxLoaded) && progressive.maxLoaded >= 1)) {
-    throw new Error(`AutonomousAgent "${options.name}": progressiveSkills.maxLoaded must be a whole number of at least 1, not ${progressive.maxLoaded}`)
+  if (typeof progressive === "object" && progressive !== null && progressive.maxLoaded !== undefined && !((Number.isInteger(progressive.maxLoaded) || progressive.maxLoaded === Infinity) && progressive.maxLoaded >= 1)) {
+    throw new Error(`AutonomousAgent "${options.name}": progressiveSkills.maxLoaded must be a whole number of at least 1 (or Infinity), not ${progressive.maxLoaded}`)
   }
   const agent: Agent = {
     name: options.name,

@@ -124,6 +124,8 @@ export interface SkillSummary {
   readonly name: string
   readonly summary: string
   readonly loaded: boolean
+  /** A loaded skill's instructions and examples (`Skills.guideOf`), shown while it is loaded. */
+  readonly guide?: string | undefined
 }
 
 /** Everything the prompt of one model step is made of. */
@@ -170,16 +172,16 @@ export class ContextBuilder {
   }
 
   /**
-   * The skills list: how to load, the loaded skills by name (their tools are in the tool list, described in full),
-   * then one line per skill not loaded yet.
+   * The skills list: how to load, the loaded skills by name (their tools are in the tool list, described in full)
+   * with the instructions and examples of those that have them, then one line per skill not loaded.
    */
   formatSkills(skills: ReadonlyArray<SkillSummary>): string {
-    const loaded = skills.filter((s) => s.loaded).map((s) => s.name)
+    const loaded = skills.filter((s) => s.loaded)
     return [
       SKILLS_HEADING,
-      "Your tools are skills. Call load_skill with a skill's name to get its full parameters, instructions and examples; " +
-      "the skill's tool can be called from the next turn on.",
-      `Loaded (in your tool list): ${loaded.length === 0 ? "(none yet)" : loaded.join(", ")}`,
+      "Call load_skill with a skill's name to get its parameters, instructions and examples; its tool is callable from your next turn on.",
+      `Loaded (in your tool list): ${loaded.length === 0 ? "(none yet)" : loaded.map((s) => s.name).join(", ")}`,
+      ...loaded.flatMap((s) => (s.guide === undefined ? [] : [s.guide])),
       ...skills.filter((s) => !s.loaded).map((s) => `- ${s.name}: ${s.summary}`)
     ].join("\n")
   }

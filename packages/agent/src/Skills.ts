@@ -36,10 +36,18 @@ export interface Skill {
 export interface Progressive {
   /**
    * At most this many skills loaded at once: loading one more unloads the least recently used (loaded or called),
-   * so the tool specs a prompt carries stay bounded over a long run. Default: no limit.
+   * so the tool specs a prompt carries stay bounded over a long run. `Infinity`: never unload. Default: an adaptive
+   * working set, `WORKING_SET` skills to start with, one more each time the model loads a skill again that was
+   * unloaded.
    */
   readonly maxLoaded?: number | undefined
 }
+
+/**
+ * How many skills progressive skills keep loaded at first, when `maxLoaded` is not set: a handful, as a step of work
+ * rarely needs more tools at once; the set grows when the model shows it needs more (it loads an unloaded skill again).
+ */
+export const WORKING_SET = 5
 
 /** The name of the tool that loads a skill. */
 export const LOAD_SKILL = "load_skill"
@@ -121,14 +129,26 @@ export const describe = (skill: Skill): Loaded => ({
 })
 
 /**
- * What the agent's history keeps of a `load_skill` answer: the instructions and examples. The parameters and the
- * description are in the tool list from the next turn on (the skill's tool spec), so keeping them in the history
- * too would pay for them twice on every later turn.
+ * A loaded skill's instructions and examples as the skills list shows them while it is loaded, or undefined when it
+ * has neither. They live in the system prompt, not in the history: compaction cannot fold them away while the tool is
+ * still offered, and unloading the skill takes them out with its tool.
  */
-export const inHistory = (skill: Skill): string => {
-  const { description: _description, parameters: _parameters, ...rest } = describe(skill)
-  return JSON.stringify({ ...rest, note: "loaded: described in full in your tool list from your next turn on" })
+export const guideOf = (skill: Skill): string | undefined => {
+  if (skill.instructions === undefined && skill.examples.length === 0) return undefined
+  return [
+    `How to use ${skill.tool.name}:${skill.instructions === undefined ? "" : ` ${skill.instructions}`}`,
+    ...skill.examples.map((e) =>
+      `  Example${e.description === undefined ? "" : ` (${e.description})`}: ${JSON.stringify(e.arguments)}${e.result === undefined ? "" : ` -> ${JSON.stringify(e.result)}`}`
+    )
+  ].join("\n")
 }
+
+/**
+ * What the agent's history keeps of a `load_skill` answer: that the skill is loaded. The log holds the whole answer;
+ * the prompt carries the rest from the next turn on (the schema and description in the tool list, the instructions
+ * and examples in the skills list), so keeping them in the history too would pay for them twice on every later turn.
+ */
+export const inHistory = (skill: Skill): string => JSON.stringify({ loaded: skill.tool.name })
 
 /**
  * The `load_skill` tool over `skills`. Idempotent and free of side effects; a name that is no skill fails with

@@ -56,17 +56,16 @@ describe("progressive skills", () => {
         examples: [{ description: "EMEA in Q3", arguments: { region: "EMEA", quarter: "2024-Q3" } }],
         note: "\"query_sales\" is loaded: call it from your next turn on."
       })
-      // The next request offers the tool with that schema; the history keeps the instructions and examples only.
+      // The next request offers the tool with that schema and shows its instructions and examples in the skills
+      // list; the history keeps only that it was loaded (paying for the rest twice on every turn would undo the point).
       expect(requests[2]!.tools.find((t) => t.name === "query_sales")).toEqual(querySales.spec)
-      expect(JSON.parse(answers[1]!)).toEqual({
-        name: "query_sales",
-        instructions: "Quarters are written 2024-Q3. Amounts are EUR.",
-        examples: [{ description: "EMEA in Q3", arguments: { region: "EMEA", quarter: "2024-Q3" } }],
-        note: "loaded: described in full in your tool list from your next turn on"
-      })
+      expect(systemOf(requests[2]!)).toContain(
+        "How to use query_sales: Quarters are written 2024-Q3. Amounts are EUR.\n  Example (EMEA in Q3): {\"region\":\"EMEA\",\"quarter\":\"2024-Q3\"}"
+      )
+      expect(JSON.parse(answers[1]!)).toEqual({ loaded: "query_sales" })
       // Turn 2: load_skill and send_report in one message: the second is not callable yet.
       const turn2 = requests[3]!.messages.filter((m) => m.role === "tool").slice(-2).map((m) => JSON.parse(m.content ?? ""))
-      expect(turn2[0]).toMatchObject({ name: "send_report" })
+      expect(turn2[0]).toEqual({ loaded: "send_report" })
       expect(turn2[1]).toMatchObject({ error: "SkillNotLoaded" })
       // Turn 4: an unknown skill.
       expect(JSON.parse(answers[4]!)).toEqual({ error: "ToolError", message: "tool \"load_skill\" failed: no skill named \"pivot\"; skills: query_sales, send_report" })
@@ -130,7 +129,7 @@ describe("progressive skills", () => {
       expect(effects.lines).toEqual(["query_sales lru/turn:2/tool:0 EMEA/2024-Q3", "lookup_fx EUR/USD"])
       expect(yield* analyst.replay({ tenantId: tenant.tenantId, runId: "lru" })).toEqual(result)
       expect(() => AutonomousAgent.make({ name: "a", instructions: "", progressiveSkills: { maxLoaded: 0 } })).toThrow(
-        "progressiveSkills.maxLoaded must be a whole number of at least 1, not 0"
+        "progressiveSkills.maxLoaded must be a whole number of at least 1 (or Infinity), not 0"
       )
     }).pipe(Effect.provide(agentLayer(scripted([
       ScriptedModel.toolCall("load_skill", { name: "query_sales" }),
@@ -140,6 +139,54 @@ describe("progressive skills", () => {
       ScriptedModel.toolCall("lookup_fx", { from: "EUR", to: "USD" }),
       ScriptedModel.toolCall("load_skill", { name: "lookup_fx" }),
       ScriptedModel.toolCall("lookup_fx", { from: "EUR", to: "USD" }),
+      ScriptedModel.text("done")
+    ]))))
+  })
+
+  it.effect("by default the working set starts at Skills.WORKING_SET and grows when the model loads an unloaded skill again", () => {
+    const calls: Array<string> = []
+    const tools = Array.from({ length: 8 }, (_, i) =>
+      Tool.make({
+        name: `t${i + 1}`,
+        description: `Tool number ${i + 1}.`,
+        parameters: Schema.Struct({}),
+        idempotent: true,
+        handler: () => Effect.sync(() => calls.push(`t${i + 1}`))
+      }))
+    const t1 = Skills.make(tools[0]!, { instructions: "Call t1 once per task." })
+    const agent = AutonomousAgent.make({ name: "worker", instructions: "You work.", tools: [t1, ...tools.slice(1)], progressiveSkills: true, memory: false })
+    const loads = (...names: ReadonlyArray<string>) => ({ content: null, toolCalls: names.map((name) => ({ name: "load_skill", arguments: { name } })) })
+    return Effect.gen(function*() {
+      expect(Skills.WORKING_SET).toBe(5)
+      const result = yield* agent.run({ runId: "working-set", tenant, prompt: "Work." })
+      expect(result).toMatchObject({ status: "completed", output: { output: "done", turns: 9 } })
+      const requests = (yield* ScriptedModel.ScriptedModel).requests()
+      const skills = (n: number) => requests[n]!.tools.map((t) => t.name).filter((name) => name !== "load_skill")
+      expect(skills(1)).toEqual(["t1", "t2", "t3", "t4", "t5"])
+      // A sixth skill: t1, the least recently used, is unloaded; calling it is refused with what to do.
+      expect(skills(2)).toEqual(["t2", "t3", "t4", "t5", "t6"])
+      // A skill's instructions are shown while it is loaded, and go with it.
+      expect(systemOf(requests[1]!)).toContain("How to use t1: Call t1 once per task.")
+      expect(systemOf(requests[2]!)).not.toContain("How to use t1")
+      expect(JSON.parse(requests[3]!.messages.at(-1)!.content ?? "")).toMatchObject({ error: "SkillNotLoaded", message: expect.stringContaining("at most 5 are loaded at once") })
+      // Loading t1 again: the work needs six at once, the set grows to six and nothing is unloaded.
+      expect(skills(4)).toEqual(["t1", "t2", "t3", "t4", "t5", "t6"])
+      expect(systemOf(requests[4]!)).toContain("How to use t1: Call t1 once per task.")
+      // Two more at six: t2 and t3, the least recently used, are unloaded.
+      expect(skills(6)).toEqual(["t1", "t4", "t5", "t6", "t7", "t8"])
+      // One answer loading seven skills: the set grows to hold them all.
+      expect(skills(7)).toEqual(["t1", "t3", "t4", "t5", "t6", "t7", "t8"])
+      expect(calls).toEqual(["t1", "t8"])
+      expect(yield* agent.replay({ tenantId: tenant.tenantId, runId: "working-set" })).toEqual(result)
+    }).pipe(Effect.provide(agentLayer(scripted([
+      loads("t1", "t2", "t3", "t4", "t5"),
+      loads("t6"),
+      ScriptedModel.toolCall("t1", {}),
+      loads("t1"),
+      ScriptedModel.toolCall("t1", {}),
+      loads("t7", "t8"),
+      loads("t3", "t4", "t5", "t6", "t1", "t7", "t8"),
+      ScriptedModel.toolCall("t8", {}),
       ScriptedModel.text("done")
     ]))))
   })

@@ -152,9 +152,13 @@ const loop = <A, I>(
     const builder = builderOf(agent, env.memory)
     const skills = skillsOf(agent, env, model)
     const skillByName = new Map(skills.map((s) => [s.tool.name, s]))
+    // Loaded skills' instructions and examples, shown in the skills list while they are loaded.
+    const guides = new Map(skills.map((s) => [s.tool.name, Skills.guideOf(s)]))
     const options = typeof o.progressiveSkills === "object" && o.progressiveSkills !== null ? o.progressiveSkills : undefined
     const progressive = o.progressiveSkills === true || options !== undefined
-    const maxLoaded = options?.maxLoaded
+    // The working set: fixed by `maxLoaded`, or adaptive (starts at WORKING_SET, grows on each reload of an unloaded skill).
+    const adaptive = options?.maxLoaded === undefined
+    let maxLoaded = options?.maxLoaded ?? Skills.WORKING_SET
     const own: ReadonlyArray<Tool.Tool> = [
       ...(o.memory === false ? [] : Memory.tools(env.memory, memoryId(agent), o.memory ?? {})),
       ...(progressive ? [Skills.loadSkillTool(skills)] : [])
@@ -175,7 +179,7 @@ const loop = <A, I>(
       loaded.add(name)
       unloaded.delete(name)
       for (const oldest of loaded) {
-        if (maxLoaded === undefined || loaded.size <= maxLoaded) break
+        if (loaded.size <= maxLoaded) break
         loaded.delete(oldest)
         unloaded.add(oldest)
       }
@@ -199,7 +203,9 @@ const loop = <A, I>(
     const partsOf = (sections: ReadonlyArray<RenderedSection>): PromptParts => ({
       identity: o.instructions,
       sections,
-      skills: progressive ? skills.map((s) => ({ name: s.tool.name, summary: s.summary, loaded: loaded.has(s.tool.name) })) : undefined,
+      skills: progressive
+        ? skills.map((s) => ({ name: s.tool.name, summary: s.summary, loaded: loaded.has(s.tool.name), guide: loaded.has(s.tool.name) ? guides.get(s.tool.name) : undefined }))
+        : undefined,
       task,
       summary,
       history
@@ -290,6 +296,10 @@ const loop = <A, I>(
       history.push(step.message)
       if (step.answer === undefined) {
         const offeredNames = new Set(tools.map((t) => t.name))
+        // An answer that loads more skills than the working set holds needs them all: the set grows to fit them.
+        if (progressive && adaptive) maxLoaded = Math.max(maxLoaded, step.toolCalls.filter((c) => c.name === Skills.LOAD_SKILL).length)
+        // Skills unloaded before this answer: loading one again shows the working set is too small for the work.
+        const unloadedBefore = new Set(unloaded)
         for (const [i, call] of step.toolCalls.entries()) {
           const outcome = yield* ctx.toolCall(call, { tools, key: `turn:${turn}/tool:${i}` })
           let message = outcome.message
@@ -302,8 +312,9 @@ const loop = <A, I>(
             const result = outcome.result.right
             const name = Json.isObject(result) ? result["name"] : undefined
             if (typeof name === "string" && skillByName.has(name)) {
+              if (adaptive && unloadedBefore.has(name)) maxLoaded++
               use(name)
-              // The log holds the whole answer; the history keeps what the tool list will not show.
+              // The log holds the whole answer; the prompt shows it from the next turn on (tool list, skills list).
               message = { ...message, content: Skills.inHistory(skillByName.get(name)!) }
             }
           }
