@@ -176,6 +176,59 @@ describe("where a repository's objects and remotes are", () => {
     expect(decide(["-C", "workspace/out/cloned", "log"])).toMatchObject({ ok: true })
   })
 
+  it("a remote named by a relative path is found from the work tree's top, where git runs, not from -C's directory", async () => {
+    const upstream = repository(path.join(outside, "top-relative"))
+    const dir = repository(w("out/deep"))
+    fs.mkdirSync(path.join(dir, "a/b"), { recursive: true })
+    // From the top this path reaches the repository outside; from a/b it would name a folder inside the workspace.
+    const escape = path.relative(dir, upstream)
+    for (const args of [["fetch", escape], ["pull", escape], ["ls-remote", escape], ["push", escape, "HEAD:refs/heads/x"], ["archive", `--remote=${escape}`, "HEAD"]]) {
+      expect(decide(["-C", "workspace/out/deep/a/b", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+    }
+    expect(fs.readdirSync(path.join(upstream, ".git/refs/heads"))).not.toContain("x")
+    // A sibling named the same way is inside: git fetches it from there.
+    repository(w("out/sibling"))
+    const fetched = await run(["-C", "workspace/out/deep/a/b", "fetch", "-q", "../sibling", "HEAD"])
+    expect(fetched).toMatchObject({ ok: true, value: { exitCode: 0 } })
+  })
+
+  it("a remote that is a bare word names a path; git also tries <path>.git and <path>.bundle, which are judged too", () => {
+    const upstream = repository(path.join(outside, "linked"))
+    const dir = repository(w("out/words"))
+    fs.symlinkSync(upstream, path.join(dir, "link.git"))
+    git("-C", dir, "remote", "add", "o", "link")
+    expect(decide(["-C", "workspace/out/words", "fetch", "o"])).toMatchObject({ ok: false, reason: expect.stringContaining("remote.o.url is link") })
+    expect(decide(["-C", "workspace/out/words", "fetch", "link"])).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+    expect(decide(["-C", "workspace/out/words", "clone", "link", "../word-clone"])).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+    fs.writeFileSync(path.join(outside, "secret.bundle"), "x")
+    fs.symlinkSync(path.join(outside, "secret.bundle"), path.join(dir, "pack.bundle"))
+    expect(decide(["-C", "workspace/out/words", "fetch", "pack"])).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+    // A word that is a configured remote is that remote, not a path.
+    expect(decide(["-C", "workspace/out/words", "log"])).toMatchObject({ ok: true })
+  })
+
+  it("a remote in a home directory (~, ~user) is refused: git expands it", () => {
+    const dir = repository(w("out/tilde"))
+    git("-C", dir, "remote", "add", "home", "~root/repo")
+    expect(decide(["-C", "workspace/out/tilde", "fetch", "home"])).toMatchObject({ ok: false, reason: expect.stringContaining("home directory") })
+    expect(decide(["-C", "workspace/out/tilde", "fetch"])).toMatchObject({ ok: false, reason: expect.stringContaining("home directory") })
+    expect(decide(["-C", "workspace/out/tilde", "status"])).toMatchObject({ ok: true })
+  })
+
+  it("branch.<name>.remote may name a path instead of a remote: fetch and pull without a remote reach it", () => {
+    const upstream = repository(path.join(outside, "tracked"))
+    const dir = repository(w("out/tracking"))
+    git("-C", dir, "config", "branch.master.remote", upstream)
+    git("-C", dir, "config", "branch.main.pushremote", upstream)
+    for (const args of [["fetch"], ["pull"], ["push"]]) {
+      expect(decide(["-C", "workspace/out/tracking", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining(`is ${upstream}`) })
+    }
+    // "." (the repository itself) and a configured remote's name are no paths to judge.
+    git("-C", dir, "config", "branch.master.remote", ".")
+    git("-C", dir, "config", "--unset", "branch.main.pushremote")
+    expect(decide(["-C", "workspace/out/tracking", "fetch"])).toMatchObject({ ok: true })
+  })
+
   it("push writes the repository it pushes to: within fs.write, or refused", async () => {
     const target = w("published.git")
     git("init", "-q", "--bare", target)

@@ -185,6 +185,12 @@ export interface GitPlan {
    * may reach any configured remote (`git fetch`, `--all`, `--multiple`, `git remote update`).
    */
   readonly remoteNamed: string | undefined
+  /**
+   * The argument naming the other repository: a clone's source (found from the working directory), or the remote a
+   * fetch, pull, push, ls-remote or archive --remote names (found from where git runs: the work tree's top, or the
+   * git directory). Left out of the path arguments: where it is depends on the repository git finds.
+   */
+  readonly remoteArgument: { readonly value: string; readonly fromTop: boolean } | undefined
 }
 
 /** Why a git command line is refused, or what it does. */
@@ -332,10 +338,19 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
   // init without a directory makes the working directory a repository; format-patch without -o writes patches there.
   if (subcommand === "init") writes.push(physicalEntry(cwd, positional.length > 0 ? positional[positional.length - 1]!.a : "."))
   if (subcommand === "format-patch" && writes.length === 0 && !rest.includes("--stdout")) writes.push(cwd)
-  // push writes the repository it pushes to: a local one named by path or file URL falls under fs.write.
-  if (subcommand === "push" && positional[0] !== undefined && (isLocalPath(positional[0].a) || fs.existsSync(physical(cwd, positional[0].a)))) {
-    writes.push(physicalEntry(cwd, positional[0].a.replace(/^file:\/\/(localhost)?/i, "") || "/"))
+  // The other repository it names: judged once the repository git works in (and its remotes' names) are known.
+  let remoteArgument: GitPlan["remoteArgument"]
+  if (["clone", "fetch", "pull", "push", "ls-remote"].includes(subcommand ?? "") && positional[0] !== undefined) {
+    remoteArgument = { value: positional[0].a, fromTop: subcommand !== "clone" }
     skip.add(positional[0].k)
+  }
+  if (subcommand === "archive") {
+    const at = args.findIndex((a, k) => k > subIndex && a.startsWith("--remote"))
+    const value = at === -1 ? undefined : args[at]!.includes("=") ? args[at]!.slice(args[at]!.indexOf("=") + 1) : args[at + 1]
+    if (value !== undefined) {
+      remoteArgument = { value, fromTop: true }
+      skip.add(args[at]!.includes("=") ? at : at + 1)
+    }
   }
   if (subcommand === "clone") {
     const [source, target] = positional
@@ -349,7 +364,7 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     if (a.includes("%")) return refuse(`${a}: a file URL with %-escapes is refused`)
   }
   const readOnly = readsOnly(subcommand, rest, rest.filter((a) => !a.startsWith("-")))
-  return { cwd, reads, writes, skip, gitDir, workTree, readOnly, subcommand, usesRemotes: GIT_REMOTE_USERS.has(subcommand ?? "") || (subcommand === "archive" && rest.some((a) => a.startsWith("--remote"))), remoteNamed: remoteNamed(subcommand, rest, positional.map(({ a }) => a)) }
+  return { cwd, reads, writes, skip, gitDir, workTree, readOnly, subcommand, usesRemotes: GIT_REMOTE_USERS.has(subcommand ?? "") || (subcommand === "archive" && rest.some((a) => a.startsWith("--remote"))), remoteNamed: remoteNamed(subcommand, rest, positional.map(({ a }) => a)), remoteArgument }
 }
 
 /** The one remote a command line reaches, if it names one. */
@@ -362,13 +377,15 @@ const remoteNamed = (subcommand: string | undefined, rest: ReadonlyArray<string>
   return positional[0]
 }
 
-/** Whether a remote (an argument, or a configured URL) is a local path rather than a network address. */
-export const isLocalPath = (remote: string): boolean => {
-  if (/^file:\/\//i.test(remote)) return true
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(remote) || remote.includes("::")) return false
-  // scp-like syntax (host:path) is ssh, unless a slash comes before the colon (a local path).
-  const colon = remote.indexOf(":")
-  const slash = remote.indexOf("/")
-  if (colon > 0 && (slash === -1 || colon < slash)) return false
-  return remote.includes("/") || remote.startsWith(".") || remote.startsWith("~")
+/**
+ * Whether git takes a remote (a configured URL, or an argument that names no configured remote) as a local path, as
+ * its transport does: not a remote helper's `name::address`, not a URL (`file://` excepted), and not scp-like
+ * `host:path` (a colon before any slash). A bare word (`upstream`) is a path.
+ */
+export const isLocalUrl = (url: string): boolean => {
+  if (/^file:\/\//i.test(url)) return true
+  if (/^[a-z][a-z0-9+.-]*(::|:\/\/)/i.test(url)) return false
+  const colon = url.indexOf(":")
+  const slash = url.indexOf("/")
+  return colon === -1 || (slash !== -1 && slash < colon)
 }

@@ -10,7 +10,7 @@ import { spawnSync, type SpawnSyncReturns } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { inside, isLocalPath } from "./git.js"
+import { inside, isLocalUrl } from "./git.js"
 
 /** Harmless configuration keys: `section`, whether it has a subsection (`remote.<name>.url`), and its names (`*` matches every name). */
 const ALLOWED: ReadonlyArray<readonly [string, boolean, ReadonlyArray<string> | "*"]> = [
@@ -104,15 +104,20 @@ const gitDirOf = (dotGit: string): string | null | undefined => {
   }
 }
 
-/** A remote of the repository that is a local path: git reads it (fetch, pull) and writes it (push). */
+/**
+ * A local path the repository's configuration names as a remote: git reads it (fetch, pull) and writes it (push).
+ * `remote`: a remote's URL (`remote.origin.url`); `submodule`: a submodule's URL; `branch`: a branch's remote or push
+ * remote given as a path instead of a remote's name (`branch.main.remote = ../other`), which git reaches when a
+ * command names no remote.
+ */
 export interface LocalRemote {
   /** The configuration key (`remote.origin.url`). */
   readonly key: string
-  /** The remote's name (`origin`), or undefined for a submodule's URL. */
+  readonly kind: "remote" | "submodule" | "branch"
+  /** The remote's name (`origin`), for a remote's URL. */
   readonly remote: string | undefined
+  /** The path as configured, relative to where git runs (the work tree's top, or the git directory). */
   readonly url: string
-  /** Where it is, resolved against the repository's top directory. */
-  readonly absolute: string
 }
 
 /** Whether a directory is a repository's top (it holds `.git`) or a bare repository. */
@@ -133,6 +138,8 @@ export type Repository =
     /** What a command that writes the repository writes: its work tree's top directory (the git directory, if bare). */
     readonly root: string | undefined
     readonly remotes: ReadonlyArray<LocalRemote>
+    /** The names of its configured remotes (a command-line word that is one names that remote, not a path). */
+    readonly remoteNames: ReadonlySet<string>
   }
   | { readonly ok: false; readonly reason: string }
 
@@ -168,6 +175,7 @@ const configEntries = (reader: Reader, file: string): ReadonlyArray<readonly [st
 }
 
 const URL_KEY = /^(remote\..+\.(url|pushurl)|submodule\..+\.url)$/
+const BRANCH_REMOTE_KEY = /^branch\..+\.(remote|pushremote)$/
 
 /**
  * The repository git will work in from `cwd` (or the one `--git-dir` names), searching upwards no further than `top`
@@ -190,7 +198,7 @@ export const judgeRepository = (
   let namedBy: string | undefined
   if (explicitGitDir !== undefined) {
     const found = real(explicitGitDir)
-    if (found === undefined) return { ok: true, gitDir: undefined, root: undefined, remotes: [] }
+    if (found === undefined) return { ok: true, gitDir: undefined, root: undefined, remotes: [], remoteNames: new Set() }
     gitDir = found
     root = real(explicitWorkTree ?? cwd) ?? cwd
   } else {
@@ -211,7 +219,7 @@ export const judgeRepository = (
       if (dir === top || path.dirname(dir) === dir) break
     }
   }
-  if (gitDir === undefined) return { ok: true, gitDir: undefined, root: undefined, remotes: [] }
+  if (gitDir === undefined) return { ok: true, gitDir: undefined, root: undefined, remotes: [], remoteNames: new Set() }
   if (!inside(top, gitDir)) {
     return { ok: false, reason: namedBy === undefined ? `git: the repository ${gitDir} is outside ${area}` : `git: ${shown(namedBy)} points to a repository outside ${area}` }
   }
@@ -232,16 +240,11 @@ export const judgeRepository = (
       if (resolved === undefined || !inside(top, resolved)) return { ok: false, reason: `git: the repository borrows objects from ${line} (objects/info/alternates), outside ${area}` }
     }
   }
-  const remotes: Array<LocalRemote> = []
+  const listed: Array<readonly [string, string | undefined]> = []
   for (const file of [path.join(common, "config"), path.join(gitDir, "config.worktree")]) {
     if (!isFile(file)) continue
     const entries = configEntries(reader, file)
     if ("error" in entries) return { ok: false, reason: `git: ${shown(file)} cannot be read (${entries.error})` }
-    for (const [key, url] of entries) {
-      if (URL_KEY.test(key) && url !== undefined && isLocalPath(url)) {
-        remotes.push({ key, remote: key.startsWith("remote.") ? key.slice("remote.".length, key.lastIndexOf(".")) : undefined, url, absolute: path.resolve(root ?? cwd, url.replace(/^file:\/\/(localhost)?/i, "") || "/") })
-      }
-    }
     const refused = entries.map(([key]) => key).find((k) => !allowedKey(k))
     if (refused !== undefined) {
       return {
@@ -250,6 +253,19 @@ export const judgeRepository = (
           "allowed: identities, branches, remotes' urls and refspecs, what git init and clone write, display settings)"
       }
     }
+    listed.push(...entries)
   }
-  return { ok: true, gitDir, root: root ?? gitDir, remotes }
+  // Keys are lower-cased by git except the subsection: remote.<name>.url keeps the name as written.
+  const remoteNames = new Set(listed.flatMap(([key]) => (key.startsWith("remote.") && key.lastIndexOf(".") > "remote.".length ? [key.slice("remote.".length, key.lastIndexOf("."))] : [])))
+  const remotes: Array<LocalRemote> = []
+  for (const [key, url] of listed) {
+    if (url === undefined || !isLocalUrl(url)) continue
+    if (URL_KEY.test(key)) {
+      const remote = key.startsWith("remote.")
+      remotes.push({ key, kind: remote ? "remote" : "submodule", remote: remote ? key.slice("remote.".length, key.lastIndexOf(".")) : undefined, url })
+    } else if (BRANCH_REMOTE_KEY.test(key) && !remoteNames.has(url)) {
+      remotes.push({ key, kind: "branch", remote: undefined, url })
+    }
+  }
+  return { ok: true, gitDir, root: root ?? gitDir, remotes, remoteNames }
 }

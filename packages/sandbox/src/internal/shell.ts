@@ -10,7 +10,7 @@ import * as path from "node:path"
 import type { Readable } from "node:stream"
 import type { FsRule, ShellRule } from "../Policy.js"
 import { checkRead, matcherOf, physical } from "./fsGuard.js"
-import { type GitPlan, gitPlan, inside, realDir } from "./git.js"
+import { type GitPlan, gitPlan, inside, isLocalUrl, realDir } from "./git.js"
 import { isRepository, judgeRepository } from "./gitRepository.js"
 
 /** The only PATH the sandbox looks executables up on, and gives its children. */
@@ -76,6 +76,16 @@ const pathArguments = (cwd: string, args: ReadonlyArray<string>, skip: ReadonlyS
 /** The path of a `file://` URL, as git reads it (git does not percent-decode either). */
 const decodeFileUrl = (url: string): string => url.replace(/^file:\/\/(localhost)?/i, "") || "/"
 
+/**
+ * Where git may find the repository a local remote names, from each of `bases`: the path, and the path with `.git`
+ * or `.bundle` appended, which git tries when the path itself is no repository (`<path>/.git` is inside the path,
+ * judged with it). Those that exist; git fails on the others.
+ */
+const repositoryCandidates = (bases: ReadonlyArray<string>, url: string): ReadonlyArray<string> => {
+  const written = decodeFileUrl(url)
+  return [...new Set(bases.flatMap((base) => ["", ".git", ".bundle"].map((suffix) => physical(base, `${written}${suffix}`))))].filter(exists)
+}
+
 const exists = (p: string): boolean => {
   try {
     fs.lstatSync(p)
@@ -125,7 +135,7 @@ export const checkCommand = (
   }
   const plan: GitPlan | { readonly refused: string } = name === "git"
     ? gitPlan(baseDir, args)
-    : { cwd: baseDir, reads: [], writes: [], skip: new Set(), gitDir: undefined, workTree: undefined, readOnly: true, subcommand: undefined, usesRemotes: false, remoteNamed: undefined }
+    : { cwd: baseDir, reads: [], writes: [], skip: new Set(), gitDir: undefined, workTree: undefined, readOnly: true, subcommand: undefined, usesRemotes: false, remoteNamed: undefined, remoteArgument: undefined }
   if ("refused" in plan) return deny(plan.refused)
   const { cwd } = plan
   const writes = [...plan.writes]
@@ -147,17 +157,31 @@ export const checkCommand = (
     // writes the repository (commit, checkout, clean...) writes its work tree, which must be within fs.write.
     const repository = judgeRepository(baseDir, top, cwd, plan.gitDir, plan.workTree, reader)
     if (!repository.ok) return deny(repository.reason)
-    // The remotes it reaches: the one it names, or any (submodules' URLs matter to `submodule` only).
-    const reached = repository.remotes.filter((r) =>
-      plan.usesRemotes && (r.remote === undefined ? plan.subcommand === "submodule" : plan.remoteNamed === undefined || plan.remoteNamed === r.remote)
-    )
-    for (const remote of reached) {
-      if (!exists(remote.absolute)) continue
-      const decision = checkRead(baseDir, read, remote.absolute, { directories: true })
-      if (!decision.ok) return deny(`git: ${remote.key} is ${remote.url}: ${decision.reason}`)
-      remotes.push(remote.absolute)
-      // A push writes the remote it names, or (named none) whichever its configuration picks.
-      if (plan.subcommand === "push") writes.push(remote.absolute)
+    // The other repositories it reaches: the local paths its configuration names as remotes (the one it names, or
+    // any it may pick; submodules' URLs matter to `submodule` only), and the path it names when that is no remote.
+    // git resolves them from where it runs (the work tree's top, or the git directory), not from -C's directory:
+    // both are judged. A path in a home directory is refused: git expands `~` and `~user`.
+    const targets: Array<{ readonly label: string; readonly url: string; readonly bases: ReadonlyArray<string> }> = []
+    const fromTop = [...new Set([repository.root ?? cwd, cwd])]
+    for (const r of repository.remotes) {
+      const reached = plan.usesRemotes && (
+        r.kind === "submodule" ? plan.subcommand === "submodule" : plan.remoteNamed === undefined || (r.kind === "remote" && plan.remoteNamed === r.remote)
+      )
+      if (reached) targets.push({ label: `${r.key} is ${r.url}`, url: r.url, bases: fromTop })
+    }
+    const named = plan.remoteArgument
+    if (named !== undefined && !(named.fromTop && repository.remoteNames.has(named.value)) && isLocalUrl(named.value)) {
+      targets.push({ label: `the argument ${JSON.stringify(named.value)}`, url: named.value, bases: named.fromTop ? fromTop : [cwd] })
+    }
+    for (const target of targets) {
+      if (target.url.startsWith("~")) return deny(`git: ${target.label}, a path in a home directory (git expands ~)`)
+      for (const candidate of repositoryCandidates(target.bases, target.url)) {
+        const decision = checkRead(baseDir, read, candidate, { directories: true })
+        if (!decision.ok) return deny(`git: ${target.label}: ${decision.reason}`)
+        remotes.push(candidate)
+        // A push writes the repository it reaches.
+        if (plan.subcommand === "push") writes.push(candidate)
+      }
     }
     if (!plan.readOnly && repository.root !== undefined) writes.push(repository.root)
   }
