@@ -9,6 +9,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import picomatch from "picomatch"
 import type { FsRule } from "../Policy.js"
+import { isLink } from "./files.js"
 
 /** A decision: allowed with the real path, or denied with a reason a person can act on. */
 export type PathDecision =
@@ -70,14 +71,6 @@ export const physicalEntry = (from: string, p: string): string => {
   const name = parts.pop()
   if (name === undefined || name === "" || name === "." || name === "..") return physical(from, p)
   return path.join(physical(from, parts.join("/") || (path.isAbsolute(p) ? path.sep : ".")), name)
-}
-
-const isLink = (p: string): boolean => {
-  try {
-    return fs.lstatSync(p).isSymbolicLink()
-  } catch {
-    return false
-  }
 }
 
 const hiddenComponent = (relative: string): string | undefined =>

@@ -2,8 +2,8 @@
 // the network are refused (with git's unique-prefix abbreviations), `-C` moves the directory later relative paths
 // resolve against, and what git writes (`--output`, `format-patch -o`, a clone's or an init's directory) is named so
 // that it falls under fs.write. The environment git runs with (no hooks, no network) is in shell.ts.
-import * as fs from "node:fs"
 import * as path from "node:path"
+import { real } from "./files.js"
 import { physical, physicalEntry } from "./fsGuard.js"
 
 /** git options that run a program or load configuration, refused with any unique-prefix abbreviation. */
@@ -152,13 +152,7 @@ export const inside = (baseDir: string, target: string): boolean => {
 }
 
 /** A directory's real path (every link resolved), or the path itself when it does not exist. */
-export const realDir = (dir: string): string => {
-  try {
-    return fs.realpathSync.native(dir)
-  } catch {
-    return dir
-  }
-}
+export const realDir = (dir: string): string => real(dir) ?? dir
 
 /** What a git command line does, as far as the policy is concerned. */
 export interface GitPlan {

@@ -10,6 +10,7 @@ import { spawnSync, type SpawnSyncReturns } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { exists, isDirectory, isFile, real } from "./files.js"
 import { inside, isLocalUrl } from "./git.js"
 
 /** Harmless configuration keys: `section`, whether it has a subsection (`remote.<name>.url`), and its names (`*` matches every name). */
@@ -55,30 +56,6 @@ export const allowedKey = (key: string): boolean => {
   return ALLOWED.some(([s, sub, names]) => s === section && sub === hasSubsection && (names === "*" || names.includes(name)))
 }
 
-const real = (p: string): string | undefined => {
-  try {
-    return fs.realpathSync.native(p)
-  } catch {
-    return undefined
-  }
-}
-
-const isFile = (p: string): boolean => {
-  try {
-    return fs.statSync(p).isFile()
-  } catch {
-    return false
-  }
-}
-
-const isDirectory = (p: string): boolean => {
-  try {
-    return fs.statSync(p).isDirectory()
-  } catch {
-    return false
-  }
-}
-
 /** What git's discovery checks a bare repository by: a HEAD, an objects and a refs directory. */
 const isGitDirectory = (dir: string): boolean => isFile(path.join(dir, "HEAD")) && isDirectory(path.join(dir, "objects")) && isDirectory(path.join(dir, "refs"))
 
@@ -121,14 +98,7 @@ export interface LocalRemote {
 }
 
 /** Whether a directory is a repository's top (it holds `.git`) or a bare repository. */
-export const isRepository = (dir: string): boolean => {
-  try {
-    fs.lstatSync(path.join(dir, ".git"))
-    return true
-  } catch {
-    return isGitDirectory(dir)
-  }
-}
+export const isRepository = (dir: string): boolean => exists(path.join(dir, ".git")) || isGitDirectory(dir)
 
 export type Repository =
   | {

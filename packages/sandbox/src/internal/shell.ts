@@ -9,6 +9,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import type { Readable } from "node:stream"
 import type { FsRule, ShellRule } from "../Policy.js"
+import { exists } from "./files.js"
 import { checkRead, matcherOf, physical } from "./fsGuard.js"
 import { type GitPlan, gitPlan, inside, isLocalUrl, realDir } from "./git.js"
 import { isRepository, judgeRepository } from "./gitRepository.js"
@@ -84,15 +85,6 @@ const decodeFileUrl = (url: string): string => url.replace(/^file:\/\/(localhost
 const repositoryCandidates = (bases: ReadonlyArray<string>, url: string): ReadonlyArray<string> => {
   const written = decodeFileUrl(url)
   return [...new Set(bases.flatMap((base) => ["", ".git", ".bundle"].map((suffix) => physical(base, `${written}${suffix}`))))].filter(exists)
-}
-
-const exists = (p: string): boolean => {
-  try {
-    fs.lstatSync(p)
-    return true
-  } catch {
-    return false
-  }
 }
 
 /**
