@@ -124,6 +124,24 @@ describe("defineTool with raw JSON Schema", () => {
     expect(Either.isLeft(define(10).decodeArguments("{\"n\":50}"))).toBe(true)
   })
 
+  it("a host defining tools from many generated schemas keeps a bounded set of validators; every tool still validates", () => {
+    const define = (max: number) =>
+      defineTool({
+        name: `limit.${max}`,
+        description: "x",
+        parameters: { type: "object", properties: { n: { type: "integer", maximum: max } }, required: ["n"] },
+        handler: () => Effect.succeed(null)
+      })
+    // More schemas than the validators kept: the first ones are dropped from the shared cache, not from their tools.
+    const tools = Array.from({ length: 600 }, (_, i) => define(i))
+    for (const max of [0, 1, 300, 599]) {
+      expect(Either.isRight(tools[max]!.decodeArguments(`{"n":${max}}`))).toBe(true)
+      expect(Either.isLeft(tools[max]!.decodeArguments(`{"n":${max + 1}}`))).toBe(true)
+    }
+    // Defined again after being dropped: compiled again, same answers.
+    expect(Either.isLeft(define(0).decodeArguments("{\"n\":1}"))).toBe(true)
+  })
+
   it("a schema the validator cannot compile is refused when the tool is defined", () => {
     expect(() => defineTool({ name: "bad", description: "x", parameters: { type: "object", properties: { a: { type: "nonsense" } } }, handler: () => Effect.succeed(null) }))
       .toThrow(/bad.*not a JSON Schema/)

@@ -13,18 +13,37 @@ const addFormats = ajvFormats.default
 /**
  * Validators by schema text. Each distinct schema gets an Ajv instance of its own, so plugins never share validator
  * state (two schemas with the same `$id` do not collide); the same schema, defined again (a plugin loaded twice),
- * reuses its compiled validator.
+ * reuses its compiled validator. At most `MAX_COMPILED` are kept, the least recently used dropped first, so a host
+ * that defines tools from generated schemas for as long as it runs does not keep every one: a tool keeps its own
+ * validator, and one dropped here is only compiled again if the schema is defined again.
  */
 const compiled = new Map<string, ValidateFunction>()
+const makeAjv = (validateSchema: boolean): Ajv => {
+  const ajv = new Ajv({ allErrors: false, strict: false, validateFormats: true, validateSchema })
+  addFormats(ajv)
+  return ajv
+}
+const metaChecker = makeAjv(true)
+const MAX_COMPILED = 512
 
 const compile = (schema: Json.JsonObject): ValidateFunction => {
   const key = JSON.stringify(schema)
   const known = compiled.get(key)
-  if (known !== undefined) return known
-  const ajv = new Ajv({ allErrors: false, strict: false, validateFormats: true })
-  addFormats(ajv)
+  if (known !== undefined) {
+    compiled.delete(key)
+    compiled.set(key, known)
+    return known
+  }
+  // The schema is checked against its meta-schema by one shared instance: a fresh instance would compile the
+  // meta-schema again for every schema (12 ms a tool, against 1.5 ms so).
+  if (!metaChecker.validateSchema(schema)) throw new Error(`schema is invalid: ${metaChecker.errorsText(metaChecker.errors)}`)
+  const ajv = makeAjv(false)
   const validate = ajv.compile(schema)
   compiled.set(key, validate)
+  for (const oldest of compiled.keys()) {
+    if (compiled.size <= MAX_COMPILED) break
+    compiled.delete(oldest)
+  }
   return validate
 }
 
