@@ -47,6 +47,12 @@ export interface Service {
 export class EventStore extends Context.Tag("@artana/core/EventStore")<EventStore, Service>() {}
 
 /**
+ * What a lineage spent: the sum of its runs' costs (`listRuns(tenantId, { rootRunId })`). Every run of a tree draws on
+ * the root's budget; the kernel checks the budget against this, and `artana show-run` reports it.
+ */
+export const lineageCostUsd = (runs: ReadonlyArray<RunInfo>): number => runs.reduce((sum, r) => sum + r.costUsd, 0)
+
+/**
  * Why a batch cannot be appended as it is (events of another run or tenant, seqs not numbered on from
  * `expectedSeq`), or undefined. Every store checks it: a malformed batch is a bug in its writer, and is
  * refused before it reaches the log.

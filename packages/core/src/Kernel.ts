@@ -18,7 +18,7 @@ import * as Schema from "effect/Schema"
 import { AssistantMessage, ChatMessage, Usage } from "./Chat.js"
 import * as Errors from "./Errors.js"
 import { type Event, type EventPayload, RUN_STEP_KEY, type RunInfo } from "./Event.js"
-import { EventStore } from "./EventStore.js"
+import { EventStore, lineageCostUsd } from "./EventStore.js"
 import * as Execution from "./internal/execution.js"
 import { canonicalJson } from "./internal/hash.js"
 import * as Json from "./Json.js"
@@ -153,7 +153,7 @@ export const make = (options: Options = {}) =>
     for (const w of options.workflows ?? []) workflows.set(w.name, w)
 
     const lineageSpend = (tenantId: string, rootRunId: string) =>
-      Effect.map(store.listRuns(tenantId, { rootRunId }), (runs) => runs.reduce((sum, r) => sum + r.costUsd, 0))
+      Effect.map(store.listRuns(tenantId, { rootRunId }), lineageCostUsd)
 
     /** Runs the code of an execution and turns how it ended into a result or an error. */
     const drive = <I, O, E>(

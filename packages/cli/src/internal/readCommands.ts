@@ -165,7 +165,7 @@ export const showRun = (args: Common & { readonly run: string }) =>
     const family = yield* store.listRuns(args.tenant, { rootRunId: info.rootRunId })
     const lineage = lineageOf(family, info.rootRunId) ?? { runId: info.runId, workflow: info.workflow, status: info.status, children: [] }
     // What the lineage spent: every run of the tree draws on the root's budget (sub-agents, tools that start runs).
-    const lineageCostUsd = family.reduce((sum, r) => sum + r.costUsd, 0)
+    const lineageCostUsd = EventStore.lineageCostUsd(family)
     if (args.format === "json") {
       yield* Out.json({ run: info, lineage, lineageCostUsd, events })
       return ExitCode.Ok
