@@ -192,7 +192,7 @@ describe("where a repository's objects and remotes are", () => {
     expect(fetched).toMatchObject({ ok: true, value: { exitCode: 0 } })
   })
 
-  it("a remote that is a bare word names a path; git also tries <path>.git and <path>.bundle, which are judged too", () => {
+  it("a remote that is a bare word names a path; git also tries <path>.git (and a clone <path>.bundle), which are judged too", () => {
     const upstream = repository(path.join(outside, "linked"))
     const dir = repository(w("out/words"))
     fs.symlinkSync(upstream, path.join(dir, "link.git"))
@@ -202,7 +202,12 @@ describe("where a repository's objects and remotes are", () => {
     expect(decide(["-C", "workspace/out/words", "clone", "link", "../word-clone"])).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
     fs.writeFileSync(path.join(outside, "secret.bundle"), "x")
     fs.symlinkSync(path.join(outside, "secret.bundle"), path.join(dir, "pack.bundle"))
-    expect(decide(["-C", "workspace/out/words", "fetch", "pack"])).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+    expect(decide(["-C", "workspace/out/words", "clone", "pack", "../pack-clone"])).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+    // A trailing slash is dropped before the suffix, as git drops it: link/ is link.git too.
+    git("-C", dir, "remote", "remove", "o")
+    for (const args of [["fetch", "link/", "HEAD"], ["push", "link/", "HEAD:refs/heads/x"], ["archive", "--remote=link/", "HEAD"], ["fetch", "file://link/"]]) {
+      expect(decide(["-C", "workspace/out/words", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+    }
     // A word that is a configured remote is that remote, not a path.
     expect(decide(["-C", "workspace/out/words", "log"])).toMatchObject({ ok: true })
   })
@@ -227,6 +232,81 @@ describe("where a repository's objects and remotes are", () => {
     git("-C", dir, "config", "branch.master.remote", ".")
     git("-C", dir, "config", "--unset", "branch.main.pushremote")
     expect(decide(["-C", "workspace/out/tracking", "fetch"])).toMatchObject({ ok: true })
+  })
+
+  it("every argument of fetch, pull and ls-remote may be the remote (options take separate values): each is judged", () => {
+    const secret = repository(path.join(outside, "multi-secret"))
+    const dir = repository(w("out/multi"))
+    git("-C", dir, "remote", "add", "good", w("plain"))
+    git("-C", dir, "remote", "add", "evil", secret)
+    for (const args of [["fetch", "-m", "good", "evil"], ["fetch", "--mul", "good", "evil"], ["fetch", "--depth", "1", "evil"], ["pull", "-X", "theirs", "evil", "main"], ["ls-remote", "-o", "x", "evil"]]) {
+      expect(decide(["-C", "workspace/out/multi", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining(`remote.evil.url is ${secret}`) })
+    }
+    expect(decide(["-C", "workspace/out/multi", "fetch", "--depth", "1", "good"])).toMatchObject({ ok: true })
+    // Arguments that name no remote: git may use the default one, so every remote is judged.
+    expect(decide(["-C", "workspace/out/multi", "fetch", "--depth", "1"])).toMatchObject({ ok: false, reason: expect.stringContaining("remote.evil.url") })
+  })
+
+  it("a remote with settings but no URL is no remote to git: its name is a path, judged", () => {
+    const secret = repository(path.join(outside, "nameless"))
+    const dir = repository(w("out/nameless"))
+    git("-C", dir, "config", "remote.foo.prune", "true")
+    fs.symlinkSync(secret, path.join(dir, "foo"))
+    expect(decide(["-C", "workspace/out/nameless", "fetch", "foo", "HEAD"])).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+  })
+
+  it("a file URL's host is ignored, as git ignores it: file://x/abs is /abs", () => {
+    const secret = repository(path.join(outside, "hosted"))
+    repository(w("out/hosted"))
+    expect(decide(["-C", "workspace/out/hosted", "fetch", `file://x${secret}`, "HEAD"])).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+    expect(decide(["-C", "workspace/out", "clone", `file://x${secret}`, "hosted-clone"])).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+  })
+
+  it("a gitfile (gitdir: <dir>) is followed, as git follows it: as a remote, a clone's source or reference, and --git-dir", () => {
+    const secret = path.join(outside, "gitfiled.git")
+    git("clone", "-q", "--bare", repository(path.join(outside, "gitfiled")), secret)
+    const dir = repository(w("out/gitfiles"))
+    // fs.write may write such a file: it is no hidden name.
+    fs.writeFileSync(path.join(dir, "pointer"), `gitdir: ${secret}\n`)
+    for (const args of [["fetch", "pointer", "HEAD"], ["push", "pointer", "HEAD:refs/heads/x"], ["ls-remote", "pointer"]]) {
+      expect(decide(["-C", "workspace/out/gitfiles", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+    }
+    expect(decide(["-C", "workspace/out/gitfiles", "clone", "pointer", "../gitfile-clone"])).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+    expect(decide(["-C", "workspace/out", "clone", "--reference=gitfiles/pointer", "../plain", "ref-clone"])).toMatchObject({ ok: false, reason: expect.stringContaining("outside the allowed paths") })
+    expect(decide(["-C", "workspace/out/gitfiles", "--git-dir=pointer", "log"])).toMatchObject({ ok: false, reason: expect.stringContaining("outside the readable area") })
+  })
+
+  it("remotes in git's old files ($GIT_DIR/remotes, $GIT_DIR/branches) are refused; remote add --fetch too", () => {
+    const secret = repository(path.join(outside, "legacy"))
+    const dir = repository(w("out/legacy"))
+    fs.mkdirSync(path.join(dir, ".git/remotes"), { recursive: true })
+    fs.writeFileSync(path.join(dir, ".git/remotes/origin"), `URL: ${secret}\nPull: refs/heads/master:refs/heads/stolen\n`)
+    expect(decide(["-C", "workspace/out/legacy", "fetch", "origin"])).toMatchObject({ ok: false, reason: expect.stringContaining("old remotes format") })
+    fs.rmSync(path.join(dir, ".git/remotes"), { recursive: true })
+    fs.mkdirSync(path.join(dir, ".git/branches"), { recursive: true })
+    fs.writeFileSync(path.join(dir, ".git/branches/up"), `${secret}#master\n`)
+    expect(decide(["-C", "workspace/out/legacy", "ls-remote", "up"])).toMatchObject({ ok: false, reason: expect.stringContaining("old remotes format") })
+    fs.rmSync(path.join(dir, ".git/branches"), { recursive: true })
+    for (const flag of ["-f", "--fetch", "--fe"]) {
+      expect(decide(["-C", "workspace/out/legacy", "remote", "add", flag, "o", "../plain"])).toMatchObject({ ok: false, reason: expect.stringContaining("remote add --fetch") })
+    }
+    expect(decide(["-C", "workspace/out/legacy", "remote", "add", "o", "../plain"])).toMatchObject({ ok: true })
+  })
+
+  it("submodules: their repositories' configuration is held to the same list, and git never recurses into them", async () => {
+    const source = repository(w("sub-source"))
+    const dir = repository(w("out/super"))
+    git("-C", dir, "-c", "protocol.file.allow=always", "submodule", "add", "-q", source, "sub")
+    git("-C", dir, "commit", "-q", "-m", "with a submodule")
+    expect(decide(["-C", "workspace/out/super", "status"])).toMatchObject({ ok: true })
+    git("-C", path.join(dir, "sub"), "config", "filter.evil.clean", program)
+    expect(decide(["-C", "workspace/out/super", "status"])).toMatchObject({ ok: false, reason: expect.stringContaining("modules/sub/config sets filter.evil.clean") })
+    git("-C", path.join(dir, "sub"), "config", "--unset", "filter.evil.clean")
+    // fetch's default would fetch changed submodules too, from remotes nothing judged: shell.run's git never recurses.
+    const recursion = await run(["-C", "workspace/out/super", "config", "--get", "fetch.recurseSubmodules"])
+    expect(recursion).toMatchObject({ ok: true, value: { exitCode: 0, stdout: "false\n" } })
+    const pushing = await run(["-C", "workspace/out/super", "config", "--get", "push.recurseSubmodules"])
+    expect(pushing).toMatchObject({ ok: true, value: { exitCode: 0, stdout: "no\n" } })
   })
 
   it("push writes the repository it pushes to: within fs.write, or refused", async () => {

@@ -175,16 +175,15 @@ export interface GitPlan {
   /** Whether it reaches the repository's remotes (fetch, pull, push...), whose local paths then fall under the fs rules. */
   readonly usesRemotes: boolean
   /**
-   * The remote (or path) it names (`git fetch origin`, `git push ../other`, `archive --remote=up`), or undefined when it
-   * may reach any configured remote (`git fetch`, `--all`, `--multiple`, `git remote update`).
+   * Arguments that may name another repository (a configured remote's name, or a path or file URL git reaches), left
+   * out of the path arguments: where they are depends on the repository git finds. Every positional of fetch, pull
+   * and ls-remote (their options may take separate values, so any of them could be the remote), push's first (its
+   * options carry their values after `=`), archive's --remote: found from where git runs (`fromTop`: the work tree's
+   * top, or the git directory). A clone's source (where git also tries `<path>.bundle`: `clone`) and its
+   * --reference repositories: found from -C's directory. `exact`: the argument is certainly the remote (push's,
+   * archive's), so the command reaches no other; any of fetch's could be an option's value instead.
    */
-  readonly remoteNamed: string | undefined
-  /**
-   * The argument naming the other repository: a clone's source (found from the working directory), or the remote a
-   * fetch, pull, push, ls-remote or archive --remote names (found from where git runs: the work tree's top, or the
-   * git directory). Left out of the path arguments: where it is depends on the repository git finds.
-   */
-  readonly remoteArgument: { readonly value: string; readonly fromTop: boolean } | undefined
+  readonly others: ReadonlyArray<{ readonly value: string; readonly fromTop: boolean; readonly clone: boolean; readonly exact: boolean }>
 }
 
 /** Why a git command line is refused, or what it does. */
@@ -332,19 +331,29 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
   // init without a directory makes the working directory a repository; format-patch without -o writes patches there.
   if (subcommand === "init") writes.push(physicalEntry(cwd, positional.length > 0 ? positional[positional.length - 1]!.a : "."))
   if (subcommand === "format-patch" && writes.length === 0 && !rest.includes("--stdout")) writes.push(cwd)
-  // The other repository it names: judged once the repository git works in (and its remotes' names) are known.
-  let remoteArgument: GitPlan["remoteArgument"]
-  if (["clone", "fetch", "pull", "push", "ls-remote"].includes(subcommand ?? "") && positional[0] !== undefined) {
-    remoteArgument = { value: positional[0].a, fromTop: subcommand !== "clone" }
-    skip.add(positional[0].k)
+  // The other repositories it names: judged once the repository git works in (and its remotes' names) are known.
+  const others: Array<GitPlan["others"][number]> = []
+  const other = (k: number, value: string, fromTop: boolean, exact: boolean, clone = false) => {
+    others.push({ value, fromTop, clone, exact })
+    skip.add(k)
   }
-  if (subcommand === "archive") {
-    const at = args.findIndex((a, k) => k > subIndex && a.startsWith("--remote"))
-    const value = at === -1 ? undefined : args[at]!.includes("=") ? args[at]!.slice(args[at]!.indexOf("=") + 1) : args[at + 1]
-    if (value !== undefined) {
-      remoteArgument = { value, fromTop: true }
-      skip.add(args[at]!.includes("=") ? at : at + 1)
-    }
+  if (subcommand === "fetch" || subcommand === "pull" || subcommand === "ls-remote") for (const { a, k } of positional) other(k, a, true, false)
+  if (subcommand === "push" && positional[0] !== undefined) other(positional[0].k, positional[0].a, true, true)
+  if (subcommand === "clone" && positional[0] !== undefined) other(positional[0].k, positional[0].a, false, true, true)
+  for (let j = subIndex + 1; subIndex !== -1 && j < args.length; j++) {
+    const arg = args[j]!
+    if (arg === "--") break
+    const name = longName(arg)
+    if (name === undefined) continue
+    const reference = subcommand === "clone" && name.length >= 5 && ("reference".startsWith(name) || "reference-if-able".startsWith(name))
+    const remote = subcommand === "archive" && name.length >= 3 && "remote".startsWith(name)
+    if (!reference && !remote) continue
+    const { next, value } = valueOf(args, j)
+    if (value !== undefined) other(next ? j + 1 : j, value, remote, true)
+    if (next) j++
+  }
+  if (subcommand === "remote" && positional[0]?.a === "add" && rest.some((a) => a === "-f" || (longName(a) !== undefined && longName(a)!.length >= 2 && "fetch".startsWith(longName(a)!)))) {
+    return refuse("remote add --fetch: add the remote, then fetch it (its repository is judged when fetched)")
   }
   if (subcommand === "clone") {
     const [source, target] = positional
@@ -358,17 +367,7 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     if (a.includes("%")) return refuse(`${a}: a file URL with %-escapes is refused`)
   }
   const readOnly = readsOnly(subcommand, rest, rest.filter((a) => !a.startsWith("-")))
-  return { cwd, reads, writes, skip, gitDir, workTree, readOnly, subcommand, usesRemotes: GIT_REMOTE_USERS.has(subcommand ?? "") || (subcommand === "archive" && rest.some((a) => a.startsWith("--remote"))), remoteNamed: remoteNamed(subcommand, rest, positional.map(({ a }) => a)), remoteArgument }
-}
-
-/** The one remote a command line reaches, if it names one. */
-const remoteNamed = (subcommand: string | undefined, rest: ReadonlyArray<string>, positional: ReadonlyArray<string>): string | undefined => {
-  if (subcommand === "archive") {
-    const at = rest.findIndex((a) => a.startsWith("--remote"))
-    return at === -1 ? undefined : rest[at]!.includes("=") ? rest[at]!.slice(rest[at]!.indexOf("=") + 1) : rest[at + 1]
-  }
-  if (!["fetch", "pull", "push", "ls-remote"].includes(subcommand ?? "") || rest.some((a) => a === "--all" || a === "--multiple")) return undefined
-  return positional[0]
+  return { cwd, reads, writes, skip, gitDir, workTree, readOnly, subcommand, usesRemotes: GIT_REMOTE_USERS.has(subcommand ?? "") || (subcommand === "archive" && others.length > 0), others }
 }
 
 /**

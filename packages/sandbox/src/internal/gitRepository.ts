@@ -56,6 +56,25 @@ export const allowedKey = (key: string): boolean => {
   return ALLOWED.some(([s, sub, names]) => s === section && sub === hasSubsection && (names === "*" || names.includes(name)))
 }
 
+/** The configuration files of the repositories under a `modules` directory (submodules, and theirs), at any depth. */
+const submoduleConfigs = (modules: string): ReadonlyArray<string> => {
+  if (!isDirectory(modules)) return []
+  const found: Array<string> = []
+  const walk = (dir: string, depth: number) => {
+    if (depth > 16 || !isDirectory(dir)) return
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      if (!entry.isDirectory()) continue
+      const sub = path.join(dir, entry.name)
+      if (isGitDirectory(sub)) {
+        if (isFile(path.join(sub, "config"))) found.push(path.join(sub, "config"))
+        walk(path.join(sub, "modules"), depth + 1)
+      } else walk(sub, depth + 1)
+    }
+  }
+  walk(modules, 0)
+  return found
+}
+
 /** What git's discovery checks a bare repository by: a HEAD, an objects and a refs directory. */
 const isGitDirectory = (dir: string): boolean => isFile(path.join(dir, "HEAD")) && isDirectory(path.join(dir, "objects")) && isDirectory(path.join(dir, "refs"))
 
@@ -63,7 +82,7 @@ const isGitDirectory = (dir: string): boolean => isFile(path.join(dir, "HEAD")) 
  * The git directory a `.git` entry names: its real path for a directory or a link, the `gitdir:` of a file; null when
  * that cannot be told (a dangling link, a file that names nothing); undefined when there is no such entry.
  */
-const gitDirOf = (dotGit: string): string | null | undefined => {
+export const gitDirOf = (dotGit: string): string | null | undefined => {
   let stat: fs.Stats
   try {
     stat = fs.lstatSync(dotGit)
@@ -167,7 +186,10 @@ export const judgeRepository = (
   let root: string | undefined
   let namedBy: string | undefined
   if (explicitGitDir !== undefined) {
-    const found = real(explicitGitDir)
+    // A gitfile (`gitdir: <dir>`) given as the git directory: git follows it.
+    const named = isFile(explicitGitDir) ? gitDirOf(explicitGitDir) : real(explicitGitDir)
+    if (named === null) return { ok: false, reason: `git: --git-dir ${shown(explicitGitDir)} is a file that names no repository` }
+    const found = named
     if (found === undefined) return { ok: true, gitDir: undefined, root: undefined, remotes: [], remoteNames: new Set() }
     gitDir = found
     root = real(explicitWorkTree ?? cwd) ?? cwd
@@ -210,12 +232,26 @@ export const judgeRepository = (
       if (resolved === undefined || !inside(top, resolved)) return { ok: false, reason: `git: the repository borrows objects from ${line} (objects/info/alternates), outside ${area}` }
     }
   }
+  // git still reads remotes from the files of $GIT_DIR/remotes and $GIT_DIR/branches (before configuration existed),
+  // which name URLs this does not judge: a repository that has any is refused.
+  for (const legacy of ["remotes", "branches"]) {
+    const dir = path.join(common, legacy)
+    if (isDirectory(dir) && fs.readdirSync(dir).length > 0) {
+      return { ok: false, reason: `git: ${shown(dir)} names remotes in files (git's old remotes format), which shell.run does not read: move them to the configuration` }
+    }
+  }
   const listed: Array<readonly [string, string | undefined]> = []
-  for (const file of [path.join(common, "config"), path.join(gitDir, "config.worktree")]) {
+  // The repository's configuration, its worktree's, and its submodules' (their repositories live in modules/; git
+  // works in them for some commands, so their keys are held to the same list; their remotes are theirs, not judged here).
+  const own = [path.join(common, "config"), path.join(gitDir, "config.worktree")]
+  for (const file of [...own, ...submoduleConfigs(path.join(common, "modules"))]) {
     if (!isFile(file)) continue
     const entries = configEntries(reader, file)
     if ("error" in entries) return { ok: false, reason: `git: ${shown(file)} cannot be read (${entries.error})` }
-    const refused = entries.map(([key]) => key).find((k) => !allowedKey(k))
+    // A submodule's repository names its work tree (core.worktree, which git writes there): inside this work tree.
+    const ownWorkTree = ([key, value]: readonly [string, string | undefined]) =>
+      !own.includes(file) && key === "core.worktree" && value !== undefined && root !== undefined && inside(root, path.resolve(path.dirname(file), value))
+    const refused = entries.filter((entry) => !ownWorkTree(entry)).map(([key]) => key).find((k) => !allowedKey(k))
     if (refused !== undefined) {
       return {
         ok: false,
@@ -223,10 +259,11 @@ export const judgeRepository = (
           "allowed: identities, branches, remotes' urls and refspecs, what git init and clone write, display settings)"
       }
     }
-    listed.push(...entries)
+    if (own.includes(file)) listed.push(...entries)
   }
-  // Keys are lower-cased by git except the subsection: remote.<name>.url keeps the name as written.
-  const remoteNames = new Set(listed.flatMap(([key]) => (key.startsWith("remote.") && key.lastIndexOf(".") > "remote.".length ? [key.slice("remote.".length, key.lastIndexOf("."))] : [])))
+  // The remotes git knows by name: those with a URL (keys are lower-cased by git except the subsection). A remote with
+  // settings but no URL is no remote to git: its name is taken for a path.
+  const remoteNames = new Set(listed.flatMap(([key]) => (/^remote\..+\.url$/.test(key) ? [key.slice("remote.".length, key.lastIndexOf("."))] : [])))
   const remotes: Array<LocalRemote> = []
   for (const [key, url] of listed) {
     if (url === undefined || !isLocalUrl(url)) continue

@@ -9,10 +9,10 @@ import * as os from "node:os"
 import * as path from "node:path"
 import type { Readable } from "node:stream"
 import type { FsRule, ShellRule } from "../Policy.js"
-import { exists } from "./files.js"
+import { exists, isFile } from "./files.js"
 import { checkRead, matcherOf, physical } from "./fsGuard.js"
 import { type GitPlan, gitPlan, inside, isLocalUrl, realDir } from "./git.js"
-import { isRepository, judgeRepository } from "./gitRepository.js"
+import { gitDirOf, isRepository, judgeRepository } from "./gitRepository.js"
 
 /** The only PATH the sandbox looks executables up on, and gives its children. */
 export const FIXED_PATH = ["/usr/local/bin", "/usr/bin", "/bin"]
@@ -74,17 +74,23 @@ const pathArguments = (cwd: string, args: ReadonlyArray<string>, skip: ReadonlyS
   return out
 }
 
-/** The path of a `file://` URL, as git reads it (git does not percent-decode either). */
-const decodeFileUrl = (url: string): string => url.replace(/^file:\/\/(localhost)?/i, "") || "/"
+/** The path of a `file://` URL, as git reads it: any host ignored (`file://x/abs` is `/abs`), no percent-decoding. */
+const decodeFileUrl = (url: string): string => url.replace(/^file:\/\/[^/]*/i, "") || "/"
 
 /**
- * Where git may find the repository a local remote names, from each of `bases`: the path, and the path with `.git`
- * or `.bundle` appended, which git tries when the path itself is no repository (`<path>/.git` is inside the path,
- * judged with it). Those that exist; git fails on the others.
+ * Where git may find the repository a local path names, from each of `bases`: the path (trailing slashes dropped, as
+ * git drops them), and the path with `.git` appended, which git tries when the path itself is no repository, or
+ * `.bundle` too for a clone's source (`<path>/.git` is inside the path, judged with it). Those that exist; git fails
+ * on the others. A gitfile (`gitdir: <dir>`, which git follows) brings the repository it names.
  */
-const repositoryCandidates = (bases: ReadonlyArray<string>, url: string): ReadonlyArray<string> => {
-  const written = decodeFileUrl(url)
-  return [...new Set(bases.flatMap((base) => ["", ".git", ".bundle"].map((suffix) => physical(base, `${written}${suffix}`))))].filter(exists)
+const repositoryCandidates = (bases: ReadonlyArray<string>, url: string, clone: boolean): ReadonlyArray<string> => {
+  const written = decodeFileUrl(url).replace(/(.)\/+$/, "$1")
+  const suffixes = clone ? ["", ".git", ".bundle"] : ["", ".git"]
+  const found = [...new Set(bases.flatMap((base) => suffixes.map((suffix) => physical(base, `${written}${suffix}`))))].filter(exists)
+  return [...new Set(found.flatMap((p) => {
+    const named = isFile(p) ? gitDirOf(p) : undefined
+    return typeof named === "string" ? [p, named] : [p]
+  }))]
 }
 
 /**
@@ -127,7 +133,7 @@ export const checkCommand = (
   }
   const plan: GitPlan | { readonly refused: string } = name === "git"
     ? gitPlan(baseDir, args)
-    : { cwd: baseDir, reads: [], writes: [], skip: new Set(), gitDir: undefined, workTree: undefined, readOnly: true, subcommand: undefined, usesRemotes: false, remoteNamed: undefined, remoteArgument: undefined }
+    : { cwd: baseDir, reads: [], writes: [], skip: new Set(), gitDir: undefined, workTree: undefined, readOnly: true, subcommand: undefined, usesRemotes: false, others: [] }
   if ("refused" in plan) return deny(plan.refused)
   const { cwd } = plan
   const writes = [...plan.writes]
@@ -149,25 +155,29 @@ export const checkCommand = (
     // writes the repository (commit, checkout, clean...) writes its work tree, which must be within fs.write.
     const repository = judgeRepository(baseDir, top, cwd, plan.gitDir, plan.workTree, reader)
     if (!repository.ok) return deny(repository.reason)
-    // The other repositories it reaches: the local paths its configuration names as remotes (the one it names, or
-    // any it may pick; submodules' URLs matter to `submodule` only), and the path it names when that is no remote.
-    // git resolves them from where it runs (the work tree's top, or the git directory), not from -C's directory:
-    // both are judged. A path in a home directory is refused: git expands `~` and `~user`.
-    const targets: Array<{ readonly label: string; readonly url: string; readonly bases: ReadonlyArray<string> }> = []
+    // The other repositories it reaches. The configured remotes its arguments name, or, when they name none (`git
+    // fetch`, `--all`, fetch's arguments all paths or values), every configured remote that is a local path and every branch's remote given as a
+    // path (submodules' URLs matter to `submodule` only); and each argument that names no configured remote, taken
+    // as the path git would take it for. git resolves those from where it runs (the work tree's top, or the git
+    // directory), not from -C's directory: both are judged. A path in a home directory is refused: git expands `~`.
+    const targets: Array<{ readonly label: string; readonly url: string; readonly bases: ReadonlyArray<string>; readonly clone: boolean }> = []
     const fromTop = [...new Set([repository.root ?? cwd, cwd])]
+    const names = plan.others.filter((o) => o.fromTop && repository.remoteNames.has(o.value)).map((o) => o.value)
+    // A push to a path, or archive --remote with one, reaches that path only; fetch's arguments could all be values.
+    const any = names.length === 0 && !plan.others.some((o) => o.fromTop && o.exact)
     for (const r of repository.remotes) {
       const reached = plan.usesRemotes && (
-        r.kind === "submodule" ? plan.subcommand === "submodule" : plan.remoteNamed === undefined || (r.kind === "remote" && plan.remoteNamed === r.remote)
+        r.kind === "submodule" ? plan.subcommand === "submodule" : any || (r.kind === "remote" && names.includes(r.remote ?? ""))
       )
-      if (reached) targets.push({ label: `${r.key} is ${r.url}`, url: r.url, bases: fromTop })
+      if (reached) targets.push({ label: `${r.key} is ${r.url}`, url: r.url, bases: fromTop, clone: false })
     }
-    const named = plan.remoteArgument
-    if (named !== undefined && !(named.fromTop && repository.remoteNames.has(named.value)) && isLocalUrl(named.value)) {
-      targets.push({ label: `the argument ${JSON.stringify(named.value)}`, url: named.value, bases: named.fromTop ? fromTop : [cwd] })
+    for (const o of plan.others) {
+      if (o.fromTop && repository.remoteNames.has(o.value)) continue
+      if (isLocalUrl(o.value)) targets.push({ label: `the argument ${JSON.stringify(o.value)}`, url: o.value, bases: o.fromTop ? fromTop : [cwd], clone: o.clone })
     }
     for (const target of targets) {
       if (target.url.startsWith("~")) return deny(`git: ${target.label}, a path in a home directory (git expands ~)`)
-      for (const candidate of repositoryCandidates(target.bases, target.url)) {
+      for (const candidate of repositoryCandidates(target.bases, target.url, target.clone)) {
         const decision = checkRead(baseDir, read, candidate, { directories: true })
         if (!decision.ok) return deny(`git: ${target.label}: ${decision.reason}`)
         remotes.push(candidate)
@@ -288,7 +298,8 @@ const environment = (name: string, ceiling: string | undefined, home: string): N
       GIT_SEQUENCE_EDITOR: "false",
       GIT_PAGER: "cat",
       // gc and maintenance run in the foreground: a detached one (setsid) would outlive the timeout's group kill.
-      GIT_CONFIG_COUNT: "5",
+      // Nothing recurses into submodules (fetch's default is on-demand): their repositories and remotes go unjudged.
+      GIT_CONFIG_COUNT: "8",
       GIT_CONFIG_KEY_0: "core.hooksPath",
       GIT_CONFIG_VALUE_0: "/dev/null",
       GIT_CONFIG_KEY_1: "protocol.ext.allow",
@@ -298,7 +309,13 @@ const environment = (name: string, ceiling: string | undefined, home: string): N
       GIT_CONFIG_KEY_3: "gc.autoDetach",
       GIT_CONFIG_VALUE_3: "false",
       GIT_CONFIG_KEY_4: "maintenance.autoDetach",
-      GIT_CONFIG_VALUE_4: "false"
+      GIT_CONFIG_VALUE_4: "false",
+      GIT_CONFIG_KEY_5: "fetch.recurseSubmodules",
+      GIT_CONFIG_VALUE_5: "false",
+      GIT_CONFIG_KEY_6: "submodule.recurse",
+      GIT_CONFIG_VALUE_6: "false",
+      GIT_CONFIG_KEY_7: "push.recurseSubmodules",
+      GIT_CONFIG_VALUE_7: "no"
     }
     : {})
 })
