@@ -302,6 +302,8 @@ describe("where a repository's objects and remotes are", () => {
     git("-C", path.join(dir, "sub"), "config", "filter.evil.clean", program)
     expect(decide(["-C", "workspace/out/super", "status"])).toMatchObject({ ok: false, reason: expect.stringContaining("modules/sub/config sets filter.evil.clean") })
     git("-C", path.join(dir, "sub"), "config", "--unset", "filter.evil.clean")
+    // git works in a submodule too: its repository names this work tree (core.worktree), which is fine.
+    expect(decide(["-C", "workspace/out/super/sub", "log"])).toMatchObject({ ok: true })
     // fetch's default would fetch changed submodules too, from remotes nothing judged: shell.run's git never recurses.
     const recursion = await run(["-C", "workspace/out/super", "config", "--get", "fetch.recurseSubmodules"])
     expect(recursion).toMatchObject({ ok: true, value: { exitCode: 0, stdout: "false\n" } })
@@ -411,5 +413,73 @@ describe("the subcommands git may run, and the other repositories it reaches", (
     git("-C", dir, "remote", "add", "up", upstream)
     expect(decide(["-C", "workspace/out/archiver", "archive", "--remote=up", "HEAD"])).toMatchObject({ ok: false, reason: expect.stringContaining("remote.up.url") })
     expect(decide(["-C", "workspace/out/archiver", "archive", "HEAD"])).toMatchObject({ ok: true })
+  })
+})
+
+describe("what a repository's own files, and commands that write, could reach", () => {
+  it("alternates are followed as git follows them, chain and all", () => {
+    const secret = repository(path.join(outside, "chained"))
+    const first = w("out/b1")
+    const second = w("out/b2")
+    git("init", "-q", "--bare", first)
+    git("init", "-q", "--bare", second)
+    fs.writeFileSync(path.join(first, "objects/info/alternates"), "../../b2/objects\n")
+    fs.writeFileSync(path.join(second, "objects/info/alternates"), `${path.join(secret, ".git/objects")}\n`)
+    expect(decide(["-C", "workspace/out/b1", "cat-file", "--batch-all-objects", "--batch-check"])).toMatchObject({ ok: false, reason: expect.stringContaining("b2/objects/info/alternates") })
+  })
+
+  it("a link in a git directory is refused: git reads and writes through it", () => {
+    const secret = repository(path.join(outside, "linked-objects"))
+    const bare = w("out/linkbare")
+    fs.mkdirSync(bare, { recursive: true })
+    fs.writeFileSync(path.join(bare, "HEAD"), "ref: refs/heads/main\n")
+    fs.symlinkSync(path.join(secret, ".git/objects"), path.join(bare, "objects"))
+    fs.symlinkSync(path.join(secret, ".git/refs"), path.join(bare, "refs"))
+    expect(decide(["-C", "workspace/out/linkbare", "log", "--all"])).toMatchObject({ ok: false, reason: expect.stringContaining("is a link in the repository's git directory") })
+  })
+
+  it("commands that write are judged where they write: apply outside a repository, read-tree's and apply's index files, format-patch's directory", () => {
+    fs.writeFileSync(w("out/p.patch"), "")
+    expect(decide(["-C", "workspace", "apply", "out/p.patch"])).toMatchObject({ ok: false, reason: expect.stringContaining("git apply writes workspace:") })
+    fs.mkdirSync(w("out/patch-here"), { recursive: true })
+    expect(decide(["-C", "workspace/out/patch-here", "apply", "../p.patch"])).toMatchObject({ ok: true })
+    repository(w("out/indexer"))
+    expect(decide(["-C", "workspace/out/indexer", "read-tree", "--index-output=../../important.txt", "HEAD"])).toMatchObject({ ok: false, reason: expect.stringContaining("writes workspace/important.txt") })
+    expect(decide(["-C", "workspace/out/indexer", "apply", "--build-fake-ancestor=../../important.txt", "../p.patch"])).toMatchObject({ ok: false, reason: expect.stringContaining("writes workspace/important.txt") })
+    fs.mkdirSync(w("out/indexer/patches"))
+    expect(decide(["-C", "workspace/out/indexer", "format-patch", "-1", "-o", "patches"])).toMatchObject({ ok: true })
+    fs.symlinkSync(path.join(outside, "victim.txt"), w("out/indexer/patches/0001-first.patch"))
+    expect(decide(["-C", "workspace/out/indexer", "format-patch", "-1", "-o", "patches"])).toMatchObject({ ok: false, reason: expect.stringContaining("0001-first.patch is a link") })
+  })
+
+  it("branch, tag, stash and notes write unless they only list or show", () => {
+    const ro = "workspace/readonly-repo"
+    for (const args of [["tag", "-a", "v1", "-m", "x"], ["branch", "-v", "newbranch"], ["branch", "-r", "-d", "origin/main"], ["notes", "--ref", "show", "add", "-m", "n", "HEAD"], ["stash", "-m", "list"], ["tag", "--annotate", "v2"]]) {
+      expect(decide(["-C", ro, ...args])).toMatchObject({ ok: false, reason: expect.stringContaining("writes workspace/readonly-repo") })
+    }
+    for (const args of [["tag"], ["tag", "-l", "v*"], ["tag", "-n"], ["branch", "-v"], ["branch", "-a"], ["branch", "--contains", "HEAD"], ["branch", "--list", "fea*"], ["stash", "list"], ["notes", "--ref=x", "show", "HEAD"], ["notes"]]) {
+      expect(decide(["-C", ro, ...args])).toMatchObject({ ok: true })
+    }
+  })
+
+  it("a repository kept outside its work tree (--work-tree, a gitfile) is read and written where it is kept", () => {
+    fs.mkdirSync(w("out/wt"), { recursive: true })
+    expect(decide(["-C", "workspace/readonly-repo", "--work-tree=../out/wt", "commit", "--allow-empty", "-m", "x"])).toMatchObject({ ok: false, reason: expect.stringContaining("writes workspace/readonly-repo") })
+    const hidden = repository(w(".private"))
+    fs.writeFileSync(w("out/gf"), `gitdir: ${path.join(hidden, ".git")}\n`)
+    expect(decide(["-C", "workspace/out", "--git-dir=gf", "--work-tree=wt", "show", "HEAD:a.txt"])).toMatchObject({ ok: false, reason: expect.stringContaining("hidden") })
+  })
+
+  it("maintenance's prefetch reaches the remotes; config --includes and help pages are refused", () => {
+    const secret = repository(path.join(outside, "prefetched"))
+    const dir = repository(w("out/maint"))
+    git("-C", dir, "remote", "add", "evil", secret)
+    expect(decide(["-C", "workspace/out/maint", "maintenance", "run", "--task=prefetch"])).toMatchObject({ ok: false, reason: expect.stringContaining("remote.evil.url") })
+    fs.writeFileSync(w("out/c.txt"), `[include]\n\tpath = ${path.join(secret, ".git/config")}\n`)
+    expect(decide(["-C", "workspace/out", "config", "--file", "c.txt", "--includes", "--list"])).toMatchObject({ ok: false, reason: expect.stringContaining("--includes") })
+    expect(decide(["-C", "workspace/out", "config", "--file", "c.txt", "--list"])).toMatchObject({ ok: true })
+    expect(decide(["-C", "workspace/out/maint", "help", "../x.1"])).toMatchObject({ ok: false, reason: expect.stringContaining("runs man") })
+    expect(decide(["-C", "workspace/out/maint", "log", "--help"])).toMatchObject({ ok: false, reason: expect.stringContaining("runs man") })
+    expect(decide(["-C", "workspace/out/maint", "help", "-a"])).toMatchObject({ ok: true })
   })
 })

@@ -54,7 +54,7 @@ const GIT_SIGN_SHORT = new Set(["commit", "merge", "rebase", "cherry-pick", "rev
 /** Options that clone or update submodules from the URLs a repository's `.gitmodules` names, which nothing checks. */
 const GIT_LONG_SUBMODULES = ["recurse-submodules", "recursive"]
 /** Subcommands that reach a repository's remotes. */
-const GIT_REMOTE_USERS = new Set(["fetch", "pull", "push", "ls-remote", "remote", "submodule"])
+const GIT_REMOTE_USERS = new Set(["fetch", "pull", "push", "ls-remote", "remote", "submodule", "maintenance"])
 /** Subcommands where those options fetch (`grep --recurse-submodules` only reads what is there). */
 const GIT_SUBMODULE_FETCHERS = new Set(["clone", "fetch", "pull", "checkout", "switch", "reset", "read-tree", "restore", "push"])
 
@@ -85,7 +85,10 @@ const GIT_ALLOWED = new Set([
 ])
 /** Options that let a command write outside the work tree. */
 const GIT_LONG_UNSAFE = ["unsafe-paths"]
-const LISTING = new Set(["-l", "--list", "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose", "--show-current", "--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "-n"])
+/** Options that make branch and tag list (their other words are then patterns), and options that make them write. */
+const LISTS = new Set(["list", "contains", "no-contains", "merged", "no-merged", "points-at", "show-current"])
+const BRANCH_WRITES = new Set(["delete", "move", "copy", "force", "set-upstream-to", "unset-upstream", "edit-description", "track", "no-track", "create-reflog", "recurse-submodules"])
+const TAG_WRITES = new Set(["delete", "annotate", "sign", "local-user", "force", "message", "file", "edit", "create-reflog", "cleanup", "trailer"])
 /** Subcommands that read or write by their first word (`stash list` reads, `stash` writes). */
 const GIT_READ_ONLY_ACTIONS: ReadonlyMap<string, ReadonlySet<string | undefined>> = new Map([
   ["remote", new Set([undefined, "show", "get-url"])],
@@ -97,14 +100,35 @@ const GIT_READ_ONLY_ACTIONS: ReadonlyMap<string, ReadonlySet<string | undefined>
   ["submodule", new Set([undefined, "status", "summary"])]
 ])
 
-/** Whether a subcommand line only reads the repository. */
+/**
+ * Whether a subcommand line only reads the repository. branch and tag read when they list: asked to (`-l`,
+ * `--contains`...), or given no name, and never with an option that writes (`-d`, `-m`, `-a`...). The others that read
+ * or write by their action (`stash list`, `notes add`) are judged by their first word: the action, when it comes
+ * first (`notes --ref=x show` too); an option first, with words after it, could have taken one of them for its
+ * value (`stash -m list` pushes a stash named "list"), so it writes.
+ */
 const readsOnly = (subcommand: string | undefined, rest: ReadonlyArray<string>, positional: ReadonlyArray<string>): boolean => {
   if (subcommand === undefined || GIT_READ_ONLY.has(subcommand)) return true
-  // branch and tag list when they are given no name, or asked to list.
-  if (subcommand === "branch" || subcommand === "tag") return positional.length === 0 || rest.some((a) => LISTING.has(a.split("=")[0]!))
-  return GIT_READ_ONLY_ACTIONS.get(subcommand)?.has(positional[0]) === true
+  if (subcommand === "branch" || subcommand === "tag") {
+    const longs = rest.flatMap((a) => (longName(a) === undefined ? [] : [longName(a)!]))
+    const shorts = rest.filter((a) => /^-[^-]/.test(a)).map((a) => a.slice(1)).join("")
+    const writes = subcommand === "branch" ? BRANCH_WRITES : TAG_WRITES
+    if (longs.some((name) => [...writes].some((w) => name.length >= 3 && w.startsWith(name)))) return false
+    if (/[dDmMcCfut]/.test(subcommand === "branch" ? shorts : "") || /[dasufmFe]/.test(subcommand === "tag" ? shorts : "")) return false
+    const lists = longs.some((name) => [...LISTS].some((l) => name.length >= 3 && l.startsWith(name))) || /[ln]/.test(shorts)
+    return lists || positional.length === 0
+  }
+  const actions = GIT_READ_ONLY_ACTIONS.get(subcommand)
+  if (actions === undefined) return false
+  let k = 0
+  // notes takes its --ref before the action.
+  while (subcommand === "notes" && k < rest.length && (rest[k] === "--ref" || rest[k]!.startsWith("--ref="))) k += rest[k] === "--ref" ? 2 : 1
+  const first = rest[k]
+  if (first === undefined || first === "--") return actions.has(undefined)
+  if (!first.startsWith("-")) return actions.has(first)
+  return positional.length === 0 && actions.has(undefined)
 }
-const GIT_CONFIG_READS = new Set(["--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin", "--show-scope", "--name-only", "--null", "-z", "--type", "--default", "--includes", "--no-includes", "--local", "--file", "-f", "--blob", "--worktree"])
+const GIT_CONFIG_READS = new Set(["--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin", "--show-scope", "--name-only", "--null", "-z", "--type", "--default", "--no-includes", "--local", "--file", "-f", "--blob", "--worktree"])
 const GIT_CONFIG_WRITES = new Set(["--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section", "--edit", "-e"])
 
 /** The `--name` of an argument (`--upload-pack=x` is `upload-pack`), or undefined for a non-long option. */
@@ -239,6 +263,7 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     }
     const name = longName(arg)
     if (name === undefined) continue
+    if (name === "help" && (j > subIndex || args.slice(j + 1).some((a) => !a.startsWith("-")))) return refuse("--help runs man (or a browser, or info) on the command's page; it is refused (-h prints the usage)")
     const refused = GIT_LONG_REFUSED.find((option) => abbreviates(name, option))
     if (refused !== undefined) {
       return refuse(`--${name} (${refused === name ? "" : `an abbreviation of --${refused}, `}which can run a program or load configuration) is refused`)
@@ -273,6 +298,7 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
       return refuse(`${subcommand} is not a subcommand shell.run lets git run (those that read, and those that write only their own repository)`)
     }
     if (subcommand === "bisect" && positional[0] === "run") return refuse("bisect run runs a command; it is refused")
+    if (subcommand === "help" && positional.length > 0) return refuse("help with a page runs man (or a browser, or info) on it; it is refused (-a and -g list commands and guides)")
     if ((subcommand === "worktree" || subcommand === "bundle") && !readsOnly(subcommand, rest, positional)) {
       return refuse(`${subcommand} ${positional[0] ?? ""} writes outside the repository; only ${subcommand === "worktree" ? "worktree list is" : "bundle verify and list-heads are"} allowed`)
     }
@@ -285,6 +311,9 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     }
     if (subcommand === "config") {
       if (rest.some((a) => GIT_CONFIG_WRITES.has(a))) return refuse("config: writes are refused")
+      if (rest.some((a) => longName(a) !== undefined && longName(a)!.length >= 3 && "includes".startsWith(longName(a)!))) {
+        return refuse("config --includes follows include.path to any file; it is refused")
+      }
       const reads = rest.some((a) => GIT_CONFIG_READS.has(a.split("=")[0]!) && a !== "--local" && a !== "--file" && a !== "-f")
       if (!reads && positional.length !== 1) return refuse("config: only reads are allowed (--get, --list, or a single key); writes are refused")
     }
@@ -314,6 +343,11 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     const name = longName(arg)
     if (name !== undefined && name.length >= 2 && "output-directory".startsWith(name)) {
       // --output=<file> (diff, log, show...), --output-directory=<dir> (format-patch), and their abbreviations.
+      const { next, value } = valueOf(args, j)
+      if (value !== undefined) writes.push(physicalEntry(cwd, value))
+      skip.add(next ? ++j : j)
+    } else if (name !== undefined && name.length >= 3 && ("index-output".startsWith(name) || "build-fake-ancestor".startsWith(name)) && (subcommand === "read-tree" || subcommand === "apply")) {
+      // read-tree --index-output=<file>, apply --build-fake-ancestor=<file>: an index file written there.
       const { next, value } = valueOf(args, j)
       if (value !== undefined) writes.push(physicalEntry(cwd, value))
       skip.add(next ? ++j : j)

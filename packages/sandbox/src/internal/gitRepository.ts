@@ -56,6 +56,34 @@ export const allowedKey = (key: string): boolean => {
   return ALLOWED.some(([s, sub, names]) => s === section && sub === hasSubsection && (names === "*" || names.includes(name)))
 }
 
+/**
+ * The first link under `dir` (a git directory), not following links, or undefined. Submodules' and worktrees'
+ * repositories (modules/, worktrees/) are walked too; at most 200,000 entries are looked at, past which the walk stops
+ * and reports the directory itself as unjudgeable.
+ */
+const linkWithin = (dir: string): string | undefined => {
+  let budget = 200_000
+  const walk = (at: string): string | undefined => {
+    let entries: Array<fs.Dirent>
+    try {
+      entries = fs.readdirSync(at, { withFileTypes: true })
+    } catch {
+      return undefined
+    }
+    for (const entry of entries) {
+      if (--budget < 0) return dir
+      const full = path.join(at, entry.name)
+      if (entry.isSymbolicLink()) return full
+      if (entry.isDirectory()) {
+        const found = walk(full)
+        if (found !== undefined) return found
+      }
+    }
+    return undefined
+  }
+  return walk(dir)
+}
+
 /** The configuration files of the repositories under a `modules` directory (submodules, and theirs), at any depth. */
 const submoduleConfigs = (modules: string): ReadonlyArray<string> => {
   if (!isDirectory(modules)) return []
@@ -124,6 +152,8 @@ export type Repository =
     readonly ok: true
     /** The repository's git directory (real path), or undefined when git will find none. */
     readonly gitDir: string | undefined
+    /** Its common directory (a linked worktree's main repository; else the git directory), or undefined with no repository. */
+    readonly common: string | undefined
     /** What a command that writes the repository writes: its work tree's top directory (the git directory, if bare). */
     readonly root: string | undefined
     readonly remotes: ReadonlyArray<LocalRemote>
@@ -190,7 +220,7 @@ export const judgeRepository = (
     const named = isFile(explicitGitDir) ? gitDirOf(explicitGitDir) : real(explicitGitDir)
     if (named === null) return { ok: false, reason: `git: --git-dir ${shown(explicitGitDir)} is a file that names no repository` }
     const found = named
-    if (found === undefined) return { ok: true, gitDir: undefined, root: undefined, remotes: [], remoteNames: new Set() }
+    if (found === undefined) return { ok: true, gitDir: undefined, common: undefined, root: undefined, remotes: [], remoteNames: new Set() }
     gitDir = found
     root = real(explicitWorkTree ?? cwd) ?? cwd
   } else {
@@ -211,7 +241,7 @@ export const judgeRepository = (
       if (dir === top || path.dirname(dir) === dir) break
     }
   }
-  if (gitDir === undefined) return { ok: true, gitDir: undefined, root: undefined, remotes: [], remoteNames: new Set() }
+  if (gitDir === undefined) return { ok: true, gitDir: undefined, common: undefined, root: undefined, remotes: [], remoteNames: new Set() }
   if (!inside(top, gitDir)) {
     return { ok: false, reason: namedBy === undefined ? `git: the repository ${gitDir} is outside ${area}` : `git: ${shown(namedBy)} points to a repository outside ${area}` }
   }
@@ -224,13 +254,23 @@ export const judgeRepository = (
     if (resolved === undefined || !inside(top, resolved)) return { ok: false, reason: `git: the repository's common directory (${named}) is outside ${area}` }
     common = resolved
   }
-  const alternates = path.join(common, "objects", "info", "alternates")
-  if (isFile(alternates)) {
+  // Alternates, followed as git follows them: an object store's own alternates too.
+  const stores = [path.join(common, "objects")]
+  for (let i = 0; i < stores.length; i++) {
+    const alternates = path.join(stores[i]!, "info", "alternates")
+    if (!isFile(alternates)) continue
+    if (stores.length > 16) return { ok: false, reason: `git: the repository's alternates (objects/info/alternates) chain through more than 16 object stores` }
     for (const line of fs.readFileSync(alternates, "utf8").split("\n").map((l) => l.trim())) {
       if (line === "" || line.startsWith("#")) continue
-      const resolved = line.startsWith("\"") ? undefined : real(path.resolve(path.join(common, "objects"), line))
-      if (resolved === undefined || !inside(top, resolved)) return { ok: false, reason: `git: the repository borrows objects from ${line} (objects/info/alternates), outside ${area}` }
+      const resolved = line.startsWith("\"") ? undefined : real(path.resolve(stores[i]!, line))
+      if (resolved === undefined || !inside(top, resolved)) return { ok: false, reason: `git: the repository borrows objects from ${line} (${shown(alternates)}), outside ${area}` }
+      if (!stores.includes(resolved)) stores.push(resolved)
     }
+  }
+  // git reads and writes what is in its directory (objects, refs, HEAD, logs...) through any link there: none may be.
+  for (const dir of new Set([gitDir, common])) {
+    const link = linkWithin(dir)
+    if (link !== undefined) return { ok: false, reason: `git: ${shown(link)} is a link in the repository's git directory; git would read and write through it` }
   }
   // git still reads remotes from the files of $GIT_DIR/remotes and $GIT_DIR/branches (before configuration existed),
   // which name URLs this does not judge: a repository that has any is refused.
@@ -248,9 +288,13 @@ export const judgeRepository = (
     if (!isFile(file)) continue
     const entries = configEntries(reader, file)
     if ("error" in entries) return { ok: false, reason: `git: ${shown(file)} cannot be read (${entries.error})` }
-    // A submodule's repository names its work tree (core.worktree, which git writes there): inside this work tree.
-    const ownWorkTree = ([key, value]: readonly [string, string | undefined]) =>
-      !own.includes(file) && key === "core.worktree" && value !== undefined && root !== undefined && inside(root, path.resolve(path.dirname(file), value))
+    // A submodule's repository names its work tree (core.worktree, which git writes there): a submodule's, inside this
+    // work tree; this repository's own (git working in a submodule), the work tree git found it from.
+    const ownWorkTree = ([key, value]: readonly [string, string | undefined]) => {
+      if (key !== "core.worktree" || value === undefined || root === undefined) return false
+      const named = real(path.resolve(path.dirname(file), value))
+      return named !== undefined && (own.includes(file) ? named === root && explicitGitDir === undefined && explicitWorkTree === undefined : inside(root, named))
+    }
     const refused = entries.filter((entry) => !ownWorkTree(entry)).map(([key]) => key).find((k) => !allowedKey(k))
     if (refused !== undefined) {
       return {
@@ -274,5 +318,5 @@ export const judgeRepository = (
       remotes.push({ key, kind: "branch", remote: undefined, url })
     }
   }
-  return { ok: true, gitDir, root: root ?? gitDir, remotes, remoteNames }
+  return { ok: true, gitDir, common, root: root ?? gitDir, remotes, remoteNames }
 }

@@ -9,7 +9,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import type { Readable } from "node:stream"
 import type { FsRule, ShellRule } from "../Policy.js"
-import { exists, isFile } from "./files.js"
+import { exists, isDirectory, isFile } from "./files.js"
 import { checkRead, matcherOf, physical } from "./fsGuard.js"
 import { type GitPlan, gitPlan, inside, isLocalUrl, realDir } from "./git.js"
 import { gitDirOf, isRepository, judgeRepository } from "./gitRepository.js"
@@ -76,6 +76,13 @@ const pathArguments = (cwd: string, args: ReadonlyArray<string>, skip: ReadonlyS
 
 /** The path of a `file://` URL, as git reads it: any host ignored (`file://x/abs` is `/abs`), no percent-decoding. */
 const decodeFileUrl = (url: string): string => url.replace(/^file:\/\/[^/]*/i, "") || "/"
+
+/** The folder a git directory is kept in: above its last `.git` (`main/.git/worktrees/x` is main's), or itself (bare). */
+const keeperOf = (gitDir: string): string => {
+  const parts = gitDir.split(path.sep)
+  const at = parts.lastIndexOf(".git")
+  return at <= 0 ? gitDir : parts.slice(0, at).join(path.sep) || path.sep
+}
 
 /**
  * Where git may find the repository a local path names, from each of `bases`: the path (trailing slashes dropped, as
@@ -185,7 +192,24 @@ export const checkCommand = (
         if (plan.subcommand === "push") writes.push(candidate)
       }
     }
-    if (!plan.readOnly && repository.root !== undefined) writes.push(repository.root)
+    // Where git keeps the repository, when it is not within the work tree (--git-dir, a gitfile, a linked worktree):
+    // read like the work tree (hidden folders included, past the `.git` git keeps it in), and written by a command
+    // that writes, as the work tree is. With no repository, apply (a patch tool then) writes its directory.
+    const homes = [...new Set([repository.gitDir, repository.common])].flatMap((d) =>
+      d === undefined || (repository.root !== undefined && inside(repository.root, d)) ? [] : [keeperOf(d)]
+    )
+    for (const home of homes) {
+      const decision = checkRead(baseDir, read, home, { directories: true })
+      if (!decision.ok) return deny(`git: the repository is kept in ${path.relative(baseDir, home) || "."}: ${decision.reason}`)
+    }
+    if (!plan.readOnly && plan.subcommand !== "clone" && plan.subcommand !== "init") writes.push(...(repository.root === undefined ? (plan.subcommand === "apply" ? [cwd] : []) : [repository.root, ...homes]))
+    // format-patch writes a file per commit in its directory, by a name it makes up: a link there would take it elsewhere.
+    if (plan.subcommand === "format-patch") {
+      for (const dir of plan.writes.filter((w) => isDirectory(w))) {
+        const link = fs.readdirSync(dir, { withFileTypes: true }).find((e) => e.isSymbolicLink())
+        if (link !== undefined) return deny(`git format-patch writes its patches in ${path.relative(baseDir, dir) || "."}, where ${link.name} is a link: give -o a directory without links`)
+      }
+    }
   }
   const reads: Array<string> = []
   const inArguments = pathArguments(cwd, args, plan.skip)
