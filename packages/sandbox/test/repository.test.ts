@@ -483,3 +483,62 @@ describe("what a repository's own files, and commands that write, could reach", 
     expect(decide(["-C", "workspace/out/maint", "help", "-a"])).toMatchObject({ ok: true })
   })
 })
+
+describe("where git's own rules differ from a reading of the files", () => {
+  it("the repository git finds must be the one judged: a commondir file, a HEAD git rejects", () => {
+    const secret = repository(path.join(outside, "common-secret"))
+    fs.mkdirSync(w("out/d"), { recursive: true })
+    fs.writeFileSync(w("out/d/HEAD"), "ref: refs/heads/master\n")
+    fs.writeFileSync(w("out/d/commondir"), `${path.join(secret, ".git")}\n`)
+    expect(decide(["-C", "workspace/out/d", "show", "HEAD:a.txt"])).toMatchObject({ ok: false, reason: expect.stringContaining("git would work in the repository at") })
+    const enclosing = repository(w("enclosing"))
+    for (const dir of ["x/objects", "x/refs"]) fs.mkdirSync(path.join(enclosing, dir), { recursive: true })
+    fs.writeFileSync(path.join(enclosing, "x/HEAD"), "not a ref\n")
+    expect(decide(["-C", "workspace/enclosing/x", "checkout", "--", "../a.txt"])).toMatchObject({ ok: false, reason: expect.stringContaining("git would work in the repository at workspace/enclosing/.git") })
+    expect(decide(["-C", "workspace/enclosing", "status"])).toMatchObject({ ok: true })
+  })
+
+  it("rm, mv and grep follow links in a tracked path's folders: refused when there is one; mv's destination is a write", () => {
+    const dir = repository(w("out/linked-tree"))
+    fs.mkdirSync(path.join(dir, "v"))
+    fs.writeFileSync(path.join(dir, "v/important.txt"), "x")
+    git("-C", dir, "add", "v/important.txt")
+    git("-C", dir, "commit", "-q", "-m", "v")
+    expect(decide(["-C", "workspace/out/linked-tree", "grep", "x"])).toMatchObject({ ok: true })
+    fs.mkdirSync(path.join(outside, "victim"), { recursive: true })
+    fs.rmSync(path.join(dir, "v"), { recursive: true })
+    fs.symlinkSync(path.join(outside, "victim"), path.join(dir, "v"))
+    for (const args of [["rm", "-q", "-f", "-r", "--", "."], ["grep", "root"], ["mv", "a.txt", "b.txt"]]) {
+      expect(decide(["-C", "workspace/out/linked-tree", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining("v is a link in the work tree") })
+    }
+    const mover = repository(w("out/mover"))
+    fs.symlinkSync(w("plain"), path.join(mover, "ln"))
+    expect(decide(["-C", "workspace/out/mover", "mv", "a.txt", "ln/moved.txt"])).toMatchObject({ ok: false, reason: expect.stringContaining("writes workspace/plain/moved.txt") })
+  })
+
+  it("hidden files stay unread under deny_hidden: --no-index on a folder and grep --untracked are refused", () => {
+    fs.writeFileSync(w(".env"), "API_KEY=1")
+    expect(decide(["-C", "workspace", "grep", "--no-index", "-e", "API_KEY"])).toMatchObject({ ok: false, reason: expect.stringContaining("--no-index") })
+    expect(decide(["-C", "workspace", "diff", "--no-index", "out", "."])).toMatchObject({ ok: false, reason: expect.stringContaining("--no-index") })
+    expect(decide(["-C", "workspace/readonly-repo", "grep", "--untracked", "SECRET"])).toMatchObject({ ok: false, reason: expect.stringContaining("--untracked") })
+    fs.writeFileSync(w("out/one.txt"), "1")
+    fs.writeFileSync(w("out/two.txt"), "2")
+    expect(decide(["-C", "workspace/out", "diff", "--no-index", "one.txt", "two.txt"])).toMatchObject({ ok: true })
+  })
+
+  it("write options glued or abbreviated are writes: archive -oFILE, read-tree --i=, apply --bu=", () => {
+    expect(decide(["-C", "workspace/readonly-repo", "archive", "-oa2.tar", "HEAD"])).toMatchObject({ ok: false, reason: expect.stringContaining("writes workspace/readonly-repo/a2.tar") })
+    expect(decide(["-C", "workspace/readonly-repo", "archive", "-vo", "a3.tar", "HEAD"])).toMatchObject({ ok: false, reason: expect.stringContaining("writes workspace/readonly-repo/a3.tar") })
+    repository(w("out/abbrev"))
+    expect(decide(["-C", "workspace/out/abbrev", "read-tree", "--i=../../important.txt", "HEAD"])).toMatchObject({ ok: false, reason: expect.stringContaining("writes workspace/important.txt") })
+    expect(decide(["-C", "workspace/out/abbrev", "apply", "--cached", "--bu=../../important.txt", "../p.patch"])).toMatchObject({ ok: false, reason: expect.stringContaining("writes workspace/important.txt") })
+  })
+
+  it("git is never given a gpg to run (archive's export-subst could ask for %G)", async () => {
+    repository(w("out/signed"))
+    for (const key of ["gpg.program", "gpg.x509.program", "gpg.ssh.program"]) {
+      const shown = await run(["-C", "workspace/out/signed", "config", "--get", key])
+      expect(shown).toMatchObject({ ok: true, value: { exitCode: 0, stdout: "/nonexistent/artana-sandbox/no-program\n" } })
+    }
+  })
+})

@@ -117,7 +117,9 @@ describe("shell.run decisions", () => {
     ["git grep -O (a pager program)", "git", ["grep", "-Osh", "needle"], false, "-O opens a pager program"],
     ["git grep --open-files-in-pager", "git", ["grep", "--open-files-in-pager=sh", "needle"], false, "opens a pager program"],
     ["git help --web", "git", ["help", "--web", "log"], false, "runs a browser"],
-    ["git -c after the subcommand", "git", ["log", "-c"], false, "-c"],
+    // After the subcommand -c is the subcommand's (log -c: combined diffs; switch -c: create): not configuration.
+    ["git -c after the subcommand is the subcommand's", "git", ["-C", "workspace/repo", "log", "-c"], true, "git"],
+    ["git switch -c", "git", ["-C", "workspace/repo", "switch", "-c", "feature"], true, "git"],
     ["git fetch -u (upload-pack)", "git", ["fetch", "-u", "sh", "workspace/repo"], false, "-u is --upload-pack"],
     ["git push -u (set-upstream) is not upload-pack", "git", ["-C", "workspace/repo", "push", "-u", "origin", "main"], true, "git"],
     ["git clone over https", "git", ["clone", "https://example.com/r.git"], false, "reaches no network"],

@@ -250,7 +250,8 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
         continue
       }
       const letters = arg.slice(1)
-      if (letters.includes("c")) return refuse(`${arg} (-c sets configuration, which can make git run programs) is refused`)
+      // -c sets configuration before the subcommand (and for clone); after it, it is the subcommand's (switch -c).
+      if (letters.includes("c") && (subIndex === -1 || j < subIndex || subcommand === "clone")) return refuse(`${arg} (-c sets configuration, which can make git run programs) is refused`)
       if (subcommand !== undefined && j > subIndex) {
         if (letters.includes("u") && GIT_UPLOAD_PACK_SHORT.has(subcommand)) return refuse(`${subcommand} ${arg} (-u is --upload-pack, which runs a program) is refused`)
         if (letters.includes("x") && subcommand === "rebase") return refuse(`rebase ${arg} (-x is --exec, which runs a command) is refused`)
@@ -341,19 +342,26 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     const arg = args[j]!
     if (arg === "--") break
     const name = longName(arg)
-    if (name !== undefined && name.length >= 2 && "output-directory".startsWith(name)) {
+    if (name !== undefined && "output-directory".startsWith(name)) {
       // --output=<file> (diff, log, show...), --output-directory=<dir> (format-patch), and their abbreviations.
       const { next, value } = valueOf(args, j)
       if (value !== undefined) writes.push(physicalEntry(cwd, value))
       skip.add(next ? ++j : j)
-    } else if (name !== undefined && name.length >= 3 && ("index-output".startsWith(name) || "build-fake-ancestor".startsWith(name)) && (subcommand === "read-tree" || subcommand === "apply")) {
+    } else if (name !== undefined && ((subcommand === "read-tree" && "index-output".startsWith(name)) || (subcommand === "apply" && "build-fake-ancestor".startsWith(name)))) {
       // read-tree --index-output=<file>, apply --build-fake-ancestor=<file>: an index file written there.
       const { next, value } = valueOf(args, j)
       if (value !== undefined) writes.push(physicalEntry(cwd, value))
       skip.add(next ? ++j : j)
-    } else if ((subcommand === "format-patch" || subcommand === "archive") && arg === "-o" && args[j + 1] !== undefined) {
-      writes.push(physicalEntry(cwd, args[j + 1]!))
-      skip.add(++j)
+    } else if ((subcommand === "format-patch" || subcommand === "archive") && /^-[^-]*o/.test(arg)) {
+      // -o DIR, -oDIR, -qo DIR: the value is what follows the o, or the next argument.
+      const glued = arg.slice(arg.indexOf("o") + 1)
+      if (glued !== "") {
+        writes.push(physicalEntry(cwd, glued))
+        skip.add(j)
+      } else if (args[j + 1] !== undefined) {
+        writes.push(physicalEntry(cwd, args[j + 1]!))
+        skip.add(++j)
+      }
     } else if (MESSAGE_TAKERS.has(subcommand ?? "") && (arg === "-m" || arg === "--message") && args[j + 1] !== undefined) {
       // A message (or cherry-pick's and revert's parent number) is text, whatever it looks like.
       skip.add(++j)
@@ -400,6 +408,8 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     // Its path falls under fs.read like any other; an escaped one could mean another path to git than to us.
     if (a.includes("%")) return refuse(`${a}: a file URL with %-escapes is refused`)
   }
+  // rm deletes the paths it names, mv moves them and writes where they go.
+  if (subcommand === "rm" || subcommand === "mv") for (const { a } of positional) writes.push(physicalEntry(cwd, a))
   const readOnly = readsOnly(subcommand, rest, rest.filter((a) => !a.startsWith("-")))
   return { cwd, reads, writes, skip, gitDir, workTree, readOnly, subcommand, usesRemotes: GIT_REMOTE_USERS.has(subcommand ?? "") || (subcommand === "archive" && others.length > 0), others }
 }

@@ -3,19 +3,21 @@
 // programs or load configuration are refused; arguments that name paths fall under the fs.read rule. The child
 // gets a minimal environment, stdin from /dev/null, the base directory as cwd, and is killed with its whole
 // process group on the timeout or the output cap.
-import { type ChildProcessByStdio, spawn } from "node:child_process"
+import { type ChildProcessByStdio, spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import type { Readable } from "node:stream"
 import type { FsRule, ShellRule } from "../Policy.js"
-import { exists, isDirectory, isFile } from "./files.js"
+import { exists, isDirectory, isFile, isLink, real } from "./files.js"
 import { checkRead, matcherOf, physical } from "./fsGuard.js"
 import { type GitPlan, gitPlan, inside, isLocalUrl, realDir } from "./git.js"
 import { gitDirOf, isRepository, judgeRepository } from "./gitRepository.js"
 
 /** The only PATH the sandbox looks executables up on, and gives its children. */
 export const FIXED_PATH = ["/usr/local/bin", "/usr/bin", "/bin"]
+/** A program path that does not exist: what git is told to run for gpg. */
+const NO_PROGRAM = "/nonexistent/artana-sandbox/no-program"
 
 export type CommandDecision =
   | {
@@ -76,6 +78,50 @@ const pathArguments = (cwd: string, args: ReadonlyArray<string>, skip: ReadonlyS
 
 /** The path of a `file://` URL, as git reads it: any host ignored (`file://x/abs` is `/abs`), no percent-decoding. */
 const decodeFileUrl = (url: string): string => url.replace(/^file:\/\/[^/]*/i, "") || "/"
+
+/** The path arguments of a command line, or none when it has a refused one (judged below, with the reason). */
+const inArgumentsOf = (cwd: string, args: ReadonlyArray<string>, skip: ReadonlySet<number>): ReadonlyArray<string> => {
+  const found = pathArguments(cwd, args, skip)
+  return "refused" in found ? [] : found
+}
+
+/** Runs git (no repository configuration judged yet is trusted: only what discovery needs) in a home of its own. */
+const runGit = (executable: string, cwd: string, ceiling: string | undefined, plan: GitPlan, args: ReadonlyArray<string>): { readonly ok: boolean; readonly stdout: string } => {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-git-"))
+  try {
+    const globals = [...(plan.gitDir === undefined ? [] : [`--git-dir=${plan.gitDir}`]), ...(plan.workTree === undefined ? [] : [`--work-tree=${plan.workTree}`])]
+    const result = spawnSync(executable, [...globals, ...args], {
+      cwd,
+      env: environment("git", ceiling, home),
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: 5_000,
+      maxBuffer: 64 * 1_048_576
+    })
+    return { ok: result.status === 0, stdout: result.stdout ?? "" }
+  } finally {
+    fs.rmSync(home, { recursive: true, force: true })
+  }
+}
+
+/** The git directory and common directory git itself finds from `cwd` (real paths), or none. */
+const discovered = (executable: string, cwd: string, ceiling: string | undefined, plan: GitPlan): { readonly gitDir: string | undefined; readonly common: string | undefined } => {
+  const found = runGit(executable, cwd, ceiling, plan, ["rev-parse", "--absolute-git-dir", "--git-common-dir"])
+  if (!found.ok) return { gitDir: undefined, common: undefined }
+  const [gitDir, common] = found.stdout.split("\n")
+  if (gitDir === undefined || common === undefined || gitDir === "" || common === "") return { gitDir: undefined, common: undefined }
+  return { gitDir: real(gitDir) ?? gitDir, common: real(path.resolve(cwd, common)) ?? path.resolve(cwd, common) }
+}
+
+/** The first folder of the work tree at `root` that is a link with tracked files below it, relative to `root`. */
+const linkedEntry = (executable: string, root: string, ceiling: string | undefined, plan: GitPlan): string | undefined => {
+  const listed = runGit(executable, root, ceiling, plan, ["ls-files", "-z", "--full-name"])
+  const folders = new Set<string>()
+  for (const entry of listed.stdout.split("\u0000")) {
+    for (let at = entry.indexOf("/"); at !== -1; at = entry.indexOf("/", at + 1)) folders.add(entry.slice(0, at))
+  }
+  return [...folders].sort().find((folder) => isLink(path.join(root, folder)))
+}
 
 /** The folder a git directory is kept in: above its last `.git` (`main/.git/worktrees/x` is main's), or itself (bare). */
 const keeperOf = (gitDir: string): string => {
@@ -210,6 +256,29 @@ export const checkCommand = (
         if (link !== undefined) return deny(`git format-patch writes its patches in ${path.relative(baseDir, dir) || "."}, where ${link.name} is a link: give -o a directory without links`)
       }
     }
+    // git's own discovery has rules not copied here (a commondir file, HEAD's validity): the repository it reports
+    // must be the one judged above.
+    const git = discovered(executable, cwd, ceiling, plan)
+    const judged = { gitDir: repository.gitDir, common: repository.common }
+    if (git.gitDir !== judged.gitDir || git.common !== judged.common) {
+      const shown = (p: string | undefined) => (p === undefined ? "none" : path.relative(baseDir, p) || ".")
+      return deny(`git would work in the repository at ${shown(git.gitDir)} (objects and refs in ${shown(git.common)}), not the one judged (${shown(judged.gitDir)}): fix or remove the folder that misleads it`)
+    }
+    // rm, mv and grep follow a link in a tracked path's folders (git checks that elsewhere): none may have one.
+    if (["rm", "mv", "grep"].includes(plan.subcommand ?? "") && repository.root !== undefined && repository.root !== repository.gitDir) {
+      const linked = linkedEntry(executable, repository.root, ceiling, plan)
+      if (linked !== undefined) return deny(`git ${plan.subcommand}: ${linked} is a link in the work tree that tracked files are below; git ${plan.subcommand} would follow it`)
+    }
+    // Hidden files, under deny_hidden: git reads the folders it is given with --no-index, and grep --untracked reads
+    // the files it does not track, hidden ones included.
+    if (read.deny_hidden) {
+      if (plan.subcommand === "grep" && args.some((a) => a === "--untracked")) return deny("git grep --untracked reads untracked files, hidden ones included, and fs.read denies hidden files")
+      const named = inArgumentsOf(cwd, args, plan.skip)
+      const folder = named.some((p) => isDirectory(physical(cwd, p))) || (plan.subcommand === "grep" && named.length === 0)
+      if (args.includes("--no-index") && folder) {
+        return deny("git --no-index on a folder reads every file in it, hidden ones included, and fs.read denies hidden files: name the files")
+      }
+    }
   }
   const reads: Array<string> = []
   const inArguments = pathArguments(cwd, args, plan.skip)
@@ -323,7 +392,8 @@ const environment = (name: string, ceiling: string | undefined, home: string): N
       GIT_PAGER: "cat",
       // gc and maintenance run in the foreground: a detached one (setsid) would outlive the timeout's group kill.
       // Nothing recurses into submodules (fetch's default is on-demand): their repositories and remotes go unjudged.
-      GIT_CONFIG_COUNT: "8",
+      // Signatures are never checked (archive's export-subst can ask for %G): gpg is no program on the policy.
+      GIT_CONFIG_COUNT: "11",
       GIT_CONFIG_KEY_0: "core.hooksPath",
       GIT_CONFIG_VALUE_0: "/dev/null",
       GIT_CONFIG_KEY_1: "protocol.ext.allow",
@@ -339,7 +409,13 @@ const environment = (name: string, ceiling: string | undefined, home: string): N
       GIT_CONFIG_KEY_6: "submodule.recurse",
       GIT_CONFIG_VALUE_6: "false",
       GIT_CONFIG_KEY_7: "push.recurseSubmodules",
-      GIT_CONFIG_VALUE_7: "no"
+      GIT_CONFIG_VALUE_7: "no",
+      GIT_CONFIG_KEY_8: "gpg.program",
+      GIT_CONFIG_VALUE_8: NO_PROGRAM,
+      GIT_CONFIG_KEY_9: "gpg.x509.program",
+      GIT_CONFIG_VALUE_9: NO_PROGRAM,
+      GIT_CONFIG_KEY_10: "gpg.ssh.program",
+      GIT_CONFIG_VALUE_10: NO_PROGRAM
     }
     : {})
 })
