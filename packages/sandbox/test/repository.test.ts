@@ -542,3 +542,17 @@ describe("where git's own rules differ from a reading of the files", () => {
     }
   })
 })
+
+describe("hidden files git would copy into a repository", () => {
+  it("add of folders (add ., add -A) and stash -u are refused while a hidden file would go along; naming files is fine", () => {
+    const dir = repository(w("out/adder-hidden"))
+    fs.writeFileSync(path.join(dir, "b.txt"), "b")
+    expect(decide(["-C", "workspace/out/adder-hidden", "add", "."])).toMatchObject({ ok: true })
+    fs.writeFileSync(path.join(dir, ".env"), "API_KEY=1")
+    for (const args of [["add", "."], ["add", "-A"], ["stash", "-u"]]) {
+      expect(decide(["-C", "workspace/out/adder-hidden", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining("would take .env into the repository") })
+    }
+    expect(decide(["-C", "workspace/out/adder-hidden", "add", "b.txt"])).toMatchObject({ ok: true })
+    expect(decide(["-C", "workspace/out/adder-hidden", "add", ".env"])).toMatchObject({ ok: false, reason: expect.stringContaining("hidden") })
+  })
+})

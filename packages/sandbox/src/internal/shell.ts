@@ -123,6 +123,13 @@ const linkedEntry = (executable: string, root: string, ceiling: string | undefin
   return [...folders].sort().find((folder) => isLink(path.join(root, folder)))
 }
 
+/** The first untracked or changed file of the work tree at `root` with a hidden component (`.env`), relative to `root`. */
+const hiddenChange = (executable: string, root: string, ceiling: string | undefined, plan: GitPlan): string | undefined => {
+  const listed = runGit(executable, root, ceiling, plan, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"])
+  // -z: "XY path" entries, NUL-terminated.
+  return listed.stdout.split("\u0000").map((e) => e.slice(3)).find((p) => p.split("/").some((part) => part.startsWith(".")))
+}
+
 /** The folder a git directory is kept in: above its last `.git` (`main/.git/worktrees/x` is main's), or itself (bare). */
 const keeperOf = (gitDir: string): string => {
   const parts = gitDir.split(path.sep)
@@ -277,6 +284,16 @@ export const checkCommand = (
       const folder = named.some((p) => isDirectory(physical(cwd, p))) || (plan.subcommand === "grep" && named.length === 0)
       if (args.includes("--no-index") && folder) {
         return deny("git --no-index on a folder reads every file in it, hidden ones included, and fs.read denies hidden files: name the files")
+      }
+      // add (and stash with untracked files) copies files into the repository, where git show prints them: one that
+      // names no files but folders (`add .`, `add -A`) would take a hidden file's content along.
+      const untracked = plan.subcommand === "stash" && args.some((a) => ["-u", "--include-untracked", "-a", "--all"].includes(a))
+      const filesOnly = named.length > 0 && named.every((p) => isFile(physical(cwd, p)))
+      if ((plan.subcommand === "add" || untracked) && !filesOnly && repository.root !== undefined && repository.root !== repository.gitDir) {
+        const hidden = hiddenChange(executable, repository.root, ceiling, plan)
+        if (hidden !== undefined) {
+          return deny(`git ${plan.subcommand} would take ${hidden} into the repository, a hidden file fs.read denies (deny_hidden): name the files to add`)
+        }
       }
     }
   }
