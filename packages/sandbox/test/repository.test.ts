@@ -556,3 +556,41 @@ describe("hidden files git would copy into a repository", () => {
     expect(decide(["-C", "workspace/out/adder-hidden", "add", ".env"])).toMatchObject({ ok: false, reason: expect.stringContaining("hidden") })
   })
 })
+
+describe("a fourth review: globs, abbreviations, and files git opens from the top", () => {
+  it("hidden files: add with a glob, stash and commit -a, grep --untr and grep --no-index with a glob are refused", () => {
+    const dir = repository(w("out/globbed"))
+    fs.writeFileSync(path.join(dir, ".env"), "A1=secret")
+    for (const args of [["add", "a.txt", "*"], ["add", "a.txt", ":(glob)**"], ["stash", "push", "--include-untr"], ["stash", "-qu"], ["stash", "push", "--al"]]) {
+      expect(decide(["-C", "workspace/out/globbed", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining("would take .env into the repository") })
+    }
+    // Untracked, it goes with none of these: plain stash and commit -a take changed tracked files only.
+    for (const args of [["add", "a.txt"], ["stash"], ["commit", "-am", "x"]]) expect(decide(["-C", "workspace/out/globbed", ...args])).toMatchObject({ ok: true })
+    // A tracked hidden file, changed: its new content would go with them.
+    fs.writeFileSync(path.join(dir, ".cfg"), "v1")
+    git("-C", dir, "add", ".cfg")
+    git("-C", dir, "commit", "-q", "-m", "cfg")
+    fs.writeFileSync(path.join(dir, ".cfg"), "v2-secret")
+    for (const args of [["stash"], ["commit", "-am", "x"], ["commit", "--all", "-m", "x"]]) {
+      expect(decide(["-C", "workspace/out/globbed", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining("would take .cfg into the repository") })
+    }
+    expect(decide(["-C", "workspace/out/globbed", "grep", "--untra", "secret"])).toMatchObject({ ok: false, reason: expect.stringContaining("--untracked") })
+    fs.writeFileSync(w("out/x.txt"), "x")
+    expect(decide(["-C", "workspace/out", "grep", "--no-index", "-e", "secret", "x.txt", "*"])).toMatchObject({ ok: false, reason: expect.stringContaining("--no-index") })
+    expect(decide(["-C", "workspace/out", "grep", "--no-index", "-e", "secret", "x.txt"])).toMatchObject({ ok: true })
+  })
+
+  it("notes -F, commit-tree -F and blame --contents read, read-tree --index-output writes, from the work tree's top", () => {
+    const dir = repository(w("out/topfiles"))
+    fs.mkdirSync(path.join(dir, "sub"))
+    fs.writeFileSync(path.join(outside, "top-secret.txt"), "OUTSIDE")
+    fs.symlinkSync(path.join(outside, "top-secret.txt"), path.join(dir, "lk"))
+    fs.mkdirSync(path.join(outside, "wdir"), { recursive: true })
+    fs.symlinkSync(path.join(outside, "wdir"), path.join(dir, "ld"))
+    const sub = "workspace/out/topfiles/sub"
+    for (const args of [["notes", "add", "-F", "lk"], ["notes", "append", "--file=lk", "HEAD"], ["commit-tree", "-Flk", "HEAD^{tree}"], ["blame", "--contents=lk", "--", "../a.txt"]]) {
+      expect(decide(["-C", sub, ...args])).toMatchObject({ ok: false, reason: expect.stringContaining("from the work tree's top") })
+    }
+    expect(decide(["-C", sub, "read-tree", "--index-output=ld/idx", "HEAD"])).toMatchObject({ ok: false, reason: expect.stringContaining("outside") })
+  })
+})

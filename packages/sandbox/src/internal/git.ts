@@ -132,7 +132,7 @@ const GIT_CONFIG_READS = new Set(["--get", "--get-all", "--get-regexp", "--get-u
 const GIT_CONFIG_WRITES = new Set(["--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section", "--edit", "-e"])
 
 /** The `--name` of an argument (`--upload-pack=x` is `upload-pack`), or undefined for a non-long option. */
-const longName = (arg: string): string | undefined => (arg.startsWith("--") && arg.length > 2 ? arg.slice(2).split("=")[0]! : undefined)
+export const longName = (arg: string): string | undefined => (arg.startsWith("--") && arg.length > 2 ? arg.slice(2).split("=")[0]! : undefined)
 
 /** The value of `--name=value`, or of `--name value` (the next argument). */
 const valueOf = (args: ReadonlyArray<string>, i: number): { readonly value: string | undefined; readonly next: boolean } => {
@@ -208,6 +208,11 @@ export interface GitPlan {
    * archive's), so the command reaches no other; any of fetch's could be an option's value instead.
    */
   readonly others: ReadonlyArray<{ readonly value: string; readonly fromTop: boolean; readonly clone: boolean; readonly exact: boolean }>
+  /**
+   * Files some options name that git opens from the work tree's top, not from -C's directory (`notes add -F`,
+   * `commit-tree -F`, `blame --contents`: read; `read-tree --index-output`: written): judged from the top too.
+   */
+  readonly fromTop: ReadonlyArray<{ readonly value: string; readonly write: boolean }>
 }
 
 /** Why a git command line is refused, or what it does. */
@@ -410,8 +415,22 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
   }
   // rm deletes the paths it names, mv moves them and writes where they go.
   if (subcommand === "rm" || subcommand === "mv") for (const { a } of positional) writes.push(physicalEntry(cwd, a))
+  const fromTop: Array<GitPlan["fromTop"][number]> = []
+  for (let j = subIndex + 1; subIndex !== -1 && j < args.length; j++) {
+    const arg = args[j]!
+    if (arg === "--") break
+    const name = longName(arg)
+    const fileOption = (subcommand === "notes" || subcommand === "commit-tree") && (arg.startsWith("-F") || (name !== undefined && "file".startsWith(name)))
+    const contents = subcommand === "blame" && name !== undefined && name.length >= 3 && "contents".startsWith(name)
+    const indexOutput = subcommand === "read-tree" && name !== undefined && "index-output".startsWith(name)
+    if (!fileOption && !contents && !indexOutput) continue
+    const glued = arg.startsWith("-F") && arg.length > 2 ? arg.slice(2) : undefined
+    const { next, value } = glued !== undefined ? { next: false, value: glued } : valueOf(args, j)
+    if (value !== undefined) fromTop.push({ value, write: indexOutput })
+    if (next) j++
+  }
   const readOnly = readsOnly(subcommand, rest, rest.filter((a) => !a.startsWith("-")))
-  return { cwd, reads, writes, skip, gitDir, workTree, readOnly, subcommand, usesRemotes: GIT_REMOTE_USERS.has(subcommand ?? "") || (subcommand === "archive" && others.length > 0), others }
+  return { cwd, reads, writes, skip, gitDir, workTree, readOnly, subcommand, usesRemotes: GIT_REMOTE_USERS.has(subcommand ?? "") || (subcommand === "archive" && others.length > 0), others, fromTop }
 }
 
 /**

@@ -10,8 +10,8 @@ import * as path from "node:path"
 import type { Readable } from "node:stream"
 import type { FsRule, ShellRule } from "../Policy.js"
 import { exists, isDirectory, isFile, isLink, real } from "./files.js"
-import { checkRead, matcherOf, physical } from "./fsGuard.js"
-import { type GitPlan, gitPlan, inside, isLocalUrl, realDir } from "./git.js"
+import { checkRead, matcherOf, physical, physicalEntry } from "./fsGuard.js"
+import { type GitPlan, gitPlan, inside, isLocalUrl, longName, realDir } from "./git.js"
 import { gitDirOf, isRepository, judgeRepository } from "./gitRepository.js"
 
 /** The only PATH the sandbox looks executables up on, and gives its children. */
@@ -123,9 +123,12 @@ const linkedEntry = (executable: string, root: string, ceiling: string | undefin
   return [...folders].sort().find((folder) => isLink(path.join(root, folder)))
 }
 
-/** The first untracked or changed file of the work tree at `root` with a hidden component (`.env`), relative to `root`. */
-const hiddenChange = (executable: string, root: string, ceiling: string | undefined, plan: GitPlan): string | undefined => {
-  const listed = runGit(executable, root, ceiling, plan, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"])
+/**
+ * The first changed (or, with `untracked`, untracked) file of the work tree at `root` with a hidden component (`.env`),
+ * relative to `root`.
+ */
+const hiddenChange = (executable: string, root: string, ceiling: string | undefined, plan: GitPlan, untracked: boolean): string | undefined => {
+  const listed = runGit(executable, root, ceiling, plan, ["status", "--porcelain=v1", "-z", `--untracked-files=${untracked ? "all" : "no"}`, "--no-renames"])
   // -z: "XY path" entries, NUL-terminated.
   return listed.stdout.split("\u0000").map((e) => e.slice(3)).find((p) => p.split("/").some((part) => part.startsWith(".")))
 }
@@ -193,7 +196,7 @@ export const checkCommand = (
   }
   const plan: GitPlan | { readonly refused: string } = name === "git"
     ? gitPlan(baseDir, args)
-    : { cwd: baseDir, reads: [], writes: [], skip: new Set(), gitDir: undefined, workTree: undefined, readOnly: true, subcommand: undefined, usesRemotes: false, others: [] }
+    : { cwd: baseDir, reads: [], writes: [], skip: new Set(), gitDir: undefined, workTree: undefined, readOnly: true, subcommand: undefined, usesRemotes: false, others: [], fromTop: [] }
   if ("refused" in plan) return deny(plan.refused)
   const { cwd } = plan
   const writes = [...plan.writes]
@@ -276,21 +279,38 @@ export const checkCommand = (
       const linked = linkedEntry(executable, repository.root, ceiling, plan)
       if (linked !== undefined) return deny(`git ${plan.subcommand}: ${linked} is a link in the work tree that tracked files are below; git ${plan.subcommand} would follow it`)
     }
-    // Hidden files, under deny_hidden: git reads the folders it is given with --no-index, and grep --untracked reads
-    // the files it does not track, hidden ones included.
-    if (read.deny_hidden) {
-      if (plan.subcommand === "grep" && args.some((a) => a === "--untracked")) return deny("git grep --untracked reads untracked files, hidden ones included, and fs.read denies hidden files")
-      const named = inArgumentsOf(cwd, args, plan.skip)
-      const folder = named.some((p) => isDirectory(physical(cwd, p))) || (plan.subcommand === "grep" && named.length === 0)
-      if (args.includes("--no-index") && folder) {
-        return deny("git --no-index on a folder reads every file in it, hidden ones included, and fs.read denies hidden files: name the files")
+    // Files some options name that git opens from the work tree's top: judged from there too.
+    for (const { value, write: isWrite } of plan.fromTop) {
+      if (repository.root === undefined || repository.root === cwd || path.isAbsolute(value)) continue
+      if (isWrite) {
+        writes.push(physicalEntry(repository.root, value))
+        continue
       }
-      // add (and stash with untracked files) copies files into the repository, where git show prints them: one that
-      // names no files but folders (`add .`, `add -A`) would take a hidden file's content along.
-      const untracked = plan.subcommand === "stash" && args.some((a) => ["-u", "--include-untracked", "-a", "--all"].includes(a))
-      const filesOnly = named.length > 0 && named.every((p) => isFile(physical(cwd, p)))
-      if ((plan.subcommand === "add" || untracked) && !filesOnly && repository.root !== undefined && repository.root !== repository.gitDir) {
-        const hidden = hiddenChange(executable, repository.root, ceiling, plan)
+      const absolute = physical(repository.root, value)
+      const decision = exists(absolute) ? checkRead(baseDir, read, absolute) : judgeMissing(baseDir, read, absolute)
+      if (!decision.ok) return deny(`git ${plan.subcommand} reads ${value} from the work tree's top: ${decision.reason}`)
+    }
+    // Hidden files, under deny_hidden: git reads the folders it is given with --no-index, and grep --untracked reads
+    // the files it does not track, hidden ones included. A glob or pathspec magic (`*`, `:(glob)`) can match them.
+    if (read.deny_hidden) {
+      const long = (option: string, least: number) => args.some((a) => longName(a) !== undefined && longName(a)!.length >= least && option.startsWith(longName(a)!))
+      const shortHas = (letters: string) => args.some((a, i) => !plan.skip.has(i) && /^-[^-]/.test(a) && [...letters].some((l) => a.slice(1).includes(l)))
+      if (plan.subcommand === "grep" && long("untracked", 3)) return deny("git grep --untracked reads untracked files, hidden ones included, and fs.read denies hidden files")
+      const named = inArgumentsOf(cwd, args, plan.skip)
+      const globs = args.some((a, i) => !plan.skip.has(i) && !a.startsWith("-") && /[*?[]|^:/.test(a)) || long("pathspec-from-file", 3)
+      const folder = named.some((p) => isDirectory(physical(cwd, p))) || (plan.subcommand === "grep" && (named.length === 0 || globs))
+      if (args.includes("--no-index") && folder) {
+        return deny("git --no-index on a folder (or with a glob) reads every file in it, hidden ones included, and fs.read denies hidden files: name the files")
+      }
+      // add, commit -a and stash copy files into the repository, where git show prints them: unless they name
+      // files only, a hidden file changed or untracked (`.env`) would go along.
+      const filesOnly = named.length > 0 && !globs && named.every((p) => isFile(physical(cwd, p)))
+      // add takes untracked files too; stash only with -u or -a; commit -a changed tracked ones only.
+      const stashUntracked = long("include-untracked", 3) || long("all", 2) || shortHas("ua")
+      const copies = plan.subcommand === "add" || (plan.subcommand === "stash" && !plan.readOnly) ||
+        (plan.subcommand === "commit" && (long("all", 2) || shortHas("a")))
+      if (copies && !filesOnly && repository.root !== undefined && repository.root !== repository.gitDir) {
+        const hidden = hiddenChange(executable, repository.root, ceiling, plan, plan.subcommand === "add" || (plan.subcommand === "stash" && stashUntracked))
         if (hidden !== undefined) {
           return deny(`git ${plan.subcommand} would take ${hidden} into the repository, a hidden file fs.read denies (deny_hidden): name the files to add`)
         }
