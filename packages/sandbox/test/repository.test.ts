@@ -594,3 +594,28 @@ describe("a fourth review: globs, abbreviations, and files git opens from the to
     expect(decide(["-C", sub, "read-tree", "--index-output=ld/idx", "HEAD"])).toMatchObject({ ok: false, reason: expect.stringContaining("outside") })
   })
 })
+
+describe("a fifth review: git directories fs.write can write, and hidden files the index names", () => {
+  it("git refuses to work in a git directory fs.write may write (git runs commands from a rebase's todo there); pushing to one is fine", () => {
+    git("init", "-q", `--separate-git-dir=${w("out/gd")}`, w("out/separated"))
+    expect(decide(["-C", "workspace/out/separated", "rebase", "--continue"])).toMatchObject({ ok: false, reason: expect.stringContaining("fs.write may write in the repository's git directory (workspace/out/gd)") })
+    git("init", "-q", "--bare", w("out/bare-w"))
+    expect(decide(["-C", "workspace/out/bare-w", "log"])).toMatchObject({ ok: false, reason: expect.stringContaining("fs.write may write in the repository's git directory") })
+    const dir = repository(w("out/pushes-to-bare"))
+    git("-C", dir, "remote", "add", "b", w("out/bare-w"))
+    expect(decide(["-C", "workspace/out/pushes-to-bare", "push", "b", "HEAD:refs/heads/main"])).toMatchObject({ ok: true })
+  })
+
+  it("commands that read the work tree are refused while a tracked hidden file there has changed", () => {
+    const dir = repository(w("out/hidden-tracked"))
+    fs.writeFileSync(path.join(dir, ".cfg"), "v1")
+    git("-C", dir, "add", ".cfg")
+    git("-C", dir, "commit", "-q", "-m", "cfg")
+    expect(decide(["-C", "workspace/out/hidden-tracked", "diff"])).toMatchObject({ ok: true })
+    fs.writeFileSync(path.join(dir, ".cfg"), "SECRET=hunter2")
+    for (const args of [["diff"], ["grep", "SECRET"], ["status", "-v"], ["diff-files", "-p"], ["commit", "-m", "x", "--", "*"]]) {
+      expect(decide(["-C", "workspace/out/hidden-tracked", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining(".cfg") })
+    }
+    expect(decide(["-C", "workspace/out/hidden-tracked", "log"])).toMatchObject({ ok: true })
+  })
+})

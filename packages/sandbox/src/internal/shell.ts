@@ -258,6 +258,16 @@ export const checkCommand = (
       const decision = checkRead(baseDir, read, home, { directories: true })
       if (!decision.ok) return deny(`git: the repository is kept in ${path.relative(baseDir, home) || "."}: ${decision.reason}`)
     }
+    // A git directory fs.write could write into (a bare repository, or --separate-git-dir, within fs.write's paths)
+    // is refused: git runs commands from the state files it keeps there (a rebase's todo list, `exec` lines).
+    // Pushing to one is fine (the repository git works in is this one).
+    if (write !== undefined) {
+      for (const dir of new Set([repository.gitDir, repository.common])) {
+        if (dir !== undefined && judgeWrite(baseDir, write, path.join(dir, "artana-probe")).ok) {
+          return deny(`git: fs.write may write in the repository's git directory (${path.relative(baseDir, dir) || "."}), and git runs commands from files there: keep bare repositories and separate git directories out of fs.write's paths`)
+        }
+      }
+    }
     if (!plan.readOnly && plan.subcommand !== "clone" && plan.subcommand !== "init") writes.push(...(repository.root === undefined ? (plan.subcommand === "apply" ? [cwd] : []) : [repository.root, ...homes]))
     // format-patch writes a file per commit in its directory, by a name it makes up: a link there would take it elsewhere.
     if (plan.subcommand === "format-patch") {
@@ -305,10 +315,17 @@ export const checkCommand = (
       // add, commit -a and stash copy files into the repository, where git show prints them: unless they name
       // files only, a hidden file changed or untracked (`.env`) would go along.
       const filesOnly = named.length > 0 && !globs && named.every((p) => isFile(physical(cwd, p)))
-      // add takes untracked files too; stash only with -u or -a; commit -a changed tracked ones only.
+      // add takes untracked files too; stash only with -u or -a; commit -a (or with a pathspec) changed tracked ones.
       const stashUntracked = long("include-untracked", 3) || long("all", 2) || shortHas("ua")
       const copies = plan.subcommand === "add" || (plan.subcommand === "stash" && !plan.readOnly) ||
-        (plan.subcommand === "commit" && (long("all", 2) || shortHas("a")))
+        (plan.subcommand === "commit" && (long("all", 2) || shortHas("a") || named.length > 0 || globs))
+      // Commands that read the work tree's files read a tracked hidden file's changed content (the index can name any
+      // path: --work-tree, update-index --cacheinfo).
+      const readsWorkTree = ["diff", "diff-files", "diff-index", "grep", "status", "blame"].includes(plan.subcommand ?? "")
+      if (readsWorkTree && !args.includes("--no-index") && repository.root !== undefined && repository.root !== repository.gitDir) {
+        const hidden = hiddenChange(executable, repository.root, ceiling, plan, false)
+        if (hidden !== undefined) return deny(`git ${plan.subcommand} would read ${hidden}, a hidden file changed in the work tree, which fs.read denies (deny_hidden)`)
+      }
       if (copies && !filesOnly && repository.root !== undefined && repository.root !== repository.gitDir) {
         const hidden = hiddenChange(executable, repository.root, ceiling, plan, plan.subcommand === "add" || (plan.subcommand === "stash" && stashUntracked))
         if (hidden !== undefined) {
