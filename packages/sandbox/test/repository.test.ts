@@ -619,3 +619,23 @@ describe("a fifth review: git directories fs.write can write, and hidden files t
     expect(decide(["-C", "workspace/out/hidden-tracked", "log"])).toMatchObject({ ok: true })
   })
 })
+
+describe("a sixth review: submodules' repositories, bisect and merge strategies", () => {
+  it("every populated submodule of the work tree is judged as the repository git works in (git status runs in each)", () => {
+    const dir = repository(w("out/super2"))
+    const embedded = repository(path.join(dir, "sub2"))
+    const head = git("-C", embedded, "rev-parse", "HEAD").toString().trim()
+    git("-C", dir, "update-index", "--add", "--cacheinfo", `160000,${head},sub2`)
+    expect(decide(["-C", "workspace/out/super2", "status"])).toMatchObject({ ok: true })
+    git("-C", embedded, "config", "filter.x.clean", program)
+    expect(decide(["-C", "workspace/out/super2", "status"])).toMatchObject({ ok: false, reason: expect.stringContaining("the submodule at workspace/out/super2/sub2: git: workspace/out/super2/sub2/.git/config sets filter.x.clean") })
+    git("-C", embedded, "config", "--unset", "filter.x.clean")
+    // One whose git directory fs.write may write (a separate git directory within its paths) is refused too.
+    git("init", "-q", `--separate-git-dir=${w("out/subgit")}`, path.join(dir, "sub3"))
+    fs.writeFileSync(path.join(dir, "sub3/f.txt"), "f")
+    git("-C", path.join(dir, "sub3"), "add", "f.txt")
+    git("-C", path.join(dir, "sub3"), "commit", "-q", "-m", "f")
+    git("-C", dir, "update-index", "--add", "--cacheinfo", `160000,${git("-C", path.join(dir, "sub3"), "rev-parse", "HEAD").toString().trim()},sub3`)
+    expect(decide(["-C", "workspace/out/super2", "diff"])).toMatchObject({ ok: false, reason: expect.stringContaining("the submodule at workspace/out/super2/sub3: fs.write may write in its git directory (workspace/out/subgit)") })
+  })
+})

@@ -166,6 +166,31 @@ const FLAGS_BY_POSITION: ReadonlyMap<string, ReadonlySet<string>> = new Map([
  */
 const MESSAGE_TAKERS: ReadonlySet<string> = new Set(["commit", "tag", "merge", "stash", "notes", "commit-tree", "cherry-pick", "revert"])
 
+/** bisect's actions that run nothing (`run` runs a command, `visualize`/`view` a program). */
+const BISECT_ACTIONS = new Set(["start", "bad", "good", "new", "old", "skip", "reset", "terms", "log", "replay", "help", "next"])
+/** git's own merge strategies: any other name is a `git-merge-<name>` program (a path, even, for the sequencer). */
+const MERGE_STRATEGIES = new Set(["ort", "recursive", "resolve", "octopus", "ours", "subtree"])
+
+/**
+ * The merge strategy a command line names (`-s X`, `-sX`, `--strategy=X`, `--strat X`), for the subcommands that take
+ * one (`-s` is merge's, pull's and rebase's; cherry-pick's and revert's `-s` is signoff), or undefined.
+ */
+const mergeStrategy = (subcommand: string | undefined, rest: ReadonlyArray<string>): string | undefined => {
+  if (!["merge", "pull", "rebase", "cherry-pick", "revert"].includes(subcommand ?? "")) return undefined
+  const shortS = subcommand === "merge" || subcommand === "pull" || subcommand === "rebase"
+  for (let k = 0; k < rest.length; k++) {
+    const arg = rest[k]!
+    if (arg === "--") break
+    const name = longName(arg)
+    if (name !== undefined && name.length >= 3 && "strategy".startsWith(name)) return arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : rest[k + 1] ?? ""
+    if (shortS && /^-[^-]/.test(arg) && arg.includes("s")) {
+      const after = arg.slice(arg.indexOf("s") + 1)
+      return after !== "" ? after : rest[k + 1] ?? ""
+    }
+  }
+  return undefined
+}
+
 /** Whether `name` is `option` or an abbreviation of it git would accept. */
 const abbreviates = (name: string, option: string): boolean => name.length > 0 && option.startsWith(name)
 
@@ -303,7 +328,13 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     if (!GIT_ALLOWED.has(subcommand)) {
       return refuse(`${subcommand} is not a subcommand shell.run lets git run (those that read, and those that write only their own repository)`)
     }
-    if (subcommand === "bisect" && positional[0] === "run") return refuse("bisect run runs a command; it is refused")
+    if (subcommand === "bisect" && !BISECT_ACTIONS.has(positional[0] ?? "log")) {
+      return refuse(`bisect ${positional[0] ?? ""} is refused (run and visualize run programs); allowed: ${[...BISECT_ACTIONS].join(", ")}`)
+    }
+    const strategy = mergeStrategy(subcommand, rest)
+    if (strategy !== undefined && !MERGE_STRATEGIES.has(strategy)) {
+      return refuse(`${subcommand} --strategy ${strategy}: only git's own strategies (${[...MERGE_STRATEGIES].join(", ")}) are allowed; another is a program git runs`)
+    }
     if (subcommand === "help" && positional.length > 0) return refuse("help with a page runs man (or a browser, or info) on it; it is refused (-a and -g list commands and guides)")
     if ((subcommand === "worktree" || subcommand === "bundle") && !readsOnly(subcommand, rest, positional)) {
       return refuse(`${subcommand} ${positional[0] ?? ""} writes outside the repository; only ${subcommand === "worktree" ? "worktree list is" : "bundle verify and list-heads are"} allowed`)

@@ -123,12 +123,24 @@ const linkedEntry = (executable: string, root: string, ceiling: string | undefin
   return [...folders].sort().find((folder) => isLink(path.join(root, folder)))
 }
 
+/** The populated submodules of the work tree at `root` (gitlinks with a `.git` there), as absolute paths. */
+const gitlinks = (executable: string, root: string, ceiling: string | undefined, plan: GitPlan): ReadonlyArray<string> => {
+  const listed = runGit(executable, root, ceiling, plan, ["ls-files", "-s", "-z", "--full-name"])
+  // -s -z: "mode object stage\tpath" entries, NUL-terminated; a gitlink's mode is 160000.
+  return listed.stdout.split("\u0000").filter((e) => e.startsWith("160000 ")).map((e) => path.join(root, e.slice(e.indexOf("\t") + 1)))
+    .filter((sub) => exists(path.join(sub, ".git")))
+}
+
+/** The git directory (or common directory) of a repository that fs.write may write in, if any. */
+const writableGitDir = (baseDir: string, write: FsRule | undefined, repository: { readonly gitDir: string | undefined; readonly common: string | undefined }): string | undefined =>
+  write === undefined ? undefined : [repository.gitDir, repository.common].find((dir) => dir !== undefined && judgeWrite(baseDir, write, path.join(dir, "artana-probe")).ok)
+
 /**
  * The first changed (or, with `untracked`, untracked) file of the work tree at `root` with a hidden component (`.env`),
  * relative to `root`.
  */
 const hiddenChange = (executable: string, root: string, ceiling: string | undefined, plan: GitPlan, untracked: boolean): string | undefined => {
-  const listed = runGit(executable, root, ceiling, plan, ["status", "--porcelain=v1", "-z", `--untracked-files=${untracked ? "all" : "no"}`, "--no-renames"])
+  const listed = runGit(executable, root, ceiling, plan, ["status", "--porcelain=v1", "-z", `--untracked-files=${untracked ? "all" : "no"}`, "--no-renames", "--ignore-submodules=all"])
   // -z: "XY path" entries, NUL-terminated.
   return listed.stdout.split("\u0000").map((e) => e.slice(3)).find((p) => p.split("/").some((part) => part.startsWith(".")))
 }
@@ -218,6 +230,18 @@ export const checkCommand = (
     // writes the repository (commit, checkout, clean...) writes its work tree, which must be within fs.write.
     const repository = judgeRepository(baseDir, top, cwd, plan.gitDir, plan.workTree, reader)
     if (!repository.ok) return deny(repository.reason)
+    // git works in the populated submodules of the work tree too (status, diff run `git status` in each, with that
+    // repository's configuration and filters): each is judged as the repository git works in is.
+    if (repository.root !== undefined && repository.root !== repository.gitDir) {
+      for (const sub of gitlinks(executable, repository.root, ceiling, plan)) {
+        const judged = judgeRepository(baseDir, top, sub, undefined, undefined, reader)
+        const shownSub = path.relative(baseDir, sub)
+        if (!judged.ok) return deny(`the submodule at ${shownSub}: ${judged.reason}`)
+        if (judged.gitDir === undefined || !inside(sub, judged.root ?? "")) return deny(`the submodule at ${shownSub} has no repository git can tell`)
+        const writable = writableGitDir(baseDir, write, judged)
+        if (writable !== undefined) return deny(`the submodule at ${shownSub}: fs.write may write in its git directory (${path.relative(baseDir, writable) || "."}), and git runs commands from files there`)
+      }
+    }
     // The other repositories it reaches. The configured remotes its arguments name, or, when they name none (`git
     // fetch`, `--all`, fetch's arguments all paths or values), every configured remote that is a local path and every branch's remote given as a
     // path (submodules' URLs matter to `submodule` only); and each argument that names no configured remote, taken
@@ -261,12 +285,9 @@ export const checkCommand = (
     // A git directory fs.write could write into (a bare repository, or --separate-git-dir, within fs.write's paths)
     // is refused: git runs commands from the state files it keeps there (a rebase's todo list, `exec` lines).
     // Pushing to one is fine (the repository git works in is this one).
-    if (write !== undefined) {
-      for (const dir of new Set([repository.gitDir, repository.common])) {
-        if (dir !== undefined && judgeWrite(baseDir, write, path.join(dir, "artana-probe")).ok) {
-          return deny(`git: fs.write may write in the repository's git directory (${path.relative(baseDir, dir) || "."}), and git runs commands from files there: keep bare repositories and separate git directories out of fs.write's paths`)
-        }
-      }
+    const writable = writableGitDir(baseDir, write, repository)
+    if (writable !== undefined) {
+      return deny(`git: fs.write may write in the repository's git directory (${path.relative(baseDir, writable) || "."}), and git runs commands from files there: keep bare repositories and separate git directories out of fs.write's paths`)
     }
     if (!plan.readOnly && plan.subcommand !== "clone" && plan.subcommand !== "init") writes.push(...(repository.root === undefined ? (plan.subcommand === "apply" ? [cwd] : []) : [repository.root, ...homes]))
     // format-patch writes a file per commit in its directory, by a name it makes up: a link there would take it elsewhere.
