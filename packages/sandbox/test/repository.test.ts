@@ -639,3 +639,26 @@ describe("a sixth review: submodules' repositories, bisect and merge strategies"
     expect(decide(["-C", "workspace/out/super2", "diff"])).toMatchObject({ ok: false, reason: expect.stringContaining("the submodule at workspace/out/super2/sub3: fs.write may write in its git directory (workspace/out/subgit)") })
   })
 })
+
+describe("a seventh review: operands after --, and checks that list the work tree", () => {
+  it("every argument after -- is an operand, whatever it starts with", () => {
+    const secret = repository(path.join(outside, "dashed"))
+    fs.mkdirSync(w("out/--x"), { recursive: true })
+    fs.writeFileSync(w("out/--x/f"), "f")
+    const escape = `--x/${path.relative(w("out/--x"), path.join(secret, "a.txt"))}`
+    expect(decide(["-C", "workspace/out", "diff", "--no-index", "--", "--x/f", escape])).toMatchObject({ ok: false, reason: expect.stringContaining("outside") })
+    expect(decide(["-C", "workspace/out", "diff", "--no-index", "--", "--x/f", "--x/../../.env"])).toMatchObject({ ok: false, reason: expect.stringContaining("hidden") })
+    expect(decide(["-C", "workspace/out", "hash-object", "--", escape])).toMatchObject({ ok: false, reason: expect.stringContaining("outside") })
+    expect(decide(["-C", "workspace/out", "clone", "--", `--x/${path.relative(w("out/--x"), secret)}`, "y"])).toMatchObject({ ok: false, reason: expect.stringContaining("outside") })
+  })
+
+  it("--work-tree without --git-dir: the listing checks see the work tree git will use", () => {
+    const dir = repository(w("out/wt-only"))
+    const blob = git("-C", dir, "hash-object", "-w", "a.txt").toString().trim()
+    git("-C", dir, "update-index", "--add", "--cacheinfo", `100644,${blob},.env`)
+    fs.writeFileSync(w(".env"), "SECRET=hunter2")
+    for (const args of [["diff"], ["status", "--short"]]) {
+      expect(decide(["-C", "workspace/out/wt-only", "--work-tree=../..", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining("would read .env") })
+    }
+  })
+})

@@ -191,6 +191,15 @@ const mergeStrategy = (subcommand: string | undefined, rest: ReadonlyArray<strin
   return undefined
 }
 
+/**
+ * The operands of a subcommand's arguments, with their indexes: those that are no options, and every one after the
+ * first `--`, whatever it starts with (`clone -- --x/../repo dst`).
+ */
+const operandsOf = (rest: ReadonlyArray<string>): ReadonlyArray<{ readonly a: string; readonly k: number }> => {
+  const end = rest.indexOf("--")
+  return rest.flatMap((a, k) => (k === end ? [] : (end !== -1 && k > end) || !a.startsWith("-") ? [{ a, k }] : []))
+}
+
 /** Whether `name` is `option` or an abbreviation of it git would accept. */
 const abbreviates = (name: string, option: string): boolean => name.length > 0 && option.startsWith(name)
 
@@ -324,7 +333,7 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
   if (subcommand !== undefined) {
     const why = GIT_SUBCOMMANDS_REFUSED.get(subcommand)
     if (why !== undefined) return refuse(`${subcommand} ${why}; it is refused`)
-    const positional = rest.filter((a) => !a.startsWith("-"))
+    const positional = operandsOf(rest).map(({ a }) => a)
     if (!GIT_ALLOWED.has(subcommand)) {
       return refuse(`${subcommand} is not a subcommand shell.run lets git run (those that read, and those that write only their own repository)`)
     }
@@ -405,7 +414,7 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
       skip.add(j)
     }
   }
-  const positional = rest.map((a, k) => ({ a, k: k + subIndex + 1 })).filter(({ a, k }) => !a.startsWith("-") && !skip.has(k))
+  const positional = operandsOf(rest).map(({ a, k }) => ({ a, k: k + subIndex + 1 })).filter(({ k }) => !skip.has(k))
   // init without a directory makes the working directory a repository; format-patch without -o writes patches there.
   if (subcommand === "init") writes.push(physicalEntry(cwd, positional.length > 0 ? positional[positional.length - 1]!.a : "."))
   if (subcommand === "format-patch" && writes.length === 0 && !rest.includes("--stdout")) writes.push(cwd)

@@ -55,8 +55,14 @@ const isExecutableFile = (file: string): boolean => {
  */
 const pathArguments = (cwd: string, args: ReadonlyArray<string>, skip: ReadonlySet<number>): ReadonlyArray<string> | { readonly refused: string } => {
   const out: Array<string> = []
+  // After a bare `--`, every argument is an operand, whatever it starts with (`diff -- --x/../../.env`).
+  const operands = args.indexOf("--")
   for (const [i, arg] of args.entries()) {
-    if (skip.has(i)) continue
+    if (skip.has(i) || i === operands) continue
+    if (operands !== -1 && i > operands) {
+      out.push(arg)
+      continue
+    }
     if (/^-[^-]/.test(arg) && !arg.includes("=") && arg.length > 2) {
       if (/[/~]/.test(arg.slice(2))) {
         return { refused: `the argument ${JSON.stringify(arg)} attaches a path to a short option, which cannot be told from a cluster of options: give the path as its own argument` }
@@ -85,11 +91,13 @@ const inArgumentsOf = (cwd: string, args: ReadonlyArray<string>, skip: ReadonlyS
   return "refused" in found ? [] : found
 }
 
-/** Runs git (no repository configuration judged yet is trusted: only what discovery needs) in a home of its own. */
-const runGit = (executable: string, cwd: string, ceiling: string | undefined, plan: GitPlan, args: ReadonlyArray<string>): { readonly ok: boolean; readonly stdout: string } => {
+/**
+ * Runs git during a decision, in a home of its own and the environment a call gets, with `globals` before `args`.
+ * `ok` is false when it failed, or ran out of its 5 s: callers then refuse (a check that could not run passes nothing).
+ */
+const runGit = (executable: string, cwd: string, ceiling: string | undefined, globals: ReadonlyArray<string>, args: ReadonlyArray<string>): { readonly ok: boolean; readonly stdout: string } => {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-git-"))
   try {
-    const globals = [...(plan.gitDir === undefined ? [] : [`--git-dir=${plan.gitDir}`]), ...(plan.workTree === undefined ? [] : [`--work-tree=${plan.workTree}`])]
     const result = spawnSync(executable, [...globals, ...args], {
       cwd,
       env: environment("git", ceiling, home),
@@ -98,37 +106,58 @@ const runGit = (executable: string, cwd: string, ceiling: string | undefined, pl
       timeout: 5_000,
       maxBuffer: 64 * 1_048_576
     })
-    return { ok: result.status === 0, stdout: result.stdout ?? "" }
+    return { ok: result.status === 0 && result.error === undefined, stdout: result.stdout ?? "" }
   } finally {
     fs.rmSync(home, { recursive: true, force: true })
   }
 }
 
+/** The global options of a command line that choose the repository (`--git-dir`, `--work-tree`). */
+const globalsOf = (plan: GitPlan): ReadonlyArray<string> =>
+  [...(plan.gitDir === undefined ? [] : [`--git-dir=${plan.gitDir}`]), ...(plan.workTree === undefined ? [] : [`--work-tree=${plan.workTree}`])]
+
+/** A judged repository with a work tree: git is pointed at exactly these for the checks that list it. */
+interface WorkTree {
+  readonly gitDir: string
+  readonly root: string
+}
+
+/** Runs git on a judged work tree; undefined when it failed. */
+const onWorkTree = (executable: string, tree: WorkTree, ceiling: string | undefined, args: ReadonlyArray<string>): string | undefined => {
+  const listed = runGit(executable, tree.root, ceiling, [`--git-dir=${tree.gitDir}`, `--work-tree=${tree.root}`], args)
+  return listed.ok ? listed.stdout : undefined
+}
+
 /** The git directory and common directory git itself finds from `cwd` (real paths), or none. */
 const discovered = (executable: string, cwd: string, ceiling: string | undefined, plan: GitPlan): { readonly gitDir: string | undefined; readonly common: string | undefined } => {
-  const found = runGit(executable, cwd, ceiling, plan, ["rev-parse", "--absolute-git-dir", "--git-common-dir"])
+  const found = runGit(executable, cwd, ceiling, globalsOf(plan), ["rev-parse", "--absolute-git-dir", "--git-common-dir"])
   if (!found.ok) return { gitDir: undefined, common: undefined }
   const [gitDir, common] = found.stdout.split("\n")
   if (gitDir === undefined || common === undefined || gitDir === "" || common === "") return { gitDir: undefined, common: undefined }
   return { gitDir: real(gitDir) ?? gitDir, common: real(path.resolve(cwd, common)) ?? path.resolve(cwd, common) }
 }
 
-/** The first folder of the work tree at `root` that is a link with tracked files below it, relative to `root`. */
-const linkedEntry = (executable: string, root: string, ceiling: string | undefined, plan: GitPlan): string | undefined => {
-  const listed = runGit(executable, root, ceiling, plan, ["ls-files", "-z", "--full-name"])
+/** What a listing check found: a finding, nothing (undefined), or that it could not run (`failed`). */
+type Found<A> = { readonly failed: true } | { readonly failed: false; readonly found: A }
+
+/** The first folder of the work tree that is a link with tracked files below it, relative to its top. */
+const linkedEntry = (executable: string, tree: WorkTree, ceiling: string | undefined): Found<string | undefined> => {
+  const listed = onWorkTree(executable, tree, ceiling, ["ls-files", "-z", "--full-name"])
+  if (listed === undefined) return { failed: true }
   const folders = new Set<string>()
-  for (const entry of listed.stdout.split("\u0000")) {
+  for (const entry of listed.split("\u0000")) {
     for (let at = entry.indexOf("/"); at !== -1; at = entry.indexOf("/", at + 1)) folders.add(entry.slice(0, at))
   }
-  return [...folders].sort().find((folder) => isLink(path.join(root, folder)))
+  return { failed: false, found: [...folders].sort().find((folder) => isLink(path.join(tree.root, folder))) }
 }
 
-/** The populated submodules of the work tree at `root` (gitlinks with a `.git` there), as absolute paths. */
-const gitlinks = (executable: string, root: string, ceiling: string | undefined, plan: GitPlan): ReadonlyArray<string> => {
-  const listed = runGit(executable, root, ceiling, plan, ["ls-files", "-s", "-z", "--full-name"])
+/** The populated submodules of the work tree (gitlinks with a `.git` there), as absolute paths. */
+const gitlinks = (executable: string, tree: WorkTree, ceiling: string | undefined): Found<ReadonlyArray<string>> => {
+  const listed = onWorkTree(executable, tree, ceiling, ["ls-files", "-s", "-z", "--full-name"])
+  if (listed === undefined) return { failed: true }
   // -s -z: "mode object stage\tpath" entries, NUL-terminated; a gitlink's mode is 160000.
-  return listed.stdout.split("\u0000").filter((e) => e.startsWith("160000 ")).map((e) => path.join(root, e.slice(e.indexOf("\t") + 1)))
-    .filter((sub) => exists(path.join(sub, ".git")))
+  const subs = listed.split("\u0000").filter((e) => e.startsWith("160000 ")).map((e) => path.join(tree.root, e.slice(e.indexOf("\t") + 1)))
+  return { failed: false, found: subs.filter((sub) => exists(path.join(sub, ".git"))) }
 }
 
 /** The git directory (or common directory) of a repository that fs.write may write in, if any. */
@@ -136,13 +165,14 @@ const writableGitDir = (baseDir: string, write: FsRule | undefined, repository: 
   write === undefined ? undefined : [repository.gitDir, repository.common].find((dir) => dir !== undefined && judgeWrite(baseDir, write, path.join(dir, "artana-probe")).ok)
 
 /**
- * The first changed (or, with `untracked`, untracked) file of the work tree at `root` with a hidden component (`.env`),
- * relative to `root`.
+ * The first changed (or, with `untracked`, untracked) file of the work tree with a hidden component (`.env`), relative
+ * to its top.
  */
-const hiddenChange = (executable: string, root: string, ceiling: string | undefined, plan: GitPlan, untracked: boolean): string | undefined => {
-  const listed = runGit(executable, root, ceiling, plan, ["status", "--porcelain=v1", "-z", `--untracked-files=${untracked ? "all" : "no"}`, "--no-renames", "--ignore-submodules=all"])
+const hiddenChange = (executable: string, tree: WorkTree, ceiling: string | undefined, untracked: boolean): Found<string | undefined> => {
+  const listed = onWorkTree(executable, tree, ceiling, ["status", "--porcelain=v1", "-z", `--untracked-files=${untracked ? "all" : "no"}`, "--no-renames", "--ignore-submodules=all"])
+  if (listed === undefined) return { failed: true }
   // -z: "XY path" entries, NUL-terminated.
-  return listed.stdout.split("\u0000").map((e) => e.slice(3)).find((p) => p.split("/").some((part) => part.startsWith(".")))
+  return { failed: false, found: listed.split("\u0000").map((e) => e.slice(3)).find((p) => p.split("/").some((part) => part.startsWith("."))) }
 }
 
 /** The folder a git directory is kept in: above its last `.git` (`main/.git/worktrees/x` is main's), or itself (bare). */
@@ -232,8 +262,15 @@ export const checkCommand = (
     if (!repository.ok) return deny(repository.reason)
     // git works in the populated submodules of the work tree too (status, diff run `git status` in each, with that
     // repository's configuration and filters): each is judged as the repository git works in is.
-    if (repository.root !== undefined && repository.root !== repository.gitDir) {
-      for (const sub of gitlinks(executable, repository.root, ceiling, plan)) {
+    // The checks that list the work tree point git at exactly the repository judged; one that cannot run refuses.
+    const tree: WorkTree | undefined = repository.root !== undefined && repository.gitDir !== undefined && repository.root !== repository.gitDir
+      ? { gitDir: repository.gitDir, root: repository.root }
+      : undefined
+    const unlisted = `git could not list the work tree (${repository.root === undefined ? "" : path.relative(baseDir, repository.root) || "."}) to check it, in 5 s or at all: refused`
+    if (tree !== undefined) {
+      const subs = gitlinks(executable, tree, ceiling)
+      if (subs.failed) return deny(unlisted)
+      for (const sub of subs.found) {
         const judged = judgeRepository(baseDir, top, sub, undefined, undefined, reader)
         const shownSub = path.relative(baseDir, sub)
         if (!judged.ok) return deny(`the submodule at ${shownSub}: ${judged.reason}`)
@@ -306,8 +343,10 @@ export const checkCommand = (
       return deny(`git would work in the repository at ${shown(git.gitDir)} (objects and refs in ${shown(git.common)}), not the one judged (${shown(judged.gitDir)}): fix or remove the folder that misleads it`)
     }
     // rm, mv and grep follow a link in a tracked path's folders (git checks that elsewhere): none may have one.
-    if (["rm", "mv", "grep"].includes(plan.subcommand ?? "") && repository.root !== undefined && repository.root !== repository.gitDir) {
-      const linked = linkedEntry(executable, repository.root, ceiling, plan)
+    if (["rm", "mv", "grep"].includes(plan.subcommand ?? "") && tree !== undefined) {
+      const listed = linkedEntry(executable, tree, ceiling)
+      if (listed.failed) return deny(unlisted)
+      const linked = listed.found
       if (linked !== undefined) return deny(`git ${plan.subcommand}: ${linked} is a link in the work tree that tracked files are below; git ${plan.subcommand} would follow it`)
     }
     // Files some options name that git opens from the work tree's top: judged from there too.
@@ -343,12 +382,16 @@ export const checkCommand = (
       // Commands that read the work tree's files read a tracked hidden file's changed content (the index can name any
       // path: --work-tree, update-index --cacheinfo).
       const readsWorkTree = ["diff", "diff-files", "diff-index", "grep", "status", "blame"].includes(plan.subcommand ?? "")
-      if (readsWorkTree && !args.includes("--no-index") && repository.root !== undefined && repository.root !== repository.gitDir) {
-        const hidden = hiddenChange(executable, repository.root, ceiling, plan, false)
+      if (readsWorkTree && !args.includes("--no-index") && tree !== undefined) {
+        const listed = hiddenChange(executable, tree, ceiling, false)
+        if (listed.failed) return deny(unlisted)
+        const hidden = listed.found
         if (hidden !== undefined) return deny(`git ${plan.subcommand} would read ${hidden}, a hidden file changed in the work tree, which fs.read denies (deny_hidden)`)
       }
-      if (copies && !filesOnly && repository.root !== undefined && repository.root !== repository.gitDir) {
-        const hidden = hiddenChange(executable, repository.root, ceiling, plan, plan.subcommand === "add" || (plan.subcommand === "stash" && stashUntracked))
+      if (copies && !filesOnly && tree !== undefined) {
+        const listed = hiddenChange(executable, tree, ceiling, plan.subcommand === "add" || (plan.subcommand === "stash" && stashUntracked))
+        if (listed.failed) return deny(unlisted)
+        const hidden = listed.found
         if (hidden !== undefined) {
           return deny(`git ${plan.subcommand} would take ${hidden} into the repository, a hidden file fs.read denies (deny_hidden): name the files to add`)
         }
