@@ -572,7 +572,7 @@ describe("a fourth review: globs, abbreviations, and files git opens from the to
     git("-C", dir, "commit", "-q", "-m", "cfg")
     fs.writeFileSync(path.join(dir, ".cfg"), "v2-secret")
     for (const args of [["stash"], ["commit", "-am", "x"], ["commit", "--all", "-m", "x"]]) {
-      expect(decide(["-C", "workspace/out/globbed", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining("would take .cfg into the repository") })
+      expect(decide(["-C", "workspace/out/globbed", ...args])).toMatchObject({ ok: false, reason: expect.stringMatching(/would (take|read) \.cfg/) })
     }
     expect(decide(["-C", "workspace/out/globbed", "grep", "--untra", "secret"])).toMatchObject({ ok: false, reason: expect.stringContaining("--untracked") })
     fs.writeFileSync(w("out/x.txt"), "x")
@@ -660,5 +660,41 @@ describe("a seventh review: operands after --, and checks that list the work tre
     for (const args of [["diff"], ["status", "--short"]]) {
       expect(decide(["-C", "workspace/out/wt-only", "--work-tree=../..", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining("would read .env") })
     }
+  })
+})
+
+describe("an eighth review: more files opened from the top, ignored hidden files, and every reader of the work tree", () => {
+  it("blame -S and --ignore-revs-file read their file from the work tree's top", () => {
+    const dir = repository(w("out/blamed"))
+    fs.mkdirSync(path.join(dir, "a/b"), { recursive: true })
+    fs.writeFileSync(path.join(dir, "a/b/f.txt"), "f")
+    fs.symlinkSync(w(".env"), path.join(dir, "e"))
+    for (const args of [["blame", "-S", "e", "f.txt"], ["blame", "-Se", "f.txt"], ["blame", "--ignore-revs-file", "e", "f.txt"], ["blame", "--ignore-revs=e", "f.txt"]]) {
+      expect(decide(["-C", "workspace/out/blamed/a/b", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining("from the work tree's top") })
+    }
+  })
+
+  it("add -f and stash -a take ignored hidden files: refused while one would go along", () => {
+    const dir = repository(w("out/ignoring"))
+    fs.writeFileSync(path.join(dir, ".gitignore"), ".env\n")
+    git("-C", dir, "add", ".gitignore")
+    git("-C", dir, "commit", "-q", "-m", "ignore")
+    fs.writeFileSync(path.join(dir, ".env"), "API_KEY=PROJ-SECRET")
+    expect(decide(["-C", "workspace/out/ignoring", "add", "."])).toMatchObject({ ok: true })
+    for (const args of [["add", "-f", "."], ["add", "--force", "."], ["stash", "push", "-a"], ["stash", "--all"]]) {
+      expect(decide(["-C", "workspace/out/ignoring", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining("would take .env into the repository") })
+    }
+  })
+
+  it("every command that may read the work tree is refused while a tracked hidden file there has changed (checkout -p, update-index --again)", () => {
+    const dir = repository(w("out/patchy"))
+    fs.writeFileSync(path.join(dir, ".env"), "KEY=old")
+    git("-C", dir, "add", ".env")
+    git("-C", dir, "commit", "-q", "-m", "env")
+    fs.writeFileSync(path.join(dir, ".env"), "KEY=NEW-SECRET")
+    for (const args of [["commit", "-p"], ["checkout", "-p"], ["restore", "-p"], ["reset", "-p"], ["update-index", "--again"]]) {
+      expect(decide(["-C", "workspace/out/patchy", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining("would read .env") })
+    }
+    expect(decide(["-C", "workspace/out/patchy", "log", "-p"])).toMatchObject({ ok: true })
   })
 })

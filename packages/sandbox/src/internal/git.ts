@@ -244,7 +244,8 @@ export interface GitPlan {
   readonly others: ReadonlyArray<{ readonly value: string; readonly fromTop: boolean; readonly clone: boolean; readonly exact: boolean }>
   /**
    * Files some options name that git opens from the work tree's top, not from -C's directory (`notes add -F`,
-   * `commit-tree -F`, `blame --contents`: read; `read-tree --index-output`: written): judged from the top too.
+   * `commit-tree -F`, `blame --contents`, `-S` and `--ignore-revs-file`, `ls-files -X`: read; `read-tree
+   * --index-output`: written): judged from the top too.
    */
   readonly fromTop: ReadonlyArray<{ readonly value: string; readonly write: boolean }>
 }
@@ -461,10 +462,13 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     if (arg === "--") break
     const name = longName(arg)
     const fileOption = (subcommand === "notes" || subcommand === "commit-tree") && (arg.startsWith("-F") || (name !== undefined && "file".startsWith(name)))
-    const contents = subcommand === "blame" && name !== undefined && name.length >= 3 && "contents".startsWith(name)
+    // blame's --contents, -S (a revisions file) and --ignore-revs-file; ls-files' --exclude-from (-X).
+    const blameFile = subcommand === "blame" && (arg.startsWith("-S") || (name !== undefined && name.length >= 3 && ("contents".startsWith(name) || "ignore-revs-file".startsWith(name))))
+    const excludeFrom = subcommand === "ls-files" && (arg.startsWith("-X") || (name !== undefined && name.length >= 9 && "exclude-from".startsWith(name)))
     const indexOutput = subcommand === "read-tree" && name !== undefined && "index-output".startsWith(name)
-    if (!fileOption && !contents && !indexOutput) continue
-    const glued = arg.startsWith("-F") && arg.length > 2 ? arg.slice(2) : undefined
+    if (!fileOption && !blameFile && !excludeFrom && !indexOutput) continue
+    const short = ["-F", "-S", "-X"].find((o) => arg.startsWith(o))
+    const glued = short !== undefined && arg.length > 2 ? arg.slice(2) : undefined
     const { next, value } = glued !== undefined ? { next: false, value: glued } : valueOf(args, j)
     if (value !== undefined) fromTop.push({ value, write: indexOutput })
     if (next) j++

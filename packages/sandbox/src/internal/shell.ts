@@ -168,12 +168,29 @@ const writableGitDir = (baseDir: string, write: FsRule | undefined, repository: 
  * The first changed (or, with `untracked`, untracked) file of the work tree with a hidden component (`.env`), relative
  * to its top.
  */
-const hiddenChange = (executable: string, tree: WorkTree, ceiling: string | undefined, untracked: boolean): Found<string | undefined> => {
-  const listed = onWorkTree(executable, tree, ceiling, ["status", "--porcelain=v1", "-z", `--untracked-files=${untracked ? "all" : "no"}`, "--no-renames", "--ignore-submodules=all"])
+const hiddenChange = (executable: string, tree: WorkTree, ceiling: string | undefined, untracked: boolean, ignored = false): Found<string | undefined> => {
+  const listed = onWorkTree(executable, tree, ceiling, [
+    "status", "--porcelain=v1", "-z", `--untracked-files=${untracked ? "all" : "no"}`, "--no-renames", "--ignore-submodules=all",
+    ...(ignored ? ["--ignored=matching"] : [])
+  ])
   if (listed === undefined) return { failed: true }
   // -z: "XY path" entries, NUL-terminated.
   return { failed: false, found: listed.split("\u0000").map((e) => e.slice(3)).find((p) => p.split("/").some((part) => part.startsWith("."))) }
 }
+
+/**
+ * Subcommands that never read the work tree's files (they work on objects, refs and configuration): every other one
+ * may (diff, grep, status, blame, checkout -p, update-index --again...), so under deny_hidden it is refused while a
+ * tracked hidden file has changed there.
+ */
+const WORK_TREE_BLIND: ReadonlySet<string> = new Set([
+  "log", "show", "rev-parse", "cat-file", "ls-tree", "for-each-ref", "show-ref", "describe", "shortlog", "merge-base",
+  "name-rev", "rev-list", "count-objects", "var", "config", "remote", "fetch", "push", "clone", "init", "archive",
+  "format-patch", "bundle", "notes", "reflog", "gc", "prune", "repack", "pack-refs", "fsck", "update-ref",
+  "symbolic-ref", "write-tree", "commit-tree", "worktree", "ls-remote", "help", "version", "check-ref-format",
+  "verify-pack", "get-tar-commit-id", "tag", "branch", "cherry", "range-diff", "whatchanged", "diff-tree",
+  "check-mailmap", "maintenance", "ls-files", "check-ignore", "check-attr", "hash-object", "show-branch"
+])
 
 /** The folder a git directory is kept in: above its last `.git` (`main/.git/worktrees/x` is main's), or itself (bare). */
 const keeperOf = (gitDir: string): string => {
@@ -381,7 +398,7 @@ export const checkCommand = (
         (plan.subcommand === "commit" && (long("all", 2) || shortHas("a") || named.length > 0 || globs))
       // Commands that read the work tree's files read a tracked hidden file's changed content (the index can name any
       // path: --work-tree, update-index --cacheinfo).
-      const readsWorkTree = ["diff", "diff-files", "diff-index", "grep", "status", "blame"].includes(plan.subcommand ?? "")
+      const readsWorkTree = !WORK_TREE_BLIND.has(plan.subcommand ?? "")
       if (readsWorkTree && !args.includes("--no-index") && tree !== undefined) {
         const listed = hiddenChange(executable, tree, ceiling, false)
         if (listed.failed) return deny(unlisted)
@@ -389,7 +406,9 @@ export const checkCommand = (
         if (hidden !== undefined) return deny(`git ${plan.subcommand} would read ${hidden}, a hidden file changed in the work tree, which fs.read denies (deny_hidden)`)
       }
       if (copies && !filesOnly && tree !== undefined) {
-        const listed = hiddenChange(executable, tree, ceiling, plan.subcommand === "add" || (plan.subcommand === "stash" && stashUntracked))
+        // add -f and stash -a take ignored files too.
+        const ignored = (plan.subcommand === "add" && (long("force", 2) || shortHas("f"))) || (plan.subcommand === "stash" && (long("all", 2) || shortHas("a")))
+        const listed = hiddenChange(executable, tree, ceiling, plan.subcommand === "add" || (plan.subcommand === "stash" && stashUntracked), ignored)
         if (listed.failed) return deny(unlisted)
         const hidden = listed.found
         if (hidden !== undefined) {
