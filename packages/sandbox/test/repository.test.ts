@@ -698,3 +698,32 @@ describe("an eighth review: more files opened from the top, ignored hidden files
     expect(decide(["-C", "workspace/out/patchy", "log", "-p"])).toMatchObject({ ok: true })
   })
 })
+
+describe("a ninth review: more ways to run a program, and grep -f", () => {
+  it("every merge strategy on the line is judged (git keeps the last); -X values are no strategies", () => {
+    repository(w("out/strategies"))
+    const at = (...args: ReadonlyArray<string>) => decide(["-C", "workspace/out/strategies", ...args])
+    expect(at("rebase", "-s", "ort", "-s", "x/prog", "main")).toMatchObject({ ok: false, reason: expect.stringContaining("--strategy x/prog") })
+    expect(at("cherry-pick", "--strategy=ort", "--strategy=x/prog", "HEAD")).toMatchObject({ ok: false, reason: expect.stringContaining("--strategy x/prog") })
+    for (const args of [["merge", "-Xours", "main"], ["rebase", "-Xtheirs", "main"], ["merge", "-Xignore-space-change", "main"], ["merge", "-X", "theirs", "-s", "ort", "main"]]) {
+      expect(at(...args)).toMatchObject({ ok: true })
+    }
+  })
+
+  it("--bare before the subcommand and --submodule=diff are refused", () => {
+    repository(w("out/bared"))
+    expect(decide(["-C", "workspace/out/bared", "--bare", "ls-remote", "origin"])).toMatchObject({ ok: false, reason: expect.stringContaining("--bare") })
+    expect(decide(["-C", "workspace/out/bared", "diff", "--submodule=diff", "HEAD"])).toMatchObject({ ok: false, reason: expect.stringContaining("--submodule=diff") })
+    expect(decide(["-C", "workspace/out/bared", "log", "-p", "--submod=diff"])).toMatchObject({ ok: false, reason: expect.stringContaining("=diff") })
+    expect(decide(["-C", "workspace/out/bared", "diff", "--submodule=log", "HEAD"])).toMatchObject({ ok: true })
+  })
+
+  it("grep -f reads its file from the work tree's top", () => {
+    const dir = repository(w("out/grepf"))
+    fs.mkdirSync(path.join(dir, "a"))
+    fs.symlinkSync(w(".env"), path.join(dir, "e"))
+    for (const args of [["grep", "-f", "e"], ["grep", "-vf", "e"], ["grep", "-vfe"]]) {
+      expect(decide(["-C", "workspace/out/grepf/a", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining("from the work tree's top") })
+    }
+  })
+})

@@ -172,23 +172,34 @@ const BISECT_ACTIONS = new Set(["start", "bad", "good", "new", "old", "skip", "r
 const MERGE_STRATEGIES = new Set(["ort", "recursive", "resolve", "octopus", "ours", "subtree"])
 
 /**
- * The merge strategy a command line names (`-s X`, `-sX`, `--strategy=X`, `--strat X`), for the subcommands that take
- * one (`-s` is merge's, pull's and rebase's; cherry-pick's and revert's `-s` is signoff), or undefined.
+ * The merge strategies a command line names (`-s X`, `-sX`, `--strategy=X`, `--strat X`; git keeps the last, or
+ * tries each), for the subcommands that take one (`-s` is merge's, pull's and rebase's; cherry-pick's and revert's
+ * `-s` is signoff). `-X` (a strategy's option) and its value are not strategies.
  */
-const mergeStrategy = (subcommand: string | undefined, rest: ReadonlyArray<string>): string | undefined => {
-  if (!["merge", "pull", "rebase", "cherry-pick", "revert"].includes(subcommand ?? "")) return undefined
+const mergeStrategies = (subcommand: string | undefined, rest: ReadonlyArray<string>): ReadonlyArray<string> => {
+  if (!["merge", "pull", "rebase", "cherry-pick", "revert"].includes(subcommand ?? "")) return []
   const shortS = subcommand === "merge" || subcommand === "pull" || subcommand === "rebase"
+  const found: Array<string> = []
   for (let k = 0; k < rest.length; k++) {
     const arg = rest[k]!
     if (arg === "--") break
+    if (arg === "-X") {
+      k++
+      continue
+    }
     const name = longName(arg)
-    if (name !== undefined && name.length >= 3 && "strategy".startsWith(name)) return arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : rest[k + 1] ?? ""
-    if (shortS && /^-[^-]/.test(arg) && arg.includes("s")) {
-      const after = arg.slice(arg.indexOf("s") + 1)
-      return after !== "" ? after : rest[k + 1] ?? ""
+    if (name !== undefined && name.length >= 3 && "strategy".startsWith(name)) {
+      found.push(arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : rest[++k] ?? "")
+    } else if (shortS && /^-[^-]/.test(arg)) {
+      // A cluster of short options: a value-taking one (-X, -s) takes the rest of it.
+      const letters = arg.slice(1)
+      const at = letters.search(/[sX]/)
+      if (at === -1 || letters[at] === "X") continue
+      const after = letters.slice(at + 1)
+      found.push(after !== "" ? after : rest[++k] ?? "")
     }
   }
-  return undefined
+  return found
 }
 
 /**
@@ -273,6 +284,8 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
       if (arg === "-C") skip.add(++i)
       continue
     }
+    // --bare makes the working directory the git directory, past every check of where the repository is.
+    if (arg === "--bare") return refuse("--bare before the subcommand (the working directory as the git directory) is refused; use --git-dir")
     if (GIT_GLOBAL_WITH_VALUE.has(arg)) skip.add(++i)
   }
   const subIndex = i < args.length ? i : -1
@@ -310,6 +323,9 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
       return refuse(`--${name} (${refused === name ? "" : `an abbreviation of --${refused}, `}which can run a program or load configuration) is refused`)
     }
     if (subcommand === "grep" && abbreviates(name, "open-files-in-pager")) return refuse(`grep --${name} (opens a pager program) is refused`)
+    if (name.length >= 4 && "submodule".startsWith(name) && arg.includes("=") && arg.slice(arg.indexOf("=") + 1).startsWith("diff")) {
+      return refuse(`--${name}=diff runs git diff in the submodules a commit names, repositories nothing judged; it is refused (--submodule=log and short are fine)`)
+    }
     if (subcommand === "help" && ["web", "info", "man"].some((o) => abbreviates(name, o))) return refuse(`help --${name} runs a browser, info or man`)
     const signing = GIT_LONG_SIGNING.find((option) => abbreviates(name, option)) ??
       (subcommand === "tag" ? ["sign", "local-user", "verify"].find((option) => abbreviates(name, option)) : undefined)
@@ -341,8 +357,8 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     if (subcommand === "bisect" && !BISECT_ACTIONS.has(positional[0] ?? "log")) {
       return refuse(`bisect ${positional[0] ?? ""} is refused (run and visualize run programs); allowed: ${[...BISECT_ACTIONS].join(", ")}`)
     }
-    const strategy = mergeStrategy(subcommand, rest)
-    if (strategy !== undefined && !MERGE_STRATEGIES.has(strategy)) {
+    const strategy = mergeStrategies(subcommand, rest).find((named) => !MERGE_STRATEGIES.has(named))
+    if (strategy !== undefined) {
       return refuse(`${subcommand} --strategy ${strategy}: only git's own strategies (${[...MERGE_STRATEGIES].join(", ")}) are allowed; another is a program git runs`)
     }
     if (subcommand === "help" && positional.length > 0) return refuse("help with a page runs man (or a browser, or info) on it; it is refused (-a and -g list commands and guides)")
@@ -466,6 +482,14 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     const blameFile = subcommand === "blame" && (arg.startsWith("-S") || (name !== undefined && name.length >= 3 && ("contents".startsWith(name) || "ignore-revs-file".startsWith(name))))
     const excludeFrom = subcommand === "ls-files" && (arg.startsWith("-X") || (name !== undefined && name.length >= 9 && "exclude-from".startsWith(name)))
     const indexOutput = subcommand === "read-tree" && name !== undefined && "index-output".startsWith(name)
+    // grep -f FILE (its patterns), in a cluster too (-vf FILE, -vfFILE).
+    if (subcommand === "grep" && /^-[^-]/.test(arg) && arg.includes("f")) {
+      const after = arg.slice(arg.indexOf("f") + 1)
+      const value = after !== "" ? after : args[j + 1]
+      if (value !== undefined) fromTop.push({ value, write: false })
+      if (after === "") j++
+      continue
+    }
     if (!fileOption && !blameFile && !excludeFrom && !indexOutput) continue
     const short = ["-F", "-S", "-X"].find((o) => arg.startsWith(o))
     const glued = short !== undefined && arg.length > 2 ? arg.slice(2) : undefined
