@@ -727,3 +727,21 @@ describe("a ninth review: more ways to run a program, and grep -f", () => {
     }
   })
 })
+
+describe("a tenth review: global options, separate git directories, nested submodules, bundle lists", () => {
+  it("--separate-git-dir into fs.write's paths and clone --bundle-uri are refused", () => {
+    expect(decide(["-C", "workspace/out", "init", "-q", "--separate-git-dir=gd2", "x"])).toMatchObject({ ok: false, reason: expect.stringContaining("--separate-git-dir puts the repository where fs.write may write") })
+    expect(decide(["-C", "workspace/out", "clone", "--bundle-uri=list", "../plain", "dst"])).toMatchObject({ ok: false, reason: expect.stringContaining("--bundle-uri") })
+  })
+
+  it("submodules of submodules are judged too", () => {
+    const top = repository(w("nested-top"))
+    const sub = repository(path.join(top, "sub"))
+    const inner = repository(path.join(sub, "n"))
+    git("-C", sub, "update-index", "--add", "--cacheinfo", `160000,${git("-C", inner, "rev-parse", "HEAD").toString().trim()},n`)
+    git("-C", top, "update-index", "--add", "--cacheinfo", `160000,${git("-C", sub, "rev-parse", "HEAD").toString().trim()},sub`)
+    expect(decide(["-C", "workspace/nested-top", "status"])).toMatchObject({ ok: true })
+    git("-C", inner, "config", "filter.x.clean", program)
+    expect(decide(["-C", "workspace/nested-top", "status"])).toMatchObject({ ok: false, reason: expect.stringContaining("the submodule at workspace/nested-top/sub/n") })
+  })
+})

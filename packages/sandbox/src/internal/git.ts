@@ -12,6 +12,12 @@ const GIT_LONG_REFUSED = ["upload-pack", "receive-pack", "exec", "exec-path", "c
 const GIT_LONG_DIRS = ["git-dir", "work-tree", "namespace"]
 /** Global options (before the subcommand) that take the next argument as their value. */
 const GIT_GLOBAL_WITH_VALUE = new Set(["-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env", "--super-prefix", "--list-cmds", "--attr-source"])
+/** Global options that take no value. */
+const GIT_GLOBAL_FLAGS = new Set([
+  "-p", "--paginate", "-P", "--no-pager", "--no-replace-objects", "--literal-pathspecs", "--glob-pathspecs",
+  "--noglob-pathspecs", "--icase-pathspecs", "--no-optional-locks", "--version", "-v", "--help", "-h", "--html-path",
+  "--man-path", "--info-path", "--exec-path", "--no-lazy-fetch", "--no-advice"
+])
 /** Subcommands where `-u` is `--upload-pack` (a program to run, even for a local repository). */
 const GIT_UPLOAD_PACK_SHORT = new Set(["clone", "fetch", "pull", "ls-remote"])
 /** Subcommands that exist to run other programs, serve, or reach the network or credentials. */
@@ -259,6 +265,8 @@ export interface GitPlan {
    * --index-output`: written): judged from the top too.
    */
   readonly fromTop: ReadonlyArray<{ readonly value: string; readonly write: boolean }>
+  /** The git directory `init`/`clone --separate-git-dir` puts the repository in, resolved. */
+  readonly separateGitDir: string | undefined
 }
 
 /** Why a git command line is refused, or what it does. */
@@ -286,6 +294,12 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     }
     // --bare makes the working directory the git directory, past every check of where the repository is.
     if (arg === "--bare") return refuse("--bare before the subcommand (the working directory as the git directory) is refused; use --git-dir")
+    // Only the global options known here: another could take the next word for its value, and git would run the word
+    // after it as the subcommand (`--shallow-file log a/x` runs ./git-a/x).
+    const globalName = arg.split("=")[0]!
+    if (!GIT_GLOBAL_WITH_VALUE.has(globalName) && !GIT_GLOBAL_FLAGS.has(globalName) && !/^-C./.test(arg) && !/^-c./.test(arg)) {
+      return refuse(`the global option ${arg} is not one shell.run knows; it is refused`)
+    }
     if (GIT_GLOBAL_WITH_VALUE.has(arg)) skip.add(++i)
   }
   const subIndex = i < args.length ? i : -1
@@ -384,6 +398,7 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
 
   // Where it writes, and which arguments are values that only look like paths.
   const writes: Array<string> = []
+  let separateGitDir: string | undefined
   const flags = FLAGS_BY_POSITION.get(subcommand ?? "")
   for (let j = subIndex + 1; flags !== undefined && j < args.length; j++) {
     const arg = args[j]!
@@ -397,7 +412,10 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     } else if (name !== undefined && subcommand === "push" && abbreviates(name, "repo")) {
       return refuse("push --repo: name the repository as an argument instead")
     } else if (name !== undefined && name.length >= 3 && abbreviates(name, "separate-git-dir")) {
-      writes.push(physicalEntry(cwd, valueOf(args, j).value ?? ""))
+      separateGitDir = physicalEntry(cwd, valueOf(args, j).value ?? "")
+      writes.push(separateGitDir)
+    } else if (name !== undefined && name.length >= 3 && abbreviates(name, "bundle-uri")) {
+      return refuse(`${subcommand} --bundle-uri: a bundle list can name bundles anywhere; it is refused`)
     }
   }
   for (let j = subIndex + 1; subIndex !== -1 && j < args.length; j++) {
@@ -498,7 +516,7 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
     if (next) j++
   }
   const readOnly = readsOnly(subcommand, rest, rest.filter((a) => !a.startsWith("-")))
-  return { cwd, reads, writes, skip, gitDir, workTree, readOnly, subcommand, usesRemotes: GIT_REMOTE_USERS.has(subcommand ?? "") || (subcommand === "archive" && others.length > 0), others, fromTop }
+  return { cwd, reads, writes, skip, gitDir, workTree, readOnly, subcommand, usesRemotes: GIT_REMOTE_USERS.has(subcommand ?? "") || (subcommand === "archive" && others.length > 0), others, fromTop, separateGitDir }
 }
 
 /**

@@ -255,7 +255,7 @@ export const checkCommand = (
   }
   const plan: GitPlan | { readonly refused: string } = name === "git"
     ? gitPlan(baseDir, args)
-    : { cwd: baseDir, reads: [], writes: [], skip: new Set(), gitDir: undefined, workTree: undefined, readOnly: true, subcommand: undefined, usesRemotes: false, others: [], fromTop: [] }
+    : { cwd: baseDir, reads: [], writes: [], skip: new Set(), gitDir: undefined, workTree: undefined, readOnly: true, subcommand: undefined, usesRemotes: false, others: [], fromTop: [], separateGitDir: undefined }
   if ("refused" in plan) return deny(plan.refused)
   const { cwd } = plan
   const writes = [...plan.writes]
@@ -284,17 +284,26 @@ export const checkCommand = (
       ? { gitDir: repository.gitDir, root: repository.root }
       : undefined
     const unlisted = `git could not list the work tree (${repository.root === undefined ? "" : path.relative(baseDir, repository.root) || "."}) to check it, in 5 s or at all: refused`
-    if (tree !== undefined) {
-      const subs = gitlinks(executable, tree, ceiling)
-      if (subs.failed) return deny(unlisted)
+    // Submodules of submodules too, to a depth of 8.
+    const judgeSubmodules = (within: WorkTree, depth: number): string | undefined => {
+      const subs = gitlinks(executable, within, ceiling)
+      if (subs.failed) return unlisted
       for (const sub of subs.found) {
         const judged = judgeRepository(baseDir, top, sub, undefined, undefined, reader)
         const shownSub = path.relative(baseDir, sub)
-        if (!judged.ok) return deny(`the submodule at ${shownSub}: ${judged.reason}`)
-        if (judged.gitDir === undefined || !inside(sub, judged.root ?? "")) return deny(`the submodule at ${shownSub} has no repository git can tell`)
-        const writable = writableGitDir(baseDir, write, judged)
-        if (writable !== undefined) return deny(`the submodule at ${shownSub}: fs.write may write in its git directory (${path.relative(baseDir, writable) || "."}), and git runs commands from files there`)
+        if (!judged.ok) return `the submodule at ${shownSub}: ${judged.reason}`
+        if (judged.gitDir === undefined || judged.root === undefined || !inside(sub, judged.root)) return `the submodule at ${shownSub} has no repository git can tell`
+        const writableSub = writableGitDir(baseDir, write, judged)
+        if (writableSub !== undefined) return `the submodule at ${shownSub}: fs.write may write in its git directory (${path.relative(baseDir, writableSub) || "."}), and git runs commands from files there`
+        if (depth >= 8) return `the submodule at ${shownSub} nests submodules more than 8 deep`
+        const nested = judgeSubmodules({ gitDir: judged.gitDir, root: judged.root }, depth + 1)
+        if (nested !== undefined) return nested
       }
+      return undefined
+    }
+    if (tree !== undefined) {
+      const refused = judgeSubmodules(tree, 1)
+      if (refused !== undefined) return deny(refused)
     }
     // The other repositories it reaches. The configured remotes its arguments name, or, when they name none (`git
     // fetch`, `--all`, fetch's arguments all paths or values), every configured remote that is a local path and every branch's remote given as a
@@ -339,6 +348,9 @@ export const checkCommand = (
     // A git directory fs.write could write into (a bare repository, or --separate-git-dir, within fs.write's paths)
     // is refused: git runs commands from the state files it keeps there (a rebase's todo list, `exec` lines).
     // Pushing to one is fine (the repository git works in is this one).
+    if (plan.separateGitDir !== undefined && writableGitDir(baseDir, write, { gitDir: plan.separateGitDir, common: undefined }) !== undefined) {
+      return deny(`git ${plan.subcommand} --separate-git-dir puts the repository where fs.write may write (${path.relative(baseDir, plan.separateGitDir) || "."}), and git runs commands from files there: choose a folder outside fs.write's paths`)
+    }
     const writable = writableGitDir(baseDir, write, repository)
     if (writable !== undefined) {
       return deny(`git: fs.write may write in the repository's git directory (${path.relative(baseDir, writable) || "."}), and git runs commands from files there: keep bare repositories and separate git directories out of fs.write's paths`)
