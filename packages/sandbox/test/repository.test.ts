@@ -745,3 +745,28 @@ describe("a tenth review: global options, separate git directories, nested submo
     expect(decide(["-C", "workspace/nested-top", "status"])).toMatchObject({ ok: false, reason: expect.stringContaining("the submodule at workspace/nested-top/sub/n") })
   })
 })
+
+describe("an eleventh review: config writes, and git looking into submodules", () => {
+  it("config reads, and sets an allowed key in a repository within fs.write (an identity to commit with); nothing else", async () => {
+    repository(w("out/configured"))
+    const at = (...args: ReadonlyArray<string>) => decide(["-C", "workspace/out/configured", ...args])
+    expect(at("config", "--get", "user.name")).toMatchObject({ ok: true })
+    expect(at("config", "--null", "--list")).toMatchObject({ ok: true })
+    expect(at("config", "user.name")).toMatchObject({ ok: true })
+    expect(at("config", "--remove-sec", "core")).toMatchObject({ ok: false, reason: expect.stringContaining("--remove-sec is not one of the read options") })
+    expect(at("config", "-z", "diff.external", "sh")).toMatchObject({ ok: false, reason: expect.stringContaining("only reads (--get, --list, or a single key)") })
+    expect(at("config", "diff.external", "sh")).toMatchObject({ ok: false, reason: expect.stringContaining("setting diff.external is refused") })
+    expect(decide(["-C", "workspace/readonly-repo", "config", "user.name", "Ada"])).toMatchObject({ ok: false, reason: expect.stringContaining("writes workspace/readonly-repo") })
+    const set = await run(["-C", "workspace/out/configured", "config", "user.name", "Ada"])
+    expect(set).toMatchObject({ ok: true, value: { exitCode: 0 } })
+    expect(git("config", "--file", w("out/configured/.git/config"), "--get", "user.name").toString()).toBe("Ada\n")
+  })
+
+  it("git never looks into submodules for changes: status in a superproject runs no submodule filter", async () => {
+    const dir = repository(w("out/watched"))
+    const sub = repository(path.join(dir, "lib"))
+    git("-C", dir, "update-index", "--add", "--cacheinfo", `160000,${git("-C", sub, "rev-parse", "HEAD").toString().trim()},lib`)
+    const shown = await run(["-C", "workspace/out/watched", "config", "--get", "diff.ignoreSubmodules"])
+    expect(shown).toMatchObject({ ok: true, value: { exitCode: 0, stdout: "all\n" } })
+  })
+})

@@ -5,6 +5,7 @@
 import * as path from "node:path"
 import { real } from "./files.js"
 import { physical, physicalEntry } from "./fsGuard.js"
+import { allowedKey } from "./gitRepository.js"
 
 /** git options that run a program or load configuration, refused with any unique-prefix abbreviation. */
 const GIT_LONG_REFUSED = ["upload-pack", "receive-pack", "exec", "exec-path", "config-env", "template", "ssh-command", "config"]
@@ -114,6 +115,8 @@ const GIT_READ_ONLY_ACTIONS: ReadonlyMap<string, ReadonlySet<string | undefined>
  * value (`stash -m list` pushes a stash named "list"), so it writes.
  */
 const readsOnly = (subcommand: string | undefined, rest: ReadonlyArray<string>, positional: ReadonlyArray<string>): boolean => {
+  // config sets a key with two operands (checked above), and reads otherwise.
+  if (subcommand === "config") return positional.length !== 2 || rest.some((a) => GIT_CONFIG_READ_ACTIONS.has(a))
   if (subcommand === undefined || GIT_READ_ONLY.has(subcommand)) return true
   if (subcommand === "branch" || subcommand === "tag") {
     const longs = rest.flatMap((a) => (longName(a) === undefined ? [] : [longName(a)!]))
@@ -134,8 +137,38 @@ const readsOnly = (subcommand: string | undefined, rest: ReadonlyArray<string>, 
   if (!first.startsWith("-")) return actions.has(first)
   return positional.length === 0 && actions.has(undefined)
 }
-const GIT_CONFIG_READS = new Set(["--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "--show-origin", "--show-scope", "--name-only", "--null", "-z", "--type", "--default", "--no-includes", "--local", "--file", "-f", "--blob", "--worktree"])
-const GIT_CONFIG_WRITES = new Set(["--add", "--unset", "--unset-all", "--replace-all", "--rename-section", "--remove-section", "--edit", "-e"])
+/** config's read actions, and the options that only shape a read (exact: config's abbreviations reach its writes). */
+const GIT_CONFIG_READ_ACTIONS = new Set(["--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l"])
+const GIT_CONFIG_READ_MODIFIERS = new Set(["--show-origin", "--show-scope", "--name-only", "--null", "-z", "--no-includes", "--local", "--worktree", "--type", "--default", "--file", "-f", "--blob"])
+
+/**
+ * Why a `git config` line is refused, or undefined: a read (`--get`, `--list`..., with only options that shape it,
+ * `--file` and `--blob` with a read only), a single key (`config user.name`), or setting one key of the allowlist in
+ * the repository's own configuration (`config user.name "Ada"`: the repository must be within fs.write). Nothing else:
+ * git accepts abbreviations of its write actions (`--ad`, `--remove-sec`), and options such as `--type` do not
+ * make a line a read.
+ */
+const configRefusal = (rest: ReadonlyArray<string>, positional: ReadonlyArray<string>): string | undefined => {
+  const options = rest.filter((a) => a.startsWith("-"))
+  const unknown = options.find((a) => !GIT_CONFIG_READ_ACTIONS.has(a) && !GIT_CONFIG_READ_MODIFIERS.has(a.split("=")[0]!))
+  if (unknown !== undefined) return `${unknown} is not one of the read options shell.run allows (${[...GIT_CONFIG_READ_ACTIONS].join(", ")}, with ${[...GIT_CONFIG_READ_MODIFIERS].join(", ")})`
+  const reading = options.some((a) => GIT_CONFIG_READ_ACTIONS.has(a))
+  if (!reading && options.some((a) => ["--file", "-f", "--blob"].includes(a.split("=")[0]!))) return "--file and --blob are for reads only (--get, --list...)"
+  if (reading || positional.length === 1) return undefined
+  if (positional.length === 2 && options.every((a) => a === "--local")) {
+    const key = canonicalKey(positional[0]!)
+    return allowedKey(key) ? undefined : `setting ${positional[0]} is refused: only the keys shell.run lets a repository hold may be set (user.name, user.email, remotes, branches, display settings...)`
+  }
+  return "only reads (--get, --list, or a single key) and setting one allowed key (config user.name NAME) are allowed"
+}
+
+/** A configuration key as git writes it: section and name in lower case, a subsection as written. */
+const canonicalKey = (key: string): string => {
+  const first = key.indexOf(".")
+  const last = key.lastIndexOf(".")
+  if (first <= 0 || last === key.length - 1) return key
+  return first === last ? key.toLowerCase() : `${key.slice(0, first).toLowerCase()}${key.slice(first, last)}${key.slice(last).toLowerCase()}`
+}
 
 /** The `--name` of an argument (`--upload-pack=x` is `upload-pack`), or undefined for a non-long option. */
 export const longName = (arg: string): string | undefined => (arg.startsWith("--") && arg.length > 2 ? arg.slice(2).split("=")[0]! : undefined)
@@ -387,12 +420,8 @@ export const gitPlan = (baseDir: string, args: ReadonlyArray<string>): { readonl
       return refuse(`maintenance ${positional[0]} schedules background jobs (cron, systemd); it is refused`)
     }
     if (subcommand === "config") {
-      if (rest.some((a) => GIT_CONFIG_WRITES.has(a))) return refuse("config: writes are refused")
-      if (rest.some((a) => longName(a) !== undefined && longName(a)!.length >= 3 && "includes".startsWith(longName(a)!))) {
-        return refuse("config --includes follows include.path to any file; it is refused")
-      }
-      const reads = rest.some((a) => GIT_CONFIG_READS.has(a.split("=")[0]!) && a !== "--local" && a !== "--file" && a !== "-f")
-      if (!reads && positional.length !== 1) return refuse("config: only reads are allowed (--get, --list, or a single key); writes are refused")
+      const why = configRefusal(rest, positional)
+      if (why !== undefined) return refuse(`config: ${why}`)
     }
   }
 

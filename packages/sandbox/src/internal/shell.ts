@@ -542,7 +542,9 @@ const environment = (name: string, ceiling: string | undefined, home: string): N
       // gc and maintenance run in the foreground: a detached one (setsid) would outlive the timeout's group kill.
       // Nothing recurses into submodules (fetch's default is on-demand): their repositories and remotes go unjudged.
       // Signatures are never checked (archive's export-subst can ask for %G): gpg is no program on the policy.
-      GIT_CONFIG_COUNT: "11",
+      // git never looks into submodules for changes (status, checkout, stash apply's status): nothing judged their
+      // repositories when a command adds them (only the porcelain honours it; plumbing is judged before it runs).
+      GIT_CONFIG_COUNT: "13",
       GIT_CONFIG_KEY_0: "core.hooksPath",
       GIT_CONFIG_VALUE_0: "/dev/null",
       GIT_CONFIG_KEY_1: "protocol.ext.allow",
@@ -564,7 +566,11 @@ const environment = (name: string, ceiling: string | undefined, home: string): N
       GIT_CONFIG_KEY_9: "gpg.x509.program",
       GIT_CONFIG_VALUE_9: NO_PROGRAM,
       GIT_CONFIG_KEY_10: "gpg.ssh.program",
-      GIT_CONFIG_VALUE_10: NO_PROGRAM
+      GIT_CONFIG_VALUE_10: NO_PROGRAM,
+      GIT_CONFIG_KEY_11: "diff.ignoreSubmodules",
+      GIT_CONFIG_VALUE_11: "all",
+      GIT_CONFIG_KEY_12: "status.submoduleSummary",
+      GIT_CONFIG_VALUE_12: "false"
     }
     : {})
 })
