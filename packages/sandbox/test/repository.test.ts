@@ -770,3 +770,18 @@ describe("an eleventh review: config writes, and git looking into submodules", (
     expect(shown).toMatchObject({ ok: true, value: { exitCode: 0, stdout: "all\n" } })
   })
 })
+
+describe("a twelfth review: hooks of the repository a push goes to", () => {
+  it("a push to a local repository with a hook is refused (receive-pack runs it, and git drops hooksPath for it); without one it runs", async () => {
+    const target = w("out/hooked.git")
+    git("init", "-q", "--bare", target)
+    const dir = repository(w("out/hook-pusher"))
+    git("-C", dir, "remote", "add", "t", target)
+    expect(decide(["-C", "workspace/out/hook-pusher", "push", "t", "HEAD:refs/heads/main"])).toMatchObject({ ok: true })
+    fs.writeFileSync(path.join(target, "hooks/pre-receive"), `#!/bin/sh\ntouch ${marker}\n`, { mode: 0o755 })
+    expect(decide(["-C", "workspace/out/hook-pusher", "push", "t", "HEAD:refs/heads/main"])).toMatchObject({ ok: false, reason: expect.stringContaining("would run the hook workspace/out/hooked.git/hooks/pre-receive") })
+    const refused = await run(["-C", "workspace/out/hook-pusher", "push", "t", "HEAD:refs/heads/main"])
+    expect(refused).toMatchObject({ ok: false, tag: "PolicyDenied" })
+    expect(fs.existsSync(marker)).toBe(false)
+  })
+})

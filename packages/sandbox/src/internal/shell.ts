@@ -449,6 +449,13 @@ export const checkCommand = (
     for (const dir of new Set([...remotes, ...reads, ...writes].filter(isRepository))) {
       const other = judgeRepository(baseDir, readableTop(baseDir, read, dir), dir, undefined, undefined, reader)
       if (!other.ok) return deny(other.reason)
+      // receive-pack runs the pushed-to repository's hooks, and git drops the hooksPath it was given before starting
+      // it in a local repository: a push to one with a hook (anything in hooks/ but git's samples) is refused.
+      const hooks = other.common === undefined ? undefined : path.join(other.common, "hooks")
+      const hook = plan.subcommand === "push" && hooks !== undefined && isDirectory(hooks)
+        ? fs.readdirSync(hooks).find((name) => !name.endsWith(".sample"))
+        : undefined
+      if (hook !== undefined) return deny(`git push would run the hook ${path.relative(baseDir, path.join(hooks!, hook))} of the repository it pushes to: refused`)
     }
   }
   const doing = plan.subcommand === undefined ? "git" : `git ${plan.subcommand}`
