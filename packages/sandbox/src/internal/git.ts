@@ -5,7 +5,7 @@
 import * as path from "node:path"
 import { real } from "./files.js"
 import { physical, physicalEntry } from "./fsGuard.js"
-import { allowedKey } from "./gitRepository.js"
+import { allowedKey } from "./gitConfigKeys.js"
 
 /** git options that run a program or load configuration, refused with any unique-prefix abbreviation. */
 const GIT_LONG_REFUSED = ["upload-pack", "receive-pack", "exec", "exec-path", "config-env", "template", "ssh-command", "config"]
