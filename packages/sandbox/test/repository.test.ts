@@ -490,7 +490,8 @@ describe("where git's own rules differ from a reading of the files", () => {
     fs.mkdirSync(w("out/d"), { recursive: true })
     fs.writeFileSync(w("out/d/HEAD"), "ref: refs/heads/master\n")
     fs.writeFileSync(w("out/d/commondir"), `${path.join(secret, ".git")}\n`)
-    expect(decide(["-C", "workspace/out/d", "show", "HEAD:a.txt"])).toMatchObject({ ok: false, reason: expect.stringContaining("git would work in the repository at") })
+    // Found as git finds it (its commondir followed), it is judged, and its common directory is outside.
+    expect(decide(["-C", "workspace/out/d", "show", "HEAD:a.txt"])).toMatchObject({ ok: false, reason: expect.stringContaining("common directory") })
     const enclosing = repository(w("enclosing"))
     for (const dir of ["x/objects", "x/refs"]) fs.mkdirSync(path.join(enclosing, dir), { recursive: true })
     fs.writeFileSync(path.join(enclosing, "x/HEAD"), "not a ref\n")
@@ -783,5 +784,20 @@ describe("a twelfth review: hooks of the repository a push goes to", () => {
     const refused = await run(["-C", "workspace/out/hook-pusher", "push", "t", "HEAD:refs/heads/main"])
     expect(refused).toMatchObject({ ok: false, tag: "PolicyDenied" })
     expect(fs.existsSync(marker)).toBe(false)
+  })
+})
+
+describe("a thirteenth review: a repository git finds through a commondir file", () => {
+  it("a push to a folder whose commondir names a repository with a hook is refused: it is judged as git sees it", () => {
+    const common = w("out/common-c")
+    git("init", "-q", "--bare", common)
+    fs.writeFileSync(path.join(common, "hooks/post-receive"), `#!/bin/sh\ntouch ${marker}\n`, { mode: 0o755 })
+    fs.mkdirSync(w("out/common-p"), { recursive: true })
+    fs.writeFileSync(w("out/common-p/HEAD"), "ref: refs/heads/main\n")
+    fs.writeFileSync(w("out/common-p/commondir"), "../common-c\n")
+    const dir = repository(w("out/common-pusher"))
+    expect(decide(["-C", "workspace/out/common-pusher", "push", "../common-p", "HEAD:refs/heads/x"])).toMatchObject({ ok: false, reason: expect.stringContaining("would run the hook workspace/out/common-c/hooks/post-receive") })
+    expect(fs.existsSync(marker)).toBe(false)
+    expect(fs.existsSync(path.join(dir, ".git"))).toBe(true)
   })
 })

@@ -63,7 +63,14 @@ const submoduleConfigs = (modules: string): ReadonlyArray<string> => {
 }
 
 /** What git's discovery checks a bare repository by: a HEAD, an objects and a refs directory. */
-const isGitDirectory = (dir: string): boolean => isFile(path.join(dir, "HEAD")) && isDirectory(path.join(dir, "objects")) && isDirectory(path.join(dir, "refs"))
+const isGitDirectory = (dir: string): boolean => {
+  if (!isFile(path.join(dir, "HEAD"))) return false
+  // A `commondir` file names where the objects and refs are (a linked worktree's git directory; or one made up).
+  const commondir = path.join(dir, "commondir")
+  const common = isFile(commondir) ? real(path.resolve(dir, fs.readFileSync(commondir, "utf8").trim())) : dir
+  // One git could not resolve is taken for a repository all the same: judged, it is refused, not passed over.
+  return common === undefined || (isDirectory(path.join(common, "objects")) && isDirectory(path.join(common, "refs")))
+}
 
 /**
  * The git directory a `.git` entry names: its real path for a directory or a link, the `gitdir:` of a file; null when
