@@ -23,6 +23,13 @@ const repository = (dir: string) => {
   return dir
 }
 const w = (p: string) => path.join(base, "workspace", p)
+/** Commits `file` with `before` in the repository at `dir`, then changes it to `after` in the work tree. */
+const committedThenChanged = (dir: string, file: string, before: string, after: string) => {
+  fs.writeFileSync(path.join(dir, file), before)
+  git("-C", dir, "add", file)
+  git("-C", dir, "commit", "-q", "-m", file)
+  fs.writeFileSync(path.join(dir, file), after)
+}
 fs.mkdirSync(w("out"), { recursive: true })
 
 // A program a repository's configuration could name: it leaves a marker outside the workspace if it ever runs.
@@ -568,10 +575,7 @@ describe("a fourth review: globs, abbreviations, and files git opens from the to
     // Untracked, it goes with none of these: plain stash and commit -a take changed tracked files only.
     for (const args of [["add", "a.txt"], ["stash"], ["commit", "-am", "x"]]) expect(decide(["-C", "workspace/out/globbed", ...args])).toMatchObject({ ok: true })
     // A tracked hidden file, changed: its new content would go with them.
-    fs.writeFileSync(path.join(dir, ".cfg"), "v1")
-    git("-C", dir, "add", ".cfg")
-    git("-C", dir, "commit", "-q", "-m", "cfg")
-    fs.writeFileSync(path.join(dir, ".cfg"), "v2-secret")
+    committedThenChanged(dir, ".cfg", "v1", "v2-secret")
     for (const args of [["stash"], ["commit", "-am", "x"], ["commit", "--all", "-m", "x"]]) {
       expect(decide(["-C", "workspace/out/globbed", ...args])).toMatchObject({ ok: false, reason: expect.stringMatching(/would (take|read) \.cfg/) })
     }
@@ -677,9 +681,7 @@ describe("an eighth review: more files opened from the top, ignored hidden files
 
   it("add -f and stash -a take ignored hidden files: refused while one would go along", () => {
     const dir = repository(w("out/ignoring"))
-    fs.writeFileSync(path.join(dir, ".gitignore"), ".env\n")
-    git("-C", dir, "add", ".gitignore")
-    git("-C", dir, "commit", "-q", "-m", "ignore")
+    committedThenChanged(dir, ".gitignore", ".env\n", ".env\n")
     fs.writeFileSync(path.join(dir, ".env"), "API_KEY=PROJ-SECRET")
     expect(decide(["-C", "workspace/out/ignoring", "add", "."])).toMatchObject({ ok: true })
     for (const args of [["add", "-f", "."], ["add", "--force", "."], ["stash", "push", "-a"], ["stash", "--all"]]) {
@@ -689,10 +691,7 @@ describe("an eighth review: more files opened from the top, ignored hidden files
 
   it("every command that may read the work tree is refused while a tracked hidden file there has changed (checkout -p, update-index --again)", () => {
     const dir = repository(w("out/patchy"))
-    fs.writeFileSync(path.join(dir, ".env"), "KEY=old")
-    git("-C", dir, "add", ".env")
-    git("-C", dir, "commit", "-q", "-m", "env")
-    fs.writeFileSync(path.join(dir, ".env"), "KEY=NEW-SECRET")
+    committedThenChanged(dir, ".env", "KEY=old", "KEY=NEW-SECRET")
     for (const args of [["commit", "-p"], ["checkout", "-p"], ["restore", "-p"], ["reset", "-p"], ["update-index", "--again"]]) {
       expect(decide(["-C", "workspace/out/patchy", ...args])).toMatchObject({ ok: false, reason: expect.stringContaining("would read .env") })
     }

@@ -207,7 +207,7 @@ const MESSAGE_TAKERS: ReadonlySet<string> = new Set(["commit", "tag", "merge", "
 
 /** bisect's actions that run nothing (`run` runs a command, `visualize`/`view` a program). */
 const BISECT_ACTIONS = new Set(["start", "bad", "good", "new", "old", "skip", "reset", "terms", "log", "replay", "help", "next"])
-/** git's own merge strategies: any other name is a `git-merge-<name>` program (a path, even, for the sequencer). */
+/** git's own merge strategies: every other name is a `git-merge-<name>` program (a path, even, for the sequencer). */
 const MERGE_STRATEGIES = new Set(["ort", "recursive", "resolve", "octopus", "ours", "subtree"])
 
 /**

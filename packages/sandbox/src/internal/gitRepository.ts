@@ -43,7 +43,7 @@ const linkWithin = (dir: string): string | undefined => {
   return walk(dir)
 }
 
-/** The configuration files of the repositories under a `modules` directory (submodules, and theirs), at any depth. */
+/** The configuration files of the repositories under a `modules` directory (submodules, and theirs), however deep. */
 const submoduleConfigs = (modules: string): ReadonlyArray<string> => {
   if (!isDirectory(modules)) return []
   const found: Array<string> = []
@@ -233,13 +233,13 @@ export const judgeRepository = (
       if (!stores.includes(resolved)) stores.push(resolved)
     }
   }
-  // git reads and writes what is in its directory (objects, refs, HEAD, logs...) through any link there: none may be.
+  // git reads and writes what is in its directory (objects, refs, HEAD, logs...) through a link there: none may be.
   for (const dir of new Set([gitDir, common])) {
     const link = linkWithin(dir)
     if (link !== undefined) return { ok: false, reason: `git: ${shown(link)} is a link in the repository's git directory; git would read and write through it` }
   }
   // git still reads remotes from the files of $GIT_DIR/remotes and $GIT_DIR/branches (before configuration existed),
-  // which name URLs this does not judge: a repository that has any is refused.
+  // which name URLs this does not judge: a repository that has such files is refused.
   for (const legacy of ["remotes", "branches"]) {
     const dir = path.join(common, legacy)
     if (isDirectory(dir) && fs.readdirSync(dir).length > 0) {

@@ -82,7 +82,7 @@ const pathArguments = (cwd: string, args: ReadonlyArray<string>, skip: ReadonlyS
   return out
 }
 
-/** The path of a `file://` URL, as git reads it: any host ignored (`file://x/abs` is `/abs`), no percent-decoding. */
+/** The path of a `file://` URL, as git reads it: its host ignored (`file://x/abs` is `/abs`), no percent-decoding. */
 const decodeFileUrl = (url: string): string => url.replace(/^file:\/\/[^/]*/i, "") || "/"
 
 /** The path arguments of a command line, or none when it has a refused one (judged below, with the reason). */
@@ -160,7 +160,7 @@ const gitlinks = (executable: string, tree: WorkTree, ceiling: string | undefine
   return { failed: false, found: subs.filter((sub) => exists(path.join(sub, ".git"))) }
 }
 
-/** The git directory (or common directory) of a repository that fs.write may write in, if any. */
+/** The git directory (or common directory) of a repository that fs.write may write in, or undefined. */
 const writableGitDir = (baseDir: string, write: FsRule | undefined, repository: { readonly gitDir: string | undefined; readonly common: string | undefined }): string | undefined =>
   write === undefined ? undefined : [repository.gitDir, repository.common].find((dir) => dir !== undefined && judgeWrite(baseDir, write, path.join(dir, "artana-probe")).ok)
 
@@ -314,10 +314,10 @@ export const checkCommand = (
     const fromTop = [...new Set([repository.root ?? cwd, cwd])]
     const names = plan.others.filter((o) => o.fromTop && repository.remoteNames.has(o.value)).map((o) => o.value)
     // A push to a path, or archive --remote with one, reaches that path only; fetch's arguments could all be values.
-    const any = names.length === 0 && !plan.others.some((o) => o.fromTop && o.exact)
+    const everyRemote = names.length === 0 && !plan.others.some((o) => o.fromTop && o.exact)
     for (const r of repository.remotes) {
       const reached = plan.usesRemotes && (
-        r.kind === "submodule" ? plan.subcommand === "submodule" : any || (r.kind === "remote" && names.includes(r.remote ?? ""))
+        r.kind === "submodule" ? plan.subcommand === "submodule" : everyRemote || (r.kind === "remote" && names.includes(r.remote ?? ""))
       )
       if (reached) targets.push({ label: `${r.key} is ${r.url}`, url: r.url, bases: fromTop, clone: false })
     }
@@ -408,7 +408,7 @@ export const checkCommand = (
       const stashUntracked = long("include-untracked", 3) || long("all", 2) || shortHas("ua")
       const copies = plan.subcommand === "add" || (plan.subcommand === "stash" && !plan.readOnly) ||
         (plan.subcommand === "commit" && (long("all", 2) || shortHas("a") || named.length > 0 || globs))
-      // Commands that read the work tree's files read a tracked hidden file's changed content (the index can name any
+      // Commands that read the work tree's files read a tracked hidden file's changed content (the index can name every
       // path: --work-tree, update-index --cacheinfo).
       const readsWorkTree = !WORK_TREE_BLIND.has(plan.subcommand ?? "")
       if (readsWorkTree && !args.includes("--no-index") && tree !== undefined) {
