@@ -236,6 +236,22 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore, unk
         expect(yield* store.getRun(tenantA.tenantId, log.runId)).toEqual(before)
       }))
 
+    test("a batch of thousands of events (a new run, then more) is written whole, or not at all", (store) =>
+      Effect.gen(function*() {
+        const steps = (n: number, from: number): Array<EventPayload> =>
+          Array.from({ length: n }, (_, i) => ({ _tag: "StepCompleted", name: `s${from + i}`, value: from + i }))
+        const log = makeLog(store, "run-large", tenantA)
+        yield* log.append(started(tenantA), ...steps(2_400, 0), modelCompleted(0.5))
+        const stale = log.next([...steps(2_100, 2_400), modelCompleted(0.25), { _tag: "RunCompleted", output: "late" }])
+        yield* log.append(...steps(1_500, 2_400), modelCompleted(0.25), { _tag: "RunCompleted", output: "done" })
+        const before = yield* store.getRun(tenantA.tenantId, log.runId)
+        expect(before).toMatchObject({ status: "completed", costUsd: 0.75, headSeq: 3_904, headHash: log.events[3_903]!.hash })
+
+        expect((yield* Effect.flip(store.append(stale)))._tag).toBe("SequenceConflict")
+        expect(yield* store.readEvents(tenantA.tenantId, log.runId)).toEqual(log.events)
+        expect(yield* store.getRun(tenantA.tenantId, log.runId)).toEqual(before)
+      }))
+
     test("an empty batch is a no-op", (store) =>
       Effect.gen(function*() {
         const log = makeLog(store, "run-empty", tenantA)

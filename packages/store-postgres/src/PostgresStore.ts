@@ -9,7 +9,7 @@
 import { Errors, EventStore, SqlEventStore, SqlTaskQueue, type TaskQueue } from "@artana/core"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
@@ -20,6 +20,7 @@ import * as Layer from "effect/Layer"
 import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
+import Pg from "pg"
 
 /** The connection pool each process keeps. */
 export interface PoolOptions {
@@ -44,10 +45,21 @@ export interface Options {
   readonly tablePrefix?: string | undefined
   /** `application_name` of the connections, as `pg_stat_activity` shows it. Default `"artana"`. */
   readonly applicationName?: string | undefined
+  /**
+   * Whether the event store's hot INSERT runs as a named prepared statement (parsed and planned once per
+   * connection). Default true. Set false behind a pooler that does not keep prepared statements per client
+   * (PgBouncer in transaction mode before 1.21, or without `max_prepared_statements`).
+   */
+  readonly preparedStatements?: boolean | undefined
 }
 
 /** The services `layer` provides. */
-export type Services = EventStore.EventStore | TaskQueue.TaskQueue | SqlClient.SqlClient | PgClient.PgClient
+export type Services =
+  | EventStore.EventStore
+  | TaskQueue.TaskQueue
+  | SqlClient.SqlClient
+  | PgClient.PgClient
+  | SqlEventStore.PreparedStatements
 
 const STORE = "postgres"
 
@@ -179,10 +191,10 @@ const invalidUrl = (url: string): string | undefined => {
 const connectTimeoutOf = (options: Options): Duration.Duration => Duration.decode(options.connectTimeout ?? Duration.seconds(10))
 
 /**
- * Opens the pool and checks that the server answers: a server that cannot be reached, refused credentials or
- * a missing database fail here with `StoreUnavailable`, not on the first append. The pool closes with the scope.
+ * The pool, opened and checked: a server that cannot be reached, refused credentials or a missing database fail
+ * here with `StoreUnavailable`, not on the first append. The pool closes with the scope.
  */
-export const make = (options: Options): Effect.Effect<PgClient.PgClient, Errors.StoreUnavailable, Scope.Scope> =>
+const openPool = (options: Options): Effect.Effect<Pg.Pool, Errors.StoreUnavailable, Scope.Scope> =>
   Effect.suspend(() => {
     const url = urlOf(options.url)
     const connectTimeout = connectTimeoutOf(options)
@@ -193,23 +205,87 @@ export const make = (options: Options): Effect.Effect<PgClient.PgClient, Errors.
     }
     // Measured from when the connection is attempted, not from when the layer was described.
     const started = Date.now()
-    return PgClient.make({
-      url: Redacted.make(url),
-      connectTimeout,
-      maxConnections: options.pool?.max,
-      idleTimeout: options.pool?.idleTimeout ?? Duration.seconds(10),
-      applicationName: options.applicationName ?? "artana"
-    }).pipe(
-      Effect.provideServiceEffect(Reactivity.Reactivity, Reactivity.make),
-      Effect.catchTag("SqlError", (error: SqlError) =>
-        Effect.fail(unavailable(url, error.cause ?? error, timeoutMs, Date.now() - started >= timeoutMs * 0.9)))
+    const failed = (cause: unknown) => unavailable(url, cause, timeoutMs, Date.now() - started >= timeoutMs * 0.9)
+    return Effect.acquireRelease(
+      Effect.sync(() => {
+        const pool = new Pg.Pool({
+          connectionString: url,
+          connectionTimeoutMillis: timeoutMs,
+          max: options.pool?.max,
+          idleTimeoutMillis: Duration.toMillis(Duration.decode(options.pool?.idleTimeout ?? Duration.seconds(10))),
+          application_name: options.applicationName ?? "artana"
+        })
+        // An idle connection the server closes is dropped by the pool; the next query opens another.
+        pool.on("error", () => {})
+        return pool
+      }),
+      (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+    ).pipe(
+      Effect.tap((pool) =>
+        Effect.tryPromise({ try: () => pool.query("SELECT 1"), catch: failed }).pipe(
+          Effect.timeoutFail({ duration: connectTimeout, onTimeout: () => failed(new Error("Connection timed out")) })
+        )
+      )
     )
   })
 
-/** The client alone, as `PgClient` and `SqlClient`, for other SQL stores on the same pool. */
-export const layerClient = (options: Options): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient, Errors.StoreUnavailable> =>
+/**
+ * Runs statements prepared, by name, on the pool's connections: each connection parses and plans a text once,
+ * then only binds and executes it. Texts beyond the first `PREPARED_TEXTS` run unnamed (a bounded set per
+ * connection, whatever a caller sends), as every text does when `enabled` is false.
+ */
+const preparedStatements = (pool: Pg.Pool, enabled: boolean): SqlEventStore.PreparedStatementsService => {
+  const names = new Map<string, string>()
+  const nameOf = (text: string): string | undefined => {
+    if (!enabled) return undefined
+    const known = names.get(text)
+    if (known !== undefined || names.size >= PREPARED_TEXTS) return known
+    const name = `artana_${names.size + 1}`
+    names.set(text, name)
+    return name
+  }
+  return {
+    execute: (text, params) =>
+      Effect.async<number, SqlError>((resume) => {
+        pool.query({ name: nameOf(text), text, values: [...params] }, (error: Error | undefined, result: Pg.QueryResult) => {
+          resume(error ? Effect.fail(new SqlError({ cause: error, message: "Failed to execute statement" })) : Effect.succeed(result.rowCount ?? 0))
+        })
+      })
+  }
+}
+
+/** Distinct texts a process prepares (the event store uses one per batch size up to 8). */
+const PREPARED_TEXTS = 32
+
+const clientOf = (options: Options) =>
+  Effect.flatMap(openPool(options), (pool) =>
+    PgClient.fromPool({ acquire: Effect.succeed(pool) }).pipe(
+      Effect.provideServiceEffect(Reactivity.Reactivity, Reactivity.make),
+      Effect.catchTag("SqlError", (error: SqlError) =>
+        Effect.fail(unavailable(urlOf(options.url), error.cause ?? error, Duration.toMillis(connectTimeoutOf(options))))),
+      Effect.map((client) => ({ client, pool }))
+    ))
+
+/**
+ * Opens the pool and checks that the server answers: a server that cannot be reached, refused credentials or
+ * a missing database fail here with `StoreUnavailable`, not on the first append. The pool closes with the scope.
+ */
+export const make = (options: Options): Effect.Effect<PgClient.PgClient, Errors.StoreUnavailable, Scope.Scope> =>
+  Effect.map(clientOf(options), ({ client }) => client)
+
+/**
+ * The client alone, as `PgClient` and `SqlClient`, for other SQL stores on the same pool, with the pool's
+ * prepared statements for the event store (unless `preparedStatements: false`).
+ */
+export const layerClient = (
+  options: Options
+): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient | SqlEventStore.PreparedStatements, Errors.StoreUnavailable> =>
   Layer.scopedContext(
-    Effect.map(make(options), (client) => Context.make(PgClient.PgClient, client).pipe(Context.add(SqlClient.SqlClient, client)))
+    Effect.map(clientOf(options), ({ client, pool }) =>
+      Context.make(PgClient.PgClient, client).pipe(
+        Context.add(SqlClient.SqlClient, client),
+        Context.add(SqlEventStore.PreparedStatements, preparedStatements(pool, options.preparedStatements !== false))
+      ))
   )
 
 /**

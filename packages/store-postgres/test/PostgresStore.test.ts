@@ -3,7 +3,7 @@ import { inject } from "vitest"
 import { ConfigProvider, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Redacted } from "effect"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { type Event, EventStore, Tenant, Verify } from "@artana/core"
+import { type Event, EventStore, SqlEventStore, SqlMigrations, Tenant, Verify } from "@artana/core"
 import { TestLog } from "@artana/core/testing"
 import { PostgresStore } from "@artana/store-postgres"
 import { PgTest } from "@artana/store-postgres/testing"
@@ -68,9 +68,17 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
       const { pg: client, sql } = yield* open({ url: Redacted.make(url), tablePrefix: "artana_", pool: { max: 3 }, applicationName: "artana-test" })
       const tables = yield* sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name`
       expect(tables.map((t) => t.table_name)).toEqual(["artana_event_store_migrations", "artana_events", "artana_runs", "artana_task_queue_migrations", "artana_tasks"])
+      // Appends move the head in their own statement: no trigger, no foreign key check per event.
       const triggers = yield* sql<{ trigger_name: string }>`SELECT DISTINCT trigger_name FROM information_schema.triggers WHERE event_object_table = 'artana_events'`
-      expect(triggers.map((t) => t.trigger_name)).toEqual(["artana_events_advance_head"])
-      expect(client.config.maxConnections).toBe(3)
+      expect(triggers).toEqual([])
+      const keys = yield* sql`SELECT conname FROM pg_constraint WHERE conrelid = 'artana_events'::regclass AND contype = 'f'`
+      expect(keys).toEqual([])
+      // At most `pool.max` connections: six statements at once run on three backends.
+      const pids = yield* Effect.all(
+        Array.from({ length: 6 }, () => sql<{ pid: number }>`SELECT pg_backend_pid() AS pid, pg_sleep(0.05)`),
+        { concurrency: "unbounded" }
+      )
+      expect(new Set(pids.map(([row]) => row!.pid)).size).toBe(3)
       expect(yield* sql`SELECT current_setting('application_name') AS name`).toEqual([{ name: "artana-test" }])
       // The same client, not a second pool.
       expect(client).toBe(sql)
@@ -99,7 +107,30 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
       const { sql, store } = yield* open({ url })
       expect(yield* store.readEvents("acme", "run-1")).toEqual(events)
       expect(yield* store.getRun("acme", "run-1")).toMatchObject({ headSeq: 2, status: "running" })
-      expect(yield* sql`SELECT id FROM event_store_migrations`).toEqual([{ id: "1_event_store" }])
+      expect(yield* sql`SELECT id FROM event_store_migrations ORDER BY id`).toEqual([{ id: "1_event_store" }, { id: "2_postgres_head_in_statement" }])
+    }))
+
+  it.scoped("a database made by the first schema (head trigger, foreign key) is upgraded and keeps its runs", () =>
+    Effect.gen(function*() {
+      const url = yield* fresh
+      const before = TestLog.chain("run-1", "acme", [], [started(), step("a")])
+      // The schema as the first release left it, with a run appended through its trigger.
+      yield* PgTest.withClient(url, (sql) =>
+        Effect.gen(function*() {
+          yield* Effect.orDie(SqlMigrations.run({ name: "event_store", migrations: { "1_event_store": SqlEventStore.migrations()["1_event_store"]! } }))
+          yield* sql`INSERT INTO runs (run_id, tenant_id, workflow, root_run_id, status, head_seq, head_hash, cost_usd, created_at, updated_at) VALUES ('run-1', 'acme', 'wf', 'run-1', 'running', 0, ${before[0]!.prevHash}, 0, 0, 0)`
+          for (const e of before) {
+            yield* sql`INSERT INTO events (run_id, seq, event_id, tenant_id, timestamp, type, step_key, payload, prev_hash, hash) VALUES (${e.runId}, ${e.seq}, ${e.eventId}, ${e.tenantId}, ${e.timestamp}, ${e.type}, ${e.stepKey}, ${JSON.stringify(e.payload)}, ${e.prevHash}, ${e.hash})`
+          }
+          const [head] = yield* sql<{ head_seq: string }>`SELECT head_seq FROM runs WHERE run_id = 'run-1'`
+          expect(Number(head!.head_seq)).toBe(2)
+        }).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
+      const { sql, store } = yield* open({ url })
+      expect(yield* sql`SELECT trigger_name FROM information_schema.triggers WHERE event_object_table = 'events'`).toEqual([])
+      const after = TestLog.chain("run-1", "acme", before, [step("b"), { _tag: "RunCompleted", output: "b" }])
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 2, events: after })
+      expect(yield* store.readEvents("acme", "run-1")).toEqual([...before, ...after])
+      expect(yield* store.getRun("acme", "run-1")).toMatchObject({ headSeq: 4, headHash: after[1]!.hash, status: "completed" })
     }))
 
   it.scoped("several stores opening one fresh database at once all migrate it (the advisory lock)", () =>
@@ -394,14 +425,23 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
         expect(report.reason).toContain("truncated")
       }))
 
-    it.scoped("an INSERT that skips the head is refused by the trigger", () =>
+    it.scoped("an INSERT past the head names the first seq the run row does not vouch for", () =>
+      Effect.gen(function*() {
+        const { sql, verify } = yield* seeded
+        yield* sql`INSERT INTO events SELECT run_id, seq + 1, event_id, tenant_id, timestamp, type, step_key, payload, hash, hash FROM events WHERE run_id = 'run-1' AND seq = 5`
+        expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 6 })
+      }))
+
+    it.scoped("an append after an INSERT past the head is a SequenceConflict, and writes nothing", () =>
       Effect.gen(function*() {
         const { sql, store } = yield* seeded
-        const error = yield* Effect.flip(
-          sql`INSERT INTO events SELECT run_id, seq + 10, event_id, tenant_id, timestamp, type, step_key, payload, prev_hash, hash FROM events WHERE run_id = 'run-1' AND seq = 5`
-        )
-        expect(String(error.cause)).toContain("artana: sequence conflict")
-        expect((yield* store.readEvents("acme", "run-1")).length).toBe(5)
+        yield* sql`INSERT INTO events SELECT run_id, seq + 1, event_id, tenant_id, timestamp, type, step_key, payload, hash, hash FROM events WHERE run_id = 'run-1' AND seq = 5`
+        const log = yield* store.readEvents("acme", "run-1")
+        const next = TestLog.chain("run-1", "acme", log, [step("d")])
+        const error = yield* Effect.flip(store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 6, events: next }))
+        expect(error._tag).toBe("SequenceConflict")
+        expect((yield* store.readEvents("acme", "run-1")).length).toBe(6)
+        expect((yield* store.getRun("acme", "run-1")).headSeq).toBe(5)
       }))
 
     it.scoped("a payload that no longer decodes is a StoreError naming the run and seq", () =>
