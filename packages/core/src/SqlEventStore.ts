@@ -412,33 +412,51 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
       // (auto-committed; the head trigger is the concurrency check). Otherwise one transaction whose first
       // statement writes, so SQLite takes its write lock before anything else.
       return request.expectedSeq === 0
-        ? sql.withTransaction(Effect.zipRight(createRun(request, conflict), insertEvents(request, conflict)))
+        ? transactionDefects(sql.withTransaction(Effect.zipRight(createRun(request, conflict), insertEvents(request, conflict))))
         : summary.status === undefined && summary.costUsd === 0 && request.events.length <= INSERT_CHUNK
         ? insertEvents(request, conflict)
-        : sql.withTransaction(Effect.zipRight(insertEvents(request, conflict), updateRun(request, summary)))
+        : transactionDefects(sql.withTransaction(Effect.zipRight(insertEvents(request, conflict), updateRun(request, summary))))
     }
 
-    // --- PostgreSQL: one statement per batch. A data-modifying CTE creates the run, or moves its head (the
-    // concurrency check: the UPDATE matches only at the expected head, and a second writer waits for the first's
-    // row lock, then matches nothing) with its status and cost, and the INSERT takes one row per event from it:
-    // no event is written unless the head moved. No trigger, no foreign key check, one round trip and commit.
+    // --- PostgreSQL: one statement per batch, and the run's row written only when the run's status or cost
+    // changes (as DBOS keeps step outputs insert-only and updates a workflow's row with its status). A batch
+    // that changes neither (a tool call, a step) is one INSERT of its events, guarded: it writes nothing unless
+    // the event at `expectedSeq` exists (no gap, the right tenant), and the primary key refuses a seq written
+    // already (a second writer). A batch that changes status or cost adds the run's row to the same statement,
+    // in a data-modifying CTE that also records the head there. A new run's row and first events are one
+    // statement too. So: one round trip and one commit per append, no trigger, no foreign key check, and no
+    // UPDATE of a hot row per step. The run's head is read from its last event (see `runColumns`).
 
     const EVENT_VALUES = ["seq", "event_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"] as const
     const EVENT_TYPES = ["bigint", "text", "double precision", "text", "text", "text", "text", "text"] as const
     const RUN_COLUMNS = "run_id, tenant_id, workflow, parent_run_id, root_run_id, status, head_seq, head_hash, cost_usd, created_at, updated_at"
-    const CREATE_PARAMS = 11
-    const MOVE_PARAMS = 8
+    type PgAppend = "create" | "events" | "run"
+    /** Parameters before the events' own: the run's row (create), run and guard (events), and both (run). */
+    const PARAMS: Record<PgAppend, number> = { create: 11, events: 3, run: 8 }
     const pgText = new Map<string, string>()
-    const pgAppendSql = (create: boolean, rows: number): string => {
-      const key = `${create ? "c" : "m"}${rows}`
+    const pgAppendSql = (kind: PgAppend, rows: number): string => {
+      const key = `${kind}${rows}`
       let text = pgText.get(key)
       if (text === undefined) {
-        let n = create ? CREATE_PARAMS : MOVE_PARAMS
+        let n = PARAMS[kind]
         const tuples = Array.from({ length: rows }, () => `(${EVENT_TYPES.map((type) => `$${++n}::${type}`).join(",")})`)
-        const head = create
-          ? `run AS (INSERT INTO "${t.runs}" (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::double precision, $10::double precision, $11::double precision) RETURNING run_id, tenant_id)`
-          : `run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), cost_usd = cost_usd + $5::double precision WHERE run_id = $6 AND tenant_id = $7 AND head_seq = $8::bigint RETURNING run_id, tenant_id)`
-        text = `WITH ${head} INSERT INTO "${t.events}" (run_id, tenant_id, ${EVENT_VALUES.join(", ")}) SELECT run.run_id, run.tenant_id, e.* FROM run, (VALUES ${tuples.join(",")}) AS e (${EVENT_VALUES.join(", ")})`
+        const values = `(VALUES ${tuples.join(",")}) AS e (${EVENT_VALUES.join(", ")})`
+        const into = `INSERT INTO "${t.events}" (run_id, tenant_id, ${EVENT_VALUES.join(", ")})`
+        const follows = (run: string, tenant: string, seq: string) =>
+          `EXISTS (SELECT 1 FROM "${t.events}" WHERE run_id = ${run} AND tenant_id = ${tenant} AND seq = ${seq}::bigint)`
+        switch (kind) {
+          case "create":
+            text = `WITH run AS (INSERT INTO "${t.runs}" (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::double precision, $10::double precision, $11::double precision) RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
+            break
+          case "events":
+            text = `${into} SELECT $1::text, $2::text, e.* FROM ${values} WHERE ${follows("$1", "$2", "$3")}`
+            break
+          case "run":
+            text = `WITH run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), cost_usd = cost_usd + $5::double precision WHERE run_id = $6 AND tenant_id = $7 AND ${
+              follows("$6", "$7", "$8")
+            } RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
+            break
+        }
         pgText.set(key, text)
       }
       return text
@@ -449,10 +467,12 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
       const events = request.events
       const last = events[events.length - 1]!
       const params: Array<unknown> = []
+      let kind: PgAppend
       if (request.expectedSeq === 0) {
         const info = newRunInfo(request)
         // A new run's batch must start with RunStarted; the in-memory store refuses it the same way.
         if (info === undefined) return Effect.fail(conflict())
+        kind = "create"
         params.push(
           info.runId,
           info.tenantId,
@@ -468,13 +488,19 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
         )
       } else {
         const summary = summarize(events)
-        params.push(last.seq, last.hash, last.timestamp, summary.status ?? null, summary.costUsd, request.runId, request.tenantId, request.expectedSeq)
+        if (summary.status === undefined && summary.costUsd === 0) {
+          kind = "events"
+          params.push(request.runId, request.tenantId, request.expectedSeq)
+        } else {
+          kind = "run"
+          params.push(last.seq, last.hash, last.timestamp, summary.status ?? null, summary.costUsd, request.runId, request.tenantId, request.expectedSeq)
+        }
       }
       for (const event of events) {
         params.push(event.seq, event.eventId, event.timestamp, event.type, event.stepKey, JSON.stringify(event.payload), event.prevHash, event.hash)
       }
       return Effect.flatMap(
-        executeCounted(pgAppendSql(request.expectedSeq === 0, events.length), params, events.length),
+        executeCounted(pgAppendSql(kind, events.length), params, events.length),
         (written) => (written === events.length ? Effect.void : Effect.fail(conflict()))
       )
     }
@@ -484,12 +510,11 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
      * transaction is open (and the batch is small: one prepared text per size), else through `SqlClient`.
      */
     const executeCounted = (text: string, params: ReadonlyArray<unknown>, rows: number): Effect.Effect<number, SqlError> => {
-      const unprepared = Effect.map(sql.unsafe(text, params).raw, rowCount)
-      if (prepared._tag === "None" || rows > PREPARED_MAX_ROWS) return unprepared
+      const unprepared = () => Effect.map(sql.unsafe(text, params).raw, rowCount)
+      if (prepared._tag === "None" || rows > PREPARED_MAX_ROWS) return unprepared()
       const statements = prepared.value
-      return Effect.flatMap(
-        Effect.serviceOption(SqlClient.TransactionConnection),
-        (transaction) => (transaction._tag === "None" ? statements.execute(text, params) : unprepared)
+      return Effect.contextWithEffect((context) =>
+        Context.getOption(context, SqlClient.TransactionConnection)._tag === "None" ? statements.execute(text, params) : unprepared()
       )
     }
 
@@ -497,11 +522,11 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
       if (request.events.length <= INSERT_CHUNK) return appendChunkPg(request, conflict)
       // A batch too large for one statement: its chunks, each after the one before, in one transaction.
       let expectedSeq = request.expectedSeq
-      return sql.withTransaction(Effect.forEach(chunksOf(request.events), (events) => {
+      return transactionDefects(sql.withTransaction(Effect.forEach(chunksOf(request.events), (events) => {
         const chunk = { ...request, expectedSeq, events }
         expectedSeq += events.length
         return appendChunkPg(chunk, conflict)
-      }, { discard: true }))
+      }, { discard: true })))
     }
 
     const appendBatch = sql.onDialectOrElse({ pg: () => appendPg, orElse: () => appendWithTrigger })
@@ -512,10 +537,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
       const conflict = () => new SequenceConflict({ runId: request.runId, expectedSeq: request.expectedSeq })
       const bad = invalidBatch(request)
       if (bad !== undefined) return Effect.fail(new StoreError({ operation: "append", reason: bad }))
-      return appendBatch(request, conflict).pipe(
-        transactionDefects,
-        Effect.catchTag("SqlError", orConflict("append", conflict))
-      )
+      return Effect.catchTag(appendBatch(request, conflict), "SqlError", orConflict("append", conflict))
     }
 
     const runExists = (tenantId: string, runId: string) =>
@@ -544,7 +566,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
 
     const getRun = (tenantId: string, runId: string): Effect.Effect<RunInfo, RunNotFound | StoreError> =>
       Effect.gen(function*() {
-        const rows = yield* sql`SELECT * FROM ${runs} WHERE run_id = ${runId} AND tenant_id = ${tenantId}`
+        const rows = yield* sql`SELECT ${runColumns} FROM ${runs} r ${runHead} WHERE r.run_id = ${runId} AND r.tenant_id = ${tenantId}`
         const [run] = yield* decodeRows("getRun", rows, () => `run ${runId}`, runFromRow)
         if (run === undefined) return yield* new RunNotFound({ runId, tenantId })
         return run
@@ -555,16 +577,31 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
 
     // Runs created in the same millisecond come back in creation order, as the in-memory store's stable sort
     // gives them: SQLite's rowid records it; Postgres has no such column, so the run id decides there.
-    const tieBreak = sql.onDialectOrElse({ sqlite: () => sql`rowid ASC`, orElse: () => sql`run_id ASC` })
+    const tieBreak = sql.onDialectOrElse({ sqlite: () => sql`r.rowid ASC`, orElse: () => sql`r.run_id ASC` })
+
+    // The run's head. SQLite: the row's columns, which the head trigger keeps. PostgreSQL: the run's last event
+    // (one index probe), unless the row records a later one (written with the last status or cost change): then
+    // the log was cut after it, and the row's head is what `Verify` compares the log against.
+    const runHead = sql.onDialectOrElse({
+      pg: () => sql.literal(`LEFT JOIN LATERAL (SELECT seq, hash, timestamp FROM "${t.events}" e WHERE e.run_id = r.run_id ORDER BY e.seq DESC LIMIT 1) h ON true`),
+      orElse: () => sql``
+    })
+    const runColumns = sql.literal(sql.onDialectOrElse({
+      pg: () => {
+        const head = "h.seq IS NOT NULL AND h.seq >= r.head_seq"
+        return `r.run_id, r.tenant_id, r.workflow, r.parent_run_id, r.root_run_id, r.status, r.cost_usd, r.created_at, CASE WHEN ${head} THEN h.seq ELSE r.head_seq END AS head_seq, CASE WHEN ${head} THEN h.hash ELSE r.head_hash END AS head_hash, CASE WHEN ${head} THEN h.timestamp ELSE r.updated_at END AS updated_at`
+      },
+      orElse: () => "r.*"
+    }))
 
     const listRuns = (tenantId: string, filter: ListRunsFilter = {}): Effect.Effect<ReadonlyArray<RunInfo>, StoreError> => {
-      const where = [sql`tenant_id = ${tenantId}`]
-      if (filter.status !== undefined) where.push(sql`status = ${filter.status}`)
-      if (filter.workflow !== undefined) where.push(sql`workflow = ${filter.workflow}`)
-      if (filter.parentRunId !== undefined) where.push(sql`parent_run_id = ${filter.parentRunId}`)
-      if (filter.rootRunId !== undefined) where.push(sql`root_run_id = ${filter.rootRunId}`)
+      const where = [sql`r.tenant_id = ${tenantId}`]
+      if (filter.status !== undefined) where.push(sql`r.status = ${filter.status}`)
+      if (filter.workflow !== undefined) where.push(sql`r.workflow = ${filter.workflow}`)
+      if (filter.parentRunId !== undefined) where.push(sql`r.parent_run_id = ${filter.parentRunId}`)
+      if (filter.rootRunId !== undefined) where.push(sql`r.root_run_id = ${filter.rootRunId}`)
       const limit = filter.limit === undefined ? sql`` : sql`LIMIT ${Math.max(0, Math.floor(filter.limit))}`
-      return sql`SELECT * FROM ${runs} WHERE ${sql.and(where)} ORDER BY created_at DESC, ${tieBreak} ${limit}`.pipe(
+      return sql`SELECT ${runColumns} FROM ${runs} r ${runHead} WHERE ${sql.and(where)} ORDER BY r.created_at DESC, ${tieBreak} ${limit}`.pipe(
         Effect.flatMap((rows) => decodeRows("listRuns", rows, (row) => `run ${String(row.run_id)}`, runFromRow)),
         Effect.catchTag("SqlError", (error) => Effect.fail(storeError("listRuns", error))),
         Effect.withSpan("SqlEventStore.listRuns")

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { createHash } from "node:crypto"
-import { Json } from "@artana/core"
+import { type Event, Json } from "@artana/core"
+import { TestLog } from "@artana/core/testing"
 
 describe("Json.canonical and Json.hash", () => {
   it("sorts keys at every depth and writes no whitespace", () => {
@@ -17,5 +18,17 @@ describe("Json.canonical and Json.hash", () => {
     expect(Json.hash({ a: 1, b: [1, 2] })).toBe(Json.hash({ b: [1, 2], a: 1 }))
     expect(Json.hash({ a: 1, b: [1, 2] })).not.toBe(Json.hash({ a: 1, b: [2, 1] }))
     expect(Json.hash("x")).toBe(createHash("sha256").update('"x"').digest("hex"))
+  })
+
+  it("an event's hash is SHA-256 of its prevHash and the canonical JSON of the event without the hash", () => {
+    const events = TestLog.chain("run-é\"1", "acme", [], [
+      { _tag: "RunStarted", workflow: "w", input: { z: [1, { y: null, x: "\u2028" }], a: -0.5 }, tenant: { tenantId: "acme", capabilities: ["b", "a"], budgetUsdLimit: 1e21 } },
+      { _tag: "ToolRequested", tool: "echo", arguments: "{\"i\":1}", idempotencyKey: "k" },
+      { _tag: "ToolCompleted", tool: "echo", result: { ok: true, list: [] } }
+    ])
+    for (const event of events) {
+      const { hash, ...rest }: Event.Event = event
+      expect(hash).toBe(createHash("sha256").update(rest.prevHash + Json.canonical(JSON.parse(JSON.stringify(rest)))).digest("hex"))
+    }
   })
 })

@@ -84,6 +84,28 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
       expect(client).toBe(sql)
     }))
 
+  it.scoped("a tool step's events leave the run's row alone; a status or cost change writes it, with the head", () =>
+      Effect.gen(function*() {
+        const { sql, store } = yield* open({ url: yield* fresh })
+        const version = Effect.map(sql<{ v: string }>`SELECT xmin::text AS v FROM runs WHERE run_id = 'run-1'`, ([row]) => row!.v)
+        const log = TestLog.chain("run-1", "acme", [], [started()])
+        yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events: log })
+        const created = yield* version
+        const tool = TestLog.chain("run-1", "acme", log, [
+          { _tag: "ToolRequested", tool: "echo", arguments: "{}", idempotencyKey: "k" },
+          { _tag: "ToolCompleted", tool: "echo", result: null }
+        ])
+        yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 1, events: tool.slice(0, 1) })
+        yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 2, events: tool.slice(1) })
+        expect(yield* version).toBe(created)
+        expect(yield* store.getRun("acme", "run-1")).toMatchObject({ headSeq: 3, headHash: tool[1]!.hash, updatedAt: tool[1]!.timestamp })
+        const done = TestLog.chain("run-1", "acme", [...log, ...tool], [{ _tag: "RunCompleted", output: null }])
+        yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 3, events: done })
+        expect(yield* version).not.toBe(created)
+        const [row] = yield* sql<{ head_seq: number; status: string }>`SELECT head_seq::int AS head_seq, status FROM runs WHERE run_id = 'run-1'`
+        expect(row).toEqual({ head_seq: 4, status: "completed" })
+      }))
+
   it.scoped("times and costs keep their fractions; integers come back as numbers", () =>
     Effect.gen(function*() {
       const { sql, store } = yield* open({ url: yield* fresh })
@@ -432,16 +454,16 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
         expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 6 })
       }))
 
-    it.scoped("an append after an INSERT past the head is a SequenceConflict, and writes nothing", () =>
+    it.scoped("after an INSERT past the head, the run's head is the log's, and an append at the old head conflicts", () =>
       Effect.gen(function*() {
         const { sql, store } = yield* seeded
         yield* sql`INSERT INTO events SELECT run_id, seq + 1, event_id, tenant_id, timestamp, type, step_key, payload, hash, hash FROM events WHERE run_id = 'run-1' AND seq = 5`
         const log = yield* store.readEvents("acme", "run-1")
-        const next = TestLog.chain("run-1", "acme", log, [step("d")])
-        const error = yield* Effect.flip(store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 6, events: next }))
+        expect((yield* store.getRun("acme", "run-1")).headSeq).toBe(6)
+        const stale = TestLog.chain("run-1", "acme", log.slice(0, 5), [step("d")])
+        const error = yield* Effect.flip(store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 5, events: stale }))
         expect(error._tag).toBe("SequenceConflict")
-        expect((yield* store.readEvents("acme", "run-1")).length).toBe(6)
-        expect((yield* store.getRun("acme", "run-1")).headSeq).toBe(5)
+        expect(yield* store.readEvents("acme", "run-1")).toEqual(log)
       }))
 
     it.scoped("a payload that no longer decodes is a StoreError naming the run and seq", () =>

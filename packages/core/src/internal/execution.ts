@@ -35,6 +35,8 @@ import type {
 } from "../Workflow.js"
 import { canonicalJson, eventHash, GENESIS_HASH, sha256 } from "./hash.js"
 
+type Mutable<A> = { -readonly [K in keyof A]: A[K] }
+
 export interface Deps {
   readonly store: EventStore.Service
   readonly model: ModelPort.Service
@@ -152,17 +154,20 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
   const fault = (error: Fault) => halt({ _tag: "Fault", error })
 
   /** Appends a batch after the current head; fails with the store's error (used for a run's final events). */
-  const appendOrFail = (stepKey: string, payloads: ReadonlyArray<EventPayload>) =>
-    Effect.gen(function*() {
-      if (mode === "replay") {
-        return yield* new Errors.InvalidRunState({ runId, status: "being replayed", expected: "live (a replay writes nothing)" })
-      }
-      const timestamp = yield* Clock.currentTimeMillis
+  const appendOrFail = (
+    stepKey: string,
+    payloads: ReadonlyArray<EventPayload>
+  ): Effect.Effect<void, Errors.InvalidRunState | Errors.SequenceConflict | Errors.StoreError> => {
+    if (mode === "replay") {
+      return Effect.fail(new Errors.InvalidRunState({ runId, status: "being replayed", expected: "live (a replay writes nothing)" }))
+    }
+    // No generator: this runs twice per tool step.
+    return Effect.flatMap(Clock.currentTimeMillis, (timestamp) => {
       const events: Array<Event> = []
       let prevHash = headHash
       for (let i = 0; i < payloads.length; i++) {
         const payload = payloads[i]!
-        const unhashed = {
+        const event: Mutable<Event> = {
           eventId: crypto.randomUUID(),
           runId,
           tenantId: tenant.tenantId,
@@ -171,16 +176,20 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
           type: payload._tag,
           stepKey,
           payload,
-          prevHash
+          prevHash,
+          hash: ""
         }
-        const hash = eventHash(unhashed, deps.auditKey)
-        events.push({ ...unhashed, hash })
-        prevHash = hash
+        // The hash covers every field but `hash` itself.
+        event.hash = eventHash(event, deps.auditKey)
+        events.push(event)
+        prevHash = event.hash
       }
-      yield* deps.store.append({ runId, tenantId: tenant.tenantId, expectedSeq: headSeq, events })
-      headSeq += events.length
-      headHash = prevHash
+      return Effect.map(deps.store.append({ runId, tenantId: tenant.tenantId, expectedSeq: headSeq, events }), () => {
+        headSeq += events.length
+        headHash = prevHash
+      })
     })
+  }
 
   /** Appends a step's batch; a failure halts the execution. */
   const append = (stepKey: string, payloads: ReadonlyArray<EventPayload>): Effect.Effect<void> =>
