@@ -19,7 +19,8 @@ import { type BenchResult, median, nowUs, progress } from "./lib.js"
 
 const CONCURRENCY = [1, 4, 8] as const
 const STEPS_PER_RUN = 200
-const ROUNDS = 5
+/** Rounds per concurrency; the medians are taken over them (two cores shared with the server make single rounds vary by half). */
+const ROUNDS = 11
 /** Steps run before measuring, so that both sides are measured JIT-compiled. */
 const WARMUP_STEPS = 3000
 

@@ -222,6 +222,16 @@ export const make = (options: Options = {}) =>
         if (started.workflow !== workflow.name) {
           return yield* new Errors.NonDeterminism({ runId: info.runId, stepKey: RUN_STEP_KEY, expected: `workflow "${started.workflow}"`, actual: `workflow "${workflow.name}"` })
         }
+        // The log ends before the head the run's record vouches for: events were removed (by hand, or a partial
+        // restore). Going on would run the removed steps again, side effects included, and hide the cut.
+        const logEnd = events[events.length - 1]!.seq
+        if (info.headSeq > logEnd) {
+          return yield* new Errors.InvalidRunState({
+            runId: info.runId,
+            status: `truncated (its log ends at seq ${logEnd}, its run record at seq ${info.headSeq})`,
+            expected: `a whole log (restore the missing events; \`artana verify ${info.runId}\` shows where the log breaks)`
+          })
+        }
         const recordedOutput = lastOf(events, "RunCompleted")?.payload.output
         if (mode === "live") {
           switch (info.status) {

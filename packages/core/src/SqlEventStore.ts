@@ -11,6 +11,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
@@ -19,7 +20,7 @@ import { type BatchSummary, type Event, EventPayload, type RunInfo, RunStatus, s
 import { type AppendRequest, EventStore, invalidBatch, type ListRunsFilter, newRunInfo, type Service } from "./EventStore.js"
 import { GENESIS_HASH } from "./internal/hash.js"
 import * as SqlMigrations from "./SqlMigrations.js"
-import { causeText, storeError, transactionDefects } from "./SqlMigrations.js"
+import { causeText, errorCode, storeError, transactionDefects } from "./SqlMigrations.js"
 
 /** Options of the SQL event store. */
 export interface Options {
@@ -38,6 +39,8 @@ export interface Options {
  * transaction (inside one, the transaction's connection runs everything).
  */
 export interface PreparedStatementsService {
+  /** The client whose pool runs these statements: the store uses them only when it runs on this client. */
+  readonly client: SqlClient.SqlClient
   /**
    * Runs `text` as a prepared statement on a pooled connection, outside every transaction (so it commits), and
    * resolves with the number of rows it changed.
@@ -67,10 +70,6 @@ const tables = (options: Options): Tables => {
   const prefix = SqlMigrations.checkPrefix(options.tablePrefix)
   return { runs: `${prefix}runs`, events: `${prefix}events`, prefix }
 }
-
-// --- errors --------------------------------------------------------------------------------------------------
-
-const codeOf = (cause: unknown): unknown => (Predicate.hasProperty(cause, "code") ? cause.code : undefined)
 
 // --- payloads ----------------------------------------------------------------------------------------------
 
@@ -281,7 +280,8 @@ END`)
             sql.unsafe(`DROP TRIGGER IF EXISTS "${trigger}" ON "${t.events}"`),
             sql.unsafe(`DROP FUNCTION IF EXISTS "${trigger}"()`),
             sql.unsafe(`DO $artana$ DECLARE c text; BEGIN
-  FOR c IN SELECT conname FROM pg_constraint WHERE conrelid = '"${t.events}"'::regclass AND contype = 'f' LOOP
+  FOR c IN SELECT conname FROM pg_constraint
+    WHERE conrelid = '"${t.events}"'::regclass AND confrelid = '"${t.runs}"'::regclass AND contype = 'f' LOOP
     EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', '${t.events}', c);
   END LOOP;
 END $artana$`)
@@ -323,19 +323,23 @@ const rowCount = (raw: unknown): number => {
 export const make = (options: Options = {}): Effect.Effect<Service, StoreError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     yield* migrate(options)
-    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-    const prepared = yield* Effect.serviceOption(PreparedStatements)
+    const client = yield* SqlClient.SqlClient
+    const sql = client.withoutTransforms()
+    // Only the statements of this client's own pool (another store's in the same context would write elsewhere).
+    const prepared = Option.getOrUndefined(Option.filter(yield* Effect.serviceOption(PreparedStatements), (p) => p.client === client))
     const t = tables(options)
     const runs = sql(t.runs)
     const events = sql(t.events)
 
-    /** A duplicate (run, seq), or the head trigger refusing an event that does not follow the head. */
+    /** A duplicate (run, seq), the head trigger refusing an event that does not follow the head, or a lost race. */
     const isConflict = (error: SqlError): boolean => {
-      const code = codeOf(error.cause)
+      const code = errorCode(error)
       if (causeText(error.cause).includes(CONFLICT)) return true
       return sql.onDialectOrElse({
         sqlite: () => code === "SQLITE_CONSTRAINT_PRIMARYKEY" || code === "SQLITE_CONSTRAINT_UNIQUE",
-        pg: () => code === "23505",
+        // A duplicate key; or two appenders to one run that deadlocked (a large batch's chunks against a status
+        // change), or lost a race under REPEATABLE READ or SERIALIZABLE: the server rolled the loser back.
+        pg: () => code === "23505" || code === "40P01" || code === "40001",
         orElse: () => false
       })
     }
@@ -442,6 +446,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
         const tuples = Array.from({ length: rows }, () => `(${EVENT_TYPES.map((type) => `$${++n}::${type}`).join(",")})`)
         const values = `(VALUES ${tuples.join(",")}) AS e (${EVENT_VALUES.join(", ")})`
         const into = `INSERT INTO "${t.events}" (run_id, tenant_id, ${EVENT_VALUES.join(", ")})`
+        // The event at expectedSeq exists: no gap, this run, this tenant.
         const follows = (run: string, tenant: string, seq: string) =>
           `EXISTS (SELECT 1 FROM "${t.events}" WHERE run_id = ${run} AND tenant_id = ${tenant} AND seq = ${seq}::bigint)`
         switch (kind) {
@@ -452,7 +457,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
             text = `${into} SELECT $1::text, $2::text, e.* FROM ${values} WHERE ${follows("$1", "$2", "$3")}`
             break
           case "run":
-            text = `WITH run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), cost_usd = cost_usd + $5::double precision WHERE run_id = $6 AND tenant_id = $7 AND ${
+            text = `WITH run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), cost_usd = cost_usd + $5::double precision WHERE run_id = $6 AND tenant_id = $7 AND head_seq <= $8::bigint AND ${
               follows("$6", "$7", "$8")
             } RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
             break
@@ -510,23 +515,34 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
      * transaction is open (and the batch is small: one prepared text per size), else through `SqlClient`.
      */
     const executeCounted = (text: string, params: ReadonlyArray<unknown>, rows: number): Effect.Effect<number, SqlError> => {
-      const unprepared = () => Effect.map(sql.unsafe(text, params).raw, rowCount)
-      if (prepared._tag === "None" || rows > PREPARED_MAX_ROWS) return unprepared()
-      const statements = prepared.value
-      return Effect.contextWithEffect((context) =>
-        Context.getOption(context, SqlClient.TransactionConnection)._tag === "None" ? statements.execute(text, params) : unprepared()
-      )
+      const statement = () => Effect.map(sql.unsafe(text, params).raw, rowCount)
+      return Effect.contextWithEffect((context) => {
+        if (Context.getOption(context, SqlClient.TransactionConnection)._tag === "Some") {
+          // Inside a transaction (a large batch's, or the caller's): in a savepoint, so that a conflict rolls
+          // back this statement only and leaves the transaction usable, as SQLite does.
+          return transactionDefects(sql.withTransaction(statement()))
+        }
+        return prepared !== undefined && rows <= PREPARED_MAX_ROWS ? prepared.execute(text, params) : statement()
+      })
     }
 
     const appendPg = (request: AppendRequest, conflict: () => SequenceConflict) => {
       if (request.events.length <= INSERT_CHUNK) return appendChunkPg(request, conflict)
-      // A batch too large for one statement: its chunks, each after the one before, in one transaction.
+      // A batch too large for one statement: its chunks, each after the one before, in one transaction. The
+      // run's row is locked first, as a status or cost change locks it before its events: two appenders to one
+      // run take the locks in the same order, so they conflict instead of deadlocking.
       let expectedSeq = request.expectedSeq
-      return transactionDefects(sql.withTransaction(Effect.forEach(chunksOf(request.events), (events) => {
-        const chunk = { ...request, expectedSeq, events }
-        expectedSeq += events.length
-        return appendChunkPg(chunk, conflict)
-      }, { discard: true })))
+      const lockRun = request.expectedSeq === 0
+        ? Effect.void
+        : sql`SELECT 1 FROM ${runs} WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId} FOR UPDATE`
+      return transactionDefects(sql.withTransaction(Effect.zipRight(
+        lockRun,
+        Effect.forEach(chunksOf(request.events), (events) => {
+          const chunk = { ...request, expectedSeq, events }
+          expectedSeq += events.length
+          return appendChunkPg(chunk, conflict)
+        }, { discard: true })
+      )))
     }
 
     const appendBatch = sql.onDialectOrElse({ pg: () => appendPg, orElse: () => appendWithTrigger })

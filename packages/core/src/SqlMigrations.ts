@@ -57,10 +57,11 @@ export const storeError = (operation: string, error: SqlError): StoreError =>
 export const transactionDefects = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
   Effect.catchSomeDefect(effect, (defect) => (defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none()))
 
-const sqliteBusy = (error: SqlError): boolean => {
-  const code = Predicate.hasProperty(error.cause, "code") && typeof error.cause.code === "string" ? error.cause.code : ""
-  return code.startsWith("SQLITE_BUSY")
-}
+/** The driver's error code (`SQLITE_BUSY`, `23505`, ...), or "". */
+export const errorCode = (error: SqlError): string =>
+  Predicate.hasProperty(error.cause, "code") && typeof error.cause.code === "string" ? error.cause.code : ""
+
+const sqliteBusy = (error: SqlError): boolean => errorCode(error).startsWith("SQLITE_BUSY")
 
 const ordered = (migrations: Readonly<Record<string, Migration>>): ReadonlyArray<readonly [string, Migration]> =>
   Object.entries(migrations).sort(([a], [b]) => Number.parseInt(a, 10) - Number.parseInt(b, 10))
@@ -93,7 +94,13 @@ const runPg = (sql: SqlClient.SqlClient, options: Options): Effect.Effect<void, 
         yield* sql`INSERT INTO ${sql(ledger)} (id) VALUES (${id})`
       }
     }))
-  }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+  }).pipe(
+    // Under REPEATABLE READ or SERIALIZABLE (a database's default_transaction_isolation) the transaction's
+    // snapshot predates the lock, so an opener that waited for another's migration fails with a serialization
+    // error instead of seeing it: it starts again, and finds the migration done.
+    Effect.retry({ while: (error) => errorCode(error) === "40001", times: 5 }),
+    Effect.provideService(SqlClient.SqlClient, sql)
+  )
 }
 
 /**

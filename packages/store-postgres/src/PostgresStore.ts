@@ -232,9 +232,11 @@ const openPool = (options: Options): Effect.Effect<Pg.Pool, Errors.StoreUnavaila
 /**
  * Runs statements prepared, by name, on the pool's connections: each connection parses and plans a text once,
  * then only binds and executes it. Texts beyond the first `PREPARED_TEXTS` run unnamed (a bounded set per
- * connection, whatever a caller sends), as every text does when `enabled` is false.
+ * connection, whatever a caller sends), as every text does when `enabled` is false. An interrupted statement is
+ * cancelled on the server (best effort, as `@effect/sql-pg` does): it may still have committed, as with any
+ * statement whose answer never arrives.
  */
-const preparedStatements = (pool: Pg.Pool, enabled: boolean): SqlEventStore.PreparedStatementsService => {
+const preparedStatements = (pool: Pg.Pool, client: SqlClient.SqlClient, enabled: boolean): SqlEventStore.PreparedStatementsService => {
   const names = new Map<string, string>()
   const nameOf = (text: string): string | undefined => {
     if (!enabled) return undefined
@@ -244,11 +246,34 @@ const preparedStatements = (pool: Pg.Pool, enabled: boolean): SqlEventStore.Prep
     names.set(text, name)
     return name
   }
+  const failed = (cause: unknown) => Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))
+  const cancel = (connection: Pg.PoolClient) => {
+    const pid = Predicate.hasProperty(connection, "processID") ? connection.processID : undefined
+    if (typeof pid === "number" && !pool.ending) pool.query("SELECT pg_cancel_backend($1)", [pid], () => {})
+  }
   return {
+    client,
     execute: (text, params) =>
       Effect.async<number, SqlError>((resume) => {
-        pool.query({ name: nameOf(text), text, values: [...params] }, (error: Error | undefined, result: Pg.QueryResult) => {
-          resume(error ? Effect.fail(new SqlError({ cause: error, message: "Failed to execute statement" })) : Effect.succeed(result.rowCount ?? 0))
+        let finished = false
+        let running: Pg.PoolClient | undefined
+        pool.connect((error, connection, release) => {
+          if (error !== undefined || connection === undefined) return resume(failed(error))
+          if (finished) return release()
+          running = connection
+          connection.query({ name: nameOf(text), text, values: [...params] }, (queryError: Error | null | undefined, result: Pg.QueryResult) => {
+            finished = true
+            running = undefined
+            // A statement the server refused (a duplicate key, say) leaves the connection usable: only a
+            // connection that failed is dropped (`pool.query` drops it for every error).
+            release(queryError instanceof Pg.DatabaseError ? undefined : queryError ?? undefined)
+            resume(queryError ? failed(queryError) : Effect.succeed(result.rowCount ?? 0))
+          })
+        })
+        return Effect.sync(() => {
+          if (finished) return
+          finished = true
+          if (running !== undefined) cancel(running)
         })
       })
   }
@@ -284,7 +309,7 @@ export const layerClient = (
     Effect.map(clientOf(options), ({ client, pool }) =>
       Context.make(PgClient.PgClient, client).pipe(
         Context.add(SqlClient.SqlClient, client),
-        Context.add(SqlEventStore.PreparedStatements, preparedStatements(pool, options.preparedStatements !== false))
+        Context.add(SqlEventStore.PreparedStatements, preparedStatements(pool, client, options.preparedStatements !== false))
       ))
   )
 

@@ -258,6 +258,61 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
       expect(yield* store.readEvents("acme", "run-1")).toEqual([...events, ...next])
     }))
 
+  it.scoped("inside the caller's transaction a conflict rolls back only the append, and the transaction goes on", () =>
+    Effect.gen(function*() {
+      const { sql, store } = yield* open({ url: yield* fresh })
+      const first = TestLog.chain("run-1", "acme", [], [started()])
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events: first })
+      const second = TestLog.chain("run-1", "acme", first, [step("a")])
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 1, events: second })
+      const stale = TestLog.chain("run-1", "acme", first, [step("stale")])
+      const next = TestLog.chain("run-1", "acme", [...first, ...second], [step("b")])
+      const conflict = yield* sql.withTransaction(Effect.gen(function*() {
+        const lost = yield* Effect.flip(store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 1, events: stale }))
+        yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 2, events: next })
+        return lost._tag
+      }))
+      expect(conflict).toBe("SequenceConflict")
+      expect(yield* store.readEvents("acme", "run-1")).toEqual([...first, ...second, ...next])
+    }))
+
+  it.scopedLive("an append interrupted while it waits is cancelled on the server, not written later", () =>
+    Effect.gen(function*() {
+      const url = yield* fresh
+      const { store } = yield* open({ url })
+      const first = TestLog.chain("run-1", "acme", [], [started()])
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events: first })
+      const locked = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const holder = yield* Effect.fork(PgTest.withClient(url, (sql) =>
+        sql.withTransaction(Effect.gen(function*() {
+          yield* sql`LOCK TABLE events IN EXCLUSIVE MODE`
+          yield* Deferred.succeed(locked, undefined)
+          yield* Deferred.await(release)
+        }))))
+      yield* Deferred.await(locked)
+      const next = TestLog.chain("run-1", "acme", first, [step("late")])
+      const result = yield* Effect.either(Effect.timeout(store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 1, events: next }), "200 millis"))
+      expect(Either.isLeft(result) && result.left._tag).toBe("TimeoutException")
+      yield* Effect.sleep("300 millis")
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(holder)
+      expect(yield* store.readEvents("acme", "run-1")).toEqual(first)
+    }))
+
+  it.scoped("a store over another client does not borrow this pool's prepared statements", () =>
+    Effect.gen(function*() {
+      const a = yield* Layer.build(PostgresStore.layer({ url: yield* fresh }))
+      const b = yield* Layer.build(PgClient.layer({ url: Redacted.make(yield* fresh) }))
+      // B's client, with A's prepared statements still in context.
+      const onB = yield* Effect.provide(SqlEventStore.make(), Context.merge(a, b))
+      const events = TestLog.chain("run-1", "acme", [], [started()])
+      yield* onB.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events })
+      yield* onB.append({ runId: "run-1", tenantId: "acme", expectedSeq: 1, events: TestLog.chain("run-1", "acme", events, [step("a")]) })
+      expect((yield* onB.readEvents("acme", "run-1")).length).toBe(2)
+      expect((yield* Effect.flip(Context.get(a, EventStore.EventStore).readEvents("acme", "run-1")))._tag).toBe("RunNotFound")
+    }))
+
   describe("two pools on one database", () => {
     it.scoped("concurrent appends at the same expectedSeq: exactly one succeeds, the other is a SequenceConflict", () =>
       Effect.gen(function*() {
@@ -296,6 +351,61 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
           expect(run).toMatchObject({ headSeq: 4, headHash: log[3]!.hash, status: round % 2 === 0 ? "running" : "completed" })
         }
       }))
+
+    it.scopedLive("a batch of over 1,000 events racing a status change: one wins, the other conflicts, never a deadlock", () =>
+      Effect.gen(function*() {
+        const url = yield* fresh
+        const a = yield* open({ url })
+        const b = yield* open({ url })
+        for (let round = 0; round < 12; round++) {
+          const runId = `race-${round}`
+          const first = TestLog.chain(runId, "acme", [], [started()])
+          yield* a.store.append({ runId, tenantId: "acme", expectedSeq: 0, events: first })
+          // Insert-only chunks first, the cost change in the last one: before the run's row was locked first,
+          // this order deadlocked against a small batch that updates the row, then waits for the seq.
+          const big = TestLog.chain(runId, "acme", first, [
+            ...Array.from({ length: 1_000 }, (_, i) => step(`s${i}`)),
+            { _tag: "ModelCompleted", model: "m", message: { role: "assistant", content: "x" }, usage: { inputTokens: 1, outputTokens: 1 }, costUsd: 0.3 }
+          ])
+          const small = TestLog.chain(runId, "acme", first, [{ _tag: "RunCompleted", output: "small" }])
+          const results = yield* Effect.all([
+            Effect.either(a.store.append({ runId, tenantId: "acme", expectedSeq: 1, events: big })),
+            Effect.either(Effect.zipRight(Effect.sleep(`${round * 2} millis`), b.store.append({ runId, tenantId: "acme", expectedSeq: 1, events: small })))
+          ], { concurrency: "unbounded" })
+          expect(results.filter(Either.isRight).length).toBe(1)
+          expect(results.filter(Either.isLeft).map((e) => e.left._tag)).toEqual(["SequenceConflict"])
+          const log = yield* b.store.readEvents("acme", runId)
+          expect(log.length === 1_002 || log.length === 2).toBe(true)
+          expect(yield* a.store.getRun("acme", runId)).toMatchObject(
+            log.length === 2 ? { status: "completed", costUsd: 0, headSeq: 2 } : { status: "running", costUsd: 0.3, headSeq: 1_002 }
+          )
+        }
+      }), 60_000)
+
+    it.scoped("under SERIALIZABLE, a lost race is a SequenceConflict too", () =>
+      Effect.gen(function*() {
+        const url = yield* fresh
+        const database = new URL(url).pathname.slice(1)
+        yield* PgTest.withClient(server, (sql) => sql.unsafe(`ALTER DATABASE "${database}" SET default_transaction_isolation = 'serializable'`))
+        // One opener migrates; under SERIALIZABLE, openers racing on a fresh database retry their migration.
+        const pools = yield* Effect.forEach([1, 2, 3, 4], () => open({ url }), { concurrency: "unbounded" })
+        const [isolation] = yield* pools[0]!.sql<{ level: string }>`SELECT current_setting('transaction_isolation') AS level`
+        expect(isolation!.level).toBe("serializable")
+        for (let round = 0; round < 30; round++) {
+          const runId = `s-${round}`
+          const first = TestLog.chain(runId, "acme", [], [started()])
+          yield* pools[0]!.store.append({ runId, tenantId: "acme", expectedSeq: 0, events: first })
+          const results = yield* Effect.forEach(pools, ({ store }, i) =>
+            Effect.either(store.append({
+              runId,
+              tenantId: "acme",
+              expectedSeq: 1,
+              events: TestLog.chain(runId, "acme", first, i % 2 === 0 ? [step(`w${i}`)] : [{ _tag: "RunCompleted", output: i }])
+            })), { concurrency: "unbounded" })
+          expect(results.filter(Either.isRight).length).toBe(1)
+          expect(results.filter(Either.isLeft).map((e) => e.left._tag)).toEqual(["SequenceConflict", "SequenceConflict", "SequenceConflict"])
+        }
+      }), 60_000)
 
     it.scoped("many writers on many pools, one run: every append lands once, in order, without gaps", () =>
       Effect.gen(function*() {
@@ -464,6 +574,20 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
         const error = yield* Effect.flip(store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 5, events: stale }))
         expect(error._tag).toBe("SequenceConflict")
         expect(yield* store.readEvents("acme", "run-1")).toEqual(log)
+      }))
+
+    it.scoped("after the log is cut before the run row's head, a status change at the cut conflicts", () =>
+      Effect.gen(function*() {
+        const { sql, store, verify } = yield* seeded
+        const log = yield* store.readEvents("acme", "run-1")
+        yield* sql`DELETE FROM events WHERE run_id = 'run-1' AND seq >= 4`
+        // The run's record (written with RunCompleted) vouches for seq 5: a batch that would move it back conflicts.
+        // (A tool step's batch does not read the record; the kernel refuses to run on a cut log, see kernel.test.ts.)
+        const resumed = TestLog.chain("run-1", "acme", log.slice(0, 3), [{ _tag: "RunResumed", reason: "again" }])
+        expect((yield* Effect.flip(store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 3, events: resumed })))._tag).toBe("SequenceConflict")
+        expect((yield* store.readEvents("acme", "run-1")).length).toBe(3)
+        expect(yield* store.getRun("acme", "run-1")).toMatchObject({ headSeq: 5, status: "completed" })
+        expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 4 })
       }))
 
     it.scoped("a payload that no longer decodes is a StoreError naming the run and seq", () =>

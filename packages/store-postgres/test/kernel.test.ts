@@ -3,7 +3,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { inject } from "vitest"
 import { Context, Effect, Layer, Schema } from "effect"
-import { Chat, EventStore, Kernel, Middleware, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
+import { Chat, Errors, EventStore, Kernel, Middleware, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { PgClient } from "@effect/sql-pg"
 import { PostgresStore } from "@artana/store-postgres"
@@ -110,6 +110,23 @@ describe.skipIf(pg.url === undefined)(`the kernel on PostgreSQL (${pg.descriptio
       expect(yield* first.kernel.replay(workflow, { tenantId: "acme", runId: "wf-1" })).toEqual(done)
       expect(firstTools.calls).toEqual(["get_balance:wf-1/tool:0"])
       expect((yield* second.store.getRun("acme", "wf-1")).status).toBe("completed")
+    }))
+
+  it.scoped("a run whose log was cut before its recorded head is refused, and none of the removed steps runs again", () =>
+    Effect.gen(function*() {
+      const url = yield* PgTest.freshDatabase(pg.url!)
+      const tools = makeTools()
+      const { kernel, pg: sql, store } = yield* services(kernelOn(url, tools))
+      const workflow = makeWorkflow(tools)
+      yield* kernel.execute(workflow, { runId: "wf-1", tenant, input: { amount: 500 } })
+      // The pause wrote the run's record (head seq 5); then the log loses everything after RunStarted.
+      yield* sql`DELETE FROM events WHERE run_id = 'wf-1' AND seq >= 2`
+      const error = yield* Effect.flip(kernel.resume({ tenantId: "acme", runId: "wf-1", response: { approved: true, by: "ann" } }))
+      expect(error).toBeInstanceOf(Errors.InvalidRunState)
+      expect(String(error)).toContain("truncated (its log ends at seq 1, its run record at seq 5)")
+      expect(tools.calls).toEqual(["get_balance:wf-1/tool:0"])
+      expect((yield* store.readEvents("acme", "wf-1")).length).toBe(1)
+      expect(yield* kernel.verify({ tenantId: "acme", runId: "wf-1" })).toMatchObject({ ok: false, firstBrokenSeq: 2 })
     }))
 
   it.scoped("a chat with a model and a tool call is logged, costed and verifiable on PostgreSQL", () =>
