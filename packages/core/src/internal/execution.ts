@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
+import type * as Types from "effect/Types"
 import type { ChatMessage, ToolCall, ToolMessage, Usage } from "../Chat.js"
 import * as Errors from "../Errors.js"
 import { type Event, type EventPayload, RUN_STEP_KEY } from "../Event.js"
@@ -34,8 +35,6 @@ import type {
   WorkflowContext
 } from "../Workflow.js"
 import { canonicalJson, eventHash, GENESIS_HASH, sha256 } from "./hash.js"
-
-type Mutable<A> = { -readonly [K in keyof A]: A[K] }
 
 export interface Deps {
   readonly store: EventStore.Service
@@ -167,7 +166,7 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
       let prevHash = headHash
       for (let i = 0; i < payloads.length; i++) {
         const payload = payloads[i]!
-        const event: Mutable<Event> = {
+        const event: Types.Mutable<Event> = {
           eventId: crypto.randomUUID(),
           runId,
           tenantId: tenant.tenantId,
