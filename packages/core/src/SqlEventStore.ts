@@ -299,6 +299,16 @@ export const migrate = (options: Options = {}): Effect.Effect<void, StoreError, 
 /** SQLite's variable limit is 32766 and Postgres' 65535; 10 columns x 1000 rows stays well below both. */
 const INSERT_CHUNK = 1000
 
+/** PostgreSQL's serialization failure and deadlock: the server rolled the statement back, and it may run again. */
+const retryable = (error: SqlError | SequenceConflict | StoreError): boolean =>
+  error._tag === "SqlError" && (errorCode(error) === "40001" || errorCode(error) === "40P01")
+
+/**
+ * How often such a statement runs again. At once, without a delay: the transaction it lost to has ended (and a
+ * delay would be the caller's clock's, which a test may hold still).
+ */
+const RETRIES = 8
+
 const chunksOf = <A>(items: ReadonlyArray<A>): Array<ReadonlyArray<A>> => {
   const chunks: Array<ReadonlyArray<A>> = []
   for (let i = 0; i < items.length; i += INSERT_CHUNK) chunks.push(items.slice(i, i + INSERT_CHUNK))
@@ -331,15 +341,13 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
     const runs = sql(t.runs)
     const events = sql(t.events)
 
-    /** A duplicate (run, seq), the head trigger refusing an event that does not follow the head, or a lost race. */
+    /** A duplicate (run, seq), or the head trigger refusing an event that does not follow the head. */
     const isConflict = (error: SqlError): boolean => {
       const code = errorCode(error)
       if (causeText(error.cause).includes(CONFLICT)) return true
       return sql.onDialectOrElse({
         sqlite: () => code === "SQLITE_CONSTRAINT_PRIMARYKEY" || code === "SQLITE_CONSTRAINT_UNIQUE",
-        // A duplicate key; or two appenders to one run that deadlocked (a large batch's chunks against a status
-        // change), or lost a race under REPEATABLE READ or SERIALIZABLE: the server rolled the loser back.
-        pg: () => code === "23505" || code === "40P01" || code === "40001",
+        pg: () => code === "23505",
         orElse: () => false
       })
     }
@@ -467,8 +475,16 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
       return text
     }
 
-    /** One chunk of a batch, as one statement; resolves when every event of it was written. */
-    const appendChunkPg = (request: AppendRequest, conflict: () => SequenceConflict): Effect.Effect<void, SequenceConflict | SqlError> => {
+    /**
+     * One chunk of a batch, as one statement; resolves when every event of it was written. `savepoint`: inside a
+     * transaction, run it in a savepoint of its own (a batch's only chunk; the chunks of a large batch share
+     * the batch's transaction).
+     */
+    const appendChunkPg = (
+      request: AppendRequest,
+      conflict: () => SequenceConflict,
+      savepoint: boolean
+    ): Effect.Effect<void, SequenceConflict | SqlError> => {
       const events = request.events
       const last = events[events.length - 1]!
       const params: Array<unknown> = []
@@ -505,7 +521,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
         params.push(event.seq, event.eventId, event.timestamp, event.type, event.stepKey, JSON.stringify(event.payload), event.prevHash, event.hash)
       }
       return Effect.flatMap(
-        executeCounted(pgAppendSql(kind, events.length), params, events.length),
+        executeCounted(pgAppendSql(kind, events.length), params, events.length, savepoint),
         (written) => (written === events.length ? Effect.void : Effect.fail(conflict()))
       )
     }
@@ -514,20 +530,25 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
      * Runs a statement and resolves with the rows it wrote: prepared when the driver offers it and no
      * transaction is open (and the batch is small: one prepared text per size), else through `SqlClient`.
      */
-    const executeCounted = (text: string, params: ReadonlyArray<unknown>, rows: number): Effect.Effect<number, SqlError> => {
+    const executeCounted = (
+      text: string,
+      params: ReadonlyArray<unknown>,
+      rows: number,
+      savepoint: boolean
+    ): Effect.Effect<number, SqlError> => {
       const statement = () => Effect.map(sql.unsafe(text, params).raw, rowCount)
       return Effect.contextWithEffect((context) => {
         if (Context.getOption(context, SqlClient.TransactionConnection)._tag === "Some") {
-          // Inside a transaction (a large batch's, or the caller's): in a savepoint, so that a conflict rolls
-          // back this statement only and leaves the transaction usable, as SQLite does.
-          return transactionDefects(sql.withTransaction(statement()))
+          // Inside the caller's transaction: in a savepoint, so that a conflict rolls back this statement only
+          // and leaves the transaction usable, as SQLite does.
+          return savepoint ? transactionDefects(sql.withTransaction(statement())) : statement()
         }
         return prepared !== undefined && rows <= PREPARED_MAX_ROWS ? prepared.execute(text, params) : statement()
       })
     }
 
     const appendPg = (request: AppendRequest, conflict: () => SequenceConflict) => {
-      if (request.events.length <= INSERT_CHUNK) return appendChunkPg(request, conflict)
+      if (request.events.length <= INSERT_CHUNK) return appendChunkPg(request, conflict, true)
       // A batch too large for one statement: its chunks, each after the one before, in one transaction. The
       // run's row is locked first, as a status or cost change locks it before its events: two appenders to one
       // run take the locks in the same order, so they conflict instead of deadlocking.
@@ -540,7 +561,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
         Effect.forEach(chunksOf(request.events), (events) => {
           const chunk = { ...request, expectedSeq, events }
           expectedSeq += events.length
-          return appendChunkPg(chunk, conflict)
+          return appendChunkPg(chunk, conflict, false)
         }, { discard: true })
       )))
     }
@@ -553,7 +574,16 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
       const conflict = () => new SequenceConflict({ runId: request.runId, expectedSeq: request.expectedSeq })
       const bad = invalidBatch(request)
       if (bad !== undefined) return Effect.fail(new StoreError({ operation: "append", reason: bad }))
-      return Effect.catchTag(appendBatch(request, conflict), "SqlError", orConflict("append", conflict))
+      return Effect.contextWithEffect((context) => {
+        const batch = appendBatch(request, conflict)
+        // A serialization failure or a deadlock (PostgreSQL, under REPEATABLE READ or SERIALIZABLE, or a lock cycle)
+        // rolled the statement back: outside the caller's transaction it runs again, and a writer that really
+        // lost the race then conflicts. Inside one, the caller's transaction is what must start again.
+        const retried = Context.getOption(context, SqlClient.TransactionConnection)._tag === "None"
+          ? Effect.retry(batch, { while: retryable, times: RETRIES })
+          : batch
+        return Effect.catchTag(retried, "SqlError", orConflict("append", conflict))
+      })
     }
 
     const runExists = (tenantId: string, runId: string) =>

@@ -87,6 +87,9 @@ const runPg = (sql: SqlClient.SqlClient, options: Options): Effect.Effect<void, 
   return Effect.gen(function*() {
     if (pending(yield* applied).length === 0) return
     yield* sql.withTransaction(Effect.gen(function*() {
+      // READ COMMITTED whatever the database's default: the ledger is read again after the lock, and must show
+      // what an opener that held the lock before committed (a REPEATABLE READ snapshot predates the lock).
+      yield* sql`SET TRANSACTION ISOLATION LEVEL READ COMMITTED`
       yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`artana:${ledger}`}))`
       yield* sql`CREATE TABLE IF NOT EXISTS ${sql(ledger)} (id TEXT PRIMARY KEY NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`
       for (const [id, migration] of pending(yield* applied)) {
@@ -94,13 +97,7 @@ const runPg = (sql: SqlClient.SqlClient, options: Options): Effect.Effect<void, 
         yield* sql`INSERT INTO ${sql(ledger)} (id) VALUES (${id})`
       }
     }))
-  }).pipe(
-    // Under REPEATABLE READ or SERIALIZABLE (a database's default_transaction_isolation) the transaction's
-    // snapshot predates the lock, so an opener that waited for another's migration fails with a serialization
-    // error instead of seeing it: it starts again, and finds the migration done.
-    Effect.retry({ while: (error) => errorCode(error) === "40001", times: 5 }),
-    Effect.provideService(SqlClient.SqlClient, sql)
-  )
+  }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 }
 
 /**

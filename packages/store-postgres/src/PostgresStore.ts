@@ -194,7 +194,13 @@ const connectTimeoutOf = (options: Options): Duration.Duration => Duration.decod
  * The pool, opened and checked: a server that cannot be reached, refused credentials or a missing database fail
  * here with `StoreUnavailable`, not on the first append. The pool closes with the scope.
  */
-const openPool = (options: Options): Effect.Effect<Pg.Pool, Errors.StoreUnavailable, Scope.Scope> =>
+interface Opened {
+  readonly pool: Pg.Pool
+  /** How the pool connects: a cancel goes out on a connection of its own, made the same way. */
+  readonly connection: Pg.ClientConfig
+}
+
+const openPool = (options: Options): Effect.Effect<Opened, Errors.StoreUnavailable, Scope.Scope> =>
   Effect.suspend(() => {
     const url = urlOf(options.url)
     const connectTimeout = connectTimeoutOf(options)
@@ -206,22 +212,25 @@ const openPool = (options: Options): Effect.Effect<Pg.Pool, Errors.StoreUnavaila
     // Measured from when the connection is attempted, not from when the layer was described.
     const started = Date.now()
     const failed = (cause: unknown) => unavailable(url, cause, timeoutMs, Date.now() - started >= timeoutMs * 0.9)
+    const connection: Pg.ClientConfig = {
+      connectionString: url,
+      connectionTimeoutMillis: timeoutMs,
+      application_name: options.applicationName ?? "artana"
+    }
     return Effect.acquireRelease(
       Effect.sync(() => {
         const pool = new Pg.Pool({
-          connectionString: url,
-          connectionTimeoutMillis: timeoutMs,
+          ...connection,
           max: options.pool?.max,
-          idleTimeoutMillis: Duration.toMillis(Duration.decode(options.pool?.idleTimeout ?? Duration.seconds(10))),
-          application_name: options.applicationName ?? "artana"
+          idleTimeoutMillis: Duration.toMillis(Duration.decode(options.pool?.idleTimeout ?? Duration.seconds(10)))
         })
         // An idle connection the server closes is dropped by the pool; the next query opens another.
         pool.on("error", () => {})
-        return pool
+        return { pool, connection }
       }),
-      (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+      ({ pool }) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
     ).pipe(
-      Effect.tap((pool) =>
+      Effect.tap(({ pool }) =>
         Effect.tryPromise({ try: () => pool.query("SELECT 1"), catch: failed }).pipe(
           Effect.timeoutFail({ duration: connectTimeout, onTimeout: () => failed(new Error("Connection timed out")) })
         )
@@ -229,14 +238,31 @@ const openPool = (options: Options): Effect.Effect<Pg.Pool, Errors.StoreUnavaila
     )
   })
 
+/** Server error codes the prepared path handles itself. */
+const LOST_STATEMENT = "26000" // prepared statement does not exist (DEALLOCATE, DISCARD ALL, a pooler)
+
+const codeOf = (error: unknown): string | undefined =>
+  Predicate.hasProperty(error, "code") && typeof error.code === "string" ? error.code : undefined
+
 /**
  * Runs statements prepared, by name, on the pool's connections: each connection parses and plans a text once,
  * then only binds and executes it. Texts beyond the first `PREPARED_TEXTS` run unnamed (a bounded set per
- * connection, whatever a caller sends), as every text does when `enabled` is false. An interrupted statement is
- * cancelled on the server (best effort, as `@effect/sql-pg` does): it may still have committed, as with any
- * statement whose answer never arrives.
+ * connection, whatever a caller sends), as every text does when `enabled` is false.
+ *
+ * - A statement the server refused (a duplicate key) keeps its connection; a connection that failed is dropped,
+ *   and so is one whose prepared statement the server no longer has (the statement then runs once more, on
+ *   another connection: it did not run).
+ * - An interrupted statement is cancelled on the server, best effort, through a connection of its own (the pool
+ *   may be full of the very statements to cancel), and its connection goes back to the pool only after the
+ *   cancel was answered, so the cancel cannot reach a later statement. It may still have committed, as with any
+ *   statement whose answer never arrives.
  */
-const preparedStatements = (pool: Pg.Pool, client: SqlClient.SqlClient, enabled: boolean): SqlEventStore.PreparedStatementsService => {
+const preparedStatements = (
+  opened: Opened,
+  client: SqlClient.SqlClient,
+  enabled: boolean
+): SqlEventStore.PreparedStatementsService => {
+  const { connection: config, pool } = opened
   const names = new Map<string, string>()
   const nameOf = (text: string): string | undefined => {
     if (!enabled) return undefined
@@ -247,35 +273,61 @@ const preparedStatements = (pool: Pg.Pool, client: SqlClient.SqlClient, enabled:
     return name
   }
   const failed = (cause: unknown) => Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))
-  const cancel = (connection: Pg.PoolClient) => {
-    const pid = Predicate.hasProperty(connection, "processID") ? connection.processID : undefined
-    if (typeof pid === "number" && !pool.ending) pool.query("SELECT pg_cancel_backend($1)", [pid], () => {})
+  const cancel = (pid: number, done: () => void) => {
+    const canceller = new Pg.Client(config)
+    canceller.on("error", () => {})
+    canceller.connect((error: Error | undefined) => {
+      if (error) return done()
+      canceller.query("SELECT pg_cancel_backend($1)", [pid], () => {
+        done()
+        void canceller.end().catch(() => {})
+      })
+    })
   }
+  const run = (text: string, params: ReadonlyArray<unknown>) =>
+    Effect.async<number, SqlError>((resume) => {
+      let interrupted = false
+      let cancelling = false
+      let running: Pg.PoolClient | undefined
+      // Set when the statement is over: how its connection goes back (undefined: kept; an error: dropped).
+      let outcome: { readonly release: (error?: Error) => void; readonly error: Error | undefined } | undefined
+      const giveBack = () => {
+        if (outcome === undefined || cancelling) return
+        outcome.release(outcome.error)
+        outcome = undefined
+      }
+      pool.connect((error, connection, release) => {
+        if (error !== undefined || connection === undefined) return resume(failed(error))
+        if (interrupted) return release()
+        running = connection
+        // A connection that ends while checked out emits "error" before its query fails: without a listener,
+        // that would be an uncaught exception.
+        const ignore = () => {}
+        connection.on("error", ignore)
+        connection.query({ name: nameOf(text), text, values: [...params] }, (queryError: Error | null | undefined, result: Pg.QueryResult) => {
+          connection.removeListener("error", ignore)
+          running = undefined
+          const keep = queryError instanceof Pg.DatabaseError && queryError.code !== LOST_STATEMENT
+          outcome = { release, error: queryError === null || queryError === undefined || keep ? undefined : queryError }
+          giveBack()
+          resume(queryError ? failed(queryError) : Effect.succeed(result.rowCount ?? 0))
+        })
+      })
+      return Effect.sync(() => {
+        interrupted = true
+        const pid = running !== undefined && Predicate.hasProperty(running, "processID") ? running.processID : undefined
+        if (typeof pid !== "number" || pool.ending) return
+        cancelling = true
+        cancel(pid, () => {
+          cancelling = false
+          giveBack()
+        })
+      })
+    })
   return {
     client,
     execute: (text, params) =>
-      Effect.async<number, SqlError>((resume) => {
-        let finished = false
-        let running: Pg.PoolClient | undefined
-        pool.connect((error, connection, release) => {
-          if (error !== undefined || connection === undefined) return resume(failed(error))
-          if (finished) return release()
-          running = connection
-          connection.query({ name: nameOf(text), text, values: [...params] }, (queryError: Error | null | undefined, result: Pg.QueryResult) => {
-            finished = true
-            running = undefined
-            // A statement the server refused (a duplicate key, say) leaves the connection usable: only a
-            // connection that failed is dropped (`pool.query` drops it for every error).
-            release(queryError instanceof Pg.DatabaseError ? undefined : queryError ?? undefined)
-            resume(queryError ? failed(queryError) : Effect.succeed(result.rowCount ?? 0))
-          })
-        })
-        return Effect.sync(() => {
-          if (finished) return
-          finished = true
-          if (running !== undefined) cancel(running)
-        })
-      })
+      Effect.catchIf(run(text, params), (error) => codeOf(error.cause) === LOST_STATEMENT, () => run(text, params))
   }
 }
 
@@ -283,12 +335,12 @@ const preparedStatements = (pool: Pg.Pool, client: SqlClient.SqlClient, enabled:
 const PREPARED_TEXTS = 32
 
 const clientOf = (options: Options) =>
-  Effect.flatMap(openPool(options), (pool) =>
-    PgClient.fromPool({ acquire: Effect.succeed(pool) }).pipe(
+  Effect.flatMap(openPool(options), (opened) =>
+    PgClient.fromPool({ acquire: Effect.succeed(opened.pool) }).pipe(
       Effect.provideServiceEffect(Reactivity.Reactivity, Reactivity.make),
       Effect.catchTag("SqlError", (error: SqlError) =>
         Effect.fail(unavailable(urlOf(options.url), error.cause ?? error, Duration.toMillis(connectTimeoutOf(options))))),
-      Effect.map((client) => ({ client, pool }))
+      Effect.map((client) => ({ client, opened }))
     ))
 
 /**
@@ -306,10 +358,10 @@ export const layerClient = (
   options: Options
 ): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient | SqlEventStore.PreparedStatements, Errors.StoreUnavailable> =>
   Layer.scopedContext(
-    Effect.map(clientOf(options), ({ client, pool }) =>
+    Effect.map(clientOf(options), ({ client, opened }) =>
       Context.make(PgClient.PgClient, client).pipe(
         Context.add(SqlClient.SqlClient, client),
-        Context.add(SqlEventStore.PreparedStatements, preparedStatements(pool, client, options.preparedStatements !== false))
+        Context.add(SqlEventStore.PreparedStatements, preparedStatements(opened, client, options.preparedStatements !== false))
       ))
   )
 

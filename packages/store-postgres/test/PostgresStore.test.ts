@@ -300,6 +300,93 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
       expect(yield* store.readEvents("acme", "run-1")).toEqual(first)
     }))
 
+  it.scopedLive("with every connection busy, an interrupted append is still cancelled, and the cancel reaches no other statement", () =>
+    Effect.gen(function*() {
+      const url = yield* fresh
+      const { sql, store } = yield* open({ url, pool: { max: 1 } })
+      const first = TestLog.chain("run-1", "acme", [], [started()])
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events: first })
+      for (let round = 0; round < 3; round++) {
+        const locked = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        const holder = yield* Effect.fork(PgTest.withClient(url, (other) =>
+          other.withTransaction(Effect.gen(function*() {
+            yield* other`LOCK TABLE events IN EXCLUSIVE MODE`
+            yield* Deferred.succeed(locked, undefined)
+            yield* Deferred.await(release)
+          }))))
+        yield* Deferred.await(locked)
+        const late = TestLog.chain("run-1", "acme", first, [step(`late-${round}`)])
+        const result = yield* Effect.either(Effect.timeout(store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 1, events: late }), "100 millis"))
+        expect(Either.isLeft(result) && result.left._tag).toBe("TimeoutException")
+        // The pool's only connection: the next statement runs on it, after the cancel was answered.
+        expect(yield* sql<{ one: number }>`SELECT 1 AS one, pg_sleep(0.05)`).toMatchObject([{ one: 1 }])
+        yield* Deferred.succeed(release, undefined)
+        yield* Fiber.join(holder)
+        expect(yield* store.readEvents("acme", "run-1")).toEqual(first)
+      }
+    }))
+
+  it.scoped("a prepared statement the server dropped (DEALLOCATE ALL) is prepared again", () =>
+    Effect.gen(function*() {
+      const { sql, store } = yield* open({ url: yield* fresh, pool: { max: 1 } })
+      let log = TestLog.chain("run-1", "acme", [], [started()])
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events: log })
+      for (let i = 0; i < 3; i++) {
+        yield* sql`DEALLOCATE ALL`
+        const next = TestLog.chain("run-1", "acme", log, [step(`s${i}`)])
+        yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: log.length, events: next })
+        log = [...log, ...next]
+      }
+      expect(yield* store.readEvents("acme", "run-1")).toEqual(log)
+    }))
+
+  it.scopedLive("a connection lost in the middle of an append is a StoreError, and the process goes on", () =>
+    Effect.gen(function*() {
+      const url = new URL(yield* fresh)
+      // A proxy whose sockets are destroyed mid-statement: the server sends nothing, the connection just ends.
+      const sockets = new Set<net.Socket>()
+      const proxy = net.createServer((socket) => {
+        const upstream = net.connect(Number(url.port), url.hostname)
+        sockets.add(socket).add(upstream)
+        socket.on("error", () => {}).pipe(upstream.on("error", () => {})).pipe(socket)
+      })
+      yield* Effect.acquireRelease(
+        Effect.async<void>((resume) => void proxy.listen(0, "127.0.0.1", () => resume(Effect.void))),
+        () => Effect.sync(() => proxy.close())
+      )
+      const address = proxy.address()
+      const proxied = new URL(url)
+      proxied.port = String(typeof address === "object" && address !== null ? address.port : 0)
+      const { store } = yield* open({ url: proxied.toString(), pool: { max: 2 } })
+      const first = TestLog.chain("run-1", "acme", [], [started()])
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events: first })
+      const locked = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const holder = yield* Effect.fork(PgTest.withClient(url.toString(), (other) =>
+        other.withTransaction(Effect.gen(function*() {
+          yield* other`LOCK TABLE events IN EXCLUSIVE MODE`
+          yield* Deferred.succeed(locked, undefined)
+          yield* Deferred.await(release)
+        }))))
+      yield* Deferred.await(locked)
+      const next = TestLog.chain("run-1", "acme", first, [step("lost")])
+      const pending = yield* Effect.fork(Effect.either(store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 1, events: next })))
+      yield* Effect.sleep("200 millis")
+      for (const socket of sockets) socket.destroy()
+      const result = yield* Fiber.join(pending)
+      expect(Either.isLeft(result) && result.left._tag).toBe("StoreError")
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(holder)
+      // The statement's outcome is unknown to the client (here the server ran it once the lock was free, before
+      // it noticed the connection was gone): the log says. The pool opens fresh connections (the proxy listens).
+      const log = yield* store.readEvents("acme", "run-1")
+      expect(log.length === 1 || (log.length === 2 && log[1]!.eventId === next[0]!.eventId)).toBe(true)
+      const after = TestLog.chain("run-1", "acme", log, [step("after")])
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: log.length, events: after })
+      expect(yield* store.readEvents("acme", "run-1")).toEqual([...log, ...after])
+    }))
+
   it.scoped("a store over another client does not borrow this pool's prepared statements", () =>
     Effect.gen(function*() {
       const a = yield* Layer.build(PostgresStore.layer({ url: yield* fresh }))
@@ -382,7 +469,7 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
         }
       }), 60_000)
 
-    it.scoped("under SERIALIZABLE, a lost race is a SequenceConflict too", () =>
+    it.scoped("under SERIALIZABLE, writers to different runs do not conflict, and a lost race on one run does", () =>
       Effect.gen(function*() {
         const url = yield* fresh
         const database = new URL(url).pathname.slice(1)
@@ -391,6 +478,17 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
         const pools = yield* Effect.forEach([1, 2, 3, 4], () => open({ url }), { concurrency: "unbounded" })
         const [isolation] = yield* pools[0]!.sql<{ level: string }>`SELECT current_setting('transaction_isolation') AS level`
         expect(isolation!.level).toBe("serializable")
+        // Each pool its own run: serialization failures between them are retried, never reported as conflicts.
+        yield* Effect.forEach(pools, ({ store }, i) =>
+          Effect.gen(function*() {
+            let log = TestLog.chain(`own-${i}`, "acme", [], [started()])
+            yield* store.append({ runId: `own-${i}`, tenantId: "acme", expectedSeq: 0, events: log })
+            for (let n = 0; n < 60; n++) {
+              const next = TestLog.chain(`own-${i}`, "acme", log, [n % 5 === 4 ? { _tag: "RunResumed", reason: `${n}` } : step(`s${n}`)])
+              yield* store.append({ runId: `own-${i}`, tenantId: "acme", expectedSeq: log.length, events: next })
+              log = [...log, ...next]
+            }
+          }), { concurrency: "unbounded", discard: true })
         for (let round = 0; round < 30; round++) {
           const runId = `s-${round}`
           const first = TestLog.chain(runId, "acme", [], [started()])
@@ -404,6 +502,17 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
             })), { concurrency: "unbounded" })
           expect(results.filter(Either.isRight).length).toBe(1)
           expect(results.filter(Either.isLeft).map((e) => e.left._tag)).toEqual(["SequenceConflict", "SequenceConflict", "SequenceConflict"])
+        }
+      }), 60_000)
+
+    it.scoped("under REPEATABLE READ, stores opening a fresh database at once all migrate it", () =>
+      Effect.gen(function*() {
+        for (let round = 0; round < 3; round++) {
+          const url = yield* fresh
+          const database = new URL(url).pathname.slice(1)
+          yield* PgTest.withClient(server, (sql) => sql.unsafe(`ALTER DATABASE "${database}" SET default_transaction_isolation = 'repeatable read'`))
+          const opened = yield* Effect.forEach([1, 2, 3, 4], () => Effect.either(open({ url })), { concurrency: "unbounded" })
+          expect(opened.filter(Either.isLeft).map((e) => e.left.reason)).toEqual([])
         }
       }), 60_000)
 
