@@ -249,13 +249,14 @@ const codeOf = (error: unknown): string | undefined =>
  * then only binds and executes it. Texts beyond the first `PREPARED_TEXTS` run unnamed (a bounded set per
  * connection, whatever a caller sends), as every text does when `enabled` is false.
  *
- * - A statement the server refused (a duplicate key) keeps its connection; a connection that failed is dropped,
- *   and so is one whose prepared statement the server no longer has (the statement then runs once more, on
- *   another connection: it did not run).
+ * - A statement the server refused (a duplicate key) keeps its connection; a connection that failed, or whose
+ *   session the server ended (FATAL), is dropped, and so is one whose prepared statement the server no longer
+ *   has (the statement then runs again, on another connection: it did not run).
  * - An interrupted statement is cancelled on the server, best effort, through a connection of its own (the pool
  *   may be full of the very statements to cancel), and its connection goes back to the pool only after the
- *   cancel was answered, so the cancel cannot reach a later statement. It may still have committed, as with any
- *   statement whose answer never arrives.
+ *   cancel was answered, so the cancel cannot reach a later statement. The interrupt returns when the statement
+ *   is over (at most `INTERRUPT_WAIT`). It may still have committed, as with any statement whose answer never
+ *   arrives.
  */
 const preparedStatements = (
   opened: Opened,
@@ -290,46 +291,66 @@ const preparedStatements = (
       let cancelling = false
       let running: Pg.PoolClient | undefined
       // Set when the statement is over: how its connection goes back (undefined: kept; an error: dropped).
-      let outcome: { readonly release: (error?: Error) => void; readonly error: Error | undefined } | undefined
+      let outcome: { readonly release: (error?: Error) => void; readonly error: Error | undefined; readonly connection: Pg.PoolClient } | undefined
+      // An interrupt waits for the statement to be over (cancelled, failed or committed) before it returns.
+      let settled: (() => void) | undefined
+      // A connection that ends while checked out emits "error" (before its query fails, or while a cancel is
+      // pending): without a listener, an uncaught exception. It listens until the connection goes back.
+      const ignore = () => {}
       const giveBack = () => {
         if (outcome === undefined || cancelling) return
+        outcome.connection.removeListener("error", ignore)
         outcome.release(outcome.error)
         outcome = undefined
+        settled?.()
       }
       pool.connect((error, connection, release) => {
         if (error !== undefined || connection === undefined) return resume(failed(error))
-        if (interrupted) return release()
+        if (interrupted) {
+          release()
+          return settled?.()
+        }
         running = connection
-        // A connection that ends while checked out emits "error" before its query fails: without a listener,
-        // that would be an uncaught exception.
-        const ignore = () => {}
         connection.on("error", ignore)
         connection.query({ name: nameOf(text), text, values: [...params] }, (queryError: Error | null | undefined, result: Pg.QueryResult) => {
-          connection.removeListener("error", ignore)
           running = undefined
-          const keep = queryError instanceof Pg.DatabaseError && queryError.code !== LOST_STATEMENT
-          outcome = { release, error: queryError === null || queryError === undefined || keep ? undefined : queryError }
+          // Kept only after an ERROR the server answered on a live connection: not after FATAL (the server
+          // ends the session), nor when it lost the prepared statement.
+          const keep = queryError instanceof Pg.DatabaseError && queryError.severity === "ERROR" && queryError.code !== LOST_STATEMENT
+          outcome = { release, connection, error: queryError === null || queryError === undefined || keep ? undefined : queryError }
           giveBack()
           resume(queryError ? failed(queryError) : Effect.succeed(result.rowCount ?? 0))
         })
       })
-      return Effect.sync(() => {
+      return Effect.suspend(() => {
         interrupted = true
-        const pid = running !== undefined && Predicate.hasProperty(running, "processID") ? running.processID : undefined
-        if (typeof pid !== "number" || pool.ending) return
-        cancelling = true
-        cancel(pid, () => {
-          cancelling = false
-          giveBack()
-        })
+        const connection = running
+        if (connection === undefined) return Effect.void
+        const pid = Predicate.hasProperty(connection, "processID") ? connection.processID : undefined
+        if (typeof pid === "number" && !pool.ending) {
+          cancelling = true
+          cancel(pid, () => {
+            cancelling = false
+            giveBack()
+          })
+        }
+        return Effect.async<void>((done) => {
+          settled = () => done(Effect.void)
+        }).pipe(Effect.timeoutOption(INTERRUPT_WAIT), Effect.asVoid)
       })
     })
   return {
     client,
-    execute: (text, params) =>
-      Effect.catchIf(run(text, params), (error) => codeOf(error.cause) === LOST_STATEMENT, () => run(text, params))
+    // The connection that lost its statement is dropped each time; every pooled connection may have lost it.
+    execute: (text, params) => Effect.retry(run(text, params), { while: (error) => codeOf(error.cause) === LOST_STATEMENT, times: LOST_RETRIES })
   }
 }
+
+/** How long an interrupted append waits for its statement to be over (as `@effect/sql-pg` waits for its cancel). */
+const INTERRUPT_WAIT = Duration.seconds(5)
+
+/** Runs of a statement whose connection had lost it (each on another connection): the pool's size, and more. */
+const LOST_RETRIES = 16
 
 /** Distinct texts a process prepares (the event store uses one per batch size up to 8). */
 const PREPARED_TEXTS = 32

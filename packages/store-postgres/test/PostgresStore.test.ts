@@ -327,13 +327,89 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
       }
     }))
 
-  it.scoped("a prepared statement the server dropped (DEALLOCATE ALL) is prepared again", () =>
+  /** Holds an EXCLUSIVE lock on `events` from another connection until `release` completes. */
+  const lockEvents = (url: string) =>
     Effect.gen(function*() {
-      const { sql, store } = yield* open({ url: yield* fresh, pool: { max: 1 } })
+      const locked = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const holder = yield* Effect.fork(PgTest.withClient(url, (other) =>
+        other.withTransaction(Effect.gen(function*() {
+          yield* other`LOCK TABLE events IN EXCLUSIVE MODE`
+          yield* Deferred.succeed(locked, undefined)
+          yield* Deferred.await(release)
+        }))))
+      yield* Deferred.await(locked)
+      return Effect.zipRight(Deferred.succeed(release, undefined), Fiber.join(holder))
+    })
+
+  /** The pid of the backend whose statement waits for a lock on `events`, once it waits. */
+  const waitingBackend = (sql: SqlClient.SqlClient) =>
+    Effect.gen(function*() {
+      for (let i = 0; i < 200; i++) {
+        const rows = yield* sql<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO%events%'`
+        if (rows[0] !== undefined) return rows[0].pid
+        yield* Effect.sleep("10 millis")
+      }
+      return yield* Effect.die("no append waited for the lock")
+    })
+
+  it.scopedLive("a FATAL end of an append's session drops its connection; the statement queued behind it runs", () =>
+    Effect.gen(function*() {
+      const url = yield* fresh
+      const { store } = yield* open({ url, pool: { max: 1 } })
+      const first = TestLog.chain("run-1", "acme", [], [started()])
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events: first })
+      const unlock = yield* lockEvents(url)
+      const next = TestLog.chain("run-1", "acme", first, [step("ended")])
+      const ended = yield* Effect.fork(Effect.either(store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 1, events: next })))
+      const pid = yield* PgTest.withClient(url, waitingBackend)
+      const queued = yield* Effect.fork(Effect.either(store.readEvents("acme", "run-1")))
+      yield* PgTest.withClient(url, (sql) => sql`SELECT pg_terminate_backend(${pid})`)
+      const result = yield* Fiber.join(ended)
+      expect(Either.isLeft(result) && result.left._tag).toBe("StoreError")
+      expect(yield* Fiber.join(queued)).toEqual(Either.right(first))
+      yield* unlock
+    }))
+
+  it.scopedLive("a connection ended while its interrupted statement's cancel is pending does not crash the process", () =>
+    Effect.gen(function*() {
+      const url = yield* fresh
+      const context = yield* Layer.build(PostgresStore.layer({ url, pool: { max: 2 } }))
+      const prepared = Context.get(context, SqlEventStore.PreparedStatements)
+      // An open connection, so that the terminate arrives before the cancel's own connection is up.
+      const admin = Context.get(yield* Layer.build(PgClient.layer({ url: Redacted.make(url) })), SqlClient.SqlClient)
+      for (let round = 0; round < 3; round++) {
+        const slow = yield* Effect.fork(prepared.execute("SELECT pg_sleep(2)", []))
+        let pid: number | undefined
+        while (pid === undefined) {
+          const rows = yield* admin<{ pid: number }>`SELECT pid FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(2)' AND state = 'active'`
+          pid = rows[0]?.pid
+          if (pid === undefined) yield* Effect.sleep("5 millis")
+        }
+        const interrupted = yield* Effect.fork(Fiber.interrupt(slow))
+        yield* admin`SELECT pg_terminate_backend(${pid})`
+        yield* Fiber.join(interrupted)
+      }
+      // Still here, and the pool serves the next statement.
+      expect(yield* prepared.execute("SELECT 1", [])).toBe(1)
+    }))
+
+  it.scoped("a prepared statement the server dropped (DEALLOCATE ALL) is prepared again, on every connection", () =>
+    Effect.gen(function*() {
+      const { sql, store } = yield* open({ url: yield* fresh, pool: { max: 3 } })
       let log = TestLog.chain("run-1", "acme", [], [started()])
       yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events: log })
+      // Every pooled connection prepares the statement, then every one loses it.
+      const prepare = (i: number) => {
+        const events = TestLog.chain(`warm-${i}`, "acme", [], [started()])
+        return Effect.zipRight(
+          store.append({ runId: `warm-${i}`, tenantId: "acme", expectedSeq: 0, events }),
+          store.append({ runId: `warm-${i}`, tenantId: "acme", expectedSeq: 1, events: TestLog.chain(`warm-${i}`, "acme", events, [step("w")]) })
+        )
+      }
+      yield* Effect.forEach([1, 2, 3, 4, 5, 6], prepare, { concurrency: "unbounded", discard: true })
       for (let i = 0; i < 3; i++) {
-        yield* sql`DEALLOCATE ALL`
+        yield* Effect.all([sql`DEALLOCATE ALL`, sql`DEALLOCATE ALL`, sql`DEALLOCATE ALL`], { concurrency: "unbounded", discard: true })
         const next = TestLog.chain("run-1", "acme", log, [step(`s${i}`)])
         yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: log.length, events: next })
         log = [...log, ...next]
