@@ -309,6 +309,10 @@ const retryable = (error: SqlError | SequenceConflict | StoreError): boolean =>
  */
 const RETRIES = 8
 
+/** `effect`, run again while it fails with a retryable error (`Effect.retry` builds a schedule on every call). */
+const retrying = <A, E extends SqlError | SequenceConflict | StoreError>(effect: Effect.Effect<A, E>, left: number): Effect.Effect<A, E> =>
+  left === 0 ? effect : Effect.catchIf(effect, retryable, () => retrying(effect, left - 1))
+
 const chunksOf = <A>(items: ReadonlyArray<A>): Array<ReadonlyArray<A>> => {
   const chunks: Array<ReadonlyArray<A>> = []
   for (let i = 0; i < items.length; i += INSERT_CHUNK) chunks.push(items.slice(i, i + INSERT_CHUNK))
@@ -580,7 +584,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
         // rolled the statement back: outside the caller's transaction it runs again, and a writer that really
         // lost the race then conflicts. Inside one, the caller's transaction is what must start again.
         const retried = Context.getOption(context, SqlClient.TransactionConnection)._tag === "None"
-          ? Effect.retry(batch, { while: retryable, times: RETRIES })
+          ? retrying(batch, RETRIES)
           : batch
         return Effect.catchTag(retried, "SqlError", orConflict("append", conflict))
       })
