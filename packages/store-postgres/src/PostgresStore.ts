@@ -342,7 +342,13 @@ const preparedStatements = (
   return {
     client,
     // The connection that lost its statement is dropped each time; every pooled connection may have lost it.
-    execute: (text, params) => Effect.retry(run(text, params), { while: (error) => codeOf(error.cause) === LOST_STATEMENT, times: LOST_RETRIES })
+    execute: (text, params) => {
+      const statement = run(text, params)
+      // Built on failure only (`Effect.retry` builds a schedule on every call: this runs twice per tool step).
+      const attempt = (left: number): Effect.Effect<number, SqlError> =>
+        left === 0 ? statement : Effect.catchIf(statement, (error) => codeOf(error.cause) === LOST_STATEMENT, () => attempt(left - 1))
+      return attempt(LOST_RETRIES)
+    }
   }
 }
 
