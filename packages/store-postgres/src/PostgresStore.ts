@@ -255,7 +255,7 @@ const codeOf = (error: unknown): string | undefined =>
  * - An interrupted statement is cancelled on the server, best effort, through a connection of its own (the pool
  *   may be full of the very statements to cancel), and its connection goes back to the pool only after the
  *   cancel was answered, so the cancel cannot reach a later statement. The interrupt returns when the statement
- *   is over (at most `INTERRUPT_WAIT`). It may still have committed, as with any statement whose answer never
+ *   is over (at most `INTERRUPT_WAIT`). It may still have committed, as can every statement whose answer never
  *   arrives.
  */
 const preparedStatements = (
