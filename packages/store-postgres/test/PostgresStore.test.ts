@@ -22,6 +22,21 @@ const open = (options: PostgresStore.Options) =>
     pg: Context.get(context, PgClient.PgClient)
   }))
 
+/** Holds an EXCLUSIVE lock on `events` from another connection; the effect it returns releases it. */
+const lockEvents = (url: string) =>
+  Effect.gen(function*() {
+    const locked = yield* Deferred.make<void>()
+    const release = yield* Deferred.make<void>()
+    const holder = yield* Effect.fork(PgTest.withClient(url, (other) =>
+      other.withTransaction(Effect.gen(function*() {
+        yield* other`LOCK TABLE events IN EXCLUSIVE MODE`
+        yield* Deferred.succeed(locked, undefined)
+        yield* Deferred.await(release)
+      }))))
+    yield* Deferred.await(locked)
+    return Effect.zipRight(Deferred.succeed(release, undefined), Fiber.join(holder))
+  })
+
 /** A port on 127.0.0.1 that nothing listens on (bound, read, released). */
 const closedPort = Effect.async<number>((resume) => {
   const server = net.createServer().listen(0, "127.0.0.1", () => {
@@ -282,21 +297,12 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
       const { store } = yield* open({ url })
       const first = TestLog.chain("run-1", "acme", [], [started()])
       yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events: first })
-      const locked = yield* Deferred.make<void>()
-      const release = yield* Deferred.make<void>()
-      const holder = yield* Effect.fork(PgTest.withClient(url, (sql) =>
-        sql.withTransaction(Effect.gen(function*() {
-          yield* sql`LOCK TABLE events IN EXCLUSIVE MODE`
-          yield* Deferred.succeed(locked, undefined)
-          yield* Deferred.await(release)
-        }))))
-      yield* Deferred.await(locked)
+      const unlock = yield* lockEvents(url)
       const next = TestLog.chain("run-1", "acme", first, [step("late")])
       const result = yield* Effect.either(Effect.timeout(store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 1, events: next }), "200 millis"))
       expect(Either.isLeft(result) && result.left._tag).toBe("TimeoutException")
       yield* Effect.sleep("300 millis")
-      yield* Deferred.succeed(release, undefined)
-      yield* Fiber.join(holder)
+      yield* unlock
       expect(yield* store.readEvents("acme", "run-1")).toEqual(first)
     }))
 
@@ -307,40 +313,16 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
       const first = TestLog.chain("run-1", "acme", [], [started()])
       yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events: first })
       for (let round = 0; round < 3; round++) {
-        const locked = yield* Deferred.make<void>()
-        const release = yield* Deferred.make<void>()
-        const holder = yield* Effect.fork(PgTest.withClient(url, (other) =>
-          other.withTransaction(Effect.gen(function*() {
-            yield* other`LOCK TABLE events IN EXCLUSIVE MODE`
-            yield* Deferred.succeed(locked, undefined)
-            yield* Deferred.await(release)
-          }))))
-        yield* Deferred.await(locked)
+        const unlock = yield* lockEvents(url)
         const late = TestLog.chain("run-1", "acme", first, [step(`late-${round}`)])
         const result = yield* Effect.either(Effect.timeout(store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 1, events: late }), "100 millis"))
         expect(Either.isLeft(result) && result.left._tag).toBe("TimeoutException")
         // The pool's only connection: the next statement runs on it, after the cancel was answered.
         expect(yield* sql<{ one: number }>`SELECT 1 AS one, pg_sleep(0.05)`).toMatchObject([{ one: 1 }])
-        yield* Deferred.succeed(release, undefined)
-        yield* Fiber.join(holder)
+        yield* unlock
         expect(yield* store.readEvents("acme", "run-1")).toEqual(first)
       }
     }))
-
-  /** Holds an EXCLUSIVE lock on `events` from another connection until `release` completes. */
-  const lockEvents = (url: string) =>
-    Effect.gen(function*() {
-      const locked = yield* Deferred.make<void>()
-      const release = yield* Deferred.make<void>()
-      const holder = yield* Effect.fork(PgTest.withClient(url, (other) =>
-        other.withTransaction(Effect.gen(function*() {
-          yield* other`LOCK TABLE events IN EXCLUSIVE MODE`
-          yield* Deferred.succeed(locked, undefined)
-          yield* Deferred.await(release)
-        }))))
-      yield* Deferred.await(locked)
-      return Effect.zipRight(Deferred.succeed(release, undefined), Fiber.join(holder))
-    })
 
   /** The pid of the backend whose statement waits for a lock on `events`, once it waits. */
   const waitingBackend = (sql: SqlClient.SqlClient) =>
@@ -437,23 +419,14 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
       const { store } = yield* open({ url: proxied.toString(), pool: { max: 2 } })
       const first = TestLog.chain("run-1", "acme", [], [started()])
       yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 0, events: first })
-      const locked = yield* Deferred.make<void>()
-      const release = yield* Deferred.make<void>()
-      const holder = yield* Effect.fork(PgTest.withClient(url.toString(), (other) =>
-        other.withTransaction(Effect.gen(function*() {
-          yield* other`LOCK TABLE events IN EXCLUSIVE MODE`
-          yield* Deferred.succeed(locked, undefined)
-          yield* Deferred.await(release)
-        }))))
-      yield* Deferred.await(locked)
+      const unlock = yield* lockEvents(url.toString())
       const next = TestLog.chain("run-1", "acme", first, [step("lost")])
       const pending = yield* Effect.fork(Effect.either(store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 1, events: next })))
       yield* Effect.sleep("200 millis")
       for (const socket of sockets) socket.destroy()
       const result = yield* Fiber.join(pending)
       expect(Either.isLeft(result) && result.left._tag).toBe("StoreError")
-      yield* Deferred.succeed(release, undefined)
-      yield* Fiber.join(holder)
+      yield* unlock
       // The statement's outcome is unknown to the client (here the server ran it once the lock was free, before
       // it noticed the connection was gone): the log says. The pool opens fresh connections (the proxy listens).
       const log = yield* store.readEvents("acme", "run-1")
