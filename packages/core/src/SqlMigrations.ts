@@ -63,6 +63,13 @@ export const errorCode = (error: SqlError): string =>
 
 const sqliteBusy = (error: SqlError): boolean => errorCode(error).startsWith("SQLITE_BUSY")
 
+/**
+ * `effect`, run again at once while it fails with an error `again` accepts, at most `times` more times. The retry
+ * is built when a failure comes, not on every call as `Effect.retry`'s schedule is: for statements on a hot path.
+ */
+export const retryWhile = <A, E, R>(effect: Effect.Effect<A, E, R>, again: (error: E) => boolean, times: number): Effect.Effect<A, E, R> =>
+  times === 0 ? effect : Effect.catchIf(effect, again, () => retryWhile(effect, again, times - 1))
+
 const ordered = (migrations: Readonly<Record<string, Migration>>): ReadonlyArray<readonly [string, Migration]> =>
   Object.entries(migrations).sort(([a], [b]) => Number.parseInt(a, 10) - Number.parseInt(b, 10))
 

@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { Errors, EventStore, SqlEventStore, SqlTaskQueue, type TaskQueue } from "@artana/core"
+import { Errors, EventStore, SqlEventStore, SqlMigrations, SqlTaskQueue, type TaskQueue } from "@artana/core"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
@@ -241,9 +241,6 @@ const openPool = (options: Options): Effect.Effect<Opened, Errors.StoreUnavailab
 /** Server error codes the prepared path handles itself. */
 const LOST_STATEMENT = "26000" // prepared statement does not exist (DEALLOCATE, DISCARD ALL, a pooler)
 
-const codeOf = (error: unknown): string | undefined =>
-  Predicate.hasProperty(error, "code") && typeof error.code === "string" ? error.code : undefined
-
 /**
  * Runs statements prepared, by name, on the pool's connections: each connection parses and plans a text once,
  * then only binds and executes it. Texts beyond the first `PREPARED_TEXTS` run unnamed (a bounded set per
@@ -342,13 +339,8 @@ const preparedStatements = (
   return {
     client,
     // The connection that lost its statement is dropped each time; every pooled connection may have lost it.
-    execute: (text, params) => {
-      const statement = run(text, params)
-      // Built on failure only (`Effect.retry` builds a schedule on every call: this runs twice per tool step).
-      const attempt = (left: number): Effect.Effect<number, SqlError> =>
-        left === 0 ? statement : Effect.catchIf(statement, (error) => codeOf(error.cause) === LOST_STATEMENT, () => attempt(left - 1))
-      return attempt(LOST_RETRIES)
-    }
+    execute: (text, params) =>
+      SqlMigrations.retryWhile(run(text, params), (error) => SqlMigrations.errorCode(error) === LOST_STATEMENT, LOST_RETRIES)
   }
 }
 
@@ -379,7 +371,7 @@ export const make = (options: Options): Effect.Effect<PgClient.PgClient, Errors.
 
 /**
  * The client alone, as `PgClient` and `SqlClient`, for other SQL stores on the same pool, with the pool's
- * prepared statements for the event store (unless `preparedStatements: false`).
+ * `SqlEventStore.PreparedStatements` for the event store (sent unnamed with `preparedStatements: false`).
  */
 export const layerClient = (
   options: Options
