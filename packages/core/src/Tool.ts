@@ -33,9 +33,12 @@ export interface Tool<Args = unknown, Result = unknown> {
   readonly timeout: Duration.Duration | undefined
   /** What the model sees. */
   readonly spec: ToolSpec
-  /** Decodes the model's JSON text; the error names the path of the first problem. */
+  /**
+   * Decodes the model's JSON text; the error names the path of the first problem. A property the schema does not
+   * declare is an error (`is unexpected`), never silently dropped.
+   */
   decodeArguments(json: string): Either.Either<Args, InvalidToolArguments>
-  /** Encodes arguments given by code into the JSON text that is logged. */
+  /** Encodes arguments given by code into the JSON text that is logged; unknown properties are refused here too. */
   encodeArguments(args: Args): Either.Either<string, InvalidToolArguments>
   /**
    * Runs the handler. `PolicyDenied` is a denial only execution could find (a name that resolves to a private
@@ -162,14 +165,16 @@ export const make = <Args, ArgsEncoded, Result = Json.Json, ResultEncoded = Json
       } catch (e) {
         return Either.left(invalid("$", `not valid JSON (${e instanceof Error ? e.message : String(e)})`))
       }
-      return Either.mapLeft(decodeArgs(parsed, { errors: "first" }), (error) => {
+      // Unknown properties are refused, not stripped: a caller whose argument was dropped would believe it took effect
+      // (and the JSON Schema the model sees says `additionalProperties: false`).
+      return Either.mapLeft(decodeArgs(parsed, { errors: "first", onExcessProperty: "error" }), (error) => {
         const issue = firstIssue(error)
         return invalid(issue.path, issue.reason)
       })
     },
     encodeArguments(args) {
       return Either.flatMap(
-        Either.mapLeft(encodeArgs(args), (error) => {
+        Either.mapLeft(encodeArgs(args, { onExcessProperty: "error" }), (error) => {
           const issue = firstIssue(error)
           return invalid(issue.path, issue.reason)
         }),

@@ -2,7 +2,8 @@
  * Tools for plugins: core's `Tool`, with parameters given as an Effect Schema or as raw JSON Schema (validated with
  * Ajv: `required`, `oneOf`/`anyOf`/`allOf`, types, enums, formats). Arguments are validated before any handler
  * runs; invalid ones are `InvalidToolArguments` naming the path of the first problem, logged, and the handler does
- * not run. The handler receives the decoded arguments and, last, the call's context (run id, tenant, idempotency
+ * not run. A property the schema does not declare is invalid too: object schemas that say nothing about other
+ * properties are closed (`additionalProperties: false`, in the schema the model sees as well). The handler receives the decoded arguments and, last, the call's context (run id, tenant, idempotency
  * key, step key): nothing else from the host.
  *
  * @since 0.1.0
@@ -14,7 +15,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as Tracer from "effect/Tracer"
-import { fromJsonSchema, invalidSchema } from "./internal/jsonSchema.js"
+import { closeObjects, fromJsonSchema, invalidSchema } from "./internal/jsonSchema.js"
 
 /** Raw JSON Schema of a tool's arguments (an object schema). */
 export type JsonSchema = Json.JsonObject
@@ -79,7 +80,7 @@ export function defineTool<Args, Result, ResultEncoded>(
   if (isEffectSchema(parameters)) return Tool.make({ ...options, parameters, handler })
   const invalid = invalidSchema(parameters)
   if (invalid !== undefined) throw new Error(`tool "${options.name}": its parameters are not a JSON Schema Ajv can use: ${invalid}`)
-  return Tool.make({ ...options, parameters: fromJsonSchema<Args>(parameters), handler })
+  return Tool.make({ ...options, parameters: fromJsonSchema<Args>(closeObjects(parameters)), handler })
 }
 
 /**

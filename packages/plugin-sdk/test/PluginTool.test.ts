@@ -73,6 +73,39 @@ describe("defineTool with raw JSON Schema", () => {
     expect(Either.isRight(decode(tool, { amount: 9999, currency: "USD", to: { email: "ops@acme.example" } }))).toBe(true)
   })
 
+  it("a schema that says nothing about other properties is closed: unknown ones (at any depth, __proto__ too) are refused", () => {
+    const tool = defineTool({
+      name: "note.send",
+      description: "x",
+      parameters: {
+        type: "object",
+        properties: { to: { type: "object", properties: { email: { type: "string" } } }, text: { type: "string" } },
+        required: ["text"]
+      },
+      handler: () => Effect.succeed(null)
+    })
+    expect(tool.spec.parameters).toMatchObject({ additionalProperties: false, properties: { to: { additionalProperties: false } } })
+    expect(Either.isRight(tool.decodeArguments(`{"text":"hi","to":{"email":"a@b.c"}}`))).toBe(true)
+    for (
+      const [args, path] of [
+        [`{"text":"hi","env":{"PATH":"/tmp"}}`, "$.env"],
+        [`{"text":"hi","to":{"email":"a@b.c","admin":true}}`, "$.to.admin"],
+        [`{"text":"hi","__proto__":{"admin":true}}`, "$.__proto__"]
+      ] as const
+    ) {
+      const result = tool.decodeArguments(args)
+      expect(Either.isLeft(result) && result.left).toMatchObject({ path, reason: expect.stringContaining("is not allowed") })
+    }
+    // Said explicitly, other properties stay allowed.
+    const open = defineTool({
+      name: "note.open",
+      description: "x",
+      parameters: { type: "object", properties: { text: { type: "string" } }, additionalProperties: true },
+      handler: () => Effect.succeed(null)
+    })
+    expect(Either.isRight(open.decodeArguments(`{"text":"hi","extra":1}`))).toBe(true)
+  })
+
   it.each([
     ["anyOf: none matches", { id: true }, false, "$.id", "must match a schema in anyOf"],
     ["anyOf: a string that matches the uuid format", { id: "5f0c3a5e-8d5b-4c1e-9d2a-0c6a1f2b3c4d" }, true, "", ""],

@@ -168,11 +168,12 @@ export const middleware = (policy: Policy.Policy): Middleware.Interceptor => ({
 })
 
 /** Whether arguments have the shape the tool's parameters decode (what the kernel checks after the middleware). */
+const STRICT = { onExcessProperty: "error" } as const
 const FITS: { readonly [K in ToolName]: (u: unknown) => boolean } = {
-  "fs.read": Schema.is(Schema.encodedSchema(FsArgs)),
-  "fs.write": Schema.is(Schema.encodedSchema(WriteArgs)),
-  "http.get": Schema.is(Schema.encodedSchema(HttpArgs)),
-  "shell.run": Schema.is(Schema.encodedSchema(ShellArgs))
+  "fs.read": Schema.is(Schema.encodedSchema(FsArgs), STRICT),
+  "fs.write": Schema.is(Schema.encodedSchema(WriteArgs), STRICT),
+  "http.get": Schema.is(Schema.encodedSchema(HttpArgs), STRICT),
+  "shell.run": Schema.is(Schema.encodedSchema(ShellArgs), STRICT)
 }
 
 const argumentsFit = (tool: ToolName, args: unknown): boolean => FITS[tool](args)

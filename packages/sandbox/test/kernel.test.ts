@@ -75,6 +75,7 @@ describe("the sandbox plugin in a kernel", () => {
     }))
 
   it.effect("a model's arguments of the wrong shape are the kernel's to refuse, with their path; the policy says nothing", () =>
+    // `file` is not a property of fs.read: refused as unknown (before `path` is found missing), never dropped.
     Effect.gen(function*() {
       const sandbox = yield* Sandbox.load(yield* Policy.load(policyFile))
       const events = yield* Effect.gen(function*() {
@@ -87,8 +88,28 @@ describe("the sandbox plugin in a kernel", () => {
         Plugins.layer([sandbox])
       ))))
       const failed = events.map((e) => e.payload).filter((p) => p._tag === "ToolFailed" || p._tag === "PolicyDenied")
-      expect(failed).toMatchObject([{ _tag: "ToolFailed", tool: "fs.read", kind: "invalid_arguments", path: "$.path" }])
+      expect(failed).toMatchObject([{ _tag: "ToolFailed", tool: "fs.read", kind: "invalid_arguments", path: "$.file" }])
       expect(Audit.records(events)).toEqual([])
+    }))
+
+  it.effect("an argument shell.run does not know (env) is refused as invalid, logged, and no command runs", () =>
+    Effect.gen(function*() {
+      const config = Sandbox.configOf(yield* Policy.load(policyFile))
+      const marker = path.join(dir, "env-marker")
+      const run = yield* PluginTest.run({
+        plugin,
+        config,
+        tool: "shell.run",
+        args: { command: "ls", args: [marker], env: { LS_COLORS: "x" } },
+        tenant,
+        runId: "env-arg"
+      })
+      const error = Either.isLeft(run.result) ? run.result.left : undefined
+      expect([error?._tag, error?._tag === "InvalidToolArguments" ? error.path : error?.message]).toEqual(["InvalidToolArguments", "$.env"])
+      const payloads = run.events.map((e) => e.payload)
+      expect(payloads.filter((p) => p._tag === "ToolFailed")).toMatchObject([{ kind: "invalid_arguments", path: "$.env" }])
+      expect(payloads.some((p) => p._tag === "ToolCompleted")).toBe(false)
+      expect(Audit.records(run.events)).toEqual([])
     }))
 
   it.effect("a tool the policy does not allow is denied by default", () =>

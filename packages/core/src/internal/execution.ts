@@ -704,8 +704,13 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
           text = r.ok ? JSON.stringify(r.json) : "null"
         } else {
           const encoded = value.encodeArguments(args)
-          if (Either.isLeft(encoded)) return Effect.fail(encoded.left)
-          text = encoded.right
+          if (Either.isLeft(encoded)) {
+            // Arguments the schema refuses (an unknown property) go to the log as given, where decoding refuses them
+            // as invalid arguments, logged like a model's; only arguments that are not even JSON fail here.
+            const r = Json.fromUnknown(args)
+            if (!r.ok) return Effect.fail(encoded.left)
+            text = JSON.stringify(r.json)
+          } else text = encoded.right
         }
         return Effect.flatMap(toolStep({ name, arguments: text, key: opts?.key, value }), (outcome): Effect.Effect<Result, ToolCallError> => {
           if (!outcome.ok) return Effect.fail(outcome.error)

@@ -1,7 +1,7 @@
 // Raw JSON Schema parameters, validated with Ajv (draft 2020-12 keywords Ajv 8 supports by default: required,
 // oneOf/anyOf/allOf, types, enums, formats through ajv-formats), as an Effect Schema: core's `Tool.make` then does
 // the rest (decoding the model's arguments, the error path, the tool spec), one code path for both kinds of tool.
-import type { Json } from "@artana/core"
+import { Json } from "@artana/core"
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
 import ajvFormats from "ajv-formats"
 import * as ParseResult from "effect/ParseResult"
@@ -89,6 +89,36 @@ const mostUseful = (errors: ReadonlyArray<ErrorObject>): ErrorObject | undefined
     if (error.instancePath.startsWith(last.instancePath) && error.instancePath.length > best.instancePath.length) best = error
   }
   return best
+}
+
+const OPEN_KEYWORDS = ["additionalProperties", "patternProperties", "unevaluatedProperties", "allOf", "$ref", "if"]
+
+/**
+ * The schema with every object schema that says nothing about other properties closed (`additionalProperties:
+ * false`): an argument the tool does not declare is refused as invalid, never passed on or dropped silently, as for
+ * Effect Schema tools. An object that says `additionalProperties` (or `patternProperties`), or is composed with
+ * `allOf`/`$ref`/`if` (where closing one part would refuse the properties of another), is left as written.
+ * Descends into `properties`, `items`, `prefixItems`, `oneOf`/`anyOf` branches and `$defs`/`definitions`.
+ */
+export const closeObjects = (schema: Json.JsonObject): Json.JsonObject => {
+  const close = (node: Json.Json): Json.Json => {
+    if (Array.isArray(node)) return node.map(close)
+    if (!Json.isObject(node)) return node
+    const out: Record<string, Json.Json> = { ...node }
+    for (const key of ["properties", "$defs", "definitions"]) {
+      const children = node[key]
+      if (Json.isObject(children)) out[key] = Object.fromEntries(Object.entries(children).map(([k, v]) => [k, close(v)]))
+    }
+    for (const key of ["items", "prefixItems", "oneOf", "anyOf"]) {
+      const child = node[key]
+      if (child !== undefined) out[key] = close(child)
+    }
+    const isObject = node.type === "object" || Json.isObject(node.properties)
+    if (isObject && OPEN_KEYWORDS.every((k) => node[k] === undefined)) out.additionalProperties = false
+    return out
+  }
+  const closed = close(schema)
+  return Json.isObject(closed) ? closed : schema
 }
 
 /** Why a raw JSON Schema cannot be used, or undefined. */
