@@ -13,9 +13,10 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { Effect, Layer, Schema } from "effect"
 import { AutonomousAgent, MemoryStore } from "@artana/agent"
-import { type Event, EventStore, Kernel, Tenant, Tool, ToolRegistry } from "@artana/core"
+import { type Event, EventStore, Kernel, Middleware, Tenant, Tool, ToolRegistry } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { ExperienceExtension, type ExperienceRule, ExperienceStore, SqlExperienceStore } from "@artana/experience"
+import { CapabilityGuard, Pii } from "@artana/middleware"
 import { SqliteStore } from "@artana/store-sqlite"
 import { chooseModel } from "./model.js"
 
@@ -127,7 +128,7 @@ export const main = async (options: { readonly log?: (line: string) => void; rea
   const sqlite = SqliteStore.layer({ filename })
   const live = Layer.provideMerge(
     Kernel.layer(),
-    Layer.mergeAll(sqlite, model.layer, ToolRegistry.layer([]), MemoryStore.layerMemory, SqlExperienceStore.layer().pipe(Layer.provide(sqlite)))
+    Layer.mergeAll(sqlite, model.layer, ToolRegistry.layer([]), Middleware.layer([Pii.middleware(), CapabilityGuard.middleware()]), MemoryStore.layerMemory, SqlExperienceStore.layer().pipe(Layer.provide(sqlite)))
   )
 
   const program = Effect.gen(function*() {

@@ -12,6 +12,7 @@ import { Effect, Layer, Schema } from "effect"
 import { type Event, EventStore, Kernel, Middleware, Tenant, Tool, ToolRegistry } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { AutonomousAgent, CompactionStrategy, ContextBuilder, MemoryStore, Skills, SqlMemoryStore } from "@artana/agent"
+import { CapabilityGuard, Pii } from "@artana/middleware"
 import { SqliteStore } from "@artana/store-sqlite"
 import { chooseModel } from "./model.js"
 
@@ -170,11 +171,14 @@ export const script: ReadonlyArray<ScriptedModel.Reply> = conversation.map((t) =
 
 // --- running it ------------------------------------------------------------------------------------------------
 
+/** The governed chain, in order: scrub PII, guard capabilities (the kernel prices every call and holds the budget). */
+const governed = Middleware.layer([Pii.middleware(), CapabilityGuard.middleware()])
+
 /** The store (log and memory on one SQLite file), the model, the kernel. */
 const layer = (filename: string) =>
   Layer.provideMerge(
     Kernel.layer(),
-    Layer.mergeAll(ToolRegistry.layer([]), Middleware.layerEmpty, Layer.orDie(chooseModel(script).layer))
+    Layer.mergeAll(ToolRegistry.layer([]), governed, Layer.orDie(chooseModel(script).layer))
   ).pipe(Layer.provideMerge(SqlMemoryStore.layer()), Layer.provideMerge(SqliteStore.layer({ filename })), Layer.orDie)
 
 export interface AnalystResult {

@@ -10,8 +10,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { Effect, Layer, Schema } from "effect"
-import { Kernel, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
+import { Kernel, Middleware, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
+import { CapabilityGuard, Pii } from "@artana/middleware"
 import { SqliteStore } from "@artana/store-sqlite"
 
 const tenant = Tenant.TenantContext.make({ tenantId: "ops", capabilities: ["reports:write"], budgetUsdLimit: 0 })
@@ -51,7 +52,7 @@ const runInThisProcess = (db: string, file: string, runId: string, crashAfter: n
   const tool = appendLine(file, crashAfter)
   const layer = Layer.provideMerge(
     Kernel.layer(),
-    Layer.mergeAll(SqliteStore.layer({ filename: db }), ScriptedModel.layer([]), ToolRegistry.layer([tool]))
+    Layer.mergeAll(SqliteStore.layer({ filename: db }), ScriptedModel.layer([]), ToolRegistry.layer([tool]), Middleware.layer([Pii.middleware(), CapabilityGuard.middleware()]))
   )
   return Effect.gen(function*() {
     const kernel = yield* Kernel.Kernel

@@ -10,19 +10,19 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { Artana, type Event } from "@artana/core"
 import type { ScriptedModel } from "@artana/core/testing"
-import { CapabilityGuard, Pii, Quota } from "@artana/middleware"
+import { CapabilityGuard, Pii } from "@artana/middleware"
 import { SqliteStore } from "@artana/store-sqlite"
 import { chooseModel } from "./model.js"
 import { getBalance, script, tenant, transfer, transferFunds } from "./transfer.js"
 
-/** The governed chain, in order: scrub PII, price and hold the budget, guard capabilities. */
+/** The governed chain, in order: scrub PII, guard capabilities (the kernel prices every call and holds the budget). */
 const client = (filename: string, replies: ReadonlyArray<ScriptedModel.Reply>) =>
   Artana.create({
     store: SqliteStore.layer({ filename }),
     model: chooseModel(replies).layer,
     tools: [getBalance, transferFunds],
     workflows: [transfer],
-    middleware: [Pii.middleware(), Quota.middleware(), CapabilityGuard.middleware()]
+    middleware: [Pii.middleware(), CapabilityGuard.middleware()]
   })
 
 /** Step 3, in its own process: resume the paused run with the human's answer. */

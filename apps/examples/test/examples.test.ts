@@ -64,7 +64,6 @@ describe("examples", () => {
       expect(JSON.stringify(server.requests[1]!.body)).toContain("json_schema")
       const notes = result.events.flatMap((e) => (e.payload._tag === "MiddlewareNote" ? [`${e.payload.middleware}:${e.payload.note}`] : []))
       expect(notes).toContain("pii:scrubbed")
-      expect(notes).toContain("quota:spend")
       const completed = result.events.flatMap((e) => (e.payload._tag === "ModelCompleted" ? [e.payload.costUsd] : []))
       expect(completed[0]).toBeCloseTo((180 * 0.15 + 20 * 0.6) / 1_000_000, 12)
     } finally {

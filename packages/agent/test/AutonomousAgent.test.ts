@@ -2,7 +2,7 @@
 // with its own key; crash recovery without repeating a tool; structured output re-asks; max turns; extensions.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Layer, Schema } from "effect"
-import { Chat, Kernel, ModelPort, type Workflow } from "@artana/core"
+import { Chat, Kernel, ModelPort, Pricing, type Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { AgentErrors, AutonomousAgent, ContextBuilder, type Extension } from "@artana/agent"
 import { agentLayer, makeTools, scripted, stepsOf, systemOf, tenant } from "./fixtures.js"
@@ -56,6 +56,7 @@ describe("AutonomousAgent", () => {
     // The third model call "kills the process" the first time (the execution stops, nothing written for it).
     const model = ModelPort.make({
       defaultModel: "m",
+      prices: { m: Pricing.free },
       generate: (request) =>
         Effect.suspend(() => {
           calls++

@@ -1,7 +1,7 @@
 // Shared pieces of the agent tests: a tenant, tools that count their side effects, a model that answers by a
 // function of the request (built through the real ModelPort.make), and the kernel layer.
 import { Effect, Layer, Schema } from "effect"
-import { type Chat, type Errors, type Event, EventStore, Kernel, Middleware, ModelPort, Tenant, Tool, ToolRegistry } from "@artana/core"
+import { type Chat, type Errors, type Event, EventStore, Kernel, Middleware, ModelPort, Pricing, Tenant, Tool, ToolRegistry } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { MemoryStore } from "@artana/agent"
 
@@ -40,6 +40,9 @@ export const makeTools = (effects = makeEffects()) => {
   return { effects, querySales, sendReport, all: [querySales, sendReport] }
 }
 
+/** The test models, free (said in code: the kernel refuses a model it cannot price under a budget). */
+export const freeModels: Pricing.PriceTable = { scripted: Pricing.free, responder: Pricing.free, cheap: Pricing.free, small: Pricing.free }
+
 /** What a responder returns for one request. */
 export interface Answer {
   readonly content?: string | null | undefined
@@ -55,6 +58,7 @@ export const makeResponder = (respond: (request: ModelPort.ModelRequest, n: numb
   const requests: Array<ModelPort.ModelRequest> = []
   const port = ModelPort.make({
     defaultModel: "responder",
+    prices: freeModels,
     generate: (request) =>
       Effect.sync(() => {
         const n = requests.length
@@ -110,7 +114,7 @@ export const agentLayer = <M>(
   )
 
 /** A scripted model layer (fixed replies in order). */
-export const scripted = (replies: ReadonlyArray<ScriptedModel.Reply>) => ScriptedModel.layer(replies)
+export const scripted = (replies: ReadonlyArray<ScriptedModel.Reply>) => ScriptedModel.layer(replies, { prices: freeModels })
 
 type StoreRead<A> = Effect.Effect<A, Errors.RunNotFound | Errors.StoreError, EventStore.EventStore>
 

@@ -22,6 +22,7 @@ import type { Event, RunInfo } from "./Event.js"
 import * as EventStore from "./EventStore.js"
 import * as Kernel from "./Kernel.js"
 import * as Middleware from "./Middleware.js"
+import type * as Pricing from "./Pricing.js"
 import type { ModelPort } from "./ModelPort.js"
 import type { TenantContext } from "./Tenant.js"
 import type { Tool } from "./Tool.js"
@@ -29,7 +30,8 @@ import * as ToolRegistry from "./ToolRegistry.js"
 import type { VerifyReport } from "./Verify.js"
 import * as Workflow from "./Workflow.js"
 
-export interface Options {
+/** The client's options; pricing (`prices`, `unknownModelPrice`, ...) and `enforceBudget` as in `Kernel.Options`. */
+export interface Options extends Pricing.Options {
   /** Where the log lives; in memory when absent. */
   readonly store?: Layer.Layer<EventStore.EventStore, unknown> | undefined
   readonly model: Layer.Layer<ModelPort, unknown>
@@ -38,6 +40,8 @@ export interface Options {
   /** The middleware chain, in order; an entry may be an Effect that needs the ModelPort (a quota). */
   readonly middleware?: ReadonlyArray<Middleware.Interceptor | Effect.Effect<Middleware.Interceptor, never, ModelPort>> | undefined
   readonly auditKey?: string | undefined
+  /** `false` turns the budget off (see `Kernel.Options.enforceBudget`). */
+  readonly enforceBudget?: boolean | undefined
 }
 
 /** The durable context of a Promise workflow: every method is one logged step. */
@@ -111,7 +115,11 @@ export const create = (options: Options): Client => {
   )
   const kernel = Kernel.layer({
     workflows: options.workflows,
-    auditKey: options.auditKey === undefined ? undefined : Redacted.make(options.auditKey)
+    auditKey: options.auditKey === undefined ? undefined : Redacted.make(options.auditKey),
+    prices: options.prices,
+    unknownModelPrice: options.unknownModelPrice,
+    defaultMaxOutputTokens: options.defaultMaxOutputTokens,
+    enforceBudget: options.enforceBudget
   })
   const runtime = ManagedRuntime.make(Layer.provideMerge(kernel, base))
   const run = <A, E>(effect: Effect.Effect<A, E, Kernel.Kernel | EventStore.EventStore>): Promise<A> =>

@@ -120,6 +120,22 @@ export class BudgetExceeded extends Schema.TaggedError<BudgetExceeded>()("Budget
   }
 }
 
+/**
+ * A model call under a budget whose model has no known price: refused before the request (a call is never treated
+ * as free). The fix is a price, in code.
+ */
+export class BudgetUnpriced extends Schema.TaggedError<BudgetUnpriced>()("BudgetUnpriced", {
+  runId: Schema.String,
+  model: Schema.String
+}) {
+  override get message() {
+    return `run ${this.runId}: no price is known for model "${this.model}", so its cost cannot be held to the tenant's ` +
+      `budget and the call was refused before the request. Price it in the kernel's options: ` +
+      `Kernel.layer({ prices: { "${this.model}": { input, cachedInput, output } } }) (USD per million tokens; ` +
+      `Pricing.free for a model that costs nothing), or set unknownModelPrice`
+  }
+}
+
 /** A model call failed. `kind` tells what to do about it. */
 export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
   kind: Schema.Literal(

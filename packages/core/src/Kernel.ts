@@ -24,6 +24,7 @@ import { canonicalJson } from "./internal/hash.js"
 import * as Json from "./Json.js"
 import { Middleware } from "./Middleware.js"
 import { ModelPort } from "./ModelPort.js"
+import * as Pricing from "./Pricing.js"
 import type { TenantContext } from "./Tenant.js"
 import { firstIssue } from "./Tool.js"
 import { ToolRegistry } from "./ToolRegistry.js"
@@ -42,6 +43,7 @@ export type KernelError =
   | Errors.RunNotFound
   | Errors.RunFailedError
   | Errors.BudgetExceeded
+  | Errors.BudgetUnpriced
   | Errors.WorkflowNotFound
 
 export interface StartOptions<I> {
@@ -102,11 +104,21 @@ export interface Service {
 /** The durable kernel. */
 export class Kernel extends Context.Tag("@artana/core/Kernel")<Kernel, Service>() {}
 
-export interface Options {
+/**
+ * The kernel's options. Budgets are the kernel's own: every model step is priced (see `Pricing`) and held to the
+ * tenant's `budgetUsdLimit` across the run's lineage, with no middleware named. `prices`, `unknownModelPrice` and
+ * `defaultMaxOutputTokens` tune the pricing per deployment.
+ */
+export interface Options extends Pricing.Options {
   /** Workflows `resume` can find by name (runs started in another process). */
   readonly workflows?: ReadonlyArray<Workflow.Any> | undefined
   /** HMAC key for the hash chain, kept outside the database. */
   readonly auditKey?: Redacted.Redacted<string> | undefined
+  /**
+   * `false` turns the budget off: calls are priced where a price is known (else cost 0) but never refused, and every
+   * model step writes a `budget_not_enforced` note, so the opt-out shows in code and in the log. Default true.
+   */
+  readonly enforceBudget?: boolean | undefined
 }
 
 const errorTag = (e: unknown): string => (Predicate.hasProperty(e, "_tag") && typeof e._tag === "string" ? e._tag : "Error")
@@ -147,7 +159,10 @@ export const make = (options: Options = {}) =>
       model,
       tools,
       interceptors: Option.match(middleware, { onNone: () => [], onSome: (m) => m.interceptors }),
-      auditKey: options.auditKey === undefined ? undefined : Redacted.value(options.auditKey)
+      auditKey: options.auditKey === undefined ? undefined : Redacted.value(options.auditKey),
+      priceOf: Pricing.resolver(options, model.prices),
+      defaultMaxOutputTokens: options.defaultMaxOutputTokens ?? 1024,
+      enforceBudget: options.enforceBudget ?? true
     }
     const workflows = new Map<string, Workflow.Any>()
     for (const w of options.workflows ?? []) workflows.set(w.name, w)

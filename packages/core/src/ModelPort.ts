@@ -11,6 +11,7 @@ import * as Layer from "effect/Layer"
 import type { AssistantMessage, ChatMessage, ToolSpec, Usage } from "./Chat.js"
 import { ModelError } from "./Errors.js"
 import type { Json, JsonObject } from "./Json.js"
+import type { PriceTable } from "./Pricing.js"
 
 /** Structured output requested from the model. */
 export interface OutputFormat {
@@ -49,6 +50,8 @@ export interface Service {
   readonly generate: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError>
   /** Tokens a message list takes for `model` (compaction and budget estimates use it). */
   readonly countTokens: (messages: ReadonlyArray<ChatMessage>, model?: string) => Effect.Effect<number>
+  /** The provider's own prices (see `Pricing`): after the deployment's, before the built-in table. */
+  readonly prices?: PriceTable | undefined
 }
 
 /** The model the kernel talks to. */
@@ -59,6 +62,8 @@ export interface ProviderOptions {
   readonly defaultModel: string
   readonly generate: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError>
   readonly countTokens?: ((messages: ReadonlyArray<ChatMessage>, model: string) => Effect.Effect<number>) | undefined
+  /** The provider's own prices, for models the built-in table does not know. */
+  readonly prices?: PriceTable | undefined
 }
 
 /** Rough token count (4 characters a token, plus per-message overhead) for providers without a tokenizer. */
@@ -77,6 +82,7 @@ export const approximateTokens = (messages: ReadonlyArray<ChatMessage>): number 
  */
 export const make = (options: ProviderOptions): Service => ({
   defaultModel: options.defaultModel,
+  prices: options.prices,
   generate: Effect.fn("ModelPort.generate")(function*(request: ModelRequest) {
     const response = yield* options.generate(request)
     for (const call of response.message.toolCalls ?? []) {

@@ -11,6 +11,7 @@ import * as Layer from "effect/Layer"
 import type { ChatMessage, ToolCall, Usage } from "./Chat.js"
 import type { ModelError } from "./Errors.js"
 import * as ModelPort from "./ModelPort.js"
+import * as Pricing from "./Pricing.js"
 
 /** One scripted reply. */
 export interface Reply {
@@ -55,12 +56,23 @@ const lastText = (messages: ReadonlyArray<ChatMessage>): string => {
   return last === undefined ? "(no messages)" : `${last.role}: ${(last.content ?? "").slice(0, 120)}`
 }
 
+export interface Options {
+  /** The model requests name by default; "scripted" when absent. */
+  readonly model?: string | undefined
+  /**
+   * Prices of the models it answers for (see `Pricing`). Default: the model "scripted" is free; any other name is
+   * priced as the kernel would price it (the built-in table), or refused under a budget.
+   */
+  readonly prices?: Pricing.PriceTable | undefined
+}
+
 /** Builds a scripted model: the port and its inspector. */
-export const make = (script: ReadonlyArray<Reply>, options: { readonly model?: string } = {}) => {
+export const make = (script: ReadonlyArray<Reply>, options: Options = {}) => {
   const requests: Array<ModelPort.ModelRequest> = []
   let next = 0
   const port = ModelPort.make({
     defaultModel: options.model ?? "scripted",
+    prices: options.prices ?? { scripted: Pricing.free },
     generate: (request) =>
       Effect.suspend(() => {
         requests.push(request)
@@ -96,7 +108,7 @@ export const make = (script: ReadonlyArray<Reply>, options: { readonly model?: s
 }
 
 /** A layer providing `ModelPort` and `ScriptedModel` (the inspector). */
-export const layer = (script: ReadonlyArray<Reply>, options: { readonly model?: string } = {}): Layer.Layer<ModelPort.ModelPort | ScriptedModel> =>
+export const layer = (script: ReadonlyArray<Reply>, options: Options = {}): Layer.Layer<ModelPort.ModelPort | ScriptedModel> =>
   Layer.unwrapEffect(Effect.sync(() => {
     const { inspector, port } = make(script, options)
     return Layer.merge(Layer.succeed(ModelPort.ModelPort, port), Layer.succeed(ScriptedModel, inspector))

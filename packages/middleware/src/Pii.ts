@@ -260,7 +260,7 @@ const scrubMessage = (scrubber: Scrubber, message: Chat.ChatMessage, tally: Tall
  *
  * @example
  * ```ts
- * Middleware.layer([Pii.middleware({ restoreToolArguments: true }), Quota.middleware()])
+ * Middleware.layer([Pii.middleware({ restoreToolArguments: true }), CapabilityGuard.middleware()])
  * ```
  */
 export const middleware = (options: Options = {}): Middleware.Interceptor => {

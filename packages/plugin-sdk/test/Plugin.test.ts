@@ -134,8 +134,10 @@ describe("PluginTest", () => {
   it.effect("invalid arguments fail before the tool runs; a tenant without the capability is denied", () =>
     Effect.gen(function*() {
       const invalid = yield* PluginTest.run({ plugin: weather, config: { units: "metric" }, tool: "weather.forecast", args: { town: "Oslo" } })
-      expect(Either.isLeft(invalid.result) && invalid.result.left).toMatchObject({ _tag: "InvalidToolArguments", path: "$.city" })
-      expect(invalid.events.map((e) => e.type)).not.toContain("ToolRequested")
+      // Refused (`city` is missing; `town` is not a property), logged like a model's call, and nothing ran.
+      const error = Either.isLeft(invalid.result) ? invalid.result.left : undefined
+      expect([error?._tag, error?._tag === "InvalidToolArguments" ? error.path : error?.message]).toEqual(["InvalidToolArguments", "$.city"])
+      expect(invalid.events.map((e) => e.payload)).toMatchObject([{ _tag: "RunStarted" }, { _tag: "ToolRequested" }, { _tag: "ToolFailed", kind: "invalid_arguments", path: "$.city" }, { _tag: "RunFailed" }])
       const tenant = Tenant.TenantContext.make({ tenantId: "t", capabilities: [], budgetUsdLimit: 1 })
       const denied = yield* PluginTest.run({ plugin: weather, config: { units: "metric" }, tool: "weather.forecast", args: { city: "Oslo" }, tenant })
       expect(Either.isLeft(denied.result) && denied.result.left).toMatchObject({ _tag: "PolicyDenied", capability: "weather:read" })

@@ -7,7 +7,7 @@
 import { appendFileSync, existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Layer, Schema } from "effect"
-import { type Chat, Kernel, Middleware, ModelPort, Tenant, Tool, ToolRegistry } from "@artana/core"
+import { type Chat, Kernel, Middleware, ModelPort, Pricing, Tenant, Tool, ToolRegistry } from "@artana/core"
 import { SqliteStore } from "@artana/store-sqlite"
 import { AutonomousAgent, CompactionStrategy, type MemoryStore, SqlMemoryStore, SubAgent } from "../../src/index.js"
 
@@ -49,6 +49,8 @@ const makeModel = (crash: CrashPoint | undefined) => {
   const seen = { summary: 0, child: 0 }
   return ModelPort.make({
     defaultModel: "scripted",
+    // Test models cost nothing, said in code: the kernel refuses a model it cannot price.
+    prices: { scripted: Pricing.free, cheap: Pricing.free },
     generate: (request) =>
       Effect.sync(() => {
         const kind = isSummary(request) ? "summary" : isChild(request) ? "child" : "parent"

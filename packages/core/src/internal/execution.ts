@@ -18,6 +18,7 @@ import type * as EventStore from "../EventStore.js"
 import * as Json from "../Json.js"
 import type { CallContext, Interceptor, ToolCallInfo } from "../Middleware.js"
 import type * as ModelPort from "../ModelPort.js"
+import { costOf, type Price } from "../Pricing.js"
 import { hasCapability, type TenantContext } from "../Tenant.js"
 import { firstIssue, jsonSchemaOf, type Tool } from "../Tool.js"
 import type * as ToolRegistry from "../ToolRegistry.js"
@@ -42,6 +43,12 @@ export interface Deps {
   readonly tools: ToolRegistry.Service
   readonly interceptors: ReadonlyArray<Interceptor>
   readonly auditKey: string | undefined
+  /** The price of a model (see `Pricing.resolver`), or undefined when nothing prices it. */
+  readonly priceOf: (model: string) => Price | undefined
+  /** Output tokens the pre-call estimate assumes when a request sets none. */
+  readonly defaultMaxOutputTokens: number
+  /** False only when the kernel was built with `enforceBudget: false`: calls are priced but never refused. */
+  readonly enforceBudget: boolean
 }
 
 /** Faults that end an execution without writing anything: the run stays resumable. */
@@ -57,7 +64,7 @@ export type Halt =
   | { readonly _tag: "Paused"; readonly ticket: string; readonly reason: string }
   | { readonly _tag: "NeedsReconciliation"; readonly stepKey: string; readonly tool: string }
   | { readonly _tag: "Fault"; readonly error: Fault }
-  | { readonly _tag: "Failed"; readonly error: Errors.BudgetExceeded }
+  | { readonly _tag: "Failed"; readonly error: Errors.BudgetExceeded | Errors.BudgetUnpriced }
 
 export interface ExecutionOptions {
   readonly runId: string
@@ -115,6 +122,9 @@ const failureOf = (p: Extract<EventPayload, { _tag: "ToolFailed" }>, requested: 
       return { ok: false, error: new Errors.ToolError({ tool: p.tool, reason: p.error, timedOut: p.kind === "timeout" }) }
   }
 }
+
+/** `ModelFailed.kind` of a call refused because nothing prices its model. */
+const UNPRICED = "budget_unpriced"
 
 export const make = (deps: Deps, options: ExecutionOptions) => {
   const { runId, tenant, mode } = options
@@ -200,14 +210,19 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
    */
   const lookup = (key: string, actual: () => string): ReadonlyArray<Event> | undefined | Fault => {
     const recorded = byKey.get(key)
+    const next = nextUnconsumed()
     if (recorded !== undefined) {
       if (consumed.has(key)) {
         return new Errors.NonDeterminism({ runId, stepKey: key, expected: "a step key used once", actual: `${actual()} reusing it` })
       }
+      // The log's order holds for explicit keys too: a recorded step met before an earlier one was replayed means the
+      // code changed its order (and an in-doubt tool would otherwise run again before the steps that preceded it).
+      if (next !== key) {
+        return new Errors.NonDeterminism({ runId, stepKey: key, expected: `${describe(byKey.get(next!)!)} at step ${next}`, actual: `${actual()} at step ${key}` })
+      }
       consumed.add(key)
       return recorded
     }
-    const next = nextUnconsumed()
     if (next !== undefined) {
       return new Errors.NonDeterminism({ runId, stepKey: key, expected: `${describe(byKey.get(next)!)} at step ${next}`, actual: actual() })
     }
@@ -274,6 +289,9 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
         const completed = recorded.find((e) => e.payload._tag === "ModelCompleted")?.payload
         if (completed === undefined || completed._tag !== "ModelCompleted") {
           const failed = recorded.find((e) => e.payload._tag === "ModelFailed")?.payload
+          if (failed?._tag === "ModelFailed" && failed.kind === UNPRICED) {
+            return yield* halt({ _tag: "Failed", error: new Errors.BudgetUnpriced({ runId, model: first.model }) })
+          }
           const kind = failed?._tag === "ModelFailed" ? Schema.decodeUnknownOption(Errors.ModelError.fields.kind)(failed.kind) : undefined
           return yield* Effect.fail(new Errors.ModelError({
             kind: kind?._tag === "Some" ? kind.value : "unknown",
@@ -288,7 +306,7 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
         spentUsd = Math.max(spentUsd, lineage)
         spendStale = false
       }
-      if (spentUsd >= tenant.budgetUsdLimit) return yield* budgetExceeded(key, "before_call", [])
+      if (deps.enforceBudget && spentUsd >= tenant.budgetUsdLimit) return yield* budgetExceeded(key, "before_call", [])
       const notes: Array<EventPayload> = []
       const context = callContext(key, notes)
       const requested = (sent: ModelPort.ModelRequest): EventPayload => ({
@@ -311,6 +329,28 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
         }
         sent = next.right
       }
+      const price = deps.priceOf(sent.model)
+      if (!deps.enforceBudget) {
+        notes.push({ _tag: "MiddlewareNote", middleware: "kernel", note: "budget_not_enforced", data: { limitUsd: tenant.budgetUsdLimit } })
+      } else if (price === undefined) {
+        // Refused before the request: a call that cannot be priced is never treated as free.
+        yield* append(key, [requested(sent), ...notes, { _tag: "ModelFailed", kind: UNPRICED, error: `no price is known for model "${sent.model}"` }])
+        return yield* halt({ _tag: "Failed", error: new Errors.BudgetUnpriced({ runId, model: sent.model }) })
+      } else if (price.input > 0 || price.output > 0) {
+        // The call's cost at most: the prompt as the model counts it, and every output token the request allows.
+        const promptTokens = yield* deps.model.countTokens(sent.messages, sent.model)
+        const outputTokens = sent.maxOutputTokens ?? deps.defaultMaxOutputTokens
+        const estimateUsd = costOf({ inputTokens: promptTokens, outputTokens }, price)
+        if (spentUsd + estimateUsd > tenant.budgetUsdLimit) {
+          notes.push({
+            _tag: "MiddlewareNote",
+            middleware: "kernel",
+            note: "estimate_over_budget",
+            data: { model: sent.model, promptTokens, outputTokens, estimateUsd, spentUsd, limitUsd: tenant.budgetUsdLimit }
+          })
+          return yield* budgetExceeded(key, "before_call", [requested(sent), ...notes])
+        }
+      }
       const generated = yield* Effect.either(deps.model.generate(sent))
       if (Either.isLeft(generated)) {
         yield* append(key, [requested(sent), ...notes, { _tag: "ModelFailed", kind: generated.left.kind, error: generated.left.reason }])
@@ -329,7 +369,9 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
         }
         response = next.right
       }
-      const costUsd = response.costUsd ?? 0
+      // A cost the adapter (or a middleware) reports wins; else the usage at the price of the model that answered.
+      const answeredPrice = response.model === sent.model ? price : deps.priceOf(response.model) ?? price
+      const costUsd = response.costUsd ?? (answeredPrice === undefined ? 0 : costOf(response.usage, answeredPrice))
       spentUsd += costUsd
       for (const n of response.notes ?? []) notes.push({ _tag: "MiddlewareNote", middleware: n.source, note: n.note, data: n.data })
       const payloads: Array<EventPayload> = [
@@ -337,7 +379,7 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
         ...notes,
         { _tag: "ModelCompleted", model: response.model, message: response.message, usage: response.usage, costUsd }
       ]
-      if (spentUsd > tenant.budgetUsdLimit) return yield* budgetExceeded(key, "after_call", payloads)
+      if (deps.enforceBudget && spentUsd > tenant.budgetUsdLimit) return yield* budgetExceeded(key, "after_call", payloads)
       yield* append(key, payloads)
       return { message: response.message, usage: response.usage, costUsd }
     })

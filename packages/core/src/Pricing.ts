@@ -1,0 +1,82 @@
+/**
+ * Prices of models, in USD per million tokens, and the cost of a call's usage. The kernel prices every model step
+ * with them and holds the tenant's budget (see `Kernel.Options`): a model with no price under a budget is refused
+ * before the request, never treated as free.
+ *
+ * Where a price comes from, first match wins: the deployment's `prices` (`Kernel.Options.prices`), the model
+ * adapter's own table (`ModelPort.Service.prices`), the built-in table below, then the deployment's
+ * `unknownModelPrice`. A cost the adapter reports in its response (`ModelResponse.costUsd`) is used as it is.
+ *
+ * @since 0.2.0
+ */
+import * as Schema from "effect/Schema"
+import type { Usage } from "./Chat.js"
+
+/** USD per million tokens: input, cached input and output. */
+export const Price = Schema.Struct({
+  input: Schema.Number.pipe(Schema.nonNegative()),
+  cachedInput: Schema.Number.pipe(Schema.nonNegative()),
+  output: Schema.Number.pipe(Schema.nonNegative())
+})
+export type Price = typeof Price.Type
+
+/** Model name -> price. A dated snapshot (`gpt-4o-2024-08-06`) is priced as its family (the longest matching name). */
+export type PriceTable = Readonly<Record<string, Price>>
+
+/** A model that costs nothing (a local model, a test double): say so in code, `prices: { "llama3": Pricing.free }`. */
+export const free: Price = { input: 0, cachedInput: 0, output: 0 }
+
+/**
+ * Built-in prices: OpenAI's current models (input / cached input / output, from OpenAI's public price list).
+ * Override or extend them per deployment with `Kernel.Options.prices`.
+ */
+export const builtIn: PriceTable = {
+  "gpt-5": { input: 1.25, cachedInput: 0.125, output: 10 },
+  "gpt-5-mini": { input: 0.25, cachedInput: 0.025, output: 2 },
+  "gpt-5-nano": { input: 0.05, cachedInput: 0.005, output: 0.4 },
+  "gpt-4.1": { input: 2, cachedInput: 0.5, output: 8 },
+  "gpt-4.1-mini": { input: 0.4, cachedInput: 0.1, output: 1.6 },
+  "gpt-4.1-nano": { input: 0.1, cachedInput: 0.025, output: 0.4 },
+  "gpt-4o": { input: 2.5, cachedInput: 1.25, output: 10 },
+  "gpt-4o-mini": { input: 0.15, cachedInput: 0.075, output: 0.6 },
+  "o1": { input: 15, cachedInput: 7.5, output: 60 },
+  "o3": { input: 2, cachedInput: 0.5, output: 8 },
+  "o3-mini": { input: 1.1, cachedInput: 0.55, output: 4.4 },
+  "o4-mini": { input: 1.1, cachedInput: 0.275, output: 4.4 },
+  "gpt-4-turbo": { input: 10, cachedInput: 10, output: 30 },
+  "gpt-3.5-turbo": { input: 0.5, cachedInput: 0.5, output: 1.5 }
+}
+
+/** The price of `model` in `table`: its exact name, else the longest name it starts with followed by `-`. */
+export const priceOf = (model: string, table: PriceTable): Price | undefined => {
+  const exact = table[model]
+  if (exact !== undefined) return exact
+  let best: string | undefined
+  for (const name of Object.keys(table)) {
+    if (model.startsWith(`${name}-`) && (best === undefined || name.length > best.length)) best = name
+  }
+  return best === undefined ? undefined : table[best]
+}
+
+/** Cost in USD of a call's usage at `price` (cached input tokens at the cached price). */
+export const costOf = (usage: Usage, price: Price): number => {
+  const cached = Math.min(usage.cachedInputTokens ?? 0, usage.inputTokens)
+  return ((usage.inputTokens - cached) * price.input + cached * price.cachedInput + usage.outputTokens * price.output) / 1_000_000
+}
+
+/** How a deployment prices models; every field optional. */
+export interface Options {
+  /** Prices that win over the adapter's and the built-in ones. */
+  readonly prices?: PriceTable | undefined
+  /** The price of a model no table knows; without it, such a model is refused under a budget. */
+  readonly unknownModelPrice?: Price | undefined
+  /** Output tokens the kernel's pre-call estimate assumes when a request sets no `maxOutputTokens`. Default 1024. */
+  readonly defaultMaxOutputTokens?: number | undefined
+}
+
+/** The resolver the kernel uses: deployment, then adapter, then built-in, then `unknownModelPrice`. */
+export const resolver = (options: Options, adapter: PriceTable | undefined) => (model: string): Price | undefined =>
+  (options.prices === undefined ? undefined : priceOf(model, options.prices)) ??
+    (adapter === undefined ? undefined : priceOf(model, adapter)) ??
+    priceOf(model, builtIn) ??
+    options.unknownModelPrice

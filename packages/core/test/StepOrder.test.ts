@@ -1,0 +1,70 @@
+import { describe, expect, it } from "@effect/vitest"
+import { EventStore, Kernel, Tool, Workflow } from "@artana/core"
+import { Effect, Either, Schema } from "effect"
+import { kernelLayer, tenant } from "./fixtures.js"
+
+/** Two steps with explicit keys: a memoized lookup, then an idempotent charge; `order` says which comes first. */
+const makeWorld = () => {
+  const charges: Array<string> = []
+  let crash = true
+  const charge = Tool.make({
+    name: "charge",
+    description: "charges a card",
+    parameters: Schema.Struct({ cents: Schema.Number }),
+    idempotent: true,
+    handler: ({ cents }, ctx) =>
+      Effect.suspend(() => {
+        charges.push(`${ctx.idempotencyKey}:${cents}`)
+        // The process dies inside the handler: the step is left in doubt.
+        return crash ? Effect.interrupt : Effect.succeed(cents)
+      })
+  })
+  const workflow = (order: "lookup-first" | "charge-first") =>
+    Workflow.make({
+      name: "checkout",
+      input: Schema.Null,
+      output: Schema.Unknown,
+      run: (_input, ctx) => {
+        const lookup = ctx.step("lookup", Effect.succeed(42), Schema.Number, { key: "lookup" })
+        const pay = ctx.tool(charge, { cents: 5 }, { key: "charge" })
+        return order === "lookup-first" ? Effect.zip(lookup, pay) : Effect.zip(pay, lookup)
+      }
+    })
+  return { charges, workflow, charge, survive: () => void (crash = false) }
+}
+
+describe("step order with explicit keys", () => {
+  it.effect("code that meets logged steps with explicit keys in another order is NonDeterminism, and no in-doubt tool runs", () => {
+    const world = makeWorld()
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const crashed = yield* Effect.exit(kernel.execute(world.workflow("lookup-first"), { runId: "reordered", tenant, input: null }))
+      expect(crashed._tag).toBe("Failure")
+      expect(world.charges).toEqual(["reordered/charge:5"])
+      world.survive()
+      const resumed = yield* Effect.either(kernel.execute(world.workflow("charge-first"), { runId: "reordered", tenant, input: null }))
+      expect(Either.isLeft(resumed) && resumed.left).toMatchObject({ _tag: "NonDeterminism", stepKey: "charge" })
+      expect(Either.isLeft(resumed) && String(resumed.left.message)).toContain(`step "lookup" at step lookup`)
+      // The in-doubt charge did not run again ahead of the logged lookup.
+      expect(world.charges).toEqual(["reordered/charge:5"])
+      const run = yield* (yield* EventStore.EventStore).getRun(tenant.tenantId, "reordered")
+      expect(run.status).toBe("running")
+      // The code in its original order resumes it: the idempotent charge runs again once, with the same key.
+      const fixed = yield* kernel.execute(world.workflow("lookup-first"), { runId: "reordered", tenant, input: null })
+      expect(fixed).toEqual({ status: "completed", runId: "reordered", output: [42, 5] })
+      expect(world.charges).toEqual(["reordered/charge:5", "reordered/charge:5"])
+    }).pipe(Effect.provide(kernelLayer([], [world.charge])))
+  })
+
+  it.effect("replay of a completed run in another order is NonDeterminism as well", () => {
+    const world = makeWorld()
+    world.survive()
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      yield* kernel.execute(world.workflow("lookup-first"), { runId: "done", tenant, input: null })
+      const replayed = yield* Effect.either(kernel.replay(world.workflow("charge-first"), { tenantId: tenant.tenantId, runId: "done" }))
+      expect(Either.isLeft(replayed) && replayed.left).toMatchObject({ _tag: "NonDeterminism", stepKey: "charge" })
+      expect(yield* kernel.replay(world.workflow("lookup-first"), { tenantId: tenant.tenantId, runId: "done" })).toMatchObject({ status: "completed" })
+    }).pipe(Effect.provide(kernelLayer([], [world.charge])))
+  })
+})

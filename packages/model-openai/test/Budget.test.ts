@@ -1,0 +1,36 @@
+// Budgets hold by default over the real openai SDK, with no middleware named: the kernel prices every call.
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { Artana, Chat, Errors, Tenant } from "@artana/core"
+import { OpenAiModel } from "@artana/model-openai"
+import { FakeOpenAi } from "@artana/model-openai/testing"
+
+const tenant = (budgetUsdLimit: number) => Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit })
+
+describe("the tenant's budget over the openai SDK, no middleware", () => {
+  it.scopedLive("a budget of a millionth of a dollar refuses the call before it reaches the server", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeOpenAi.scoped([FakeOpenAi.text("a long answer", { usage: { promptTokens: 400, completionTokens: 300 } })])
+      const artana = Artana.create({ model: OpenAiModel.layer({ baseURL: server.url, defaultModel: "gpt-4o-mini" }) })
+      const refused = yield* Effect.flip(Effect.tryPromise({
+        try: () => artana.chat({ runId: "tiny", tenant: tenant(0.000001), messages: [Chat.user("hello")] }),
+        catch: (e) => e
+      }))
+      expect(refused).toBeInstanceOf(Errors.BudgetExceeded)
+      expect(server.requests).toHaveLength(0)
+      const run = yield* Effect.promise(() => artana.getRun({ tenantId: "acme", runId: "tiny" }))
+      expect(run.status).toBe("failed")
+      yield* Effect.promise(() => artana.close())
+    }))
+
+  it.scopedLive("a call's cost comes from the server's usage at the model's price, and the run's row sums it", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeOpenAi.scoped([FakeOpenAi.text("hi", { usage: { promptTokens: 400, completionTokens: 300 } })])
+      const artana = Artana.create({ model: OpenAiModel.layer({ baseURL: server.url, defaultModel: "gpt-4o-mini" }) })
+      const result = yield* Effect.promise(() => artana.chat({ runId: "priced", tenant: tenant(1), messages: [Chat.user("hello")] }))
+      const expected = (400 * 0.15 + 300 * 0.6) / 1_000_000
+      expect(result.status === "completed" && result.output.costUsd).toBeCloseTo(expected, 12)
+      expect((yield* Effect.promise(() => artana.getRun({ tenantId: "acme", runId: "priced" }))).costUsd).toBeCloseTo(expected, 12)
+      yield* Effect.promise(() => artana.close())
+    }))
+})
