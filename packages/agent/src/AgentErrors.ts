@@ -75,7 +75,10 @@ export class ExtensionError extends Schema.TaggedError<ExtensionError>()("Extens
   }
 }
 
-/** A sub-agent's run did not complete (it failed, or waits for a person); the parent's tool call fails with it. */
+/**
+ * A sub-agent's run did not complete (it failed, or paused); the parent's tool call fails with it. A child in doubt
+ * is not a failure: the parent waits with it (`Errors.WaitingOnRun`).
+ */
 export class SubAgentFailed extends Schema.TaggedError<SubAgentFailed>()("SubAgentFailed", {
   tool: Schema.String,
   childRunId: Schema.String,

@@ -4,7 +4,9 @@
  * `<parent run>::sub_agent::<idempotency key of the call>`, the parent's tenant, and the parent as its parent run,
  * so it spends on the root run's budget: a child that exhausts it stops, and the parent stops at its next model
  * step. The tool is idempotent: a parent that crashed during the call runs it again with the same key, which
- * resumes the same child run from its log (its completed tool calls are not repeated).
+ * resumes the same child run from its log (its completed tool calls are not repeated). A child that waits for
+ * reconciliation makes the parent wait too (core's `Errors.WaitingOnRun`): once the step in doubt is settled, resuming
+ * the root runs the call again, which continues the child and hands the parent its real output.
  *
  * `lineage` reads the tree of runs (root, sub-agents, their sub-agents) back from the store.
  *

@@ -1,6 +1,8 @@
 // Crash recovery with real processes on a real SQLite file: an agent SIGKILLed in the middle of a compaction (during
 // the summary's model call) and in the middle of a sub-agent run (during the child's model call) is resumed by a
-// new process, which finishes the run without repeating any tool call; the log verifies and replays exactly.
+// new process, which finishes the run without repeating any tool call; the log verifies and replays exactly. A
+// grandchild killed after its non-idempotent tool's side effect leaves its whole lineage waiting for a person, and
+// once the person settled that step, resuming the root finishes the tree as a run without the crash would.
 import { describe, expect, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -89,6 +91,12 @@ const crashAndResume = (scenario: Scenario, crashAt: string) =>
     return { runId, output, effectsAtCrash, logsAtCrash, effects: effects(dir), ...inspected }
   })
 
+/** The content of the tool message answering `tool` in the last model request of a log: what that model was told. */
+const toldByTool = (events: ReadonlyArray<Event.Event>, tool: string) => {
+  const requests = events.flatMap((e) => (e.payload._tag === "ModelRequested" ? [e.payload] : []))
+  return requests[requests.length - 1]?.messages.find((m) => m.role === "tool" && m.name === tool)?.content
+}
+
 const keys = (events: ReadonlyArray<Event.Event>, type: string) => events.filter((e) => e.type === type).map((e) => e.stepKey)
 
 describe.concurrent("crash recovery of agents (SIGKILLed processes, SQLite on disk)", () => {
@@ -140,4 +148,106 @@ describe.concurrent("crash recovery of agents (SIGKILLed processes, SQLite on di
       expect(r.tree.children[0]!.run.status).toBe("completed")
       expect(r.replayed).toMatchObject({ status: "completed", output: { output: "report written" } })
     }), 120_000)
+
+  it.scoped("a grandchild killed in doubt: its parent and the root wait for a person, naming its run and step; reconciled, the root's resume finishes the tree as without the crash, the side effect once", () =>
+    Effect.gen(function*() {
+      const { db, dir } = yield* workDir
+      const runId = "doubt-1"
+      const managerId = SubAgent.childRunId(runId, `${runId}/turn:0/tool:0`)
+      const clerkId = SubAgent.childRunId(managerId, `${managerId}/turn:0/tool:0`)
+      const args = ["--db", db, "--dir", dir, "--run", runId, "--scenario", "doubt"]
+      const first = yield* runChild([...args, "--crash-at", "send:1"])
+      if (first.signal !== "SIGKILL") throw new Error(`expected the first process to be SIGKILLed; it ${describeExit(first)}`)
+      // The notice went out; the kill came before its outcome was logged.
+      const sent = [`send board ${clerkId}/turn:0/tool:0`]
+      expect(effects(dir)).toEqual(sent)
+      const fixture = makeScenario({ dir })
+      const atCrash = yield* readLogs(runId).pipe(Effect.provide(fixture.layer(db)))
+      expect(keys(atCrash.logs.get(clerkId)!, "ToolRequested")).toEqual(["turn:0/tool:0"])
+      expect(keys(atCrash.logs.get(clerkId)!, "ToolCompleted")).toEqual([])
+
+      // Recovery finds the step in doubt: the clerk waits for a person, and so do the manager and the director, each
+      // naming the path down to it; none of them logged a failure, and no model was told anything.
+      const waiting = yield* runChild(args)
+      if (waiting.code !== 0) throw new Error(`expected the recovery to report the run waiting; it ${describeExit(waiting)}`)
+      const path = [
+        { runId: managerId, stepKey: "turn:0/tool:0", tool: "assign" },
+        { runId: clerkId, stepKey: "turn:0/tool:0", tool: "send" }
+      ]
+      expect(JSON.parse(waiting.stdout.trim().split("\n").pop() ?? "null")).toEqual({
+        outcome: "result",
+        result: { status: "needs_reconciliation", runId, stepKey: "turn:0/tool:0", tool: "delegate", waitingOn: path }
+      })
+      const inDoubt = yield* Effect.gen(function*() {
+        const store = yield* EventStore.EventStore
+        const { logs, runs } = yield* readLogs(runId)
+        return { logs, runs, path: yield* EventStore.reconciliationPath(store, tenant.tenantId, runId) }
+      }).pipe(Effect.provide(fixture.layer(db)))
+      expect(Object.fromEntries(inDoubt.runs.map((r) => [r.runId, r.status]))).toEqual({
+        [runId]: "needs_reconciliation",
+        [managerId]: "needs_reconciliation",
+        [clerkId]: "needs_reconciliation"
+      })
+      expect(inDoubt.path).toEqual([{ runId, stepKey: "turn:0/tool:0", tool: "delegate" }, ...path])
+      const marker = (id: string) => inDoubt.logs.get(id)!.filter((e) => e.type === "ReconciliationRequired").map((e) => ({ stepKey: e.stepKey, payload: e.payload }))
+      expect(marker(runId)).toMatchObject([{ stepKey: "turn:0/tool:0", payload: { tool: "delegate", waitingOn: path } }])
+      expect(marker(managerId)).toMatchObject([{ stepKey: "turn:0/tool:0", payload: { tool: "assign", waitingOn: path.slice(1) } }])
+      expect(marker(clerkId)).toEqual([{ stepKey: "turn:0/tool:0", payload: { _tag: "ReconciliationRequired", tool: "send", idempotencyKey: `${clerkId}/turn:0/tool:0` } }])
+      for (const log of inDoubt.logs.values()) expect(keys(log, "ToolFailed")).toEqual([])
+      expect(keys(inDoubt.logs.get(runId)!, "ModelRequested")).toEqual(["turn:0"])
+      expect(keys(inDoubt.logs.get(managerId)!, "ModelRequested")).toEqual(["turn:0"])
+
+      // Resumed again before anyone settled it: still waiting, nothing written anywhere.
+      const heads = new Map(inDoubt.runs.map((r) => [r.runId, r.headSeq]))
+      const again = yield* runChild(args)
+      expect(JSON.parse(again.stdout.trim().split("\n").pop() ?? "null")).toMatchObject({ result: { status: "needs_reconciliation", waitingOn: path } })
+      const afterAgain = yield* readLogs(runId).pipe(Effect.provide(fixture.layer(db)))
+      expect(new Map(afterAgain.runs.map((r) => [r.runId, r.headSeq]))).toEqual(heads)
+      expect(effects(dir)).toEqual(sent)
+
+      // The person checks: the notice was delivered. Only the step in doubt can be settled, not a run that waits on it.
+      const settle = Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        const refused = yield* Effect.flip(kernel.reconcile({ tenantId: tenant.tenantId, runId, outcome: { ok: true, result: "done" } }))
+        yield* kernel.reconcile({ tenantId: tenant.tenantId, runId: clerkId, stepKey: "turn:0/tool:0", outcome: { ok: true, result: "delivered to board" } })
+        return refused
+      }).pipe(Effect.provide(fixture.layer(db)))
+      const refused = yield* settle
+      expect(refused).toMatchObject({ _tag: "InvalidRunState", runId })
+      expect(refused.message).toContain(clerkId)
+
+      const resumed = yield* runChild(args)
+      if (resumed.code !== 0) throw new Error(`expected the resumed root to finish the tree; it ${describeExit(resumed)}`)
+      const output = "director: manager: clerk: delivered to board"
+      expect(JSON.parse(resumed.stdout.trim().split("\n").pop() ?? "null")).toMatchObject({ outcome: "result", result: { status: "completed", output: { output } } })
+      // The notice was sent once, in all.
+      expect(effects(dir)).toEqual(sent)
+
+      const after = yield* Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        const { logs, runs } = yield* readLogs(runId)
+        for (const r of runs) expect((yield* kernel.verify({ tenantId: tenant.tenantId, runId: r.runId })).ok).toBe(true)
+        return { logs, runs, replayed: yield* fixture.replay("doubt", runId) }
+      }).pipe(Effect.provide(fixture.layer(db)))
+      expect(after.runs.map((r) => r.status)).toEqual(["completed", "completed", "completed"])
+      expect(after.replayed).toMatchObject({ status: "completed", output: { output } })
+      // Each parent's step requested its child once and completed once, with the child's real output.
+      expect(after.logs.get(runId)!.filter((e) => e.stepKey === "turn:0/tool:0").map((e) => e.type)).toEqual(["ToolRequested", "ReconciliationRequired", "ToolCompleted"])
+      expect(after.logs.get(managerId)!.filter((e) => e.stepKey === "turn:0/tool:0").map((e) => e.type)).toEqual(["ToolRequested", "ReconciliationRequired", "ToolCompleted"])
+
+      // The same tree without the crash, in another file: every model was told exactly the same.
+      const clean = yield* workDir
+      const cleanFixture = makeScenario({ dir: clean.dir })
+      const baseline = yield* Effect.gen(function*() {
+        const result = yield* cleanFixture.run("doubt", runId)
+        return { result, ...(yield* readLogs(runId)) }
+      }).pipe(Effect.provide(cleanFixture.layer(clean.db)))
+      expect(baseline.result).toMatchObject({ status: "completed", output: { output } })
+      expect(effects(clean.dir)).toEqual(sent)
+      for (const [id, tool] of [[runId, "delegate"], [managerId, "assign"], [clerkId, "send"]] as const) {
+        expect(toldByTool(after.logs.get(id)!, tool)).toBe(toldByTool(baseline.logs.get(id)!, tool))
+      }
+      expect(toldByTool(after.logs.get(runId)!, "delegate")).toBe("manager: clerk: delivered to board")
+      expect(toldByTool(after.logs.get(managerId)!, "assign")).toBe("clerk: delivered to board")
+    }), 180_000)
 })

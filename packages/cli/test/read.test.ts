@@ -2,7 +2,7 @@
 // SQLite file written in-process through the kernel.
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { Event} from "@artana/core";
-import { Chat, EventStore, Json, Kernel, Tenant, ToolRegistry, Workflow } from "@artana/core"
+import { Chat, Errors, EventStore, Json, Kernel, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { Plan, PlanRunner } from "@artana/cli"
 import { SqliteStore } from "@artana/store-sqlite"
@@ -150,6 +150,79 @@ describe("artana show-run", () => {
       expect(r.code).toBe(5)
       expect(r.stdout).toBe("")
       expect(r.stderr).toContain("run other not found for tenant acme")
+    }))
+})
+
+describe("a lineage waiting on a run in doubt", () => {
+  // root -> mid -> leaf, each parent's tool running its child as a sub-agent does; the leaf's non-idempotent charge
+  // is caught in doubt (its execution stopped after the side effect, before the outcome), so all three wait.
+  it.live("list-runs and show-run show the root waiting, with the path down to the step that needs a person", () =>
+    Effect.gen(function*() {
+      const waitDir = tempDir()
+      const waitDb = path.join(waitDir, "wait.db")
+      let crash = true
+      const charge = Tool.make({
+        name: "charge",
+        description: "charges",
+        parameters: Schema.Struct({}),
+        handler: () => (crash ? Effect.interrupt : Effect.succeed(5))
+      })
+      const leaf = Workflow.make({ name: "leaf", input: Schema.Null, output: Schema.Number, run: (_input, ctx) => ctx.tool(charge, {}) })
+      const delegating = (kernel: Kernel.Service, name: string, child: Workflow.Workflow<null, number, unknown>) =>
+        Tool.make({
+          name,
+          description: `runs ${child.name}`,
+          parameters: Schema.Struct({}),
+          success: Schema.Number,
+          idempotent: true,
+          handler: (_args, ctx) =>
+            Effect.gen(function*() {
+              const childId = `${ctx.runId}>${name}`
+              const result = yield* kernel.execute(child, { runId: childId, tenant: ctx.tenant, parentRunId: ctx.runId, input: null })
+              if (result.status === "needs_reconciliation") {
+                return yield* new Errors.WaitingOnRun({ runId: childId, stepKey: result.stepKey, tool: result.tool, waitingOn: result.waitingOn })
+              }
+              return result.status === "completed" ? result.output : yield* Effect.fail(`child ${result.status}`)
+            })
+        })
+      yield* Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        const mid = Workflow.make({ name: "mid", input: Schema.Null, output: Schema.Number, run: (_input, ctx) => ctx.tool(delegating(kernel, "to_leaf", leaf), {}) })
+        const root = Workflow.make({ name: "root", input: Schema.Null, output: Schema.Number, run: (_input, ctx) => ctx.tool(delegating(kernel, "to_mid", mid), {}) })
+        yield* Effect.exit(kernel.execute(root, { runId: "boss", tenant: acme, input: null }))
+        crash = false
+        expect((yield* kernel.execute(root, { runId: "boss", tenant: acme, input: null })).status).toBe("needs_reconciliation")
+      }).pipe(Effect.provide(sqliteKernel(waitDb)))
+      const midId = "boss>to_mid"
+      const leafId = "boss>to_mid>to_leaf"
+      const path3 = [
+        { runId: "boss", stepKey: "tool:0", tool: "to_mid" },
+        { runId: midId, stepKey: "tool:0", tool: "to_leaf" },
+        { runId: leafId, stepKey: "tool:0", tool: "charge" }
+      ]
+
+      const table = yield* artana(["list-runs", "--db", waitDb, "--tenant", "acme"], { cwd: waitDir })
+      expect(table.code).toBe(0)
+      const lines = table.stdout.split("\n")
+      expect(lines.find((l) => l.startsWith("boss "))).toMatch(/^boss\s+root\s+\S+ needs_reconciliation/)
+      // One entry, for the topmost waiting run: the path from it, run by run, to the step in doubt, and what to do.
+      const waiting = table.stdout.slice(table.stdout.indexOf("waiting for a person"))
+      expect(waiting.split("\n").filter((l) => l.trim() !== "").map((l) => l.trim())).toEqual([
+        "waiting for a person",
+        `? boss → ${midId} → ${leafId}: step tool:0 (charge) in doubt`,
+        `settle it: artana reconcile ${leafId} --step tool:0 (--completed JSON | --failed MESSAGE), then resume boss`
+      ])
+      const listed = yield* artanaJson(["list-runs", "--db", waitDb, "--tenant", "acme"], { cwd: waitDir })
+      const runs = (listed.json as { runs: ReadonlyArray<Event.RunInfo & { reconciliationPath?: unknown }> }).runs
+      expect(Object.fromEntries(runs.map((r) => [r.runId, r.reconciliationPath]))).toEqual({ boss: path3, [midId]: path3.slice(1), [leafId]: path3.slice(2) })
+
+      const shown = yield* artana(["show-run", "boss", "--db", waitDb, "--tenant", "acme"], { cwd: waitDir })
+      expect(shown.code).toBe(0)
+      expect(shown.stdout).toContain(`waits on  boss → ${midId} → ${leafId}: step tool:0 (charge) in doubt`)
+      expect(shown.stdout).toContain(`settle it: artana reconcile ${leafId} --step tool:0 (--completed JSON | --failed MESSAGE), then resume boss`)
+      expect(shown.stdout).toMatch(/ReconciliationRequired\s+to_mid waits on run boss>to_mid/)
+      const json = yield* artanaJson(["show-run", midId, "--db", waitDb, "--tenant", "acme"], { cwd: waitDir })
+      expect(json.json).toMatchObject({ run: { runId: midId, status: "needs_reconciliation" }, reconciliationPath: path3.slice(1) })
     }))
 })
 

@@ -6,6 +6,7 @@
  */
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
+import { WaitingOn } from "./Event.js"
 
 /** Another writer appended to the run first: this execution lost the race and must stop. */
 export class SequenceConflict extends Schema.TaggedError<SequenceConflict>()("SequenceConflict", {
@@ -253,6 +254,7 @@ export type ArtanaError =
   | WorkflowNotFound
   | InvalidInput
   | RunFailedError
+  | WaitingOnRun
 
 const tags = new Set<string>([
   "SequenceConflict",
@@ -272,9 +274,40 @@ const tags = new Set<string>([
   "InvalidRunState",
   "WorkflowNotFound",
   "InvalidInput",
-  "RunFailedError"
+  "RunFailedError",
+  "WaitingOnRun"
 ])
 
 /** True for any error of @artana/core. */
 export const isArtanaError = (u: unknown): u is ArtanaError =>
   Predicate.hasProperty(u, "_tag") && typeof u._tag === "string" && tags.has(u._tag)
+
+/**
+ * A tool's way to say it waits on another run that needs reconciliation (a sub-agent's child in doubt): the run
+ * `runId`, waiting at `stepKey` (tool `tool`), and, when that step itself waits on a run, the path below it
+ * (`waitingOn`). The kernel logs no failure: the step's run becomes `needs_reconciliation` too, naming the path, and
+ * once the run it waits on is settled, a resume runs the tool's handler again (with the same idempotency key), so a
+ * tool fails with this only when running it again is safe.
+ *
+ * @example
+ * const result = yield* kernel.execute(child, { runId: childId, tenant: ctx.tenant, parentRunId: ctx.runId, input })
+ * if (result.status === "needs_reconciliation") {
+ *   return yield* new Errors.WaitingOnRun({ runId: childId, stepKey: result.stepKey, tool: result.tool, waitingOn: result.waitingOn })
+ * }
+ */
+export class WaitingOnRun extends Schema.TaggedError<WaitingOnRun>()("WaitingOnRun", {
+  runId: Schema.String,
+  stepKey: Schema.String,
+  tool: Schema.String,
+  waitingOn: Schema.optional(Schema.Array(WaitingOn))
+}) {
+  /** The path from the awaited run down to the step that needs a person. */
+  get path(): ReadonlyArray<WaitingOn> {
+    return [{ runId: this.runId, stepKey: this.stepKey, tool: this.tool }, ...(this.waitingOn ?? [])]
+  }
+  override get message() {
+    const last = this.path[this.path.length - 1]!
+    return `waiting on run ${this.runId}, which needs reconciliation: reconcile step ${last.stepKey} (tool ${last.tool}) ` +
+      `of run ${last.runId}, then resume`
+  }
+}

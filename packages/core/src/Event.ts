@@ -72,10 +72,19 @@ export const ToolFailed = Schema.TaggedStruct("ToolFailed", {
   reconciled: Schema.optional(Schema.Boolean)
 })
 
-/** A non-idempotent tool was caught in doubt (requested, no outcome): a person must `reconcile` it. */
+/** One link of a lineage waiting for a person: a run and its step that waits (the last link: the step in doubt). */
+export const WaitingOn = Schema.Struct({ runId: Schema.String, stepKey: Schema.String, tool: Schema.String })
+export type WaitingOn = typeof WaitingOn.Type
+
+/**
+ * A non-idempotent tool was caught in doubt (requested, no outcome): a person must `reconcile` it. With `waitingOn`,
+ * the step is not in doubt itself: its tool waits on another run that is (a sub-agent's), and `waitingOn` is the path
+ * down to the step that needs a person, its last link; once that run is settled, a resume runs the tool again.
+ */
 export const ReconciliationRequired = Schema.TaggedStruct("ReconciliationRequired", {
   tool: Schema.String,
-  idempotencyKey: Schema.String
+  idempotencyKey: Schema.String,
+  waitingOn: Schema.optional(Schema.Array(WaitingOn))
 })
 
 export const StepCompleted = Schema.TaggedStruct("StepCompleted", {

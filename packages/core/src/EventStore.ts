@@ -8,7 +8,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { RunNotFound, SequenceConflict, StoreError } from "./Errors.js"
-import { type Event, type RunInfo, type RunStatus, summarize } from "./Event.js"
+import { type Event, type RunInfo, type RunStatus, summarize, type WaitingOn } from "./Event.js"
 
 /** A batch to append atomically after `expectedSeq` (the run's current head; 0 for a new run). */
 export interface AppendRequest {
@@ -51,6 +51,40 @@ export class EventStore extends Context.Tag("@artana/core/EventStore")<EventStor
  * the root's budget; the kernel checks the budget against this, and `artana show-run` reports it.
  */
 export const lineageCostUsd = (runs: ReadonlyArray<RunInfo>): number => runs.reduce((sum, r) => sum + r.costUsd, 0)
+
+/**
+ * Where a run in `needs_reconciliation` waits for a person: the path from the run down to the step in doubt, one
+ * link per run (a step that waits on another run, a sub-agent's, links to it). Empty when nothing waits: the run is
+ * not in `needs_reconciliation`, or the run its step waits on was settled since (a resume then drives it on). The
+ * kernel reads it before resuming a waiting run; `artana list-runs` and `show-run` print it.
+ *
+ * @example
+ * const path = yield* EventStore.reconciliationPath(store, "acme", "report-7")
+ * // [{ runId: "report-7", stepKey: "turn:0/tool:0", tool: "research" }, { runId: "report-7::sub_agent::...", stepKey: "turn:1/tool:0", tool: "send_email" }]
+ */
+export const reconciliationPath = (
+  store: Service,
+  tenantId: string,
+  runId: string
+): Effect.Effect<ReadonlyArray<WaitingOn>, StoreError> =>
+  Effect.gen(function*() {
+    const path: Array<WaitingOn> = []
+    let next: string | undefined = runId
+    // Bounded: a run cannot wait on itself through a corrupt log forever.
+    while (next !== undefined && path.length < 64) {
+      const current: string = next
+      // A run that does not exist (or no longer waits) holds nothing up.
+      const run = yield* Effect.catchTag(store.getRun(tenantId, current), "RunNotFound", () => Effect.succeed(undefined))
+      if (run === undefined || run.status !== "needs_reconciliation") return []
+      const events = yield* Effect.catchTag(store.readEvents(tenantId, current), "RunNotFound", () => Effect.succeed([]))
+      let marker: Event | undefined
+      for (const e of events) if (e.payload._tag === "ReconciliationRequired") marker = e
+      if (marker === undefined || marker.payload._tag !== "ReconciliationRequired") return []
+      path.push({ runId: current, stepKey: marker.stepKey, tool: marker.payload.tool })
+      next = marker.payload.waitingOn?.[0]?.runId
+    }
+    return path
+  })
 
 /**
  * Why a batch cannot be appended as it is (events of another run or tenant, seqs not numbered on from

@@ -17,8 +17,8 @@ import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { AssistantMessage, ChatMessage, Usage } from "./Chat.js"
 import * as Errors from "./Errors.js"
-import { type Event, type EventPayload, RUN_STEP_KEY, type RunInfo } from "./Event.js"
-import { EventStore, lineageCostUsd } from "./EventStore.js"
+import { type Event, type EventPayload, RUN_STEP_KEY, type RunInfo, type WaitingOn } from "./Event.js"
+import { EventStore, lineageCostUsd, reconciliationPath } from "./EventStore.js"
 import * as Execution from "./internal/execution.js"
 import { canonicalJson } from "./internal/hash.js"
 import * as Json from "./Json.js"
@@ -35,7 +35,17 @@ import * as Workflow from "./Workflow.js"
 export type RunResult<O> =
   | { readonly status: "completed"; readonly runId: string; readonly output: O }
   | { readonly status: "paused"; readonly runId: string; readonly ticket: string; readonly reason: string }
-  | { readonly status: "needs_reconciliation"; readonly runId: string; readonly stepKey: string; readonly tool: string }
+  | {
+    readonly status: "needs_reconciliation"
+    readonly runId: string
+    readonly stepKey: string
+    readonly tool: string
+    /**
+     * Set when the step is not in doubt itself but waits on another run that is (a sub-agent's): the path down to
+     * the step that needs a person, its last link. Reconcile that step; resuming this run then drives it on.
+     */
+    readonly waitingOn?: ReadonlyArray<WaitingOn> | undefined
+  }
 
 /** Faults of the kernel itself (the run's own errors come on top). */
 export type KernelError =
@@ -187,7 +197,13 @@ export const make = (options: Options = {}) =>
             case "Paused":
               return { status: "paused", runId, ticket: halted.ticket, reason: halted.reason } as const
             case "NeedsReconciliation":
-              return { status: "needs_reconciliation", runId, stepKey: halted.stepKey, tool: halted.tool } as const
+              return {
+                status: "needs_reconciliation",
+                runId,
+                stepKey: halted.stepKey,
+                tool: halted.tool,
+                ...(halted.waitingOn === undefined ? {} : { waitingOn: halted.waitingOn })
+              } as const
             case "Fault":
               return yield* Effect.fail(halted.error)
             case "Failed":
@@ -248,6 +264,8 @@ export const make = (options: Options = {}) =>
           })
         }
         const recordedOutput = lastOf(events, "RunCompleted")?.payload.output
+        // Why this execution takes the run over, when it must claim it first.
+        let resumed: string | undefined = info.status === "running" ? "recovery: the run was left running" : undefined
         if (mode === "live") {
           switch (info.status) {
             case "completed": {
@@ -261,6 +279,17 @@ export const make = (options: Options = {}) =>
             }
             case "needs_reconciliation": {
               const required = lastOf(events, "ReconciliationRequired")
+              const awaited = required?.payload.waitingOn?.[0]
+              if (required !== undefined && awaited !== undefined) {
+                // The step waits on another run in doubt. Once that run is settled, the run goes on (its step runs
+                // again and drives that run on); until then it still waits, and nothing is written.
+                const waitingOn = yield* reconciliationPath(store, info.tenantId, awaited.runId)
+                if (waitingOn.length === 0) {
+                  resumed = `the run its step ${required.event.stepKey} waited on (${awaited.runId}) no longer needs reconciliation`
+                  break
+                }
+                return { status: "needs_reconciliation", runId: info.runId, stepKey: required.event.stepKey, tool: required.payload.tool, waitingOn } as const
+              }
               return { status: "needs_reconciliation", runId: info.runId, stepKey: required?.event.stepKey ?? "", tool: required?.payload.tool ?? "" } as const
             }
             case "paused": {
@@ -291,9 +320,9 @@ export const make = (options: Options = {}) =>
           lineageSpend: lineageSpend(info.tenantId, info.rootRunId),
           response
         })
-        if (mode === "live" && info.status === "running") {
+        if (mode === "live" && resumed !== undefined) {
           // Claims the run: of two processes resuming it at once, the second fails here before any step.
-          yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunResumed", reason: "recovery: the run was left running" }])
+          yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunResumed", reason: resumed }])
         }
         return yield* drive(workflow, exec, input.right, mode, recordedOutput)
       })
@@ -372,6 +401,22 @@ export const make = (options: Options = {}) =>
         const started = events[0]?.payload
         if (required === undefined || started?._tag !== "RunStarted") {
           return yield* new Errors.StoreError({ operation: "reconcile", reason: "the log has no ReconciliationRequired event" })
+        }
+        const awaited = required.payload.waitingOn?.[0]
+        if (awaited !== undefined) {
+          // Not in doubt itself: its step waits on another run. The step in doubt is settled there, never here.
+          const path = yield* reconciliationPath(store, run.tenantId, run.runId)
+          const last = path[path.length - 1]
+          const waiting = `waiting at step ${required.event.stepKey} on run ${awaited.runId}`
+          return yield* new Errors.InvalidRunState(
+            last === undefined
+              ? { runId: run.runId, status: `${waiting}, settled since`, expected: `in doubt itself (resume it: its step runs again)` }
+              : {
+                runId: run.runId,
+                status: `${waiting}, whose lineage is in doubt at step ${last.stepKey} (tool ${last.tool}) of run ${last.runId}`,
+                expected: `in doubt itself: reconcile run ${last.runId} at step ${last.stepKey}, then resume run ${run.runId}`
+              }
+          )
         }
         if (run.stepKey !== undefined && run.stepKey !== required.event.stepKey) {
           return yield* new Errors.InvalidRunState({

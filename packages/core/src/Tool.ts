@@ -11,7 +11,7 @@ import * as JSONSchema from "effect/JSONSchema"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type { ToolSpec } from "./Chat.js"
-import { InvalidToolArguments, PolicyDenied, ToolError } from "./Errors.js"
+import { InvalidToolArguments, PolicyDenied, ToolError, WaitingOnRun } from "./Errors.js"
 import * as Json from "./Json.js"
 import type { TenantContext } from "./Tenant.js"
 
@@ -42,9 +42,10 @@ export interface Tool<Args = unknown, Result = unknown> {
   encodeArguments(args: Args): Either.Either<string, InvalidToolArguments>
   /**
    * Runs the handler. `PolicyDenied` is a denial only execution could find (a name that resolves to a private
-   * address, a file swapped for a link): the kernel logs it as a denial, like a middleware's.
+   * address, a file swapped for a link): the kernel logs it as a denial, like a middleware's. `WaitingOnRun` says
+   * the call waits on another run that needs reconciliation: the kernel runs it again once that run is settled.
    */
-  invoke(args: Args, context: ToolContext): Effect.Effect<Result, ToolError | PolicyDenied>
+  invoke(args: Args, context: ToolContext): Effect.Effect<Result, ToolError | PolicyDenied | WaitingOnRun>
   encodeResult(result: Result): Either.Either<Json.Json, ToolError>
   decodeResult(json: Json.Json): Either.Either<Result, ToolError>
 }
@@ -64,7 +65,8 @@ export interface ToolOptions<Args, ArgsEncoded, Result, ResultEncoded> {
   readonly timeout?: Duration.DurationInput | undefined
   /**
    * The handler: decoded arguments, then the context. May return an Effect or a Promise. Failing with
-   * `PolicyDenied` denies the call (logged as a denial); any other failure is a `ToolError`.
+   * `PolicyDenied` denies the call (logged as a denial); with `WaitingOnRun`, the call waits on a run in doubt (see
+   * `Errors.WaitingOnRun`); any other failure is a `ToolError`.
    */
   readonly handler: (args: Args, context: ToolContext) => Effect.Effect<Result, unknown> | Promise<Result>
 }
@@ -118,8 +120,8 @@ export const jsonSchemaOf = (schema: Schema.Schema.Any): Json.JsonObject => {
 
 const NAME = /^[a-zA-Z0-9_.-]{1,64}$/
 
-const toToolError = (tool: string, error: unknown): ToolError | PolicyDenied => {
-  if (error instanceof ToolError || error instanceof PolicyDenied) return error
+const toToolError = (tool: string, error: unknown): ToolError | PolicyDenied | WaitingOnRun => {
+  if (error instanceof ToolError || error instanceof PolicyDenied || error instanceof WaitingOnRun) return error
   const reason = error instanceof Error ? error.message : typeof error === "string" ? error : JSON.stringify(error)
   return new ToolError({ tool, reason: reason ?? String(error), cause: error })
 }

@@ -307,6 +307,76 @@ describe("Kernel workflows", () => {
     }).pipe(Effect.provide(kernelLayer([], [])))
   })
 
+  it.effect("a tool that waits on a run in doubt (WaitingOnRun): its run and their parents wait, naming the path; settled, a resume runs the tool again and the lineage completes", () => {
+    let crash = true
+    const charges: Array<string> = []
+    const charge = Tool.make({
+      name: "charge",
+      description: "charges",
+      parameters: Schema.Struct({ cents: Schema.Number }),
+      handler: ({ cents }, ctx) =>
+        Effect.suspend(() => {
+          charges.push(ctx.idempotencyKey)
+          // The side effect happened; the process dies before its outcome is logged.
+          return crash ? Effect.interrupt : Effect.succeed(cents)
+        })
+    })
+    const leaf = Workflow.make({ name: "leaf", input: Schema.Null, output: Schema.Number, run: (_input, ctx) => ctx.tool(charge, { cents: 5 }) })
+    // A tool that runs a workflow as a child run, as a sub-agent does: the child's id follows from the call's key.
+    const delegating = (kernel: Kernel.Service, name: string, child: Workflow.Workflow<null, number, unknown>) =>
+      Tool.make({
+        name,
+        description: `runs ${child.name}`,
+        parameters: Schema.Struct({}),
+        success: Schema.Number,
+        idempotent: true,
+        handler: (_args, ctx) =>
+          Effect.gen(function*() {
+            const childId = `${ctx.idempotencyKey}>child`
+            const result = yield* kernel.execute(child, { runId: childId, tenant: ctx.tenant, parentRunId: ctx.runId, input: null })
+            if (result.status === "completed") return result.output + 1
+            if (result.status === "needs_reconciliation") {
+              return yield* new Errors.WaitingOnRun({ runId: childId, stepKey: result.stepKey, tool: result.tool, waitingOn: result.waitingOn })
+            }
+            return yield* Effect.fail(`child ${result.status}`)
+          })
+      })
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const store = yield* EventStore.EventStore
+      const mid = Workflow.make({ name: "mid", input: Schema.Null, output: Schema.Number, run: (_input, ctx) => ctx.tool(delegating(kernel, "to_leaf", leaf), {}) })
+      const root = Workflow.make({ name: "root", input: Schema.Null, output: Schema.Number, run: (_input, ctx) => ctx.tool(delegating(kernel, "to_mid", mid), {}) })
+      const midId = "wait-root/tool:0>child"
+      const leafId = `${midId}/tool:0>child`
+      expect((yield* Effect.exit(kernel.execute(root, { runId: "wait-root", tenant, input: null })))._tag).toBe("Failure")
+      crash = false
+      const path = [{ runId: midId, stepKey: "tool:0", tool: "to_leaf" }, { runId: leafId, stepKey: "tool:0", tool: "charge" }]
+      const waiting = yield* kernel.execute(root, { runId: "wait-root", tenant, input: null })
+      expect(waiting).toEqual({ status: "needs_reconciliation", runId: "wait-root", stepKey: "tool:0", tool: "to_mid", waitingOn: path })
+      for (const id of ["wait-root", midId, leafId]) expect((yield* store.getRun(tenant.tenantId, id)).status).toBe("needs_reconciliation")
+      expect(yield* types("wait-root")).toEqual(["RunStarted", "ToolRequested", "RunResumed", "ReconciliationRequired"])
+      expect(yield* EventStore.reconciliationPath(store, tenant.tenantId, "wait-root")).toEqual([{ runId: "wait-root", stepKey: "tool:0", tool: "to_mid" }, ...path])
+      // The middle run reports where it waits too; asking again writes nothing while the step in doubt is unsettled.
+      expect(yield* kernel.execute(mid, { runId: midId, tenant, input: null })).toEqual({ status: "needs_reconciliation", runId: midId, stepKey: "tool:0", tool: "to_leaf", waitingOn: path.slice(1) })
+      const heads = yield* Effect.forEach(["wait-root", midId, leafId], (id) => Effect.map(store.getRun(tenant.tenantId, id), (r) => r.headSeq))
+      expect((yield* kernel.execute(root, { runId: "wait-root", tenant, input: null })).status).toBe("needs_reconciliation")
+      expect(yield* Effect.forEach(["wait-root", midId, leafId], (id) => Effect.map(store.getRun(tenant.tenantId, id), (r) => r.headSeq))).toEqual(heads)
+      // A run that only waits cannot be settled by hand: the person is sent to the step in doubt.
+      const refused = yield* Effect.flip(kernel.reconcile({ tenantId: tenant.tenantId, runId: "wait-root", outcome: { ok: true, result: 7 } }))
+      expect(refused).toMatchObject({ _tag: "InvalidRunState", runId: "wait-root" })
+      expect(refused.message).toContain(`reconcile run ${leafId} at step tool:0`)
+      yield* kernel.reconcile({ tenantId: tenant.tenantId, runId: leafId, stepKey: "tool:0", outcome: { ok: true, result: 5 } })
+      expect(yield* kernel.execute(root, { runId: "wait-root", tenant, input: null })).toEqual({ status: "completed", runId: "wait-root", output: 7 })
+      expect(charges).toEqual([`${leafId}/tool:0`])
+      expect(yield* types("wait-root")).toEqual(["RunStarted", "ToolRequested", "RunResumed", "ReconciliationRequired", "RunResumed", "ToolCompleted", "RunCompleted"])
+      for (const id of ["wait-root", midId, leafId]) {
+        expect((yield* store.getRun(tenant.tenantId, id)).status).toBe("completed")
+        expect((yield* kernel.verify({ tenantId: tenant.tenantId, runId: id })).ok).toBe(true)
+      }
+      expect(yield* kernel.replay(root, { tenantId: tenant.tenantId, runId: "wait-root" })).toEqual({ status: "completed", runId: "wait-root", output: 7 })
+    }).pipe(Effect.provide(kernelLayer([], [])))
+  })
+
   it.effect("a response to a run that is no longer paused is refused, and the step after the pause ran once", () => {
     const tools = makeTools()
     const workflow = makeWorkflow(tools)

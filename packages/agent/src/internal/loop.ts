@@ -102,9 +102,12 @@ const subAgentTool = (sub: SubAgent.SubAgentTool, env: Env, parentModel: string)
           parentRunId: ctx.runId,
           input: { prompt: task, model: sub.model ?? sub.agent.options.model ?? parentModel }
         }).pipe(Effect.mapError((e) => failed(`${e._tag}: ${e.message}`)))
-        if (result.status !== "completed") {
-          return yield* failed(result.status === "paused" ? `it paused (${result.reason})` : `it needs reconciliation of tool ${result.tool} at ${result.stepKey}`)
+        if (result.status === "needs_reconciliation") {
+          // The child waits for a person: not a failure the model should hear of. The parent waits too, and its
+          // resume, once the child is settled, runs this call again, which continues the same child run.
+          return yield* new Errors.WaitingOnRun({ runId: childRunId, stepKey: result.stepKey, tool: result.tool, waitingOn: result.waitingOn })
         }
+        if (result.status === "paused") return yield* failed(`it paused (${result.reason})`)
         const encoded = workflow.encodeOutput(result.output)
         if (Either.isLeft(encoded)) return yield* failed(`its output does not encode: ${encoded.left.message}`)
         const json = Json.fromUnknown(encoded.right)

@@ -3,7 +3,7 @@
 // error) or 1 (defect). At its crash point the process dies by SIGKILL instead.
 import { parseArgs } from "node:util"
 import { Cause, Effect, Exit, Option } from "effect"
-import { makeScenario, parseCrashPoint, type Scenario } from "./scenarios.js"
+import { makeScenario, parseCrashPoint, parseScenario } from "./scenarios.js"
 
 const { values } = parseArgs({
   options: {
@@ -19,7 +19,7 @@ const required = (name: string, value: string | undefined): string => {
   if (value === undefined) throw new Error(`missing --${name}`)
   return value
 }
-const scenario: Scenario = values.scenario === "subagent" ? "subagent" : "compaction"
+const scenario = parseScenario(values.scenario)
 const fixture = makeScenario({ dir: required("dir", values.dir), crash: parseCrashPoint(values["crash-at"]) })
 const exit = await Effect.runPromiseExit(fixture.run(scenario, required("run", values.run)).pipe(Effect.provide(fixture.layer(required("db", values.db)))))
 if (Exit.isSuccess(exit)) {

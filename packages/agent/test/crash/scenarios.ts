@@ -13,18 +13,28 @@ import { AutonomousAgent, CompactionStrategy, type MemoryStore, SqlMemoryStore, 
 
 export const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 5 })
 
-export type Scenario = "compaction" | "subagent"
+export type Scenario = "compaction" | "subagent" | "doubt"
 
-/** Where the crash happens: the `n`th request of `kind` this process sends (1-based). */
+export const parseScenario = (text: string | undefined): Scenario => {
+  if (text !== "compaction" && text !== "subagent" && text !== "doubt") throw new Error(`bad scenario ${text}; expected compaction, subagent or doubt`)
+  return text
+}
+
+/**
+ * Where the crash happens: the `n`th request of `kind` this process sends (1-based); for `send`, right after the
+ * `n`th side effect of the non-idempotent `send` tool, before its outcome is logged.
+ */
 export interface CrashPoint {
-  readonly kind: "summary" | "child"
+  readonly kind: "summary" | "child" | "send"
   readonly n: number
 }
 
 export const parseCrashPoint = (text: string | undefined): CrashPoint | undefined => {
   if (text === undefined) return undefined
   const [kind, n] = text.split(":")
-  if ((kind !== "summary" && kind !== "child") || n === undefined) throw new Error(`bad crash point ${text}; expected summary:N or child:N`)
+  if ((kind !== "summary" && kind !== "child" && kind !== "send") || n === undefined) {
+    throw new Error(`bad crash point ${text}; expected summary:N, child:N or send:N`)
+  }
   return { kind, n: Number(n) }
 }
 
@@ -44,6 +54,16 @@ const lastObservation = (messages: ReadonlyArray<Chat.ChatMessage>): number =>
 const isSummary = (request: ModelPort.ModelRequest) => request.model === "cheap"
 const isChild = (request: ModelPort.ModelRequest) => (request.messages[0]?.content ?? "").includes("You research")
 
+/**
+ * The "doubt" scenario's three agents, each answering from what its request shows: the director delegates to the
+ * manager, which assigns to the clerk, which sends once; each then answers with what its tool returned, prefixed.
+ */
+const doubtTools = [
+  { tool: "delegate", args: { task: "Have the notice sent." }, prefix: "director" },
+  { tool: "assign", args: { task: "Send the notice to the board." }, prefix: "manager" },
+  { tool: "send", args: { to: "board" }, prefix: "clerk" }
+] as const
+
 /** The model: summaries name the last observation they fold in; agents observe until 8 (child: 2), then answer. */
 const makeModel = (crash: CrashPoint | undefined) => {
   const seen = { summary: 0, child: 0 }
@@ -60,6 +80,11 @@ const makeModel = (crash: CrashPoint | undefined) => {
         const reply = (message: Chat.AssistantMessage) => ({ model: request.model, message, usage: { inputTokens: 10, outputTokens: 5 }, costUsd: 0.0001 })
         const call = (name: string, args: unknown) =>
           reply({ role: "assistant", content: null, toolCalls: [{ id: `call_${name}_${last + 1}`, name, arguments: JSON.stringify(args) }] })
+        const doubt = doubtTools.find((d) => request.tools.some((t) => t.name === d.tool))
+        if (doubt !== undefined) {
+          const answered = request.messages.find((m) => m.role === "tool" && m.name === doubt.tool)
+          return answered === undefined ? call(doubt.tool, doubt.args) : reply({ role: "assistant", content: `${doubt.prefix}: ${answered.content}` })
+        }
         if (kind === "summary") {
           const transcript = request.messages[1]?.content ?? ""
           return reply({ role: "assistant", content: `Read observations up to observation ${Math.max(-1, ...numbers(transcript))}.` })
@@ -112,14 +137,38 @@ export const makeScenario = (options: { readonly dir: string; readonly crash?: C
     instructions: "You lead; delegate observing.",
     tools: [SubAgent.asTool({ name: "research", description: "Observes and reports.", agent: researcher })]
   })
+  // Three levels: director -> manager -> clerk, whose `send` is not idempotent (a notice sent twice is two notices).
+  let sent = 0
+  const send = Tool.make({
+    name: "send",
+    description: "Sends the notice.",
+    parameters: Schema.Struct({ to: Schema.String }),
+    handler: ({ to }, ctx) =>
+      Effect.sync(() => {
+        appendFileSync(effectsFile(options.dir), `send ${to} ${ctx.idempotencyKey}\n`)
+        sent++
+        if (options.crash?.kind === "send" && sent === options.crash.n) process.kill(process.pid, "SIGKILL")
+        return `delivered to ${to}`
+      })
+  })
+  const clerk = AutonomousAgent.make({ name: "clerk", instructions: "You send notices.", tools: [send] })
+  const manager = AutonomousAgent.make({
+    name: "manager",
+    instructions: "You manage; assign the sending.",
+    tools: [SubAgent.asTool({ name: "assign", description: "Has a clerk send it.", agent: clerk })]
+  })
+  const director = AutonomousAgent.make({
+    name: "director",
+    instructions: "You direct; delegate the notice.",
+    tools: [SubAgent.asTool({ name: "delegate", description: "Has a manager see to it.", agent: manager })]
+  })
+  const agentOf = (scenario: Scenario) => (scenario === "compaction" ? watcher : scenario === "subagent" ? lead : director)
   const layer = (db: string) =>
     Layer.provideMerge(
       Kernel.layer(),
       Layer.mergeAll(Layer.succeed(ModelPort.ModelPort, makeModel(options.crash)), ToolRegistry.layer([]), Middleware.layerEmpty)
     ).pipe(Layer.provideMerge(SqlMemoryStore.layer()), Layer.provideMerge(SqliteStore.layer({ filename: db })), Layer.orDie)
-  const run = (scenario: Scenario, runId: string) =>
-    (scenario === "compaction" ? watcher : lead).run({ runId, tenant, prompt: "Work until done." })
-  const replay = (scenario: Scenario, runId: string) =>
-    (scenario === "compaction" ? watcher : lead).replay({ tenantId: tenant.tenantId, runId })
+  const run = (scenario: Scenario, runId: string) => agentOf(scenario).run({ runId, tenant, prompt: "Work until done." })
+  const replay = (scenario: Scenario, runId: string) => agentOf(scenario).replay({ tenantId: tenant.tenantId, runId })
   return { layer, run, replay }
 }

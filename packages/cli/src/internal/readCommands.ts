@@ -40,6 +40,27 @@ export const report = (args: Common & { readonly run: string }) =>
       : ExitCode.NeedsAttention
   }).pipe(Effect.provide(reading(args))))
 
+// ------------------------------------------------------------------------------------ waiting for a person
+
+/** Where runs in `needs_reconciliation` wait: each one's path down to the step in doubt (core's reconciliationPath). */
+const waitingPaths = (tenantId: string, runs: ReadonlyArray<Event.RunInfo>) =>
+  Effect.flatMap(EventStore.EventStore, (store) =>
+    Effect.map(
+      Effect.forEach(runs.filter((r) => r.status === "needs_reconciliation"), (r) =>
+        Effect.map(EventStore.reconciliationPath(store, tenantId, r.runId), (path) => [r.runId, path] as const)),
+      (entries) => new Map<string, ReadonlyArray<Event.WaitingOn>>(entries)
+    ))
+
+/** `root → child → grandchild: step K (tool) in doubt`, and what a person does about it. */
+const describeWaiting = (runId: string, path: ReadonlyArray<Event.WaitingOn>): { readonly where: string; readonly todo: string } => {
+  const last = path[path.length - 1]
+  if (last === undefined) return { where: `${runId}: the run it waited on was settled since`, todo: `resume ${runId}: its waiting step runs again` }
+  return {
+    where: `${path.map((link) => link.runId).join(" → ")}: step ${last.stepKey} (${last.tool}) in doubt`,
+    todo: `settle it: artana reconcile ${last.runId} --step ${last.stepKey} (--completed JSON | --failed MESSAGE), then resume ${runId}`
+  }
+}
+
 // ---------------------------------------------------------------------------------------------- list-runs
 
 export interface ListArgs extends Common {
@@ -52,8 +73,13 @@ export const listRuns = (args: ListArgs) =>
   Out.command(args.format, Effect.gen(function*() {
     const store = yield* EventStore.EventStore
     const runs = yield* store.listRuns(args.tenant, { status: args.status, workflow: args.workflow, limit: args.limit })
+    const paths = yield* waitingPaths(args.tenant, runs)
     if (args.format === "json") {
-      yield* Out.json({ tenantId: args.tenant, runs })
+      const withPaths = runs.map((r) => {
+        const reconciliationPath = paths.get(r.runId)
+        return reconciliationPath === undefined ? r : { ...r, reconciliationPath }
+      })
+      yield* Out.json({ tenantId: args.tenant, runs: withPaths })
       return ExitCode.Ok
     }
     const s = Out.outStyle()
@@ -73,6 +99,16 @@ export const listRuns = (args: ListArgs) =>
     ])
     yield* Out.stdout(T.table(s, ["RUN", "WORKFLOW", "STATUS", "EVENTS", "COST", "CREATED", "TOOK", "PARENT"], rows, { right: [3, 4, 6] }))
     yield* Out.stdout(s.dim(`${runs.length} run${runs.length === 1 ? "" : "s"} of tenant ${args.tenant}, newest first${runs.length === args.limit ? ` (the first ${args.limit}; --limit for more)` : ""}`))
+    // One entry per topmost waiting run (the runs below it are on its path): where the person is needed.
+    const topmost = runs.filter((r) => paths.has(r.runId) && (r.parentRunId === undefined || !paths.has(r.parentRunId)))
+    if (topmost.length > 0) {
+      const lines = ["", s.bold("waiting for a person")]
+      for (const r of topmost) {
+        const { todo, where } = describeWaiting(r.runId, paths.get(r.runId) ?? [])
+        lines.push(`  ${T.icon(s, "needs_reconciliation")} ${where}`, `    ${s.dim(todo)}`)
+      }
+      yield* Out.stdout(lines.join("\n"))
+    }
     return ExitCode.Ok
   }).pipe(Effect.provide(reading(args))))
 
@@ -142,8 +178,13 @@ export const describeEvent = (p: Event.EventPayload): string => {
       return `${p.model}, ${p.usage.inputTokens}+${p.usage.outputTokens} tokens, $${p.costUsd.toFixed(6)}`
     case "ModelFailed":
       return `${p.kind}: ${p.error}`
-    case "ReconciliationRequired":
-      return `${p.tool} (in doubt; key ${p.idempotencyKey})`
+    case "ReconciliationRequired": {
+      const awaited = p.waitingOn?.[0]
+      const last = p.waitingOn?.[p.waitingOn.length - 1]
+      return awaited === undefined || last === undefined
+        ? `${p.tool} (in doubt; key ${p.idempotencyKey})`
+        : `${p.tool} waits on run ${awaited.runId} (in doubt at step ${last.stepKey} of run ${last.runId})`
+    }
     case "PauseRequested":
       return `${p.reason} (ticket ${p.ticket})`
     case "HumanResponded":
@@ -166,8 +207,9 @@ export const showRun = (args: Common & { readonly run: string }) =>
     const lineage = lineageOf(family, info.rootRunId) ?? { runId: info.runId, workflow: info.workflow, status: info.status, children: [] }
     // What the lineage spent: every run of the tree draws on the root's budget (sub-agents, tools that start runs).
     const lineageCostUsd = EventStore.lineageCostUsd(family)
+    const reconciliationPath = (yield* waitingPaths(args.tenant, [info])).get(info.runId)
     if (args.format === "json") {
-      yield* Out.json({ run: info, lineage, lineageCostUsd, events })
+      yield* Out.json({ run: info, lineage, lineageCostUsd, ...(reconciliationPath === undefined ? {} : { reconciliationPath }), events })
       return ExitCode.Ok
     }
     const s = Out.outStyle()
@@ -180,6 +222,10 @@ export const showRun = (args: Common & { readonly run: string }) =>
       family.length > 1
         ? `  cost      $${info.costUsd.toFixed(6)} this run   $${lineageCostUsd.toFixed(6)} its tree of ${family.length} runs (charged to the root's budget)`
         : `  cost      $${info.costUsd.toFixed(6)}`,
+      ...(reconciliationPath === undefined ? [] : (() => {
+        const { todo, where } = describeWaiting(info.runId, reconciliationPath)
+        return [`  waits on  ${where}`, `            ${s.dim(todo)}`]
+      })()),
       "",
       s.bold("lineage"),
       ...renderLineage(s, lineage, info.runId),

@@ -13,7 +13,7 @@ import * as Schema from "effect/Schema"
 import type * as Types from "effect/Types"
 import type { ChatMessage, ToolCall, ToolMessage, Usage } from "../Chat.js"
 import * as Errors from "../Errors.js"
-import { type Event, type EventPayload, RUN_STEP_KEY } from "../Event.js"
+import { type Event, type EventPayload, RUN_STEP_KEY, type WaitingOn } from "../Event.js"
 import type * as EventStore from "../EventStore.js"
 import * as Json from "../Json.js"
 import type { CallContext, Interceptor, ToolCallInfo } from "../Middleware.js"
@@ -62,7 +62,13 @@ export type Fault =
 
 export type Halt =
   | { readonly _tag: "Paused"; readonly ticket: string; readonly reason: string }
-  | { readonly _tag: "NeedsReconciliation"; readonly stepKey: string; readonly tool: string }
+  | {
+    readonly _tag: "NeedsReconciliation"
+    readonly stepKey: string
+    readonly tool: string
+    /** Set when the step waits on another run in doubt: the path down to the step that needs a person. */
+    readonly waitingOn?: ReadonlyArray<WaitingOn> | undefined
+  }
   | { readonly _tag: "Fault"; readonly error: Fault }
   | { readonly _tag: "Failed"; readonly error: Errors.BudgetExceeded | Errors.BudgetUnpriced }
 
@@ -407,6 +413,12 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
       const encoded = Either.flatMap(result, (r) => tool.encodeResult(r))
       if (Either.isLeft(encoded)) {
         const error = encoded.left
+        if (error._tag === "WaitingOnRun") {
+          // Not an outcome: the call waits on a run in doubt, so this run waits too, naming the path to it.
+          const waitingOn = error.path
+          yield* append(key, [...notes, { _tag: "ReconciliationRequired", tool: tool.name, idempotencyKey, waitingOn }])
+          return yield* halt({ _tag: "NeedsReconciliation", stepKey: key, tool: tool.name, waitingOn })
+        }
         if (error._tag === "PolicyDenied") {
           // Denied by the tool itself, as it ran: logged as a denial, with its reason.
           yield* append(key, [
@@ -476,6 +488,18 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
       if (recorded !== undefined) {
         const first = recorded[0]!.payload
         if (first._tag !== "ToolRequested") return yield* mismatch(key, recorded, `a call to tool "${call.name}"`)
+        let marker: EventPayload | undefined
+        for (const e of recorded) if (e.payload._tag === "ReconciliationRequired") marker = e.payload
+        if (marker?._tag === "ReconciliationRequired" && marker.waitingOn !== undefined && tool !== undefined) {
+          // The call waited on another run in doubt. The kernel resumes this run only once that run is settled (or
+          // after a crash), so the handler runs again, with the same key: it fails with `WaitingOnRun` again if
+          // that run still waits.
+          if (mode === "replay") return yield* halt({ _tag: "NeedsReconciliation", stepKey: key, tool: call.name, waitingOn: marker.waitingOn })
+          const args = tool.decodeArguments(first.arguments)
+          if (Either.isLeft(args)) return { ok: false, error: args.left } satisfies ToolOutcome
+          const info = { tool: call.name, requiresCapability: tool.requiresCapability, arguments: first.arguments }
+          return yield* runHandler(tool, args.right, key, first.idempotencyKey, info, [])
+        }
         // In doubt: requested, no outcome.
         if (recorded.some((e) => e.payload._tag === "ReconciliationRequired") || tool === undefined || !tool.idempotent) {
           if (!recorded.some((e) => e.payload._tag === "ReconciliationRequired")) {
