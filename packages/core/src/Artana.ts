@@ -135,7 +135,7 @@ export const create = (options: Options): Client => {
     verify: (o) => withKernel((k) => k.verify(o)),
     getRun: (r) => withStore((s) => s.getRun(r.tenantId, r.runId)),
     listRuns: (tenantId, filter) => withStore((s) => s.listRuns(tenantId, filter)),
-    readEvents: (r) => withStore((s) => s.readEvents(r.tenantId, r.runId)),
+    readEvents: (r) => withKernel((k) => k.readEvents(r)),
     close: () => runtime.dispose()
   }
 }

@@ -234,6 +234,21 @@ export class RunFailedError extends Schema.TaggedError<RunFailedError>()("RunFai
   }
 }
 
+/**
+ * The run's stored log does not hash to its chain: an event was altered, added, removed or reordered since it was
+ * written (or the log was written with another audit key). The kernel refuses to replay or return it.
+ */
+export class LogTampered extends Schema.TaggedError<LogTampered>()("LogTampered", {
+  runId: Schema.String,
+  seq: Schema.Number,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `run ${this.runId}: its log is broken at seq ${this.seq} (${this.reason}); the kernel will not replay or ` +
+      `return it. Restore the log from a backup, and see \`artana verify ${this.runId}\``
+  }
+}
+
 /** Every error of @artana/core. */
 export type ArtanaError =
   | SequenceConflict
@@ -255,6 +270,8 @@ export type ArtanaError =
   | InvalidInput
   | RunFailedError
   | WaitingOnRun
+  | BudgetUnpriced
+  | LogTampered
 
 const tags = new Set<string>([
   "SequenceConflict",
@@ -275,7 +292,9 @@ const tags = new Set<string>([
   "WorkflowNotFound",
   "InvalidInput",
   "RunFailedError",
-  "WaitingOnRun"
+  "WaitingOnRun",
+  "BudgetUnpriced",
+  "LogTampered"
 ])
 
 /** True for any error of @artana/core. */

@@ -147,7 +147,8 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
           const info = newRunInfo(request)
           if (runs.has(request.runId) || info === undefined) return Effect.fail(conflict())
           runs.set(request.runId, info)
-          logs.set(request.runId, [...request.events])
+          // Copies: what is stored here is the event's value, which `verify` hashes as it finds it.
+          logs.set(request.runId, request.events.map((e) => ({ ...e })))
           return Effect.void
         }
         const run = owned(request.tenantId, request.runId)
@@ -161,7 +162,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
           costUsd: run.costUsd + summary.costUsd,
           updatedAt: last.timestamp
         })
-        logs.get(request.runId)!.push(...request.events)
+        for (const e of request.events) logs.get(request.runId)!.push({ ...e })
         return Effect.void
       }),
     readEvents: (tenantId, runId, fromSeq = 1) =>

@@ -91,8 +91,8 @@ export const isObject = (value: Json | undefined): value is JsonObject =>
   value !== null && value !== undefined && typeof value === "object" && !Array.isArray(value)
 
 /**
- * Canonical JSON (in the manner of RFC 8785: object keys sorted, no whitespace), the text the log's hash chain is
- * computed over. Two values are the same JSON exactly when their canonical texts are equal.
+ * Canonical JSON (in the manner of RFC 8785: object keys sorted, no whitespace). Two values are the same JSON exactly
+ * when their canonical texts are equal. (The log's hash chain covers payloads as stored, not this text.)
  *
  * @example
  * Json.canonical({ b: 1, a: [true, null] }) // '{"a":[true,null],"b":1}'

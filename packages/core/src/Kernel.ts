@@ -55,6 +55,7 @@ export type KernelError =
   | Errors.BudgetExceeded
   | Errors.BudgetUnpriced
   | Errors.WorkflowNotFound
+  | Errors.LogTampered
 
 export interface StartOptions<I> {
   /** Id of the run; a new UUID when absent. Executing an existing id continues that run. */
@@ -96,6 +97,11 @@ export interface Service {
    * since), nothing is written and the call fails with `InvalidRunState`.
    */
   readonly reconcile: (run: RunRef & { readonly outcome: ReconcileOutcome; readonly stepKey?: string | undefined }) => Effect.Effect<void, KernelError>
+  /**
+   * The run's events, verified: every event's hash over its stored bytes, the links between them, and the head its
+   * run record holds. A broken chain is `LogTampered`, naming the first broken seq.
+   */
+  readonly readEvents: (run: RunRef) => Effect.Effect<ReadonlyArray<Event>, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered>
   /** Checks the run's hash chain against its store record and, if given, an exported head. */
   readonly verify: (run: RunRef & { readonly head?: Head | undefined }) => Effect.Effect<VerifyReport, Errors.RunNotFound | Errors.StoreError>
   /** A run of one chat: model step(s), tool steps, structured output. */
@@ -237,6 +243,33 @@ export const make = (options: Options = {}) =>
         return yield* Effect.failCause(exit.cause)
       })
 
+    /**
+     * A run's log, verified as it is read: each event's hash over its stored bytes, the links, and the run record's
+     * head. A log cut before that head is `InvalidRunState` (truncated), as before; any other break is `LogTampered`.
+     */
+    const readVerified = (info: RunInfo) =>
+      Effect.gen(function*() {
+        const events = yield* store.readEvents(info.tenantId, info.runId)
+        // The log ends before the head the run's record vouches for: events were removed (by hand, or a partial
+        // restore). Going on would run the removed steps again, side effects included, and hide the cut.
+        const logEnd = events.length === 0 ? 0 : events[events.length - 1]!.seq
+        if (info.headSeq > logEnd) {
+          return yield* new Errors.InvalidRunState({
+            runId: info.runId,
+            status: `truncated (its log ends at seq ${logEnd}, its run record at seq ${info.headSeq})`,
+            expected: `a whole log (restore the missing events; \`artana verify ${info.runId}\` shows where the log breaks)`
+          })
+        }
+        const report = verifyEvents(info.runId, events, {
+          auditKey: deps.auditKey,
+          heads: [{ source: "store's run record", seq: info.headSeq, hash: info.headHash }]
+        })
+        if (!report.ok) {
+          return yield* new Errors.LogTampered({ runId: info.runId, seq: report.firstBrokenSeq ?? 0, reason: report.reason ?? "broken" })
+        }
+        return events
+      })
+
     /** Continues an existing run: returns its settled state, or replays its log and drives its code on. */
     const continueRun = <I, O, E>(
       workflow: Workflow.Workflow<I, O, E>,
@@ -245,23 +278,13 @@ export const make = (options: Options = {}) =>
       response: { readonly payload: unknown } | undefined
     ): Effect.Effect<RunResult<O>, E | KernelError> =>
       Effect.gen(function*() {
-        const events = yield* store.readEvents(info.tenantId, info.runId)
+        const events = yield* readVerified(info)
         const started = events[0]?.payload
         if (started === undefined || started._tag !== "RunStarted") {
           return yield* new Errors.StoreError({ operation: "readEvents", reason: `run ${info.runId} has no RunStarted event` })
         }
         if (started.workflow !== workflow.name) {
           return yield* new Errors.NonDeterminism({ runId: info.runId, stepKey: RUN_STEP_KEY, expected: `workflow "${started.workflow}"`, actual: `workflow "${workflow.name}"` })
-        }
-        // The log ends before the head the run's record vouches for: events were removed (by hand, or a partial
-        // restore). Going on would run the removed steps again, side effects included, and hide the cut.
-        const logEnd = events[events.length - 1]!.seq
-        if (info.headSeq > logEnd) {
-          return yield* new Errors.InvalidRunState({
-            runId: info.runId,
-            status: `truncated (its log ends at seq ${logEnd}, its run record at seq ${info.headSeq})`,
-            expected: `a whole log (restore the missing events; \`artana verify ${info.runId}\` shows where the log breaks)`
-          })
         }
         const recordedOutput = lastOf(events, "RunCompleted")?.payload.output
         // Why this execution takes the run over, when it must claim it first.
@@ -396,7 +419,7 @@ export const make = (options: Options = {}) =>
         if (info.status !== "needs_reconciliation") {
           return yield* new Errors.InvalidRunState({ runId: run.runId, status: info.status, expected: "needs_reconciliation" })
         }
-        const events = yield* store.readEvents(run.tenantId, run.runId)
+        const events = yield* readVerified(info)
         const required = lastOf(events, "ReconciliationRequired")
         const started = events[0]?.payload
         if (required === undefined || started?._tag !== "RunStarted") {
@@ -432,6 +455,12 @@ export const make = (options: Options = {}) =>
           : { _tag: "ToolFailed", tool, kind: "tool_error", error: run.outcome.error, reconciled: true }
         yield* exec.appendOrFail(required.event.stepKey, [payload])
       }),
+      readEvents: (run) =>
+        Effect.flatMap(store.getRun(run.tenantId, run.runId), (info) =>
+          Effect.catchTag(readVerified(info), "InvalidRunState", (cut) =>
+            Effect.fail(new Errors.LogTampered({ runId: run.runId, seq: info.headSeq, reason: cut.status })))).pipe(
+          Effect.withSpan("Kernel.readEvents")
+        ),
       verify: Effect.fn("Kernel.verify")(function*(run) {
         const info = yield* store.getRun(run.tenantId, run.runId)
         const events = yield* store.readEvents(run.tenantId, run.runId)

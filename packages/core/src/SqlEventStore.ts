@@ -15,10 +15,11 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
 import { RunNotFound, SequenceConflict, StoreError } from "./Errors.js"
 import { type BatchSummary, type Event, EventPayload, type RunInfo, RunStatus, summarize } from "./Event.js"
 import { type AppendRequest, EventStore, invalidBatch, type ListRunsFilter, newRunInfo, type Service } from "./EventStore.js"
-import { GENESIS_HASH } from "./internal/hash.js"
+import { GENESIS_HASH, rememberStoredPayload, storedPayload } from "./internal/hash.js"
 import * as SqlMigrations from "./SqlMigrations.js"
 import { causeText, errorCode, retryWhile, storeError, transactionDefects } from "./SqlMigrations.js"
 
@@ -130,21 +131,33 @@ const eventFromValues = (runId: string, tenantId: string, row: ReadonlyArray<unk
   } catch (cause) {
     throw new CorruptRow("payload", `not JSON (${causeText(cause)})`)
   }
+  const type = textValue(row[3], "type")
+  if (!EVENT_TYPES.has(type)) throw new CorruptRow("type", `unknown event type ${JSON.stringify(type)}`)
   const payload = decodePayload(json)
   if (Either.isLeft(payload)) throw new CorruptRow("payload", payload.left)
-  return {
+  const event: Event = {
     eventId: textValue(row[1], "event_id"),
     runId,
     tenantId,
     seq: numberValue(row[0], "seq"),
     timestamp: numberValue(row[2], "timestamp"),
-    type: textValue(row[3], "type"),
+    type,
     stepKey: textValue(row[4], "step_key"),
     payload: payload.right,
     prevHash: textValue(row[6], "prev_hash"),
     hash: textValue(row[7], "hash")
   }
+  // The chain covers the bytes as stored: a field added to the stored payload, which decoding drops, still breaks it.
+  rememberStoredPayload(event, source)
+  return event
 }
+
+/** Every event type the log may hold. */
+const EVENT_TYPES: ReadonlySet<string> = new Set(
+  EventPayload.members.flatMap((m) =>
+    SchemaAST.getPropertySignatures(m.ast).flatMap((p) => (p.name === "_tag" && SchemaAST.isLiteral(p.type) ? [String(p.type.literal)] : []))
+  )
+)
 
 const runFromRow = (row: Fields): RunInfo => {
   const status = row.status
@@ -407,7 +420,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
             event.timestamp,
             event.type,
             event.stepKey,
-            JSON.stringify(event.payload),
+            storedPayload(event),
             event.prevHash,
             event.hash
           )
@@ -518,7 +531,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
         }
       }
       for (const event of events) {
-        params.push(event.seq, event.eventId, event.timestamp, event.type, event.stepKey, JSON.stringify(event.payload), event.prevHash, event.hash)
+        params.push(event.seq, event.eventId, event.timestamp, event.type, event.stepKey, storedPayload(event), event.prevHash, event.hash)
       }
       return Effect.flatMap(
         executeCounted(pgAppendSql(kind, events.length), params, events.length, placement),

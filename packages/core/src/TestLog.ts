@@ -4,7 +4,7 @@
  * @since 0.1.0
  */
 import type { Event, EventPayload } from "./Event.js"
-import { eventHash, GENESIS_HASH } from "./internal/hash.js"
+import { GENESIS_HASH, newEventHash } from "./internal/hash.js"
 
 /** Milliseconds; each run's events are stamped `start + seq`. */
 export const T0 = 1_700_000_000_000
@@ -35,7 +35,7 @@ export const chain = (
       payload,
       prevHash
     }
-    const hash = eventHash(unhashed, undefined)
+    const hash = newEventHash(unhashed, undefined)
     out.push({ ...unhashed, hash })
     prevHash = hash
   }

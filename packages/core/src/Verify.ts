@@ -6,7 +6,7 @@
  */
 import * as Schema from "effect/Schema"
 import type { Event } from "./Event.js"
-import { eventHash, GENESIS_HASH } from "./internal/hash.js"
+import { GENESIS_HASH, hashMatches } from "./internal/hash.js"
 
 /** A head exported earlier (for example into an audit system): the chain must still contain it. */
 export const Head = Schema.Struct({ seq: Schema.Int, hash: Schema.String })
@@ -48,11 +48,11 @@ export const verifyEvents = (runId: string, events: ReadonlyArray<Event>, option
       return broken(event.seq, `type ${event.type} does not match payload ${event.payload._tag}`)
     }
     if (event.prevHash !== prevHash) return broken(event.seq, "prevHash does not link to the previous event's hash")
-    const { hash, ...rest } = event
-    if (eventHash(rest, options.auditKey) !== hash) {
-      return broken(event.seq, "hash does not match the event's content (altered, or written with another audit key)")
+    // The event itself, not a copy: its hash covers the payload's stored bytes, which are kept beside the event.
+    if (!hashMatches(event, options.auditKey)) {
+      return broken(event.seq, "hash does not match the event's content as stored (altered, or written with another audit key)")
     }
-    prevHash = hash
+    prevHash = event.hash
   }
   for (const head of options.heads ?? []) {
     if (head.seq === 0) continue

@@ -20,15 +20,18 @@ describe("Json.canonical and Json.hash", () => {
     expect(Json.hash("x")).toBe(createHash("sha256").update('"x"').digest("hex"))
   })
 
-  it("an event's hash is SHA-256 of its prevHash and the canonical JSON of the event without the hash", () => {
+  it("an event's hash is SHA-256 of \"artana:v2:\", its prevHash and the event without the hash, sorted fields, the payload as its stored text", () => {
     const events = TestLog.chain("run-é\"1", "acme", [], [
       { _tag: "RunStarted", workflow: "w", input: { z: [1, { y: null, x: "\u2028" }], a: -0.5 }, tenant: { tenantId: "acme", capabilities: ["b", "a"], budgetUsdLimit: 1e21 } },
       { _tag: "ToolRequested", tool: "echo", arguments: "{\"i\":1}", idempotencyKey: "k" },
       { _tag: "ToolCompleted", tool: "echo", result: { ok: true, list: [] } }
     ])
     for (const event of events) {
-      const { hash, ...rest }: Event.Event = event
-      expect(hash).toBe(createHash("sha256").update(rest.prevHash + Json.canonical(JSON.parse(JSON.stringify(rest)))).digest("hex"))
+      const { hash, payload, ...rest }: Event.Event = event
+      // The envelope is canonical JSON with the payload spliced in as the text that is stored (JSON.stringify's).
+      const marker = "\u0000payload\u0000"
+      const material = Json.canonical(JSON.parse(JSON.stringify({ ...rest, payload: marker }))).replace(JSON.stringify(marker), JSON.stringify(payload))
+      expect(hash).toBe(createHash("sha256").update("artana:v2:" + rest.prevHash + material).digest("hex"))
     }
   })
 })

@@ -1,11 +1,12 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Either, Exit, Layer, Schema } from "effect"
 import { SqlClient } from "@effect/sql"
-import { type Event, EventStore, Tenant, Verify } from "@artana/core"
+import { type Event, EventStore, Json, Tenant, Verify } from "@artana/core"
 import { TestLog } from "@artana/core/testing"
 import { EventStoreSuite } from "@artana/core/testing/suites"
 import { SqliteStore } from "@artana/store-sqlite"
 import { spawn } from "node:child_process"
+import { createHash } from "node:crypto"
 import { createRequire } from "node:module"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -373,6 +374,53 @@ describe("SqliteStore", () => {
         const report = yield* verify
         expect(report).toMatchObject({ ok: false, firstBrokenSeq: 4 })
         expect(report.reason).toContain("truncated")
+      }))
+
+    it.scoped("a field added to a stored payload, which decoding drops, breaks the chain at its seq", () =>
+      Effect.gen(function*() {
+        const { sql, store, verify } = yield* seeded
+        yield* sql`UPDATE events SET payload = json_set(payload, '$.admin', 1) WHERE run_id = 'run-1' AND seq = 3`
+        // Decoding drops the field: the event reads back as it was, and only the stored bytes show the change.
+        const read = yield* store.readEvents("acme", "run-1")
+        expect(read[2]!.payload).toEqual(step("b"))
+        expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 3 })
+      }))
+
+    it.scoped("any byte changed in a stored payload breaks the chain, even one JSON ignores", () =>
+      Effect.gen(function*() {
+        const { sql, verify } = yield* seeded
+        yield* sql`UPDATE events SET payload = payload || ' ' WHERE run_id = 'run-1' AND seq = 2`
+        expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 2 })
+      }))
+
+    it.scoped("a type column changed to another event type breaks the chain; to an unknown type, reading is a StoreError naming the row", () =>
+      Effect.gen(function*() {
+        const { sql, store, verify } = yield* seeded
+        yield* sql`UPDATE events SET type = 'RunFailed' WHERE run_id = 'run-1' AND seq = 3`
+        expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 3 })
+        yield* sql`UPDATE events SET type = 'Forged' WHERE run_id = 'run-1' AND seq = 3`
+        const error = yield* Effect.flip(store.readEvents("acme", "run-1"))
+        expect(error._tag).toBe("StoreError")
+        expect(error.message).toContain("run run-1 seq 3")
+        expect(error.message).toContain(`unknown event type "Forged"`)
+      }))
+
+    it.scoped("a log written by an earlier release (hashes over the payload's canonical value) still verifies; spacing added to it does not", () =>
+      Effect.gen(function*() {
+        const { sql, store } = yield* open({ filename: tempDb() })
+        // The earlier scheme: SHA-256(prevHash || canonical JSON of the event without hash), stored as JSON.stringify.
+        let prevHash = "0".repeat(64)
+        const legacy = TestLog.chain("old", "acme", [], [started(), step("a"), { _tag: "RunCompleted", output: "a" }]).map((e) => {
+          const { hash: _hash, ...rest } = { ...e, prevHash }
+          const hash = createHash("sha256").update(prevHash + Json.canonical(rest)).digest("hex")
+          prevHash = hash
+          return { ...rest, hash }
+        })
+        yield* store.append({ runId: "old", tenantId: "acme", expectedSeq: 0, events: legacy })
+        const verify = Effect.map(store.readEvents("acme", "old"), (read) => Verify.verifyEvents("old", read))
+        expect(yield* verify).toMatchObject({ ok: true, events: 3 })
+        yield* sql`UPDATE events SET payload = replace(payload, '","', '", "') WHERE run_id = 'old' AND seq = 2`
+        expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 2 })
       }))
 
     it.scoped("a payload that no longer decodes is a StoreError naming the run and seq", () =>

@@ -406,6 +406,16 @@ const TAMPER_CASES: ReadonlyArray<TamperCase> = [
     reason: /hash does not match/
   },
   {
+    name: "UPDATE of a completed run's output",
+    edit: (sqlite, events, runId, last) => {
+      const changed = sqlite.prepare(`UPDATE ${events} SET payload = json_set(payload, '$.output', 'forged') WHERE run_id = ? AND seq = ? AND type = 'RunCompleted'`)
+        .run(runId, last)
+      expect(changed.changes).toBe(1)
+    },
+    brokenAt: (last) => last,
+    reason: /hash does not match/
+  },
+  {
     name: "two rows' seq swapped",
     edit: (sqlite, events, runId) => {
       const move = sqlite.prepare(`UPDATE ${events} SET seq = ? WHERE run_id = ? AND seq = ?`)
@@ -455,6 +465,18 @@ describe.concurrent("tampering with the database file", () => {
       expect(report.ok).toBe(false)
       expect(report.firstBrokenSeq).toBe(c.brokenAt(last))
       expect(report.reason).toMatch(c.reason)
+
+      // The kernel's reads are verified: executing the run again, or reading its log through the kernel, refuses the
+      // broken log rather than serving it (a forged output is never returned as the run's result).
+      const again = yield* Effect.flip(inProcess(dir, db, (f) =>
+        Effect.flatMap(Kernel.Kernel, (k) => k.execute(f.workflows.crashy, { runId, tenant, input: { order: "o-1" } }))))
+      const read = yield* Effect.flip(inProcess(dir, db, () => Effect.flatMap(Kernel.Kernel, (k) => k.readEvents({ tenantId: tenant.tenantId, runId }))))
+      expect(read).toMatchObject({ _tag: "LogTampered", runId, seq: c.brokenAt(last) })
+      if (c.name.startsWith("DELETE of the last")) {
+        expect(again).toMatchObject({ _tag: "InvalidRunState", status: expect.stringContaining("truncated") })
+      } else {
+        expect(again).toMatchObject({ _tag: "LogTampered", runId, seq: c.brokenAt(last) })
+      }
     }), TIMEOUT)
 })
 

@@ -35,7 +35,7 @@ import type {
   ToolCallOutcome,
   WorkflowContext
 } from "../Workflow.js"
-import { canonicalJson, eventHash, GENESIS_HASH, sha256 } from "./hash.js"
+import { canonicalJson, GENESIS_HASH, newEventHash, sha256 } from "./hash.js"
 
 export interface Deps {
   readonly store: EventStore.Service
@@ -195,7 +195,7 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
           hash: ""
         }
         // The hash covers every field but `hash` itself.
-        event.hash = eventHash(event, deps.auditKey)
+        event.hash = newEventHash(event, deps.auditKey)
         events.push(event)
         prevHash = event.hash
       }

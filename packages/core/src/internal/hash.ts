@@ -54,18 +54,75 @@ export const sha256: (text: string) => string = typeof crypto.hash === "function
   : (text) => crypto.createHash("sha256").update(text).digest("hex")
 
 /**
- * The canonical JSON of an event without its hash: the fields in sorted order, written directly, with only the
- * payload canonicalized field by field. The same text `canonicalJson` gives for the event object.
+ * The payload of an event exactly as it is stored: the text a store read from its row, or the text the kernel
+ * hashed when it wrote the event (which every store then writes). Kept beside the event, not in it, so an event
+ * stays the plain value its schema says.
  */
-const canonicalEvent = (event: Omit<Event, "hash">): string =>
-  `{"eventId":${JSON.stringify(event.eventId)},"payload":${canonicalJson(event.payload)},"prevHash":${
+const storedPayloads = new WeakMap<object, string>()
+
+/** Records the payload text `event` was read with (stores call it for every event they decode). */
+export const rememberStoredPayload = (event: object, text: string): void => {
+  storedPayloads.set(event, text)
+}
+
+/**
+ * The text to store for an event's payload: the text its hash covers (remembered when the kernel hashed it), else
+ * `JSON.stringify` of the payload, which is what the kernel hashes. Not canonical JSON: code renders decoded values
+ * (a tool's result becomes the text of the model's next message), so the stored text keeps the key order the code
+ * produced, and a replay renders the same text.
+ */
+export const storedPayload = (event: Pick<Event, "payload">): string => storedPayloads.get(event) ?? JSON.stringify(event.payload)
+
+/** The event without its hash, its fields in sorted order, its payload as the given text. */
+const envelope = (event: Omit<Event, "hash">, payload: string): string =>
+  `{"eventId":${JSON.stringify(event.eventId)},"payload":${payload},"prevHash":${
     JSON.stringify(event.prevHash)
   },"runId":${JSON.stringify(event.runId)},"seq":${JSON.stringify(event.seq)},"stepKey":${JSON.stringify(event.stepKey)},"tenantId":${
     JSON.stringify(event.tenantId)
   },"timestamp":${JSON.stringify(event.timestamp)},"type":${JSON.stringify(event.type)}}`
 
-/** `hash = SHA-256(prevHash || canonical JSON of the event without hash)`, or HMAC-SHA-256 with an audit key. */
-export const eventHash = (event: Omit<Event, "hash">, auditKey: string | undefined): string => {
-  const material = event.prevHash + canonicalEvent(event)
-  return auditKey === undefined ? sha256(material) : crypto.createHmac("sha256", auditKey).update(material).digest("hex")
+/**
+ * Events are hashed over their payload's stored bytes, in a domain of their own (`STORED`), so no event of the
+ * earlier scheme (the canonical JSON of the decoded payload, see `legacyHash`) can pass for one of these, or back.
+ */
+const STORED = "artana:v2:"
+
+const hashMaterial = (material: string, auditKey: string | undefined): string =>
+  auditKey === undefined ? sha256(material) : crypto.createHmac("sha256", auditKey).update(material).digest("hex")
+
+/**
+ * The hash of an event being written: `SHA-256("artana:v2:" || prevHash || the event without hash, its payload as
+ * the text that is stored)`, or HMAC-SHA-256 with an audit key. The payload's text is remembered as what to store
+ * (`storedPayload`), so a store writes exactly the bytes the hash covers.
+ */
+export const newEventHash = (event: Omit<Event, "hash">, auditKey: string | undefined): string => {
+  const payload = JSON.stringify(event.payload)
+  storedPayloads.set(event, payload)
+  return hashMaterial(STORED + event.prevHash + envelope(event, payload), auditKey)
+}
+
+/**
+ * The hash of an event written before hashes covered stored bytes: over the canonical JSON of its payload's value.
+ * Such an event verifies only when its stored text is what that release wrote (compact `JSON.stringify` text):
+ * spacing added since is caught; a reordering of its keys is not (its value, which the hash covers, is unchanged).
+ */
+const legacyHash = (event: Omit<Event, "hash">, payload: string, auditKey: string | undefined): string | undefined => {
+  let value: unknown
+  try {
+    value = JSON.parse(payload)
+  } catch {
+    return undefined
+  }
+  if (JSON.stringify(value) !== payload) return undefined
+  return hashMaterial(event.prevHash + envelope(event, canonicalJson(value)), auditKey)
+}
+
+/**
+ * Whether `event` hashes to its `hash` over its payload's stored bytes (any byte added, removed or changed breaks
+ * it), or, for an event of the earlier scheme, over its payload's value.
+ */
+export const hashMatches = (event: Event, auditKey: string | undefined): boolean => {
+  const payload = storedPayload(event)
+  if (hashMaterial(STORED + event.prevHash + envelope(event, payload), auditKey) === event.hash) return true
+  return legacyHash(event, payload, auditKey) === event.hash
 }
