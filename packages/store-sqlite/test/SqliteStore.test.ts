@@ -412,7 +412,7 @@ describe("SqliteStore", () => {
         let prevHash = "0".repeat(64)
         const legacy = TestLog.chain("old", "acme", [], [started(), step("a"), { _tag: "RunCompleted", output: "a" }]).map((e) => {
           const { hash: _hash, ...rest } = { ...e, prevHash }
-          const hash = createHash("sha256").update(prevHash + Json.canonical(rest)).digest("hex")
+          const hash = createHash("sha256").update(prevHash + Json.canonical(JSON.parse(JSON.stringify(rest)))).digest("hex")
           prevHash = hash
           return { ...rest, hash }
         })
