@@ -13,6 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Layer from "effect/Layer"
 import * as TestClock from "effect/TestClock"
+import { TenantIsolation } from "@artana/core/testing"
 import { MemoryStore, type Scope, type Service } from "./MemoryStore.js"
 
 const analyst: Scope = { tenantId: "acme", agentId: "analyst" }
@@ -62,6 +63,33 @@ export const suite = <E>(name: string, layer: () => Layer.Layer<MemoryStore, E>)
           const r2 = yield* store.replace(analyst, "Dana", "Dana Smith", { key: "run-1/turn:6/tool:0" })
           expect(r2).toEqual(r1)
           expect(contents(yield* store.list(analyst))).toEqual(["Budget owner is Dana Smith."])
+        })))
+
+    it.effect("as another tenant, every call acts on nothing of A's: the same answers as for memory that never existed", () =>
+      withStore((store) =>
+        Effect.gen(function*() {
+          const a = yield* store.append(analyst, "Acme's budget owner is Dana.", { key: "run-1/tool:0" })
+          yield* store.replace(analyst, "Dana", "Dana Smith", { key: "run-1/tool:1" })
+          const intruder: Scope = { tenantId: "globex", agentId: analyst.agentId }
+          // Replacing A's text, as B, fails as replacing text nobody wrote (also under A's idempotency keys).
+          const sameFailure = <A, E>(text: string, f: (text: string) => Effect.Effect<A, E>) =>
+            Effect.gen(function*() {
+              const theirs = yield* Effect.flip(f(text))
+              const none = yield* Effect.flip(f("never-written"))
+              expect(TenantIsolation.shape(theirs, text)).toEqual(TenantIsolation.shape(none, "never-written"))
+              expect(theirs).toMatchObject({ _tag: "MemoryNotFound" })
+            })
+          yield* sameFailure("Dana Smith", (text) => store.replace(intruder, text, "Lee"))
+          yield* sameFailure("Dana Smith", (text) => store.replace(intruder, text, "Lee", { key: "run-1/tool:1" }))
+          expect(yield* store.list(intruder)).toEqual([])
+          expect(yield* store.search(intruder, "Dana budget owner")).toEqual([])
+          expect(yield* store.search(intruder, "")).toEqual([])
+          // A's key, used by B, writes B's own entry; A's memory is as A left it.
+          const theirs = yield* store.append(intruder, "Globex's note.", { key: "run-1/tool:0" })
+          expect(theirs).toMatchObject({ tenantId: "globex", content: "Globex's note." })
+          expect(theirs.id).not.toBe(a.id)
+          expect(contents(yield* store.list(analyst))).toEqual(["Acme's budget owner is Dana Smith."])
+          expect(contents(yield* store.list(intruder))).toEqual(["Globex's note."])
         })))
 
     it.effect("replace changes the one entry that contains the text; none or several is an error; blank removes", () =>

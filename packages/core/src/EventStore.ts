@@ -129,12 +129,9 @@ export const newRunInfo = (request: AppendRequest): RunInfo | undefined => {
 
 /** An in-memory store, for tests and for examples that must not touch disk. */
 export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
-  const runs = new Map<string, RunInfo>()
-  const logs = new Map<string, Array<Event>>()
-  const owned = (tenantId: string, runId: string) => {
-    const run = runs.get(runId)
-    return run !== undefined && run.tenantId === tenantId ? run : undefined
-  }
+  // Keyed by tenant and run: the same run id in two tenants is two runs.
+  const runs = new Map<string, { info: RunInfo; readonly log: Array<Event> }>()
+  const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
   return {
     append: (request) =>
       Effect.suspend((): Effect.Effect<void, SequenceConflict | StoreError> => {
@@ -143,42 +140,44 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         const conflict = () => new SequenceConflict({ runId: request.runId, expectedSeq: request.expectedSeq })
         const last = request.events[request.events.length - 1]
         if (last === undefined) return Effect.void
+        const key = keyOf(request.tenantId, request.runId)
+        const run = runs.get(key)
         if (request.expectedSeq === 0) {
           const info = newRunInfo(request)
-          if (runs.has(request.runId) || info === undefined) return Effect.fail(conflict())
-          runs.set(request.runId, info)
+          if (run !== undefined || info === undefined) return Effect.fail(conflict())
           // Copies: what is stored here is the event's value, which `verify` hashes as it finds it.
-          logs.set(request.runId, request.events.map((e) => ({ ...e })))
+          runs.set(key, { info, log: request.events.map((e) => ({ ...e })) })
           return Effect.void
         }
-        const run = owned(request.tenantId, request.runId)
-        if (run === undefined || run.headSeq !== request.expectedSeq) return Effect.fail(conflict())
+        if (run === undefined || run.info.headSeq !== request.expectedSeq) return Effect.fail(conflict())
         const summary = summarize(request.events)
-        runs.set(request.runId, {
-          ...run,
-          status: summary.status ?? run.status,
+        run.info = {
+          ...run.info,
+          status: summary.status ?? run.info.status,
           headSeq: last.seq,
           headHash: last.hash,
-          costUsd: run.costUsd + summary.costUsd,
+          costUsd: run.info.costUsd + summary.costUsd,
           updatedAt: last.timestamp
-        })
-        for (const e of request.events) logs.get(request.runId)!.push({ ...e })
+        }
+        for (const e of request.events) run.log.push({ ...e })
         return Effect.void
       }),
     readEvents: (tenantId, runId, fromSeq = 1) =>
-      Effect.suspend(() =>
-        owned(tenantId, runId) === undefined
+      Effect.suspend(() => {
+        const run = runs.get(keyOf(tenantId, runId))
+        return run === undefined
           ? Effect.fail(new RunNotFound({ runId, tenantId }))
-          : Effect.succeed(logs.get(runId)!.filter((e) => e.seq >= fromSeq))
-      ),
+          : Effect.succeed(run.log.filter((e) => e.seq >= fromSeq))
+      }),
     getRun: (tenantId, runId) =>
       Effect.suspend(() => {
-        const run = owned(tenantId, runId)
-        return run === undefined ? Effect.fail(new RunNotFound({ runId, tenantId })) : Effect.succeed(run)
+        const run = runs.get(keyOf(tenantId, runId))
+        return run === undefined ? Effect.fail(new RunNotFound({ runId, tenantId })) : Effect.succeed(run.info)
       }),
     listRuns: (tenantId, filter = {}) =>
       Effect.sync(() =>
         [...runs.values()]
+          .map((r) => r.info)
           .filter((r) =>
             r.tenantId === tenantId &&
             (filter.status === undefined || r.status === filter.status) &&

@@ -10,13 +10,20 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
-import type * as Layer from "effect/Layer"
+import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
 import type { Event, EventPayload, RunInfo } from "./Event.js"
 import type { SequenceConflict, StoreError } from "./Errors.js"
 import { type AppendRequest, EventStore, type ListRunsFilter, type Service } from "./EventStore.js"
+import * as TenantIsolation from "./TenantIsolation.js"
+import * as Kernel from "./Kernel.js"
+import * as ScriptedModel from "./ScriptedModel.js"
 import { chain, T0 } from "./TestLog.js"
 import { TenantContext } from "./Tenant.js"
+import * as Tool from "./Tool.js"
+import * as ToolRegistry from "./ToolRegistry.js"
 import { verifyEvents } from "./Verify.js"
+import * as Workflow from "./Workflow.js"
 
 
 const tenantA = TenantContext.make({ tenantId: "tenant-a", capabilities: ["finance:read"], budgetUsdLimit: 5 })
@@ -190,20 +197,101 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore, unk
         expect(yield* store.readEvents(tenantA.tenantId, log.runId)).toEqual(log.events)
       }))
 
-    test("creating a run that exists fails with SequenceConflict, for any tenant", (store) =>
+    test("creating a run that exists in the tenant fails with SequenceConflict", (store) =>
       Effect.gen(function*() {
         const log = makeLog(store, "run-twice", tenantA)
         yield* log.append(started(tenantA))
         const again = chain(log.runId, tenantA.tenantId, [], [started(tenantA, "other")], T0 + 50)
         const sameTenant = yield* Effect.flip(store.append({ runId: log.runId, tenantId: tenantA.tenantId, expectedSeq: 0, events: again }))
         expect(sameTenant).toMatchObject({ _tag: "SequenceConflict", runId: log.runId, expectedSeq: 0 })
-
-        const theirs = chain(log.runId, tenantB.tenantId, [], [started(tenantB)])
-        const otherTenant = yield* Effect.flip(store.append({ runId: log.runId, tenantId: tenantB.tenantId, expectedSeq: 0, events: theirs }))
-        expect(otherTenant).toMatchObject({ _tag: "SequenceConflict", runId: log.runId })
-
         expect(yield* store.readEvents(tenantA.tenantId, log.runId)).toEqual(log.events)
         expect((yield* store.getRun(tenantA.tenantId, log.runId)).workflow).toBe("review")
+      }))
+
+    test("the same run id in two tenants is two runs, each with its own log, head, status, cost and lineage", (store) =>
+      Effect.gen(function*() {
+        const a = makeLog(store, "shared-id", tenantA)
+        yield* a.append(started(tenantA), modelCompleted(0.5))
+        const b = makeLog(store, "shared-id", tenantB, T0 + 100)
+        yield* b.append(started(tenantB, "other"))
+        // Interleaved appends: each moves its own run's head only.
+        yield* a.append({ _tag: "StepCompleted", name: "a", value: 1 })
+        yield* b.append(modelCompleted(0.25), { _tag: "RunCompleted", output: "b done" })
+        yield* a.append({ _tag: "StepCompleted", name: "a2", value: 2 })
+        yield* a.append({ _tag: "PauseRequested", reason: "wait", ticket: "t" })
+        // Sub-runs with one id in both tenants: lineage stays within the tenant.
+        const childA = makeLog(store, "shared-id::child", tenantA, T0 + 200)
+        yield* childA.append(started(tenantA, "sub", { parentRunId: a.runId, rootRunId: a.runId }))
+        const childB = makeLog(store, "shared-id::child", tenantB, T0 + 300)
+        yield* childB.append(started(tenantB, "sub", { parentRunId: b.runId, rootRunId: b.runId }), modelCompleted(0.125))
+
+        expect(yield* store.readEvents(tenantA.tenantId, a.runId)).toEqual(a.events)
+        expect(yield* store.readEvents(tenantB.tenantId, b.runId)).toEqual(b.events)
+        expect(yield* store.readEvents(tenantB.tenantId, b.runId, 2)).toEqual(b.events.slice(1))
+        expect(yield* store.getRun(tenantA.tenantId, a.runId)).toMatchObject({
+          tenantId: tenantA.tenantId,
+          workflow: "review",
+          status: "paused",
+          headSeq: 5,
+          headHash: a.events[4]!.hash,
+          costUsd: 0.5
+        })
+        expect(yield* store.getRun(tenantB.tenantId, b.runId)).toMatchObject({
+          tenantId: tenantB.tenantId,
+          workflow: "other",
+          status: "completed",
+          headSeq: 3,
+          headHash: b.events[2]!.hash,
+          costUsd: 0.25
+        })
+        expect(verifyEvents(a.runId, yield* store.readEvents(tenantA.tenantId, a.runId))).toMatchObject({ ok: true, events: 5 })
+        expect(verifyEvents(b.runId, yield* store.readEvents(tenantB.tenantId, b.runId))).toMatchObject({ ok: true, events: 3 })
+
+        const ids = (runs: ReadonlyArray<RunInfo>) => runs.map((r) => `${r.tenantId}/${r.runId}`)
+        expect(ids(yield* store.listRuns(tenantA.tenantId))).toEqual(["tenant-a/shared-id::child", "tenant-a/shared-id"])
+        expect(ids(yield* store.listRuns(tenantB.tenantId, { rootRunId: "shared-id" }))).toEqual(["tenant-b/shared-id::child", "tenant-b/shared-id"])
+        expect(yield* store.listRuns(tenantA.tenantId, { parentRunId: "shared-id" })).toEqual([yield* store.getRun(tenantA.tenantId, childA.runId)])
+        expect((yield* store.getRun(tenantB.tenantId, childB.runId)).costUsd).toBe(0.125)
+
+        // Still one writer per run: a stale head conflicts, whatever the other tenant's head is.
+        const stale = { runId: a.runId, tenantId: tenantA.tenantId, expectedSeq: 3, events: chain(a.runId, tenantA.tenantId, a.events.slice(0, 3), [{ _tag: "StepCompleted", name: "late", value: 0 }]) }
+        expect(yield* Effect.flip(store.append(stale))).toMatchObject({ _tag: "SequenceConflict", expectedSeq: 3 })
+        const recreate = chain(b.runId, tenantB.tenantId, [], [started(tenantB)], T0 + 900)
+        expect(yield* Effect.flip(store.append({ runId: b.runId, tenantId: tenantB.tenantId, expectedSeq: 0, events: recreate })))
+          .toMatchObject({ _tag: "SequenceConflict", expectedSeq: 0 })
+        expect(yield* store.readEvents(tenantA.tenantId, a.runId)).toEqual(a.events)
+        expect(yield* store.readEvents(tenantB.tenantId, b.runId)).toEqual(b.events)
+      }))
+
+    test("another tenant's run id behaves exactly like an id that never existed: same errors, zero rows, nothing written", (store) =>
+      Effect.gen(function*() {
+        const a = makeLog(store, "a-secret-run", tenantA)
+        yield* a.append(started(tenantA), { _tag: "StepCompleted", name: "secret", value: "a's data" }, { _tag: "PauseRequested", reason: "wait", ticket: "t" })
+        const child = makeLog(store, "a-secret-run::child", tenantA, T0 + 10)
+        yield* child.append(started(tenantA, "sub", { parentRunId: a.runId, rootRunId: a.runId }))
+        const never = "never-used-run"
+        const B = tenantB.tenantId
+        const sameFailure = <A, E>(f: (runId: string) => Effect.Effect<A, E>) =>
+          Effect.gen(function*() {
+            const theirs = yield* Effect.flip(f(a.runId))
+            const none = yield* Effect.flip(f(never))
+            expect(TenantIsolation.shape(theirs, a.runId)).toEqual(TenantIsolation.shape(none, never))
+          })
+
+        yield* sameFailure((id) => store.readEvents(B, id))
+        yield* sameFailure((id) => store.readEvents(B, id, 2))
+        yield* sameFailure((id) => store.getRun(B, id))
+        yield* sameFailure((id) => store.getRun(B, `${id}::child`))
+        // Appending after A's head, as B: the conflict of a run B never created.
+        yield* sameFailure((id) =>
+          store.append({ runId: id, tenantId: B, expectedSeq: 3, events: chain(id, B, a.events, [{ _tag: "RunCompleted", output: "hijacked" }]) })
+        )
+        expect(yield* store.listRuns(B)).toEqual([])
+        expect(yield* store.listRuns(B, { rootRunId: a.runId })).toEqual([])
+        expect(yield* store.listRuns(B, { parentRunId: a.runId })).toEqual([])
+        expect(yield* store.listRuns(B, { workflow: "review", status: "paused" })).toEqual([])
+        expect(yield* store.readEvents(tenantA.tenantId, a.runId)).toEqual(a.events)
+        expect(yield* store.getRun(tenantA.tenantId, a.runId)).toMatchObject({ status: "paused", headSeq: 3 })
       }))
 
     test("a new run's first batch must start with RunStarted", (store) =>
@@ -386,5 +474,86 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore, unk
         expect(listedChild).toEqual(yield* store.getRun(tenantA.tenantId, child.runId))
         expect(listedChild).toMatchObject({ parentRunId: root.runId, rootRunId: root.runId, workflow: "sub", createdAt: T0 + 4001 })
       }))
+  })
+
+  describe(`Kernel over the EventStore: ${name}`, () => {
+    it.effect("as another tenant, resume, reconcile, verify and replay of a run id fail as for an id that never existed; executing that id starts the tenant's own run", () => {
+      let crash = true
+      const calls: Array<string> = []
+      const charge = Tool.make({
+        name: "charge",
+        description: "Charges a card (not idempotent)",
+        parameters: Schema.Struct({ cents: Schema.Number }),
+        handler: ({ cents }, ctx) =>
+          Effect.suspend(() => {
+            calls.push(`${ctx.tenant.tenantId}:${ctx.idempotencyKey}`)
+            // The process dying mid-handler: the execution stops with no outcome written.
+            return crash ? Effect.interrupt : Effect.succeed(cents)
+          })
+      })
+      const approval = Workflow.make({
+        name: "approval",
+        input: Schema.Null,
+        output: Schema.String,
+        run: (_input, ctx) =>
+          Effect.gen(function*() {
+            const who = yield* ctx.step("who", Effect.succeed(ctx.tenant.tenantId), Schema.String)
+            const approved = yield* ctx.pauseForHuman({ reason: "approve", schema: Schema.Boolean })
+            return `${who} ${approved ? "approved" : "rejected"}`
+          })
+      })
+      const payment = Workflow.make({ name: "payment", input: Schema.Null, output: Schema.Number, run: (_input, ctx) => ctx.tool(charge, { cents: 5 }) })
+      const kernelLayer = Layer.provideMerge(
+        Kernel.layer({ workflows: [approval, payment] }),
+        Layer.mergeAll(makeLayer(), ScriptedModel.layer([]), ToolRegistry.layer([charge]))
+      )
+      return Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        const A = tenantA.tenantId
+        const B = tenantB.tenantId
+        expect(yield* kernel.execute(approval, { runId: "shared-approval", tenant: tenantA, input: null })).toMatchObject({ status: "paused" })
+        expect((yield* Effect.exit(kernel.execute(payment, { runId: "shared-payment", tenant: tenantA, input: null })))._tag).toBe("Failure")
+        crash = false
+        expect(yield* kernel.execute(payment, { runId: "shared-payment", tenant: tenantA, input: null })).toMatchObject({ status: "needs_reconciliation" })
+
+        const sameFailure = <X, E>(id: string, f: (runId: string) => Effect.Effect<X, E>) =>
+          Effect.gen(function*() {
+            const never = `never-${id}`
+            const theirs = yield* Effect.flip(f(id))
+            const none = yield* Effect.flip(f(never))
+            expect(TenantIsolation.shape(theirs, id)).toEqual(TenantIsolation.shape(none, never))
+          })
+        for (const id of ["shared-approval", "shared-payment"]) {
+          yield* sameFailure(id, (runId) => kernel.resume({ tenantId: B, runId, response: true }))
+          yield* sameFailure(id, (runId) => kernel.reconcile({ tenantId: B, runId, stepKey: "tool:0", outcome: { ok: true, result: 5 } }))
+          yield* sameFailure(id, (runId) => kernel.reconcile({ tenantId: B, runId, outcome: { ok: false, error: "did not happen" } }))
+          yield* sameFailure(id, (runId) => kernel.verify({ tenantId: B, runId }))
+          yield* sameFailure(id, (runId) => kernel.replay(approval, { tenantId: B, runId }))
+          yield* sameFailure(id, (runId) => kernel.replay(payment, { tenantId: B, runId }))
+        }
+        expect(calls).toEqual([`${A}:shared-payment/tool:0`])
+
+        // B's execute with A's ids starts B's own runs, which A's never see.
+        expect(yield* kernel.execute(approval, { runId: "shared-approval", tenant: tenantB, input: null })).toMatchObject({ status: "paused" })
+        expect(yield* kernel.resume({ tenantId: B, runId: "shared-approval", response: true }))
+          .toEqual({ status: "completed", runId: "shared-approval", output: `${B} approved` })
+        expect(yield* kernel.execute(payment, { runId: "shared-payment", tenant: tenantB, input: null }))
+          .toEqual({ status: "completed", runId: "shared-payment", output: 5 })
+        expect(calls).toEqual([`${A}:shared-payment/tool:0`, `${B}:shared-payment/tool:0`])
+
+        // A's runs are where A left them, and finish as A decides.
+        expect(yield* kernel.resume({ tenantId: A, runId: "shared-approval", response: false }))
+          .toEqual({ status: "completed", runId: "shared-approval", output: `${A} rejected` })
+        yield* kernel.reconcile({ tenantId: A, runId: "shared-payment", stepKey: "tool:0", outcome: { ok: true, result: 7 } })
+        expect(yield* kernel.execute(payment, { runId: "shared-payment", tenant: tenantA, input: null }))
+          .toEqual({ status: "completed", runId: "shared-payment", output: 7 })
+        expect(calls).toHaveLength(2)
+        for (const tenantId of [A, B]) {
+          for (const runId of ["shared-approval", "shared-payment"]) {
+            expect(yield* kernel.verify({ tenantId, runId })).toMatchObject({ ok: true })
+          }
+        }
+      }).pipe(Effect.provide(kernelLayer))
+    })
   })
 }

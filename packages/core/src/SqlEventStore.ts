@@ -301,9 +301,112 @@ END $artana$`)
           ], { discard: true }),
         orElse: () => Effect.void
       })
+    }),
+    // Tenancy is a key: a run is (tenant_id, run_id), an event (tenant_id, run_id, seq), so the same run id in two
+    // tenants is two runs. Lineage (parent and root run ids) is within a tenant, and its indexes lead with it.
+    "3_tenant_run_key": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      yield* sql.onDialectOrElse({ pg: () => tenantKeyPg(sql, t), orElse: () => tenantKeySqlite(sql, t) })
     })
   }
 }
+
+/** The primary key's constraint name of a Postgres table (looked up: it depends on how the table was made). */
+const primaryKeyPg = (sql: SqlClient.SqlClient, table: string) =>
+  Effect.map(
+    sql<{ readonly name: string }>`SELECT conname AS name FROM pg_constraint WHERE conrelid = ${`"${table}"`}::regclass AND contype = 'p'`,
+    (rows) => rows[0]?.name
+  )
+
+/**
+ * PostgreSQL: the keys are swapped in place (`ALTER TABLE` builds the new unique index; the tables are locked for
+ * as long as that takes, once, when the first process of the new version opens the database).
+ */
+const tenantKeyPg = (sql: SqlClient.SqlClient, t: Tables) =>
+  Effect.gen(function*() {
+    for (const [table, columns] of [[t.runs, "tenant_id, run_id"], [t.events, "tenant_id, run_id, seq"]] as const) {
+      const key = yield* primaryKeyPg(sql, table)
+      const drop = key === undefined ? "" : `DROP CONSTRAINT "${key}", `
+      yield* sql.unsafe(`ALTER TABLE "${table}" ${drop}ADD PRIMARY KEY (${columns})`)
+    }
+    yield* Effect.all([
+      sql.unsafe(`DROP INDEX IF EXISTS "${t.prefix}runs_root_idx"`),
+      sql.unsafe(`DROP INDEX IF EXISTS "${t.prefix}runs_parent_idx"`),
+      sql.unsafe(`CREATE INDEX "${t.prefix}runs_root_idx" ON "${t.runs}" (tenant_id, root_run_id)`),
+      sql.unsafe(`CREATE INDEX "${t.prefix}runs_parent_idx" ON "${t.runs}" (tenant_id, parent_run_id)`)
+    ], { discard: true })
+  })
+
+/** The SQLite head trigger: an event must follow its own run's head (same tenant, same run), and moves it. */
+const headTriggerSqlite = (t: Tables) =>
+  `CREATE TRIGGER ${t.prefix}events_advance_head AFTER INSERT ON ${t.events} FOR EACH ROW BEGIN
+  SELECT RAISE(ABORT, '${CONFLICT}') WHERE NOT EXISTS (
+    SELECT 1 FROM ${t.runs} WHERE tenant_id = NEW.tenant_id AND run_id = NEW.run_id AND head_seq = NEW.seq - 1);
+  UPDATE ${t.runs} SET head_seq = NEW.seq, head_hash = NEW.hash, updated_at = NEW.timestamp
+   WHERE tenant_id = NEW.tenant_id AND run_id = NEW.run_id;
+END`
+
+/**
+ * SQLite cannot alter a primary key, so the tables are rebuilt (SQLite's documented procedure): new tables under
+ * other names, the rows copied (runs with their rowids, which order runs created in one millisecond), the old
+ * tables dropped and the new ones renamed. The events table stays WITHOUT ROWID, clustered by (tenant, run, seq),
+ * so a replay is one range scan. Every open runs every SQLite migration, so this one first looks at the runs
+ * table's key and does nothing once it is (tenant_id, run_id). It runs in the migration's transaction: a crash
+ * leaves the old tables whole.
+ */
+const tenantKeySqlite = (sql: SqlClient.SqlClient, t: Tables) =>
+  Effect.gen(function*() {
+    const key = yield* sql<{ readonly name: string }>`SELECT name FROM pragma_table_info(${t.runs}) WHERE pk > 0 ORDER BY pk`
+    if (key.map((c) => c.name).join(",") === "tenant_id,run_id") return
+    const runsNew = `${t.prefix}runs_v3`
+    const eventsNew = `${t.prefix}events_v3`
+    const runColumns = "run_id, tenant_id, workflow, parent_run_id, root_run_id, status, head_seq, head_hash, cost_usd, created_at, updated_at"
+    const eventColumns = "run_id, seq, event_id, tenant_id, timestamp, type, step_key, payload, prev_hash, hash"
+    for (
+      const statement of [
+        `DROP TRIGGER IF EXISTS ${t.prefix}events_advance_head`,
+        `CREATE TABLE ${runsNew} (
+  run_id TEXT NOT NULL,
+  tenant_id TEXT NOT NULL,
+  workflow TEXT NOT NULL,
+  parent_run_id TEXT,
+  root_run_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  head_seq INTEGER NOT NULL,
+  head_hash TEXT NOT NULL,
+  cost_usd REAL NOT NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (tenant_id, run_id)
+)`,
+        `INSERT INTO ${runsNew} (rowid, ${runColumns}) SELECT rowid, ${runColumns} FROM ${t.runs} ORDER BY rowid`,
+        `CREATE TABLE ${eventsNew} (
+  run_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  event_id TEXT NOT NULL,
+  tenant_id TEXT NOT NULL,
+  timestamp INTEGER NOT NULL,
+  type TEXT NOT NULL,
+  step_key TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  prev_hash TEXT NOT NULL,
+  hash TEXT NOT NULL,
+  PRIMARY KEY (tenant_id, run_id, seq),
+  FOREIGN KEY (tenant_id, run_id) REFERENCES ${runsNew} (tenant_id, run_id)
+) WITHOUT ROWID`,
+        `INSERT INTO ${eventsNew} (${eventColumns}) SELECT ${eventColumns} FROM ${t.events}`,
+        `DROP TABLE ${t.events}`,
+        `DROP TABLE ${t.runs}`,
+        // Renaming rewrites the events' foreign key to the new name of their runs table.
+        `ALTER TABLE ${runsNew} RENAME TO ${t.runs}`,
+        `ALTER TABLE ${eventsNew} RENAME TO ${t.events}`,
+        `CREATE INDEX ${t.prefix}runs_tenant_created_idx ON ${t.runs} (tenant_id, created_at)`,
+        `CREATE INDEX ${t.prefix}runs_root_idx ON ${t.runs} (tenant_id, root_run_id)`,
+        `CREATE INDEX ${t.prefix}runs_parent_idx ON ${t.runs} (tenant_id, parent_run_id)`,
+        headTriggerSqlite(t)
+      ]
+    ) yield* sql.unsafe(statement)
+  })
 
 /** Creates the tables and indexes if they do not exist yet (idempotent, safe to run concurrently). */
 export const migrate = (options: Options = {}): Effect.Effect<void, StoreError, SqlClient.SqlClient> =>
@@ -630,7 +733,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
     // (one index probe), unless the row records a later one (written with the last status or cost change): then
     // the log was cut after it, and the row's head is what `Verify` compares the log against.
     const runHead = sql.onDialectOrElse({
-      pg: () => sql.literal(`LEFT JOIN LATERAL (SELECT seq, hash, timestamp FROM "${t.events}" e WHERE e.run_id = r.run_id ORDER BY e.seq DESC LIMIT 1) h ON true`),
+      pg: () => sql.literal(`LEFT JOIN LATERAL (SELECT seq, hash, timestamp FROM "${t.events}" e WHERE e.tenant_id = r.tenant_id AND e.run_id = r.run_id ORDER BY e.seq DESC LIMIT 1) h ON true`),
       orElse: () => sql``
     })
     const runColumns = sql.literal(sql.onDialectOrElse({

@@ -302,19 +302,22 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
     /**
      * Locks the task's row (the first statement writes, so SQLite takes its write lock before reading), applies
      * `step` to it and writes the result, all in one transaction. `owner` restricts it to a running task held by
-     * that worker; a row that does not match is `onMissing`.
+     * that worker, or to a task of that tenant (another tenant's task matches no row, as an id that never existed);
+     * a row that does not match is `onMissing`.
      */
     const transition = <E>(
       operation: string,
       taskId: string,
-      owner: string | undefined,
+      owner: { readonly workerId: string } | { readonly tenantId: string },
       onMissing: () => E,
       step: (task: Task, now: number) => Step<E>,
       wakes = false
     ): Effect.Effect<Task, E | StoreError> =>
       sql.withTransaction(Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const condition = owner === undefined ? sql`` : sql`AND worker_id = ${owner} AND status = 'running'`
+        const condition = "workerId" in owner
+          ? sql`AND worker_id = ${owner.workerId} AND status = 'running'`
+          : sql`AND tenant_id = ${owner.tenantId}`
         const rows = yield* sql`UPDATE ${tasks} SET updated_at = updated_at WHERE task_id = ${taskId} ${condition} RETURNING *`
         const [current] = yield* decodeRows(operation, rows)
         if (current === undefined) return yield* Effect.fail(onMissing())
@@ -396,7 +399,7 @@ WHERE task_id IN (
       }).pipe(Effect.catchTag("SqlError", storeError("claim")), Effect.withSpan("SqlTaskQueue.claim", { attributes: { workerId: request.workerId } }))
 
     const lost = (taskId: string, workerId: string) => () => new LeaseLost({ taskId, workerId })
-    const notFound = (taskId: string) => () => new TaskNotFound({ taskId })
+    const notFound = (tenantId: string, taskId: string) => () => new TaskNotFound({ taskId, tenantId })
 
     const service: Service = {
       enqueue,
@@ -404,34 +407,33 @@ WHERE task_id IN (
       claim,
       expire,
       heartbeat: (taskId, workerId, leaseSeconds) =>
-        transition("heartbeat", taskId, workerId, lost(taskId, workerId), (task, now) =>
+        transition("heartbeat", taskId, { workerId }, lost(taskId, workerId), (task, now) =>
           Either.right({ task: { ...task, leaseExpiresAt: now + leaseSeconds * 1000, updatedAt: now } })),
       finish: (taskId, workerId, outcome) =>
-        transition("finish", taskId, workerId, lost(taskId, workerId), (task, now) => {
+        transition("finish", taskId, { workerId }, lost(taskId, workerId), (task, now) => {
           const finished = Tasks.finished(task, outcome, now)
           return Either.right({ task: finished, insert: Tasks.nextOccurrence(finished, crypto.randomUUID(), now) })
         }, true),
       release: (taskId, workerId) =>
-        transition("release", taskId, workerId, lost(taskId, workerId), (task, now) => Either.right({ task: Tasks.released(task, now) }), true),
-      respond: (taskId, response) =>
-        transition<TaskNotFound | InvalidTaskState>("respond", taskId, undefined, notFound(taskId), (task, now) =>
+        transition("release", taskId, { workerId }, lost(taskId, workerId), (task, now) => Either.right({ task: Tasks.released(task, now) }), true),
+      respond: (tenantId, taskId, response) =>
+        transition<TaskNotFound | InvalidTaskState>("respond", taskId, { tenantId }, notFound(tenantId, taskId), (task, now) =>
           task.status === "paused"
             ? Either.right({ task: Tasks.responded(task, response, now) })
             : Either.left(new InvalidTaskState({ taskId, status: task.status, expected: "paused" })), true),
-      cancel: (taskId) =>
-        transition<TaskNotFound | InvalidTaskState>("cancel", taskId, undefined, notFound(taskId), (task, now) =>
+      cancel: (tenantId, taskId) =>
+        transition<TaskNotFound | InvalidTaskState>("cancel", taskId, { tenantId }, notFound(tenantId, taskId), (task, now) =>
           isTerminal(task.status)
             ? Either.left(new InvalidTaskState({ taskId, status: task.status, expected: "queued, running or paused" }))
             : Either.right({ task: Tasks.cancelled(task, now) })),
-      get: (taskId) =>
-        sql`SELECT * FROM ${tasks} WHERE task_id = ${taskId}`.pipe(
+      get: (tenantId, taskId) =>
+        sql`SELECT * FROM ${tasks} WHERE task_id = ${taskId} AND tenant_id = ${tenantId}`.pipe(
           Effect.flatMap((rows) => decodeRows("get", rows)),
           Effect.catchTag("SqlError", storeError("get")),
-          Effect.flatMap(([task]) => (task === undefined ? Effect.fail(new TaskNotFound({ taskId })) : Effect.succeed(task)))
+          Effect.flatMap(([task]) => (task === undefined ? Effect.fail(new TaskNotFound({ taskId, tenantId })) : Effect.succeed(task)))
         ),
-      list: (filter: ListFilter = {}) => {
-        const where = [sql`1 = 1`]
-        if (filter.tenantId !== undefined) where.push(sql`tenant_id = ${filter.tenantId}`)
+      list: (tenantId: string, filter: ListFilter = {}) => {
+        const where = [sql`tenant_id = ${tenantId}`]
         if (filter.status !== undefined) where.push(sql`status = ${filter.status}`)
         if (filter.workflow !== undefined) where.push(sql`workflow = ${filter.workflow}`)
         if (filter.seriesId !== undefined) where.push(sql`series_id = ${filter.seriesId}`)

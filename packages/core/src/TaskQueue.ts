@@ -115,18 +115,21 @@ export interface ClaimRequest {
   readonly workflows?: ReadonlyArray<string> | undefined
 }
 
+/** Filters for `list` (always within one tenant). */
 export interface ListFilter {
-  readonly tenantId?: string | undefined
   readonly status?: TaskStatus | undefined
   readonly workflow?: string | undefined
   readonly seriesId?: string | undefined
   readonly limit?: number | undefined
 }
 
-/** No task with this id. */
-export class TaskNotFound extends Schema.TaggedError<TaskNotFound>()("TaskNotFound", { taskId: Schema.String }) {
+/** No task with this id in the tenant (another tenant's task is not found either: tenancy is a key). */
+export class TaskNotFound extends Schema.TaggedError<TaskNotFound>()("TaskNotFound", {
+  taskId: Schema.String,
+  tenantId: Schema.String
+}) {
   override get message() {
-    return `task ${this.taskId} not found`
+    return `task ${this.taskId} not found for tenant ${this.tenantId}`
   }
 }
 
@@ -182,13 +185,24 @@ export interface Service {
   readonly finish: (taskId: string, workerId: string, outcome: Outcome) => Effect.Effect<Task, LeaseLost | StoreError>
   /** Gives a claimed task back (graceful shutdown): queued again, due now. */
   readonly release: (taskId: string, workerId: string) => Effect.Effect<Task, LeaseLost | StoreError>
-  /** Stores a human response for a paused task and queues it again; the worker resumes the run with it. */
-  readonly respond: (taskId: string, response: Json.Json) => Effect.Effect<Task, TaskNotFound | InvalidTaskState | StoreError>
-  readonly get: (taskId: string) => Effect.Effect<Task, TaskNotFound | StoreError>
-  /** Tasks, newest first. */
-  readonly list: (filter?: ListFilter) => Effect.Effect<ReadonlyArray<Task>, StoreError>
-  /** Cancels a queued, running or paused task (a running task's worker loses its lease at its next heartbeat). */
-  readonly cancel: (taskId: string) => Effect.Effect<Task, TaskNotFound | InvalidTaskState | StoreError>
+  /**
+   * Stores a human response for the tenant's paused task and queues it again; the worker resumes the run with it.
+   * Another tenant's task is `TaskNotFound`, as an id that never existed.
+   */
+  readonly respond: (
+    tenantId: string,
+    taskId: string,
+    response: Json.Json
+  ) => Effect.Effect<Task, TaskNotFound | InvalidTaskState | StoreError>
+  /** The tenant's task; another tenant's is `TaskNotFound`, as an id that never existed. */
+  readonly get: (tenantId: string, taskId: string) => Effect.Effect<Task, TaskNotFound | StoreError>
+  /** The tenant's tasks, newest first. */
+  readonly list: (tenantId: string, filter?: ListFilter) => Effect.Effect<ReadonlyArray<Task>, StoreError>
+  /**
+   * Cancels the tenant's queued, running or paused task (a running task's worker loses its lease at its next
+   * heartbeat). Another tenant's task is `TaskNotFound`, as an id that never existed.
+   */
+  readonly cancel: (tenantId: string, taskId: string) => Effect.Effect<Task, TaskNotFound | InvalidTaskState | StoreError>
   /** Expires queued tasks past `expiresAt` and fails running tasks past their deadline whose lease expired. */
   readonly expire: (now?: number) => Effect.Effect<number, StoreError>
   /**
@@ -215,6 +229,10 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(PubSub.sliding<void
   const ownedBy = (taskId: string, workerId: string): Task | undefined => {
     const task = tasks.get(taskId)
     return task !== undefined && task.status === "running" && task.workerId === workerId ? task : undefined
+  }
+  const ofTenant = (tenantId: string, taskId: string): Task | undefined => {
+    const task = tasks.get(taskId)
+    return task !== undefined && task.tenantId === tenantId ? task : undefined
   }
   const put = (task: Task) => {
     tasks.set(task.taskId, task)
@@ -271,29 +289,29 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(PubSub.sliding<void
         if (task === undefined) return Effect.fail(new LeaseLost({ taskId, workerId }))
         return Effect.succeed(put(Tasks.released(task, now)))
       })),
-    respond: (taskId, response) =>
+    respond: (tenantId, taskId, response) =>
       wake(Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Task, TaskNotFound | InvalidTaskState> => {
-        const task = tasks.get(taskId)
-        if (task === undefined) return Effect.fail(new TaskNotFound({ taskId }))
+        const task = ofTenant(tenantId, taskId)
+        if (task === undefined) return Effect.fail(new TaskNotFound({ taskId, tenantId }))
         if (task.status !== "paused") return Effect.fail(new InvalidTaskState({ taskId, status: task.status, expected: "paused" }))
         return Effect.succeed(put(Tasks.responded(task, response, now)))
       })),
-    get: (taskId) =>
+    get: (tenantId, taskId) =>
       Effect.suspend(() => {
-        const task = tasks.get(taskId)
-        return task === undefined ? Effect.fail(new TaskNotFound({ taskId })) : Effect.succeed(task)
+        const task = ofTenant(tenantId, taskId)
+        return task === undefined ? Effect.fail(new TaskNotFound({ taskId, tenantId })) : Effect.succeed(task)
       }),
-    list: (filter = {}) =>
+    list: (tenantId, filter = {}) =>
       Effect.sync(() =>
         [...tasks.values()]
-          .filter((t) => Tasks.matches(t, filter))
+          .filter((t) => t.tenantId === tenantId && Tasks.matches(t, filter))
           .sort((a, b) => b.createdAt - a.createdAt)
           .slice(0, filter.limit ?? Number.MAX_SAFE_INTEGER)
       ),
-    cancel: (taskId) =>
+    cancel: (tenantId, taskId) =>
       Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Task, TaskNotFound | InvalidTaskState> => {
-        const task = tasks.get(taskId)
-        if (task === undefined) return Effect.fail(new TaskNotFound({ taskId }))
+        const task = ofTenant(tenantId, taskId)
+        if (task === undefined) return Effect.fail(new TaskNotFound({ taskId, tenantId }))
         if (isTerminal(task.status)) {
           return Effect.fail(new InvalidTaskState({ taskId, status: task.status, expected: "queued, running or paused" }))
         }

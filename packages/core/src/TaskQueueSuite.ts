@@ -17,9 +17,12 @@ import * as TestClock from "effect/TestClock"
 import * as TestServices from "effect/TestServices"
 import { type EnqueueRequest, type Service, type Task, TaskQueue } from "./TaskQueue.js"
 import { TenantContext } from "./Tenant.js"
+import * as TenantIsolation from "./TenantIsolation.js"
 
 const tenantA = TenantContext.make({ tenantId: "tenant-a", capabilities: ["finance:read"], budgetUsdLimit: 5 })
 const tenantB = TenantContext.make({ tenantId: "tenant-b", capabilities: [], budgetUsdLimit: 1 })
+
+const A = tenantA.tenantId
 
 const request = (overrides: Partial<EnqueueRequest> = {}): EnqueueRequest => ({
   workflow: "review",
@@ -57,14 +60,50 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
           occurrence: 1,
           seriesId: task.taskId
         })
-        const read = yield* queue.get(task.taskId)
+        const read = yield* queue.get(A, task.taskId)
         expect(read).toEqual(task)
         expect(read.tenant).toBeInstanceOf(TenantContext)
         const other = yield* queue.enqueue(request({ tenant: tenantB, workflow: "other" }))
-        expect((yield* queue.list()).map((t) => t.taskId).sort()).toEqual([task.taskId, other.taskId].sort())
-        expect((yield* queue.list({ tenantId: "tenant-b" })).map((t) => t.taskId)).toEqual([other.taskId])
-        expect((yield* queue.list({ workflow: "review", status: "queued" })).map((t) => t.taskId)).toEqual([task.taskId])
-        expect(yield* Effect.flip(queue.get("nope"))).toMatchObject({ _tag: "TaskNotFound", taskId: "nope" })
+        expect((yield* queue.list(A)).map((t) => t.taskId)).toEqual([task.taskId])
+        expect((yield* queue.list(tenantB.tenantId)).map((t) => t.taskId)).toEqual([other.taskId])
+        expect((yield* queue.list(A, { workflow: "review", status: "queued" })).map((t) => t.taskId)).toEqual([task.taskId])
+        expect(yield* Effect.flip(queue.get(A, "nope"))).toMatchObject({ _tag: "TaskNotFound", taskId: "nope", tenantId: A })
+      }))
+
+    test("another tenant's task id behaves exactly like an id that never existed: same errors, zero rows, nothing changed", (queue) =>
+      Effect.gen(function*() {
+        const B = tenantB.tenantId
+        const queued = yield* queue.enqueue(request({ idempotencyKey: "a-key" }))
+        const paused = yield* queue.enqueue(request({ workflow: "approval" }))
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 60, workflows: ["approval"] })
+        yield* queue.finish(paused.taskId, "w1", { _tag: "paused", ticket: "t-1", reason: "approve" })
+        const running = yield* queue.enqueue(request({ workflow: "long" }))
+        yield* queue.claim({ workerId: "w2", limit: 1, leaseSeconds: 60, workflows: ["long"] })
+        const before = yield* Effect.forEach([queued, paused, running], (t) => queue.get(A, t.taskId))
+
+        const never = "never-used-task"
+        const sameFailure = <X, E>(id: string, f: (taskId: string) => Effect.Effect<X, E>) =>
+          Effect.gen(function*() {
+            const theirs = yield* Effect.flip(f(id))
+            const none = yield* Effect.flip(f(never))
+            expect(TenantIsolation.shape(theirs, id)).toEqual(TenantIsolation.shape(none, never))
+            expect(theirs).toMatchObject({ _tag: "TaskNotFound", tenantId: B })
+          })
+        for (const task of before) {
+          yield* sameFailure(task.taskId, (id) => queue.get(B, id))
+          yield* sameFailure(task.taskId, (id) => queue.cancel(B, id))
+          yield* sameFailure(task.taskId, (id) => queue.respond(B, id, { approved: true }))
+        }
+        expect(yield* queue.list(B)).toEqual([])
+        expect(yield* queue.list(B, { seriesId: paused.taskId })).toEqual([])
+        expect(yield* queue.list(B, { status: "paused" })).toEqual([])
+        // Nothing of A's changed: no cancel, no response, no wake-up of the paused task.
+        expect(yield* Effect.forEach(before, (t) => queue.get(A, t.taskId))).toEqual(before)
+        expect(yield* queue.claim({ workerId: "w3", limit: 10, leaseSeconds: 60 })).toMatchObject([{ taskId: queued.taskId }])
+        // B's idempotency key space is its own: A's key gives B a new task.
+        const theirs = yield* queue.enqueue(request({ tenant: tenantB, idempotencyKey: "a-key" }))
+        expect(theirs.taskId).not.toBe(queued.taskId)
+        expect((yield* queue.list(B)).map((t) => t.taskId)).toEqual([theirs.taskId])
       }))
 
     test("a request the queue cannot honour is refused with InvalidTask", (queue) =>
@@ -72,7 +111,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
         expect(yield* Effect.flip(queue.enqueue(request({ repeatIntervalSeconds: 0 })))).toMatchObject({ _tag: "InvalidTask" })
         expect(yield* Effect.flip(queue.enqueue(request({ retry: { maxAttempts: 0 } })))).toMatchObject({ _tag: "InvalidTask" })
         expect(yield* Effect.flip(queue.enqueue(request({ workflow: " " })))).toMatchObject({ _tag: "InvalidTask" })
-        expect(yield* queue.list()).toEqual([])
+        expect(yield* queue.list(A)).toEqual([])
       }))
 
     test("claim leases a due task to one worker; heartbeat extends the lease; finish completes it", (queue) =>
@@ -94,10 +133,10 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
         const done = yield* queue.finish(task.taskId, "w1", { _tag: "completed", output: { verdict: "ok" } })
         expect(done).toMatchObject({ status: "completed", outcome: { _tag: "completed", output: { verdict: "ok" } } })
         expect(done.workerId).toBeUndefined()
-        expect(yield* queue.get(task.taskId)).toEqual(done)
+        expect(yield* queue.get(A, task.taskId)).toEqual(done)
         expect(yield* Effect.flip(queue.heartbeat(task.taskId, "w1", 10))).toMatchObject({ _tag: "LeaseLost" })
         expect(yield* Effect.flip(queue.finish(task.taskId, "w1", { _tag: "failed", errorTag: "X", error: "late" }))).toMatchObject({ _tag: "LeaseLost" })
-        expect((yield* queue.get(task.taskId)).status).toBe("completed")
+        expect((yield* queue.get(A, task.taskId)).status).toBe("completed")
       }))
 
     test("concurrent claimers never get the same task", (queue) =>
@@ -114,7 +153,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
         }
         expect(new Set(seen).size).toBe(seen.length)
         expect([...seen].sort()).toEqual(tasks.map((t) => t.taskId).sort())
-        const running = yield* queue.list({ status: "running" })
+        const running = yield* queue.list(A, { status: "running" })
         expect(running).toHaveLength(30)
       }))
 
@@ -137,7 +176,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
         expect(yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 10, workflows: [] })).toEqual([])
         expect((yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 10, workflows: ["other", "third"] })).map((t) => t.taskId))
           .toEqual([other.taskId])
-        expect(yield* queue.get(review.taskId)).toMatchObject({ status: "queued" })
+        expect(yield* queue.get(A, review.taskId)).toMatchObject({ status: "queued" })
         expect((yield* queue.claim({ workerId: "w2", limit: 10, leaseSeconds: 10 })).map((t) => t.taskId)).toEqual([review.taskId])
       }))
 
@@ -172,11 +211,11 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
         expect(yield* queue.expire()).toBe(0)
         yield* adjust(1)
         expect((yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 10 })).map((t) => t.taskId)).toEqual([tomorrow.taskId])
-        expect(yield* queue.get(now.taskId)).toMatchObject({ status: "expired" })
+        expect(yield* queue.get(A, now.taskId)).toMatchObject({ status: "expired" })
         const short = yield* queue.enqueue(request({ expiresAfterSeconds: 5 }))
         yield* adjust(5 * SECOND)
         expect(yield* queue.expire()).toBe(1)
-        expect(yield* queue.get(short.taskId)).toMatchObject({ status: "expired" })
+        expect(yield* queue.get(A, short.taskId)).toMatchObject({ status: "expired" })
       }))
 
     test("a running task past its timeout whose worker is gone fails", (queue) =>
@@ -190,7 +229,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
         expect(taken?.deadlineAt).toBe(30 * SECOND)
         yield* adjust(30 * SECOND)
         expect(yield* queue.claim({ workerId: "w3", limit: 1, leaseSeconds: 10 })).toEqual([])
-        expect(yield* queue.get(task.taskId)).toMatchObject({ status: "failed", outcome: { _tag: "failed", errorTag: "TaskTimeout" } })
+        expect(yield* queue.get(A, task.taskId)).toMatchObject({ status: "failed", outcome: { _tag: "failed", errorTag: "TaskTimeout" } })
       }))
 
     test("an idempotency key returns the existing task, per tenant", (queue) =>
@@ -202,37 +241,37 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
         expect(new Set(racing.map((t) => t.taskId)).size).toBe(1)
         const otherTenant = yield* queue.enqueue(request({ idempotencyKey: "invoice-42", tenant: tenantB }))
         expect(otherTenant.taskId).not.toBe(first.taskId)
-        expect(yield* queue.list({ tenantId: "tenant-a" })).toHaveLength(2)
+        expect(yield* queue.list(A)).toHaveLength(2)
       }))
 
     test("cancel stops a queued, paused or running task; a finished one cannot be cancelled", (queue) =>
       Effect.gen(function*() {
         const queued = yield* queue.enqueue(request())
-        expect(yield* queue.cancel(queued.taskId)).toMatchObject({ status: "cancelled" })
+        expect(yield* queue.cancel(A, queued.taskId)).toMatchObject({ status: "cancelled" })
         expect(yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 10 })).toEqual([])
-        expect(yield* Effect.flip(queue.cancel(queued.taskId))).toMatchObject({ _tag: "InvalidTaskState", status: "cancelled" })
-        expect(yield* Effect.flip(queue.cancel("nope"))).toMatchObject({ _tag: "TaskNotFound" })
+        expect(yield* Effect.flip(queue.cancel(A, queued.taskId))).toMatchObject({ _tag: "InvalidTaskState", status: "cancelled" })
+        expect(yield* Effect.flip(queue.cancel(A, "nope"))).toMatchObject({ _tag: "TaskNotFound" })
 
         const running = yield* queue.enqueue(request())
         yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 10 })
-        yield* queue.cancel(running.taskId)
+        yield* queue.cancel(A, running.taskId)
         expect(yield* Effect.flip(queue.heartbeat(running.taskId, "w1", 10))).toMatchObject({ _tag: "LeaseLost" })
         yield* adjust(20 * SECOND)
         expect(yield* queue.claim({ workerId: "w2", limit: 10, leaseSeconds: 10 })).toEqual([])
-        expect(yield* queue.get(running.taskId)).toMatchObject({ status: "cancelled" })
+        expect(yield* queue.get(A, running.taskId)).toMatchObject({ status: "cancelled" })
       }))
 
     test("a paused task takes a response and is queued again with it", (queue) =>
       Effect.gen(function*() {
         const task = yield* queue.enqueue(request())
-        expect(yield* Effect.flip(queue.respond(task.taskId, { approved: true }))).toMatchObject({ _tag: "InvalidTaskState", status: "queued" })
+        expect(yield* Effect.flip(queue.respond(A, task.taskId, { approved: true }))).toMatchObject({ _tag: "InvalidTaskState", status: "queued" })
         yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
         const paused = yield* queue.finish(task.taskId, "w1", { _tag: "paused", ticket: "t-1", reason: "approve" })
         expect(paused).toMatchObject({ status: "paused", outcome: { _tag: "paused", ticket: "t-1" } })
         yield* adjust(2 * DAY)
         // A paused task waits for its human, however long: it does not expire.
         expect(yield* queue.expire()).toBe(0)
-        const responded = yield* queue.respond(task.taskId, { approved: true })
+        const responded = yield* queue.respond(A, task.taskId, { approved: true })
         expect(responded).toMatchObject({ status: "queued", response: { approved: true }, runAt: 2 * DAY, runId: task.runId })
         const [claimed] = yield* queue.claim({ workerId: "w2", limit: 1, leaseSeconds: 10 })
         expect(claimed).toMatchObject({ taskId: task.taskId, response: { approved: true } })
@@ -262,13 +301,13 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
         expect(runs.map((t) => t.runAt)).toEqual([0, 60, 120, 180, 240].map((s) => s * SECOND))
         expect(runs.map((t) => t.occurrence)).toEqual([1, 2, 3, 4, 5])
         expect(new Set(runs.map((t) => t.runId)).size).toBe(5)
-        const series = yield* queue.list({ seriesId: first.taskId })
+        const series = yield* queue.list(A, { seriesId: first.taskId })
         expect(series).toHaveLength(6)
         expect(series.filter((t) => t.status === "queued").map((t) => t.runAt)).toEqual([300 * SECOND])
         expect(series.filter((t) => t.status === "failed")).toHaveLength(1)
         // Cancelling the pending occurrence ends the series.
         const pending = series.find((t) => t.status === "queued")!
-        yield* queue.cancel(pending.taskId)
+        yield* queue.cancel(A, pending.taskId)
         yield* adjust(600 * SECOND)
         expect(yield* queue.claim({ workerId: "w1", limit: 10, leaseSeconds: 10 })).toEqual([])
       }))
@@ -279,7 +318,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
         yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 600 })
         yield* adjust(150 * SECOND)
         yield* queue.finish(first.taskId, "w1", { _tag: "completed", output: null })
-        const next = (yield* queue.list({ seriesId: first.taskId, status: "queued" }))
+        const next = (yield* queue.list(A, { seriesId: first.taskId, status: "queued" }))
         expect(next.map((t) => t.runAt)).toEqual([180 * SECOND])
       }))
 
@@ -336,7 +375,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
         yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10, workflows: ["review"] })
         yield* queue.finish(task.taskId, "w1", { _tag: "paused", ticket: "t", reason: "r" })
         expect(yield* woken).toBe(true)
-        yield* queue.respond(task.taskId, { ok: true })
+        yield* queue.respond(A, task.taskId, { ok: true })
         expect(yield* woken).toBe(true)
       }).pipe(Effect.scoped))
   })

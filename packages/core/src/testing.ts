@@ -7,3 +7,4 @@
 export * as ScriptedModel from "./ScriptedModel.js"
 export { layerMemory as eventStoreMemory } from "./EventStore.js"
 export * as TestLog from "./TestLog.js"
+export * as TenantIsolation from "./TenantIsolation.js"

@@ -11,6 +11,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
+import { TenantIsolation } from "@artana/core/testing"
 import type { NewRule } from "./ExperienceRule.js"
 import { ExperienceStore, type Service } from "./ExperienceStore.js"
 
@@ -87,6 +88,16 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<ExperienceStore
         expect(yield* store.getRules("tenant-b", "booking")).toEqual([])
         const error = yield* Effect.flip(store.reinforce("tenant-b", mine!.ruleId, false))
         expect(error).toMatchObject({ _tag: "RuleNotFound", tenantId: "tenant-b", ruleId: mine!.ruleId })
+        // Exactly the failure of an id that never existed, with or without an idempotency key.
+        const never = "rule_never_saved"
+        for (const options of [{}, { idempotencyKey: "run-1/reinforce" }]) {
+          for (const positive of [true, false]) {
+            const theirs = yield* Effect.flip(store.reinforce("tenant-b", mine!.ruleId, positive, options))
+            const none = yield* Effect.flip(store.reinforce("tenant-b", never, positive, options))
+            expect(TenantIsolation.shape(theirs, mine!.ruleId)).toEqual(TenantIsolation.shape(none, never))
+          }
+        }
+        expect(yield* store.getRules("tenant-a", "booking")).toEqual([{ ...mine!, successCount: 0, failCount: 0 }])
         // B saving the same words gets a rule of its own; A's is untouched.
         const [theirs] = yield* store.saveRules([rule("Only A knows this", { tenantId: "tenant-b" })])
         expect(theirs!.ruleId).not.toBe(mine!.ruleId)

@@ -56,15 +56,24 @@ export interface Service {
   readonly submit: <I, O, E>(
     request: SubmitRequest<I, O, E>
   ) => Effect.Effect<string, Errors.InvalidInput | TaskQueue.InvalidTask | Errors.StoreError>
-  /** Waits until the task completed, failed, paused, expired or was cancelled. */
+  /**
+   * Waits until the tenant's task completed, failed, paused, expired or was cancelled. Every call below acts within
+   * the tenant it is given: another tenant's task id is `TaskNotFound`, exactly as an id that never existed.
+   */
   readonly waitForResult: (
+    tenantId: string,
     taskId: string,
     options?: WaitOptions
   ) => Effect.Effect<Result, WaitTimeout | TaskQueue.TaskNotFound | Errors.StoreError>
-  readonly list: (filter?: TaskQueue.ListFilter) => Effect.Effect<ReadonlyArray<TaskQueue.Task>, Errors.StoreError>
-  readonly cancel: (taskId: string) => Effect.Effect<void, TaskQueue.TaskNotFound | TaskQueue.InvalidTaskState | Errors.StoreError>
+  /** The tenant's tasks, newest first. */
+  readonly list: (tenantId: string, filter?: TaskQueue.ListFilter) => Effect.Effect<ReadonlyArray<TaskQueue.Task>, Errors.StoreError>
+  readonly cancel: (
+    tenantId: string,
+    taskId: string
+  ) => Effect.Effect<void, TaskQueue.TaskNotFound | TaskQueue.InvalidTaskState | Errors.StoreError>
   /** Answers a paused task: the response is stored and the task queued again; a worker resumes the run with it. */
   readonly respond: (
+    tenantId: string,
     taskId: string,
     response: Json.Json
   ) => Effect.Effect<void, TaskQueue.TaskNotFound | TaskQueue.InvalidTaskState | Errors.StoreError>
@@ -117,9 +126,9 @@ export const make: Effect.Effect<Service, never, TaskQueue.TaskQueue> = Effect.g
       const task = yield* queue.enqueue({ ...rest, workflow: workflow.name, input: json.json })
       return task.taskId
     }),
-    waitForResult: (taskId, options = {}) => {
+    waitForResult: (tenantId, taskId, options = {}) => {
       const interval = Duration.decode(options.pollInterval ?? Duration.millis(200))
-      const poll: Effect.Effect<Result, TaskQueue.TaskNotFound | Errors.StoreError> = Effect.flatMap(queue.get(taskId), (task) => {
+      const poll: Effect.Effect<Result, TaskQueue.TaskNotFound | Errors.StoreError> = Effect.flatMap(queue.get(tenantId, taskId), (task) => {
         const result = resultOf(task)
         return result === undefined ? Effect.zipRight(Effect.sleep(interval), poll) : Effect.succeed(result)
       })
@@ -129,14 +138,14 @@ export const make: Effect.Effect<Service, never, TaskQueue.TaskQueue> = Effect.g
         Effect.flatMap(Option.match({
           onSome: Effect.succeed,
           onNone: () =>
-            Effect.flatMap(queue.get(taskId), (task) =>
+            Effect.flatMap(queue.get(tenantId, taskId), (task) =>
               Effect.fail(new WaitTimeout({ taskId, status: task.status, timeoutMillis: Duration.toMillis(timeout) })))
         }))
       )
     },
-    list: (filter) => queue.list(filter),
-    cancel: (taskId) => Effect.asVoid(queue.cancel(taskId)),
-    respond: (taskId, response) => Effect.asVoid(queue.respond(taskId, response))
+    list: (tenantId, filter) => queue.list(tenantId, filter),
+    cancel: (tenantId, taskId) => Effect.asVoid(queue.cancel(tenantId, taskId)),
+    respond: (tenantId, taskId, response) => Effect.asVoid(queue.respond(tenantId, taskId, response))
   }
   return service
 })

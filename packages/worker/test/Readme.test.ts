@@ -33,10 +33,10 @@ describe("README", () => {
       const session = yield* ArtanaSession.ArtanaSession
       const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1 })
       const taskId = yield* session.submit({ workflow: approve, input: { amount: 250 }, tenant })
-      const paused = yield* session.waitForResult(taskId, { timeout: "1 minute" })
+      const paused = yield* session.waitForResult(tenant.tenantId, taskId, { timeout: "1 minute" })
       expect(paused).toMatchObject({ status: "paused", reason: "approve 250" })
-      yield* session.respond(taskId, { approved: true })
-      return yield* session.waitForResult(taskId, { timeout: "1 minute" })
+      yield* session.respond(tenant.tenantId, taskId, { approved: true })
+      return yield* session.waitForResult(tenant.tenantId, taskId, { timeout: "1 minute" })
     })
     return Effect.gen(function*() {
       const fiber = yield* Effect.fork(worker)

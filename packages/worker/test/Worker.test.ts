@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Layer } from "effect"
-import { EventStore, type Kernel, TaskQueue } from "@artana/core"
+import { EventStore, type Kernel, TaskQueue, Tenant } from "@artana/core"
+import { TenantIsolation } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
 import { ArtanaSession, Worker } from "@artana/worker"
 import { cleanup, layer, makeWorld, tempDb, tenant, type World } from "./helpers.js"
@@ -39,12 +40,12 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       const names = ["ada", "bob", "cy", "dee", "eve", "fay"]
       const ids = yield* Effect.forEach(names, (name) => session.submit({ workflow: world.greet, input: { name }, tenant }))
       const worker = yield* startWorker(world, "w1", { concurrency: 3 })
-      const results = yield* Effect.forEach(ids, (id) => session.waitForResult(id, { timeout: "10 seconds", pollInterval: "10 millis" }))
+      const results = yield* Effect.forEach(ids, (id) => session.waitForResult(tenant.tenantId, id, { timeout: "10 seconds", pollInterval: "10 millis" }))
       expect(results.map((r) => r.status === "completed" ? r.output : r)).toEqual(names.map((name) => ({ greeting: `hello ${name}` })))
       for (const name of names) expect(world.effects.of(`greet:${name}`)).toBe(1)
       expect(results.map((r) => r.runId)).toEqual(ids.map((id) => `task:${id}`))
       yield* Fiber.interrupt(worker)
-      expect((yield* session.list({ tenantId: "acme", status: "completed" })).length).toBe(6)
+      expect((yield* session.list(tenant.tenantId, { status: "completed" })).length).toBe(6)
     }))
 
   test("a paused run is resumed when the human responds", (world) =>
@@ -52,18 +53,53 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       const session = yield* ArtanaSession.ArtanaSession
       const worker = yield* startWorker(world, "w1")
       const taskId = yield* session.submit({ workflow: world.approve, input: { amount: 250 }, tenant })
-      const paused = yield* session.waitForResult(taskId, { timeout: "10 seconds", pollInterval: "10 millis" })
+      const paused = yield* session.waitForResult(tenant.tenantId, taskId, { timeout: "10 seconds", pollInterval: "10 millis" })
       expect(paused).toMatchObject({ status: "paused", reason: "approve 250" })
       // A response the pause's schema refuses leaves the task paused, saying why; the next one is taken.
-      yield* session.respond(taskId, { approved: "yes" })
-      const refused = yield* session.waitForResult(taskId, { timeout: "10 seconds", pollInterval: "10 millis" })
+      yield* session.respond(tenant.tenantId, taskId, { approved: "yes" })
+      const refused = yield* session.waitForResult(tenant.tenantId, taskId, { timeout: "10 seconds", pollInterval: "10 millis" })
       expect(refused).toMatchObject({ status: "paused", reason: expect.stringContaining("is invalid") })
-      yield* session.respond(taskId, { approved: true })
-      const done = yield* session.waitForResult(taskId, { timeout: "10 seconds", pollInterval: "10 millis" })
+      yield* session.respond(tenant.tenantId, taskId, { approved: true })
+      const done = yield* session.waitForResult(tenant.tenantId, taskId, { timeout: "10 seconds", pollInterval: "10 millis" })
       expect(done).toMatchObject({ status: "completed", output: "approved" })
       expect(world.effects.of("approve:prepare")).toBe(1)
       expect(world.effects.of("approve:apply:true")).toBe(1)
-      expect(yield* Effect.flip(session.respond(taskId, { approved: false }))).toMatchObject({ _tag: "InvalidTaskState", status: "completed" })
+      expect(yield* Effect.flip(session.respond(tenant.tenantId, taskId, { approved: false }))).toMatchObject({ _tag: "InvalidTaskState", status: "completed" })
+      yield* Fiber.interrupt(worker)
+    }))
+
+  test("as another tenant, wait, cancel, respond and list act on nothing: a task id of A's is one that never existed", (world) =>
+    Effect.gen(function*() {
+      const session = yield* ArtanaSession.ArtanaSession
+      const worker = yield* startWorker(world, "w1")
+      const other = Tenant.TenantContext.make({ tenantId: "globex", capabilities: ["billing"], budgetUsdLimit: 1 })
+      const paused = yield* session.submit({ workflow: world.approve, input: { amount: 250 }, tenant })
+      const later = yield* session.submit({ workflow: world.greet, input: { name: "later" }, tenant, runAt: Date.now() + 60_000 })
+      expect(yield* session.waitForResult(tenant.tenantId, paused, { timeout: "10 seconds", pollInterval: "10 millis" })).toMatchObject({ status: "paused" })
+
+      const sameFailure = <A, E>(id: string, f: (taskId: string) => Effect.Effect<A, E>) =>
+        Effect.gen(function*() {
+          const theirs = yield* Effect.flip(f(id))
+          const none = yield* Effect.flip(f("never-used-task"))
+          expect(TenantIsolation.shape(theirs, id)).toEqual(TenantIsolation.shape(none, "never-used-task"))
+          expect(theirs).toMatchObject({ _tag: "TaskNotFound", tenantId: "globex" })
+        })
+      for (const id of [paused, later]) {
+        yield* sameFailure(id, (taskId) => session.waitForResult(other.tenantId, taskId, { timeout: "1 second", pollInterval: "10 millis" }))
+        yield* sameFailure(id, (taskId) => session.cancel(other.tenantId, taskId))
+        yield* sameFailure(id, (taskId) => session.respond(other.tenantId, taskId, { approved: true }))
+      }
+      expect(yield* session.list(other.tenantId)).toEqual([])
+      expect(yield* session.list(other.tenantId, { seriesId: paused })).toEqual([])
+
+      // A's tasks are as A left them, and go on as A decides.
+      const mine = new Map((yield* session.list(tenant.tenantId)).map((t) => [t.taskId, t.status]))
+      expect(mine).toEqual(new Map([[later, "queued"], [paused, "paused"]]))
+      yield* session.respond(tenant.tenantId, paused, { approved: true })
+      expect(yield* session.waitForResult(tenant.tenantId, paused, { timeout: "10 seconds", pollInterval: "10 millis" }))
+        .toMatchObject({ status: "completed", output: "approved" })
+      yield* session.cancel(tenant.tenantId, later)
+      expect(yield* session.waitForResult(tenant.tenantId, later)).toMatchObject({ status: "cancelled" })
       yield* Fiber.interrupt(worker)
     }))
 
@@ -76,12 +112,12 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       const stuck = yield* session.submit({ workflow: world.stuck, input: null, tenant, timeoutSeconds: 0.3 })
       const unknown = yield* queue.enqueue({ workflow: "nope", input: null, tenant })
       const retried = yield* session.submit({ workflow: world.boom, input: null, tenant, retry: { maxAttempts: 2, backoffSeconds: 0.05 } })
-      const wait = (id: string) => session.waitForResult(id, { timeout: "10 seconds", pollInterval: "10 millis" })
+      const wait = (id: string) => session.waitForResult(tenant.tenantId, id, { timeout: "10 seconds", pollInterval: "10 millis" })
       expect(yield* wait(boom)).toMatchObject({ status: "failed", errorTag: "Error", error: "the ledger is closed" })
       expect(yield* wait(stuck)).toMatchObject({ status: "failed", errorTag: "TaskTimeout" })
-      expect(yield* queue.get(unknown.taskId)).toMatchObject({ status: "queued" })
+      expect(yield* queue.get(tenant.tenantId, unknown.taskId)).toMatchObject({ status: "queued" })
       expect(yield* wait(retried)).toMatchObject({ status: "failed", runId: `task:${retried}:attempt-2` })
-      expect(yield* queue.get(retried)).toMatchObject({ attempts: 2 })
+      expect(yield* queue.get(tenant.tenantId, retried)).toMatchObject({ attempts: 2 })
       yield* Fiber.interrupt(worker)
     }))
 
@@ -89,10 +125,10 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
     Effect.gen(function*() {
       const session = yield* ArtanaSession.ArtanaSession
       const later = yield* session.submit({ workflow: world.greet, input: { name: "zed" }, tenant, runAt: Date.now() + 60_000 })
-      expect(yield* Effect.flip(session.waitForResult(later, { timeout: "50 millis", pollInterval: "10 millis" })))
+      expect(yield* Effect.flip(session.waitForResult(tenant.tenantId, later, { timeout: "50 millis", pollInterval: "10 millis" })))
         .toMatchObject({ _tag: "WaitTimeout", status: "queued" })
-      yield* session.cancel(later)
-      expect(yield* session.waitForResult(later)).toMatchObject({ status: "cancelled" })
+      yield* session.cancel(tenant.tenantId, later)
+      expect(yield* session.waitForResult(tenant.tenantId, later)).toMatchObject({ status: "cancelled" })
       const again = yield* session.submit({ workflow: world.greet, input: { name: "zed" }, tenant, idempotencyKey: "k", runAt: Date.now() + 60_000 })
       expect(yield* session.submit({ workflow: world.greet, input: { name: "other" }, tenant, idempotencyKey: "k" })).toBe(again)
     }))
@@ -106,13 +142,13 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       const first = yield* startWorker(world, "w1", { leaseSeconds: 30 })
       yield* eventually("the run waits at the gate", () => world.gate.isWaiting())
       yield* Fiber.interrupt(first)
-      const released = yield* queue.get(taskId)
+      const released = yield* queue.get(tenant.tenantId, taskId)
       expect(released).toMatchObject({ status: "queued" })
       expect(released.workerId).toBeUndefined()
 
       world.gate.open()
       const second = yield* startWorker(world, "w2", { leaseSeconds: 30 })
-      expect(yield* session.waitForResult(taskId, { timeout: "10 seconds", pollInterval: "10 millis" }))
+      expect(yield* session.waitForResult(tenant.tenantId, taskId, { timeout: "10 seconds", pollInterval: "10 millis" }))
         .toMatchObject({ status: "completed", output: "shipped to c1" })
       expect([...world.effects.counts.entries()].sort()).toEqual([
         [`charge:c1:task:${taskId}/tool:0`, 1],
@@ -135,9 +171,9 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       const first = yield* startWorker(world, "w1", { leaseSeconds: 0.5, concurrency: 1 }).pipe(Effect.provideService(TaskQueue.TaskQueue, hung))
       yield* eventually("the run waits at the gate", () => world.gate.isWaiting())
       const second = yield* startWorker(world, "w2", { leaseSeconds: 0.5 })
-      yield* eventually("w2 holds the task", () => Effect.map(queue.get(taskId), (t) => t.workerId === "w2"))
+      yield* eventually("w2 holds the task", () => Effect.map(queue.get(tenant.tenantId, taskId), (t) => t.workerId === "w2"))
       world.gate.open()
-      expect(yield* session.waitForResult(taskId, { timeout: "10 seconds", pollInterval: "10 millis" }))
+      expect(yield* session.waitForResult(tenant.tenantId, taskId, { timeout: "10 seconds", pollInterval: "10 millis" }))
         .toMatchObject({ status: "completed", output: "shipped to c2" })
       // w1 woke up at the gate too, but its step could not be written: the run has one writer.
       expect(world.effects.of(`charge:c2:task:${taskId}/tool:0`)).toBe(1)
@@ -149,7 +185,7 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       expect(events.flatMap((e) => e.payload._tag === "StepCompleted" ? [e.payload.name] : [])).toEqual(["reserve", "pack", "ship"])
       expect(events.filter((e) => e.type === "ToolCompleted")).toHaveLength(1)
       yield* Effect.all([Fiber.interrupt(first), Fiber.interrupt(second)], { concurrency: "unbounded" })
-      expect(yield* queue.get(taskId)).toMatchObject({ status: "completed" })
+      expect(yield* queue.get(tenant.tenantId, taskId)).toMatchObject({ status: "completed" })
     }))
 
   test("cancelling a running task stops its execution at the next heartbeat and frees the worker", (world) =>
@@ -158,11 +194,11 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       const blocked = yield* session.submit({ workflow: world.order, input: { customer: "c3" }, tenant })
       const worker = yield* startWorker(world, "w1", { concurrency: 1, leaseSeconds: 0.3 })
       yield* eventually("the run waits at the gate", () => world.gate.isWaiting())
-      yield* session.cancel(blocked)
+      yield* session.cancel(tenant.tenantId, blocked)
       // With one slot, the next task runs only once the cancelled execution has stopped.
       const next = yield* session.submit({ workflow: world.greet, input: { name: "after" }, tenant })
-      expect(yield* session.waitForResult(next, { timeout: "10 seconds", pollInterval: "10 millis" })).toMatchObject({ status: "completed" })
-      expect(yield* session.waitForResult(blocked)).toMatchObject({ status: "cancelled" })
+      expect(yield* session.waitForResult(tenant.tenantId, next, { timeout: "10 seconds", pollInterval: "10 millis" })).toMatchObject({ status: "completed" })
+      expect(yield* session.waitForResult(tenant.tenantId, blocked)).toMatchObject({ status: "cancelled" })
       world.gate.open()
       yield* Effect.sleep("50 millis")
       expect(world.effects.of("order:pack")).toBe(0)
@@ -175,9 +211,9 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       const taskId = yield* session.submit({ workflow: world.greet, input: { name: "tick" }, tenant, repeatIntervalSeconds: 0.2 })
       const worker = yield* startWorker(world, "w1")
       yield* eventually("three occurrences completed", () =>
-        Effect.map(session.list({ seriesId: taskId, status: "completed" }), (done) => done.length >= 3))
+        Effect.map(session.list(tenant.tenantId, { seriesId: taskId, status: "completed" }), (done) => done.length >= 3))
       yield* Fiber.interrupt(worker)
-      const series = yield* session.list({ seriesId: taskId })
+      const series = yield* session.list(tenant.tenantId, { seriesId: taskId })
       const occurrences = series.map((t) => t.occurrence).sort((a, b) => a - b)
       expect(occurrences).toEqual(occurrences.map((_, i) => i + 1))
       expect(series.filter((t) => t.status === "queued" || t.status === "running")).toHaveLength(1)

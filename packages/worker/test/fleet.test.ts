@@ -110,9 +110,9 @@ describe.skipIf(pg.url === undefined)(`a fleet of workers on PostgreSQL (${pg.de
       const doneAtKill = executions(effectsFile).length
       expect(doneAtKill).toBeLessThan(TASKS * STEPS * 0.8)
       // What the victim held when it died: its tasks still `running` under its name.
-      const orphans = (yield* queue.list({ status: "running" })).filter((t) => t.workerId === VICTIM)
+      const orphans = (yield* queue.list(tenant.tenantId, { status: "running" })).filter((t) => t.workerId === VICTIM)
 
-      const completed = () => Effect.map(queue.list({ status: "completed" }), (done) => done.length === TASKS)
+      const completed = () => Effect.map(queue.list(tenant.tenantId, { status: "completed" }), (done) => done.length === TASKS)
       yield* eventually(`all ${TASKS} tasks completed`, 240, () =>
         Effect.gen(function*() {
           for (const [id, p] of procs) {
@@ -123,7 +123,7 @@ describe.skipIf(pg.url === undefined)(`a fleet of workers on PostgreSQL (${pg.de
 
       // Every task completed with its own output.
       for (const task of tasks) {
-        const done = yield* queue.get(task.taskId)
+        const done = yield* queue.get(tenant.tenantId, task.taskId)
         expect(done.status).toBe("completed")
         expect(done.outcome).toEqual({ _tag: "completed", output: (task.input as { n: number }).n * 100 + 15 })
       }
@@ -204,11 +204,11 @@ describe.skipIf(pg.url === undefined)(`a fleet of workers on PostgreSQL (${pg.de
           )))
       const started = Date.now()
       const greet = yield* otherSide.submit({ workflow: world.greet, input: { name: "woken" }, tenant })
-      expect(yield* otherSide.waitForResult(greet, { timeout: "20 seconds", pollInterval: "20 millis" })).toMatchObject({ status: "completed" })
+      expect(yield* otherSide.waitForResult(tenant.tenantId, greet, { timeout: "20 seconds", pollInterval: "20 millis" })).toMatchObject({ status: "completed" })
       const approve = yield* otherSide.submit({ workflow: world.approve, input: { amount: 5 }, tenant })
-      expect(yield* otherSide.waitForResult(approve, { timeout: "20 seconds", pollInterval: "20 millis" })).toMatchObject({ status: "paused" })
-      yield* otherSide.respond(approve, { approved: true })
-      expect(yield* otherSide.waitForResult(approve, { timeout: "20 seconds", pollInterval: "20 millis" }))
+      expect(yield* otherSide.waitForResult(tenant.tenantId, approve, { timeout: "20 seconds", pollInterval: "20 millis" })).toMatchObject({ status: "paused" })
+      yield* otherSide.respond(tenant.tenantId, approve, { approved: true })
+      expect(yield* otherSide.waitForResult(tenant.tenantId, approve, { timeout: "20 seconds", pollInterval: "20 millis" }))
         .toMatchObject({ status: "completed", output: "approved" })
       expect(Date.now() - started).toBeLessThan(20_000)
       yield* Fiber.interrupt(worker)

@@ -166,7 +166,6 @@ export const responded = (task: Task, response: Json.Json, now: number): Task =>
 export const cancelled = (task: Task, now: number): Task => ({ ...withoutLease(task), status: "cancelled", updatedAt: now })
 
 export const matches = (task: Task, filter: ListFilter): boolean =>
-  (filter.tenantId === undefined || task.tenantId === filter.tenantId) &&
   (filter.status === undefined || task.status === filter.status) &&
   (filter.workflow === undefined || task.workflow === filter.workflow) &&
   (filter.seriesId === undefined || task.seriesId === filter.seriesId)

@@ -1,0 +1,232 @@
+/**
+ * Migration tests of `SqlEventStore` that every SQL store runs (SQLite, PostgreSQL): a database made by an earlier
+ * version of the schema, with runs in it, is opened by the current code; its data must be kept, and what the new
+ * schema allows must work on it.
+ *
+ * @example
+ * import { SqlEventStoreSuite } from "@artana/core/testing/suites"
+ * SqlEventStoreSuite.suite("sqlite", Effect.sync(() => {
+ *   const filename = tempFile()
+ *   return { client: SqliteStore.layerClient({ filename }), store: SqliteStore.layer({ filename }) }
+ * }))
+ *
+ * @since 0.1.0
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { describe, expect, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
+import type { Event, EventPayload, RunInfo } from "./Event.js"
+import { EventStore } from "./EventStore.js"
+import { GENESIS_HASH } from "./internal/hash.js"
+import * as SqlEventStore from "./SqlEventStore.js"
+import * as SqlMigrations from "./SqlMigrations.js"
+import { TenantContext } from "./Tenant.js"
+import { chain, T0 } from "./TestLog.js"
+import { verifyEvents } from "./Verify.js"
+
+/** One database for one test: a bare client on it, and the store as an application opens it. */
+export interface Database {
+  readonly client: Layer.Layer<SqlClient.SqlClient, unknown>
+  readonly store: Layer.Layer<EventStore | SqlClient.SqlClient, unknown>
+  readonly tablePrefix?: string | undefined
+}
+
+const tenantA = TenantContext.make({ tenantId: "tenant-a", capabilities: ["finance:read"], budgetUsdLimit: 5 })
+const tenantB = TenantContext.make({ tenantId: "tenant-b", capabilities: [], budgetUsdLimit: 1 })
+
+/** The migrations of the schema before runs were keyed by tenant: a database as version 0.1 of Artana left it. */
+const BEFORE_TENANT_KEY = ["1_event_store", "2_postgres_head_in_statement"]
+
+const started = (tenant: TenantContext, lineage: { readonly parentRunId?: string; readonly rootRunId?: string } = {}): EventPayload => ({
+  _tag: "RunStarted",
+  workflow: "review",
+  input: { document: "contract.pdf" },
+  tenant,
+  ...lineage
+})
+
+interface OldRun {
+  readonly info: RunInfo
+  readonly events: ReadonlyArray<Event>
+}
+
+const oldRun = (runId: string, tenant: TenantContext, payloads: ReadonlyArray<EventPayload>, start: number, status: RunInfo["status"], costUsd: number): OldRun => {
+  const events = chain(runId, tenant.tenantId, [], payloads, start)
+  const first = events[0]!
+  const last = events[events.length - 1]!
+  const lineage = first.payload._tag === "RunStarted" ? first.payload : undefined
+  return {
+    events,
+    info: {
+      runId,
+      tenantId: tenant.tenantId,
+      workflow: "review",
+      ...(lineage?.parentRunId === undefined ? {} : { parentRunId: lineage.parentRunId }),
+      rootRunId: lineage?.rootRunId ?? runId,
+      status,
+      headSeq: last.seq,
+      headHash: last.hash,
+      costUsd,
+      createdAt: first.timestamp,
+      updatedAt: last.timestamp
+    }
+  }
+}
+
+/** Writes a run as the old store wrote it: the row at head 0, its events (SQLite's trigger moves the head), the row's final state. */
+const insertOld = (sql: SqlClient.SqlClient, prefix: string, run: OldRun) =>
+  Effect.gen(function*() {
+    const { info } = run
+    yield* sql`INSERT INTO ${sql(`${prefix}runs`)} ${
+      sql.insert({
+        run_id: info.runId,
+        tenant_id: info.tenantId,
+        workflow: info.workflow,
+        parent_run_id: info.parentRunId ?? null,
+        root_run_id: info.rootRunId,
+        status: "running",
+        head_seq: 0,
+        head_hash: GENESIS_HASH,
+        cost_usd: 0,
+        created_at: info.createdAt,
+        updated_at: info.createdAt
+      })
+    }`
+    for (const e of run.events) {
+      yield* sql`INSERT INTO ${sql(`${prefix}events`)} ${
+        sql.insert({
+          run_id: e.runId,
+          seq: e.seq,
+          event_id: e.eventId,
+          tenant_id: e.tenantId,
+          timestamp: e.timestamp,
+          type: e.type,
+          step_key: e.stepKey,
+          payload: JSON.stringify(e.payload),
+          prev_hash: e.prevHash,
+          hash: e.hash
+        })
+      }`
+    }
+    yield* sql`UPDATE ${sql(`${prefix}runs`)} SET status = ${info.status}, cost_usd = ${info.costUsd}, head_seq = ${info.headSeq},
+  head_hash = ${info.headHash}, updated_at = ${info.updatedAt} WHERE run_id = ${info.runId}`
+  })
+
+/** The columns of a table's primary key, in key order. */
+const primaryKey = (sql: SqlClient.SqlClient, table: string) =>
+  Effect.map(
+    sql.onDialectOrElse({
+      pg: () =>
+        sql<{ readonly name: string }>`SELECT a.attname AS name FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+WHERE i.indrelid = ${`"${table}"`}::regclass AND i.indisprimary ORDER BY array_position(i.indkey, a.attnum)`,
+      orElse: () => sql<{ readonly name: string }>`SELECT name FROM pragma_table_info(${table}) WHERE pk > 0 ORDER BY pk`
+    }),
+    (rows) => rows.map((r) => r.name)
+  )
+
+/** What the new schema must look like, beyond its keys: on SQLite, the clustered events, their foreign key and the head trigger. */
+const checkSchema = (sql: SqlClient.SqlClient, prefix: string) =>
+  Effect.gen(function*() {
+    expect(yield* primaryKey(sql, `${prefix}runs`)).toEqual(["tenant_id", "run_id"])
+    expect(yield* primaryKey(sql, `${prefix}events`)).toEqual(["tenant_id", "run_id", "seq"])
+    yield* sql.onDialectOrElse({
+      pg: () => Effect.void,
+      orElse: () =>
+        Effect.gen(function*() {
+          const [events] = yield* sql<{ readonly sql: string }>`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ${`${prefix}events`}`
+          expect(events?.sql).toMatch(/WITHOUT ROWID$/)
+          const keys = yield* sql<{ readonly table: string; readonly from: string; readonly to: string }>`SELECT "table", "from", "to" FROM pragma_foreign_key_list(${`${prefix}events`}) ORDER BY seq`
+          expect(keys).toEqual([{ table: `${prefix}runs`, from: "tenant_id", to: "tenant_id" }, { table: `${prefix}runs`, from: "run_id", to: "run_id" }])
+          expect(yield* sql`PRAGMA foreign_key_check`).toEqual([])
+          const [trigger] = yield* sql<{ readonly sql: string }>`SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ${`${prefix}events_advance_head`}`
+          // The check and the move of the head both match the tenant.
+          expect(trigger?.sql.match(/tenant_id = NEW\.tenant_id AND run_id = NEW\.run_id/g)).toHaveLength(2)
+          const leftovers = yield* sql`SELECT name FROM sqlite_master WHERE name LIKE ${`%\\_v3`} ESCAPE '\\'`
+          expect(leftovers).toEqual([])
+        })
+    })
+  })
+
+/**
+ * Registers the migration tests. `database` makes one empty database per test (in the test's scope) and gives a bare
+ * client on it and the store layer an application opens.
+ */
+export const suite = (name: string, database: Effect.Effect<Database, unknown, Scope.Scope>): void => {
+  describe(`SqlEventStore migrations: ${name}`, () => {
+    it.scoped("a database whose runs are keyed by run id alone is migrated: data kept, and the same id is then another tenant's own run", () =>
+      Effect.gen(function*() {
+        const db = yield* database
+        const prefix = db.tablePrefix ?? ""
+        const main = oldRun("r-main", tenantA, [
+          started(tenantA),
+          { _tag: "StepCompleted", name: "fetch", value: { pages: 3 } },
+          { _tag: "ModelCompleted", model: "gpt-test", message: { role: "assistant", content: "ok" }, usage: { inputTokens: 10, outputTokens: 2 }, costUsd: 0.5 },
+          { _tag: "PauseRequested", reason: "approve", ticket: "t-1" }
+        ], T0, "paused", 0.5)
+        const child = oldRun("r-main::child", tenantA, [started(tenantA, { parentRunId: "r-main", rootRunId: "r-main" }), { _tag: "RunCompleted", output: "done" }], T0 + 100, "completed", 0)
+        // Created in the same millisecond, zeta first: listRuns breaks the tie as it did before the migration.
+        const zeta = oldRun("zeta", tenantA, [started(tenantA)], T0 + 200, "running", 0)
+        const alpha = oldRun("alpha", tenantA, [started(tenantA)], T0 + 200, "running", 0)
+        const theirs = oldRun("r-b", tenantB, [started(tenantB)], T0 + 300, "running", 0)
+
+        // Today's schema, made by the migrations that made it, with runs written as the store wrote them.
+        yield* Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          const all = SqlEventStore.migrations({ tablePrefix: db.tablePrefix })
+          yield* SqlMigrations.run({
+            name: "event_store",
+            tablePrefix: db.tablePrefix,
+            migrations: Object.fromEntries(BEFORE_TENANT_KEY.map((id) => [id, all[id]!]))
+          })
+          expect(yield* primaryKey(sql, `${prefix}runs`)).toEqual(["run_id"])
+          for (const run of [main, child, zeta, alpha, theirs]) yield* insertOld(sql, prefix, run)
+        }).pipe(Effect.provide(db.client))
+
+        // The current code opens it.
+        yield* Effect.gen(function*() {
+          const store = yield* EventStore
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          yield* checkSchema(sql, prefix)
+          for (const run of [main, child, zeta, alpha, theirs]) {
+            expect(yield* store.getRun(run.info.tenantId, run.info.runId)).toEqual(run.info)
+            expect(yield* store.readEvents(run.info.tenantId, run.info.runId)).toEqual(run.events)
+          }
+          expect(verifyEvents(main.info.runId, yield* store.readEvents(tenantA.tenantId, main.info.runId))).toMatchObject({ ok: true, events: 4 })
+          const tie = sql.onDialectOrElse({ sqlite: () => ["zeta", "alpha"], orElse: () => ["alpha", "zeta"] })
+          expect((yield* store.listRuns(tenantA.tenantId)).map((r) => r.runId)).toEqual([...tie, "r-main::child", "r-main"])
+          expect(yield* store.listRuns(tenantA.tenantId, { rootRunId: "r-main" })).toEqual([child.info, main.info])
+          expect(yield* store.listRuns(tenantB.tenantId)).toEqual([theirs.info])
+
+          // Tenant B now starts its own "r-main" and "r-main::child"; A's are untouched.
+          const bMain = chain("r-main", tenantB.tenantId, [], [started(tenantB), { _tag: "StepCompleted", name: "b", value: 1 }], T0 + 1000)
+          yield* store.append({ runId: "r-main", tenantId: tenantB.tenantId, expectedSeq: 0, events: bMain })
+          const bChild = chain("r-main::child", tenantB.tenantId, [], [started(tenantB, { parentRunId: "r-main", rootRunId: "r-main" })], T0 + 1100)
+          yield* store.append({ runId: "r-main::child", tenantId: tenantB.tenantId, expectedSeq: 0, events: bChild })
+          expect(yield* store.readEvents(tenantB.tenantId, "r-main")).toEqual(bMain)
+          expect(yield* store.getRun(tenantB.tenantId, "r-main")).toMatchObject({ tenantId: tenantB.tenantId, headSeq: 2, headHash: bMain[1]!.hash })
+          expect(yield* store.getRun(tenantA.tenantId, "r-main")).toEqual(main.info)
+          expect((yield* store.listRuns(tenantB.tenantId, { rootRunId: "r-main" })).map((r) => r.runId)).toEqual(["r-main::child", "r-main"])
+          expect((yield* store.listRuns(tenantA.tenantId, { parentRunId: "r-main" })).map((r) => `${r.tenantId}/${r.runId}`)).toEqual(["tenant-a/r-main::child"])
+
+          // A's run goes on from where it was; B's head does not move.
+          const more = chain("r-main", tenantA.tenantId, main.events, [{ _tag: "HumanResponded", ticket: "t-1", payload: true }, { _tag: "RunCompleted", output: "ok" }], T0)
+          yield* store.append({ runId: "r-main", tenantId: tenantA.tenantId, expectedSeq: 4, events: more })
+          expect(yield* store.getRun(tenantA.tenantId, "r-main")).toMatchObject({ status: "completed", headSeq: 6, headHash: more[1]!.hash, costUsd: 0.5 })
+          expect(yield* store.getRun(tenantB.tenantId, "r-main")).toMatchObject({ status: "running", headSeq: 2, headHash: bMain[1]!.hash })
+        }).pipe(Effect.provide(db.store))
+
+        // Opened again: the migration does not run twice, and everything is where it was left.
+        yield* Effect.gen(function*() {
+          const store = yield* EventStore
+          yield* checkSchema((yield* SqlClient.SqlClient).withoutTransforms(), prefix)
+          expect(yield* store.getRun(tenantA.tenantId, "r-main")).toMatchObject({ status: "completed", headSeq: 6 })
+          expect((yield* store.readEvents(tenantA.tenantId, "r-main")).slice(0, 4)).toEqual(main.events)
+          expect(yield* store.getRun(tenantB.tenantId, "r-main")).toMatchObject({ headSeq: 2 })
+          expect((yield* store.listRuns(tenantA.tenantId)).length).toBe(4)
+          expect((yield* store.listRuns(tenantB.tenantId)).length).toBe(3)
+        }).pipe(Effect.provide(db.store))
+      }))
+  })
+}
