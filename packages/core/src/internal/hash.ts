@@ -73,13 +73,20 @@ export const rememberStoredPayload = (event: object, text: string): void => {
  */
 export const storedPayload = (event: Pick<Event, "payload">): string => storedPayloads.get(event) ?? JSON.stringify(event.payload)
 
+/** Characters `JSON.stringify` escapes in a string (quote, backslash, controls) or may (lone surrogates). */
+const NEEDS_ESCAPE = /[\u0000-\u001f"\\\ud800-\udfff]/
+
+/** `JSON.stringify(text)`, without its cost for the common text that needs no escape (ids, hashes, keys). */
+const quote = (text: string): string => (NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`)
+
+/** `JSON.stringify(n)` for a number. */
+const number = (n: number): string => (Number.isFinite(n) ? String(n) : "null")
+
 /** The event without its hash, its fields in sorted order, its payload as the given text. */
 const envelope = (event: Omit<Event, "hash">, payload: string): string =>
-  `{"eventId":${JSON.stringify(event.eventId)},"payload":${payload},"prevHash":${
-    JSON.stringify(event.prevHash)
-  },"runId":${JSON.stringify(event.runId)},"seq":${JSON.stringify(event.seq)},"stepKey":${JSON.stringify(event.stepKey)},"tenantId":${
-    JSON.stringify(event.tenantId)
-  },"timestamp":${JSON.stringify(event.timestamp)},"type":${JSON.stringify(event.type)}}`
+  `{"eventId":${quote(event.eventId)},"payload":${payload},"prevHash":${quote(event.prevHash)},"runId":${quote(event.runId)},"seq":${
+    number(event.seq)
+  },"stepKey":${quote(event.stepKey)},"tenantId":${quote(event.tenantId)},"timestamp":${number(event.timestamp)},"type":${quote(event.type)}}`
 
 /**
  * Events are hashed over their payload's stored bytes, in a domain of their own (`STORED`), so no event of the
