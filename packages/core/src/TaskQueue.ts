@@ -16,6 +16,7 @@ import * as PubSub from "effect/PubSub"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import type { StoreError } from "./Errors.js"
+import { WaitingOn } from "./Event.js"
 import * as Tasks from "./internal/taskQueue.js"
 import * as Json from "./Json.js"
 import type { TenantContext } from "./Tenant.js"
@@ -98,7 +99,12 @@ export const Outcome = Schema.Union(
   Schema.TaggedStruct("completed", { output: Json.Json }),
   Schema.TaggedStruct("failed", { errorTag: Schema.String, error: Schema.String }),
   Schema.TaggedStruct("paused", { ticket: Schema.String, reason: Schema.String }),
-  Schema.TaggedStruct("needs_reconciliation", { stepKey: Schema.String, tool: Schema.String })
+  Schema.TaggedStruct("needs_reconciliation", {
+    stepKey: Schema.String,
+    tool: Schema.String,
+    /** When the step waits on another run in doubt (a sub-agent's child): the path down to the step to settle. */
+    waitingOn: Schema.optional(Schema.Array(WaitingOn))
+  })
 )
 export type Outcome = typeof Outcome.Type
 

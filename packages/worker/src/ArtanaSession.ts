@@ -100,11 +100,18 @@ export const resultOf = (task: TaskQueue.Task): Result | undefined => {
     case "paused":
       if (outcome?._tag === "paused") return { status: "paused", ...ids, ticket: outcome.ticket, reason: outcome.reason }
       if (outcome?._tag === "needs_reconciliation") {
+        // A step that waits on another run in doubt is settled there (the last run of the path), never here.
+        const path = outcome.waitingOn ?? []
+        const awaited = path[0]
+        const doubt = path[path.length - 1]
         return {
           status: "paused",
           ...ids,
           ticket: outcome.stepKey,
-          reason: `the call to tool "${outcome.tool}" at step ${outcome.stepKey} is in doubt: settle it with Kernel.reconcile, then respond`
+          reason: awaited === undefined || doubt === undefined
+            ? `the call to tool "${outcome.tool}" at step ${outcome.stepKey} is in doubt: settle it with Kernel.reconcile, then respond`
+            : `step ${outcome.stepKey} waits on run ${awaited.runId}, whose lineage has the call to tool "${doubt.tool}" ` +
+              `at step ${doubt.stepKey} of run ${doubt.runId} in doubt: settle that one with Kernel.reconcile, then respond`
         }
       }
       return undefined

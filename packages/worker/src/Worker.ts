@@ -57,7 +57,15 @@ const fromRunResult = (workflow: Workflow.Any, result: Kernel.RunResult<unknown>
     case "paused":
       return { _tag: "outcome", outcome: { _tag: "paused", ticket: result.ticket, reason: result.reason } }
     case "needs_reconciliation":
-      return { _tag: "outcome", outcome: { _tag: "needs_reconciliation", stepKey: result.stepKey, tool: result.tool } }
+      return {
+        _tag: "outcome",
+        outcome: {
+          _tag: "needs_reconciliation",
+          stepKey: result.stepKey,
+          tool: result.tool,
+          ...(result.waitingOn === undefined ? {} : { waitingOn: result.waitingOn })
+        }
+      }
   }
 }
 

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Layer } from "effect"
-import { EventStore, type Kernel, TaskQueue, Tenant } from "@artana/core"
+import { Duration, Effect, Fiber, Layer, Schema } from "effect"
+import { Errors, EventStore, type Kernel, TaskQueue, Tenant, Tool, Workflow } from "@artana/core"
 import { TenantIsolation } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
 import { ArtanaSession, Worker } from "@artana/worker"
@@ -46,6 +46,25 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       expect(results.map((r) => r.runId)).toEqual(ids.map((id) => `task:${id}`))
       yield* Fiber.interrupt(worker)
       expect((yield* session.list(tenant.tenantId, { status: "completed" })).length).toBe(6)
+    }))
+
+  test("a run whose step waits on another run in doubt is paused, and the session names the run and step to settle", (world) =>
+    Effect.gen(function*() {
+      // A tool that delegates to a run (as a sub-agent does) which is waiting for a person at `send`.
+      const delegate = Tool.make({
+        name: "delegate",
+        description: "Runs a child",
+        parameters: Schema.Struct({}),
+        handler: () => Effect.fail(new Errors.WaitingOnRun({ runId: "child-1", stepKey: "tool:0", tool: "send" }))
+      })
+      const parent = Workflow.make({ name: "parent", input: Schema.Null, output: Schema.Unknown, run: (_i, ctx) => ctx.tool(delegate, {}) })
+      const session = yield* ArtanaSession.ArtanaSession
+      const worker = yield* startWorker(world, "w1", { workflows: [...world.workflows, parent] })
+      const taskId = yield* session.submit({ workflow: parent, input: null, tenant })
+      const waiting = yield* session.waitForResult(tenant.tenantId, taskId, { timeout: "10 seconds", pollInterval: "10 millis" })
+      expect(waiting).toMatchObject({ status: "paused", ticket: "tool:0" })
+      expect(waiting.status === "paused" && waiting.reason).toContain(`"send" at step tool:0 of run child-1 in doubt`)
+      yield* Fiber.interrupt(worker)
     }))
 
   test("a paused run is resumed when the human responds", (world) =>
