@@ -65,6 +65,8 @@ export interface RunSummary {
   readonly reflectionSteps: number
   readonly inputTokens: number
   readonly outputTokens: number
+  /** USD, as the kernel priced each model step. */
+  readonly costUsd: number
   /** Whether its first model request carried the learned rules. */
   readonly hadRules: boolean
 }
@@ -75,6 +77,7 @@ const summarize = (runId: string, answer: string, events: ReadonlyArray<Event.Ev
   let reflectionSteps = 0
   let inputTokens = 0
   let outputTokens = 0
+  let costUsd = 0
   let hadRules: boolean | undefined
   for (const e of events) {
     const p = e.payload
@@ -91,9 +94,10 @@ const summarize = (runId: string, answer: string, events: ReadonlyArray<Event.Ev
       else modelSteps++
       inputTokens += p.usage.inputTokens
       outputTokens += p.usage.outputTokens
+      costUsd += p.costUsd
     }
   }
-  return { runId, answer, calls, modelSteps, reflectionSteps, inputTokens, outputTokens, hadRules: hadRules ?? false }
+  return { runId, answer, calls, modelSteps, reflectionSteps, inputTokens, outputTokens, costUsd, hadRules: hadRules ?? false }
 }
 
 /** The two runs side by side, as an aligned table. */
@@ -106,6 +110,7 @@ export const table = (runs: ReadonlyArray<RunSummary>): string => {
   rows.push(["learned rules in prompt", ...runs.map((r) => (r.hadRules ? "yes" : "no"))])
   rows.push(["model steps", ...runs.map((r) => `${r.modelSteps} + ${r.reflectionSteps} reflection`)])
   rows.push(["tokens in / out", ...runs.map((r) => `${r.inputTokens} / ${r.outputTokens}`)])
+  rows.push(["spend", ...runs.map((r) => `$${r.costUsd.toFixed(6)}`)])
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((row) => row[c]!.length)))
   return rows.map((row) => row.map((cell, c) => cell.padEnd(widths[c]!)).join("   ").trimEnd()).join("\n")
 }

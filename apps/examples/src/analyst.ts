@@ -221,7 +221,7 @@ export const main = (options: { readonly filename?: string; readonly log?: (line
       if (p._tag === "ModelCompleted" || p._tag === "ToolCompleted") log(`  ${e.stepKey.padEnd(16)} ${detail}`)
     }
     const completed = result.status === "completed" ? result.output : undefined
-    log(`\n${result.status}: ${completed?.turns ?? 0} turns, ${completed?.compactions ?? 0} compaction(s), $${(completed?.costUsd ?? 0).toFixed(4)}`)
+    log(`\n${result.status}: ${completed?.turns ?? 0} turns, ${completed?.compactions ?? 0} compaction(s), $${(completed?.costUsd ?? 0).toFixed(6)}`)
     if (completed !== undefined) log(`report: ${completed.output.headline}\n        ${completed.output.recommendation}`)
     log(`memory: ${remembered.join(" | ")}`)
     log(`verify: ${verified ? "hash chain intact" : "BROKEN"}, ${events.length} events`)

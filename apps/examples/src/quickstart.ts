@@ -107,7 +107,7 @@ export const main = async (options: { readonly filename?: string; readonly log?:
   try {
     const report = await reader.verify({ tenantId: tenant.tenantId, runId })
     const run = await reader.getRun({ tenantId: tenant.tenantId, runId })
-    log(`4. verify: ${report.ok ? "hash chain intact" : `BROKEN at seq ${report.firstBrokenSeq}`}, ${report.events} events, spent $${run.costUsd.toFixed(4)}\n`)
+    log(`4. verify: ${report.ok ? "hash chain intact" : `BROKEN at seq ${report.firstBrokenSeq}`}, ${report.events} events, spent $${run.costUsd.toFixed(6)}\n`)
     const events = await reader.readEvents({ tenantId: tenant.tenantId, runId })
     const rows = events.map((e) => [String(e.seq), e.stepKey, e.type, describe(e).slice(0, 96)])
     const widths = [3, 8, 15].map((w, i) => Math.max(w, ...rows.map((r) => r[i]!.length)))

@@ -59,6 +59,8 @@ describe("07-adaptive-agent-learning", () => {
       expect(reflection.tools).toBeUndefined()
       expect(JSON.stringify(reflection.response_format)).toContain("extractedRules")
       expect(result.runs.map((r) => r.inputTokens)).toEqual([200 + 240 + 280 + 320 + 400, 230 + 270 + 300])
+      // Priced by the kernel from the server's usage at gpt-4o-mini's price, with no middleware named.
+      expect(result.runs[1]!.costUsd).toBeCloseTo(((230 + 270 + 300) * 0.15 + (20 + 15 + 10) * 0.6) / 1_000_000, 12)
       expect(result.rules).toMatchObject([{ content: RULE, successCount: 1 }])
     } finally {
       await server.close()

@@ -73,6 +73,8 @@ describe("analyst example", () => {
       expect(result.status).toBe("completed")
       expect(result.report?.recommendation).toBe("Shift sales capacity towards EMEA in 2025.")
       expect(lines.join("\n")).toContain("gpt-4o-mini via the openai SDK")
+      // The kernel priced every call from the server's usage (no middleware named): the run's spend is not $0.
+      expect(lines.join("\n")).toMatch(/completed: \d+ turns, \d+ compaction\(s\), \$0\.\d*[1-9]/)
       expect(server.requests).toHaveLength(conversation.length)
       type Body = { readonly model: string; readonly tools?: ReadonlyArray<{ readonly function: { readonly name: string } }>; readonly messages: ReadonlyArray<{ readonly content?: string | null }> }
       const bodies = server.requests.map((r) => r.body as Body)
