@@ -19,7 +19,7 @@ import * as SchemaAST from "effect/SchemaAST"
 import { RunNotFound, SequenceConflict, StoreError } from "./Errors.js"
 import { type BatchSummary, type Event, EventPayload, type RunInfo, RunStatus, summarize } from "./Event.js"
 import { type AppendRequest, EventStore, invalidBatch, type ListRunsFilter, newRunInfo, type Service } from "./EventStore.js"
-import { GENESIS_HASH, rememberStoredPayload, storedPayload } from "./internal/hash.js"
+import { GENESIS_HASH, StoredEvent, storedPayload } from "./internal/hash.js"
 import * as SqlMigrations from "./SqlMigrations.js"
 import { causeText, errorCode, retryWhile, storeError, transactionDefects } from "./SqlMigrations.js"
 
@@ -135,21 +135,21 @@ const eventFromValues = (runId: string, tenantId: string, row: ReadonlyArray<unk
   if (!EVENT_TYPES.has(type)) throw new CorruptRow("type", `unknown event type ${JSON.stringify(type)}`)
   const payload = decodePayload(json)
   if (Either.isLeft(payload)) throw new CorruptRow("payload", payload.left)
-  const event: Event = {
-    eventId: textValue(row[1], "event_id"),
+  // The stored text goes with the event: the chain covers the bytes as stored, so a field added to the stored payload,
+  // which decoding drops, still breaks it.
+  return new StoredEvent(
+    textValue(row[1], "event_id"),
     runId,
     tenantId,
-    seq: numberValue(row[0], "seq"),
-    timestamp: numberValue(row[2], "timestamp"),
+    numberValue(row[0], "seq"),
+    numberValue(row[2], "timestamp"),
     type,
-    stepKey: textValue(row[4], "step_key"),
-    payload: payload.right,
-    prevHash: textValue(row[6], "prev_hash"),
-    hash: textValue(row[7], "hash")
-  }
-  // The chain covers the bytes as stored: a field added to the stored payload, which decoding drops, still breaks it.
-  rememberStoredPayload(event, source)
-  return event
+    textValue(row[4], "step_key"),
+    payload.right,
+    textValue(row[6], "prev_hash"),
+    textValue(row[7], "hash"),
+    source
+  )
 }
 
 /** Every event type the log may hold. */

@@ -1,5 +1,5 @@
 import * as crypto from "node:crypto"
-import type { Event } from "../Event.js"
+import type { Event, EventPayload } from "../Event.js"
 
 /** prevHash of a run's first event. */
 export const GENESIS_HASH = "0".repeat(64)
@@ -54,24 +54,44 @@ export const sha256: (text: string) => string = typeof crypto.hash === "function
   : (text) => crypto.createHash("sha256").update(text).digest("hex")
 
 /**
- * The payload of an event exactly as it is stored: the text a store read from its row, or the text the kernel
- * hashed when it wrote the event (which every store then writes). Kept beside the event, not in it, so an event
- * stays the plain value its schema says.
+ * An event as a store read it, with its payload's stored text beside it. The text is a private field: invisible to
+ * equality, spreading and `JSON.stringify`, so the event stays the plain value its schema says (a class instance is
+ * as cheap to build as the object literal it replaces; a `WeakMap` entry per event cost a replay a third more).
  */
-const storedPayloads = new WeakMap<object, string>()
-
-/** Records the payload text `event` was read with (stores call it for every event they decode). */
-export const rememberStoredPayload = (event: object, text: string): void => {
-  storedPayloads.set(event, text)
+export class StoredEvent implements Event {
+  readonly #payloadText: string
+  constructor(
+    readonly eventId: string,
+    readonly runId: string,
+    readonly tenantId: string,
+    readonly seq: number,
+    readonly timestamp: number,
+    readonly type: string,
+    readonly stepKey: string,
+    readonly payload: EventPayload,
+    readonly prevHash: string,
+    readonly hash: string,
+    payloadText: string
+  ) {
+    this.#payloadText = payloadText
+  }
+  /** The stored text of `event`'s payload, when a store read it. */
+  static payloadTextOf(event: object): string | undefined {
+    return event instanceof StoredEvent ? event.#payloadText : undefined
+  }
 }
 
+/** The payload text the kernel hashed for each event it is writing (what the store is to write). */
+const writtenPayloads = new WeakMap<object, string>()
+
 /**
- * The text to store for an event's payload: the text its hash covers (remembered when the kernel hashed it), else
- * `JSON.stringify` of the payload, which is what the kernel hashes. Not canonical JSON: code renders decoded values
- * (a tool's result becomes the text of the model's next message), so the stored text keeps the key order the code
- * produced, and a replay renders the same text.
+ * The text to store for an event's payload, or to hash for one read back: the text a store read, else the text the
+ * kernel hashed when it wrote the event, else `JSON.stringify` of the payload (what the kernel hashes). Not
+ * canonical JSON: code renders decoded values (a tool's result becomes the text of the model's next message), so the
+ * stored text keeps the key order the code produced, and a replay renders the same text.
  */
-export const storedPayload = (event: Pick<Event, "payload">): string => storedPayloads.get(event) ?? JSON.stringify(event.payload)
+export const storedPayload = (event: Pick<Event, "payload">): string =>
+  StoredEvent.payloadTextOf(event) ?? writtenPayloads.get(event) ?? JSON.stringify(event.payload)
 
 /** Characters `JSON.stringify` escapes in a string (quote, backslash, controls) or may (lone surrogates). */
 const NEEDS_ESCAPE = /[\u0000-\u001f"\\\ud800-\udfff]/
@@ -104,7 +124,7 @@ const hashMaterial = (material: string, auditKey: string | undefined): string =>
  */
 export const newEventHash = (event: Omit<Event, "hash">, auditKey: string | undefined): string => {
   const payload = JSON.stringify(event.payload)
-  storedPayloads.set(event, payload)
+  writtenPayloads.set(event, payload)
   return hashMaterial(STORED + event.prevHash + envelope(event, payload), auditKey)
 }
 
