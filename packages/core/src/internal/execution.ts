@@ -171,8 +171,9 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
   const lose = (reason: string) => ownership.abort(reason)
   const lease = options.lease
   if (lease !== undefined) {
-    if (lease.signal.aborted) lose("its caller lost the run")
-    else lease.signal.addEventListener("abort", () => lose("its caller lost the run (a heartbeat found its lease taken over)"), { once: true })
+    const lost = () => lose(typeof lease.signal.reason === "string" ? lease.signal.reason : "its caller lost the run")
+    if (lease.signal.aborted) lost()
+    else lease.signal.addEventListener("abort", lost, { once: true })
   }
   /** Fails when this execution may no longer own the run: nothing may start in its name. */
   const checkOwnership = (tool: string): Effect.Effect<void> =>
