@@ -541,6 +541,8 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
         return yield* fail([...notes, { _tag: "ToolFailed", tool: call.name, kind: "invalid_arguments", error: error.reason, path: error.path }], error)
       }
       const logged: EventPayload = { ...requested, arguments: info.arguments }
+      // A call requested by an owner that lost the run would only leave the next owner a call in doubt.
+      yield* checkOwnership(call.name)
       yield* append(key, [logged, ...notes])
       return yield* runHandler(tool, args.right, key, idempotencyKey, info, [])
     })
