@@ -77,7 +77,7 @@ const workflows = [fenced]
 const live = Layer.provideMerge(Kernel.layer({ workflows }), Layer.mergeAll(stores, ScriptedModel.layer([]), ToolRegistry.layer([effect])))
 
 const fiber = Effect.runFork(
-  Worker.run({ workflows, concurrency, leaseSeconds: stallEvery > 0 ? 1 : 5, pollInterval: "50 millis", workerId }).pipe(
+  Worker.run({ workflows, concurrency, leaseSeconds: stallEvery > 0 ? 4 : 5, pollInterval: "50 millis", workerId }).pipe(
     Effect.provide(live),
     Effect.tapErrorCause((cause) => Effect.sync(() => console.error(cause)))
   )
