@@ -24,8 +24,9 @@ export interface AppendRequest {
    */
   readonly ownerEpoch?: number | undefined
   /**
-   * The batch claims the run for `ownerEpoch`: refused with `OwnershipLost` unless the run's epoch is lower; the
-   * run's epoch becomes `ownerEpoch` with the batch. An execution's first batch claims the run.
+   * The batch claims the run for `ownerEpoch`: refused unless the run's epoch is lower (with `OwnershipLost` when it
+   * is higher, with `SequenceConflict` when another execution claimed the same epoch first); the run's epoch becomes
+   * `ownerEpoch` with the batch. An execution's first batch claims the run.
    */
   readonly claim?: boolean | undefined
 }
@@ -92,10 +93,12 @@ export const invalidBatch = (request: AppendRequest): string | undefined => {
 export const fenceOf = (request: AppendRequest): number | undefined =>
   request.ownerEpoch === undefined ? undefined : request.claim === true ? request.ownerEpoch - 1 : request.ownerEpoch
 
-/** The `OwnershipLost` of a fenced request, given the run's current owner epoch; undefined when it is not fenced. */
+/**
+ * The `OwnershipLost` of a request whose run has a newer owner, given the run's current owner epoch; undefined
+ * otherwise (a claim that lost the race for its own epoch is a `SequenceConflict`, as any two writers racing).
+ */
 export const fenced = (request: AppendRequest, currentEpoch: number): OwnershipLost | undefined => {
-  const fence = fenceOf(request)
-  if (fence === undefined || currentEpoch <= fence) return undefined
+  if (request.ownerEpoch === undefined || currentEpoch <= request.ownerEpoch) return undefined
   return new OwnershipLost({
     runId: request.runId,
     ownerEpoch: request.ownerEpoch ?? 0,
@@ -154,7 +157,8 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         if (run === undefined) return Effect.fail(conflict())
         const lost = fenced(request, run.ownerEpoch)
         if (lost !== undefined) return Effect.fail(lost)
-        if (run.headSeq !== request.expectedSeq) return Effect.fail(conflict())
+        const fence = fenceOf(request)
+        if (run.headSeq !== request.expectedSeq || (fence !== undefined && run.ownerEpoch > fence)) return Effect.fail(conflict())
         const summary = summarize(request.events)
         runs.set(request.runId, {
           ...run,

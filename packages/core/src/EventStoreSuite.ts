@@ -222,9 +222,9 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore, unk
         // The first owner writes every kind of batch: events only, a cost, a status change.
         yield* log.appendAs({ ownerEpoch: 1 }, { _tag: "StepCompleted", name: "a", value: 1 })
         yield* log.appendAs({ ownerEpoch: 1 }, modelCompleted(0.5))
-        // A stale claimer (it read epoch 0) cannot claim over it; a claim for epoch 2 can.
+        // A claimer that read epoch 0 lost the race for epoch 1 (a conflict, as of any two writers); one for 2 claims.
         const early = yield* Effect.flip(log.appendAs({ ownerEpoch: 1, claim: true }, { _tag: "RunResumed", reason: "takeover" }))
-        expect(early).toMatchObject({ _tag: "OwnershipLost", runId: log.runId, ownerEpoch: 1 })
+        expect(early).toMatchObject({ _tag: "SequenceConflict", runId: log.runId })
         yield* log.appendAs({ ownerEpoch: 2, claim: true }, { _tag: "RunResumed", reason: "takeover" })
         expect(yield* epoch()).toBe(2)
         const before = yield* store.getRun(tenantA.tenantId, log.runId)
