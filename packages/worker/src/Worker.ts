@@ -152,9 +152,9 @@ export const run = (options: Options): Effect.Effect<never, never, Kernel.Kernel
      */
     const heartbeat = (task: TaskQueue.Task, held: ReturnType<typeof makeLease>): Effect.Effect<Result> =>
       Clock.currentTimeMillis.pipe(
-        Effect.tap((now) => held.check(now)),
+        Effect.tap((now) => Effect.sync(() => held.check(now))),
         Effect.zipRight(queue.heartbeat(task.taskId, workerId, leaseSeconds)),
-        Effect.tap((renewed) => held.renewed(renewed.leaseExpiresAt)),
+        Effect.tap((renewed) => Effect.sync(() => held.renewed(renewed.leaseExpiresAt))),
         // A store hiccup is not a lost lease: keep beating; if it lasts, the lease expires and another worker
         // takes over, and this one learns it at its next heartbeat (or from the kernel's OwnershipLost).
         Effect.catchTag("StoreError", (e) => Effect.logWarning("heartbeat failed; retrying", e.message)),
