@@ -4,7 +4,7 @@
  * ```
  * artana run PLAN --policy POLICY [--run-id ID]   run a plan under a policy
  * artana replay RUN [--plan PLAN]                  re-run a plan run over its log (no tool executes)
- * artana reconcile RUN --step ID (--completed JSON | --failed MESSAGE)
+ * artana reconcile RUN --step ID (--completed JSON | --failed MESSAGE) [--force]
  *                                                  settle the step a crash left in doubt
  * artana report RUN                                timeline, decisions, files, domains, commands, denials, cost
  * artana list-runs [--status S] [--workflow W] [--limit N]
@@ -91,7 +91,10 @@ const reconcile = Command.make(
       Options.withDescription("the call happened: its result, as JSON (a plan step's result must be one its tool returns)"),
       Options.optional
     ),
-    failed: Options.text("failed").pipe(Options.withDescription("the call did not happen, or failed: why"), Options.optional)
+    failed: Options.text("failed").pipe(Options.withDescription("the call did not happen, or failed: why"), Options.optional),
+    force: Options.boolean("force").pipe(
+      Options.withDescription("settle it although the call may still be running (its tool's timeout has not passed since it was requested, or a worker holds its task): only when you know it has stopped")
+    )
   },
   (a) =>
     Effect.flatMap(auditKey, (key) =>

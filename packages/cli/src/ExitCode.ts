@@ -12,7 +12,7 @@
  * | 5 | not found: the run (for this tenant) or the database |
  * | 6 | integrity: `verify` found a broken hash chain, or `replay` diverged from the log (plan mismatch) |
  * | 7 | the store cannot be opened or failed |
- * | 8 | the run needs attention: unfinished, paused, in doubt (needs reconciliation) or driven by another process |
+ * | 8 | the run needs attention: unfinished, paused, in doubt (needs reconciliation), driven by another process, or its call in doubt may still be running |
  *
  * @since 0.1.0
  */
@@ -48,7 +48,9 @@ const BY_TAG: Readonly<Record<string, ExitCode>> = {
   StoreUnavailable: StoreUnavailable,
   StoreError: StoreUnavailable,
   InvalidRunState: NeedsAttention,
-  SequenceConflict: NeedsAttention
+  SequenceConflict: NeedsAttention,
+  OwnershipLost: NeedsAttention,
+  StepMayBeRunning: NeedsAttention
 }
 
 /** The exit code for an error tag (a typed error's `_tag`, or a failed run's logged `errorTag`). */

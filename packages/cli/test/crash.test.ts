@@ -87,10 +87,19 @@ describe("a run killed mid-step", () => {
       expect(wrongShape.stderr).toContain("not a result shell.run returns: the result does not match the tool's result schema at $.signal")
       expect(yield* eventCount).toBe(before)
 
-      // The operator checked: the command finished. The plan then continues after it, and nothing runs twice.
+      // Within shell.run's timeout (60 s) of its request, the command may still be running where it started: a person
+      // cannot settle it yet, unless they know it stopped (here the whole process group was killed).
       const result = { exitCode: 0, signal: null, stdout: "", stderr: "" }
+      const early = yield* artana(["reconcile", "crash-1", "--step", "slow", "--completed", JSON.stringify(result)], { cwd })
+      expect(early.code).toBe(8)
+      expect(early.stderr).toContain(`the call to tool "shell.run" at step step:slow may still be running`)
+      expect(early.stderr).toContain("its timeout (1m 1s) has not passed")
+      expect(early.stderr).toContain("artana reconcile --force")
+      expect(yield* eventCount).toBe(before)
+
+      // The operator checked: the command finished. The plan then continues after it, and nothing runs twice.
       // A field shell.run does not return is not logged.
-      const settled = yield* artanaJson(["reconcile", "crash-1", "--step", "slow", "--completed", JSON.stringify({ ...result, note: "checked by ann" })], { cwd })
+      const settled = yield* artanaJson(["reconcile", "crash-1", "--step", "slow", "--force", "--completed", JSON.stringify({ ...result, note: "checked by ann" })], { cwd })
       expect(settled.code).toBe(0)
       expect(settled.json).toEqual({ runId: "crash-1", step: "slow", stepKey: "step:slow", tool: "shell.run", outcome: "completed", status: "running" })
       const twice = yield* artana(["reconcile", "crash-1", "--step", "slow", "--failed", "again"], { cwd })
@@ -128,7 +137,7 @@ describe("a run killed mid-step", () => {
       const stuck = yield* artanaJson(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "crash-2"], { cwd })
       expect(stuck.code).toBe(8)
 
-      const settled = yield* artana(["reconcile", "crash-2", "--step", "slow", "--failed", "the machine rebooted: the command never finished"], { cwd })
+      const settled = yield* artana(["reconcile", "crash-2", "--step", "slow", "--force", "--failed", "the machine rebooted: the command never finished"], { cwd })
       expect(settled.code).toBe(0)
       expect(settled.stdout).toContain("step slow of run crash-2 (shell.run {\"command\":\"sleep\",\"args\":[\"30\"]}) settled as failed")
       expect(settled.stdout).toContain("artana run PLAN --policy POLICY --run-id crash-2")

@@ -95,7 +95,10 @@ export interface Client {
   readonly chat: <A = string, I = unknown>(options: Kernel.ChatRunOptions<A, I>) => Promise<Kernel.RunResult<Workflow.ChatResult<A>>>
   readonly callTool: (options: Parameters<Kernel.Service["callTool"]>[0]) => Promise<Kernel.RunResult<unknown>>
   readonly resume: (run: Kernel.RunRef & { readonly response?: unknown }) => Promise<Kernel.RunResult<unknown>>
-  readonly reconcile: (run: Kernel.RunRef & { readonly outcome: Kernel.ReconcileOutcome }) => Promise<void>
+  /** Settles a call in doubt; refused while it may still be running unless `force` (see `Kernel.reconcile`). */
+  readonly reconcile: (
+    run: Kernel.RunRef & { readonly outcome: Kernel.ReconcileOutcome; readonly stepKey?: string | undefined; readonly force?: boolean | undefined }
+  ) => Promise<void>
   readonly verify: (run: Kernel.RunRef & { readonly head?: { readonly seq: number; readonly hash: string } }) => Promise<VerifyReport>
   readonly getRun: (run: Kernel.RunRef) => Promise<RunInfo>
   readonly listRuns: (tenantId: string, filter?: EventStore.ListRunsFilter) => Promise<ReadonlyArray<RunInfo>>

@@ -272,6 +272,8 @@ export type ArtanaError =
   | WaitingOnRun
   | BudgetUnpriced
   | LogTampered
+  | OwnershipLost
+  | StepMayBeRunning
 
 const tags = new Set<string>([
   "SequenceConflict",
@@ -294,7 +296,9 @@ const tags = new Set<string>([
   "RunFailedError",
   "WaitingOnRun",
   "BudgetUnpriced",
-  "LogTampered"
+  "LogTampered",
+  "OwnershipLost",
+  "StepMayBeRunning"
 ])
 
 /** True for any error of @artana/core. */
@@ -328,5 +332,43 @@ export class WaitingOnRun extends Schema.TaggedError<WaitingOnRun>()("WaitingOnR
     const last = this.path[this.path.length - 1]!
     return `waiting on run ${this.runId}, which needs reconciliation: reconcile step ${last.stepKey} (tool ${last.tool}) ` +
       `of run ${last.runId}, then resume`
+  }
+}
+
+/**
+ * This execution no longer owns the run: a newer execution claimed it (its owner epoch, the fencing token, is
+ * higher), or the caller's lease on the run ran out or was taken over. Nothing was written and no tool handler was
+ * started; the run's newer owner carries it on.
+ */
+export class OwnershipLost extends Schema.TaggedError<OwnershipLost>()("OwnershipLost", {
+  runId: Schema.String,
+  /** The owner epoch this execution held. */
+  ownerEpoch: Schema.Number,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `run ${this.runId}: this execution (owner epoch ${this.ownerEpoch}) no longer owns the run: ${this.reason}. ` +
+      `It stopped without writing and without starting a tool handler; the newer owner carries the run on ` +
+      `(if none does, resume the run)`
+  }
+}
+
+/**
+ * `reconcile` refused to settle a call in doubt that may still be running in the process that started it (its
+ * task's lease has not expired, or the tool's timeout has not passed since its `ToolRequested`): settling it now
+ * could record "did not happen" while it is happening.
+ */
+export class StepMayBeRunning extends Schema.TaggedError<StepMayBeRunning>()("StepMayBeRunning", {
+  runId: Schema.String,
+  stepKey: Schema.String,
+  tool: Schema.String,
+  reason: Schema.String,
+  /** Epoch milliseconds from which the reason no longer holds (a lease may still be extended). */
+  until: Schema.Number
+}) {
+  override get message() {
+    return `run ${this.runId}: the call to tool "${this.tool}" at step ${this.stepKey} may still be running: ${this.reason}. ` +
+      `Check the system it calls and settle it after ${new Date(this.until).toISOString()}; if you know the call has ` +
+      `stopped (its process is gone), reconcile with force: true (\`artana reconcile --force\`)`
   }
 }

@@ -189,7 +189,9 @@ export const RunInfo = Schema.Struct({
   headHash: Schema.String,
   costUsd: Schema.Number,
   createdAt: Schema.Number,
-  updatedAt: Schema.Number
+  updatedAt: Schema.Number,
+  /** The run's owner epoch (fencing token): raised by every execution that claims the run; 0 before any claim. */
+  ownerEpoch: Schema.Int
 })
 export type RunInfo = typeof RunInfo.Type
 

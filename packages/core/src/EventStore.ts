@@ -7,7 +7,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { RunNotFound, SequenceConflict, StoreError } from "./Errors.js"
+import { OwnershipLost, RunNotFound, SequenceConflict, StoreError } from "./Errors.js"
 import { type Event, type RunInfo, type RunStatus, summarize, type WaitingOn } from "./Event.js"
 
 /** A batch to append atomically after `expectedSeq` (the run's current head; 0 for a new run). */
@@ -17,6 +17,18 @@ export interface AppendRequest {
   readonly expectedSeq: number
   /** Events numbered `expectedSeq + 1 ...`; a new run's batch starts with `RunStarted`. */
   readonly events: ReadonlyArray<Event>
+  /**
+   * The writer's owner epoch (fencing token). When given, the batch is refused with `OwnershipLost` if the run has
+   * a newer owner (a higher epoch), checked in the statement or transaction that writes it. A new run is created
+   * with this epoch (0 when absent). Absent: no fencing (a tool that is not an execution of the run).
+   */
+  readonly ownerEpoch?: number | undefined
+  /**
+   * The batch claims the run for `ownerEpoch`: refused unless the run's epoch is lower (with `OwnershipLost` when it
+   * is higher, with `SequenceConflict` when another execution claimed the same epoch first); the run's epoch becomes
+   * `ownerEpoch` with the batch. An execution's first batch claims the run.
+   */
+  readonly claim?: boolean | undefined
 }
 
 /** Filters for `listRuns`. */
@@ -29,8 +41,11 @@ export interface ListRunsFilter {
 }
 
 export interface Service {
-  /** Appends atomically; fails with `SequenceConflict` when the run's head is not `expectedSeq`. */
-  readonly append: (request: AppendRequest) => Effect.Effect<void, SequenceConflict | StoreError>
+  /**
+   * Appends atomically; fails with `SequenceConflict` when the run's head is not `expectedSeq`, and with
+   * `OwnershipLost` when the writer's `ownerEpoch` is fenced (the run has a newer owner).
+   */
+  readonly append: (request: AppendRequest) => Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError>
   /** A run's events in `seq` order (from `fromSeq`, default 1). Another tenant's run is `RunNotFound`. */
   readonly readEvents: (
     tenantId: string,
@@ -105,6 +120,27 @@ export const invalidBatch = (request: AppendRequest): string | undefined => {
   return undefined
 }
 
+/**
+ * The highest owner epoch a run may have for `request` to be appended (`ownerEpoch`, or one less for a claim), or
+ * undefined when the request is not fenced. Every store refuses the batch when the run's epoch is above it.
+ */
+export const fenceOf = (request: AppendRequest): number | undefined =>
+  request.ownerEpoch === undefined ? undefined : request.claim === true ? request.ownerEpoch - 1 : request.ownerEpoch
+
+/**
+ * The `OwnershipLost` of a request whose run has a newer owner, given the run's current owner epoch; undefined
+ * otherwise (a claim that lost the race for its own epoch is a `SequenceConflict`, as any two writers racing).
+ */
+export const fenced = (request: AppendRequest, currentEpoch: number): OwnershipLost | undefined => {
+  if (request.ownerEpoch === undefined || currentEpoch <= request.ownerEpoch) return undefined
+  return new OwnershipLost({
+    runId: request.runId,
+    ownerEpoch: request.ownerEpoch ?? 0,
+    reason: `a newer execution (owner epoch ${currentEpoch}) claimed it: another worker took its task over after this one's ` +
+      `lease expired, or another process resumed the run`
+  })
+}
+
 /** The run row a new run's first batch creates (shared by every store implementation). */
 export const newRunInfo = (request: AppendRequest): RunInfo | undefined => {
   const first = request.events[0]
@@ -123,7 +159,8 @@ export const newRunInfo = (request: AppendRequest): RunInfo | undefined => {
     headHash: last.hash,
     costUsd: summary.costUsd,
     createdAt: first.timestamp,
-    updatedAt: last.timestamp
+    updatedAt: last.timestamp,
+    ownerEpoch: request.ownerEpoch ?? 0
   }
 }
 
@@ -134,7 +171,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
   const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
   return {
     append: (request) =>
-      Effect.suspend((): Effect.Effect<void, SequenceConflict | StoreError> => {
+      Effect.suspend((): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError> => {
         const bad = invalidBatch(request)
         if (bad !== undefined) return Effect.fail(new StoreError({ operation: "append", reason: bad }))
         const conflict = () => new SequenceConflict({ runId: request.runId, expectedSeq: request.expectedSeq })
@@ -149,10 +186,15 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
           runs.set(key, { info, log: request.events.map((e) => ({ ...e })) })
           return Effect.void
         }
-        if (run === undefined || run.info.headSeq !== request.expectedSeq) return Effect.fail(conflict())
+        if (run === undefined) return Effect.fail(conflict())
+        const lost = fenced(request, run.info.ownerEpoch)
+        if (lost !== undefined) return Effect.fail(lost)
+        const fence = fenceOf(request)
+        if (run.info.headSeq !== request.expectedSeq || (fence !== undefined && run.info.ownerEpoch > fence)) return Effect.fail(conflict())
         const summary = summarize(request.events)
         run.info = {
           ...run.info,
+          ownerEpoch: request.claim === true && request.ownerEpoch !== undefined ? request.ownerEpoch : run.info.ownerEpoch,
           status: summary.status ?? run.info.status,
           headSeq: last.seq,
           headHash: last.hash,

@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type { Event, EventPayload, RunInfo } from "./Event.js"
-import type { SequenceConflict, StoreError } from "./Errors.js"
+import type { OwnershipLost, SequenceConflict, StoreError } from "./Errors.js"
 import { type AppendRequest, EventStore, type ListRunsFilter, type Service } from "./EventStore.js"
 import * as TenantIsolation from "./TenantIsolation.js"
 import * as Kernel from "./Kernel.js"
@@ -51,7 +51,12 @@ interface Log {
   readonly events: ReadonlyArray<Event>
   /** The batch that would follow the head, without appending it. */
   readonly next: (payloads: ReadonlyArray<EventPayload>) => AppendRequest
-  readonly append: (...payloads: ReadonlyArray<EventPayload>) => Effect.Effect<ReadonlyArray<Event>, SequenceConflict | StoreError>
+  readonly append: (...payloads: ReadonlyArray<EventPayload>) => Effect.Effect<ReadonlyArray<Event>, SequenceConflict | OwnershipLost | StoreError>
+  /** `append` as an owner: with its epoch, claiming the run when `claim` is set. */
+  readonly appendAs: (
+    owner: { readonly ownerEpoch: number; readonly claim?: boolean },
+    ...payloads: ReadonlyArray<EventPayload>
+  ) => Effect.Effect<ReadonlyArray<Event>, SequenceConflict | OwnershipLost | StoreError>
 }
 
 const makeLog = (store: Service, runId: string, tenant: TenantContext, start = T0): Log => {
@@ -62,19 +67,21 @@ const makeLog = (store: Service, runId: string, tenant: TenantContext, start = T
     expectedSeq: events.length,
     events: chain(runId, tenant.tenantId, events, payloads, start)
   })
+  const appendAs = (owner: { readonly ownerEpoch?: number; readonly claim?: boolean }, payloads: ReadonlyArray<EventPayload>) =>
+    Effect.suspend(() => {
+      const request = { ...next(payloads), ...owner }
+      return Effect.as(
+        Effect.tap(store.append(request), () => Effect.sync(() => events.push(...request.events))),
+        request.events
+      )
+    })
   return {
     runId,
     tenantId: tenant.tenantId,
     events,
     next,
-    append: (...payloads) =>
-      Effect.suspend(() => {
-        const request = next(payloads)
-        return Effect.as(
-          Effect.tap(store.append(request), () => Effect.sync(() => events.push(...request.events))),
-          request.events
-        )
-      })
+    append: (...payloads) => appendAs({}, payloads),
+    appendAs: (owner, ...payloads) => appendAs(owner, payloads)
   }
 }
 
@@ -294,6 +301,56 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore, unk
         expect(yield* store.getRun(tenantA.tenantId, a.runId)).toMatchObject({ status: "paused", headSeq: 3 })
       }))
 
+    test("an owner fenced by a newer claim appends nothing, whatever its batch; the claim raises the owner epoch", (store) =>
+      Effect.gen(function*() {
+        const log = makeLog(store, "run-fenced", tenantA)
+        const epoch = () => Effect.map(store.getRun(tenantA.tenantId, log.runId), (run) => run.ownerEpoch)
+        yield* log.appendAs({ ownerEpoch: 1 }, started(tenantA))
+        expect(yield* epoch()).toBe(1)
+        // The first owner writes every kind of batch: events only, a cost, a status change.
+        yield* log.appendAs({ ownerEpoch: 1 }, { _tag: "StepCompleted", name: "a", value: 1 })
+        yield* log.appendAs({ ownerEpoch: 1 }, modelCompleted(0.5))
+        // A claimer that read epoch 0 lost the race for epoch 1 (a conflict, as of any two writers); one for 2 claims.
+        const early = yield* Effect.flip(log.appendAs({ ownerEpoch: 1, claim: true }, { _tag: "RunResumed", reason: "takeover" }))
+        expect(early).toMatchObject({ _tag: "SequenceConflict", runId: log.runId })
+        yield* log.appendAs({ ownerEpoch: 2, claim: true }, { _tag: "RunResumed", reason: "takeover" })
+        expect(yield* epoch()).toBe(2)
+        const before = yield* store.getRun(tenantA.tenantId, log.runId)
+
+        // The first owner, at the right head (it even knows the claim's seq), is refused every kind of batch.
+        const stale: ReadonlyArray<ReadonlyArray<EventPayload>> = [
+          [{ _tag: "ToolRequested", tool: "charge", arguments: "{}", idempotencyKey: "k" }],
+          [modelCompleted(0.25)],
+          [{ _tag: "RunCompleted", output: "stale" }],
+          [{ _tag: "RunResumed", reason: "again" }],
+          Array.from({ length: 1_500 }, (_, i): EventPayload => ({ _tag: "StepCompleted", name: `s${i}`, value: i }))
+        ]
+        for (const payloads of stale) {
+          const refused = yield* Effect.flip(store.append({ ...log.next(payloads), ownerEpoch: 1 }))
+          expect(refused).toMatchObject({ _tag: "OwnershipLost", runId: log.runId, ownerEpoch: 1 })
+          expect(refused.message).toContain("owner epoch 2")
+        }
+        // Behind the head as well: the newer owner is named, not a bare conflict.
+        const late = chain(log.runId, tenantA.tenantId, log.events.slice(0, 2), [{ _tag: "StepCompleted", name: "late", value: 0 }])
+        const refusedBehind = yield* Effect.flip(store.append({ runId: log.runId, tenantId: tenantA.tenantId, expectedSeq: 2, events: late, ownerEpoch: 1 }))
+        expect(refusedBehind._tag).toBe("OwnershipLost")
+        expect(yield* store.readEvents(tenantA.tenantId, log.runId)).toEqual(log.events)
+        expect(yield* store.getRun(tenantA.tenantId, log.runId)).toEqual(before)
+
+        // The new owner goes on; a large claim is written whole and claims once.
+        yield* log.appendAs({ ownerEpoch: 2 }, { _tag: "StepCompleted", name: "b", value: 2 })
+        yield* log.appendAs(
+          { ownerEpoch: 3, claim: true },
+          { _tag: "RunResumed", reason: "takeover" },
+          ...Array.from({ length: 1_200 }, (_, i): EventPayload => ({ _tag: "StepCompleted", name: `c${i}`, value: i }))
+        )
+        expect(yield* epoch()).toBe(3)
+        // A writer that is not an execution of the run (no epoch) is not fenced.
+        yield* log.append({ _tag: "RunCompleted", output: "done" })
+        expect(yield* store.readEvents(tenantA.tenantId, log.runId)).toEqual(log.events)
+        expect(yield* store.getRun(tenantA.tenantId, log.runId)).toMatchObject({ status: "completed", ownerEpoch: 3, headSeq: log.events.length })
+      }))
+
     test("a new run's first batch must start with RunStarted", (store) =>
       Effect.gen(function*() {
         const events = chain("run-headless", tenantA.tenantId, [], [{ _tag: "StepCompleted", name: "a", value: 1 }])
@@ -399,7 +456,8 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore, unk
           headHash: log.events[1]!.hash,
           costUsd: 0.25,
           createdAt: T0 + 1,
-          updatedAt: T0 + 2
+          updatedAt: T0 + 2,
+          ownerEpoch: 0
         }
         const created = yield* store.getRun(tenantA.tenantId, log.runId)
         expect(created).toEqual(expected)

@@ -5,7 +5,9 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -22,9 +24,12 @@ import { EventStore, lineageCostUsd, reconciliationPath } from "./EventStore.js"
 import * as Execution from "./internal/execution.js"
 import { canonicalJson } from "./internal/hash.js"
 import * as Json from "./Json.js"
+import type { Lease } from "./Lease.js"
 import { Middleware } from "./Middleware.js"
 import { ModelPort } from "./ModelPort.js"
 import * as Pricing from "./Pricing.js"
+import * as Tasks from "./internal/taskQueue.js"
+import { TaskQueue, type Service as TaskQueueService } from "./TaskQueue.js"
 import type { TenantContext } from "./Tenant.js"
 import { firstIssue } from "./Tool.js"
 import { ToolRegistry } from "./ToolRegistry.js"
@@ -64,6 +69,8 @@ export interface StartOptions<I> {
   readonly input: I
   /** Lineage: the run that started this one (sub-runs draw on their root's budget). */
   readonly parentRunId?: string | undefined
+  /** The caller's hold on the run (a worker's lease on its task): no tool handler starts once it is lost. */
+  readonly lease?: Lease | undefined
 }
 
 export interface RunRef {
@@ -88,15 +95,19 @@ export interface Service {
     options: StartOptions<I>
   ) => Effect.Effect<RunResult<O>, E | KernelError>
   /** Resumes a paused run with a human response (or a crashed run), finding its workflow by name. */
-  readonly resume: (run: RunRef & { readonly response?: unknown }) => Effect.Effect<RunResult<unknown>, unknown>
+  readonly resume: (run: RunRef & { readonly response?: unknown; readonly lease?: Lease | undefined }) => Effect.Effect<RunResult<unknown>, unknown>
   /** Re-runs the code over the log without executing or writing anything; any divergence is `NonDeterminism`. */
   readonly replay: <I, O, E>(workflow: Workflow.Workflow<I, O, E>, run: RunRef) => Effect.Effect<RunResult<O>, E | KernelError>
   /** Settles an in-doubt, non-idempotent tool call; `execute`/`resume` then continues the run. */
   /**
    * `stepKey`, when given, is the step the caller checked: if the step in doubt is another one (the run moved on
-   * since), nothing is written and the call fails with `InvalidRunState`.
+   * since), nothing is written and the call fails with `InvalidRunState`. While the call may still be running in
+   * the process that started it (its task's lease has not expired, or the tool's timeout has not passed since its
+   * `ToolRequested`), nothing is written and the call fails with `StepMayBeRunning`, unless `force` is set.
    */
-  readonly reconcile: (run: RunRef & { readonly outcome: ReconcileOutcome; readonly stepKey?: string | undefined }) => Effect.Effect<void, KernelError>
+  readonly reconcile: (
+    run: RunRef & { readonly outcome: ReconcileOutcome; readonly stepKey?: string | undefined; readonly force?: boolean | undefined }
+  ) => Effect.Effect<void, KernelError | Errors.StepMayBeRunning>
   /**
    * The run's events, verified: every event's hash over its stored bytes, the links between them, and the head its
    * run record holds. A broken chain is `LogTampered`, naming the first broken seq.
@@ -170,6 +181,8 @@ export const make = (options: Options = {}) =>
     const model = yield* ModelPort
     const tools = yield* ToolRegistry
     const middleware = yield* Effect.serviceOption(Middleware)
+    // The queue whose tasks drive runs, when the kernel shares its store: `reconcile` asks it whether a worker holds one.
+    const queue = yield* Effect.serviceOption(TaskQueue)
     const deps: Execution.Deps = {
       store,
       model,
@@ -275,7 +288,8 @@ export const make = (options: Options = {}) =>
       workflow: Workflow.Workflow<I, O, E>,
       info: RunInfo,
       mode: "live" | "replay",
-      response: { readonly payload: unknown } | undefined
+      response: { readonly payload: unknown } | undefined,
+      lease?: Lease | undefined
     ): Effect.Effect<RunResult<O>, E | KernelError> =>
       Effect.gen(function*() {
         const events = yield* readVerified(info)
@@ -341,7 +355,11 @@ export const make = (options: Options = {}) =>
           // A replay spends nothing, so it skips the lineage query.
           spentUsd: mode === "replay" ? 0 : yield* lineageSpend(info.tenantId, info.rootRunId),
           lineageSpend: lineageSpend(info.tenantId, info.rootRunId),
-          response
+          response,
+          // A live execution claims the run with its first batch: from then on, the previous owners are fenced.
+          ownerEpoch: mode === "live" ? info.ownerEpoch + 1 : info.ownerEpoch,
+          claim: mode === "live",
+          lease
         })
         if (mode === "live" && resumed !== undefined) {
           // Claims the run: of two processes resuming it at once, the second fails here before any step.
@@ -365,7 +383,7 @@ export const make = (options: Options = {}) =>
       Effect.gen(function*() {
         const runId = start.runId ?? crypto.randomUUID()
         const existing = yield* findRun(start.tenant.tenantId, runId)
-        if (Option.isSome(existing)) return yield* continueRun(workflow, existing.value, "live", undefined)
+        if (Option.isSome(existing)) return yield* continueRun(workflow, existing.value, "live", undefined, start.lease)
         const input = toJson("run input", workflow.encodeInput(start.input))
         if (Either.isLeft(input)) return yield* input.left
         let rootRunId = runId
@@ -380,7 +398,10 @@ export const make = (options: Options = {}) =>
           log: [],
           mode: "live",
           spentUsd: rootRunId === runId ? 0 : yield* lineageSpend(start.tenant.tenantId, rootRunId),
-          lineageSpend: lineageSpend(start.tenant.tenantId, rootRunId)
+          lineageSpend: lineageSpend(start.tenant.tenantId, rootRunId),
+          // The run's first owner: its RunStarted creates the run with this epoch.
+          ownerEpoch: 1,
+          lease: start.lease
         })
         yield* exec.appendOrFail(RUN_STEP_KEY, [{
           _tag: "RunStarted",
@@ -391,6 +412,41 @@ export const make = (options: Options = {}) =>
         }])
         return yield* drive(workflow, exec, start.input, "live", undefined)
       }).pipe(Effect.withSpan("Kernel.execute", { attributes: { workflow: workflow.name } }))
+
+    /**
+     * Fails with `StepMayBeRunning` while the call in doubt at `stepKey` may still be running where it started: a
+     * worker holds the run's task under a live lease, or the tool's timeout has not passed since its request. A tool
+     * with no timeout, or one this kernel does not know, gives no bound: only the lease is checked for it.
+     */
+    const mayBeRunning = (info: RunInfo, events: ReadonlyArray<Event>, stepKey: string, tool: string) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const refuse = (reason: string, until: number) => new Errors.StepMayBeRunning({ runId: info.runId, stepKey, tool, reason, until })
+        if (Option.isSome(queue)) {
+          const task = yield* findTask(queue.value, info)
+          if (task !== undefined && task.status === "running" && task.leaseExpiresAt !== undefined && task.leaseExpiresAt > now) {
+            return yield* refuse(`worker ${task.workerId ?? "?"} holds its task ${task.taskId} under a lease until ${new Date(task.leaseExpiresAt).toISOString()}`, task.leaseExpiresAt)
+          }
+        }
+        const requested = events.find((e) => e.stepKey === stepKey && e.payload._tag === "ToolRequested")
+        const timeout = deps.tools.get(tool)?.timeout
+        if (requested !== undefined && timeout !== undefined) {
+          const until = requested.timestamp + Duration.toMillis(timeout)
+          if (now < until) {
+            return yield* refuse(`it was requested at ${new Date(requested.timestamp).toISOString()} and its timeout (${Duration.format(timeout)}) has not passed`, until)
+          }
+        }
+      })
+
+    /** The task driving the run, if the run is a task's (its id is `TaskQueue.runIdOf` the task's). */
+    const findTask = (tasks: TaskQueueService, info: RunInfo) => {
+      const taskId = Tasks.taskIdOf(info.runId)
+      if (taskId === undefined) return Effect.succeed(undefined)
+      return tasks.get(info.tenantId, taskId).pipe(
+        Effect.map((task) => (task.runId === info.runId && task.tenantId === info.tenantId ? task : undefined)),
+        Effect.catchTag("TaskNotFound", () => Effect.succeed(undefined))
+      )
+    }
 
     const workflowFor = (info: RunInfo) => {
       const w = workflows.get(info.workflow)
@@ -408,7 +464,7 @@ export const make = (options: Options = {}) =>
           return yield* new Errors.InvalidRunState({ runId: run.runId, status: info.status, expected: "paused (only a paused run takes a response)" })
         }
         const response = info.status === "paused" ? { payload: run.response === undefined ? null : run.response } : undefined
-        return yield* continueRun(workflow, info, "live", response)
+        return yield* continueRun(workflow, info, "live", response, run.lease)
       }),
       replay: (workflow, run) =>
         Effect.flatMap(store.getRun(run.tenantId, run.runId), (info) => continueRun(workflow, info, "replay", undefined)).pipe(
@@ -448,7 +504,9 @@ export const make = (options: Options = {}) =>
             expected: `in doubt at step ${run.stepKey}`
           })
         }
-        const exec = Execution.make(deps, { runId: run.runId, rootRunId: info.rootRunId, tenant: started.tenant, log: events, mode: "live", spentUsd: 0 })
+        if (run.force !== true) yield* mayBeRunning(info, events, required.event.stepKey, required.payload.tool)
+        // Written as the run's current owner, without claiming it: an execution that claims it meanwhile wins.
+        const exec = Execution.make(deps, { runId: run.runId, rootRunId: info.rootRunId, tenant: started.tenant, log: events, mode: "live", spentUsd: 0, ownerEpoch: info.ownerEpoch })
         const tool = required.payload.tool
         const payload: EventPayload = run.outcome.ok
           ? { _tag: "ToolCompleted", tool, result: run.outcome.result, reconciled: true }

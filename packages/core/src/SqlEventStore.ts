@@ -16,9 +16,10 @@ import * as ParseResult from "effect/ParseResult"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
+import type { OwnershipLost } from "./Errors.js"
 import { RunNotFound, SequenceConflict, StoreError } from "./Errors.js"
 import { type BatchSummary, type Event, EventPayload, type RunInfo, RunStatus, summarize } from "./Event.js"
-import { type AppendRequest, EventStore, invalidBatch, type ListRunsFilter, newRunInfo, type Service } from "./EventStore.js"
+import { type AppendRequest, EventStore, fenced, fenceOf, invalidBatch, type ListRunsFilter, newRunInfo, type Service } from "./EventStore.js"
 import { GENESIS_HASH, StoredEvent, storedPayload } from "./internal/hash.js"
 import * as SqlMigrations from "./SqlMigrations.js"
 import { causeText, errorCode, retryWhile, storeError, transactionDefects } from "./SqlMigrations.js"
@@ -177,7 +178,8 @@ const runFromRow = (row: Fields): RunInfo => {
     headHash: text(row, "head_hash"),
     costUsd: num(row, "cost_usd"),
     createdAt: num(row, "created_at"),
-    updatedAt: num(row, "updated_at")
+    updatedAt: num(row, "updated_at"),
+    ownerEpoch: num(row, "owner_epoch")
   }
 }
 
@@ -307,6 +309,21 @@ END $artana$`)
     "3_tenant_run_key": Effect.gen(function*() {
       const sql = (yield* SqlClient.SqlClient).withoutTransforms()
       yield* sql.onDialectOrElse({ pg: () => tenantKeyPg(sql, t), orElse: () => tenantKeySqlite(sql, t) })
+    }),
+    // The run's owner epoch (fencing token): every execution that claims the run raises it, and an append by an
+    // owner older than the newest is refused in the statement that would write it (see `fenceOf`). Existing runs
+    // start at 0, as if no execution had claimed them yet.
+    "4_owner_epoch": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      yield* sql.onDialectOrElse({
+        pg: () => sql.unsafe(`ALTER TABLE "${t.runs}" ADD COLUMN IF NOT EXISTS owner_epoch BIGINT NOT NULL DEFAULT 0`),
+        // SQLite has no ADD COLUMN IF NOT EXISTS, and runs every migration on each open: ask first.
+        orElse: () =>
+          Effect.flatMap(
+            sql`SELECT 1 AS found FROM pragma_table_info(${t.runs}) WHERE name = 'owner_epoch'`,
+            (rows) => rows.length > 0 ? Effect.void : sql.unsafe(`ALTER TABLE ${t.runs} ADD COLUMN owner_epoch INTEGER NOT NULL DEFAULT 0`)
+          )
+      })
     })
   }
 }
@@ -425,6 +442,10 @@ const retryable = (error: SqlError | SequenceConflict | StoreError): boolean =>
  */
 const RETRIES = 8
 
+/** The owner epoch a batch claims (its `ownerEpoch` when it is a claim), or null. */
+const claimedEpoch = (request: AppendRequest): number | null =>
+  request.claim === true && request.ownerEpoch !== undefined ? request.ownerEpoch : null
+
 const chunksOf = <A>(items: ReadonlyArray<A>): Array<ReadonlyArray<A>> => {
   const chunks: Array<ReadonlyArray<A>> = []
   for (let i = 0; i < items.length; i += INSERT_CHUNK) chunks.push(items.slice(i, i + INSERT_CHUNK))
@@ -434,6 +455,10 @@ const chunksOf = <A>(items: ReadonlyArray<A>): Array<ReadonlyArray<A>> => {
 /** The rows a PostgreSQL statement changed, from `pg`'s raw result. */
 const rowCount = (raw: unknown): number =>
   Predicate.hasProperty(raw, "rowCount") && typeof raw.rowCount === "number" ? raw.rowCount : 0
+
+/** The rows a SQLite statement changed, from better-sqlite3's raw result (`RunResult`). */
+const changes = (raw: unknown): number =>
+  Predicate.hasProperty(raw, "changes") && typeof raw.changes === "number" ? raw.changes : 0
 
 // --- the store -----------------------------------------------------------------------------------------------
 
@@ -485,27 +510,31 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
           head_hash: GENESIS_HASH,
           cost_usd: info.costUsd,
           created_at: info.createdAt,
-          updated_at: info.createdAt
+          updated_at: info.createdAt,
+          owner_epoch: info.ownerEpoch
         })
       }`.pipe(Effect.catchTag("SqlError", orConflict("append", conflict)), Effect.asVoid)
     }
 
-    /** Status and cost a batch changes (the trigger has moved the head already). */
+    /** Status and cost a batch changes (the trigger has moved the head already), and the owner epoch it claims. */
     const updateRun = (request: AppendRequest, summary: BatchSummary) =>
-      sql`UPDATE ${runs} SET status = COALESCE(${summary.status ?? null}, status), cost_usd = cost_usd + ${summary.costUsd} WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId}`
+      sql`UPDATE ${runs} SET status = COALESCE(${summary.status ?? null}, status), cost_usd = cost_usd + ${summary.costUsd}, owner_epoch = COALESCE(${claimedEpoch(request)}, owner_epoch) WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId}`
         .pipe(Effect.catchTag("SqlError", (error) => Effect.fail(storeError("append", error))), Effect.asVoid)
 
     // --- SQLite: the head trigger checks and moves the head; status and cost in the same transaction.
 
     // The hot statement: its text depends only on the number of rows, so it is built once per size and the
-    // driver's prepared-statement cache finds it (a tagged-template INSERT is compiled on every call).
+    // driver's prepared-statement cache finds it (a tagged-template INSERT is compiled on every call). It writes
+    // nothing when the writer is fenced (the run's owner epoch is above the batch's fence, see `fenceOf`; a NULL
+    // fence fences nothing): SQLite has one writer at a time, so the check and the write are one atomic step.
     const COLUMNS = ["run_id", "seq", "event_id", "tenant_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"]
     const insertText = new Map<number, string>()
     const insertSql = (rows: number): string => {
       let text = insertText.get(rows)
       if (text === undefined) {
         const tuple = `(${COLUMNS.map(() => "?").join(",")})`
-        text = `INSERT INTO ${t.events} (${COLUMNS.join(",")}) VALUES ${Array.from({ length: rows }, () => tuple).join(",")}`
+        text = `INSERT INTO ${t.events} (${COLUMNS.join(",")}) SELECT * FROM (VALUES ${Array.from({ length: rows }, () => tuple).join(",")}) ` +
+          `WHERE NOT EXISTS (SELECT 1 FROM ${t.runs} WHERE run_id = ? AND tenant_id = ? AND owner_epoch > ?)`
         insertText.set(rows, text)
       }
       return text
@@ -528,7 +557,11 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
             event.hash
           )
         }
-        return sql.unsafe(insertSql(chunk.length), params)
+        params.push(request.runId, request.tenantId, fenceOf(request) ?? null)
+        return Effect.flatMap(
+          sql.unsafe(insertSql(chunk.length), params).raw,
+          (raw) => (changes(raw) === chunk.length ? Effect.void : Effect.fail(conflict()))
+        )
       }, { discard: true }).pipe(Effect.catchTag("SqlError", orConflict("append", conflict)))
 
     const appendWithTrigger = (request: AppendRequest, conflict: () => SequenceConflict) => {
@@ -538,7 +571,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
       // statement writes, so SQLite takes its write lock before anything else.
       return request.expectedSeq === 0
         ? transactionDefects(sql.withTransaction(Effect.zipRight(createRun(request, conflict), insertEvents(request, conflict))))
-        : summary.status === undefined && summary.costUsd === 0 && request.events.length <= INSERT_CHUNK
+        : summary.status === undefined && summary.costUsd === 0 && request.claim !== true && request.events.length <= INSERT_CHUNK
         ? insertEvents(request, conflict)
         : transactionDefects(sql.withTransaction(Effect.zipRight(insertEvents(request, conflict), updateRun(request, summary))))
     }
@@ -554,10 +587,13 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
 
     const EVENT_VALUES = ["seq", "event_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"] as const
     const EVENT_TYPES = ["bigint", "text", "double precision", "text", "text", "text", "text", "text"] as const
-    const RUN_COLUMNS = "run_id, tenant_id, workflow, parent_run_id, root_run_id, status, head_seq, head_hash, cost_usd, created_at, updated_at"
+    const RUN_COLUMNS = "run_id, tenant_id, workflow, parent_run_id, root_run_id, status, head_seq, head_hash, cost_usd, created_at, updated_at, owner_epoch"
     type PgAppend = "create" | "events" | "run"
-    /** Parameters before the events' own: the run's row (create), run and guard (events), and both (run). */
-    const PARAMS: Record<PgAppend, number> = { create: 11, events: 3, run: 8 }
+    /**
+     * Parameters before the events' own: the run's row (create), run, guard and fence (events), and both with the
+     * epoch claimed (run).
+     */
+    const PARAMS: Record<PgAppend, number> = { create: 12, events: 4, run: 10 }
     const pgText = new Map<string, string>()
     const pgAppendSql = (kind: PgAppend, rows: number): string => {
       const key = `${kind}${rows}`
@@ -570,15 +606,20 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
         // The event at expectedSeq exists: no gap, this run, this tenant.
         const follows = (run: string, tenant: string, seq: string) =>
           `EXISTS (SELECT 1 FROM "${t.events}" WHERE run_id = ${run} AND tenant_id = ${tenant} AND seq = ${seq}::bigint)`
+        // The writer is not fenced: the run's owner epoch is not above the batch's fence (NULL: no fence). A claim
+        // is a "run" batch, whose UPDATE re-checks the row it waited for; a batch of events only is ordered against
+        // a claim by the claim's own event (the primary key), so the snapshot's epoch is enough for it.
+        const unfenced = (run: string, tenant: string, fence: string) =>
+          `NOT EXISTS (SELECT 1 FROM "${t.runs}" WHERE run_id = ${run} AND tenant_id = ${tenant} AND owner_epoch > ${fence}::bigint)`
         switch (kind) {
           case "create":
-            text = `WITH run AS (INSERT INTO "${t.runs}" (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::double precision, $10::double precision, $11::double precision) RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
+            text = `WITH run AS (INSERT INTO "${t.runs}" (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::double precision, $10::double precision, $11::double precision, $12::bigint) RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
             break
           case "events":
-            text = `${into} SELECT $1::text, $2::text, e.* FROM ${values} WHERE ${follows("$1", "$2", "$3")}`
+            text = `${into} SELECT $1::text, $2::text, e.* FROM ${values} WHERE ${follows("$1", "$2", "$3")} AND ${unfenced("$1", "$2", "$4")}`
             break
           case "run":
-            text = `WITH run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), cost_usd = cost_usd + $5::double precision WHERE run_id = $6 AND tenant_id = $7 AND head_seq <= $8::bigint AND ${
+            text = `WITH run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), cost_usd = cost_usd + $5::double precision, owner_epoch = COALESCE($10::bigint, owner_epoch) WHERE run_id = $6 AND tenant_id = $7 AND head_seq <= $8::bigint AND owner_epoch <= COALESCE($9::bigint, owner_epoch) AND ${
               follows("$6", "$7", "$8")
             } RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
             break
@@ -621,16 +662,18 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
           info.headHash,
           info.costUsd,
           info.createdAt,
-          info.updatedAt
+          info.updatedAt,
+          info.ownerEpoch
         )
       } else {
         const summary = summarize(events)
-        if (summary.status === undefined && summary.costUsd === 0) {
+        const fence = fenceOf(request) ?? null
+        if (summary.status === undefined && summary.costUsd === 0 && request.claim !== true) {
           kind = "events"
-          params.push(request.runId, request.tenantId, request.expectedSeq)
+          params.push(request.runId, request.tenantId, request.expectedSeq, fence)
         } else {
           kind = "run"
-          params.push(last.seq, last.hash, last.timestamp, summary.status ?? null, summary.costUsd, request.runId, request.tenantId, request.expectedSeq)
+          params.push(last.seq, last.hash, last.timestamp, summary.status ?? null, summary.costUsd, request.runId, request.tenantId, request.expectedSeq, fence, claimedEpoch(request))
         }
       }
       for (const event of events) {
@@ -663,8 +706,9 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
         : sql`SELECT 1 FROM ${runs} WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId} FOR UPDATE`
       return transactionDefects(sql.withTransaction(Effect.zipRight(
         lockRun,
-        Effect.forEach(chunksOf(request.events), (events) => {
-          const chunk = { ...request, expectedSeq, events }
+        Effect.forEach(chunksOf(request.events), (events, i) => {
+          // Only the first chunk claims: the later ones write as the owner it made.
+          const chunk = { ...request, expectedSeq, events, claim: i === 0 && request.claim === true }
           expectedSeq += events.length
           return appendChunkPg(chunk, conflict, "batch")
         }, { discard: true })
@@ -673,7 +717,22 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
 
     const appendBatch = sql.onDialectOrElse({ pg: () => appendPg, orElse: () => appendWithTrigger })
 
-    const append = (request: AppendRequest): Effect.Effect<void, SequenceConflict | StoreError> => {
+    /**
+     * A refused batch of a fenced writer: `OwnershipLost` when the run has a newer owner (a conflict of such a writer
+     * is fencing as well), the conflict otherwise. Read only when an append failed.
+     */
+    const fencedOrConflict = (request: AppendRequest) => (error: SequenceConflict): Effect.Effect<never, SequenceConflict | OwnershipLost | StoreError> =>
+      fenceOf(request) === undefined
+        ? Effect.fail(error)
+        : sql`SELECT owner_epoch FROM ${runs} WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId}`.pipe(
+          Effect.catchTag("SqlError", (e) => Effect.fail(storeError("append", e))),
+          Effect.flatMap(([row]) => {
+            const epoch = row === undefined ? undefined : toNumber(row.owner_epoch)
+            return Effect.fail(epoch === undefined ? error : fenced(request, epoch) ?? error)
+          })
+        )
+
+    const append = (request: AppendRequest): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError> => {
       const last = request.events[request.events.length - 1]
       if (last === undefined) return Effect.void
       const conflict = () => new SequenceConflict({ runId: request.runId, expectedSeq: request.expectedSeq })
@@ -686,7 +745,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
         // rolled the statement back: outside the caller's transaction it runs again, and a writer that really
         // lost the race then conflicts. Inside one, the caller's transaction is what must start again.
         const retried = inTransaction ? batch : retryWhile(batch, retryable, RETRIES)
-        return Effect.catchTag(retried, "SqlError", orConflict("append", conflict))
+        return Effect.catchTag(Effect.catchTag(retried, "SqlError", orConflict("append", conflict)), "SequenceConflict", fencedOrConflict(request))
       })
     }
 
@@ -739,7 +798,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
     const runColumns = sql.literal(sql.onDialectOrElse({
       pg: () => {
         const head = "h.seq IS NOT NULL AND h.seq >= r.head_seq"
-        return `r.run_id, r.tenant_id, r.workflow, r.parent_run_id, r.root_run_id, r.status, r.cost_usd, r.created_at, CASE WHEN ${head} THEN h.seq ELSE r.head_seq END AS head_seq, CASE WHEN ${head} THEN h.hash ELSE r.head_hash END AS head_hash, CASE WHEN ${head} THEN h.timestamp ELSE r.updated_at END AS updated_at`
+        return `r.run_id, r.tenant_id, r.workflow, r.parent_run_id, r.root_run_id, r.status, r.cost_usd, r.created_at, r.owner_epoch, CASE WHEN ${head} THEN h.seq ELSE r.head_seq END AS head_seq, CASE WHEN ${head} THEN h.hash ELSE r.head_hash END AS head_hash, CASE WHEN ${head} THEN h.timestamp ELSE r.updated_at END AS updated_at`
       },
       orElse: () => "r.*"
     }))

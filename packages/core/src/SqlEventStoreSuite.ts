@@ -70,7 +70,9 @@ const oldRun = (runId: string, tenant: TenantContext, payloads: ReadonlyArray<Ev
       headHash: last.hash,
       costUsd,
       createdAt: first.timestamp,
-      updatedAt: last.timestamp
+      updatedAt: last.timestamp,
+      // Runs from before owner epochs read back at epoch 0 (the migration's default).
+      ownerEpoch: 0
     }
   }
 }

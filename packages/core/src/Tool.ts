@@ -22,6 +22,13 @@ export interface ToolContext {
   /** Stable across re-runs of the same step: pass it to the system you call so it can deduplicate. */
   readonly idempotencyKey: string
   readonly stepKey: string
+  /**
+   * The fencing token: the run's owner epoch for this execution, higher for every later execution of the run. A
+   * system that records the highest token it saw per run (or per idempotency key) can refuse a stale writer.
+   */
+  readonly fence: number
+  /** Aborted when this execution loses the run (its lease ran out or was taken over, or a newer owner wrote). */
+  readonly signal: AbortSignal
 }
 
 /** A registered tool. `Args` is the decoded argument type, `Result` what the handler returns. */

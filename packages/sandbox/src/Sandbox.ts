@@ -18,6 +18,7 @@
  */
 import { Errors, type Middleware, Tool, type ToolRegistry } from "@artana/core"
 import { definePlugin, defineTool, Plugin, Plugins } from "@artana/plugin-sdk"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
@@ -142,6 +143,12 @@ export const decide = (policy: Policy.Policy, tool: ToolName, args: unknown): De
 
 const ruleOrUndefined = <K extends ToolName>(policy: Policy.Policy, tool: K): Rule<K> | undefined => Either.getOrUndefined(Policy.ruleOf(policy, tool))
 
+/** How long a `shell.run` call can last under the policy (its `timeout_ms`, and a second's grace), if it is allowed. */
+const shellTimeout = (policy: Policy.Policy): Duration.Duration | undefined => {
+  const rule = ruleOrUndefined(policy, "shell.run")
+  return rule === undefined ? undefined : Duration.millis(rule.timeout_ms + 1_000)
+}
+
 const isTool = (name: string): name is ToolName => (TOOLS as ReadonlyArray<string>).includes(name)
 
 /** The middleware: the policy's decision on each sandbox call, before it runs, written into the log. */
@@ -265,6 +272,9 @@ export const tools = (policy: Policy.Policy, transport: Transport.Transport = Tr
     description: "Runs an allowed executable with arguments (argv, never a shell) in the workspace. Returns exit code and output.",
     parameters: ShellArgs,
     success: Schema.Struct({ exitCode: Schema.NullOr(Schema.Number), signal: Schema.NullOr(Schema.String), stdout: Schema.String, stderr: Schema.String }),
+    // The policy's timeout, declared to the kernel (a second later, so the sandbox's own kill reports it first): a
+    // call in doubt cannot be reconciled while it may still be running (`Kernel.reconcile`).
+    timeout: shellTimeout(policy),
     handler: (args) =>
       Effect.gen(function*() {
         const rule = yield* ruleFor(policy, "shell.run")

@@ -1,16 +1,18 @@
 // What the sandbox's test files share: the handler context and their temp folders.
-import { Tenant } from "@artana/core"
+import { Tenant, type Tool } from "@artana/core"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { afterAll } from "vitest"
 
 /** The context a handler gets; these tests call the tools directly, as the kernel would. */
-export const context = {
+export const context: Tool.ToolContext = {
   runId: "r",
   tenant: Tenant.TenantContext.make({ tenantId: "t", capabilities: [], budgetUsdLimit: 1 }),
   idempotencyKey: "k",
-  stepKey: "tool:0"
+  stepKey: "tool:0",
+  fence: 1,
+  signal: new AbortController().signal
 }
 
 /** A new folder `artana-sandbox-<name>-*` under the system's temp folder (its real path), removed after the file's tests. */

@@ -150,7 +150,7 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
       expect(yield* sql`SELECT id FROM event_store_migrations ORDER BY id`).toEqual(all)
     }))
 
-  it.scoped("a database made by the first schema (head trigger, foreign key) is upgraded and keeps its runs", () =>
+  it.scoped("a database made by the first schema (head trigger, foreign key) is upgraded, keeps its runs, and fences them", () =>
     Effect.gen(function*() {
       const url = yield* fresh
       const before = TestLog.chain("run-1", "acme", [], [started(), step("a")])
@@ -167,10 +167,15 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
         }).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
       const { sql, store } = yield* open({ url })
       expect(yield* sql`SELECT trigger_name FROM information_schema.triggers WHERE event_object_table = 'events'`).toEqual([])
-      const after = TestLog.chain("run-1", "acme", before, [step("b"), { _tag: "RunCompleted", output: "b" }])
-      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 2, events: after })
+      // Its runs start at owner epoch 0; the next execution claims epoch 1, and fences epoch 0 from then on.
+      expect(yield* store.getRun("acme", "run-1")).toMatchObject({ headSeq: 2, ownerEpoch: 0 })
+      const after = TestLog.chain("run-1", "acme", before, [{ _tag: "RunResumed", reason: "takeover" }, step("b"), { _tag: "RunCompleted", output: "b" }])
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 2, events: after, ownerEpoch: 1, claim: true })
       expect(yield* store.readEvents("acme", "run-1")).toEqual([...before, ...after])
-      expect(yield* store.getRun("acme", "run-1")).toMatchObject({ headSeq: 4, headHash: after[1]!.hash, status: "completed" })
+      expect(yield* store.getRun("acme", "run-1")).toMatchObject({ headSeq: 5, headHash: after[2]!.hash, status: "completed", ownerEpoch: 1 })
+      const stale = TestLog.chain("run-1", "acme", [...before, ...after], [step("stale")])
+      expect(yield* Effect.flip(store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 5, events: stale, ownerEpoch: 0 })))
+        .toMatchObject({ _tag: "OwnershipLost", ownerEpoch: 0 })
     }))
 
   it.scoped("several stores opening one fresh database at once all migrate it (the advisory lock)", () =>

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Context, Effect, Either, Exit, Layer, Schema } from "effect"
 import { SqlClient } from "@effect/sql"
-import { type Event, EventStore, Json, Tenant, Verify } from "@artana/core"
+import { type Event, EventStore, Json, SqlEventStore, SqlMigrations, Tenant, Verify } from "@artana/core"
 import { TestLog } from "@artana/core/testing"
 import { EventStoreSuite } from "@artana/core/testing/suites"
 import { SqliteStore } from "@artana/store-sqlite"
@@ -174,6 +174,34 @@ describe("SqliteStore", () => {
       expect(yield* safe(store.readEvents("acme", "run-1"))).toEqual(events)
       expect(yield* safe(store.getRun("acme", "run-1"))).toMatchObject({ headSeq: 2, createdAt: events[0]!.timestamp })
       expect((yield* safe(store.listRuns("acme")))[0]?.updatedAt).toBe(events[1]!.timestamp)
+    }))
+
+  it.scoped("a file made before owner epochs gains the column (its runs at epoch 0) and is fenced from then on", () =>
+    Effect.gen(function*() {
+      const filename = tempDb()
+      const before = TestLog.chain("run-1", "acme", [], [started(), step("a")])
+      // The schema before the owner epoch (migrations 1 and 2), with a run appended through its head trigger.
+      yield* Effect.gen(function*() {
+        const sql = Context.get(yield* Layer.build(SqliteStore.layerClient({ filename })), SqlClient.SqlClient)
+        const { "4_owner_epoch": _added, ...older } = SqlEventStore.migrations()
+        yield* Effect.orDie(Effect.provideService(SqlMigrations.run({ name: "event_store", migrations: older }), SqlClient.SqlClient, sql))
+        yield* sql`INSERT INTO runs (run_id, tenant_id, workflow, root_run_id, status, head_seq, head_hash, cost_usd, created_at, updated_at) VALUES ('run-1', 'acme', 'w', 'run-1', 'running', 0, ${before[0]!.prevHash}, 0, 0, 0)`
+        for (const e of before) {
+          yield* sql`INSERT INTO events (run_id, seq, event_id, tenant_id, timestamp, type, step_key, payload, prev_hash, hash) VALUES (${e.runId}, ${e.seq}, ${e.eventId}, ${e.tenantId}, ${e.timestamp}, ${e.type}, ${e.stepKey}, ${JSON.stringify(e.payload)}, ${e.prevHash}, ${e.hash})`
+        }
+        expect(yield* sql`SELECT name FROM pragma_table_info('runs') WHERE name = 'owner_epoch'`).toEqual([])
+      }).pipe(Effect.scoped, Effect.orDie)
+
+      const { store } = yield* open({ filename })
+      expect(yield* store.getRun("acme", "run-1")).toMatchObject({ headSeq: 2, ownerEpoch: 0 })
+      const claim = TestLog.chain("run-1", "acme", before, [{ _tag: "RunResumed", reason: "takeover" }])
+      yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 2, events: claim, ownerEpoch: 1, claim: true })
+      // Opened again (every migration runs on each open on SQLite): the column is there once, the epoch kept.
+      const again = yield* open({ filename })
+      expect(yield* again.store.getRun("acme", "run-1")).toMatchObject({ headSeq: 3, ownerEpoch: 1 })
+      const stale = TestLog.chain("run-1", "acme", [...before, ...claim], [step("stale")])
+      expect(yield* Effect.flip(again.store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 3, events: stale, ownerEpoch: 0 })))
+        .toMatchObject({ _tag: "OwnershipLost", ownerEpoch: 0 })
     }))
 
   describe("two connections on one file", () => {

@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Json, Kernel, TaskQueue, type Workflow } from "@artana/core"
+import { Json, Kernel, type Lease, TaskQueue, type Workflow } from "@artana/core"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
@@ -74,8 +74,9 @@ const fromCause = (cause: Cause.Cause<unknown>): Result => {
   const failure = Cause.failureOption(cause)
   if (Option.isSome(failure)) {
     const error = failure.value
-    // Another execution wrote to the run first: it holds the task now (our lease expired), so we stop quietly.
-    if (tagOf(error) === "SequenceConflict") return { _tag: "lost", reason: messageOf(error) }
+    // Another execution wrote to the run first, or claimed it (a newer owner epoch fenced us), or our lease ran out
+    // before a tool handler could start: another worker holds the task now, so we stop quietly.
+    if (tagOf(error) === "SequenceConflict" || tagOf(error) === "OwnershipLost") return { _tag: "lost", reason: messageOf(error) }
     // A response the pause's schema refuses: nothing was written, the run still waits; so does the task.
     if (tagOf(error) === "InvalidHumanResponse" && Predicate.hasProperty(error, "ticket") && typeof error.ticket === "string") {
       return { _tag: "outcome", outcome: { _tag: "paused", ticket: error.ticket, reason: messageOf(error) } }
@@ -83,6 +84,30 @@ const fromCause = (cause: Cause.Cause<unknown>): Result => {
     return failed(tagOf(error), messageOf(error))
   }
   return failed("Defect", Cause.pretty(cause))
+}
+
+/**
+ * The worker's hold on one task, as the kernel sees it (`Lease`): the lease's end by this process's clock, moved on
+ * by each heartbeat, and a signal aborted once the lease is lost (a heartbeat found it taken over, or it ran out
+ * before a heartbeat could renew it). Tool handlers get the signal; the kernel starts no handler after it.
+ */
+const makeLease = (task: TaskQueue.Task) => {
+  const controller = new AbortController()
+  let expiresAt = task.leaseExpiresAt ?? 0
+  const lease: Lease.Lease = { expiresAt: () => expiresAt, signal: controller.signal }
+  return {
+    lease,
+    renewed: (until: number | undefined) => {
+      if (until !== undefined) expiresAt = until
+    },
+    /** Aborts the signal when the lease has run out by `now`. */
+    check: (now: number) => {
+      if (now >= expiresAt && !controller.signal.aborted) {
+        controller.abort(`the lease on task ${task.taskId} ran out at ${new Date(expiresAt).toISOString()} before a heartbeat renewed it`)
+      }
+    },
+    lost: (reason: string) => controller.abort(reason)
+  }
 }
 
 /**
@@ -109,7 +134,7 @@ export const run = (options: Options): Effect.Effect<never, never, Kernel.Kernel
     const names = [...workflows.keys()]
 
     /** Drives the task's run: a new or crashed run through `execute`, a paused one with its response through `resume`. */
-    const execute = (task: TaskQueue.Task): Effect.Effect<Result> => {
+    const execute = (task: TaskQueue.Task, lease: Lease.Lease): Effect.Effect<Result> => {
       const workflow = workflows.get(task.workflow)
       if (workflow === undefined) {
         return Effect.succeed(failed("WorkflowNotFound", `workflow "${task.workflow}" is not registered with this worker; registered: ${[...workflows.keys()].join(", ") || "(none)"}`))
@@ -118,10 +143,10 @@ export const run = (options: Options): Effect.Effect<never, never, Kernel.Kernel
       if (Either.isLeft(input)) return Effect.succeed(failed("InvalidInput", `the input of task ${task.taskId} does not decode: ${input.left.message}`))
       const ref = { tenantId: task.tenantId, runId: task.runId }
       const drive: Effect.Effect<Kernel.RunResult<unknown>, unknown> = task.response === undefined
-        ? kernel.execute(workflow, { runId: task.runId, tenant: task.tenant, input: input.right })
-        : kernel.resume({ ...ref, response: task.response }).pipe(
+        ? kernel.execute(workflow, { runId: task.runId, tenant: task.tenant, input: input.right, lease })
+        : kernel.resume({ ...ref, response: task.response, lease }).pipe(
           // The response is in the log already (a worker died after writing it): continue the run without it.
-          Effect.catchIf((e) => tagOf(e) === "InvalidRunState", () => kernel.resume(ref))
+          Effect.catchIf((e) => tagOf(e) === "InvalidRunState", () => kernel.resume({ ...ref, lease }))
         )
       return Effect.matchCauseEffect(drive, {
         onSuccess: (result) => Effect.succeed(fromRunResult(workflow, result)),
@@ -129,15 +154,24 @@ export const run = (options: Options): Effect.Effect<never, never, Kernel.Kernel
       })
     }
 
-    /** Extends the lease until the task ends; ends with "lost" when the queue says another worker holds it. */
-    const heartbeat = (task: TaskQueue.Task): Effect.Effect<Result> =>
-      queue.heartbeat(task.taskId, workerId, leaseSeconds).pipe(
+    /**
+     * Extends the lease until the task ends; ends with "lost" when the queue says another worker holds it. The
+     * lease's signal is aborted then, and as soon as the lease runs out unrenewed.
+     */
+    const heartbeat = (task: TaskQueue.Task, held: ReturnType<typeof makeLease>): Effect.Effect<Result> =>
+      Clock.currentTimeMillis.pipe(
+        Effect.tap((now) => Effect.sync(() => held.check(now))),
+        Effect.zipRight(queue.heartbeat(task.taskId, workerId, leaseSeconds)),
+        Effect.tap((renewed) => Effect.sync(() => held.renewed(renewed.leaseExpiresAt))),
         // A store hiccup is not a lost lease: keep beating; if it lasts, the lease expires and another worker
-        // takes over, and this one learns it at its next heartbeat (or from the kernel's SequenceConflict).
+        // takes over, and this one learns it at its next heartbeat (or from the kernel's OwnershipLost).
         Effect.catchTag("StoreError", (e) => Effect.logWarning("heartbeat failed; retrying", e.message)),
         Effect.delay(heartbeatInterval),
         Effect.forever,
-        Effect.catchTag("LeaseLost", (e): Effect.Effect<Result> => Effect.succeed({ _tag: "lost", reason: e.message }))
+        Effect.catchTag("LeaseLost", (e): Effect.Effect<Result> => {
+          held.lost(e.message)
+          return Effect.succeed({ _tag: "lost", reason: e.message })
+        })
       )
 
     /** The time left before the task's deadline, if it has one. */
@@ -171,7 +205,8 @@ export const run = (options: Options): Effect.Effect<never, never, Kernel.Kernel
     const process = (task: TaskQueue.Task): Effect.Effect<void> =>
       Effect.gen(function*() {
         yield* Effect.logInfo(task.response === undefined ? "task claimed" : "task claimed with a human response")
-        const result = yield* Effect.raceFirst(withTimeout(task, execute(task)), heartbeat(task))
+        const held = makeLease(task)
+        const result = yield* Effect.raceFirst(withTimeout(task, execute(task, held.lease)), heartbeat(task, held))
         if (result._tag === "lost") return yield* Effect.logWarning("lost the task to another worker", result.reason)
         yield* finish(task, result.outcome)
       }).pipe(

@@ -164,6 +164,8 @@ export interface ReconcileArgs extends Common {
   readonly completed: string | undefined
   /** Why the call did not happen or failed: the step failed. */
   readonly failed: string | undefined
+  /** Settle it although the call may still be running (see `Kernel.reconcile`). */
+  readonly force: boolean
 }
 
 const badInput = (what: string, reason: string) => new Errors.InvalidInput({ what, reason })
@@ -173,7 +175,9 @@ const badInput = (what: string, reason: string) => new Errors.InvalidInput({ wha
  * (a non-idempotent call whose request is logged and whose outcome is not), as a person who checked what really
  * happened says. `--step` must name that step (a plan step's id, or any run's step key), so a stale command settles
  * nothing. A plan run's result is checked against its tool's result schema first. The kernel's `reconcile` writes
- * the outcome (`reconciled: true`); `artana run PLAN --run-id RUN` then continues the plan after it.
+ * the outcome (`reconciled: true`); `artana run PLAN --run-id RUN` then continues the plan after it. While the call
+ * may still be running (its tool's timeout has not passed since its request), nothing is written and the command
+ * exits 8 saying until when, unless `--force` says the person knows it has stopped.
  */
 export const reconcile = (args: ReconcileArgs) =>
   Out.command(args.format, Effect.scoped(Effect.gen(function*() {
@@ -217,9 +221,9 @@ export const reconcile = (args: ReconcileArgs) =>
     }
     // A plan run's tools are known (rebuilt from its logged policy): the result must be one its tool can return.
     const input = PlanRunner.loggedInput(events)
+    const toolbox = input === undefined ? undefined : yield* Toolbox.fromRecord(input.policy)
     // It is logged as the tool would have returned it (fields the tool does not have are dropped).
-    if (input !== undefined && outcome.ok) {
-      const toolbox = yield* Toolbox.fromRecord(input.policy)
+    if (toolbox !== undefined && outcome.ok) {
       const known = toolbox.tools.find((t) => t.name === tool)
       if (known !== undefined) {
         const checked = Either.flatMap(known.decodeResult(outcome.result), (value) => known.encodeResult(value))
@@ -228,8 +232,9 @@ export const reconcile = (args: ReconcileArgs) =>
       }
     }
     // The kernel checks the step again against the log it writes to: a run that moved on since settles nothing.
-    yield* Effect.flatMap(Kernel.Kernel, (kernel) => kernel.reconcile({ tenantId: args.tenant, runId: args.run, stepKey: key, outcome })).pipe(
-      Effect.provide(Services.kernel({ store: Layer.succeedContext(opened), auditKey: args.auditKey }))
+    // With the plan's tools, the kernel knows the tool's timeout, and refuses a call that may still be running.
+    yield* Effect.flatMap(Kernel.Kernel, (kernel) => kernel.reconcile({ tenantId: args.tenant, runId: args.run, stepKey: key, outcome, force: args.force })).pipe(
+      Effect.provide(Services.kernel({ store: Layer.succeedContext(opened), auditKey: args.auditKey, tools: toolbox?.tools }))
     )
     const settled = outcome.ok ? "completed" : "failed"
     if (args.format === "json") {

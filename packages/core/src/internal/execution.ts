@@ -15,6 +15,7 @@ import type { ChatMessage, ToolCall, ToolMessage, Usage } from "../Chat.js"
 import * as Errors from "../Errors.js"
 import { type Event, type EventPayload, RUN_STEP_KEY, type WaitingOn } from "../Event.js"
 import type * as EventStore from "../EventStore.js"
+import type { Lease } from "../Lease.js"
 import * as Json from "../Json.js"
 import type { CallContext, Interceptor, ToolCallInfo } from "../Middleware.js"
 import type * as ModelPort from "../ModelPort.js"
@@ -54,6 +55,7 @@ export interface Deps {
 /** Faults that end an execution without writing anything: the run stays resumable. */
 export type Fault =
   | Errors.SequenceConflict
+  | Errors.OwnershipLost
   | Errors.StoreError
   | Errors.NonDeterminism
   | Errors.InvalidHumanResponse
@@ -88,6 +90,13 @@ export interface ExecutionOptions {
   readonly lineageSpend?: Effect.Effect<number, Errors.StoreError> | undefined
   /** The response a `resume` brings for the open pause. */
   readonly response?: { readonly payload: unknown } | undefined
+  // --- ownership (fencing): see `ownership` below.
+  /** The owner epoch this execution writes with (the fencing token its tool handlers get). */
+  readonly ownerEpoch: number
+  /** The first batch this execution appends claims the run for `ownerEpoch` (an execution of an existing run). */
+  readonly claim?: boolean | undefined
+  /** The caller's hold on the run (a worker's lease), checked before each handler starts. */
+  readonly lease?: Lease | undefined
 }
 
 type ToolOutcome =
@@ -168,11 +177,36 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
     })
   const fault = (error: Fault) => halt({ _tag: "Fault", error })
 
+  // --- ownership (fencing) -------------------------------------------------------------------------------------
+  // Every batch carries the execution's owner epoch, and its first one claims the run (`claim`): the store refuses
+  // the batches of an owner a newer execution has fenced. Between a `ToolRequested` made durable and its handler's
+  // start the process may freeze; so, just before a handler starts, the caller's lease is checked (by the clock,
+  // without I/O), and the handler gets the epoch (`fence`) and a signal that fires when the run is lost.
+  let claimPending = options.claim === true
+  const ownership = new AbortController()
+  const lose = (reason: string) => ownership.abort(reason)
+  const lease = options.lease
+  if (lease !== undefined) {
+    const lost = () => lose(typeof lease.signal.reason === "string" ? lease.signal.reason : "its caller lost the run")
+    if (lease.signal.aborted) lost()
+    else lease.signal.addEventListener("abort", lost, { once: true })
+  }
+  /** Fails when this execution may no longer own the run: nothing may start in its name. */
+  const checkOwnership = (tool: string): Effect.Effect<void> =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      if (!ownership.signal.aborted && lease !== undefined && now >= lease.expiresAt()) {
+        lose(`its lease on the run ran out at ${new Date(lease.expiresAt()).toISOString()}, ${now - lease.expiresAt()} ms before the call to tool "${tool}" would have started (the process was paused, or too busy to renew it)`)
+      }
+      if (!ownership.signal.aborted) return Effect.void
+      const reason = typeof ownership.signal.reason === "string" ? ownership.signal.reason : "it lost the run"
+      return fault(new Errors.OwnershipLost({ runId, ownerEpoch: options.ownerEpoch, reason }))
+    })
+
   /** Appends a batch after the current head; fails with the store's error (used for a run's final events). */
   const appendOrFail = (
     stepKey: string,
     payloads: ReadonlyArray<EventPayload>
-  ): Effect.Effect<void, Errors.InvalidRunState | Errors.SequenceConflict | Errors.StoreError> => {
+  ): Effect.Effect<void, Errors.InvalidRunState | Errors.SequenceConflict | Errors.OwnershipLost | Errors.StoreError> => {
     if (mode === "replay") {
       return Effect.fail(new Errors.InvalidRunState({ runId, status: "being replayed", expected: "live (a replay writes nothing)" }))
     }
@@ -199,9 +233,19 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
         events.push(event)
         prevHash = event.hash
       }
-      return Effect.map(deps.store.append({ runId, tenantId: tenant.tenantId, expectedSeq: headSeq, events }), () => {
-        headSeq += events.length
-        headHash = prevHash
+      const request = { runId, tenantId: tenant.tenantId, expectedSeq: headSeq, events, ownerEpoch: options.ownerEpoch, claim: claimPending }
+      return Effect.matchEffect(deps.store.append(request), {
+        onFailure: (error) => {
+          // Another execution wrote first or claimed the run: handlers still running here must learn it.
+          if (error._tag !== "StoreError") lose(error.message)
+          return Effect.fail(error)
+        },
+        onSuccess: () => {
+          headSeq += events.length
+          headHash = prevHash
+          claimPending = false
+          return Effect.void
+        }
       })
     })
   }
@@ -408,8 +452,10 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
   /** Runs the handler of a requested call and appends its outcome (`ToolRequested` is already durable). */
   const runHandler = (tool: Tool, args: unknown, key: string, idempotencyKey: string, info: ToolCallInfo, notes: Array<EventPayload>) =>
     Effect.gen(function*() {
+      yield* checkOwnership(tool.name)
       spendStale = true
-      const result = yield* Effect.either(tool.invoke(args, { runId, tenant, idempotencyKey, stepKey: key }))
+      const handlerContext = { runId, tenant, idempotencyKey, stepKey: key, fence: options.ownerEpoch, signal: ownership.signal }
+      const result = yield* Effect.either(tool.invoke(args, handlerContext))
       const encoded = Either.flatMap(result, (r) => tool.encodeResult(r))
       if (Either.isLeft(encoded)) {
         const error = encoded.left
@@ -561,6 +607,8 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
         return yield* fail([...notes, { _tag: "ToolFailed", tool: call.name, kind: "invalid_arguments", error: error.reason, path: error.path }], error)
       }
       const logged: EventPayload = { ...requested, arguments: info.arguments }
+      // A call requested by an owner that lost the run would only leave the next owner a call in doubt.
+      yield* checkOwnership(call.name)
       yield* append(key, [logged, ...notes])
       return yield* runHandler(tool, args.right, key, idempotencyKey, info, [])
     })

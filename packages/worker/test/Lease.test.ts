@@ -1,0 +1,55 @@
+// A worker's lease as its tool handlers see it: `ctx.signal` fires when a heartbeat finds the task taken over, so a
+// handler that is running can stop; and `ctx.fence` grows with each worker that takes the run over.
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Fiber, Layer, Schema } from "effect"
+import { EventStore, Kernel, TaskQueue, Tool, ToolRegistry, Workflow } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
+import { Worker } from "@artana/worker"
+import { tenant } from "./helpers.js"
+
+const eventually = (what: string, check: () => boolean | Effect.Effect<boolean, unknown>) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 1000; i++) {
+      const result = check()
+      if (typeof result === "boolean" ? result : yield* result) return
+      yield* Effect.sleep(Duration.millis(10))
+    }
+    return yield* Effect.dieMessage(`timed out waiting until ${what}`)
+  })
+
+describe("a worker's lease, in the handler's context", () => {
+  it.live("the handler's signal fires when a heartbeat finds the task taken over; the handler stops", () => {
+    const seen: Array<{ readonly fence: number; readonly reason: unknown }> = []
+    const watch = Tool.make({
+      name: "watch",
+      description: "works until its worker loses the task",
+      parameters: Schema.Struct({}),
+      idempotent: true,
+      handler: (_args, ctx) =>
+        new Promise<string>((resolve) => {
+          seen.push({ fence: ctx.fence, reason: undefined })
+          ctx.signal.addEventListener("abort", () => {
+            seen.push({ fence: ctx.fence, reason: ctx.signal.reason })
+            resolve("stopped")
+          })
+        })
+    })
+    const workflow = Workflow.make({ name: "watch", input: Schema.Null, output: Schema.String, run: (_input, ctx) => ctx.tool(watch, {}) })
+    const ports = Layer.mergeAll(EventStore.layerMemory, TaskQueue.layerMemory, ScriptedModel.layer([]), ToolRegistry.layer([watch]))
+    return Effect.gen(function*() {
+      const queue = yield* TaskQueue.TaskQueue
+      const task = yield* queue.enqueue({ workflow: "watch", input: null, tenant })
+      const worker = yield* Effect.fork(Worker.run({ workflows: [workflow], concurrency: 1, pollInterval: "20 millis", leaseSeconds: 1, heartbeatInterval: "50 millis", workerId: "w1" }))
+      yield* eventually("the handler runs", () => seen.length === 1)
+      // Another worker takes the task over (as if w1's lease had expired); w1's next heartbeat finds it lost.
+      const [taken] = yield* queue.claim({ workerId: "w2", limit: 1, leaseSeconds: 30, now: Date.now() + 60_000 })
+      expect(taken?.taskId).toBe(task.taskId)
+      yield* eventually("the handler learnt it", () => seen.length === 2)
+      expect(seen[0]!.fence).toBe(1)
+      expect(seen[1]!.reason).toEqual(expect.stringContaining(`worker w1 no longer holds task ${task.taskId}`))
+      yield* Fiber.interrupt(worker)
+      // w1 let the task go without finishing it: it is w2's.
+      expect(yield* queue.get(task.tenantId, task.taskId)).toMatchObject({ status: "running", workerId: "w2" })
+    }).pipe(Effect.provide(Layer.provideMerge(Kernel.layer({ workflows: [workflow] }), ports)))
+  })
+})
