@@ -118,7 +118,7 @@ export const denySecret: Middleware.Interceptor = {
 }
 
 /** A kernel on a SQLite file with the test tools. */
-export const sqliteKernel = (filename: string): Layer.Layer<Kernel.Kernel | EventStore.EventStore | ToolRegistry.ToolRegistry, Errors.StoreUnavailable> =>
+export const sqliteKernel = (filename: string): Layer.Layer<Kernel.Kernel | EventStore.EventStore | ToolRegistry.ToolRegistry, Errors.StoreUnavailable | Errors.SchemaMismatch> =>
   Layer.provideMerge(
     Kernel.layer(),
     Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), ToolRegistry.layer([echo, boom, secret]), Middleware.layer([denySecret]))

@@ -237,6 +237,7 @@ export type ArtanaError =
   | WorkflowNotFound
   | InvalidInput
   | RunFailedError
+  | SchemaMismatch
 
 const tags = new Set<string>([
   "SequenceConflict",
@@ -256,9 +257,30 @@ const tags = new Set<string>([
   "InvalidRunState",
   "WorkflowNotFound",
   "InvalidInput",
-  "RunFailedError"
+  "RunFailedError",
+  "SchemaMismatch"
 ])
 
 /** True for any error of @artana/core. */
 export const isArtanaError = (u: unknown): u is ArtanaError =>
   Predicate.hasProperty(u, "_tag") && typeof u._tag === "string" && tags.has(u._tag)
+
+/**
+ * The database's schema is not one this code can use: it was written by a newer Artana (a version or a migration
+ * this code does not know), or a table lacks a column the store needs (renamed or dropped outside Artana). Raised
+ * when the store opens, before anything is read or written.
+ */
+export class SchemaMismatch extends Schema.TaggedError<SchemaMismatch>()("SchemaMismatch", {
+  /** Which schema: a migration set (`"event_store"`, `"task_queue"`, ...) or `"sqlite file"` (its `user_version`). */
+  schema: Schema.String,
+  /** The version the database is at (the highest migration it records; 0 for none). */
+  databaseVersion: Schema.Number,
+  /** The highest version this code knows. */
+  codeVersion: Schema.Number,
+  /** What differs and what to do. */
+  reason: Schema.String
+}) {
+  override get message() {
+    return `the database's ${this.schema} schema is at version ${this.databaseVersion}, this Artana's at version ${this.codeVersion}: ${this.reason}`
+  }
+}

@@ -38,7 +38,7 @@ export class DatabaseNotFound extends Schema.TaggedError<DatabaseNotFound>()("Da
 export const layer = (
   db: Database,
   options: { readonly create: boolean }
-): Layer.Layer<EventStore.EventStore, Errors.StoreUnavailable | DatabaseNotFound> => {
+): Layer.Layer<EventStore.EventStore, Errors.StoreUnavailable | Errors.SchemaMismatch | DatabaseNotFound> => {
   if (db.kind === "postgres") return PostgresStore.layer({ url: db.url, pool: { max: 4 } })
   const { filename } = db
   return Layer.unwrapEffect(Effect.suspend(() =>
