@@ -206,6 +206,23 @@ interface Opened {
   readonly connection: Pg.ClientConfig
 }
 
+const READ_ONLY = "-c default_transaction_read_only=on"
+
+/**
+ * The connection settings of a read-only store: the server makes every transaction read-only from the start. pg
+ * takes `options` from the URL over the config, so a URL's own `options` move into the config, before ours.
+ */
+const readOnlyConnection = (url: string): Pg.ClientConfig => {
+  try {
+    const parsed = new URL(url)
+    const own = parsed.searchParams.get("options")
+    parsed.searchParams.delete("options")
+    return { connectionString: parsed.toString(), options: own === null ? READ_ONLY : `${own} ${READ_ONLY}` }
+  } catch {
+    return { options: READ_ONLY }
+  }
+}
+
 const openPool = (options: Options): Effect.Effect<Opened, Errors.StoreUnavailable, Scope.Scope> =>
   Effect.suspend(() => {
     const url = urlOf(options.url)
@@ -221,7 +238,8 @@ const openPool = (options: Options): Effect.Effect<Opened, Errors.StoreUnavailab
     const connection: Pg.ClientConfig = {
       connectionString: url,
       connectionTimeoutMillis: timeoutMs,
-      application_name: options.applicationName ?? "artana"
+      application_name: options.applicationName ?? "artana",
+      ...(options.readOnly === true ? readOnlyConnection(url) : {})
     }
     return Effect.acquireRelease(
       Effect.sync(() => {
@@ -232,8 +250,6 @@ const openPool = (options: Options): Effect.Effect<Opened, Errors.StoreUnavailab
         })
         // An idle connection the server closes is dropped by the pool; the next query opens another.
         pool.on("error", () => {})
-        // Sent first on each new connection, before any query of the store (pg queues a connection's queries).
-        if (options.readOnly === true) pool.on("connect", (client) => void client.query("SET default_transaction_read_only = on").catch(() => {}))
         return { pool, connection }
       }),
       ({ pool }) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))

@@ -110,6 +110,11 @@ const diagnose = (filename: string, cause: unknown, busyTimeoutMs: number, readO
   const code = codeOf(cause) ?? ""
   if (code === "SQLITE_NOTADB") return "the file is not a SQLite database (another kind of file, encrypted, or overwritten)"
   if (code.startsWith("SQLITE_CORRUPT")) return "the database file is corrupt"
+  if (code === "SQLITE_READONLY_DIRECTORY") {
+    return `SQLite must create ${path.basename(filename)}-wal and -shm beside a WAL-mode database to read it, and may not create files in ` +
+      `${path.dirname(path.resolve(filename))}: copy the file (with its -wal file, if there is one) to a directory this process may write, ` +
+      "or read it where the file system itself is read-only (a read-only mount needs no such files)"
+  }
   if (code.startsWith("SQLITE_READONLY")) {
     return "the database is read-only for this process (check the permissions of the file, its -wal and -shm files, and the directory)"
   }
