@@ -161,6 +161,64 @@ const enableWal = (client: SqliteClient.SqliteClient, timeoutMs: number): Effect
     })
   )
 
+/** Whether `file` exists with content. */
+const nonEmpty = (file: string): boolean => {
+  const stat = statOf(file)
+  return typeof stat !== "string" && stat.size > 0
+}
+
+/**
+ * A read-only store on a WAL-mode file that SQLite cannot open in place: SQLite reads such a file only beside its
+ * -wal and -shm files, and cannot create them on a read-only file system or in a directory this process may not
+ * write (`SQLITE_CANTOPEN`, `SQLITE_READONLY_DIRECTORY`). There, when no -wal file holds commits (the whole database
+ * is in the file, as after a clean close), the store reads an in-memory copy of the file, marked as a rollback-
+ * journal database (header bytes 18 and 19), which is what SQLite's `immutable` open would read. A file that changed
+ * while it was copied (another process wrote it) is refused. Undefined where the file opens in place.
+ */
+const imageWhereUnreadable = (filename: string): Effect.Effect<Buffer | undefined, Errors.StoreUnavailable> =>
+  Effect.suspend(() => {
+    if (isMemory(filename)) return Effect.succeed(undefined)
+    const code = probe(filename)
+    if (code !== "SQLITE_CANTOPEN" && code !== "SQLITE_READONLY_DIRECTORY") return Effect.succeed(undefined)
+    const refused = (reason: string) => new Errors.StoreUnavailable({ store: STORE, location: filename, reason })
+    if (nonEmpty(`${filename}-wal`)) {
+      return Effect.fail(refused(
+        `its -wal file holds commits not yet in the database file, and SQLite may not create the -shm file beside it ` +
+          `(${code}): copy the database and its -wal file to a directory this process may write, and read the copy`
+      ))
+    }
+    const before = statOf(filename)
+    let bytes: Buffer
+    try {
+      bytes = fs.readFileSync(filename)
+    } catch (cause) {
+      return Effect.fail(unavailable(filename, cause, 0, true))
+    }
+    const after = statOf(filename)
+    if (typeof before === "string" || typeof after === "string" || before.mtimeMs !== after.mtimeMs || before.size !== after.size || nonEmpty(`${filename}-wal`)) {
+      return Effect.fail(refused("the file changed while it was read (another process writes it): try again"))
+    }
+    if (bytes.length >= 20 && bytes[18] === 2 && bytes[19] === 2) {
+      bytes[18] = 1
+      bytes[19] = 1
+    }
+    return Effect.succeed(bytes)
+  })
+
+/** The error code of a first read of the file through a read-only connection, or undefined when it reads. */
+const probe = (filename: string): string | undefined => {
+  let db: BetterSqlite3.Database | undefined
+  try {
+    db = new (Driver.driver())(filename, { readonly: true })
+    db.prepare("SELECT count(*) AS tables FROM sqlite_master").get()
+    return undefined
+  } catch (cause) {
+    return codeOf(cause) ?? messageOf(cause)
+  } finally {
+    db?.close()
+  }
+}
+
 /**
  * Opens the database and configures its connection: `busy_timeout`, WAL, `synchronous` and `foreign_keys`.
  * `SqliteClient` keeps a single connection, so the pragmas hold for every query the client runs.
@@ -173,7 +231,8 @@ export const make = (options: Options): Effect.Effect<SqliteClient.SqliteClient,
     // the client lets that escape as a defect: here, at the edge, it becomes a typed failure.
     // WAL is switched on below, after busy_timeout: SqliteClient would do it first thing, and on a fresh file
     // opened by several processes at once that switch can fail at once with SQLITE_BUSY.
-    const client = yield* Driver.make({ filename: options.filename, disableWAL: true, readonly: readOnly }).pipe(
+    const image = readOnly ? yield* imageWhereUnreadable(options.filename) : undefined
+    const client = yield* Driver.make({ filename: options.filename, disableWAL: true, readonly: readOnly, image }).pipe(
       Effect.provideServiceEffect(Reactivity.Reactivity, Reactivity.make),
       Effect.catchAllDefect((cause) => Effect.fail(unavailable(options.filename, cause, timeoutMs, readOnly)))
     )

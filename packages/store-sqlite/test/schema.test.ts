@@ -180,4 +180,19 @@ describe("readOnly: true", () => {
       expect(read).toEqual({ outcome: "opened", runs: ["run-1"] })
       expect(fingerprint(filename)).toEqual(before)
     }))
+
+  it.live("opens a WAL file in a directory this process may not write (no -wal or -shm can be created beside it)", () =>
+    Effect.gen(function*() {
+      const filename = yield* seeded
+      const dir = path.dirname(filename)
+      ownedByProcessUser(dir, filename)
+      fs.chmodSync(filename, 0o444)
+      fs.chmodSync(dir, 0o555)
+      const before = fingerprint(filename)
+      const read = yield* openAsNobody(filename, { readOnly: true })
+      expect(read).toEqual({ outcome: "opened", runs: ["run-1"] })
+      expect(fs.readdirSync(dir)).toEqual(["artana.db"])
+      expect(fingerprint(filename)).toEqual(before)
+      fs.chmodSync(dir, 0o755)
+    }))
 })
