@@ -8,5 +8,10 @@ export default mergeConfig(shared, defineConfig({
     // Also in the root vitest.shared.ts; harmless twice.
     alias: [{ find: /^@artana\/cli$/, replacement: fileURLToPath(new URL("./src/index.ts", import.meta.url)) }]
   },
-  test: { globalSetup: ["./test/pg.ts"] }
+  test: {
+    globalSetup: ["./test/pg.ts"],
+    // The tests start real `artana` processes one after another, each bounded by its own 90 s timeout (helpers.ts);
+    // a busy machine makes each start slower, never wrong. So a test is not bounded by a wall clock of its own.
+    testTimeout: 600_000
+  }
 }))

@@ -88,7 +88,7 @@ export const migrations = (options: Options = {}): Record<string, SqlMigrations.
 }
 
 /** Creates the tables if they do not exist yet (idempotent, safe to run concurrently). */
-export const migrate = (options: Options = {}): Effect.Effect<void, Errors.StoreError, SqlClient.SqlClient> =>
+export const migrate = (options: Options = {}): Effect.Effect<void, Errors.StoreError | Errors.SchemaMismatch, SqlClient.SqlClient> =>
   SqlMigrations.run({ name: "memory", tablePrefix: options.tablePrefix, migrations: migrations(options) })
 
 // --- rows ------------------------------------------------------------------------------------------------------
@@ -128,7 +128,7 @@ const likePattern = (term: string) => `%${term}%`
  * @example
  * const memory = yield* SqlMemoryStore.make({ tablePrefix: "artana_" })
  */
-export const make = (options: Options = {}): Effect.Effect<Service, Errors.StoreError, SqlClient.SqlClient> =>
+export const make = (options: Options = {}): Effect.Effect<Service, Errors.StoreError | Errors.SchemaMismatch, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     yield* migrate(options)
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
@@ -260,5 +260,5 @@ export const make = (options: Options = {}): Effect.Effect<Service, Errors.Store
  * @example
  * const Live = SqlMemoryStore.layer().pipe(Layer.provideMerge(SqliteStore.layer({ filename: "artana.db" })))
  */
-export const layer = (options: Options = {}): Layer.Layer<MemoryStore, Errors.StoreError, SqlClient.SqlClient> =>
+export const layer = (options: Options = {}): Layer.Layer<MemoryStore, Errors.StoreError | Errors.SchemaMismatch, SqlClient.SqlClient> =>
   Layer.effect(MemoryStore, make(options))

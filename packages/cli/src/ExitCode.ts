@@ -11,7 +11,7 @@
  * | 4 | a step's tool failed (an error, a timeout) |
  * | 5 | not found: the run (for this tenant) or the database |
  * | 6 | integrity: `verify` found a broken hash chain, or `replay` diverged from the log (plan mismatch) |
- * | 7 | the store cannot be opened or failed |
+ * | 7 | the store cannot be opened (or its schema is a newer Artana's) or failed |
  * | 8 | the run needs attention: unfinished, paused, in doubt (needs reconciliation), driven by another process, or its call in doubt may still be running |
  *
  * @since 0.1.0
@@ -47,6 +47,7 @@ const BY_TAG: Readonly<Record<string, ExitCode>> = {
   ChainBroken: Integrity,
   StoreUnavailable: StoreUnavailable,
   StoreError: StoreUnavailable,
+  SchemaMismatch: StoreUnavailable,
   InvalidRunState: NeedsAttention,
   SequenceConflict: NeedsAttention,
   OwnershipLost: NeedsAttention,

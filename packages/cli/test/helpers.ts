@@ -49,6 +49,27 @@ export const artana = (args: ReadonlyArray<string>, options: { readonly cwd: str
 const quote = (s: string) => `'${s.replace(/'/g, "'\\''")}'`
 
 /**
+ * Runs `artana` with `mounted` (a directory or a file) made read-only by the kernel, as a read-only file system or
+ * a backup mounted read-only is: a read-only bind mount in a mount namespace of the child's own (util-linux
+ * `unshare`; root, as in CI, or an unprivileged user namespace), so no write reaches it, whoever asks.
+ */
+export const artanaReadOnlyMount = (mounted: string, args: ReadonlyArray<string>, options: { readonly cwd: string }) =>
+  Effect.async<Result>((resume) => {
+    const script = `mount --bind ${quote(mounted)} ${quote(mounted)} && mount -o remount,bind,ro ${quote(mounted)} && exec "$@"`
+    const namespace = process.getuid?.() === 0 ? ["-m"] : ["-rm"]
+    const child = execFile(
+      "unshare",
+      [...namespace, "sh", "-c", script, "sh", process.execPath, "--import", TSX, BIN, ...args],
+      { cwd: options.cwd, env: baseEnv(), timeout: 90_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
+        resume(Effect.succeed({ code, stdout, stderr }))
+      }
+    )
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+/**
  * Runs `artana` on a pseudo-terminal (util-linux `script`), as a person at a terminal would: stdout and stderr are
  * both the terminal, so they come back merged, with `\r\n` line ends.
  */
@@ -118,7 +139,7 @@ export const denySecret: Middleware.Interceptor = {
 }
 
 /** A kernel on a SQLite file with the test tools. */
-export const sqliteKernel = (filename: string): Layer.Layer<Kernel.Kernel | EventStore.EventStore | ToolRegistry.ToolRegistry, Errors.StoreUnavailable> =>
+export const sqliteKernel = (filename: string): Layer.Layer<Kernel.Kernel | EventStore.EventStore | ToolRegistry.ToolRegistry, Errors.StoreUnavailable | Errors.SchemaMismatch> =>
   Layer.provideMerge(
     Kernel.layer(),
     Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), ToolRegistry.layer([echo, boom, secret]), Middleware.layer([denySecret]))

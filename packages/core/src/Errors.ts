@@ -274,6 +274,7 @@ export type ArtanaError =
   | LogTampered
   | OwnershipLost
   | StepMayBeRunning
+  | SchemaMismatch
 
 const tags = new Set<string>([
   "SequenceConflict",
@@ -298,7 +299,8 @@ const tags = new Set<string>([
   "BudgetUnpriced",
   "LogTampered",
   "OwnershipLost",
-  "StepMayBeRunning"
+  "StepMayBeRunning",
+  "SchemaMismatch"
 ])
 
 /** True for any error of @artana/core. */
@@ -370,5 +372,25 @@ export class StepMayBeRunning extends Schema.TaggedError<StepMayBeRunning>()("St
     return `run ${this.runId}: the call to tool "${this.tool}" at step ${this.stepKey} may still be running: ${this.reason}. ` +
       `Check the system it calls and settle it after ${new Date(this.until).toISOString()}; if you know the call has ` +
       `stopped (its process is gone), reconcile with force: true (\`artana reconcile --force\`)`
+  }
+}
+
+/**
+ * The database's schema is not one this code can use: it was written by a newer Artana (a version or a migration
+ * this code does not know), or a table lacks a column the store needs (renamed or dropped outside Artana). Raised
+ * when the store opens, before anything is read or written.
+ */
+export class SchemaMismatch extends Schema.TaggedError<SchemaMismatch>()("SchemaMismatch", {
+  /** Which schema: a migration set (`"event_store"`, `"task_queue"`, ...) or `"sqlite file"` (its `user_version`). */
+  schema: Schema.String,
+  /** The version the database is at (the highest migration it records; 0 for none). */
+  databaseVersion: Schema.Number,
+  /** The highest version this code knows. */
+  codeVersion: Schema.Number,
+  /** What differs and what to do. */
+  reason: Schema.String
+}) {
+  override get message() {
+    return `the database's ${this.schema} schema is at version ${this.databaseVersion}, this Artana's at version ${this.codeVersion}: ${this.reason}`
   }
 }

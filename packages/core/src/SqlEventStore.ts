@@ -17,7 +17,7 @@ import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import type { OwnershipLost } from "./Errors.js"
-import { RunNotFound, SequenceConflict, StoreError } from "./Errors.js"
+import { RunNotFound, type SchemaMismatch, SequenceConflict, StoreError } from "./Errors.js"
 import { type BatchSummary, type Event, EventPayload, type RunInfo, RunStatus, summarize } from "./Event.js"
 import { type AppendRequest, EventStore, fenced, fenceOf, invalidBatch, type ListRunsFilter, newRunInfo, type Service } from "./EventStore.js"
 import { GENESIS_HASH, StoredEvent, storedPayload } from "./internal/hash.js"
@@ -426,8 +426,15 @@ const tenantKeySqlite = (sql: SqlClient.SqlClient, t: Tables) =>
   })
 
 /** Creates the tables and indexes if they do not exist yet (idempotent, safe to run concurrently). */
-export const migrate = (options: Options = {}): Effect.Effect<void, StoreError, SqlClient.SqlClient> =>
-  SqlMigrations.run({ name: "event_store", tablePrefix: options.tablePrefix, migrations: migrations(options) })
+export const migrate = (options: Options = {}): Effect.Effect<void, StoreError | SchemaMismatch, SqlClient.SqlClient> => {
+  const t = tables(options)
+  // The columns the queries use: a table changed outside Artana is refused on open, not on the first query.
+  const columns = {
+    [t.runs]: ["run_id", "tenant_id", "workflow", "parent_run_id", "root_run_id", "status", "head_seq", "head_hash", "cost_usd", "created_at", "updated_at", "owner_epoch"],
+    [t.events]: ["run_id", "seq", "event_id", "tenant_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"]
+  }
+  return SqlMigrations.run({ name: "event_store", tablePrefix: options.tablePrefix, migrations: migrations(options), columns })
+}
 
 /** SQLite's variable limit is 32766 and Postgres' 65535; 10 columns x 1000 rows stays well below both. */
 const INSERT_CHUNK = 1000
@@ -468,7 +475,7 @@ const changes = (raw: unknown): number =>
  * @example
  * const store = yield* SqlEventStore.make({ tablePrefix: "artana_" })
  */
-export const make = (options: Options = {}): Effect.Effect<Service, StoreError, SqlClient.SqlClient> =>
+export const make = (options: Options = {}): Effect.Effect<Service, StoreError | SchemaMismatch, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     yield* migrate(options)
     const client = yield* SqlClient.SqlClient
@@ -826,5 +833,5 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError, 
  * @example
  * const EventStoreLive = SqlEventStore.layer({ tablePrefix: "artana_" }).pipe(Layer.provide(SqliteClient.layer({ filename })))
  */
-export const layer = (options: Options = {}): Layer.Layer<EventStore, StoreError, SqlClient.SqlClient> =>
+export const layer = (options: Options = {}): Layer.Layer<EventStore, StoreError | SchemaMismatch, SqlClient.SqlClient> =>
   Layer.effect(EventStore, make(options))

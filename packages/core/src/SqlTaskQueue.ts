@@ -20,7 +20,7 @@ import * as PubSub from "effect/PubSub"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import { StoreError } from "./Errors.js"
+import { type SchemaMismatch, StoreError } from "./Errors.js"
 import * as Tasks from "./internal/taskQueue.js"
 import * as Json from "./Json.js"
 import * as SqlMigrations from "./SqlMigrations.js"
@@ -249,8 +249,15 @@ export const migrations = (options: Options = {}): Record<string, SqlMigrations.
 }
 
 /** Creates the table and indexes if they do not exist yet (idempotent, safe to run concurrently). */
-export const migrate = (options: Options = {}): Effect.Effect<void, StoreError, SqlClient.SqlClient> =>
-  SqlMigrations.run({ name: "task_queue", tablePrefix: options.tablePrefix, migrations: migrations(options) })
+export const migrate = (options: Options = {}): Effect.Effect<void, StoreError | SchemaMismatch, SqlClient.SqlClient> => {
+  const t = tableNames(options)
+  // The columns the queries use: a table changed outside Artana is refused on open, not on the first query.
+  const columns = {
+    [t.tasks]: ["task_id", "tenant_id", "workflow", "payload", "status", "run_id", "run_at", "expires_at", "idempotency_key", "series_id",
+      "occurrence", "attempts", "timeout_ms", "worker_id", "lease_expires_at", "deadline_at", "response", "outcome", "created_at", "updated_at"]
+  }
+  return SqlMigrations.run({ name: "task_queue", tablePrefix: options.tablePrefix, migrations: migrations(options), columns })
+}
 
 // --- the queue -----------------------------------------------------------------------------------------------
 
@@ -263,7 +270,7 @@ type Step<E> = Either.Either<{ readonly task: Task; readonly insert?: Task | und
  * @example
  * const queue = yield* SqlTaskQueue.make({ tablePrefix: "artana_" })
  */
-export const make = (options: Options = {}): Effect.Effect<Service, StoreError, SqlClient.SqlClient> =>
+export const make = (options: Options = {}): Effect.Effect<Service, StoreError | SchemaMismatch, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     yield* migrate(options)
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
@@ -454,5 +461,5 @@ WHERE task_id IN (
  * @example
  * const TaskQueueLive = SqlTaskQueue.layer().pipe(Layer.provide(SqliteClient.layer({ filename })))
  */
-export const layer = (options: Options = {}): Layer.Layer<TaskQueue, StoreError, SqlClient.SqlClient> =>
+export const layer = (options: Options = {}): Layer.Layer<TaskQueue, StoreError | SchemaMismatch, SqlClient.SqlClient> =>
   Layer.effect(TaskQueue, make(options))

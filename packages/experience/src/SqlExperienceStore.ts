@@ -86,7 +86,7 @@ const fromRow = (row: typeof Row.Type): ExperienceRule => ({
  * @example
  * const store = yield* SqlExperienceStore.make({ tablePrefix: "artana_" })
  */
-export const make = (options: Options = {}): Effect.Effect<Service, Errors.StoreError, SqlClient.SqlClient> =>
+export const make = (options: Options = {}): Effect.Effect<Service, Errors.StoreError | Errors.SchemaMismatch, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     yield* SqlMigrations.run({ name: "experience", tablePrefix: options.tablePrefix, migrations: migrations(options) })
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
@@ -187,5 +187,5 @@ ORDER BY (success_count - fail_count) DESC, success_count DESC, rule_id ASC LIMI
  * @example
  * const ExperienceLive = SqlExperienceStore.layer().pipe(Layer.provide(SqliteStore.layer({ filename: "artana.db" })))
  */
-export const layer = (options: Options = {}): Layer.Layer<ExperienceStore, Errors.StoreError, SqlClient.SqlClient> =>
+export const layer = (options: Options = {}): Layer.Layer<ExperienceStore, Errors.StoreError | Errors.SchemaMismatch, SqlClient.SqlClient> =>
   Layer.effect(ExperienceStore, make(options))

@@ -51,6 +51,12 @@ export interface Options {
    * (PgBouncer in transaction mode before 1.21, or without `max_prepared_statements`).
    */
   readonly preparedStatements?: boolean | undefined
+  /**
+   * Every connection refuses writes (`default_transaction_read_only`): no table is created, no migration runs (the
+   * schema is checked instead), every write fails with a `StoreError`. For inspecting a database with a role that
+   * may only read, or a standby (whose connections are read-only anyway). Default false.
+   */
+  readonly readOnly?: boolean | undefined
 }
 
 /** The services `layer` provides. */
@@ -200,6 +206,23 @@ interface Opened {
   readonly connection: Pg.ClientConfig
 }
 
+const READ_ONLY = "-c default_transaction_read_only=on"
+
+/**
+ * The connection settings of a read-only store: the server makes every transaction read-only from the start. pg
+ * takes `options` from the URL over the config, so a URL's own `options` move into the config, before ours.
+ */
+const readOnlyConnection = (url: string): Pg.ClientConfig => {
+  try {
+    const parsed = new URL(url)
+    const own = parsed.searchParams.get("options")
+    parsed.searchParams.delete("options")
+    return { connectionString: parsed.toString(), options: own === null ? READ_ONLY : `${own} ${READ_ONLY}` }
+  } catch {
+    return { options: READ_ONLY }
+  }
+}
+
 const openPool = (options: Options): Effect.Effect<Opened, Errors.StoreUnavailable, Scope.Scope> =>
   Effect.suspend(() => {
     const url = urlOf(options.url)
@@ -215,7 +238,8 @@ const openPool = (options: Options): Effect.Effect<Opened, Errors.StoreUnavailab
     const connection: Pg.ClientConfig = {
       connectionString: url,
       connectionTimeoutMillis: timeoutMs,
-      application_name: options.applicationName ?? "artana"
+      application_name: options.applicationName ?? "artana",
+      ...(options.readOnly === true ? readOnlyConnection(url) : {})
     }
     return Effect.acquireRelease(
       Effect.sync(() => {
@@ -387,12 +411,15 @@ export const layerClient = (
 /**
  * Every store service on one PostgreSQL database: the `EventStore` and the `TaskQueue` (their tables created on
  * first use, under an advisory lock, so processes starting together do not trip over each other) and the
- * `SqlClient` / `PgClient` underneath. A database that cannot be used fails the layer with `StoreUnavailable`.
+ * `SqlClient` / `PgClient` underneath. A database that cannot be used fails the layer with `StoreUnavailable`;
+ * one written by a newer Artana (a migration this code does not know), or whose tables lack a column the stores
+ * use, with `SchemaMismatch`. On a read-only connection (a standby, `default_transaction_read_only`) nothing is
+ * migrated: the schema is only checked.
  *
  * @example
  * const StoreLive = PostgresStore.layer({ url: Redacted.make("postgres://app:secret@db:5432/artana"), pool: { max: 20 } })
  */
-export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnavailable> => {
+export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnavailable | Errors.SchemaMismatch> => {
   const url = urlOf(options.url)
   const timeoutMs = Duration.toMillis(connectTimeoutOf(options))
   const eventStore = Layer.effect(
@@ -404,7 +431,7 @@ export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnava
   // The queue wakes workers in every process through LISTEN/NOTIFY on the pool's listening connection.
   const taskQueue = Layer.unwrapEffect(
     Effect.map(PgClient.PgClient, (pg) => SqlTaskQueue.layer({ tablePrefix: options.tablePrefix, listen: pg.listen }))
-  ).pipe(Layer.catchAll((error) => Layer.fail(unavailable(url, error.cause ?? error, timeoutMs))))
+  ).pipe(Layer.catchAll((error) => Layer.fail(error._tag === "StoreError" ? unavailable(url, error.cause ?? error, timeoutMs) : error)))
   // One after the other: a database that refuses the first store's tables fails the layer once, with its reason.
   return Layer.provideMerge(Layer.provideMerge(taskQueue, eventStore), layerClient(options))
 }
@@ -421,5 +448,5 @@ export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnava
  */
 export const layerConfig = (
   config: Config.Config.Wrap<Options> = { url: Config.redacted("ARTANA_PG_URL") }
-): Layer.Layer<Services, Errors.StoreUnavailable | ConfigError.ConfigError> =>
+): Layer.Layer<Services, Errors.StoreUnavailable | Errors.SchemaMismatch | ConfigError.ConfigError> =>
   Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))

@@ -12,5 +12,5 @@ export default PgTest.globalSetup({ url: process.env.ARTANA_TEST_PG_URL, ci: pro
 export const freshStore = (
   url: string,
   options: Omit<PostgresStore.Options, "url"> = {}
-): Layer.Layer<PostgresStore.Services, Errors.StoreUnavailable> =>
+): Layer.Layer<PostgresStore.Services, Errors.StoreUnavailable | Errors.SchemaMismatch> =>
   Layer.unwrapScoped(Effect.map(Effect.orDie(PgTest.freshDatabase(url)), (db) => PostgresStore.layer({ ...options, url: db })))

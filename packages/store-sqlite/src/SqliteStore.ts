@@ -38,6 +38,13 @@ export interface Options {
   readonly busyTimeout?: Duration.DurationInput | undefined
   /** Prefix of every table name (see `SqlEventStore.Options`). */
   readonly tablePrefix?: string | undefined
+  /**
+   * Open the file read-only (SQLite's read-only flag, and `query_only`, so no statement can write): no table is
+   * created, no migration runs (the schema is checked instead), WAL is not switched on. For inspecting a database
+   * on a read-only file or file system (a backup, a snapshot): reads work, every write fails with a `StoreError`.
+   * The file must exist. Default false.
+   */
+  readonly readOnly?: boolean | undefined
 }
 
 /** The services `layer` provides. */
@@ -72,7 +79,7 @@ const statOf = (file: string): fs.Stats | string => {
 }
 
 /** What the file system says about the path, when it explains the failure; never throws. */
-const fileSystemReason = (filename: string): string | undefined => {
+const fileSystemReason = (filename: string, readOnly: boolean): string | undefined => {
   if (isMemory(filename)) return undefined
   const dir = path.dirname(path.resolve(filename))
   const parent = statOf(dir)
@@ -82,25 +89,32 @@ const fileSystemReason = (filename: string): string | undefined => {
   if (typeof parent === "string") return undefined
   if (!parent.isDirectory()) return `${dir} is a file, not a directory`
   const file = statOf(filename)
+  if (readOnly && file === "ENOENT") return `there is no file ${filename} (a read-only store creates none)`
   if (typeof file !== "string") {
     if (file.isDirectory()) return `${filename} is a directory, not a database file`
-    if (!canAccess(filename, fs.constants.R_OK | fs.constants.W_OK)) {
+    if (readOnly && !canAccess(filename, fs.constants.R_OK)) return `permission denied: this process may not read ${filename}`
+    if (!readOnly && !canAccess(filename, fs.constants.R_OK | fs.constants.W_OK)) {
       return `permission denied: this process may not read and write ${filename}`
     }
   }
-  if (!canAccess(dir, fs.constants.W_OK | fs.constants.X_OK)) {
+  if (!readOnly && !canAccess(dir, fs.constants.W_OK | fs.constants.X_OK)) {
     return `permission denied: this process may not create files in ${dir} (SQLite needs its -wal and -shm files there)`
   }
   return undefined
 }
 
 /** Why SQLite could not open `filename`, in words a person can act on. */
-const diagnose = (filename: string, cause: unknown, busyTimeoutMs: number): string => {
-  const fromFileSystem = fileSystemReason(filename)
+const diagnose = (filename: string, cause: unknown, busyTimeoutMs: number, readOnly: boolean): string => {
+  const fromFileSystem = fileSystemReason(filename, readOnly)
   if (fromFileSystem !== undefined) return fromFileSystem
   const code = codeOf(cause) ?? ""
   if (code === "SQLITE_NOTADB") return "the file is not a SQLite database (another kind of file, encrypted, or overwritten)"
   if (code.startsWith("SQLITE_CORRUPT")) return "the database file is corrupt"
+  if (code === "SQLITE_READONLY_DIRECTORY") {
+    return `SQLite must create ${path.basename(filename)}-wal and -shm beside a WAL-mode database to read it, and may not create files in ` +
+      `${path.dirname(path.resolve(filename))}: copy the file (with its -wal file, if there is one) to a directory this process may write, ` +
+      "or read it where the file system itself is read-only (a read-only mount needs no such files)"
+  }
   if (code.startsWith("SQLITE_READONLY")) {
     return "the database is read-only for this process (check the permissions of the file, its -wal and -shm files, and the directory)"
   }
@@ -115,8 +129,8 @@ const diagnose = (filename: string, cause: unknown, busyTimeoutMs: number): stri
   return messageOf(cause)
 }
 
-const unavailable = (filename: string, cause: unknown, busyTimeoutMs: number) =>
-  new Errors.StoreUnavailable({ store: STORE, location: filename, reason: diagnose(filename, cause, busyTimeoutMs), cause })
+const unavailable = (filename: string, cause: unknown, busyTimeoutMs: number, readOnly = false) =>
+  new Errors.StoreUnavailable({ store: STORE, location: filename, reason: diagnose(filename, cause, busyTimeoutMs, readOnly), cause })
 
 /** busy_timeout takes an int; an infinite wait is the largest it accepts. */
 const toTimeoutMs = (input: Duration.DurationInput): number => {
@@ -147,6 +161,64 @@ const enableWal = (client: SqliteClient.SqliteClient, timeoutMs: number): Effect
     })
   )
 
+/** Whether `file` exists with content. */
+const nonEmpty = (file: string): boolean => {
+  const stat = statOf(file)
+  return typeof stat !== "string" && stat.size > 0
+}
+
+/**
+ * A read-only store on a WAL-mode file that SQLite cannot open in place: SQLite reads such a file only beside its
+ * -wal and -shm files, and cannot create them on a read-only file system or in a directory this process may not
+ * write (`SQLITE_CANTOPEN`, `SQLITE_READONLY_DIRECTORY`). There, when no -wal file holds commits (the whole database
+ * is in the file, as after a clean close), the store reads an in-memory copy of the file, marked as a rollback-
+ * journal database (header bytes 18 and 19), which is what SQLite's `immutable` open would read. A file that changed
+ * while it was copied (another process wrote it) is refused. Undefined where the file opens in place.
+ */
+const imageWhereUnreadable = (filename: string): Effect.Effect<Buffer | undefined, Errors.StoreUnavailable> =>
+  Effect.suspend(() => {
+    if (isMemory(filename)) return Effect.succeed(undefined)
+    const code = probe(filename)
+    if (code !== "SQLITE_CANTOPEN" && code !== "SQLITE_READONLY_DIRECTORY") return Effect.succeed(undefined)
+    const refused = (reason: string) => new Errors.StoreUnavailable({ store: STORE, location: filename, reason })
+    if (nonEmpty(`${filename}-wal`)) {
+      return Effect.fail(refused(
+        `its -wal file holds commits not yet in the database file, and SQLite may not create the -shm file beside it ` +
+          `(${code}): copy the database and its -wal file to a directory this process may write, and read the copy`
+      ))
+    }
+    const before = statOf(filename)
+    let bytes: Buffer
+    try {
+      bytes = fs.readFileSync(filename)
+    } catch (cause) {
+      return Effect.fail(unavailable(filename, cause, 0, true))
+    }
+    const after = statOf(filename)
+    if (typeof before === "string" || typeof after === "string" || before.mtimeMs !== after.mtimeMs || before.size !== after.size || nonEmpty(`${filename}-wal`)) {
+      return Effect.fail(refused("the file changed while it was read (another process writes it): try again"))
+    }
+    if (bytes.length >= 20 && bytes[18] === 2 && bytes[19] === 2) {
+      bytes[18] = 1
+      bytes[19] = 1
+    }
+    return Effect.succeed(bytes)
+  })
+
+/** The error code of a first read of the file through a read-only connection, or undefined when it reads. */
+const probe = (filename: string): string | undefined => {
+  let db: BetterSqlite3.Database | undefined
+  try {
+    db = new (Driver.driver())(filename, { readonly: true })
+    db.prepare("SELECT count(*) AS tables FROM sqlite_master").get()
+    return undefined
+  } catch (cause) {
+    return codeOf(cause) ?? messageOf(cause)
+  } finally {
+    db?.close()
+  }
+}
+
 /**
  * Opens the database and configures its connection: `busy_timeout`, WAL, `synchronous` and `foreign_keys`.
  * `SqliteClient` keeps a single connection, so the pragmas hold for every query the client runs.
@@ -154,33 +226,43 @@ const enableWal = (client: SqliteClient.SqliteClient, timeoutMs: number): Effect
 export const make = (options: Options): Effect.Effect<SqliteClient.SqliteClient, Errors.StoreUnavailable, Scope.Scope> =>
   Effect.gen(function*() {
     const timeoutMs = toTimeoutMs(options.busyTimeout ?? Duration.seconds(5))
+    const readOnly = options.readOnly === true
     // better-sqlite3 throws from its constructor (a missing directory, a directory, an unreadable file) and
     // the client lets that escape as a defect: here, at the edge, it becomes a typed failure.
     // WAL is switched on below, after busy_timeout: SqliteClient would do it first thing, and on a fresh file
     // opened by several processes at once that switch can fail at once with SQLITE_BUSY.
-    const client = yield* Driver.make({ filename: options.filename, disableWAL: true }).pipe(
+    const image = readOnly ? yield* imageWhereUnreadable(options.filename) : undefined
+    const client = yield* Driver.make({ filename: options.filename, disableWAL: true, readonly: readOnly, image }).pipe(
       Effect.provideServiceEffect(Reactivity.Reactivity, Reactivity.make),
-      Effect.catchAllDefect((cause) => Effect.fail(unavailable(options.filename, cause, timeoutMs)))
+      Effect.catchAllDefect((cause) => Effect.fail(unavailable(options.filename, cause, timeoutMs, readOnly)))
     )
+    const failed = <A>(effect: Effect.Effect<A, SqlError>): Effect.Effect<A, Errors.StoreUnavailable> =>
+      Effect.catchTag(effect, "SqlError", (error) => Effect.fail(unavailable(options.filename, error.cause ?? error, timeoutMs, readOnly)))
+    yield* client.unsafe(`PRAGMA busy_timeout = ${timeoutMs}`).pipe(failed)
+    // Read-only: the file keeps the journal mode it has (switching it is a write), and no statement may write,
+    // whatever it is: the schema migrations see `query_only` and only check.
+    if (readOnly) {
+      yield* Effect.all([
+        client.unsafe("PRAGMA query_only = 1"),
+        // Reads the schema: a file that is not a database fails here, not on the first read.
+        client.unsafe("SELECT count(*) AS tables FROM sqlite_master")
+      ], { discard: true }).pipe(failed)
+      return client
+    }
     const synchronous = options.synchronous === "normal" ? "NORMAL" : "FULL"
-    yield* client.unsafe(`PRAGMA busy_timeout = ${timeoutMs}`).pipe(
-      Effect.zipRight(enableWal(client, timeoutMs)),
-      Effect.catchTag("SqlError", (error) => Effect.fail(unavailable(options.filename, error.cause ?? error, timeoutMs)))
-    )
+    yield* enableWal(client, timeoutMs).pipe(failed)
     yield* Effect.all([
       client.unsafe(`PRAGMA synchronous = ${synchronous}`),
       client.unsafe("PRAGMA foreign_keys = ON"),
       // Reads the schema: a file that is not a database fails here, not on the first append.
       client.unsafe("SELECT count(*) AS tables FROM sqlite_master")
-    ], { discard: true }).pipe(
-      Effect.catchTag("SqlError", (error) => Effect.fail(unavailable(options.filename, error.cause ?? error, timeoutMs)))
-    )
+    ], { discard: true }).pipe(failed)
     // SQLite silently opens a file this process may only read as read-only: the first append would fail.
     if (!isMemory(options.filename) && !canAccess(options.filename, fs.constants.R_OK | fs.constants.W_OK)) {
       return yield* new Errors.StoreUnavailable({
         store: STORE,
         location: options.filename,
-        reason: `permission denied: this process may not read and write ${options.filename}`
+        reason: `permission denied: this process may not read and write ${options.filename} (to read it, open it with readOnly: true)`
       })
     }
     return client
@@ -197,21 +279,22 @@ export const layerClient = (
 
 /**
  * Every store service on one SQLite file: the `EventStore` and the `TaskQueue` (their tables created on first
- * open) and the `SqlClient` underneath. A database that cannot be opened fails the layer with `StoreUnavailable`.
+ * open) and the `SqlClient` underneath. A database that cannot be opened fails the layer with `StoreUnavailable`;
+ * one written by a newer Artana, or whose tables lack a column the stores use, with `SchemaMismatch`. With
+ * `readOnly: true` nothing is created or migrated: the schema is only checked.
  *
  * @example
  * const StoreLive = SqliteStore.layer({ filename: "./artana.db" })
  */
-export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnavailable> => {
+export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnavailable | Errors.SchemaMismatch> => {
   const timeoutMs = toTimeoutMs(options.busyTimeout ?? Duration.seconds(5))
+  const unusable = (error: Errors.StoreError) => unavailable(options.filename, error.cause ?? error, timeoutMs, options.readOnly === true)
   const eventStore = Layer.effect(
     EventStore.EventStore,
-    SqlEventStore.make({ tablePrefix: options.tablePrefix }).pipe(
-      Effect.catchTag("StoreError", (error) => Effect.fail(unavailable(options.filename, error.cause ?? error, timeoutMs)))
-    )
+    SqlEventStore.make({ tablePrefix: options.tablePrefix }).pipe(Effect.catchTag("StoreError", (error) => Effect.fail(unusable(error))))
   )
   const taskQueue = SqlTaskQueue.layer({ tablePrefix: options.tablePrefix }).pipe(
-    Layer.catchAll((error) => Layer.fail(unavailable(options.filename, error.cause ?? error, timeoutMs)))
+    Layer.catchAll((error) => Layer.fail(error._tag === "StoreError" ? unusable(error) : error))
   )
   // One after the other: a database that refuses the first store's tables fails the layer once, with its reason.
   return Layer.provideMerge(Layer.provideMerge(taskQueue, eventStore), layerClient(options))
@@ -240,5 +323,5 @@ export const driverVersion: "12" | "13" = Driver.driverVersion
  */
 export const layerConfig = (
   config: Config.Config.Wrap<Options> = { filename: Config.string("ARTANA_DB") }
-): Layer.Layer<Services, Errors.StoreUnavailable | ConfigError.ConfigError> =>
+): Layer.Layer<Services, Errors.StoreUnavailable | Errors.SchemaMismatch | ConfigError.ConfigError> =>
   Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))

@@ -1,74 +1,21 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Context, Effect, Either, Exit, Layer, Schema } from "effect"
+import { ConfigProvider, Context, Effect, Either, Exit, Layer } from "effect"
 import { SqlClient } from "@effect/sql"
 import { type Event, EventStore, Json, SqlEventStore, SqlMigrations, Tenant, Verify } from "@artana/core"
 import { TestLog } from "@artana/core/testing"
 import { EventStoreSuite } from "@artana/core/testing/suites"
 import { SqliteStore } from "@artana/store-sqlite"
-import { spawn } from "node:child_process"
 import { createHash } from "node:crypto"
+import { isRoot, openAsNobody, type OpenOutput, ownedByProcessUser } from "./helpers.js"
 import { createRequire } from "node:module"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "artana-store-sqlite-"))
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }))
 
-/** Root bypasses file permissions: as root, the permission tests open the store as `nobody` (see openAsNobody). */
-const isRoot = process.getuid?.() === 0
-const NOBODY = { uid: 65534, gid: 65534 }
 if (isRoot) fs.chmodSync(root, 0o711) // `nobody` may traverse it (not list it) to reach its scenario's directory
-
-/** As root, gives the paths to `nobody`, who opens the store; otherwise they are already this process's. */
-const ownedByProcessUser = (...paths: ReadonlyArray<string>) => {
-  if (isRoot) for (const p of paths) fs.chownSync(p, NOBODY.uid, NOBODY.gid)
-}
-
-const OpenOutput = Schema.Union(
-  Schema.Struct({ outcome: Schema.Literal("opened") }),
-  Schema.Struct({
-    outcome: Schema.Literal("error"),
-    error: Schema.Struct({ _tag: Schema.String, message: Schema.String, store: Schema.String, location: Schema.String, reason: Schema.String })
-  }),
-  Schema.Struct({ outcome: Schema.Literal("defect"), cause: Schema.String })
-)
-type OpenOutput = typeof OpenOutput.Type
-
-/** The repo root: the child starts there so that `--import tsx` resolves from its node_modules. */
-const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url))
-const OPEN_STORE = fileURLToPath(new URL("./child/open-store.ts", import.meta.url))
-
-/** Runs child/open-store.ts as `nobody` and decodes the JSON line it prints. */
-const openAsNobody = (filename: string) =>
-  Effect.tryPromise({
-    try: () =>
-      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
-        const child = spawn(process.execPath, ["--import", "tsx", OPEN_STORE, filename], {
-          cwd: REPO_ROOT,
-          ...NOBODY,
-          // HOME of `nobody` does not exist; tsx keeps its cache under the temp dir, per uid.
-          env: { ...process.env, HOME: os.tmpdir() },
-          stdio: ["ignore", "pipe", "pipe"]
-        })
-        let stdout = ""
-        let stderr = ""
-        child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
-        child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
-        child.once("error", reject)
-        child.once("close", (code) => resolve({ code, stdout, stderr }))
-      }),
-    catch: (cause) => new Error(`cannot start the child as nobody: ${String(cause)}`)
-  }).pipe(
-    Effect.flatMap(({ code, stdout, stderr }) =>
-      Effect.try({
-        try: () => Schema.decodeUnknownSync(OpenOutput)(JSON.parse(stdout.trim().split("\n").pop() ?? "")),
-        catch: () => new Error(`the child as nobody exited with ${code} and printed no result\nstdout: ${stdout}\nstderr: ${stderr}`)
-      })
-    ),
-    Effect.orDie
-  )
 
 /** A fresh directory per call, so every test has its own database. */
 const tempDir = () => fs.mkdtempSync(path.join(root, "db-"))
@@ -150,7 +97,7 @@ describe("SqliteStore", () => {
     Effect.gen(function*() {
       const { sql } = yield* open({ filename: tempDb(), tablePrefix: "artana_" })
       const tables = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`
-      expect(tables.map((t) => t.name)).toEqual(["artana_events", "artana_runs", "artana_tasks"])
+      expect(tables.map((t) => t.name)).toEqual(["artana_event_store_migrations", "artana_events", "artana_runs", "artana_task_queue_migrations", "artana_tasks"])
     }))
 
   it.scoped("what one layer appended survives closing it and opening the file again", () =>
@@ -263,7 +210,7 @@ describe("SqliteStore", () => {
         // A typed failure, not a defect and not a raw SqlError.
         expect(Exit.isFailure(exit) && exit.cause._tag === "Fail").toBe(true)
         const error = yield* Effect.flip(open({ filename }))
-        expect(error._tag).toBe("StoreUnavailable")
+        if (error._tag !== "StoreUnavailable") return yield* Effect.die(error)
         expect(error.store).toBe("sqlite")
         expect(error.location).toBe(filename)
         expect(error.message).toContain(filename)
@@ -348,7 +295,7 @@ describe("SqliteStore", () => {
         ownedByProcessUser(path.dirname(filename), filename)
         fs.chmodSync(filename, 0o444)
         const error = yield* unavailableToProcessUser(filename)
-        expect(error.reason).toBe(`permission denied: this process may not read and write ${filename}`)
+        expect(error.reason).toBe(`permission denied: this process may not read and write ${filename} (to read it, open it with readOnly: true)`)
         fs.chmodSync(filename, 0o644)
       }))
 

@@ -1,6 +1,6 @@
 // Child processes, temp dirs and log inspection for the recovery tests.
 import { type ChildProcess, spawn } from "node:child_process"
-import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { chownSync, existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -11,6 +11,65 @@ import { type Fixture, makeFixture, tenant } from "./child/workflows.js"
 /** The repo root: children start there so that `--import tsx` resolves from its node_modules. */
 const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url))
 const CHILD_MAIN = fileURLToPath(new URL("./child/main.ts", import.meta.url))
+const OPEN_STORE = fileURLToPath(new URL("./child/open-store.ts", import.meta.url))
+
+/** Root bypasses file permissions: as root, the permission tests open the store as `nobody` (see openAsNobody). */
+export const isRoot = process.getuid?.() === 0
+const NOBODY = { uid: 65534, gid: 65534 }
+
+/** As root, gives the paths to `nobody`, who opens the store; otherwise they are already this process's. */
+export const ownedByProcessUser = (...paths: ReadonlyArray<string>) => {
+  if (isRoot) for (const p of paths) chownSync(p, NOBODY.uid, NOBODY.gid)
+}
+
+const OpenOutput = Schema.Union(
+  Schema.Struct({ outcome: Schema.Literal("opened"), runs: Schema.Array(Schema.String) }),
+  Schema.Struct({
+    outcome: Schema.Literal("error"),
+    error: Schema.Struct({
+      _tag: Schema.String,
+      message: Schema.String,
+      store: Schema.optional(Schema.String),
+      location: Schema.optional(Schema.String),
+      reason: Schema.String
+    })
+  }),
+  Schema.Struct({ outcome: Schema.Literal("defect"), cause: Schema.String })
+)
+export type OpenOutput = typeof OpenOutput.Type
+
+/**
+ * Runs child/open-store.ts (`FILENAME [--read-only]`: opens the store, lists tenant acme's runs) as `nobody` when
+ * this process is root, else as this process's user, and decodes the JSON line it prints.
+ */
+export const openAsNobody = (filename: string, options: { readonly readOnly?: boolean } = {}) =>
+  Effect.tryPromise({
+    try: () =>
+      new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+        const child = spawn(process.execPath, ["--import", "tsx", OPEN_STORE, filename, ...(options.readOnly === true ? ["--read-only"] : [])], {
+          cwd: REPO_ROOT,
+          ...(isRoot ? NOBODY : {}),
+          // HOME of `nobody` does not exist; tsx keeps its cache under the temp dir, per uid.
+          env: { ...process.env, HOME: tmpdir() },
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+        let stdout = ""
+        let stderr = ""
+        child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk))
+        child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+        child.once("error", reject)
+        child.once("close", (code) => resolve({ code, stdout, stderr }))
+      }),
+    catch: (cause) => new Error(`cannot start the child as nobody: ${String(cause)}`)
+  }).pipe(
+    Effect.flatMap(({ code, stdout, stderr }) =>
+      Effect.try({
+        try: () => Schema.decodeUnknownSync(OpenOutput)(JSON.parse(stdout.trim().split("\n").pop() ?? "")),
+        catch: () => new Error(`the child as nobody exited with ${code} and printed no result\nstdout: ${stdout}\nstderr: ${stderr}`)
+      })
+    ),
+    Effect.orDie
+  )
 
 /** A fresh temp dir for one test, removed when the test's scope closes. */
 export const workDir: Effect.Effect<{ readonly dir: string; readonly db: string }, never, Scope.Scope> = Effect.acquireRelease(
@@ -182,7 +241,7 @@ export const inspectRun = (
   dir: string,
   db: string,
   runId: string
-): Effect.Effect<RunSnapshot, Errors.RunNotFound | Errors.StoreError | Errors.StoreUnavailable> =>
+): Effect.Effect<RunSnapshot, Errors.RunNotFound | Errors.StoreError | Errors.StoreUnavailable | Errors.SchemaMismatch> =>
   Effect.gen(function*() {
     const kernel = yield* Kernel.Kernel
     const store = yield* EventStore.EventStore
@@ -197,7 +256,7 @@ export const inProcess = <A, E>(
   dir: string,
   db: string,
   f: (fixture: Fixture) => Effect.Effect<A, E, Kernel.Kernel | EventStore.EventStore>
-): Effect.Effect<A, E | Errors.StoreUnavailable> => {
+): Effect.Effect<A, E | Errors.StoreUnavailable | Errors.SchemaMismatch> => {
   const fixture = makeFixture({ dir })
   return f(fixture).pipe(Effect.provide(fixture.layer(db)))
 }

@@ -32,18 +32,21 @@ export class DatabaseNotFound extends Schema.TaggedError<DatabaseNotFound>()("Da
 }
 
 /**
- * The event store on `db`. `create: false` (the commands that only read) refuses a SQLite file that does not
- * exist rather than creating an empty one.
+ * The event store on `db`. `create: false` refuses a SQLite file that does not exist rather than creating an empty
+ * one. `readOnly: true` (the commands that only read) opens the store read-only: no table is created, no migration
+ * runs (the schema is checked, and a newer one refused), nothing can be written, so a database on a read-only file
+ * or file system (a backup, a snapshot) can be inspected.
  */
 export const layer = (
   db: Database,
-  options: { readonly create: boolean }
-): Layer.Layer<EventStore.EventStore, Errors.StoreUnavailable | DatabaseNotFound> => {
-  if (db.kind === "postgres") return PostgresStore.layer({ url: db.url, pool: { max: 4 } })
+  options: { readonly create: boolean; readonly readOnly?: boolean | undefined }
+): Layer.Layer<EventStore.EventStore, Errors.StoreUnavailable | Errors.SchemaMismatch | DatabaseNotFound> => {
+  const readOnly = options.readOnly === true
+  if (db.kind === "postgres") return PostgresStore.layer({ url: db.url, pool: { max: 4 }, readOnly })
   const { filename } = db
   return Layer.unwrapEffect(Effect.suspend(() =>
     !options.create && filename !== ":memory:" && !fs.existsSync(filename)
       ? Effect.fail(new DatabaseNotFound({ filename }))
-      : Effect.succeed(SqliteStore.layer({ filename }))
+      : Effect.succeed(SqliteStore.layer({ filename, readOnly: readOnly && filename !== ":memory:" }))
   ))
 }

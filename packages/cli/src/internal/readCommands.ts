@@ -21,8 +21,26 @@ export interface Common {
   readonly auditKey: Redacted.Redacted<string> | undefined
 }
 
-const reading = (args: Common) => Services.kernel({ store: Database.layer(Database.parse(args.db), { create: false }), auditKey: args.auditKey })
+const reading = (args: Common) =>
+  Services.kernel({ store: Database.layer(Database.parse(args.db), { create: false, readOnly: true }), auditKey: args.auditKey })
 
+
+/**
+ * The run's hash chain, checked as `artana verify` checks it (the run row's head, the audit key). `report` and
+ * `show-run` print what the store holds either way, and mark a broken chain loudly and exit 6 (integrity): a log
+ * changed after it was written must never read as a clean one.
+ */
+const chainOf = (args: Common & { readonly run: string }) =>
+  Effect.flatMap(Kernel.Kernel, (kernel) => kernel.verify({ tenantId: args.tenant, runId: args.run }))
+
+/** The mark of a broken chain, printed before and after what a command shows. */
+const tampered = (s: T.Style, chain: Verify.VerifyReport): string =>
+  s.red(s.bold(`✗ TAMPERED: run ${chain.runId}'s hash chain is broken at seq ${chain.firstBrokenSeq ?? "?"}: ${chain.reason ?? "unknown"}.`)) +
+  "\n" + s.red(`  The log was changed after it was written: what is shown is what the store holds now, not what ran (see \`artana verify ${chain.runId}\`).`)
+
+/** What a command prints, between two marks when the chain is broken. */
+const marked = (s: T.Style, chain: Verify.VerifyReport, text: string): string =>
+  chain.ok ? text : [tampered(s, chain), "", text, "", tampered(s, chain)].join("\n")
 
 // ------------------------------------------------------------------------------------------------- report
 
@@ -33,8 +51,10 @@ export const report = (args: Common & { readonly run: string }) =>
     const events = yield* store.readEvents(args.tenant, args.run)
     const built = Report.make(info, events, Toolbox.audit)
     if (built instanceof PlanRunner.NotAPlanRun) return yield* built
-    if (args.format === "json") yield* Out.json(Report.toJson(built))
-    else yield* Out.stdout(Report.render(built, Out.outStyle()))
+    const chain = yield* chainOf(args)
+    if (args.format === "json") yield* Out.json({ ...Report.toJson(built), chain })
+    else yield* Out.stdout(marked(Out.outStyle(), chain, Report.render(built, Out.outStyle())))
+    if (!chain.ok) return ExitCode.Integrity
     return built.status === "completed" || built.status === "failed"
       ? ExitCode.ofSteps(built.steps.map((s) => s.status))
       : ExitCode.NeedsAttention
@@ -208,9 +228,11 @@ export const showRun = (args: Common & { readonly run: string }) =>
     // What the lineage spent: every run of the tree draws on the root's budget (sub-agents, tools that start runs).
     const lineageCostUsd = EventStore.lineageCostUsd(family)
     const reconciliationPath = (yield* waitingPaths(args.tenant, [info])).get(info.runId)
+    const chain = yield* chainOf(args)
+    const code = chain.ok ? ExitCode.Ok : ExitCode.Integrity
     if (args.format === "json") {
-      yield* Out.json({ run: info, lineage, lineageCostUsd, ...(reconciliationPath === undefined ? {} : { reconciliationPath }), events })
-      return ExitCode.Ok
+      yield* Out.json({ run: info, lineage, lineageCostUsd, ...(reconciliationPath === undefined ? {} : { reconciliationPath }), chain, events })
+      return code
     }
     const s = Out.outStyle()
     const out: Array<string> = [
@@ -233,10 +255,16 @@ export const showRun = (args: Common & { readonly run: string }) =>
       s.bold("events")
     ]
     const start = events[0]?.timestamp ?? info.createdAt
-    const rows = events.map((e) => [String(e.seq), `+${T.duration(e.timestamp - start)}`, e.stepKey, e.type, T.clip(describeEvent(e.payload))])
+    const rows = events.map((e) => [
+      String(e.seq),
+      `+${T.duration(e.timestamp - start)}`,
+      e.stepKey,
+      e.seq === chain.firstBrokenSeq ? `${e.type} ${s.red("✗ chain broken here")}` : e.type,
+      T.clip(describeEvent(e.payload))
+    ])
     out.push(T.table(s, ["SEQ", "AT", "STEP", "EVENT", "DETAIL"], rows, { right: [0, 1] }))
-    yield* Out.stdout(out.join("\n"))
-    return ExitCode.Ok
+    yield* Out.stdout(marked(s, chain, out.join("\n")))
+    return code
   }).pipe(Effect.provide(reading(args))))
 
 // ------------------------------------------------------------------------------------------------- verify

@@ -49,7 +49,12 @@ export const driver = (): Driver => {
 const failure = (message: string) => (cause: unknown) => new SqlError({ cause, message })
 
 /** A connection to a SQLite file: `@effect/sql-sqlite-node`'s `make`, on `driver()`. */
-export const make = (options: SqliteClient.SqliteClientConfig): Effect.Effect<SqliteClient.SqliteClient, never, Scope.Scope | Reactivity.Reactivity> =>
+export const make = (
+  options: SqliteClient.SqliteClientConfig & {
+    /** The database's bytes, opened as an in-memory copy (SQLite's deserialize) instead of the file `filename`. */
+    readonly image?: Buffer | undefined
+  }
+): Effect.Effect<SqliteClient.SqliteClient, never, Scope.Scope | Reactivity.Reactivity> =>
   Effect.gen(function*() {
     const compiler = Statement.makeCompilerSqlite(options.transformQueryNames)
     const transformRows = options.transformResultNames === undefined
@@ -58,7 +63,7 @@ export const make = (options: SqliteClient.SqliteClientConfig): Effect.Effect<Sq
 
     const scope = yield* Effect.scope
     const Sqlite = driver()
-    const db: Database = new Sqlite(options.filename, { readonly: options.readonly ?? false })
+    const db: Database = new Sqlite(options.image ?? options.filename, { readonly: options.readonly ?? false })
     yield* Scope.addFinalizer(scope, Effect.sync(() => db.close()))
     if (options.disableWAL !== true) db.pragma("journal_mode = WAL")
 

@@ -1,7 +1,7 @@
 // Workflows, tools and the kernel layer shared by the child programs (which import @artana/core's build) and
 // the recovery tests (which import its sources through vitest's aliases). Both sides must run the same code,
 // or a resumed run would diverge from its log for reasons the tests do not intend.
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs"
+import { appendFileSync, existsSync, readFileSync, renameSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Layer, Schema } from "effect"
 import { type Errors, EventStore, Kernel, Middleware, ModelPort, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
@@ -51,7 +51,10 @@ const makePoint = (hooks: Hooks) => (label: string): Effect.Effect<void> =>
     if ((hooks.killer ?? "self") === "self") {
       process.kill(process.pid, "SIGKILL")
     } else {
-      writeFileSync(paths(hooks.dir).crashMarker, label)
+      // Written aside and renamed: the parent, polling for the file, must never read it empty.
+      const marker = paths(hooks.dir).crashMarker
+      writeFileSync(`${marker}.tmp`, label)
+      renameSync(`${marker}.tmp`, marker)
     }
     // Nothing after a crash point may run: wait for the signal.
     return Effect.never
@@ -236,7 +239,7 @@ export interface Fixture {
     readonly crashy: ReturnType<typeof crashy>
     readonly approval: ReturnType<typeof approval>
   }
-  readonly layer: (db: string, options?: LayerOptions) => Layer.Layer<Services, Errors.StoreUnavailable>
+  readonly layer: (db: string, options?: LayerOptions) => Layer.Layer<Services, Errors.StoreUnavailable | Errors.SchemaMismatch>
 }
 
 /** The workflows and the kernel layer of one process, on the SQLite file `db`. */
@@ -245,7 +248,7 @@ export const makeFixture = (hooks: Hooks): Fixture => {
   const workflows = { crashy: crashy(hooks, tools), approval: approval(hooks, tools) }
   const layer = (db: string, options: LayerOptions = {}) => {
     const sqlite = SqliteStore.layer({ filename: db })
-    const store: Layer.Layer<EventStore.EventStore, Errors.StoreUnavailable> = options.barrier === undefined ? sqlite : barrierStore(hooks.dir, options.barrier).pipe(Layer.provide(sqlite))
+    const store: Layer.Layer<EventStore.EventStore, Errors.StoreUnavailable | Errors.SchemaMismatch> = options.barrier === undefined ? sqlite : barrierStore(hooks.dir, options.barrier).pipe(Layer.provide(sqlite))
     return Layer.provideMerge(
       Kernel.layer({ workflows: [workflows.crashy, workflows.approval] }),
       Layer.mergeAll(store, Layer.succeed(ModelPort.ModelPort, options.model ?? noModel), ToolRegistry.layer([tools.record, tools.send]), Middleware.layer([]))

@@ -1,13 +1,22 @@
-// One claimer of the multi-process test (see ../processes.test.ts): at the start signal it opens the SQLite
-// file and claims batches until the queue has been empty a few times in a row. Prints one JSON line: the ids.
-import { Effect } from "effect"
+// One claimer of the multi-process test (see ../processes.test.ts): it opens the SQLite file, says it is ready
+// (the file `ready-<id>` in the barrier directory), waits for the start signal (the file `go` there), and claims
+// batches until the queue has been empty a few times in a row. Prints one JSON line: the ids.
+import { Duration, Effect } from "effect"
 import { TaskQueue } from "@artana/core"
 import { SqliteStore } from "@artana/store-sqlite"
+import * as fs from "node:fs"
+import * as path from "node:path"
 
-const [filename = "", startAt = "0", workerId = "claimer"] = process.argv.slice(2)
+const [filename = "", barrier = "", workerId = "claimer"] = process.argv.slice(2)
+
+/** Waits, however long the machine takes, until the parent says go: no start time to guess. */
+const startSignal: Effect.Effect<void> = Effect.suspend(() =>
+  fs.existsSync(path.join(barrier, "go")) ? Effect.void : Effect.zipRight(Effect.sleep(Duration.millis(5)), startSignal))
 
 const program = Effect.gen(function*() {
   const queue = yield* TaskQueue.TaskQueue
+  fs.writeFileSync(path.join(barrier, `ready-${workerId}`), "")
+  yield* startSignal
   const claimed: Array<string> = []
   let empty = 0
   while (empty < 5) {
@@ -19,10 +28,7 @@ const program = Effect.gen(function*() {
   return claimed
 })
 
-const main = Effect.gen(function*() {
-  yield* Effect.sleep(Math.max(0, Number(startAt) - Date.now()))
-  return yield* Effect.provide(program, SqliteStore.layer({ filename, busyTimeout: "30 seconds" }))
-})
+const main = Effect.provide(program, SqliteStore.layer({ filename, busyTimeout: "30 seconds" }))
 
 Effect.runPromise(main).then(
   (claimed) => console.log(JSON.stringify({ workerId, claimed })),
