@@ -21,7 +21,7 @@ describe("Json.canonical and Json.hash", () => {
   })
 
   it("an event's hash is SHA-256 of \"artana:v2:\", its prevHash and the event without the hash, sorted fields, the payload as its stored text", () => {
-    const events = TestLog.chain("run-é\"1", "acme", [], [
+    const events = TestLog.chain("run-é\"1\\\u0001\u2028😀\ud800", "acme", [], [
       { _tag: "RunStarted", workflow: "w", input: { z: [1, { y: null, x: "\u2028" }], a: -0.5 }, tenant: { tenantId: "acme", capabilities: ["b", "a"], budgetUsdLimit: 1e21 } },
       { _tag: "ToolRequested", tool: "echo", arguments: "{\"i\":1}", idempotencyKey: "k" },
       { _tag: "ToolCompleted", tool: "echo", result: { ok: true, list: [] } }

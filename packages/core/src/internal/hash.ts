@@ -93,11 +93,17 @@ const writtenPayloads = new WeakMap<object, string>()
 export const storedPayload = (event: Pick<Event, "payload">): string =>
   StoredEvent.payloadTextOf(event) ?? writtenPayloads.get(event) ?? JSON.stringify(event.payload)
 
-/** Characters `JSON.stringify` escapes in a string (quote, backslash, controls) or may (lone surrogates). */
-const NEEDS_ESCAPE = /[\u0000-\u001f"\\\ud800-\udfff]/
+/** Whether `JSON.stringify` escapes a character of `text`: a quote, a backslash, a control, or (maybe) a surrogate. */
+const needsEscape = (text: string): boolean => {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) return true
+  }
+  return false
+}
 
 /** `JSON.stringify(text)`, without its cost for the common text that needs no escape (ids, hashes, keys). */
-const quote = (text: string): string => (NEEDS_ESCAPE.test(text) ? JSON.stringify(text) : `"${text}"`)
+const quote = (text: string): string => (needsEscape(text) ? JSON.stringify(text) : `"${text}"`)
 
 /** `JSON.stringify(n)` for a number. */
 const number = (n: number): string => (Number.isFinite(n) ? String(n) : "null")
