@@ -13,11 +13,8 @@ import * as Schema from "effect/Schema"
 import type { Usage } from "./Chat.js"
 
 /** USD per million tokens: input, cached input and output. */
-export const Price = Schema.Struct({
-  input: Schema.Number.pipe(Schema.nonNegative()),
-  cachedInput: Schema.Number.pipe(Schema.nonNegative()),
-  output: Schema.Number.pipe(Schema.nonNegative())
-})
+const Rate = Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
+export const Price = Schema.Struct({ input: Rate, cachedInput: Rate, output: Rate })
 export type Price = typeof Price.Type
 
 /** Model name -> price. A dated snapshot (`gpt-4o-2024-08-06`) is priced as its family (the longest matching name). */
@@ -47,19 +44,39 @@ export const builtIn: PriceTable = {
   "gpt-3.5-turbo": { input: 0.5, cachedInput: 0.5, output: 1.5 }
 }
 
-/** The price of `model` in `table`: its exact name, else the longest name it starts with followed by `-`. */
+/** A dated snapshot's suffix: `-2024-08-06`, or the older `-0613`/`-0125`. */
+const SNAPSHOT = /^-(\d{4}-\d{2}-\d{2}|\d{4})$/
+
+/** A usable price: every rate a finite, non-negative number (a `NaN` from a misread setting is no price at all). */
+const isPrice = Schema.is(Price)
+
+/**
+ * The price of `model` in `table`: its exact name, else its family's when `model` is a dated snapshot of it
+ * (`gpt-4o-2024-08-06` is priced as `gpt-4o`). Only the table's own entries count (a model named `constructor` has
+ * no price), only valid prices count, and another model whose name merely starts with a priced one (`o1-pro`, which
+ * costs ten times `o1`) has none.
+ */
 export const priceOf = (model: string, table: PriceTable): Price | undefined => {
-  const exact = table[model]
-  if (exact !== undefined) return exact
-  let best: string | undefined
-  for (const name of Object.keys(table)) {
-    if (model.startsWith(`${name}-`) && (best === undefined || name.length > best.length)) best = name
+  const own = (name: string): Price | undefined => {
+    if (!Object.hasOwn(table, name)) return undefined
+    const price: unknown = table[name]
+    return isPrice(price) ? price : undefined
   }
-  return best === undefined ? undefined : table[best]
+  const exact = own(model)
+  if (exact !== undefined) return exact
+  for (const name of Object.keys(table)) {
+    if (model.startsWith(`${name}-`) && SNAPSHOT.test(model.slice(name.length))) return own(name)
+  }
+  return undefined
 }
 
-/** Cost in USD of a call's usage at `price` (cached input tokens at the cached price). */
-export const costOf = (usage: Usage, price: Price): number => {
+/**
+ * Cost in USD of a call's usage at `price` (cached input tokens at the cached price); `undefined` when the usage is
+ * not a count of tokens (negative, fractional or not a number), which the kernel refuses rather than trusts.
+ */
+export const costOf = (usage: Usage, price: Price): number | undefined => {
+  const counts = [usage.inputTokens, usage.outputTokens, usage.cachedInputTokens ?? 0]
+  if (!counts.every((n) => Number.isSafeInteger(n) && n >= 0)) return undefined
   const cached = Math.min(usage.cachedInputTokens ?? 0, usage.inputTokens)
   return ((usage.inputTokens - cached) * price.input + cached * price.cachedInput + usage.outputTokens * price.output) / 1_000_000
 }
@@ -74,9 +91,9 @@ export interface Options {
   readonly defaultMaxOutputTokens?: number | undefined
 }
 
-/** The resolver the kernel uses: deployment, then adapter, then built-in, then `unknownModelPrice`. */
+/** The resolver the kernel uses: deployment, then adapter, then built-in, then `unknownModelPrice` (if valid). */
 export const resolver = (options: Options, adapter: PriceTable | undefined) => (model: string): Price | undefined =>
   (options.prices === undefined ? undefined : priceOf(model, options.prices)) ??
     (adapter === undefined ? undefined : priceOf(model, adapter)) ??
     priceOf(model, builtIn) ??
-    options.unknownModelPrice
+    (isPrice(options.unknownModelPrice) ? options.unknownModelPrice : undefined)

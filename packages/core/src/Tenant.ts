@@ -14,7 +14,8 @@ import * as Schema from "effect/Schema"
 export class TenantContext extends Schema.Class<TenantContext>("TenantContext")({
   tenantId: Schema.NonEmptyTrimmedString,
   capabilities: Schema.Array(Schema.String),
-  budgetUsdLimit: Schema.Number.pipe(Schema.nonNegative())
+  /** USD, finite: a budget that cannot be written into the log (`Infinity`) is no budget. */
+  budgetUsdLimit: Schema.Number.pipe(Schema.finite(), Schema.nonNegative())
 }) {}
 
 /** True when the tenant holds `capability` (a tool without a required capability is always allowed). */

@@ -84,8 +84,8 @@ export interface ExecutionOptions {
   /** USD spent by the run's lineage before this execution. */
   readonly spentUsd: number
   /**
-   * Reads the lineage's spend again. A tool handler may start sub-runs (an agent's sub-agent) that spend on the
-   * root's budget while this execution runs, so the spend is re-read before the first model call after a tool ran.
+   * Reads the lineage's spend again. Sub-runs (an agent's sub-agent, runs started beside this one) spend on the root's
+   * budget while this execution runs, so the spend is re-read before every model call.
    */
   readonly lineageSpend?: Effect.Effect<number, Errors.StoreError> | undefined
   /** The response a `resume` brings for the open pause. */
@@ -124,6 +124,22 @@ const describe = (events: ReadonlyArray<Event>): string => {
   }
 }
 
+/** Whether a step's recorded events settle it: nothing of it is left to run (no call in doubt, no open pause). */
+const isSettled = (events: ReadonlyArray<Event>): boolean => {
+  const first = events[0]?.payload
+  const has = (...tags: ReadonlyArray<EventPayload["_tag"]>) => events.some((e) => tags.includes(e.payload._tag))
+  switch (first?._tag) {
+    case "ToolRequested":
+      return has("ToolCompleted", "ToolFailed")
+    case "PauseRequested":
+      return has("HumanResponded")
+    case "ModelRequested":
+      return has("ModelCompleted", "ModelFailed", "PolicyDenied", "BudgetExceeded")
+    default:
+      return true
+  }
+}
+
 const failureOf = (p: Extract<EventPayload, { _tag: "ToolFailed" }>, requested: Extract<EventPayload, { _tag: "ToolRequested" }>, tools: ReadonlyArray<string>): ToolOutcome => {
   switch (p.kind) {
     case "denied":
@@ -146,8 +162,6 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
   let headSeq = options.log.length === 0 ? 0 : options.log[options.log.length - 1]!.seq
   let headHash = options.log.length === 0 ? GENESIS_HASH : options.log[options.log.length - 1]!.hash
   let spentUsd = options.spentUsd
-  // Set when a tool handler ran live: it may have spent on the lineage's budget through sub-runs.
-  let spendStale = false
   let pendingResponse = options.response
   let counter = 0
   let halted: Halt | undefined
@@ -164,6 +178,8 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
     } else list.push(event)
   }
   const consumed = new Set<string>()
+  // Keys of the steps this execution runs live (and so writes under).
+  const written = new Set<string>()
   let cursor = 0
   const nextUnconsumed = (): string | undefined => {
     while (cursor < order.length && consumed.has(order[cursor]!)) cursor++
@@ -265,18 +281,25 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
       if (consumed.has(key)) {
         return new Errors.NonDeterminism({ runId, stepKey: key, expected: "a step key used once", actual: `${actual()} reusing it` })
       }
-      // The log's order holds for explicit keys too: a recorded step met before an earlier one was replayed means the
-      // code changed its order (and an in-doubt tool would otherwise run again before the steps that preceded it).
-      if (next !== key) {
+      // A settled step may be met out of the log's order (steps run concurrently, each under its own explicit key,
+      // are logged in the order they finished); one that would run anything (a tool call in doubt, an unanswered
+      // pause, a model call without a result) may not: the code changed its order, and it would run before the
+      // steps that preceded it in the log.
+      if (next !== key && !isSettled(recorded)) {
         return new Errors.NonDeterminism({ runId, stepKey: key, expected: `${describe(byKey.get(next!)!)} at step ${next}`, actual: `${actual()} at step ${key}` })
       }
       consumed.add(key)
       return recorded
     }
+    // A key this execution already wrote under: the log would hold one step for two (and a replay would refuse it).
+    if (written.has(key)) {
+      return new Errors.NonDeterminism({ runId, stepKey: key, expected: "a step key used once", actual: `${actual()} reusing it` })
+    }
     if (next !== undefined) {
       return new Errors.NonDeterminism({ runId, stepKey: key, expected: `${describe(byKey.get(next)!)} at step ${next}`, actual: actual() })
     }
     if (mode === "replay") return new Errors.NonDeterminism({ runId, stepKey: key, expected: "the end of the log", actual: actual() })
+    written.add(key)
     return undefined
   }
 
@@ -351,10 +374,11 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
         }
         return { message: completed.message, usage: completed.usage, costUsd: completed.costUsd }
       }
-      if (spendStale && options.lineageSpend !== undefined) {
+      // The lineage's spend, read again before every call: sub-runs of the same root (a tool's, or running beside this
+      // one) spend on the same budget.
+      if (options.lineageSpend !== undefined) {
         const lineage = yield* Effect.catchAll(options.lineageSpend, (error) => fault(error))
         spentUsd = Math.max(spentUsd, lineage)
-        spendStale = false
       }
       if (deps.enforceBudget && spentUsd >= tenant.budgetUsdLimit) return yield* budgetExceeded(key, "before_call", [])
       const notes: Array<EventPayload> = []
@@ -390,13 +414,14 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
         // The call's cost at most: the prompt as the model counts it, and every output token the request allows.
         const promptTokens = yield* deps.model.countTokens(sent.messages, sent.model)
         const outputTokens = sent.maxOutputTokens ?? deps.defaultMaxOutputTokens
-        const estimateUsd = costOf({ inputTokens: promptTokens, outputTokens }, price)
+        // A count the tokenizer cannot give is priced at the whole budget: refused, not waved through.
+        const estimateUsd = costOf({ inputTokens: promptTokens, outputTokens }, price) ?? Number.POSITIVE_INFINITY
         if (spentUsd + estimateUsd > tenant.budgetUsdLimit) {
           notes.push({
             _tag: "MiddlewareNote",
             middleware: "kernel",
             note: "estimate_over_budget",
-            data: { model: sent.model, promptTokens, outputTokens, estimateUsd, spentUsd, limitUsd: tenant.budgetUsdLimit }
+            data: { model: sent.model, promptTokens, outputTokens, estimateUsd: Number.isFinite(estimateUsd) ? estimateUsd : null, spentUsd, limitUsd: tenant.budgetUsdLimit }
           })
           return yield* budgetExceeded(key, "before_call", [requested(sent), ...notes])
         }
@@ -419,9 +444,22 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
         }
         response = next.right
       }
-      // A cost the adapter (or a middleware) reports wins; else the usage at the price of the model that answered.
+      // A cost the adapter (or a middleware) reports wins when it is one (a finite, non-negative number); else the
+      // usage at the price of the model that answered. Anything else (a negative or NaN cost, usage that is not a count
+      // of tokens) is no cost the budget can hold: the call is recorded as refused, like an unpriced one, and the run
+      // fails, rather than a refund or a NaN switching the budget off.
       const answeredPrice = response.model === sent.model ? price : deps.priceOf(response.model) ?? price
-      const costUsd = response.costUsd ?? (answeredPrice === undefined ? 0 : costOf(response.usage, answeredPrice))
+      const reported = response.costUsd
+      const costUsd = reported !== undefined
+        ? (Number.isFinite(reported) && reported >= 0 ? reported : undefined)
+        : answeredPrice === undefined
+        ? (deps.enforceBudget ? undefined : 0)
+        : costOf(response.usage, answeredPrice)
+      if (costUsd === undefined) {
+        const why = `the call to model "${response.model}" reported a cost or usage that is not one (cost ${String(reported)}, usage ${JSON.stringify(response.usage)})`
+        yield* append(key, [requested(sent), ...notes, { _tag: "ModelFailed", kind: UNPRICED, error: why }])
+        return yield* halt({ _tag: "Failed", error: new Errors.BudgetUnpriced({ runId, model: response.model }) })
+      }
       spentUsd += costUsd
       for (const n of response.notes ?? []) notes.push({ _tag: "MiddlewareNote", middleware: n.source, note: n.note, data: n.data })
       const payloads: Array<EventPayload> = [
@@ -453,7 +491,6 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
   const runHandler = (tool: Tool, args: unknown, key: string, idempotencyKey: string, info: ToolCallInfo, notes: Array<EventPayload>) =>
     Effect.gen(function*() {
       yield* checkOwnership(tool.name)
-      spendStale = true
       const handlerContext = { runId, tenant, idempotencyKey, stepKey: key, fence: options.ownerEpoch, signal: ownership.signal }
       const result = yield* Effect.either(tool.invoke(args, handlerContext))
       const encoded = Either.flatMap(result, (r) => tool.encodeResult(r))
