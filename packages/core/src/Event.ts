@@ -3,6 +3,8 @@
  *
  * @since 0.1.0
  */
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { AssistantMessage, ChatMessage, Usage } from "./Chat.js"
 import { Json } from "./Json.js"
@@ -172,6 +174,12 @@ export type Event = typeof Event.Type
 
 /** Decodes an event read back from a store. */
 export const decodeEvent = Schema.decodeUnknownSync(Event)
+
+const schemaPayload = Schema.decodeUnknownEither(EventPayload)
+
+/** Decodes a payload read back from a store (the parsed JSON of what `append` wrote); the error says why not. */
+export const decodePayload = (json: unknown): Either.Either<EventPayload, string> =>
+  Either.mapLeft(schemaPayload(json), (error) => ParseResult.TreeFormatter.formatErrorSync(error))
 
 /** Lifecycle of a run, kept by the store from the events it appends. */
 export const RunStatus = Schema.Literal("running", "paused", "completed", "failed", "needs_reconciliation")

@@ -6,9 +6,11 @@
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import { OwnershipLost, RunNotFound, SequenceConflict, StoreError } from "./Errors.js"
-import { type Event, type RunInfo, type RunStatus, summarize, type WaitingOn } from "./Event.js"
+import { decodePayload, type Event, type RunInfo, type RunStatus, summarize, type WaitingOn } from "./Event.js"
+import { StoredEvent, storedPayload } from "./internal/hash.js"
 
 /** A batch to append atomically after `expectedSeq` (the run's current head; 0 for a new run). */
 export interface AppendRequest {
@@ -164,10 +166,29 @@ export const newRunInfo = (request: AppendRequest): RunInfo | undefined => {
   }
 }
 
+/**
+ * An event as the in-memory store keeps it: its payload as the text the kernel hashed, as a SQL store keeps it. The
+ * code's values are not shared with the log (a workflow that grows the array it gave a model step, a caller that
+ * edits the events it read, change nothing stored), and a read decodes the text afresh.
+ */
+type Kept = Omit<Event, "payload"> & { readonly payloadText: string }
+
+const stored = (event: Event): Kept => {
+  const { payload: _payload, ...fields } = event
+  return { ...fields, payloadText: storedPayload(event) }
+}
+
+const restored = (kept: Kept): Event => {
+  const payload = decodePayload(JSON.parse(kept.payloadText))
+  // It was an event's payload when stored: only a bug could make it fail to decode.
+  if (Either.isLeft(payload)) throw new Error(`in-memory store: run ${kept.runId} seq ${kept.seq}: ${payload.left}`)
+  return new StoredEvent(kept.eventId, kept.runId, kept.tenantId, kept.seq, kept.timestamp, kept.type, kept.stepKey, payload.right, kept.prevHash, kept.hash, kept.payloadText)
+}
+
 /** An in-memory store, for tests and for examples that must not touch disk. */
 export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
   // Keyed by tenant and run: the same run id in two tenants is two runs.
-  const runs = new Map<string, { info: RunInfo; readonly log: Array<Event> }>()
+  const runs = new Map<string, { info: RunInfo; readonly log: Array<Kept> }>()
   const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
   return {
     append: (request) =>
@@ -182,8 +203,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         if (request.expectedSeq === 0) {
           const info = newRunInfo(request)
           if (run !== undefined || info === undefined) return Effect.fail(conflict())
-          // Copies: what is stored here is the event's value, which `verify` hashes as it finds it.
-          runs.set(key, { info, log: request.events.map((e) => ({ ...e })) })
+          runs.set(key, { info, log: request.events.map(stored) })
           return Effect.void
         }
         if (run === undefined) return Effect.fail(conflict())
@@ -201,7 +221,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
           costUsd: run.info.costUsd + summary.costUsd,
           updatedAt: last.timestamp
         }
-        for (const e of request.events) run.log.push({ ...e })
+        for (const e of request.events) run.log.push(stored(e))
         return Effect.void
       }),
     readEvents: (tenantId, runId, fromSeq = 1) =>
@@ -209,7 +229,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         const run = runs.get(keyOf(tenantId, runId))
         return run === undefined
           ? Effect.fail(new RunNotFound({ runId, tenantId }))
-          : Effect.succeed(run.log.filter((e) => e.seq >= fromSeq))
+          : Effect.sync(() => run.log.filter((e) => e.seq >= fromSeq).map(restored))
       }),
     getRun: (tenantId, runId) =>
       Effect.suspend(() => {

@@ -275,7 +275,8 @@ export const make = (options: Options = {}) =>
         }
         const report = verifyEvents(info.runId, events, {
           auditKey: deps.auditKey,
-          heads: [{ source: "store's run record", seq: info.headSeq, hash: info.headHash }]
+          heads: [{ source: "store's run record", seq: info.headSeq, hash: info.headHash }],
+          record: info
         })
         if (!report.ok) {
           return yield* new Errors.LogTampered({ runId: info.runId, seq: report.firstBrokenSeq ?? 0, reason: report.reason ?? "broken" })
@@ -527,7 +528,8 @@ export const make = (options: Options = {}) =>
           heads: [
             { source: "store's run record", seq: info.headSeq, hash: info.headHash },
             ...(run.head === undefined ? [] : [{ source: "exported", ...run.head }])
-          ]
+          ],
+          record: info
         })
       }),
       chat: <A, I>(options: ChatRunOptions<A, I>) => {

@@ -12,13 +12,12 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as ParseResult from "effect/ParseResult"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import type { OwnershipLost } from "./Errors.js"
 import { RunNotFound, type SchemaMismatch, SequenceConflict, StoreError } from "./Errors.js"
-import { type BatchSummary, type Event, EventPayload, type RunInfo, RunStatus, summarize } from "./Event.js"
+import { type BatchSummary, decodePayload as decodeEventPayload, type Event, EventPayload, type RunInfo, RunStatus, summarize } from "./Event.js"
 import { type AppendRequest, EventStore, fenced, fenceOf, invalidBatch, type ListRunsFilter, newRunInfo, type Service } from "./EventStore.js"
 import { GENESIS_HASH, StoredEvent, storedPayload } from "./internal/hash.js"
 import * as SqlMigrations from "./SqlMigrations.js"
@@ -75,11 +74,8 @@ const tables = (options: Options): Tables => {
 
 // --- payloads ----------------------------------------------------------------------------------------------
 
-const schemaPayload = Schema.decodeUnknownEither(EventPayload)
-
 /** Decodes a payload read back from a store (the parsed JSON of what `append` wrote). */
-export const decodePayload = (json: unknown): Either.Either<EventPayload, string> =>
-  Either.mapLeft(schemaPayload(json), (error) => ParseResult.TreeFormatter.formatErrorSync(error))
+export const decodePayload = decodeEventPayload
 
 type Fields = { readonly [key: string]: unknown }
 

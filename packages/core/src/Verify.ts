@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
-import type { Event } from "./Event.js"
+import { type Event, type RunInfo, summarize } from "./Event.js"
 import { GENESIS_HASH, hashMatches } from "./internal/hash.js"
 
 /** A head exported earlier (for example into an audit system): the chain must still contain it. */
@@ -29,6 +29,11 @@ export interface VerifyOptions {
   readonly auditKey?: string | undefined
   /** Heads the chain must contain: an exported head, and the head the store's run row records. */
   readonly heads?: ReadonlyArray<Head & { readonly source: string }>
+  /**
+   * The run's record, whose status and cost must be what its log says (they are not in the chain: a record edited
+   * by hand, to reset a budget or mark a run completed, is caught here).
+   */
+  readonly record?: Pick<RunInfo, "status" | "costUsd"> | undefined
 }
 
 /** Verifies the events of one run, in order. */
@@ -61,6 +66,17 @@ export const verifyEvents = (runId: string, events: ReadonlyArray<Event>, option
       return broken(base.headSeq + 1, `the ${head.source} head is seq ${head.seq}, but the log ends at seq ${base.headSeq} (truncated)`)
     }
     if (at.hash !== head.hash) return broken(head.seq, `the ${head.source} head hash at seq ${head.seq} differs`)
+  }
+  if (options.record !== undefined && events.length > 0) {
+    const summary = summarize(events)
+    const status = summary.status ?? "running"
+    const costUsd = summary.costUsd
+    if (options.record.status !== status) {
+      return broken(base.headSeq, `the run record says ${options.record.status}, its log says ${status}`)
+    }
+    if (Math.abs(options.record.costUsd - costUsd) > 1e-9 * Math.max(1, Math.abs(costUsd))) {
+      return broken(base.headSeq, `the run record's cost ($${options.record.costUsd}) is not its log's ($${costUsd})`)
+    }
   }
   return { ...base, ok: true }
 }

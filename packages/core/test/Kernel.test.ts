@@ -394,22 +394,30 @@ describe("Kernel workflows", () => {
   it.effect("verify names the first tampered seq and catches a truncated tail against an exported head", () => {
     const tools = makeTools()
     const workflow = makeWorkflow(tools)
+    // A store that serves seq 3 altered once `tampered` is set (the in-memory store hands out copies, so the change
+    // is made where a store's bytes would be read).
+    let tampered = false
+    const store = Layer.effect(EventStore.EventStore, Effect.map(EventStore.makeMemory, (memory): EventStore.Service => ({
+      ...memory,
+      readEvents: (tenantId, runId, fromSeq) =>
+        Effect.map(memory.readEvents(tenantId, runId, fromSeq), (events) =>
+          tampered
+            ? events.map((e) => (e.seq === 3 && e.payload._tag === "ToolCompleted" ? { ...e, payload: { ...e.payload, result: { accountId: "acc-1", balance: 99999 } } } : e))
+            : events)
+    })))
     return Effect.gen(function*() {
       const kernel = yield* Kernel.Kernel
-      const store = yield* EventStore.EventStore
       yield* kernel.execute(workflow, { runId: "tamper", tenant, input: { amount: 1 } })
       const report = yield* kernel.verify({ tenantId: tenant.tenantId, runId: "tamper" })
       expect(report.ok).toBe(true)
-      // The in-memory store hands out its own event objects: mutating one tampers with the stored log.
-      const log = (yield* store.readEvents(tenant.tenantId, "tamper")) as unknown as Array<{ payload: unknown }>
-      const original = log[2]!.payload
-      log[2]!.payload = { ...(original as object), result: { accountId: "acc-1", balance: 99999 } }
+      tampered = true
       const broken = yield* kernel.verify({ tenantId: tenant.tenantId, runId: "tamper" })
       expect(broken).toMatchObject({ ok: false, firstBrokenSeq: 3 })
-      log[2]!.payload = original
+      expect(yield* Effect.flip(kernel.readEvents({ tenantId: tenant.tenantId, runId: "tamper" }))).toMatchObject({ _tag: "LogTampered", seq: 3 })
+      tampered = false
       const truncated = yield* kernel.verify({ tenantId: tenant.tenantId, runId: "tamper", head: { seq: report.headSeq + 2, hash: "f".repeat(64) } })
       expect(truncated.ok).toBe(false)
       expect(truncated.reason).toContain("truncated")
-    }).pipe(Effect.provide(kernelLayer([], tools.all)))
+    }).pipe(Effect.provide(kernelLayer([], tools.all, { store })))
   })
 })
