@@ -14,7 +14,7 @@
  *
  * @since 0.1.0
  */
-import { type EventStore, Kernel, Middleware, type ModelPort, ToolRegistry } from "@artana/core"
+import { type EventStore, Kernel, Middleware, type ModelPort, type Pricing, ToolRegistry } from "@artana/core"
 import type { Tool } from "@artana/core"
 import * as Cause from "effect/Cause"
 import type * as Effect from "effect/Effect"
@@ -41,6 +41,11 @@ export interface Options<S> {
   /** The middleware chain, in order; an entry may be an Effect that needs the ModelPort (a quota). */
   readonly middleware?: ReadonlyArray<Middleware.Interceptor | Effect.Effect<Middleware.Interceptor, never, ModelPort.ModelPort>> | undefined
   readonly auditKey?: string | undefined
+  /** Prices for models the built-in table does not know (a local model: `{ "llama3.2": Pricing.free }`), as `Kernel.Options`. */
+  readonly prices?: Pricing.PriceTable | undefined
+  readonly unknownModelPrice?: Pricing.Price | undefined
+  /** `false` turns the budget off, visibly (see `Kernel.Options.enforceBudget`). */
+  readonly enforceBudget?: boolean | undefined
 }
 
 export interface Client {
@@ -67,7 +72,12 @@ export const create = <S = never>(options: Options<S>): Client => {
     Middleware.layer(options.middleware ?? []).pipe(Layer.provide(options.model))
   )
   const memory: Layer.Layer<MemoryStore, unknown, S> = options.memory ?? layerMemory
-  const kernel = Kernel.layer({ auditKey: options.auditKey === undefined ? undefined : Redacted.make(options.auditKey) })
+  const kernel = Kernel.layer({
+    auditKey: options.auditKey === undefined ? undefined : Redacted.make(options.auditKey),
+    prices: options.prices,
+    unknownModelPrice: options.unknownModelPrice,
+    enforceBudget: options.enforceBudget
+  })
   const runtime = ManagedRuntime.make(
     Layer.provideMerge(kernel, services).pipe(Layer.provideMerge(memory), Layer.provideMerge(store))
   )

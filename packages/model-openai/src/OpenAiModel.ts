@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { type Chat, ModelPort } from "@artana/core"
+import { type Chat, ModelPort, type Pricing } from "@artana/core"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -40,6 +40,11 @@ export interface Options {
   readonly retryMaxDelay?: Duration.DurationInput | undefined
   /** Stream the answer (SSE) and assemble it; the result is the same `ModelResponse`. Default false. */
   readonly stream?: boolean | undefined
+  /**
+   * Prices of models the built-in table (OpenAI's) does not know, such as a compatible server's local model
+   * (`{ "llama3.2": Pricing.free }`): the kernel refuses a model it cannot price under a budget.
+   */
+  readonly prices?: Pricing.PriceTable | undefined
 }
 
 /** What `OpenAiClient` holds: the port, plus the SDK client for what the port does not cover. */
@@ -131,6 +136,7 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
 
     const port = ModelPort.make({
       defaultModel,
+      prices: options.prices,
       generate,
       countTokens: (messages: ReadonlyArray<Chat.ChatMessage>, model: string) => countMessages(messages, model)
     })
