@@ -91,19 +91,50 @@ const mostUseful = (errors: ReadonlyArray<ErrorObject>): ErrorObject | undefined
   return best
 }
 
-const OPEN_KEYWORDS = ["additionalProperties", "patternProperties", "unevaluatedProperties", "allOf", "$ref", "if"]
+/** Keywords by which a schema says, itself, what other properties an object may have: such an object is kept as written. */
+const OPEN_KEYWORDS = ["additionalProperties", "patternProperties", "unevaluatedProperties"]
+
+/** Sub-schemas that apply to the same object as their parent (their properties are the parent's too). */
+const SAME_OBJECT = ["allOf", "if", "then", "else", "dependentSchemas"] as const
 
 /**
  * The schema with every object schema that says nothing about other properties closed (`additionalProperties:
  * false`): an argument the tool does not declare is refused as invalid, never passed on or dropped silently, as for
- * Effect Schema tools. An object that says `additionalProperties` (or `patternProperties`), or is composed with
- * `allOf`/`$ref`/`if` (where closing one part would refuse the properties of another), is left as written.
- * Descends into `properties`, `items`, `prefixItems`, `oneOf`/`anyOf` branches and `$defs`/`definitions`.
+ * Effect Schema tools. An object composed of parts (`allOf`, `if`/`then`/`else`, `dependentSchemas`, a local `$ref`
+ * among them) is closed once, at its own level, over the properties every part declares (closing each part would
+ * refuse the properties of the others); a part that says `additionalProperties` (or `patternProperties`) leaves it
+ * as written. `oneOf`/`anyOf` branches are whole alternatives, each closed. Descends into `properties`, `items`,
+ * `prefixItems`, the branches, `$defs`/`definitions`, and the properties of the parts.
  */
 export const closeObjects = (schema: Json.JsonObject): Json.JsonObject => {
-  const close = (node: Json.Json): Json.Json => {
-    if (Array.isArray(node)) return node.map(close)
-    if (!Json.isObject(node)) return node
+  const defs = (name: string): Json.Json | undefined => {
+    for (const prefix of ["#/$defs/", "#/definitions/"]) {
+      if (!name.startsWith(prefix)) continue
+      const table = schema[prefix === "#/$defs/" ? "$defs" : "definitions"]
+      const key = name.slice(prefix.length)
+      if (Json.isObject(table) && Object.hasOwn(table, key)) return table[key]
+    }
+    return undefined
+  }
+
+  /** The parts that apply to `node`'s object itself: `node`, its composed parts, and local references, recursively. */
+  const parts = (node: Json.JsonObject, seen: ReadonlySet<string> = new Set()): Array<Json.JsonObject> => {
+    const out: Array<Json.JsonObject> = [node]
+    const ref = node.$ref
+    if (typeof ref === "string" && !seen.has(ref)) {
+      const target = defs(ref)
+      if (Json.isObject(target)) out.push(...parts(target, new Set([...seen, ref])))
+    }
+    for (const key of SAME_OBJECT) {
+      const value = node[key]
+      const children = Array.isArray(value) ? value : key === "dependentSchemas" && Json.isObject(value) ? Object.values(value) : [value]
+      for (const child of children) if (Json.isObject(child)) out.push(...parts(child, seen))
+    }
+    return out
+  }
+
+  /** `node` with the schemas of its properties, items and branches closed (not `node` itself). */
+  const inside = (node: Json.JsonObject): Record<string, Json.Json> => {
     const out: Record<string, Json.Json> = { ...node }
     for (const key of ["properties", "$defs", "definitions"]) {
       const children = node[key]
@@ -113,8 +144,34 @@ export const closeObjects = (schema: Json.JsonObject): Json.JsonObject => {
       const child = node[key]
       if (child !== undefined) out[key] = close(child)
     }
-    const isObject = node.type === "object" || Json.isObject(node.properties)
-    if (isObject && OPEN_KEYWORDS.every((k) => node[k] === undefined)) out.additionalProperties = false
+    for (const key of SAME_OBJECT) {
+      const value = node[key]
+      if (Array.isArray(value)) out[key] = value.map((v) => (Json.isObject(v) ? inside(v) : v))
+      else if (key === "dependentSchemas" && Json.isObject(value)) {
+        out[key] = Object.fromEntries(Object.entries(value).map(([k, v]) => [k, Json.isObject(v) ? inside(v) : v]))
+      } else if (Json.isObject(value)) out[key] = inside(value)
+    }
+    return out
+  }
+
+  const close = (node: Json.Json): Json.Json => {
+    if (Array.isArray(node)) return node.map(close)
+    if (!Json.isObject(node)) return node
+    const out = inside(node)
+    const all = parts(node)
+    const isObject = all.some((p) => p.type === "object" || (Array.isArray(p.type) && p.type.includes("object")) || Json.isObject(p.properties))
+    // A reference alone is closed where it points (`$defs` are closed in place).
+    const referenceOnly = typeof node.$ref === "string" && Object.keys(node).length === 1
+    if (!isObject || referenceOnly || all.some((p) => OPEN_KEYWORDS.some((k) => p[k] !== undefined))) return out
+    // Every property any part declares is one of this object's, under every schema a part gives it (closed, so a part
+    // whose keyword the validator does not apply still has its nested objects closed); anything else is refused.
+    const declared = new Map<string, Array<Json.Json>>()
+    for (const p of all) {
+      if (!Json.isObject(p.properties)) continue
+      for (const [name, schema] of Object.entries(p.properties)) declared.set(name, [...(declared.get(name) ?? []), close(schema)])
+    }
+    out.properties = Object.fromEntries([...declared].map(([name, schemas]) => [name, schemas.length === 1 ? schemas[0]! : { allOf: schemas }]))
+    out.additionalProperties = false
     return out
   }
   const closed = close(schema)
