@@ -1,21 +1,11 @@
 // A worker's lease as its tool handlers see it: `ctx.signal` fires when a heartbeat finds the task taken over, so a
 // handler that is running can stop; and `ctx.fence` grows with each worker that takes the run over.
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Layer, Schema } from "effect"
+import { Effect, Fiber, Layer, Schema } from "effect"
 import { EventStore, Kernel, TaskQueue, Tool, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { Worker } from "@artana/worker"
-import { tenant } from "./helpers.js"
-
-const eventually = (what: string, check: () => boolean | Effect.Effect<boolean, unknown>) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 1000; i++) {
-      const result = check()
-      if (typeof result === "boolean" ? result : yield* result) return
-      yield* Effect.sleep(Duration.millis(10))
-    }
-    return yield* Effect.dieMessage(`timed out waiting until ${what}`)
-  })
+import { eventually, tenant } from "./helpers.js"
 
 describe("a worker's lease, in the handler's context", () => {
   it.live("the handler's signal fires when a heartbeat finds the task taken over; the handler stops", () => {
@@ -40,11 +30,11 @@ describe("a worker's lease, in the handler's context", () => {
       const queue = yield* TaskQueue.TaskQueue
       const task = yield* queue.enqueue({ workflow: "watch", input: null, tenant })
       const worker = yield* Effect.fork(Worker.run({ workflows: [workflow], concurrency: 1, pollInterval: "20 millis", leaseSeconds: 1, heartbeatInterval: "50 millis", workerId: "w1" }))
-      yield* eventually("the handler runs", () => seen.length === 1)
+      yield* eventually("the handler runs", 10, () => seen.length === 1)
       // Another worker takes the task over (as if w1's lease had expired); w1's next heartbeat finds it lost.
       const [taken] = yield* queue.claim({ workerId: "w2", limit: 1, leaseSeconds: 30, now: Date.now() + 60_000 })
       expect(taken?.taskId).toBe(task.taskId)
-      yield* eventually("the handler learnt it", () => seen.length === 2)
+      yield* eventually("the handler learnt it", 10, () => seen.length === 2)
       expect(seen[0]!.fence).toBe(1)
       expect(seen[1]!.reason).toEqual(expect.stringContaining(`worker w1 no longer holds task ${task.taskId}`))
       yield* Fiber.interrupt(worker)

@@ -1,10 +1,10 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Layer, Schema } from "effect"
+import { Effect, Fiber, Layer, Schema } from "effect"
 import { Errors, EventStore, type Kernel, TaskQueue, Tenant, Tool, Workflow } from "@artana/core"
 import { TenantIsolation } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
 import { ArtanaSession, Worker } from "@artana/worker"
-import { cleanup, layer, makeWorld, tempDb, tenant, type World } from "./helpers.js"
+import { cleanup, eventually, layer, makeWorld, tempDb, tenant, type World } from "./helpers.js"
 
 afterAll(cleanup)
 
@@ -12,17 +12,6 @@ const stores: ReadonlyArray<readonly [string, () => Layer.Layer<EventStore.Event
   ["memory", () => Layer.merge(EventStore.layerMemory, TaskQueue.layerMemory)],
   ["sqlite", () => SqliteStore.layer({ filename: tempDb() })]
 ]
-
-/** Polls `check` every 10 ms until it holds; fails the test after 10 s. */
-const eventually = (what: string, check: () => boolean | Effect.Effect<boolean, unknown>) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 1000; i++) {
-      const result = check()
-      if (typeof result === "boolean" ? result : yield* result) return
-      yield* Effect.sleep(Duration.millis(10))
-    }
-    return yield* Effect.dieMessage(`timed out waiting until ${what}`)
-  })
 
 const startWorker = (world: World, workerId: string, options: Partial<Worker.Options> = {}) =>
   Effect.fork(Worker.run({ workflows: world.workflows, concurrency: 2, pollInterval: "20 millis", leaseSeconds: 1, workerId, ...options }))
@@ -159,7 +148,7 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       const store = yield* EventStore.EventStore
       const taskId = yield* session.submit({ workflow: world.order, input: { customer: "c1" }, tenant })
       const first = yield* startWorker(world, "w1", { leaseSeconds: 30 })
-      yield* eventually("the run waits at the gate", () => world.gate.isWaiting())
+      yield* eventually("the run waits at the gate", 10, () => world.gate.isWaiting())
       yield* Fiber.interrupt(first)
       const released = yield* queue.get(tenant.tenantId, taskId)
       expect(released).toMatchObject({ status: "queued" })
@@ -188,9 +177,9 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       // A worker process that hangs and then dies: no heartbeat, nothing released.
       const hung: TaskQueue.Service = { ...queue, heartbeat: () => Effect.never, release: () => Effect.never }
       const first = yield* startWorker(world, "w1", { leaseSeconds: 0.5, concurrency: 1 }).pipe(Effect.provideService(TaskQueue.TaskQueue, hung))
-      yield* eventually("the run waits at the gate", () => world.gate.isWaiting())
+      yield* eventually("the run waits at the gate", 10, () => world.gate.isWaiting())
       const second = yield* startWorker(world, "w2", { leaseSeconds: 0.5 })
-      yield* eventually("w2 holds the task", () => Effect.map(queue.get(tenant.tenantId, taskId), (t) => t.workerId === "w2"))
+      yield* eventually("w2 holds the task", 10, () => Effect.map(queue.get(tenant.tenantId, taskId), (t) => t.workerId === "w2"))
       world.gate.open()
       expect(yield* session.waitForResult(tenant.tenantId, taskId, { timeout: "10 seconds", pollInterval: "10 millis" }))
         .toMatchObject({ status: "completed", output: "shipped to c2" })
@@ -212,7 +201,7 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       const session = yield* ArtanaSession.ArtanaSession
       const blocked = yield* session.submit({ workflow: world.order, input: { customer: "c3" }, tenant })
       const worker = yield* startWorker(world, "w1", { concurrency: 1, leaseSeconds: 0.3 })
-      yield* eventually("the run waits at the gate", () => world.gate.isWaiting())
+      yield* eventually("the run waits at the gate", 10, () => world.gate.isWaiting())
       yield* session.cancel(tenant.tenantId, blocked)
       // With one slot, the next task runs only once the cancelled execution has stopped.
       const next = yield* session.submit({ workflow: world.greet, input: { name: "after" }, tenant })
@@ -229,7 +218,7 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       const session = yield* ArtanaSession.ArtanaSession
       const taskId = yield* session.submit({ workflow: world.greet, input: { name: "tick" }, tenant, repeatIntervalSeconds: 0.2 })
       const worker = yield* startWorker(world, "w1")
-      yield* eventually("three occurrences completed", () =>
+      yield* eventually("three occurrences completed", 10, () =>
         Effect.map(session.list(tenant.tenantId, { seriesId: taskId, status: "completed" }), (done) => done.length >= 3))
       yield* Fiber.interrupt(worker)
       const series = yield* session.list(tenant.tenantId, { seriesId: taskId })

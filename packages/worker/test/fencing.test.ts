@@ -4,7 +4,7 @@
 // run no handler and write nothing, neither a side effect (the effects file) nor an event (the log). 50 trials on
 // SQLite and 50 on PostgreSQL: 5 freezes of one stalling process per store, 10 tasks each, a fresh taker each time.
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Context, Duration, Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { inject } from "vitest"
 import { EventStore, TaskQueue } from "@artana/core"
 import { PostgresStore } from "@artana/store-postgres"
@@ -14,7 +14,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { cleanup, tempDb, tempDir, tenant } from "./helpers.js"
+import { cleanup, eventually, tempDb, tempDir, tenant } from "./helpers.js"
 
 afterAll(cleanup)
 
@@ -60,17 +60,6 @@ const state = (pid: number): string => {
 const lines = (file: string): ReadonlyArray<string> => (fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter((l) => l !== "") : [])
 
 const count = (text: string, needle: string): number => text.split(needle).length - 1
-
-const eventually = (what: string, seconds: number, check: () => Effect.Effect<boolean, unknown> | boolean) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + seconds * 1000
-    while (Date.now() < deadline) {
-      const result = check()
-      if (typeof result === "boolean" ? result : yield* result) return
-      yield* Effect.sleep(Duration.millis(50))
-    }
-    return yield* Effect.dieMessage(`timed out after ${seconds}s waiting until ${what}`)
-  })
 
 const LOST = "lost the task to another worker"
 

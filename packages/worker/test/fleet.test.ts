@@ -2,7 +2,7 @@
 // with SIGKILL in the middle. Every task must complete, every step's side effect must reach the receiving system
 // once (by idempotency key), no run may be worked on by two live workers, and no log may fork.
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Context, Duration, Effect, Fiber, Layer } from "effect"
+import { Context, Effect, Fiber, Layer } from "effect"
 import { inject } from "vitest"
 import { EventStore, Kernel, TaskQueue, ToolRegistry } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
@@ -14,7 +14,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { ArtanaSession, Worker } from "@artana/worker"
-import { cleanup, layer, makeWorld, tenant } from "./helpers.js"
+import { cleanup, eventually, layer, makeWorld, tenant } from "./helpers.js"
 
 afterAll(cleanup)
 
@@ -59,17 +59,6 @@ const executions = (file: string): ReadonlyArray<Execution> =>
   (fs.existsSync(file) ? fs.readFileSync(file, "utf8") : "").split("\n").filter((l) => l !== "").map((line) => {
     const [key = "", workerId = ""] = line.split(" ")
     return { key, runId: key.slice(0, key.lastIndexOf("/")), workerId }
-  })
-
-const eventually = (what: string, seconds: number, check: () => Effect.Effect<boolean, unknown> | boolean) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + seconds * 1000
-    while (Date.now() < deadline) {
-      const result = check()
-      if (typeof result === "boolean" ? result : yield* result) return
-      yield* Effect.sleep(Duration.millis(100))
-    }
-    return yield* Effect.dieMessage(`timed out after ${seconds}s waiting until ${what}`)
   })
 
 describe.skipIf(pg.url === undefined)(`a fleet of workers on PostgreSQL (${pg.description})`, () => {

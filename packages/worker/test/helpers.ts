@@ -1,4 +1,4 @@
-import { Effect, Layer, Schema } from "effect"
+import { Duration, Effect, Layer, Schema } from "effect"
 import { type EventStore, Kernel, type TaskQueue, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { ArtanaSession } from "@artana/worker"
@@ -127,3 +127,15 @@ export const layer = (
   const kernel = Layer.provideMerge(Kernel.layer({ workflows: world.workflows }), ports)
   return Layer.provideMerge(ArtanaSession.layer, kernel)
 }
+
+/** Polls `check` every 20 ms until it holds; fails the test (a defect naming `what`) after `seconds`. */
+export const eventually = (what: string, seconds: number, check: () => boolean | Effect.Effect<boolean, unknown>) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + seconds * 1000
+    while (Date.now() < deadline) {
+      const result = check()
+      if (typeof result === "boolean" ? result : yield* result) return
+      yield* Effect.sleep(Duration.millis(20))
+    }
+    return yield* Effect.dieMessage(`timed out after ${seconds}s waiting until ${what}`)
+  })

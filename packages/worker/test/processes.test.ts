@@ -1,12 +1,12 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Context, Duration, Effect, Fiber, Layer, Option } from "effect"
+import { Context, Effect, Fiber, Layer, Option } from "effect"
 import { TaskQueue } from "@artana/core"
 import { SqliteStore } from "@artana/store-sqlite"
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import { cleanup, tempDb, tenant } from "./helpers.js"
+import { cleanup, eventually, tempDb, tenant } from "./helpers.js"
 
 afterAll(cleanup)
 
@@ -56,7 +56,7 @@ describe("TaskQueue on SQLite across processes", () => {
       const ids = ["c1", "c2", "c3"]
       const claimers = yield* Effect.fork(Effect.forEach(ids, (id) => claimer(filename, barrier, id), { concurrency: "unbounded" }))
       // (or one ended first: joining it below says why)
-      yield* eventually("every claimer opened the file", () =>
+      yield* eventually("every claimer opened the file", 90, () =>
         Effect.map(Fiber.poll(claimers), (ended) => Option.isSome(ended) || ids.every((id) => fs.existsSync(path.join(barrier, `ready-${id}`)))))
       fs.writeFileSync(path.join(barrier, "go"), "")
       const results = yield* Fiber.join(claimers)
@@ -91,16 +91,6 @@ const exitOf = (worker: { readonly child: ChildProcess; readonly exited: Promise
 const lines = (file: string): ReadonlyArray<string> =>
   fs.existsSync(file) ? fs.readFileSync(file, "utf8").split("\n").filter((l) => l !== "") : []
 
-const eventually = (what: string, check: () => boolean | Effect.Effect<boolean, unknown>) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 1800; i++) {
-      const result = check()
-      if (typeof result === "boolean" ? result : yield* result) return
-      yield* Effect.sleep(Duration.millis(50))
-    }
-    return yield* Effect.dieMessage(`timed out waiting until ${what}`)
-  })
-
 const openQueue = (filename: string) =>
   Effect.map(Layer.build(SqliteStore.layer({ filename, busyTimeout: "30 seconds" })), (context) => Context.get(context, TaskQueue.TaskQueue))
 
@@ -112,13 +102,13 @@ describe("Workers in separate processes on one SQLite file", () => {
       const queue = yield* openQueue(filename)
       const task = yield* queue.enqueue({ workflow: "order", input: { customer: "c1" }, tenant })
       const a = yield* startWorker(filename, effectsFile, "A", "closed")
-      yield* eventually("A waits in the pack step", () => lines(effectsFile).includes("waiting:A"))
+      yield* eventually("A waits in the pack step", 90, () => lines(effectsFile).includes("waiting:A"))
       a.child.kill("SIGKILL")
       expect(yield* exitOf(a)).toBe(null)
       expect(yield* queue.get(tenant.tenantId, task.taskId)).toMatchObject({ status: "running", workerId: "A" })
 
       const b = yield* startWorker(filename, effectsFile, "B", "open")
-      yield* eventually("B completed the task", () => Effect.map(queue.get(tenant.tenantId, task.taskId), (t) => t.status === "completed"))
+      yield* eventually("B completed the task", 90, () => Effect.map(queue.get(tenant.tenantId, task.taskId), (t) => t.status === "completed"))
       expect(yield* queue.get(tenant.tenantId, task.taskId)).toMatchObject({ outcome: { _tag: "completed", output: "shipped to c1" } })
       expect(lines(effectsFile)).toEqual([`charge:c1:task:${task.taskId}/tool:0`, "reserve", "waiting:A", "pack", "ship"])
       b.child.kill("SIGTERM")
@@ -132,7 +122,7 @@ describe("Workers in separate processes on one SQLite file", () => {
       const queue = yield* openQueue(filename)
       const task = yield* queue.enqueue({ workflow: "order", input: { customer: "c2" }, tenant })
       const a = yield* startWorker(filename, effectsFile, "A", "closed")
-      yield* eventually("A waits in the pack step", () => lines(effectsFile).includes("waiting:A"))
+      yield* eventually("A waits in the pack step", 90, () => lines(effectsFile).includes("waiting:A"))
       a.child.kill("SIGTERM")
       expect(yield* exitOf(a)).toBe(0)
       const released = yield* queue.get(tenant.tenantId, task.taskId)
@@ -140,7 +130,7 @@ describe("Workers in separate processes on one SQLite file", () => {
       expect(released.workerId).toBeUndefined()
 
       const b = yield* startWorker(filename, effectsFile, "B", "open")
-      yield* eventually("B completed the task", () => Effect.map(queue.get(tenant.tenantId, task.taskId), (t) => t.status === "completed"))
+      yield* eventually("B completed the task", 90, () => Effect.map(queue.get(tenant.tenantId, task.taskId), (t) => t.status === "completed"))
       expect(lines(effectsFile)).toEqual([`charge:c2:task:${task.taskId}/tool:0`, "reserve", "waiting:A", "pack", "ship"])
       b.child.kill("SIGTERM")
       expect(yield* exitOf(b)).toBe(0)
