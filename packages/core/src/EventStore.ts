@@ -131,7 +131,7 @@ export const fenceOf = (request: AppendRequest): number | undefined =>
 
 /**
  * The `OwnershipLost` of a request whose run has a newer owner, given the run's current owner epoch; undefined
- * otherwise (a claim that lost the race for its own epoch is a `SequenceConflict`, as any two writers racing).
+ * otherwise (a claim that lost the race for its own epoch is a `SequenceConflict`, like two writers racing).
  */
 export const fenced = (request: AppendRequest, currentEpoch: number): OwnershipLost | undefined => {
   if (request.ownerEpoch === undefined || currentEpoch <= request.ownerEpoch) return undefined
