@@ -7,6 +7,7 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { AssistantMessage, ChatMessage, Usage } from "./Chat.js"
+import { exactGuard } from "./internal/exactGuard.js"
 import { Json } from "./Json.js"
 import { TenantContext } from "./Tenant.js"
 
@@ -179,7 +180,12 @@ const schemaPayload = Schema.decodeUnknownEither(EventPayload)
 
 /** Decodes a payload read back from a store (the parsed JSON of what `append` wrote); the error says why not. */
 export const decodePayload = (json: unknown): Either.Either<EventPayload, string> =>
-  Either.mapLeft(schemaPayload(json), (error) => ParseResult.TreeFormatter.formatErrorSync(error))
+  isExactPayload(json)
+    ? Either.right(json)
+    : Either.mapLeft(schemaPayload(json), (error) => ParseResult.TreeFormatter.formatErrorSync(error))
+
+/** A parsed payload that decoding would return unchanged: used as it is (see `exactGuard`). */
+const isExactPayload = exactGuard(EventPayload)
 
 /** Lifecycle of a run, kept by the store from the events it appends. */
 export const RunStatus = Schema.Literal("running", "paused", "completed", "failed", "needs_reconciliation")

@@ -12,6 +12,7 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type { ToolSpec } from "./Chat.js"
 import { InvalidToolArguments, PolicyDenied, ToolError, WaitingOnRun } from "./Errors.js"
+import { decodeExact, encodeExact } from "./internal/exactGuard.js"
 import * as Json from "./Json.js"
 import type { TenantContext } from "./Tenant.js"
 
@@ -154,10 +155,10 @@ export const make = <Args, ArgsEncoded, Result = Json.Json, ResultEncoded = Json
   }
   const name = options.name
   const success: Schema.Schema<Result, ResultEncoded> | Schema.Schema<Json.Json> = options.success ?? Json.Json
-  const decodeArgs = Schema.decodeUnknownEither(options.parameters)
-  const encodeArgs = Schema.encodeEither(options.parameters)
+  const decodeArgs = decodeExact(options.parameters)
+  const encodeArgs = encodeExact(options.parameters)
   const encodeResult = Schema.encodeEither(success as Schema.Schema<Result, unknown>)
-  const decodeResult = Schema.decodeUnknownEither(success as Schema.Schema<Result, unknown>)
+  const decodeResult = decodeExact(success as Schema.Schema<Result, unknown>)
   const timeout = options.timeout === undefined ? undefined : Duration.decode(options.timeout)
   const invalid = (path: string, reason: string) => new InvalidToolArguments({ tool: name, path, reason })
   return {
@@ -188,6 +189,8 @@ export const make = <Args, ArgsEncoded, Result = Json.Json, ResultEncoded = Json
           return invalid(issue.path, issue.reason)
         }),
         (encoded) => {
+          // Plain JSON is written as it is; anything else is copied to JSON first, or refused with the reason.
+          if (Json.isJson(encoded)) return Either.right(JSON.stringify(encoded))
           const checked = Json.fromUnknown(encoded)
           return checked.ok ? Either.right(JSON.stringify(checked.json)) : Either.left(invalid("$", checked.error))
         }

@@ -37,6 +37,7 @@ import type {
   WorkflowContext
 } from "../Workflow.js"
 import { canonicalJson, GENESIS_HASH, newEventHash, sha256 } from "./hash.js"
+import { decodeExact } from "./exactGuard.js"
 
 export interface Deps {
   readonly store: EventStore.Service
@@ -770,7 +771,7 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
       if (recorded !== undefined) {
         const first = recorded[0]!.payload
         if (first._tag !== "StepCompleted" || first.name !== name) return yield* mismatch(stepKey, recorded, actual)
-        const value = Schema.decodeUnknownEither(schema)(first.value)
+        const value = decodeExact(schema)(first.value)
         if (Either.isLeft(value)) {
           return yield* fault(new Errors.InvalidInput({ what: `logged value of step "${name}" (${stepKey})`, reason: firstIssue(value.left).reason }))
         }
