@@ -32,7 +32,9 @@ export const ModelRequested = Schema.TaggedStruct("ModelRequested", {
   tools: Schema.Array(Schema.String),
   /** Hash of the request as the code built it; replay compares it to detect divergence. */
   requestHash: Schema.String,
-  outputSchema: Schema.optional(Json)
+  outputSchema: Schema.optional(Json),
+  /** The output token cap sent: the request's own, or the one the budget's estimate assumed (the reply's cost is capped by it). */
+  maxOutputTokens: Schema.optional(Schema.Number)
 })
 
 export const ModelCompleted = Schema.TaggedStruct("ModelCompleted", {

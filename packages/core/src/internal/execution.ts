@@ -390,7 +390,8 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
         messages: sent.messages,
         tools: sent.tools.map((t) => t.name),
         requestHash,
-        ...(sent.outputFormat === undefined ? {} : { outputSchema: sent.outputFormat.schema })
+        ...(sent.outputFormat === undefined ? {} : { outputSchema: sent.outputFormat.schema }),
+        ...(sent.maxOutputTokens === undefined ? {} : { maxOutputTokens: sent.maxOutputTokens })
       })
       let sent = request
       for (const interceptor of deps.interceptors) {
@@ -426,6 +427,8 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
           })
           return yield* budgetExceeded(key, "before_call", [requested(sent), ...notes])
         }
+        // The reply may not cost more than the estimate: the output tokens it assumed are sent as the model's cap.
+        if (sent.maxOutputTokens === undefined) sent = { ...sent, maxOutputTokens: outputTokens }
       }
       const generated = yield* Effect.either(deps.model.generate(sent))
       if (Either.isLeft(generated)) {
