@@ -13,6 +13,7 @@ import * as Schema from "effect/Schema"
 import type { ToolSpec } from "./Chat.js"
 import { InvalidToolArguments, PolicyDenied, ToolError, WaitingOnRun } from "./Errors.js"
 import { decodeExact, encodeExact } from "./internal/exactGuard.js"
+import type { Lease } from "./Lease.js"
 import * as Json from "./Json.js"
 import type { TenantContext } from "./Tenant.js"
 
@@ -30,6 +31,11 @@ export interface ToolContext {
   readonly fence: number
   /** Aborted when this execution loses the run (its lease ran out or was taken over, or a newer owner wrote). */
   readonly signal: AbortSignal
+  /**
+   * This execution's hold on the run, to hand to a run the handler drives (a sub-agent's): that run's handlers then
+   * start only while this execution still holds its own (`expiresAt` is its caller's lease, or never without one).
+   */
+  readonly lease: Lease
 }
 
 /** A registered tool. `Args` is the decoded argument type, `Result` what the handler returns. */

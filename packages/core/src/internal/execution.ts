@@ -208,6 +208,8 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
     if (lease.signal.aborted) lost()
     else lease.signal.addEventListener("abort", lost, { once: true })
   }
+  /** The hold this execution passes on to the runs its handlers drive: its caller's expiry, and its own signal. */
+  const heldLease: Lease = { expiresAt: () => lease?.expiresAt() ?? Number.POSITIVE_INFINITY, signal: ownership.signal }
   /** Fails when this execution may no longer own the run: nothing may start in its name. */
   const checkOwnership = (tool: string): Effect.Effect<void> =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
@@ -495,7 +497,7 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
   const runHandler = (tool: Tool, args: unknown, key: string, idempotencyKey: string, info: ToolCallInfo, notes: Array<EventPayload>) =>
     Effect.gen(function*() {
       yield* checkOwnership(tool.name)
-      const handlerContext = { runId, tenant, idempotencyKey, stepKey: key, fence: options.ownerEpoch, signal: ownership.signal }
+      const handlerContext = { runId, tenant, idempotencyKey, stepKey: key, fence: options.ownerEpoch, signal: ownership.signal, lease: heldLease }
       const result = yield* Effect.either(tool.invoke(args, handlerContext))
       const encoded = Either.flatMap(result, (r) => tool.encodeResult(r))
       if (Either.isLeft(encoded)) {
