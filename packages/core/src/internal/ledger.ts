@@ -116,3 +116,12 @@ export const readVerified = (store: EventStore.Service, auditKey: string | undef
     }
     return events
   })
+
+/** The last event of a log with payload `tag`, with its payload typed. */
+export const lastOf = <T extends EventPayload["_tag"]>(events: ReadonlyArray<Event>, tag: T) => {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i]!
+    if (e.payload._tag === tag) return { event: e, payload: e.payload as Extract<EventPayload, { _tag: T }> }
+  }
+  return undefined
+}

@@ -52,20 +52,21 @@ const failureOf = (p: Extract<EventPayload, { _tag: "ToolFailed" }>, requested: 
   }
 }
 
+/** The outcome a tool step's events record, if they record one. */
+const outcomeOf = (recorded: ReadonlyArray<Event>, availableTools: () => ReadonlyArray<string>): ToolOutcome | undefined => {
+  const requested = recorded[0]!.payload
+  if (requested._tag !== "ToolRequested") return undefined
+  for (let i = recorded.length - 1; i >= 1; i--) {
+    const p = recorded[i]!.payload
+    if (p._tag === "ToolCompleted") return { ok: true, json: p.result }
+    if (p._tag === "ToolFailed") return failureOf(p, requested, availableTools())
+  }
+  return undefined
+}
+
 export const make = (env: StepEnv) => {
   const { deps, tenant, runId } = env
   const availableTools = () => deps.tools.list().map((t) => t.name)
-
-  const outcomeOf = (recorded: ReadonlyArray<Event>): ToolOutcome | undefined => {
-    const requested = recorded[0]!.payload
-    if (requested._tag !== "ToolRequested") return undefined
-    for (let i = recorded.length - 1; i >= 1; i--) {
-      const p = recorded[i]!.payload
-      if (p._tag === "ToolCompleted") return { ok: true, json: p.result }
-      if (p._tag === "ToolFailed") return failureOf(p, requested, availableTools())
-    }
-    return undefined
-  }
 
   /** Runs the handler again for a logged request, with its logged arguments and idempotency key. */
   const rerun = (tool: Tool, key: string, first: Extract<EventPayload, { _tag: "ToolRequested" }>): Effect.Effect<ToolOutcome> => {
@@ -170,7 +171,7 @@ export const make = (env: StepEnv) => {
       if (first._tag !== "ToolRequested" || first.tool !== call.name || (call.toolCallId === undefined && !sameArguments(first.arguments, call.arguments))) {
         return env.mismatch(key, recorded, actual())
       }
-      const outcome = outcomeOf(recorded)
+      const outcome = outcomeOf(recorded, availableTools)
       return outcome !== undefined ? Effect.succeed(outcome) : inDoubt(call, key, recorded, toolOf())
     })
 }
