@@ -5,6 +5,7 @@
  */
 export * as Artana from "./Artana.js"
 export * as Chat from "./Chat.js"
+export * as ChatLoop from "./ChatLoop.js"
 export * as Errors from "./Errors.js"
 export * as Event from "./Event.js"
 export * as EventStore from "./EventStore.js"
