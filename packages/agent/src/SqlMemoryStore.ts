@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { Errors, SqlMigrations } from "@artana/core"
+import { Errors, SqlErrors, SqlMigrations } from "@artana/core"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
@@ -135,7 +135,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, Errors.Store
     const t = tables(options)
     const entries = sql(t.entries)
     const ops = sql(t.ops)
-    const failWith = (operation: string) => (error: SqlError) => Effect.fail(SqlMigrations.storeError(operation, error))
+    const failWith = (operation: string) => (error: SqlError) => Effect.fail(SqlErrors.storeError(operation, error))
 
     /**
      * Claims an idempotency key inside the transaction: the write that inserts the ledger row does the work; a
@@ -172,7 +172,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, Errors.Store
           yield* sql`UPDATE ${ops} SET result = ${JSON.stringify(Schema.encodeSync(schema)(result))} WHERE tenant_id = ${scope.tenantId} AND op_key = ${key}`
           return { result }
         })).pipe(
-          SqlMigrations.transactionDefects,
+          SqlErrors.transactionDefects,
           Effect.catchIf((error): error is SqlError => error instanceof SqlError, failWith(operation))
         )
         if ("result" in outcome) return outcome.result

@@ -4,34 +4,28 @@
  *
  * @since 0.1.0
  */
-import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type * as ParseResult from "effect/ParseResult"
-import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import { AssistantMessage, ChatMessage, Usage } from "./Chat.js"
 import * as Errors from "./Errors.js"
-import { type Event, type EventPayload, RUN_STEP_KEY, type RunInfo, type WaitingOn } from "./Event.js"
-import { EventStore, lineageCostUsd, reconciliationPath } from "./EventStore.js"
-import * as Execution from "./internal/execution.js"
-import { canonicalJson } from "./internal/hash.js"
+import type { Event, RunInfo, WaitingOn } from "./Event.js"
+import { EventStore, lineageCostUsd } from "./EventStore.js"
+import type * as Execution from "./internal/execution.js"
+import { readVerified } from "./internal/ledger.js"
+import { reconcile } from "./internal/reconcile.js"
+import { continueRun, type Runtime, startRun } from "./internal/runs.js"
 import * as Json from "./Json.js"
 import type { Lease } from "./Lease.js"
 import { Middleware } from "./Middleware.js"
 import { ModelPort } from "./ModelPort.js"
 import * as Pricing from "./Pricing.js"
-import * as Tasks from "./internal/taskQueue.js"
-import { TaskQueue, type Service as TaskQueueService } from "./TaskQueue.js"
+import { TaskQueue } from "./TaskQueue.js"
 import type { TenantContext } from "./Tenant.js"
-import { firstIssue } from "./Tool.js"
 import { ToolRegistry } from "./ToolRegistry.js"
 import { type Head, verifyEvents, type VerifyReport } from "./Verify.js"
 import * as Workflow from "./Workflow.js"
@@ -148,23 +142,6 @@ export interface Options extends Pricing.Options {
   readonly enforceBudget?: boolean | undefined
 }
 
-const errorTag = (e: unknown): string => (Predicate.hasProperty(e, "_tag") && typeof e._tag === "string" ? e._tag : "Error")
-const errorMessage = (e: unknown): string => (e instanceof Error ? e.message : typeof e === "string" ? e : JSON.stringify(e) ?? String(e))
-
-const toJson = (what: string, encoded: Either.Either<unknown, ParseResult.ParseError>) => {
-  if (Either.isLeft(encoded)) return Either.left(new Errors.InvalidInput({ what, reason: firstIssue(encoded.left).reason }))
-  const checked = Json.fromUnknown(encoded.right)
-  return checked.ok ? Either.right(checked.json) : Either.left(new Errors.InvalidInput({ what, reason: checked.error }))
-}
-
-const lastOf = <T extends EventPayload["_tag"]>(events: ReadonlyArray<Event>, tag: T) => {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const e = events[i]!
-    if (e.payload._tag === tag) return { event: e, payload: e.payload as Extract<EventPayload, { _tag: T }> }
-  }
-  return undefined
-}
-
 const chatOutput = <A, I>(outputSchema: Schema.Schema<A, I> | undefined) =>
   Schema.Struct({
     output: outputSchema ?? Schema.Unknown,
@@ -173,6 +150,23 @@ const chatOutput = <A, I>(outputSchema: Schema.Schema<A, I> | undefined) =>
     usage: Usage,
     costUsd: Schema.Number
   })
+
+/** The workflow of `Kernel.chat`: one chat over the messages it is given. */
+const chatWorkflow = <A, I>(chatOptions: Workflow.ChatOptions<A, I>) =>
+  Workflow.make({
+    name: "artana.chat",
+    input: Schema.Struct({ messages: Schema.Array(ChatMessage) }),
+    output: chatOutput(chatOptions.outputSchema),
+    run: (input, ctx) => ctx.chat({ ...chatOptions, messages: input.messages })
+  })
+
+/** The workflow of `Kernel.callTool`: one call of a registered tool. */
+const callToolWorkflow = Workflow.make({
+  name: "artana.callTool",
+  input: Schema.Struct({ tool: Schema.String, args: Json.Json }),
+  output: Json.Json,
+  run: (input, ctx) => Effect.map(ctx.tool(input.tool, input.args), (r) => r as Json.Json)
+})
 
 /** Builds the kernel from its ports. */
 export const make = (options: Options = {}) =>
@@ -198,176 +192,7 @@ export const make = (options: Options = {}) =>
 
     const lineageSpend = (tenantId: string, rootRunId: string) =>
       Effect.map(store.listRuns(tenantId, { rootRunId }), lineageCostUsd)
-
-    /** Runs the code of an execution and turns how it ended into a result or an error. */
-    const drive = <I, O, E>(
-      workflow: Workflow.Workflow<I, O, E>,
-      exec: Execution.Execution,
-      input: I,
-      mode: "live" | "replay",
-      recordedOutput: Json.Json | undefined
-    ): Effect.Effect<RunResult<O>, E | KernelError> =>
-      Effect.gen(function*() {
-        const runId = exec.context.runId
-        const exit = yield* Effect.exit(workflow.run(input, exec.context))
-        const halted = exec.halted()
-        if (halted !== undefined) {
-          switch (halted._tag) {
-            case "Paused":
-              return { status: "paused", runId, ticket: halted.ticket, reason: halted.reason } as const
-            case "NeedsReconciliation":
-              return {
-                status: "needs_reconciliation",
-                runId,
-                stepKey: halted.stepKey,
-                tool: halted.tool,
-                ...(halted.waitingOn === undefined ? {} : { waitingOn: halted.waitingOn })
-              } as const
-            case "Fault":
-              return yield* Effect.fail(halted.error)
-            case "Failed":
-              if (mode === "live") {
-                yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunFailed", errorTag: halted.error._tag, error: halted.error.message }])
-              }
-              return yield* Effect.fail(halted.error)
-          }
-        }
-        if (Exit.isSuccess(exit)) {
-          const next = exec.unconsumed()
-          if (next !== undefined) {
-            return yield* new Errors.NonDeterminism({ runId, stepKey: next, expected: exec.describeKey(next), actual: "the end of the code" })
-          }
-          const output = toJson("workflow output", workflow.encodeOutput(exit.value))
-          if (Either.isLeft(output)) return yield* output.left
-          if (mode === "replay") {
-            if (recordedOutput !== undefined && canonicalJson(recordedOutput) !== canonicalJson(output.right)) {
-              return yield* new Errors.NonDeterminism({ runId, stepKey: RUN_STEP_KEY, expected: `output ${canonicalJson(recordedOutput)}`, actual: `output ${canonicalJson(output.right)}` })
-            }
-          } else {
-            yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunCompleted", output: output.right }])
-          }
-          return { status: "completed", runId, output: exit.value } as const
-        }
-        const failure = Cause.failureOption(exit.cause)
-        if (Option.isSome(failure) && mode === "live") {
-          yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunFailed", errorTag: errorTag(failure.value), error: errorMessage(failure.value) }])
-        }
-        // Defects (bugs in the code) are not written: fix the code and resume, as with Temporal's task failures.
-        return yield* Effect.failCause(exit.cause)
-      })
-
-    /**
-     * A run's log, verified as it is read: each event's hash over its stored bytes, the links, and the run record's
-     * head. A log cut before that head is `InvalidRunState` (truncated), as before; any other break is `LogTampered`.
-     */
-    const readVerified = (info: RunInfo) =>
-      Effect.gen(function*() {
-        const events = yield* store.readEvents(info.tenantId, info.runId)
-        // The log ends before the head the run's record vouches for: events were removed (by hand, or a partial
-        // restore). Going on would run the removed steps again, side effects included, and hide the cut.
-        const logEnd = events.length === 0 ? 0 : events[events.length - 1]!.seq
-        if (info.headSeq > logEnd) {
-          return yield* new Errors.InvalidRunState({
-            runId: info.runId,
-            status: `truncated (its log ends at seq ${logEnd}, its run record at seq ${info.headSeq})`,
-            expected: `a whole log (restore the missing events; \`artana verify ${info.runId}\` shows where the log breaks)`
-          })
-        }
-        const report = verifyEvents(info.runId, events, {
-          auditKey: deps.auditKey,
-          heads: [{ source: "store's run record", seq: info.headSeq, hash: info.headHash }],
-          record: info
-        })
-        if (!report.ok) {
-          return yield* new Errors.LogTampered({ runId: info.runId, seq: report.firstBrokenSeq ?? 0, reason: report.reason ?? "broken" })
-        }
-        return events
-      })
-
-    /** Continues an existing run: returns its settled state, or replays its log and drives its code on. */
-    const continueRun = <I, O, E>(
-      workflow: Workflow.Workflow<I, O, E>,
-      info: RunInfo,
-      mode: "live" | "replay",
-      response: { readonly payload: unknown } | undefined,
-      lease?: Lease | undefined
-    ): Effect.Effect<RunResult<O>, E | KernelError> =>
-      Effect.gen(function*() {
-        const events = yield* readVerified(info)
-        const started = events[0]?.payload
-        if (started === undefined || started._tag !== "RunStarted") {
-          return yield* new Errors.StoreError({ operation: "readEvents", reason: `run ${info.runId} has no RunStarted event` })
-        }
-        if (started.workflow !== workflow.name) {
-          return yield* new Errors.NonDeterminism({ runId: info.runId, stepKey: RUN_STEP_KEY, expected: `workflow "${started.workflow}"`, actual: `workflow "${workflow.name}"` })
-        }
-        const recordedOutput = lastOf(events, "RunCompleted")?.payload.output
-        // Why this execution takes the run over, when it must claim it first.
-        let resumed: string | undefined = info.status === "running" ? "recovery: the run was left running" : undefined
-        if (mode === "live") {
-          switch (info.status) {
-            case "completed": {
-              const output = workflow.decodeOutput(recordedOutput)
-              if (Either.isLeft(output)) return yield* new Errors.InvalidInput({ what: `logged output of run ${info.runId}`, reason: firstIssue(output.left).reason })
-              return { status: "completed", runId: info.runId, output: output.right } as const
-            }
-            case "failed": {
-              const failed = lastOf(events, "RunFailed")?.payload
-              return yield* new Errors.RunFailedError({ runId: info.runId, errorTag: failed?.errorTag ?? "Error", reason: failed?.error ?? "unknown" })
-            }
-            case "needs_reconciliation": {
-              const required = lastOf(events, "ReconciliationRequired")
-              const awaited = required?.payload.waitingOn?.[0]
-              if (required !== undefined && awaited !== undefined) {
-                // The step waits on another run in doubt. Once that run is settled, the run goes on (its step runs
-                // again and drives that run on); until then it still waits, and nothing is written.
-                const waitingOn = yield* reconciliationPath(store, info.tenantId, awaited.runId)
-                if (waitingOn.length === 0) {
-                  resumed = `the run its step ${required.event.stepKey} waited on (${awaited.runId}) no longer needs reconciliation`
-                  break
-                }
-                return { status: "needs_reconciliation", runId: info.runId, stepKey: required.event.stepKey, tool: required.payload.tool, waitingOn } as const
-              }
-              return { status: "needs_reconciliation", runId: info.runId, stepKey: required?.event.stepKey ?? "", tool: required?.payload.tool ?? "" } as const
-            }
-            case "paused": {
-              if (response === undefined) {
-                const pause = lastOf(events, "PauseRequested")?.payload
-                return { status: "paused", runId: info.runId, ticket: pause?.ticket ?? "", reason: pause?.reason ?? "" } as const
-              }
-              break
-            }
-            case "running":
-              if (response !== undefined) {
-                return yield* new Errors.InvalidRunState({ runId: info.runId, status: info.status, expected: "paused (only a paused run takes a response)" })
-              }
-          }
-        }
-        const input = workflow.decodeInput(started.input)
-        if (Either.isLeft(input)) {
-          return yield* new Errors.InvalidInput({ what: `logged input of run ${info.runId}`, reason: firstIssue(input.left).reason })
-        }
-        const exec = Execution.make(deps, {
-          runId: info.runId,
-          rootRunId: info.rootRunId,
-          tenant: started.tenant,
-          log: events,
-          mode,
-          // A replay spends nothing, so it skips the lineage query.
-          spentUsd: mode === "replay" ? 0 : yield* lineageSpend(info.tenantId, info.rootRunId),
-          lineageSpend: lineageSpend(info.tenantId, info.rootRunId),
-          response,
-          // A live execution claims the run with its first batch: from then on, the previous owners are fenced.
-          ownerEpoch: mode === "live" ? info.ownerEpoch + 1 : info.ownerEpoch,
-          claim: mode === "live",
-          lease
-        })
-        if (mode === "live" && resumed !== undefined) {
-          // Claims the run: of two processes resuming it at once, the second fails here before any step.
-          yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunResumed", reason: resumed }])
-        }
-        return yield* drive(workflow, exec, input.right, mode, recordedOutput)
-      })
+    const runtime: Runtime = { deps, lineageSpend }
 
     const findRun = (tenantId: string, runId: string) =>
       Effect.either(store.getRun(tenantId, runId)).pipe(
@@ -384,70 +209,9 @@ export const make = (options: Options = {}) =>
       Effect.gen(function*() {
         const runId = start.runId ?? crypto.randomUUID()
         const existing = yield* findRun(start.tenant.tenantId, runId)
-        if (Option.isSome(existing)) return yield* continueRun(workflow, existing.value, "live", undefined, start.lease)
-        const input = toJson("run input", workflow.encodeInput(start.input))
-        if (Either.isLeft(input)) return yield* input.left
-        let rootRunId = runId
-        if (start.parentRunId !== undefined) {
-          const parent = yield* store.getRun(start.tenant.tenantId, start.parentRunId)
-          rootRunId = parent.rootRunId
-        }
-        const exec = Execution.make(deps, {
-          runId,
-          rootRunId,
-          tenant: start.tenant,
-          log: [],
-          mode: "live",
-          spentUsd: rootRunId === runId ? 0 : yield* lineageSpend(start.tenant.tenantId, rootRunId),
-          lineageSpend: lineageSpend(start.tenant.tenantId, rootRunId),
-          // The run's first owner: its RunStarted creates the run with this epoch.
-          ownerEpoch: 1,
-          lease: start.lease
-        })
-        yield* exec.appendOrFail(RUN_STEP_KEY, [{
-          _tag: "RunStarted",
-          workflow: workflow.name,
-          input: input.right,
-          tenant: start.tenant,
-          ...(start.parentRunId === undefined ? {} : { parentRunId: start.parentRunId, rootRunId })
-        }])
-        return yield* drive(workflow, exec, start.input, "live", undefined)
+        if (Option.isSome(existing)) return yield* continueRun(runtime, workflow, existing.value, "live", undefined, start.lease)
+        return yield* startRun(runtime, workflow, start, runId)
       }).pipe(Effect.withSpan("Kernel.execute", { attributes: { workflow: workflow.name } }))
-
-    /**
-     * Fails with `StepMayBeRunning` while the call in doubt at `stepKey` may still be running where it started: a
-     * worker holds the run's task under a live lease, or the tool's timeout has not passed since its request. A tool
-     * with no timeout, or one this kernel does not know, gives no bound: only the lease is checked for it.
-     */
-    const mayBeRunning = (info: RunInfo, events: ReadonlyArray<Event>, stepKey: string, tool: string) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const refuse = (reason: string, until: number) => new Errors.StepMayBeRunning({ runId: info.runId, stepKey, tool, reason, until })
-        if (Option.isSome(queue)) {
-          const task = yield* findTask(queue.value, info)
-          if (task !== undefined && task.status === "running" && task.leaseExpiresAt !== undefined && task.leaseExpiresAt > now) {
-            return yield* refuse(`worker ${task.workerId ?? "?"} holds its task ${task.taskId} under a lease until ${new Date(task.leaseExpiresAt).toISOString()}`, task.leaseExpiresAt)
-          }
-        }
-        const requested = events.find((e) => e.stepKey === stepKey && e.payload._tag === "ToolRequested")
-        const timeout = deps.tools.get(tool)?.timeout
-        if (requested !== undefined && timeout !== undefined) {
-          const until = requested.timestamp + Duration.toMillis(timeout)
-          if (now < until) {
-            return yield* refuse(`it was requested at ${new Date(requested.timestamp).toISOString()} and its timeout (${Duration.format(timeout)}) has not passed`, until)
-          }
-        }
-      })
-
-    /** The task driving the run, if the run is a task's (its id is `TaskQueue.runIdOf` the task's). */
-    const findTask = (tasks: TaskQueueService, info: RunInfo) => {
-      const taskId = Tasks.taskIdOf(info.runId)
-      if (taskId === undefined) return Effect.succeed(undefined)
-      return tasks.get(info.tenantId, taskId).pipe(
-        Effect.map((task) => (task.runId === info.runId && task.tenantId === info.tenantId ? task : undefined)),
-        Effect.catchTag("TaskNotFound", () => Effect.succeed(undefined))
-      )
-    }
 
     const workflowFor = (info: RunInfo) => {
       const w = workflows.get(info.workflow)
@@ -465,58 +229,18 @@ export const make = (options: Options = {}) =>
           return yield* new Errors.InvalidRunState({ runId: run.runId, status: info.status, expected: "paused (only a paused run takes a response)" })
         }
         const response = info.status === "paused" ? { payload: run.response === undefined ? null : run.response } : undefined
-        return yield* continueRun(workflow, info, "live", response, run.lease)
+        return yield* continueRun(runtime, workflow, info, "live", response, run.lease)
       }),
       replay: (workflow, run) =>
-        Effect.flatMap(store.getRun(run.tenantId, run.runId), (info) => continueRun(workflow, info, "replay", undefined)).pipe(
+        Effect.flatMap(store.getRun(run.tenantId, run.runId), (info) => continueRun(runtime, workflow, info, "replay", undefined)).pipe(
           Effect.withSpan("Kernel.replay")
         ),
       reconcile: Effect.fn("Kernel.reconcile")(function*(run) {
-        const info = yield* store.getRun(run.tenantId, run.runId)
-        if (info.status !== "needs_reconciliation") {
-          return yield* new Errors.InvalidRunState({ runId: run.runId, status: info.status, expected: "needs_reconciliation" })
-        }
-        const events = yield* readVerified(info)
-        const required = lastOf(events, "ReconciliationRequired")
-        const started = events[0]?.payload
-        if (required === undefined || started?._tag !== "RunStarted") {
-          return yield* new Errors.StoreError({ operation: "reconcile", reason: "the log has no ReconciliationRequired event" })
-        }
-        const awaited = required.payload.waitingOn?.[0]
-        if (awaited !== undefined) {
-          // Not in doubt itself: its step waits on another run. The step in doubt is settled there, never here.
-          const path = yield* reconciliationPath(store, run.tenantId, run.runId)
-          const last = path[path.length - 1]
-          const waiting = `waiting at step ${required.event.stepKey} on run ${awaited.runId}`
-          return yield* new Errors.InvalidRunState(
-            last === undefined
-              ? { runId: run.runId, status: `${waiting}, settled since`, expected: `in doubt itself (resume it: its step runs again)` }
-              : {
-                runId: run.runId,
-                status: `${waiting}, whose lineage is in doubt at step ${last.stepKey} (tool ${last.tool}) of run ${last.runId}`,
-                expected: `in doubt itself: reconcile run ${last.runId} at step ${last.stepKey}, then resume run ${run.runId}`
-              }
-          )
-        }
-        if (run.stepKey !== undefined && run.stepKey !== required.event.stepKey) {
-          return yield* new Errors.InvalidRunState({
-            runId: run.runId,
-            status: `in doubt at step ${required.event.stepKey}`,
-            expected: `in doubt at step ${run.stepKey}`
-          })
-        }
-        if (run.force !== true) yield* mayBeRunning(info, events, required.event.stepKey, required.payload.tool)
-        // Written as the run's current owner, without claiming it: an execution that claims it meanwhile wins.
-        const exec = Execution.make(deps, { runId: run.runId, rootRunId: info.rootRunId, tenant: started.tenant, log: events, mode: "live", spentUsd: 0, ownerEpoch: info.ownerEpoch })
-        const tool = required.payload.tool
-        const payload: EventPayload = run.outcome.ok
-          ? { _tag: "ToolCompleted", tool, result: run.outcome.result, reconciled: true }
-          : { _tag: "ToolFailed", tool, kind: "tool_error", error: run.outcome.error, reconciled: true }
-        yield* exec.appendOrFail(required.event.stepKey, [payload])
+        return yield* reconcile(runtime, queue, run)
       }),
       readEvents: (run) =>
         Effect.flatMap(store.getRun(run.tenantId, run.runId), (info) =>
-          Effect.catchTag(readVerified(info), "InvalidRunState", (cut) =>
+          Effect.catchTag(readVerified(store, deps.auditKey, info), "InvalidRunState", (cut) =>
             Effect.fail(new Errors.LogTampered({ runId: run.runId, seq: info.headSeq, reason: cut.status })))).pipe(
           Effect.withSpan("Kernel.readEvents")
         ),
@@ -534,27 +258,13 @@ export const make = (options: Options = {}) =>
       }),
       chat: <A, I>(options: ChatRunOptions<A, I>) => {
         const { runId, tenant, ...chatOptions } = options
-        const workflow = Workflow.make({
-          name: "artana.chat",
-          input: Schema.Struct({ messages: Schema.Array(ChatMessage) }),
-          output: chatOutput(chatOptions.outputSchema),
-          run: (input, ctx) => ctx.chat({ ...chatOptions, messages: input.messages })
-        })
-        return execute(workflow, { runId, tenant, input: { messages: chatOptions.messages } }) as Effect.Effect<
+        return execute(chatWorkflow(chatOptions), { runId, tenant, input: { messages: chatOptions.messages } }) as Effect.Effect<
           RunResult<Workflow.ChatResult<A>>,
           Workflow.ChatError | KernelError
         >
       },
       callTool: (options) =>
-        execute(
-          Workflow.make({
-            name: "artana.callTool",
-            input: Schema.Struct({ tool: Schema.String, args: Json.Json }),
-            output: Json.Json,
-            run: (input, ctx) => Effect.map(ctx.tool(input.tool, input.args), (r) => r as Json.Json)
-          }),
-          { runId: options.runId, tenant: options.tenant, input: { tool: options.tool, args: options.args } }
-        )
+        execute(callToolWorkflow, { runId: options.runId, tenant: options.tenant, input: { tool: options.tool, args: options.args } })
     }
     return service
   })

@@ -21,7 +21,7 @@ import { type BatchSummary, decodePayload as decodeEventPayload, type Event, Eve
 import { type AppendRequest, EventStore, fenced, fenceOf, invalidBatch, type ListRunsFilter, newRunInfo, type Service } from "./EventStore.js"
 import { GENESIS_HASH, StoredEvent, storedPayload } from "./internal/hash.js"
 import * as SqlMigrations from "./SqlMigrations.js"
-import { causeText, errorCode, retryWhile, storeError, transactionDefects } from "./SqlMigrations.js"
+import { causeText, errorCode, retryWhile, storeError, transactionDefects } from "./SqlErrors.js"
 
 /** Options of the SQL event store. */
 export interface Options {

@@ -8,13 +8,12 @@
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { SqlError } from "@effect/sql/SqlError"
+import type { SqlError } from "@effect/sql/SqlError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
-import * as Predicate from "effect/Predicate"
 import * as Schedule from "effect/Schedule"
-import { SchemaMismatch, StoreError } from "./Errors.js"
+import { SchemaMismatch, type StoreError } from "./Errors.js"
+import { sqliteBusy, storeError, transactionDefects } from "./SqlErrors.js"
 
 /** One migration: idempotent statements (`CREATE ... IF NOT EXISTS`), run on the `SqlClient` in context. */
 export type Migration = Effect.Effect<void, SqlError, SqlClient.SqlClient>
@@ -56,34 +55,6 @@ export const checkPrefix = (prefix: string | undefined): string => {
   }
   return value
 }
-
-/** The text of a driver error's cause. */
-export const causeText = (cause: unknown): string =>
-  Predicate.hasProperty(cause, "message") && typeof cause.message === "string" ? cause.message : String(cause)
-
-/** A driver failure as the `StoreError` callers see, naming the operation. */
-export const storeError = (operation: string, error: SqlError): StoreError =>
-  new StoreError({ operation, reason: causeText(error.cause ?? error), cause: error.cause ?? error })
-
-/**
- * `withTransaction` turns a failed COMMIT or ROLLBACK into a defect; for a store that is a driver failure like any
- * other, so it is put back in the error channel.
- */
-export const transactionDefects = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
-  Effect.catchSomeDefect(effect, (defect) => (defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none()))
-
-/** The driver's error code (`SQLITE_BUSY`, `23505`, ...), or "". */
-export const errorCode = (error: SqlError): string =>
-  Predicate.hasProperty(error.cause, "code") && typeof error.cause.code === "string" ? error.cause.code : ""
-
-const sqliteBusy = (error: SqlError): boolean => errorCode(error).startsWith("SQLITE_BUSY")
-
-/**
- * `effect`, run again at once while it fails with an error `again` accepts, at most `times` more times. The retry
- * is built when a failure comes, not on every call as `Effect.retry`'s schedule is: for statements on a hot path.
- */
-export const retryWhile = <A, E, R>(effect: Effect.Effect<A, E, R>, again: (error: E) => boolean, times: number): Effect.Effect<A, E, R> =>
-  times === 0 ? effect : Effect.catchIf(effect, again, () => retryWhile(effect, again, times - 1))
 
 const ordered = (migrations: Readonly<Record<string, Migration>>): ReadonlyArray<readonly [string, Migration]> =>
   Object.entries(migrations).sort(([a], [b]) => versionOf(a) - versionOf(b))

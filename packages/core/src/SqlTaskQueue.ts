@@ -24,7 +24,7 @@ import { type SchemaMismatch, StoreError } from "./Errors.js"
 import * as Tasks from "./internal/taskQueue.js"
 import * as Json from "./Json.js"
 import * as SqlMigrations from "./SqlMigrations.js"
-import { transactionDefects } from "./SqlMigrations.js"
+import { storeError as sqlStoreError, transactionDefects } from "./SqlErrors.js"
 import {
   type EnqueueRequest,
   InvalidTask,
@@ -65,7 +65,7 @@ const tableNames = (options: Options) => {
 // --- errors --------------------------------------------------------------------------------------------------
 
 const storeError = (operation: string) => (error: SqlError): Effect.Effect<never, StoreError> =>
-  Effect.fail(SqlMigrations.storeError(`TaskQueue.${operation}`, error))
+  Effect.fail(sqlStoreError(`TaskQueue.${operation}`, error))
 
 // --- rows ----------------------------------------------------------------------------------------------------
 

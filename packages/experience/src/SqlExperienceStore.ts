@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { Errors, SqlMigrations } from "@artana/core"
+import { Errors, SqlErrors, SqlMigrations } from "@artana/core"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Clock from "effect/Clock"
@@ -94,7 +94,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, Errors.Store
     const rulesTable = sql(t.rules)
     const appliedTable = sql(t.applied)
 
-    const failed = (operation: string) => (error: SqlError) => Effect.fail(SqlMigrations.storeError(`ExperienceStore.${operation}`, error))
+    const failed = (operation: string) => (error: SqlError) => Effect.fail(SqlErrors.storeError(`ExperienceStore.${operation}`, error))
     const read = (operation: string, rows: ReadonlyArray<unknown>) =>
       decodeRows(rows).pipe(
         Effect.map((decoded) => decoded.map(fromRow)),
@@ -146,7 +146,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, Errors.Store
             }
           }
           return yield* byIds(tenantIds, prepared.map((r) => r.ruleId))
-        })).pipe(SqlMigrations.transactionDefects, Effect.catchTag("SqlError", failed("saveRules")))
+        })).pipe(SqlErrors.transactionDefects, Effect.catchTag("SqlError", failed("saveRules")))
         const byId = new Map(stored.map((r) => [r.ruleId, r]))
         return prepared.map((r) => byId.get(r.ruleId)!)
       }).pipe(Effect.withSpan("SqlExperienceStore.saveRules"))
@@ -172,7 +172,7 @@ ORDER BY (success_count - fail_count) DESC, success_count DESC, rule_id ASC LIMI
             yield* sql`UPDATE ${rulesTable} SET ${column} = ${column} + 1, updated_at = ${now} WHERE rule_id = ${ruleId} AND tenant_id = ${tenantId}`
           }
           return yield* byIds([tenantId], [ruleId])
-        })).pipe(SqlMigrations.transactionDefects, Effect.catchTag("SqlError", failed("reinforce")))
+        })).pipe(SqlErrors.transactionDefects, Effect.catchTag("SqlError", failed("reinforce")))
         const [rule] = rows
         if (rule === undefined) return yield* new RuleNotFound({ tenantId, ruleId })
         return rule

@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { Errors, EventStore, SqlEventStore, SqlMigrations, SqlTaskQueue, type TaskQueue } from "@artana/core"
+import { Errors, EventStore, SqlErrors, SqlEventStore, SqlTaskQueue, type TaskQueue } from "@artana/core"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
@@ -364,7 +364,7 @@ const preparedStatements = (
     client,
     // The connection that lost its statement is dropped each time; every pooled connection may have lost it.
     execute: (text, params) =>
-      SqlMigrations.retryWhile(run(text, params), (error) => SqlMigrations.errorCode(error) === LOST_STATEMENT, LOST_RETRIES)
+      SqlErrors.retryWhile(run(text, params), (error) => SqlErrors.errorCode(error) === LOST_STATEMENT, LOST_RETRIES)
   }
 }
 

@@ -4,7 +4,7 @@
  * with explicit step keys: `turn:<n>` (model), `turn:<n>/tool:<i>`, `turn:<n>/section:<name>`, `compaction:<k>`,
  * `finish:<extension>:<name>`.
  */
-import { Chat, Errors, Json, Tenant, Tool, Workflow } from "@artana/core"
+import { Chat, ChatLoop, Errors, Json, Tenant, Tool, Workflow } from "@artana/core"
 import type { Kernel, ModelPort } from "@artana/core"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -121,11 +121,6 @@ const subAgentTool = (sub: SubAgent.SubAgentTool, env: Env, parentModel: string)
 /** The tools' specs as a message, so that counting the prompt counts what the tools take too. */
 const toolsMessage = (tools: ReadonlyArray<Tool.Tool>): ChatMessage => Chat.system(JSON.stringify(tools.map((t) => t.spec)))
 
-const emptyUsage = () => ({ inputTokens: 0, outputTokens: 0, cachedInputTokens: 0 })
-
-const decodeFailureMessage = (reason: string) =>
-  `Your answer did not match the required JSON schema: ${reason}. Answer again with JSON only.`
-
 /**
  * The agent as a workflow for one output schema. `env` gives the services its runs use; the workflow closes over
  * them, as core's workflows have no requirements of their own.
@@ -190,17 +185,9 @@ const loop = <A, I>(
       }
     }
     const previous = new Map<string, string>()
-    const usage = emptyUsage()
-    let costUsd = 0
+    // Usage and cost of every step: the turns' model steps and the compactions' summaries.
+    const tally = ChatLoop.tally()
     let compactions = 0
-    let decodeFailures = 0
-
-    const account = (step: { readonly usage: Chat.Usage; readonly costUsd: number }) => {
-      usage.inputTokens += step.usage.inputTokens
-      usage.outputTokens += step.usage.outputTokens
-      usage.cachedInputTokens += step.usage.cachedInputTokens ?? 0
-      costUsd += step.costUsd
-    }
 
     const offered = (): ReadonlyArray<Tool.Tool> =>
       progressive ? [...own, ...skills.filter((s) => loaded.has(s.tool.name)).map((s) => s.tool)] : [...own, ...skills.map((s) => s.tool)]
@@ -258,7 +245,7 @@ const loop = <A, I>(
               task,
               key: `compaction:${compactions}`
             })
-            account(folded.step)
+            ChatLoop.account(tally, folded.step)
             compactions++
             summary = folded.summary
             history = history.slice(cut)
@@ -278,28 +265,35 @@ const loop = <A, I>(
         }
       })
 
-    for (let turn = 0; turn < maxTurns; turn++) {
-      const sections = yield* builder.renderSections({ ctx, agent: agent.name, task, turn, history }, previous)
-      for (const s of sections) previous.set(s.name, s.text)
-      const tools = offered()
-      if (compaction !== undefined) {
-        const compacted = yield* Effect.either(compact(compaction, sections, tools))
-        if (Either.isLeft(compacted)) {
-          const error = compacted.left
-          return yield* (error._tag === "ContextOverflow" ? failWith(error, turn) : Effect.fail(error))
+    // The tools of the current turn, as its model step offered them.
+    let tools: ReadonlyArray<Tool.Tool> = []
+
+    /** The turn's prompt: its sections rendered, the history compacted when over the strategy's thresholds. */
+    const modelStep = (turn: number) =>
+      Effect.gen(function*() {
+        const sections = yield* builder.renderSections({ ctx, agent: agent.name, task, turn, history }, previous)
+        for (const s of sections) previous.set(s.name, s.text)
+        tools = offered()
+        if (compaction !== undefined) {
+          const compacted = yield* Effect.either(compact(compaction, sections, tools))
+          if (Either.isLeft(compacted)) {
+            const error = compacted.left
+            return yield* (error._tag === "ContextOverflow" ? failWith(error, turn) : Effect.fail(error))
+          }
         }
-      }
-      const step = yield* ctx.modelStep({
-        messages: builder.messages(partsOf(sections)),
-        tools,
-        outputSchema,
-        model,
-        maxOutputTokens: o.maxOutputTokens,
-        key: `turn:${turn}`
+        return yield* ctx.modelStep({
+          messages: builder.messages(partsOf(sections)),
+          tools,
+          outputSchema,
+          model,
+          maxOutputTokens: o.maxOutputTokens,
+          key: `turn:${turn}`
+        })
       })
-      account(step)
-      history.push(step.message)
-      if (step.answer === undefined) {
+
+    /** The calls of an answer, each with what the model is told of it; loading a skill changes the working set. */
+    const toolCalls = (step: Workflow.ModelStepResult<A>, turn: number) =>
+      Effect.gen(function*() {
         const offeredNames = new Set(tools.map((t) => t.name))
         // An answer that loads more skills than the working set holds needs them all: the set grows to fit them.
         if (progressive && adaptive) maxLoaded = Math.max(maxLoaded, step.toolCalls.filter((c) => c.name === Skills.LOAD_SKILL).length)
@@ -327,18 +321,10 @@ const loop = <A, I>(
           if (progressive && offeredNames.has(call.name) && loaded.has(call.name)) use(call.name)
           history.push(message)
         }
-        continue
-      }
-      if (Either.isRight(step.answer)) {
-        const output = step.answer.right
-        yield* finish({ _tag: "success", answer: step.message.content ?? "", output }, turn + 1)
-        return { output, turns: turn + 1, compactions, usage, costUsd } satisfies AgentOutput<A>
-      }
-      decodeFailures++
-      if (decodeFailures > maxDecodeRetries) {
-        return yield* failWith(new Errors.OutputDecodeError({ attempts: decodeFailures, reason: step.answer.left }), turn + 1)
-      }
-      history.push(Chat.user(decodeFailureMessage(step.answer.left)))
-    }
-    return yield* failWith(new Errors.MaxTurnsExceeded({ maxTurns }), maxTurns)
+      })
+
+    const end = yield* ChatLoop.run({ maxTurns, maxDecodeRetries, modelStep, toolCalls, push: (message) => void history.push(message), tally })
+    if (end._tag === "GaveUp") return yield* failWith(end.error, end.turns)
+    yield* finish({ _tag: "success", answer: end.step.message.content ?? "", output: end.output }, end.turns)
+    return { output: end.output, turns: end.turns, compactions, usage: tally.usage, costUsd: tally.costUsd } satisfies AgentOutput<A>
   })

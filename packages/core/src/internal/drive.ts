@@ -1,0 +1,86 @@
+/**
+ * Drives an execution: runs the workflow's code over it and turns how it ended into the run's result or error,
+ * writing the run's final event (`RunCompleted`, `RunFailed`) when it runs live.
+ */
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import type * as ParseResult from "effect/ParseResult"
+import * as Predicate from "effect/Predicate"
+import * as Errors from "../Errors.js"
+import { RUN_STEP_KEY } from "../Event.js"
+import * as Json from "../Json.js"
+import type { KernelError, RunResult } from "../Kernel.js"
+import { firstIssue } from "../Tool.js"
+import type * as Workflow from "../Workflow.js"
+import type { Execution } from "./execution.js"
+import { canonicalJson } from "./hash.js"
+
+const errorTag = (e: unknown): string => (Predicate.hasProperty(e, "_tag") && typeof e._tag === "string" ? e._tag : "Error")
+const errorMessage = (e: unknown): string => (e instanceof Error ? e.message : typeof e === "string" ? e : JSON.stringify(e) ?? String(e))
+
+/** An encoded value as JSON, or `InvalidInput` naming `what` did not encode. */
+export const toJson = (what: string, encoded: Either.Either<unknown, ParseResult.ParseError>) => {
+  if (Either.isLeft(encoded)) return Either.left(new Errors.InvalidInput({ what, reason: firstIssue(encoded.left).reason }))
+  const checked = Json.fromUnknown(encoded.right)
+  return checked.ok ? Either.right(checked.json) : Either.left(new Errors.InvalidInput({ what, reason: checked.error }))
+}
+
+/** Runs the code of an execution and turns how it ended into a result or an error. */
+export const drive = <I, O, E>(
+  workflow: Workflow.Workflow<I, O, E>,
+  exec: Execution,
+  input: I,
+  mode: "live" | "replay",
+  recordedOutput: Json.Json | undefined
+): Effect.Effect<RunResult<O>, E | KernelError> =>
+  Effect.gen(function*() {
+    const runId = exec.context.runId
+    const exit = yield* Effect.exit(workflow.run(input, exec.context))
+    const halted = exec.halted()
+    if (halted !== undefined) {
+      switch (halted._tag) {
+        case "Paused":
+          return { status: "paused", runId, ticket: halted.ticket, reason: halted.reason } as const
+        case "NeedsReconciliation":
+          return {
+            status: "needs_reconciliation",
+            runId,
+            stepKey: halted.stepKey,
+            tool: halted.tool,
+            ...(halted.waitingOn === undefined ? {} : { waitingOn: halted.waitingOn })
+          } as const
+        case "Fault":
+          return yield* Effect.fail(halted.error)
+        case "Failed":
+          if (mode === "live") {
+            yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunFailed", errorTag: halted.error._tag, error: halted.error.message }])
+          }
+          return yield* Effect.fail(halted.error)
+      }
+    }
+    if (Exit.isSuccess(exit)) {
+      const next = exec.unconsumed()
+      if (next !== undefined) {
+        return yield* new Errors.NonDeterminism({ runId, stepKey: next, expected: exec.describeKey(next), actual: "the end of the code" })
+      }
+      const output = toJson("workflow output", workflow.encodeOutput(exit.value))
+      if (Either.isLeft(output)) return yield* output.left
+      if (mode === "replay") {
+        if (recordedOutput !== undefined && canonicalJson(recordedOutput) !== canonicalJson(output.right)) {
+          return yield* new Errors.NonDeterminism({ runId, stepKey: RUN_STEP_KEY, expected: `output ${canonicalJson(recordedOutput)}`, actual: `output ${canonicalJson(output.right)}` })
+        }
+      } else {
+        yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunCompleted", output: output.right }])
+      }
+      return { status: "completed", runId, output: exit.value } as const
+    }
+    const failure = Cause.failureOption(exit.cause)
+    if (Option.isSome(failure) && mode === "live") {
+      yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunFailed", errorTag: errorTag(failure.value), error: errorMessage(failure.value) }])
+    }
+    // Defects (bugs in the code) are not written: fix the code and resume, as with Temporal's task failures.
+    return yield* Effect.failCause(exit.cause)
+  })

@@ -1,0 +1,43 @@
+/**
+ * Ownership (fencing) of a run by one execution. Every batch carries the execution's owner epoch, and its first one
+ * claims the run: the store refuses the batches of an owner a newer execution has fenced. Between a `ToolRequested`
+ * made durable and its handler's start the process may freeze; so, just before a handler starts, the caller's lease
+ * is checked (by the clock, without I/O), and the handler gets the epoch (`fence`) and a signal that fires when the
+ * run is lost.
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Errors from "../Errors.js"
+import type { Lease } from "../Lease.js"
+
+export interface Ownership {
+  /** Fires when the run is lost: a handler's `signal`. */
+  readonly signal: AbortSignal
+  /** Marks the run lost, with the reason. */
+  readonly lose: (reason: string) => void
+  /** The hold this execution passes on to the runs its handlers drive: its caller's expiry, and its own signal. */
+  readonly lease: Lease
+  /** `OwnershipLost` when this execution may no longer own the run (nothing may start in its name), else undefined. */
+  readonly check: (tool: string) => Effect.Effect<Errors.OwnershipLost | undefined>
+}
+
+export const make = (runId: string, ownerEpoch: number, lease: Lease | undefined): Ownership => {
+  const ownership = new AbortController()
+  const lose = (reason: string) => ownership.abort(reason)
+  if (lease !== undefined) {
+    const lost = () => lose(typeof lease.signal.reason === "string" ? lease.signal.reason : "its caller lost the run")
+    if (lease.signal.aborted) lost()
+    else lease.signal.addEventListener("abort", lost, { once: true })
+  }
+  const check = (tool: string): Effect.Effect<Errors.OwnershipLost | undefined> =>
+    Effect.map(Clock.currentTimeMillis, (now) => {
+      if (!ownership.signal.aborted && lease !== undefined && now >= lease.expiresAt()) {
+        lose(`its lease on the run ran out at ${new Date(lease.expiresAt()).toISOString()}, ${now - lease.expiresAt()} ms before the call to tool "${tool}" would have started (the process was paused, or too busy to renew it)`)
+      }
+      if (!ownership.signal.aborted) return undefined
+      const reason = typeof ownership.signal.reason === "string" ? ownership.signal.reason : "it lost the run"
+      return new Errors.OwnershipLost({ runId, ownerEpoch, reason })
+    })
+  const held: Lease = { expiresAt: () => lease?.expiresAt() ?? Number.POSITIVE_INFINITY, signal: ownership.signal }
+  return { signal: ownership.signal, lose, check, lease: held }
+}

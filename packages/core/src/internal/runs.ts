@@ -1,0 +1,166 @@
+/**
+ * Runs, started and continued. A new run's `RunStarted` creates it; an existing run returns its settled state when
+ * it has one (completed, failed, waiting for a person or a response), else its verified log is replayed and its
+ * code driven on, live or as a replay.
+ */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Errors from "../Errors.js"
+import { type Event, RUN_STEP_KEY, type RunInfo } from "../Event.js"
+import { reconciliationPath } from "../EventStore.js"
+import type { KernelError, RunResult, StartOptions } from "../Kernel.js"
+import type { Lease } from "../Lease.js"
+import { firstIssue } from "../Tool.js"
+import type * as Workflow from "../Workflow.js"
+import { drive, toJson } from "./drive.js"
+import * as Execution from "./execution.js"
+import { lastOf, readVerified } from "./ledger.js"
+
+/** What the kernel's operations on runs share. */
+export interface Runtime {
+  readonly deps: Execution.Deps
+  /** The lineage's spend, read from the store. */
+  readonly lineageSpend: (tenantId: string, rootRunId: string) => Effect.Effect<number, Errors.StoreError>
+}
+
+/**
+ * A live run's state when nothing is to run (`{ result }`), or why this execution takes it over (`{ resumed }`,
+ * undefined when it need not claim it first).
+ */
+const settled = <I, O, E>(
+  runtime: Runtime,
+  workflow: Workflow.Workflow<I, O, E>,
+  info: RunInfo,
+  events: ReadonlyArray<Event>,
+  response: { readonly payload: unknown } | undefined
+) =>
+  Effect.gen(function*() {
+    const resumed = info.status === "running" ? "recovery: the run was left running" : undefined
+    switch (info.status) {
+      case "completed": {
+        const output = workflow.decodeOutput(lastOf(events, "RunCompleted")?.payload.output)
+        if (Either.isLeft(output)) return yield* new Errors.InvalidInput({ what: `logged output of run ${info.runId}`, reason: firstIssue(output.left).reason })
+        return { result: { status: "completed", runId: info.runId, output: output.right } as const }
+      }
+      case "failed": {
+        const failed = lastOf(events, "RunFailed")?.payload
+        return yield* new Errors.RunFailedError({ runId: info.runId, errorTag: failed?.errorTag ?? "Error", reason: failed?.error ?? "unknown" })
+      }
+      case "needs_reconciliation": {
+        const required = lastOf(events, "ReconciliationRequired")
+        const awaited = required?.payload.waitingOn?.[0]
+        if (required !== undefined && awaited !== undefined) {
+          // The step waits on another run in doubt. Once that run is settled, the run goes on (its step runs
+          // again and drives that run on); until then it still waits, and nothing is written.
+          const waitingOn = yield* reconciliationPath(runtime.deps.store, info.tenantId, awaited.runId)
+          if (waitingOn.length === 0) {
+            return { resumed: `the run its step ${required.event.stepKey} waited on (${awaited.runId}) no longer needs reconciliation` }
+          }
+          return { result: { status: "needs_reconciliation", runId: info.runId, stepKey: required.event.stepKey, tool: required.payload.tool, waitingOn } as const }
+        }
+        return { result: { status: "needs_reconciliation", runId: info.runId, stepKey: required?.event.stepKey ?? "", tool: required?.payload.tool ?? "" } as const }
+      }
+      case "paused": {
+        if (response === undefined) {
+          const pause = lastOf(events, "PauseRequested")?.payload
+          return { result: { status: "paused", runId: info.runId, ticket: pause?.ticket ?? "", reason: pause?.reason ?? "" } as const }
+        }
+        return { resumed }
+      }
+      case "running":
+        if (response !== undefined) {
+          return yield* new Errors.InvalidRunState({ runId: info.runId, status: info.status, expected: "paused (only a paused run takes a response)" })
+        }
+    }
+    return { resumed }
+  })
+
+/** Continues an existing run: returns its settled state, or replays its log and drives its code on. */
+export const continueRun = <I, O, E>(
+  runtime: Runtime,
+  workflow: Workflow.Workflow<I, O, E>,
+  info: RunInfo,
+  mode: "live" | "replay",
+  response: { readonly payload: unknown } | undefined,
+  lease?: Lease | undefined
+): Effect.Effect<RunResult<O>, E | KernelError> =>
+  Effect.gen(function*() {
+    const { deps, lineageSpend } = runtime
+    const events = yield* readVerified(deps.store, deps.auditKey, info)
+    const started = events[0]?.payload
+    if (started === undefined || started._tag !== "RunStarted") {
+      return yield* new Errors.StoreError({ operation: "readEvents", reason: `run ${info.runId} has no RunStarted event` })
+    }
+    if (started.workflow !== workflow.name) {
+      return yield* new Errors.NonDeterminism({ runId: info.runId, stepKey: RUN_STEP_KEY, expected: `workflow "${started.workflow}"`, actual: `workflow "${workflow.name}"` })
+    }
+    // Why this execution takes the run over, when it must claim it first.
+    let resumed: string | undefined = info.status === "running" ? "recovery: the run was left running" : undefined
+    if (mode === "live") {
+      const state = yield* settled(runtime, workflow, info, events, response)
+      if ("result" in state) return state.result
+      resumed = state.resumed
+    }
+    const input = workflow.decodeInput(started.input)
+    if (Either.isLeft(input)) {
+      return yield* new Errors.InvalidInput({ what: `logged input of run ${info.runId}`, reason: firstIssue(input.left).reason })
+    }
+    const exec = Execution.make(deps, {
+      runId: info.runId,
+      rootRunId: info.rootRunId,
+      tenant: started.tenant,
+      log: events,
+      mode,
+      // A replay spends nothing, so it skips the lineage query.
+      spentUsd: mode === "replay" ? 0 : yield* lineageSpend(info.tenantId, info.rootRunId),
+      lineageSpend: lineageSpend(info.tenantId, info.rootRunId),
+      response,
+      // A live execution claims the run with its first batch: from then on, the previous owners are fenced.
+      ownerEpoch: mode === "live" ? info.ownerEpoch + 1 : info.ownerEpoch,
+      claim: mode === "live",
+      lease
+    })
+    if (mode === "live" && resumed !== undefined) {
+      // Claims the run: of two processes resuming it at once, the second fails here before any step.
+      yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunResumed", reason: resumed }])
+    }
+    return yield* drive(workflow, exec, input.right, mode, lastOf(events, "RunCompleted")?.payload.output)
+  })
+
+/** Starts a new run under `runId`: its `RunStarted` creates it, as its first owner's. */
+export const startRun = <I, O, E>(
+  runtime: Runtime,
+  workflow: Workflow.Workflow<I, O, E>,
+  start: StartOptions<I>,
+  runId: string
+): Effect.Effect<RunResult<O>, E | KernelError> =>
+  Effect.gen(function*() {
+    const { deps, lineageSpend } = runtime
+    const input = toJson("run input", workflow.encodeInput(start.input))
+    if (Either.isLeft(input)) return yield* input.left
+    let rootRunId = runId
+    if (start.parentRunId !== undefined) {
+      const parent = yield* deps.store.getRun(start.tenant.tenantId, start.parentRunId)
+      rootRunId = parent.rootRunId
+    }
+    const exec = Execution.make(deps, {
+      runId,
+      rootRunId,
+      tenant: start.tenant,
+      log: [],
+      mode: "live",
+      spentUsd: rootRunId === runId ? 0 : yield* lineageSpend(start.tenant.tenantId, rootRunId),
+      lineageSpend: lineageSpend(start.tenant.tenantId, rootRunId),
+      // The run's first owner: its RunStarted creates the run with this epoch.
+      ownerEpoch: 1,
+      lease: start.lease
+    })
+    yield* exec.appendOrFail(RUN_STEP_KEY, [{
+      _tag: "RunStarted",
+      workflow: workflow.name,
+      input: input.right,
+      tenant: start.tenant,
+      ...(start.parentRunId === undefined ? {} : { parentRunId: start.parentRunId, rootRunId })
+    }])
+    return yield* drive(workflow, exec, start.input, "live", undefined)
+  })

@@ -1,0 +1,141 @@
+/**
+ * What every step of an execution shares: its dependencies and options, the replay cursor, the ledger, ownership,
+ * the lineage's spend, and `halt`. Kernel faults (a conflicting writer, a store failure, non-determinism) and
+ * suspensions (a pause, an in-doubt tool) stop the execution through `halt`, which no user error handler can
+ * swallow: `halted` is checked again when the code returns.
+ */
+import * as Effect from "effect/Effect"
+import * as Errors from "../Errors.js"
+import type { Event, EventPayload, WaitingOn } from "../Event.js"
+import type * as EventStore from "../EventStore.js"
+import type { Lease } from "../Lease.js"
+import type { CallContext, Interceptor } from "../Middleware.js"
+import type * as ModelPort from "../ModelPort.js"
+import type { Price } from "../Pricing.js"
+import type { TenantContext } from "../Tenant.js"
+import type * as ToolRegistry from "../ToolRegistry.js"
+import type { Ledger } from "./ledger.js"
+import type { Ownership } from "./ownership.js"
+import type { ReplayCursor } from "./replayCursor.js"
+import { describe } from "./replayCursor.js"
+
+export interface Deps {
+  readonly store: EventStore.Service
+  readonly model: ModelPort.Service
+  readonly tools: ToolRegistry.Service
+  readonly interceptors: ReadonlyArray<Interceptor>
+  readonly auditKey: string | undefined
+  /** The price of a model (see `Pricing.resolver`), or undefined when nothing prices it. */
+  readonly priceOf: (model: string) => Price | undefined
+  /** Output tokens the pre-call estimate assumes when a request sets none. */
+  readonly defaultMaxOutputTokens: number
+  /** False only when the kernel was built with `enforceBudget: false`: calls are priced but never refused. */
+  readonly enforceBudget: boolean
+}
+
+/** Faults that end an execution without writing anything: the run stays resumable. */
+export type Fault =
+  | Errors.SequenceConflict
+  | Errors.OwnershipLost
+  | Errors.StoreError
+  | Errors.NonDeterminism
+  | Errors.InvalidHumanResponse
+  | Errors.InvalidInput
+  | Errors.InvalidRunState
+
+export type Halt =
+  | { readonly _tag: "Paused"; readonly ticket: string; readonly reason: string }
+  | {
+    readonly _tag: "NeedsReconciliation"
+    readonly stepKey: string
+    readonly tool: string
+    /** Set when the step waits on another run in doubt: the path down to the step that needs a person. */
+    readonly waitingOn?: ReadonlyArray<WaitingOn> | undefined
+  }
+  | { readonly _tag: "Fault"; readonly error: Fault }
+  | { readonly _tag: "Failed"; readonly error: Errors.BudgetExceeded | Errors.BudgetUnpriced }
+
+export interface ExecutionOptions {
+  readonly runId: string
+  readonly rootRunId: string
+  readonly tenant: TenantContext
+  readonly log: ReadonlyArray<Event>
+  /** "replay": no step may run live and nothing is written. */
+  readonly mode: "live" | "replay"
+  /** USD spent by the run's lineage before this execution. */
+  readonly spentUsd: number
+  /**
+   * Reads the lineage's spend again. Sub-runs (an agent's sub-agent, runs started beside this one) spend on the root's
+   * budget while this execution runs, so the spend is re-read before every model call.
+   */
+  readonly lineageSpend?: Effect.Effect<number, Errors.StoreError> | undefined
+  /** The response a `resume` brings for the open pause. */
+  readonly response?: { readonly payload: unknown } | undefined
+  // --- ownership (fencing): see `ownership.ts`.
+  /** The owner epoch this execution writes with (the fencing token its tool handlers get). */
+  readonly ownerEpoch: number
+  /** The first batch this execution appends claims the run for `ownerEpoch` (an execution of an existing run). */
+  readonly claim?: boolean | undefined
+  /** The caller's hold on the run (a worker's lease), checked before each handler starts. */
+  readonly lease?: Lease | undefined
+}
+
+export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor, ledger: Ledger, ownership: Ownership) => {
+  const { runId, tenant } = options
+  let halted: Halt | undefined
+  let spentUsd = options.spentUsd
+
+  const halt = (h: Halt): Effect.Effect<never> =>
+    Effect.suspend(() => {
+      halted ??= h
+      return Effect.interrupt
+    })
+  const fault = (error: Fault) => halt({ _tag: "Fault", error })
+
+  /** Appends a step's batch; a failure halts the execution. */
+  const append = (stepKey: string, payloads: ReadonlyArray<EventPayload>): Effect.Effect<void> =>
+    Effect.catchAll(ledger.append(stepKey, payloads), (error) => fault(error))
+
+  const budgetExceeded = (stepKey: string, phase: "before_call" | "after_call", before: ReadonlyArray<EventPayload>) =>
+    Effect.gen(function*() {
+      const error = new Errors.BudgetExceeded({ runId, limitUsd: tenant.budgetUsdLimit, spentUsd })
+      yield* append(stepKey, [...before, { _tag: "BudgetExceeded", limitUsd: tenant.budgetUsdLimit, spentUsd, phase }])
+      return yield* halt({ _tag: "Failed", error })
+    })
+
+  return {
+    deps,
+    options,
+    runId,
+    tenant,
+    mode: options.mode,
+    cursor,
+    ownership,
+    halted: () => halted,
+    halt,
+    fault,
+    append,
+    /** The step's events differ from what the code asks for. */
+    mismatch: (key: string, recorded: ReadonlyArray<Event>, actual: string) =>
+      fault(new Errors.NonDeterminism({ runId, stepKey: key, expected: describe(recorded), actual })),
+    /** Fails (halting) when this execution may no longer own the run: nothing may start in its name. */
+    checkOwnership: (tool: string): Effect.Effect<void> =>
+      Effect.flatMap(ownership.check(tool), (lost) => (lost === undefined ? Effect.void : fault(lost))),
+    spentUsd: () => spentUsd,
+    spend: (usd: number) => void (spentUsd += usd),
+    /** Raises the spend to the lineage's, read again (sub-runs of the same root spend on the same budget). */
+    rereadSpend: (lineage: number) => void (spentUsd = Math.max(spentUsd, lineage)),
+    budgetExceeded,
+    /** What interceptors know of the call; their notes go to `notes`, written with the call's events. */
+    callContext: (stepKey: string, notes: Array<EventPayload>): CallContext => ({
+      runId,
+      rootRunId: options.rootRunId,
+      tenant,
+      stepKey,
+      spentUsd,
+      note: (middleware, note, data) => Effect.sync(() => void notes.push({ _tag: "MiddlewareNote", middleware, note, data }))
+    })
+  }
+}
+
+export type StepEnv = ReturnType<typeof make>

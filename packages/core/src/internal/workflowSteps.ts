@@ -1,0 +1,122 @@
+/**
+ * The workflow's own steps: `step` (an effect whose value is logged), the clock and randomness as steps, `sleep`
+ * until a logged time, and `pauseForHuman` (a pause a `resume` answers).
+ */
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Random from "effect/Random"
+import * as Schema from "effect/Schema"
+import * as Errors from "../Errors.js"
+import type { Event } from "../Event.js"
+import * as Json from "../Json.js"
+import { firstIssue, jsonSchemaOf } from "../Tool.js"
+import type { PauseOptions } from "../Workflow.js"
+import { decodeExact } from "./exactGuard.js"
+import type { StepEnv } from "./stepEnv.js"
+
+export const make = (env: StepEnv, response: { readonly payload: unknown } | undefined) => {
+  const { runId } = env
+  let pendingResponse = response
+
+  const step = <A, I, E>(name: string, effect: Effect.Effect<A, E>, schema: Schema.Schema<A, I>, key: string | undefined, kind = "step") =>
+    Effect.gen(function*() {
+      const halted = env.halted()
+      if (halted !== undefined) return yield* env.halt(halted)
+      const stepKey = env.cursor.nextKey(kind, key)
+      const actual = `step "${name}"`
+      const found = env.cursor.lookup(stepKey, () => actual)
+      if (found._tag === "Diverged") return yield* env.fault(found.error)
+      if (found._tag === "Recorded") {
+        const first = found.events[0]!.payload
+        if (first._tag !== "StepCompleted" || first.name !== name) return yield* env.mismatch(stepKey, found.events, actual)
+        const value = decodeExact(schema)(first.value)
+        if (Either.isLeft(value)) {
+          return yield* env.fault(new Errors.InvalidInput({ what: `logged value of step "${name}" (${stepKey})`, reason: firstIssue(value.left).reason }))
+        }
+        return value.right
+      }
+      const value = yield* effect
+      const encoded = Either.mapLeft(Schema.encodeEither(schema)(value), (e) => firstIssue(e).reason)
+      const json = Either.flatMap(encoded, (u) => {
+        const r = Json.fromUnknown(u)
+        return r.ok ? Either.right(r.json) : Either.left(r.error)
+      })
+      if (Either.isLeft(json)) {
+        return yield* Effect.die(new Errors.InvalidInput({ what: `value of step "${name}"`, reason: json.left }))
+      }
+      yield* env.append(stepKey, [{ _tag: "StepCompleted", name, value: json.right }])
+      return value
+    })
+
+  /** The open pause answered: by the logged response, or by the one this execution brings (then logged). */
+  const answered = <A, I>(pause: PauseOptions<A, I>, key: string, recorded: ReadonlyArray<Event>, ticket: string, reason: string) =>
+    Effect.gen(function*() {
+      const decode = (u: unknown): Either.Either<A, string> =>
+        pause.schema === undefined
+          ? Either.right(u as A)
+          : Either.mapLeft(Schema.decodeUnknownEither(pause.schema)(u), (e) => {
+            const issue = firstIssue(e)
+            return `${issue.path}: ${issue.reason}`
+          })
+      const responded = recorded.find((e) => e.payload._tag === "HumanResponded")?.payload
+      if (responded !== undefined && responded._tag === "HumanResponded") {
+        const value = decode(responded.payload)
+        if (Either.isLeft(value)) return yield* env.fault(new Errors.InvalidInput({ what: `logged human response (${key})`, reason: value.left }))
+        return value.right
+      }
+      if (pendingResponse === undefined) return yield* env.halt({ _tag: "Paused", ticket, reason })
+      const given = pendingResponse.payload
+      const value = decode(given)
+      if (Either.isLeft(value)) return yield* env.fault(new Errors.InvalidHumanResponse({ runId, ticket, reason: value.left }))
+      const encoded = pause.schema === undefined
+        ? Either.right(given)
+        : Either.mapLeft(Schema.encodeEither(pause.schema)(value.right), (e) => firstIssue(e).reason)
+      const json = Either.isLeft(encoded) ? undefined : Json.fromUnknown(encoded.right)
+      if (json === undefined || !json.ok) {
+        return yield* env.fault(new Errors.InvalidHumanResponse({ runId, ticket, reason: json === undefined || json.ok ? "does not encode" : json.error }))
+      }
+      pendingResponse = undefined
+      yield* env.append(key, [{ _tag: "HumanResponded", ticket, payload: json.json }])
+      return value.right
+    })
+
+  const pauseForHuman = <A, I>(pause: PauseOptions<A, I>): Effect.Effect<A> =>
+    Effect.gen(function*() {
+      const halted = env.halted()
+      if (halted !== undefined) return yield* env.halt(halted)
+      const key = env.cursor.nextKey("pause", pause.key)
+      const actual = `a pause for a human ("${pause.reason}")`
+      const found = env.cursor.lookup(key, () => actual)
+      if (found._tag === "Diverged") return yield* env.fault(found.error)
+      if (found._tag === "Recorded") {
+        const first = found.events[0]!.payload
+        if (first._tag !== "PauseRequested") return yield* env.mismatch(key, found.events, actual)
+        return yield* answered(pause, key, found.events, first.ticket, first.reason)
+      }
+      const ticket = crypto.randomUUID()
+      yield* env.append(key, [{
+        _tag: "PauseRequested",
+        reason: pause.reason,
+        ticket,
+        ...(pause.schema === undefined ? {} : { responseSchema: jsonSchemaOf(pause.schema) })
+      }])
+      return yield* env.halt({ _tag: "Paused", ticket, reason: pause.reason })
+    })
+
+  return {
+    step: <A, I, E>(name: string, effect: Effect.Effect<A, E>, schema: Schema.Schema<A, I>, opts?: { readonly key?: string | undefined }) =>
+      step(name, effect, schema, opts?.key),
+    now: () => step("now", Clock.currentTimeMillis, Schema.Number, undefined, "now"),
+    random: () => step("random", Random.next, Schema.Number, undefined, "random"),
+    sleep: (duration: Duration.DurationInput) =>
+      Effect.gen(function*() {
+        const ms = Duration.toMillis(Duration.decode(duration))
+        const until = yield* step("sleep", Effect.map(Clock.currentTimeMillis, (now) => now + ms), Schema.Number, undefined, "sleep")
+        const now = yield* Clock.currentTimeMillis
+        if (until > now) yield* Effect.sleep(Duration.millis(until - now))
+      }),
+    pauseForHuman
+  }
+}
