@@ -44,6 +44,8 @@ export interface Tool<Args = unknown, Result = unknown> {
   readonly description: string
   readonly requiresCapability: string | undefined
   readonly idempotent: boolean
+  /** How an idempotent tool's call is logged (see `Durability`); undefined: the kernel's default. */
+  readonly durability?: Durability | undefined
   readonly timeout: Duration.Duration | undefined
   /** What the model sees. */
   readonly spec: ToolSpec
@@ -64,6 +66,9 @@ export interface Tool<Args = unknown, Result = unknown> {
   decodeResult(json: Json.Json): Either.Either<Result, ToolError>
 }
 
+/** How a tool call is logged: its request before the handler and its outcome after (two commits), or both after. */
+export type Durability = "two-phase" | "one-commit"
+
 export interface ToolOptions<Args, ArgsEncoded, Result, ResultEncoded> {
   /** Unique name the model calls the tool by (`[a-zA-Z0-9_.-]`, at most 64 characters). */
   readonly name: string
@@ -75,6 +80,14 @@ export interface ToolOptions<Args, ArgsEncoded, Result, ResultEncoded> {
   readonly requiresCapability?: string | undefined
   /** Safe to run again with the same idempotency key when a crash leaves the call in doubt. Default false. */
   readonly idempotent?: boolean | undefined
+  /**
+   * How the call is logged, for an idempotent tool: `"two-phase"` (its request is durable before the handler starts,
+   * then its outcome: the log shows every attempt) or `"one-commit"` (request and outcome in one commit after the
+   * handler: half the commits; a crash mid-handler leaves no trace, and the call runs again, once, with the same
+   * idempotency key). Default: the kernel's `idempotentToolDurability`, itself `"two-phase"`. A tool that is not
+   * idempotent is always two-phase.
+   */
+  readonly durability?: Durability | undefined
   /** Deadline for one call; past it the call fails as a timeout. */
   readonly timeout?: Duration.DurationInput | undefined
   /**
@@ -159,6 +172,9 @@ export const make = <Args, ArgsEncoded, Result = Json.Json, ResultEncoded = Json
   if (!NAME.test(options.name)) {
     throw new Error(`tool name "${options.name}" must match ${NAME.source} (model APIs refuse other names)`)
   }
+  if (options.durability === "one-commit" && options.idempotent !== true) {
+    throw new Error(`tool "${options.name}": durability "one-commit" needs an idempotent tool (a crash mid-handler runs it again)`)
+  }
   const name = options.name
   const success: Schema.Schema<Result, ResultEncoded> | Schema.Schema<Json.Json> = options.success ?? Json.Json
   const decodeArgs = decodeExact(options.parameters)
@@ -172,6 +188,7 @@ export const make = <Args, ArgsEncoded, Result = Json.Json, ResultEncoded = Json
     description: options.description,
     requiresCapability: options.requiresCapability,
     idempotent: options.idempotent ?? false,
+    durability: options.durability,
     timeout,
     spec: { name, description: options.description, parameters: jsonSchemaOf(options.parameters) },
     decodeArguments(json) {
