@@ -12,3 +12,13 @@ export const echo = Tool.make({
   idempotent: true,
   handler: (args) => Effect.succeed({ ok: true, i: args.i })
 })
+
+/** `echo`, logged in one commit after its handler (`durability: "one-commit"`). */
+export const echoOneCommit = Tool.make({
+  name: "echo_one_commit",
+  description: "Returns its input",
+  parameters: Schema.Struct({ i: Schema.Number, note: Schema.String }),
+  idempotent: true,
+  durability: "one-commit",
+  handler: (args) => Effect.succeed({ ok: true, i: args.i })
+})

@@ -4,6 +4,9 @@
 //   / two bare better-sqlite3 INSERT+COMMITs of the very rows the step wrote, into a twin table of the same
 //   file at the same synchronous setting. The floor runs inside the workflow right after each step, so the
 //   two are interleaved one to one.
+// step_one_commit_vs_floor: the same step of a tool with `durability: "one-commit"` (request and outcome appended
+//   together after the handler) / one bare transaction of its two rows; run right after each two-phase step.
+// commits_per_step: appends (each one SQLite transaction) per tool step: 2 two-phase, 1 with one commit.
 // replay_10k_vs_floor: replaying a 10,000-event run (kernel.replay reads the log, verifies its hash chain over the
 //   stored bytes, and re-runs the code over it, executing nothing) / a bare ordered SELECT of the same rows +
 //   JSON.parse of each payload. Alternated, 15 rounds each. The verification's share is measured on its own
@@ -18,7 +21,7 @@ import { Effect, Layer, Schema } from "effect"
 import { EventStore, Kernel, ToolRegistry, Verify, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
-import { echo, tenant } from "./fixtures.js"
+import { echo, echoOneCommit, tenant } from "./fixtures.js"
 import { type BenchResult, median, nowUs, progress } from "./lib.js"
 
 const STEPS = 2000
@@ -31,9 +34,18 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
   const dir = mkdtempSync(join(tmpdir(), "artana-bench-"))
   const filename = join(dir, "bench.db")
   try {
+    // The store, counting its appends: each is one commit (one transaction) on SQLite.
+    let commits = 0
+    const counted = Layer.effect(
+      EventStore.EventStore,
+      Effect.map(EventStore.EventStore, (store): EventStore.Service => ({
+        ...store,
+        append: (request) => Effect.zipLeft(store.append(request), Effect.sync(() => commits++))
+      }))
+    ).pipe(Layer.provide(SqliteStore.layer({ filename })))
     const layer = Layer.provideMerge(
       Kernel.layer(),
-      Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), ToolRegistry.layer([echo]))
+      Layer.mergeAll(counted, ScriptedModel.layer([]), ToolRegistry.layer([echo, echoOneCommit]))
     )
     // The floor runs on the store's own better-sqlite3 (13 or 12, by the Node-API version).
     const Sqlite = SqliteStore.driver()
@@ -43,6 +55,9 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
 
     const stepTimes: Array<number> = []
     const floorTimes: Array<number> = []
+    const oneCommitTimes: Array<number> = []
+    const oneCommitFloorTimes: Array<number> = []
+    const commitsPerStep = { twoPhase: new Set<number>(), oneCommit: new Set<number>() }
     const program = Effect.gen(function*() {
       const kernel = yield* Kernel.Kernel
       // Creates the store's tables, then the floor's twin table with the same columns.
@@ -53,8 +68,11 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
       const lastTwo = floor.prepare(`SELECT * FROM ${table} WHERE run_id = ? ORDER BY seq DESC LIMIT 2`)
       const columns = (lastTwo.columns()).map((c) => c.name)
       const insert = floor.prepare(`INSERT INTO floor_events (${columns.join(",")}) VALUES (${columns.map(() => "?").join(",")})`)
+      const insertBoth = floor.transaction((rows: ReadonlyArray<Record<string, unknown>>) => {
+        for (const row of rows) insert.run(...columns.map((c) => (c === "run_id" ? `floor-${String(row[c])}` : row[c])))
+      })
 
-      progress(`step_vs_floor: ${STEPS} durable tool steps, each followed by its floor`)
+      progress(`step_vs_floor: ${STEPS} durable tool steps of each kind, each followed by its floor`)
       const steps = Workflow.make({
         name: "bench.steps",
         input: Schema.Struct({ n: Schema.Number, floor: Schema.Boolean }),
@@ -62,17 +80,31 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
         run: ({ floor: withFloor, n }, ctx) =>
           Effect.gen(function*() {
             for (let i = 0; i < n; i++) {
+              const c0 = commits
               const t0 = nowUs()
               yield* ctx.tool(echo, { i, note: "a durable step of the benchmark" })
               const t1 = nowUs()
               if (!withFloor) continue
+              commitsPerStep.twoPhase.add(commits - c0)
               const rows = lastTwo.all(ctx.runId) as Array<Record<string, unknown>>
               const t2 = nowUs()
               for (const row of rows.reverse()) insert.run(...columns.map((c) => (c === "run_id" ? `floor-${String(row[c])}` : row[c])))
               const t3 = nowUs()
+              // The same step logged in one commit, against one bare transaction of its two rows.
+              const c1 = commits
+              const t4 = nowUs()
+              yield* ctx.tool(echoOneCommit, { i, note: "a durable step of the benchmark" })
+              const t5 = nowUs()
+              commitsPerStep.oneCommit.add(commits - c1)
+              const both = (lastTwo.all(ctx.runId) as Array<Record<string, unknown>>).reverse()
+              const t6 = nowUs()
+              insertBoth(both)
+              const t7 = nowUs()
               if (i >= WARMUP) {
                 stepTimes.push(t1 - t0)
                 floorTimes.push(t3 - t2)
+                oneCommitTimes.push(t5 - t4)
+                oneCommitFloorTimes.push(t7 - t6)
               }
             }
             return n
@@ -116,6 +148,9 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
 
     const step = median(stepTimes)
     const stepFloor = median(floorTimes)
+    const oneCommit = median(oneCommitTimes)
+    const oneCommitFloor = median(oneCommitFloorTimes)
+    const commitsOf = (set: ReadonlySet<number>) => (set.size === 1 ? [...set][0]! : Math.max(...set))
     const replay = median(replayTimes)
     const replayFloor = median(readTimes)
     const verification = median(verifyTimes)
@@ -131,6 +166,29 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
           baselineValue: stepFloor,
           ratio: step / stepFloor,
           detail: { step_median_us: step, floor_median_us: stepFloor, steps: stepTimes.length, target_max_ratio: 3 }
+        },
+        {
+          metric: "step_one_commit_vs_floor",
+          value: oneCommit / oneCommitFloor,
+          unit: "ratio",
+          baseline: `1 bare better-sqlite3 ${SqliteStore.driverVersion} transaction of the step's two rows (synchronous=FULL, WAL)`,
+          baselineValue: oneCommitFloor,
+          ratio: oneCommit / oneCommitFloor,
+          detail: {
+            step_median_us: oneCommit,
+            floor_median_us: oneCommitFloor,
+            vs_two_phase_step: oneCommit / step,
+            steps: oneCommitTimes.length
+          }
+        },
+        {
+          metric: "commits_per_step",
+          value: commitsOf(commitsPerStep.twoPhase),
+          unit: "commits",
+          baseline: "an idempotent tool step, two-phase (the default); ratio: with durability one-commit / two-phase",
+          baselineValue: commitsOf(commitsPerStep.twoPhase),
+          ratio: commitsOf(commitsPerStep.oneCommit) / commitsOf(commitsPerStep.twoPhase),
+          detail: { two_phase: commitsOf(commitsPerStep.twoPhase), one_commit: commitsOf(commitsPerStep.oneCommit) }
         },
         {
           metric: "replay_10k_vs_floor",
