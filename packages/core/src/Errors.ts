@@ -394,3 +394,17 @@ export class SchemaMismatch extends Schema.TaggedError<SchemaMismatch>()("Schema
     return `the database's ${this.schema} schema is at version ${this.databaseVersion}, this Artana's at version ${this.codeVersion}: ${this.reason}`
   }
 }
+
+/**
+ * A tenant given as plain data does not describe one. Raised at the boundary (`Artana.run`, `Artana.chat`, the
+ * Promise client), before anything is written.
+ */
+export class InvalidTenant extends Schema.TaggedError<InvalidTenant>()("InvalidTenant", {
+  /** Where in the tenant, and what is wrong there. */
+  reason: Schema.String
+}) {
+  override get message() {
+    return `invalid tenant: ${this.reason}. A tenant is { tenantId: a non-empty string, capabilities: an array of ` +
+      `strings (default none), budgetUsdLimit: a finite number of USD, at least 0 }`
+  }
+}
