@@ -197,10 +197,21 @@ export const callTool = (options: {
     return yield* kernel.callTool({ ...options, tenant: yield* tenant(options.tenant) })
   })
 
-/** Resumes a paused run with a person's response (or a crashed run), finding its workflow by name: `Kernel.resume`. */
-export const resume = (
-  run: Kernel.RunRef & { readonly response?: unknown; readonly lease?: Lease | undefined }
-): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel> => Effect.flatMap(Kernel.Kernel, (k) => k.resume(run))
+/**
+ * Resumes a paused run with a person's response (or a crashed run): `Kernel.resume`. Given the run's `workflow`, the
+ * result is typed by it, and a run that failed fails again with the workflow's declared error; without it, the
+ * workflow is found by name.
+ */
+export function resume<I, O, E>(
+  run: Kernel.ResumeOptions & { readonly workflow: Workflow.Workflow<I, O, E> }
+): Effect.Effect<Kernel.RunResult<O>, E | Kernel.KernelError, Kernel.Kernel>
+export function resume(run: Kernel.ResumeOptions): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel>
+export function resume(
+  run: Kernel.ResumeOptions & { readonly workflow?: Workflow.Any }
+): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel> {
+  const { workflow, ...ref } = run
+  return Effect.flatMap(Kernel.Kernel, (k) => (workflow === undefined ? k.resume(ref) : k.resume({ ...ref, workflow })))
+}
 
 /** Re-runs the code over the log, executing and writing nothing: `Kernel.replay`. */
 export const replay = <I, O, E>(
@@ -249,7 +260,8 @@ export type RunState =
   | { readonly status: "running"; readonly runId: string }
   /** Its output as logged (encoded with the workflow's output schema). */
   | { readonly status: "completed"; readonly runId: string; readonly output: Json.Json }
-  | { readonly status: "failed"; readonly runId: string; readonly errorTag: string; readonly error: string }
+  /** `encoded`: the error as the workflow's `error` schema encoded it, when it declares one. */
+  | { readonly status: "failed"; readonly runId: string; readonly errorTag: string; readonly error: string; readonly encoded?: Json.Json }
   | Stopped
 
 const lastOf = <T extends EventPayload["_tag"]>(events: ReadonlyArray<Event>, tag: T) => {
@@ -274,7 +286,8 @@ export const status = (
         return { status: "completed", runId, output: lastOf(events, "RunCompleted")?.payload.output ?? null }
       case "failed": {
         const failed = lastOf(events, "RunFailed")?.payload
-        return { status: "failed", runId, errorTag: failed?.errorTag ?? "Error", error: failed?.error ?? "" }
+        const base = { status: "failed", runId, errorTag: failed?.errorTag ?? "Error", error: failed?.error ?? "" } as const
+        return failed?.encoded === undefined ? base : { ...base, encoded: failed.encoded }
       }
       case "paused": {
         const pause = lastOf(events, "PauseRequested")?.payload
@@ -314,7 +327,10 @@ export interface Client {
   readonly run: <I, O, E>(workflow: Workflow.Workflow<I, O, E>, options: RunOptions<I>) => Promise<Kernel.RunResult<O>>
   readonly chat: <A = string, I = unknown>(options: ChatOptions<A, I>) => Promise<ChatResult<A>>
   readonly callTool: (options: Parameters<typeof callTool>[0]) => Promise<Kernel.RunResult<Json.Json>>
-  readonly resume: (run: Kernel.RunRef & { readonly response?: unknown }) => Promise<Kernel.RunResult<unknown>>
+  readonly resume: {
+    <I, O, E>(run: Kernel.RunRef & { readonly response?: unknown; readonly workflow: Workflow.Workflow<I, O, E> }): Promise<Kernel.RunResult<O>>
+    (run: Kernel.RunRef & { readonly response?: unknown }): Promise<Kernel.RunResult<unknown>>
+  }
   readonly replay: <I, O, E>(workflow: Workflow.Workflow<I, O, E>, run: Kernel.RunRef) => Promise<Kernel.RunResult<O>>
   /** Settles a call in doubt; refused while it may still be running unless `force` (see `Kernel.reconcile`). */
   readonly reconcile: (options: ReconcileOptions) => Promise<void>
@@ -334,7 +350,7 @@ export const create = (options: Options): Client => {
     run: (w, o) => go(run(w, o)),
     chat: (o) => go(chat(o)),
     callTool: (o) => go(callTool(o)),
-    resume: (o) => go(resume(o)),
+    resume: (o: Kernel.ResumeOptions & { readonly workflow?: Workflow.Any }) => go(resume(o)),
     replay: (w, r) => go(replay(w, r)),
     reconcile: (o) => go(reconcile(o)),
     verify: (o) => go(verify(o)),

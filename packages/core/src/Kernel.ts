@@ -83,6 +83,12 @@ export type ReconcileOutcome =
   | { readonly ok: true; readonly result: Json.Json }
   | { readonly ok: false; readonly error: string }
 
+/** What `resume` takes: the run, the response to its open pause (if paused), the caller's lease. */
+export interface ResumeOptions extends RunRef {
+  readonly response?: unknown
+  readonly lease?: Lease | undefined
+}
+
 export interface ChatRunOptions<A, I = unknown> extends Workflow.ChatOptions<A, I> {
   readonly runId?: string | undefined
   readonly tenant: TenantContext
@@ -94,8 +100,15 @@ export interface Service {
     workflow: Workflow.Workflow<I, O, E>,
     options: StartOptions<I>
   ) => Effect.Effect<RunResult<O>, E | KernelError>
-  /** Resumes a paused run with a human response (or a crashed run), finding its workflow by name. */
-  readonly resume: (run: RunRef & { readonly response?: unknown; readonly lease?: Lease | undefined }) => Effect.Effect<RunResult<unknown>, unknown>
+  /**
+   * Resumes a paused run with a human response (or a crashed run). Given its `workflow`, it runs that one (the run's
+   * workflow name must match) and is typed by it: its output, and its declared error; else it finds the workflow by
+   * name among those the kernel was given.
+   */
+  readonly resume: {
+    <I, O, E>(run: ResumeOptions & { readonly workflow: Workflow.Workflow<I, O, E> }): Effect.Effect<RunResult<O>, E | KernelError>
+    (run: ResumeOptions): Effect.Effect<RunResult<unknown>, unknown>
+  }
   /** Re-runs the code over the log without executing or writing anything; any divergence is `NonDeterminism`. */
   readonly replay: <I, O, E>(workflow: Workflow.Workflow<I, O, E>, run: RunRef) => Effect.Effect<RunResult<O>, E | KernelError>
   /** Settles an in-doubt, non-idempotent tool call; `execute`/`resume` then continues the run. */
@@ -155,6 +168,17 @@ const toJson = (what: string, encoded: Either.Either<unknown, ParseResult.ParseE
   if (Either.isLeft(encoded)) return Either.left(new Errors.InvalidInput({ what, reason: firstIssue(encoded.left).reason }))
   const checked = Json.fromUnknown(encoded.right)
   return checked.ok ? Either.right(checked.json) : Either.left(new Errors.InvalidInput({ what, reason: checked.error }))
+}
+
+/** The run's failures the kernel itself decides (a budget): logged encoded, so a resume fails with them typed. */
+const KernelFailure = Schema.Union(Errors.BudgetExceeded, Errors.BudgetUnpriced)
+const encodeKernelFailure = Schema.encodeEither(KernelFailure)
+const decodeKernelFailure = Schema.decodeUnknownEither(KernelFailure)
+
+/** A `RunFailed` event: the error's tag and message, and the error encoded when it encodes to JSON. */
+const runFailed = (error: unknown, encoded: Either.Either<unknown, ParseResult.ParseError>): EventPayload => {
+  const json = Either.isRight(encoded) ? Json.fromUnknown(encoded.right) : undefined
+  return { _tag: "RunFailed", errorTag: errorTag(error), error: errorMessage(error), ...(json?.ok === true ? { encoded: json.json } : {}) }
 }
 
 const lastOf = <T extends EventPayload["_tag"]>(events: ReadonlyArray<Event>, tag: T) => {
@@ -227,7 +251,7 @@ export const make = (options: Options = {}) =>
               return yield* Effect.fail(halted.error)
             case "Failed":
               if (mode === "live") {
-                yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunFailed", errorTag: halted.error._tag, error: halted.error.message }])
+                yield* exec.appendOrFail(RUN_STEP_KEY, [runFailed(halted.error, encodeKernelFailure(halted.error))])
               }
               return yield* Effect.fail(halted.error)
           }
@@ -250,7 +274,7 @@ export const make = (options: Options = {}) =>
         }
         const failure = Cause.failureOption(exit.cause)
         if (Option.isSome(failure) && mode === "live") {
-          yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunFailed", errorTag: errorTag(failure.value), error: errorMessage(failure.value) }])
+          yield* exec.appendOrFail(RUN_STEP_KEY, [runFailed(failure.value, workflow.encodeError(failure.value))])
         }
         // Defects (bugs in the code) are not written: fix the code and resume, as with Temporal's task failures.
         return yield* Effect.failCause(exit.cause)
@@ -313,6 +337,11 @@ export const make = (options: Options = {}) =>
             }
             case "failed": {
               const failed = lastOf(events, "RunFailed")?.payload
+              // The original typed error, when the workflow (or the kernel, for a budget) logged it encoded.
+              const original = failed?.encoded === undefined ? undefined : workflow.decodeError(failed.encoded)
+              if (original !== undefined && Either.isRight(original)) return yield* Effect.fail(original.right)
+              const kernelFailure = failed?.encoded === undefined ? undefined : decodeKernelFailure(failed.encoded)
+              if (kernelFailure !== undefined && Either.isRight(kernelFailure)) return yield* Effect.fail(kernelFailure.right)
               return yield* new Errors.RunFailedError({ runId: info.runId, errorTag: failed?.errorTag ?? "Error", reason: failed?.error ?? "unknown" })
             }
             case "needs_reconciliation": {
@@ -456,17 +485,26 @@ export const make = (options: Options = {}) =>
         : Effect.succeed(w)
     }
 
+    const resumeWith = <I, O, E>(info: RunInfo, workflow: Workflow.Workflow<I, O, E>, run: ResumeOptions): Effect.Effect<RunResult<O>, E | KernelError> => {
+      if (run.response !== undefined && info.status !== "paused") {
+        return Effect.fail(new Errors.InvalidRunState({ runId: run.runId, status: info.status, expected: "paused (only a paused run takes a response)" }))
+      }
+      const response = info.status === "paused" ? { payload: run.response === undefined ? null : run.response } : undefined
+      return continueRun(workflow, info, "live", response, run.lease)
+    }
+    function resume<I, O, E>(run: ResumeOptions & { readonly workflow: Workflow.Workflow<I, O, E> }): Effect.Effect<RunResult<O>, E | KernelError>
+    function resume(run: ResumeOptions): Effect.Effect<RunResult<unknown>, unknown>
+    function resume(run: ResumeOptions & { readonly workflow?: Workflow.Any }): Effect.Effect<RunResult<unknown>, unknown> {
+      return Effect.gen(function*() {
+        const info = yield* store.getRun(run.tenantId, run.runId)
+        // A given workflow is checked by name like a registered one (continueRun: NonDeterminism on another name).
+        return yield* resumeWith(info, run.workflow ?? (yield* workflowFor(info)), run)
+      }).pipe(Effect.withSpan("Kernel.resume"))
+    }
+
     const service: Service = {
       execute,
-      resume: Effect.fn("Kernel.resume")(function*(run) {
-        const info = yield* store.getRun(run.tenantId, run.runId)
-        const workflow = yield* workflowFor(info)
-        if (run.response !== undefined && info.status !== "paused") {
-          return yield* new Errors.InvalidRunState({ runId: run.runId, status: info.status, expected: "paused (only a paused run takes a response)" })
-        }
-        const response = info.status === "paused" ? { payload: run.response === undefined ? null : run.response } : undefined
-        return yield* continueRun(workflow, info, "live", response, run.lease)
-      }),
+      resume,
       replay: (workflow, run) =>
         Effect.flatMap(store.getRun(run.tenantId, run.runId), (info) => continueRun(workflow, info, "replay", undefined)).pipe(
           Effect.withSpan("Kernel.replay")

@@ -1,8 +1,8 @@
 // The Promise client on a real SQLite file, after a process was SIGKILLed before its run's RunStarted was durable.
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { existsSync } from "node:fs"
-import { Effect } from "effect"
-import { Artana } from "@artana/core"
+import { Effect, Schema } from "effect"
+import { Artana, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
 import { countLines, lines, makeFixture, paths, tenant } from "./child/workflows.js"
@@ -51,4 +51,38 @@ describe("Artana.create on SQLite: a run killed before its RunStarted was durabl
       expect(lines(paths(dir).effects)).toHaveLength(3)
       expect(countLines(paths(dir).effects, `send ${runId}/tool:3`)).toBe(1)
     }), 120_000)
+})
+
+class Declined extends Schema.TaggedError<Declined>()("Declined", { reason: Schema.String }) {}
+
+const pay = Workflow.make({
+  name: "pay",
+  input: Schema.Number,
+  output: Schema.String,
+  error: Declined,
+  run: (amount) => (amount > 100 ? Effect.fail(new Declined({ reason: `${amount} is over 100` })) : Effect.succeed("paid"))
+})
+
+describe("Artana.create on SQLite: a workflow's declared error", () => {
+  it.scopedLive("a run failed with it fails again with it, typed, when another client resumes it from the file", () =>
+    Effect.gen(function*() {
+      const { db } = yield* workDir
+      const open = () => Artana.create({ store: SqliteStore.layer({ filename: db }), model: ScriptedModel.layer([]), workflows: [pay] })
+      const first = open()
+      const failed = yield* Effect.promise(() => first.run(pay, { runId: "p-1", tenant, input: 250 }).catch((e: unknown) => e))
+      yield* Effect.promise(() => first.close())
+      expect(failed).toBeInstanceOf(Declined)
+      const second = open()
+      yield* Effect.addFinalizer(() => Effect.promise(() => second.close()))
+      const again = yield* Effect.promise(() => second.resume({ tenantId: tenant.tenantId, runId: "p-1" }).catch((e: unknown) => e))
+      expect(again).toBeInstanceOf(Declined)
+      expect(again).toEqual(failed)
+      expect(yield* Effect.promise(() => second.status({ tenantId: tenant.tenantId, runId: "p-1" }))).toEqual({
+        status: "failed",
+        runId: "p-1",
+        errorTag: "Declined",
+        error: failed instanceof Error ? failed.message : "",
+        encoded: { _tag: "Declined", reason: "250 is over 100" }
+      })
+    }))
 })
