@@ -1,0 +1,81 @@
+// The README examples marked `<!-- checked-example: NAME -->` (the root README's "In code", core's tables of the
+// seed's names and of the Trikernel decisions), as written: compiled together (strict, NodeNext) and each run in a
+// process of its own, in a temp dir inside this package so that `@artana/*` resolves as it does for a user.
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { execFileSync, spawnSync } from "node:child_process"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const REPO = fileURLToPath(new URL("../../../", import.meta.url))
+const HERE = fileURLToPath(new URL("../", import.meta.url))
+
+interface Example {
+  readonly file: string
+  readonly name: string
+  readonly code: string
+}
+
+/** The fenced `ts` blocks right after a `<!-- checked-example: NAME -->` line. */
+export const checkedExamples = (file: string): ReadonlyArray<Example> =>
+  [...readFileSync(join(REPO, file), "utf8").matchAll(/<!-- checked-example: ([\w.-]+) -->\r?\n```ts\r?\n([\s\S]*?)\r?\n```/g)].map((m) => ({
+    file,
+    name: m[1]!,
+    code: m[2]!
+  }))
+
+const examples = [...checkedExamples("README.md"), ...checkedExamples("packages/core/README.md")]
+
+/** What each example prints (its last line), so that an example that runs but does the wrong thing fails. */
+const prints: Record<string, string> = {
+  "readme-effect": "approved: true",
+  "readme-promise": "approved: true"
+}
+
+let dir = ""
+beforeAll(() => {
+  dir = mkdtempSync(join(HERE, ".checked-examples-"))
+  for (const e of examples) writeFileSync(join(dir, `${e.name}.ts`), `${e.code}\n`)
+  writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({
+    extends: "../../../tsconfig.base.json",
+    compilerOptions: { noEmit: true, composite: false, declaration: false, declarationMap: false, sourceMap: false, incremental: false },
+    include: ["*.ts"]
+  }))
+})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+describe("README examples, as written", () => {
+  it("there are examples, with unique names", () => {
+    expect(examples.map((e) => e.name)).toEqual([...new Set(examples.map((e) => e.name))])
+    expect(examples.map((e) => e.name)).toEqual(expect.arrayContaining(Object.keys(prints)))
+  })
+
+  it("all compile (strict, NodeNext)", () => {
+    const tsc = spawnSync(process.execPath, [join(REPO, "node_modules/typescript/bin/tsc"), "-p", dir], { encoding: "utf8" })
+    expect(tsc.stdout + tsc.stderr).toBe("")
+    expect(tsc.status).toBe(0)
+  }, 180_000)
+
+  it("the root README's \"In code\": governed, at most 20 lines and 5 Artana names, Effect and Promise alike", () => {
+    for (const name of ["readme-effect", "readme-promise"]) {
+      const code = examples.find((e) => e.name === name)!.code
+      expect(code.split("\n").length).toBeLessThanOrEqual(20)
+      const names = [...code.matchAll(/^import \{ ([^}]+) \} from "@artana\/[^"]+"$/gm)].flatMap((m) => m[1]!.split(",").map((n) => n.trim()))
+      expect(names.length).toBeLessThanOrEqual(5)
+      // Governed: a capability on the tool and the tenant, a budget, the PII scrubber.
+      expect(code).toContain("requiresCapability")
+      expect(code).toContain("budgetUsdLimit")
+      expect(code).toContain("Pii.middleware()")
+    }
+  })
+
+  for (const e of examples) {
+    it(`${e.file}: ${e.name} runs`, () => {
+      const cwd = join(dir, `run-${e.name}`)
+      mkdirSync(cwd)
+      const out = execFileSync(process.execPath, ["--import", "tsx", join(dir, `${e.name}.ts`)], { cwd, encoding: "utf8", timeout: 120_000 })
+      const expected = prints[e.name]
+      if (expected !== undefined) expect(out.trim().split("\n").pop()).toBe(expected)
+    }, 150_000)
+  }
+})
