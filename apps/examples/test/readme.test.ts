@@ -29,7 +29,14 @@ const examples = [...checkedExamples("README.md"), ...checkedExamples("packages/
 /** What each example prints (its last line), so that an example that runs but does the wrong thing fails. */
 const prints: Record<string, string> = {
   "readme-effect": "approved: true",
-  "readme-promise": "approved: true"
+  "readme-promise": "approved: true",
+  "seed-chat": "Paris",
+  "seed-tool": "PolicyDenied, ToolFailed",
+  "seed-pause-resume": "paused -> refunded",
+  "seed-agent": "EMEA grew 12%",
+  "seed-context-builder": "FACT: dates are YYYY-MM-DD",
+  "seed-auto-reflect": "fact: book_flight takes dates as YYYY-MM-DD",
+  "trikernel-swap": "RunStarted ModelRequested ModelCompleted RunCompleted"
 }
 
 let dir = ""
@@ -48,6 +55,18 @@ describe("README examples, as written", () => {
   it("there are examples, with unique names", () => {
     expect(examples.map((e) => e.name)).toEqual([...new Set(examples.map((e) => e.name))])
     expect(examples.map((e) => e.name)).toEqual(expect.arrayContaining(Object.keys(prints)))
+  })
+
+  it("every row of core's table of the seed's names points at a checked example", () => {
+    const readme = readFileSync(join(REPO, "packages/core/README.md"), "utf8")
+    const table = readme.slice(readme.indexOf("## The seed's names"), readme.indexOf("## The Trikernel decisions"))
+    const rows = table.split("\n").filter((l) => l.startsWith("| `") && !l.startsWith("| seed"))
+    expect(rows).toHaveLength(7)
+    for (const row of rows) {
+      const name = row.match(/\| `(seed-[\w-]+)` \|$/)?.[1]
+      expect(name, row).toBeDefined()
+      expect(examples.map((e) => e.name)).toContain(name)
+    }
   })
 
   it("all compile (strict, NodeNext)", () => {
