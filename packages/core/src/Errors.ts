@@ -51,8 +51,8 @@ export class RunNotFound extends Schema.TaggedError<RunNotFound>()("RunNotFound"
     // Said alike of an id that never existed, another tenant's, and a run whose process died before its first event was
     // durable: none has anything to resume, and only the first batch (RunStarted) creates a run.
     return `run ${this.runId} not found${this.tenantId === undefined ? "" : ` for tenant ${this.tenantId}`}: no run of ` +
-      `that id has started (a process stopped before its RunStarted event was durable leaves nothing to resume); ` +
-      `start it with its workflow and input (\`Artana.run\`, \`Kernel.execute\`)`
+      `that id has started (a process stopped before its RunStarted event was durable leaves nothing to resume; ` +
+      `running its workflow with this id and its input starts it)`
   }
 }
 

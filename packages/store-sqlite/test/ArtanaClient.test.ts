@@ -37,7 +37,7 @@ describe("Artana.create on SQLite: a run killed before its RunStarted was durabl
         if (s.status !== "rejected") continue
         expect(s.reason).toMatchObject({ _tag: "RunNotFound", runId, tenantId: "acme" })
         expect(String(s.reason.message)).toContain("no run of that id has started")
-        expect(String(s.reason.message)).toContain("start it with its workflow and input")
+        expect(String(s.reason.message)).toContain("running its workflow with this id and its input starts it")
       }
       const started = yield* Effect.promise(() => artana.run(fixture.workflows.crashy, { runId, tenant, input: { order: "o-1" } }))
       expect(started.status).toBe("completed")
