@@ -51,9 +51,12 @@ export interface Client {
  * and the kernel (`error._tag` tells which).
  */
 export const create = <S = never>(options: Options<S>): Client => {
-  const memory: Layer.Layer<MemoryStore, unknown, S> = options.memory ?? layerMemory
-  // The same store layer object twice: Effect builds it once, and the memory shares its database.
-  const { run, close } = Artana.runner(Layer.merge(Artana.layer(options), memory.pipe(Layer.provide(options.store))))
+  const given: Layer.Layer<MemoryStore, unknown, S> = options.memory ?? layerMemory
+  // The same store layer value twice: Effect builds it once, and the memory shares its database. The memory is one of
+  // the kernel's services too, so an agent's workflow value (`agent.workflow`) resumed by name finds it.
+  const memory = given.pipe(Layer.provide(options.store))
+  const layer = Artana.layer({ ...options, services: [...(options.services ?? []), memory] })
+  const { run, close } = Artana.runner(Layer.merge(layer, memory))
   return {
     run: (agent, o) => run(agent.run(o)),
     replay: (agent, o) => run(agent.replay(o)),

@@ -70,6 +70,11 @@ export interface Options extends Pricing.Options {
   readonly auditKey?: string | Redacted.Redacted<string> | undefined
   /** `false` turns the budget off, visibly (see `Kernel.Options.enforceBudget`). */
   readonly enforceBudget?: boolean | undefined
+  /**
+   * More services the workflows read when they run (workflow code runs with the kernel's services and the kernel
+   * itself), e.g. the `MemoryStore` of `@artana/agent`'s agents: layers with no requirements of their own.
+   */
+  readonly services?: ReadonlyArray<Layer.Layer<never, unknown>> | undefined
 }
 
 const isToolList = (tools: ReadonlyArray<Tool> | Layer.Layer<ToolRegistry.ToolRegistry, unknown>): tools is ReadonlyArray<Tool> =>
@@ -91,7 +96,8 @@ export const layer = (options: Options): Layer.Layer<Services, unknown> => {
     options.model,
     tools,
     // The same model layer object twice: Effect builds it once and shares it.
-    Middleware.layer(options.middleware ?? []).pipe(Layer.provide(options.model))
+    Middleware.layer(options.middleware ?? []).pipe(Layer.provide(options.model)),
+    ...(options.services ?? [])
   )
   const auditKey = options.auditKey
   const kernel = Kernel.layer({

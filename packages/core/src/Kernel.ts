@@ -207,6 +207,9 @@ export const make = (options: Options = {}) =>
     const middleware = yield* Effect.serviceOption(Middleware)
     // The queue whose tasks drive runs, when the kernel shares its store: `reconcile` asks it whether a worker holds one.
     const queue = yield* Effect.serviceOption(TaskQueue)
+    // The services the kernel was built with, and the kernel itself: workflow code runs with them, so a workflow that
+    // needs one (an agent: the kernel, the model, its memory) reads it at run time and stays a plain value.
+    const built = yield* Effect.context<never>()
     const deps: Execution.Deps = {
       store,
       model,
@@ -233,7 +236,7 @@ export const make = (options: Options = {}) =>
     ): Effect.Effect<RunResult<O>, E | KernelError> =>
       Effect.gen(function*() {
         const runId = exec.context.runId
-        const exit = yield* Effect.exit(workflow.run(input, exec.context))
+        const exit = yield* Effect.exit(workflow.run(input, exec.context).pipe(Effect.provide(Context.add(built, Kernel, service))))
         const halted = exec.halted()
         if (halted !== undefined) {
           switch (halted._tag) {
