@@ -14,7 +14,8 @@
  *
  * @since 0.1.0
  */
-import { Artana, type EventStore, type Kernel } from "@artana/core"
+import { Artana, type EventStore, type Kernel, type Tenant } from "@artana/core"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
 import type { Agent, AgentOutput, RunOptions } from "./AutonomousAgent.js"
@@ -33,8 +34,11 @@ export interface Options<S> extends Artana.Options {
 }
 
 export interface Client {
-  /** `agent.run`: runs the agent on a task, or continues the run `runId`. */
-  readonly run: <A = string, I = string>(agent: Agent, options: RunOptions<A, I>) => Promise<Kernel.RunResult<AgentOutput<A>>>
+  /** `agent.run`: runs the agent on a task, or continues the run `runId`. The tenant may be plain data (`Tenant.Input`). */
+  readonly run: <A = string, I = string>(
+    agent: Agent,
+    options: Omit<RunOptions<A, I>, "tenant"> & { readonly tenant: Tenant.TenantContext | Tenant.Input }
+  ) => Promise<Kernel.RunResult<AgentOutput<A>>>
   /** `agent.replay`: re-runs a run over its log, executing nothing. */
   readonly replay: <A = string, I = string>(
     agent: Agent,
@@ -58,7 +62,7 @@ export const create = <S = never>(options: Options<S>): Client => {
   const layer = Artana.layer({ ...options, services: [...(options.services ?? []), memory] })
   const { run, close } = Artana.runner(Layer.merge(layer, memory))
   return {
-    run: (agent, o) => run(agent.run(o)),
+    run: (agent, o) => run(Effect.flatMap(Artana.tenant(o.tenant), (tenant) => agent.run({ ...o, tenant }))),
     replay: (agent, o) => run(agent.replay(o)),
     lineage: (r) => run(SubAgent.lineage(r)),
     close

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer, Schema } from "effect"
-import { Artana, Tool, type Workflow } from "@artana/core"
+import { Artana, EventStore, Tool, type Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { AgentClient, AutonomousAgent, SqlMemoryStore } from "@artana/agent"
 import { SqliteStore } from "@artana/store-sqlite"
@@ -76,6 +76,18 @@ describe("an agent as a workflow value", () => {
       expect(String(error)).toContain("services: [MemoryStore.layerMemory]")
     } finally {
       await artana.close()
+    }
+  })
+
+  it("AgentClient checks a tenant given as plain data at the boundary: InvalidTenant, and no run", async () => {
+    const support = AutonomousAgent.make({ name: "support", instructions: "You help customers." })
+    const client = AgentClient.create({ store: EventStore.layerMemory, model: ScriptedModel.layer([]) })
+    try {
+      const error = await client.run(support, { runId: "t-1", tenant: { tenantId: "acme", budgetUsdLimit: Infinity }, prompt: "Hi" }).catch((e: unknown) => e)
+      expect(error).toMatchObject({ _tag: "InvalidTenant" })
+      expect(String(error)).toContain("budgetUsdLimit")
+    } finally {
+      await client.close()
     }
   })
 })
