@@ -1,7 +1,7 @@
 /**
  * Artana in one place. `Artana.layer(options)` builds the whole runtime (store, model, tools, workflows, middleware,
  * audit key) for Effect code; `Artana.chat`, `Artana.run`, `Artana.resume`, ... are its operations as functions of
- * the `Kernel` service (as `@effect/ai`'s `LanguageModel.generateText` is one of its service); `Artana.create(options)`
+ * the `Kernel` service (as `@effect/ai`'s `LanguageModel.generateText` is one of its `LanguageModel`); `Artana.create(options)`
  * is the Promise client over exactly that layer, with the same option names.
  *
  * ```ts
@@ -191,13 +191,16 @@ export const chat = <A = string, I = unknown>(
     return { status: "completed", runId: result.runId, ...result.output } satisfies ChatCompleted<A>
   })
 
-/** A run of one tool call, with arguments given by code: `Kernel.callTool`. */
-export const callTool = (options: {
+/** What `callTool` takes: the tool by name and its arguments as JSON. */
+export interface CallToolOptions {
   readonly runId?: string | undefined
   readonly tenant: TenantContext | TenantInput
   readonly tool: string
   readonly args: Json.Json
-}): Effect.Effect<Kernel.RunResult<Json.Json>, Workflow.ToolCallError | Kernel.KernelError | Errors.InvalidTenant, Kernel.Kernel> =>
+}
+
+/** A run of one tool call, with arguments given by code: `Kernel.callTool`. */
+export const callTool = (options: CallToolOptions): Effect.Effect<Kernel.RunResult<Json.Json>, Workflow.ToolCallError | Kernel.KernelError | Errors.InvalidTenant, Kernel.Kernel> =>
   Effect.gen(function*() {
     const kernel = yield* Kernel.Kernel
     return yield* kernel.callTool({ ...options, tenant: yield* tenant(options.tenant) })
@@ -332,7 +335,7 @@ export const runner = <R>(layer: Layer.Layer<R, unknown>): Runner<R> => {
 export interface Client {
   readonly run: <I, O, E>(workflow: Workflow.Workflow<I, O, E>, options: RunOptions<I>) => Promise<Kernel.RunResult<O>>
   readonly chat: <A = string, I = unknown>(options: ChatOptions<A, I>) => Promise<ChatResult<A>>
-  readonly callTool: (options: Parameters<typeof callTool>[0]) => Promise<Kernel.RunResult<Json.Json>>
+  readonly callTool: (options: CallToolOptions) => Promise<Kernel.RunResult<Json.Json>>
   readonly resume: {
     <I, O, E>(run: Kernel.RunRef & { readonly response?: unknown; readonly workflow: Workflow.Workflow<I, O, E> }): Promise<Kernel.RunResult<O>>
     (run: Kernel.RunRef & { readonly response?: unknown }): Promise<Kernel.RunResult<unknown>>
