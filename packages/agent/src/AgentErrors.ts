@@ -89,6 +89,20 @@ export class SubAgentFailed extends Schema.TaggedError<SubAgentFailed>()("SubAge
   }
 }
 
+/**
+ * An agent's workflow ran where a service it reads is missing: the kernel, the model or the `MemoryStore` are read
+ * from the kernel's services when the run starts.
+ */
+export class ServiceMissing extends Schema.TaggedError<ServiceMissing>()("ServiceMissing", {
+  agent: Schema.String,
+  service: Schema.String
+}) {
+  override get message() {
+    return `agent "${this.agent}" runs with the kernel's services, which lack ${this.service}: build the runtime with ` +
+      `AgentClient.create, or give it to the kernel (Artana.layer({ ..., services: [MemoryStore.layerMemory] }))`
+  }
+}
+
 /** Every error of @artana/agent. */
 export type AgentError =
   | MemoryNotFound
@@ -98,6 +112,7 @@ export type AgentError =
   | ContextOverflow
   | ExtensionError
   | SubAgentFailed
+  | ServiceMissing
 
 const tags = new Set<string>([
   "MemoryNotFound",
@@ -106,7 +121,8 @@ const tags = new Set<string>([
   "UnknownSkill",
   "ContextOverflow",
   "ExtensionError",
-  "SubAgentFailed"
+  "SubAgentFailed",
+  "ServiceMissing"
 ])
 
 /** True for any error of @artana/agent. */

@@ -21,7 +21,7 @@ import { Kernel, ModelPort } from "@artana/core"
 import type { Chat, Errors, Tenant, Tool, Workflow } from "@artana/core"
 import * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
-import type { ContextOverflow, ExtensionError } from "./AgentErrors.js"
+import type { ContextOverflow, ExtensionError, ServiceMissing } from "./AgentErrors.js"
 import type { ContextBuilder, ContextSection } from "./ContextBuilder.js"
 import type { CompactionStrategy } from "./CompactionStrategy.js"
 import type { Extension } from "./Extension.js"
@@ -101,7 +101,7 @@ export interface AgentOutput<A> {
 export const outputSchemaOf = internal.outputSchemaOf
 
 /** Errors of the agent's own code: the run fails with them (`RunFailed` in the log). */
-export type RunError = Workflow.ChatError | ContextOverflow | ExtensionError | Errors.StoreError
+export type RunError = Workflow.ChatError | ContextOverflow | ExtensionError | Errors.StoreError | ServiceMissing
 
 /** The services an agent's runs need. */
 export type Requirements = Kernel.Kernel | ModelPort.ModelPort | MemoryStore
@@ -119,10 +119,14 @@ export interface Agent {
     readonly runId: string
     readonly outputSchema?: Schema.Schema<A, I> | undefined
   }) => Effect.Effect<Kernel.RunResult<AgentOutput<A>>, RunError | Kernel.KernelError, Requirements>
-  /** The agent as a workflow (`agent:<name>`), for workers and `Kernel.layer({ workflows })`. */
-  readonly workflow: <A = string, I = string>(options?: {
-    readonly outputSchema?: Schema.Schema<A, I> | undefined
-  }) => Effect.Effect<Workflow.Workflow<Input, AgentOutput<A>, RunError>, never, Requirements>
+  /**
+   * The agent as a workflow value (`agent:<name>`, input `{ prompt, model }`, the answer's text as output), for workers,
+   * the session API and `Artana.layer({ workflows })`: its runs read the kernel, the model and the `MemoryStore` from
+   * the kernel's services (`Artana.layer({ services: [memory] })`, as `AgentClient.create` builds it).
+   */
+  readonly workflow: Workflow.Workflow<Input, AgentOutput<string>, RunError>
+  /** The same, with the final answer decoded with `outputSchema`. */
+  readonly workflowFor: <A, I>(outputSchema: Schema.Schema<A, I>) => Workflow.Workflow<Input, AgentOutput<A>, RunError>
 }
 
 /** The workflow name of an agent: `agent:<name>`. */
@@ -140,10 +144,15 @@ export const make = (options: Options): Agent => {
   if (typeof progressive === "object" && progressive !== null && progressive.maxLoaded !== undefined && !((Number.isInteger(progressive.maxLoaded) || progressive.maxLoaded === Infinity) && progressive.maxLoaded >= 1)) {
     throw new Error(`AutonomousAgent "${options.name}": progressiveSkills.maxLoaded must be a whole number of at least 1 (or Infinity), not ${progressive.maxLoaded}`)
   }
+  let textWorkflow: Workflow.Workflow<Input, AgentOutput<string>, RunError> | undefined
   const agent: Agent = {
     name: options.name,
     options,
-    workflow: (opts = {}) => Effect.map(environment, (env) => internal.workflowOf(agent, env, opts.outputSchema)),
+    get workflow() {
+      textWorkflow ??= internal.workflowOf<string, string>(agent, undefined, undefined)
+      return textWorkflow
+    },
+    workflowFor: (outputSchema) => internal.workflowOf(agent, undefined, outputSchema),
     run: (run) =>
       Effect.gen(function*() {
         const env = yield* environment

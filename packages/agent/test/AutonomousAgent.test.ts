@@ -166,7 +166,7 @@ describe("AutonomousAgent", () => {
   it.effect("the agent's workflow can be registered with the kernel and driven by execute", () => {
     const analyst = AutonomousAgent.make({ name: "analyst", instructions: "x", memory: false })
     return Effect.gen(function*() {
-      const workflow = yield* analyst.workflow()
+      const workflow = analyst.workflow
       // A worker's list holds workflows of any type.
       const listed: ReadonlyArray<Workflow.Any> = [workflow]
       expect(listed[0]!.name).toBe("agent:analyst")

@@ -40,7 +40,7 @@ describe("SubAgent.asTool", () => {
     return Effect.gen(function*() {
       const lease = { expiresAt: () => (expired ? 0 : Number.POSITIVE_INFINITY), signal: new AbortController().signal }
       const kernel = yield* Kernel.Kernel
-      const workflow = yield* analyst.workflow()
+      const workflow = analyst.workflow
       yield* Effect.exit(kernel.execute(workflow, { runId: "p-lease", tenant, input: { prompt: "Write the EMEA report.", model: "scripted" }, lease }))
       expect(expired).toBe(true)
       expect(effects.lines).toEqual([])

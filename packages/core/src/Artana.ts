@@ -1,47 +1,374 @@
 /**
- * A Promise facade for code that does not use Effect. It holds no logic of its own: each method runs the
- * matching `Kernel` operation on a runtime built from the same layers an Effect user would provide.
+ * Artana in one place. `Artana.layer(options)` builds the whole runtime (store, model, tools, workflows, middleware,
+ * audit key) for Effect code; `Artana.chat`, `Artana.run`, `Artana.resume`, ... are its operations as functions of
+ * the `Kernel` service (as `@effect/ai`'s `LanguageModel.generateText` is one of its `LanguageModel`); `Artana.create(options)`
+ * is the Promise client over exactly that layer, with the same option names.
  *
  * ```ts
  * const artana = Artana.create({ store: SqliteStore.layer({ filename: "artana.db" }), model, tools: [getBalance] })
- * const result = await artana.chat({ tenant, messages: [Chat.user("Balance of acc-1?")] })
+ * const result = await artana.chat({ tenant: { tenantId: "acme", budgetUsdLimit: 1 }, prompt: "Balance of acc-1?" })
+ * if (result.status === "completed") console.log(result.output)
  * await artana.close()
  * ```
+ *
+ * The governed order, fixed: the kernel removes the tools the tenant may not use and refuses a run over its budget,
+ * then `middleware` runs in the order given (`before*` hooks first to last), then the kernel prices the call and
+ * refuses it when its estimate passes the budget; the answer goes back through `after*` hooks last to first, and the
+ * kernel adds its cost to the spend. Capabilities and budget need no middleware; the PII scrubber is an explicit
+ * entry (`Pii.middleware()` from `@artana/middleware`), first in the list.
  *
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as ParseResult from "effect/ParseResult"
+import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
-import type * as Schema from "effect/Schema"
-import type { Event, RunInfo } from "./Event.js"
+import * as Schema from "effect/Schema"
+import { type ChatMessage, user } from "./Chat.js"
+import * as Errors from "./Errors.js"
+import type { Event, EventPayload, RunInfo } from "./Event.js"
 import * as EventStore from "./EventStore.js"
+import type * as Json from "./Json.js"
 import * as Kernel from "./Kernel.js"
+import type { Lease } from "./Lease.js"
 import * as Middleware from "./Middleware.js"
-import type * as Pricing from "./Pricing.js"
 import type { ModelPort } from "./ModelPort.js"
-import type { TenantContext } from "./Tenant.js"
+import type * as Pricing from "./Pricing.js"
+import { type Input as TenantInput, TenantContext } from "./Tenant.js"
 import type { Tool } from "./Tool.js"
 import * as ToolRegistry from "./ToolRegistry.js"
-import type { VerifyReport } from "./Verify.js"
+import type { Head, VerifyReport } from "./Verify.js"
 import * as Workflow from "./Workflow.js"
 
-/** The client's options; pricing (`prices`, `unknownModelPrice`, ...) and `enforceBudget` as in `Kernel.Options`. */
+// ------------------------------------------------------------------------------------------------ the runtime
+
+/** What `Artana.layer` provides: the kernel and the services it is built from. */
+export type Services = Kernel.Kernel | EventStore.EventStore | ModelPort | ToolRegistry.ToolRegistry | Middleware.Middleware
+
+/** The runtime's options, the same for `Artana.layer` and `Artana.create`; pricing as in `Kernel.Options`. */
 export interface Options extends Pricing.Options {
-  /** Where the log lives; in memory when absent. */
+  /** Where the log lives (the state kernel): `SqliteStore.layer(...)`, `PgStore.layer(...)`; in memory when absent. */
   readonly store?: Layer.Layer<EventStore.EventStore, unknown> | undefined
+  /** The model: `OpenAiModel.layer(...)`, `ScriptedModel.layer(...)`. */
   readonly model: Layer.Layer<ModelPort, unknown>
-  readonly tools?: ReadonlyArray<Tool> | undefined
+  /** The tools the kernel can call by name, or a `ToolRegistry` layer of your own (the tool kernel). */
+  readonly tools?: ReadonlyArray<Tool> | Layer.Layer<ToolRegistry.ToolRegistry, unknown> | undefined
+  /** The workflows `resume` (and workers, and replay by name) can find by name. */
   readonly workflows?: ReadonlyArray<Workflow.Any> | undefined
-  /** The middleware chain, in order; an entry may be an Effect that needs the ModelPort (a quota). */
+  /**
+   * The middleware chain, in order (see the governed order above); an entry may be an Effect that needs the
+   * ModelPort (a quota reading its tokenizer). Default: none.
+   */
   readonly middleware?: ReadonlyArray<Middleware.Interceptor | Effect.Effect<Middleware.Interceptor, never, ModelPort>> | undefined
-  readonly auditKey?: string | undefined
-  /** `false` turns the budget off (see `Kernel.Options.enforceBudget`). */
+  /** HMAC key for the hash chain, kept outside the database. */
+  readonly auditKey?: string | Redacted.Redacted<string> | undefined
+  /** `false` turns the budget off, visibly (see `Kernel.Options.enforceBudget`). */
   readonly enforceBudget?: boolean | undefined
+  /**
+   * More services the workflows read when they run (workflow code runs with the kernel's services and the kernel
+   * itself), e.g. the `MemoryStore` of `@artana/agent`'s agents: layers with no requirements of their own.
+   */
+  readonly services?: ReadonlyArray<Layer.Layer<never, unknown>> | undefined
+}
+
+const isToolList = (tools: ReadonlyArray<Tool> | Layer.Layer<ToolRegistry.ToolRegistry, unknown>): tools is ReadonlyArray<Tool> =>
+  Array.isArray(tools)
+
+/**
+ * The whole runtime as one layer: the store, the model, the tools, the middleware chain in the governed order and the
+ * kernel over them. Replace a part by giving its layer (`store`, `model`, `tools`).
+ *
+ * @example
+ * const program = Artana.chat({ tenant, prompt: "Balance of acc-1?" }).pipe(
+ *   Effect.provide(Artana.layer({ store: SqliteStore.layer({ filename: "artana.db" }), model, tools: [getBalance] }))
+ * )
+ */
+export const layer = (options: Options): Layer.Layer<Services, unknown> => {
+  const tools = options.tools === undefined || isToolList(options.tools) ? ToolRegistry.layer(options.tools ?? []) : options.tools
+  const ports = Layer.mergeAll(
+    options.store ?? EventStore.layerMemory,
+    options.model,
+    tools,
+    // The same model layer object twice: Effect builds it once and shares it.
+    Middleware.layer(options.middleware ?? []).pipe(Layer.provide(options.model)),
+    ...(options.services ?? [])
+  )
+  const auditKey = options.auditKey
+  const kernel = Kernel.layer({
+    workflows: options.workflows,
+    auditKey: auditKey === undefined || Redacted.isRedacted(auditKey) ? auditKey : Redacted.make(auditKey),
+    prices: options.prices,
+    unknownModelPrice: options.unknownModelPrice,
+    defaultMaxOutputTokens: options.defaultMaxOutputTokens,
+    enforceBudget: options.enforceBudget
+  })
+  return Layer.provideMerge(kernel, ports)
+}
+
+// ------------------------------------------------------------------------------------------------ tenants
+
+const decodeTenant = Schema.decodeUnknownEither(TenantContext)
+
+/**
+ * A `TenantContext` from a tenant given as a value or as plain data (`Tenant.Input`); a bad one is `InvalidTenant`,
+ * naming the field. Every operation here that takes a tenant checks it so.
+ */
+export const tenant = (input: TenantContext | TenantInput): Effect.Effect<TenantContext, Errors.InvalidTenant> => {
+  if (input instanceof TenantContext) return Effect.succeed(input)
+  if (!Predicate.isRecord(input)) {
+    return Effect.fail(new Errors.InvalidTenant({ reason: `expected an object, got ${input === null ? "null" : typeof input}` }))
+  }
+  const decoded = decodeTenant({ ...input, capabilities: input.capabilities ?? [] }, { onExcessProperty: "error" })
+  if (Either.isRight(decoded)) return Effect.succeed(decoded.right)
+  const issue = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)[0]
+  const where = issue === undefined || issue.path.length === 0 ? "" : `${issue.path.join(".")}: `
+  return Effect.fail(new Errors.InvalidTenant({ reason: `${where}${issue?.message ?? decoded.left.message}` }))
+}
+
+// ------------------------------------------------------------------------------------------------ operations
+
+/** A run's options: `Kernel.StartOptions` with a tenant that may be plain data. */
+export interface RunOptions<I> {
+  /** Id of the run; a new UUID when absent. Running an existing id continues that run (a crashed run resumes). */
+  readonly runId?: string | undefined
+  readonly tenant: TenantContext | TenantInput
+  readonly input: I
+  /** The run that started this one (its lineage and budget). */
+  readonly parentRunId?: string | undefined
+  /** The caller's hold on the run (a worker's lease): no tool handler starts once it is lost. */
+  readonly lease?: Lease | undefined
+}
+
+/** Runs a workflow durably (or continues the run `runId`): `Kernel.execute`. */
+export const run = <I, O, E>(
+  workflow: Workflow.Workflow<I, O, E>,
+  options: RunOptions<I>
+): Effect.Effect<Kernel.RunResult<O>, E | Kernel.KernelError | Errors.InvalidTenant, Kernel.Kernel> =>
+  Effect.gen(function*() {
+    const kernel = yield* Kernel.Kernel
+    return yield* kernel.execute(workflow, { ...options, tenant: yield* tenant(options.tenant) })
+  })
+
+/** The options of a chat run: a `prompt` (the user's message), `messages` before it, or both. */
+export interface ChatOptions<A, I = unknown> extends Omit<Workflow.ChatOptions<A, I>, "messages"> {
+  readonly runId?: string | undefined
+  readonly tenant: TenantContext | TenantInput
+  /** The user's message, sent after `messages`. */
+  readonly prompt?: string | undefined
+  /** The conversation so far (a system message, earlier turns). */
+  readonly messages?: ReadonlyArray<ChatMessage> | undefined
+}
+
+/** A run that did not complete in this execution: paused for a person, or a tool call in doubt. */
+export type Stopped = Exclude<Kernel.RunResult<never>, { readonly status: "completed" }>
+
+/** A completed chat: its typed answer is `output`, beside the conversation, usage and cost. */
+export interface ChatCompleted<A> extends Workflow.ChatResult<A> {
+  readonly status: "completed"
+  readonly runId: string
+}
+
+/** How a chat run ended, when it did not fail. */
+export type ChatResult<A> = ChatCompleted<A> | Stopped
+
+/** A run of one chat (model steps and the tool calls they ask for, until the answer decodes): `Kernel.chat`, flat. */
+export const chat = <A = string, I = unknown>(
+  options: ChatOptions<A, I>
+): Effect.Effect<ChatResult<A>, Workflow.ChatError | Kernel.KernelError | Errors.InvalidTenant | Errors.InvalidInput, Kernel.Kernel> =>
+  Effect.gen(function*() {
+    const { messages, prompt, tenant: given, ...rest } = options
+    const all = [...(messages ?? []), ...(prompt === undefined ? [] : [user(prompt)])]
+    if (all.length === 0) return yield* new Errors.InvalidInput({ what: "chat", reason: "give a prompt, messages, or both" })
+    const kernel = yield* Kernel.Kernel
+    const result = yield* kernel.chat({ ...rest, messages: all, tenant: yield* tenant(given) })
+    if (result.status !== "completed") return result
+    return { status: "completed", runId: result.runId, ...result.output } satisfies ChatCompleted<A>
+  })
+
+/** What `callTool` takes: the tool by name and its arguments as JSON. */
+export interface CallToolOptions {
+  readonly runId?: string | undefined
+  readonly tenant: TenantContext | TenantInput
+  readonly tool: string
+  readonly args: Json.Json
+}
+
+/** A run of one tool call, with arguments given by code: `Kernel.callTool`. */
+export const callTool = (options: CallToolOptions): Effect.Effect<Kernel.RunResult<Json.Json>, Workflow.ToolCallError | Kernel.KernelError | Errors.InvalidTenant, Kernel.Kernel> =>
+  Effect.gen(function*() {
+    const kernel = yield* Kernel.Kernel
+    return yield* kernel.callTool({ ...options, tenant: yield* tenant(options.tenant) })
+  })
+
+/**
+ * Resumes a paused run with a person's response (or a crashed run): `Kernel.resume`. Given the run's `workflow`, the
+ * result is typed by it, and a run that failed fails again with the workflow's declared error; without it, the
+ * workflow is found by name.
+ */
+export function resume<I, O, E>(
+  run: Kernel.ResumeOptions & { readonly workflow: Workflow.Workflow<I, O, E> }
+): Effect.Effect<Kernel.RunResult<O>, E | Kernel.KernelError, Kernel.Kernel>
+export function resume(run: Kernel.ResumeOptions): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel>
+export function resume(
+  run: Kernel.ResumeOptions & { readonly workflow?: Workflow.Any }
+): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel> {
+  const { workflow, ...ref } = run
+  return Effect.flatMap(Kernel.Kernel, (k) => (workflow === undefined ? k.resume(ref) : k.resume({ ...ref, workflow })))
+}
+
+/** Re-runs the code over the log, executing and writing nothing: `Kernel.replay`. */
+export const replay = <I, O, E>(
+  workflow: Workflow.Workflow<I, O, E>,
+  run: Kernel.RunRef
+): Effect.Effect<Kernel.RunResult<O>, E | Kernel.KernelError, Kernel.Kernel> => Effect.flatMap(Kernel.Kernel, (k) => k.replay(workflow, run))
+
+/** What `reconcile` takes: the run, what really happened, and optionally the step checked and `force`. */
+export interface ReconcileOptions extends Kernel.RunRef {
+  readonly outcome: Kernel.ReconcileOutcome
+  /** The step the caller checked; another step in doubt is `InvalidRunState`, and nothing is written. */
+  readonly stepKey?: string | undefined
+  /** Settle it even while the call may still be running where it started. */
+  readonly force?: boolean | undefined
+}
+
+/** Settles a tool call in doubt: `Kernel.reconcile`. */
+export const reconcile = (options: ReconcileOptions): Effect.Effect<void, Kernel.KernelError | Errors.StepMayBeRunning, Kernel.Kernel> =>
+  Effect.flatMap(Kernel.Kernel, (k) => k.reconcile(options))
+
+/** Checks a run's hash chain: `Kernel.verify`. */
+export const verify = (
+  run: Kernel.RunRef & { readonly head?: Head | undefined }
+): Effect.Effect<VerifyReport, Errors.RunNotFound | Errors.StoreError, Kernel.Kernel> => Effect.flatMap(Kernel.Kernel, (k) => k.verify(run))
+
+/** A run's events, verified: `Kernel.readEvents`. */
+export const readEvents = (
+  run: Kernel.RunRef
+): Effect.Effect<ReadonlyArray<Event>, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered, Kernel.Kernel> =>
+  Effect.flatMap(Kernel.Kernel, (k) => k.readEvents(run))
+
+/** The run's record (status, cost, head, lineage). */
+export const getRun = (run: Kernel.RunRef): Effect.Effect<RunInfo, Errors.RunNotFound | Errors.StoreError, EventStore.EventStore> =>
+  Effect.flatMap(EventStore.EventStore, (s) => s.getRun(run.tenantId, run.runId))
+
+/** The tenant's runs. */
+export const listRuns = (
+  tenantId: string,
+  filter?: EventStore.ListRunsFilter
+): Effect.Effect<ReadonlyArray<RunInfo>, Errors.StoreError, EventStore.EventStore> =>
+  Effect.flatMap(EventStore.EventStore, (s) => s.listRuns(tenantId, filter))
+
+/** Where a run stands, read from its log without running anything. */
+export type RunState =
+  /** Started and not settled: running somewhere, or left by a crash (`run` or `resume` continues it). */
+  | { readonly status: "running"; readonly runId: string }
+  /** Its output as logged (encoded with the workflow's output schema). */
+  | { readonly status: "completed"; readonly runId: string; readonly output: Json.Json }
+  /** `encoded`: the error as the workflow's `error` schema encoded it, when it declares one. */
+  | { readonly status: "failed"; readonly runId: string; readonly errorTag: string; readonly error: string; readonly encoded?: Json.Json }
+  | Stopped
+
+const lastOf = <T extends EventPayload["_tag"]>(events: ReadonlyArray<Event>, tag: T) => {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i]!
+    if (e.payload._tag === tag) return { stepKey: e.stepKey, payload: e.payload as Extract<EventPayload, { _tag: T }> }
+  }
+  return undefined
+}
+
+/** Where a run stands (`RunState`): its status with what a caller needs to act on it (a ticket, a step in doubt). */
+export const status = (
+  run: Kernel.RunRef
+): Effect.Effect<RunState, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered, Kernel.Kernel | EventStore.EventStore> =>
+  Effect.gen(function*() {
+    const info = yield* getRun(run)
+    const runId = info.runId
+    if (info.status === "running") return { status: "running", runId }
+    const events = yield* readEvents(run)
+    switch (info.status) {
+      case "completed":
+        return { status: "completed", runId, output: lastOf(events, "RunCompleted")?.payload.output ?? null }
+      case "failed": {
+        const failed = lastOf(events, "RunFailed")?.payload
+        const base = { status: "failed", runId, errorTag: failed?.errorTag ?? "Error", error: failed?.error ?? "" } as const
+        return failed?.encoded === undefined ? base : { ...base, encoded: failed.encoded }
+      }
+      case "paused": {
+        const pause = lastOf(events, "PauseRequested")?.payload
+        return { status: "paused", runId, ticket: pause?.ticket ?? "", reason: pause?.reason ?? "" }
+      }
+      case "needs_reconciliation": {
+        const required = lastOf(events, "ReconciliationRequired")
+        const awaited = required?.payload.waitingOn?.[0]
+        const base = { status: "needs_reconciliation", runId, stepKey: required?.stepKey ?? "", tool: required?.payload.tool ?? "" } as const
+        if (awaited === undefined) return base
+        const store = yield* EventStore.EventStore
+        return { ...base, waitingOn: yield* EventStore.reconciliationPath(store, run.tenantId, awaited.runId) }
+      }
+    }
+  })
+
+// ------------------------------------------------------------------------------------------------ Promises
+
+/** An Exit as a Promise: its value, or a rejection with the typed error (`error._tag` tells which). */
+export const toPromise = <A, E>(exit: Exit.Exit<A, E>): Promise<A> =>
+  Exit.isSuccess(exit) ? Promise.resolve(exit.value) : Promise.reject(Cause.squash(exit.cause))
+
+/** Runs effects on a runtime built once from a layer; `close` releases it (closes the database). */
+export interface Runner<R> {
+  readonly run: <A, E>(effect: Effect.Effect<A, E, R>) => Promise<A>
+  readonly close: () => Promise<void>
+}
+
+/** A `Runner` over a layer: what `Artana.create` and `AgentClient.create` are built on. */
+export const runner = <R>(layer: Layer.Layer<R, unknown>): Runner<R> => {
+  const runtime = ManagedRuntime.make(layer)
+  return { run: (effect) => runtime.runPromiseExit(effect).then(toPromise), close: () => runtime.dispose() }
+}
+
+/** The Promise client: every operation above, with the same names. Errors reject with the kernel's typed errors. */
+export interface Client {
+  readonly run: <I, O, E>(workflow: Workflow.Workflow<I, O, E>, options: RunOptions<I>) => Promise<Kernel.RunResult<O>>
+  readonly chat: <A = string, I = unknown>(options: ChatOptions<A, I>) => Promise<ChatResult<A>>
+  readonly callTool: (options: CallToolOptions) => Promise<Kernel.RunResult<Json.Json>>
+  readonly resume: {
+    <I, O, E>(run: Kernel.RunRef & { readonly response?: unknown; readonly workflow: Workflow.Workflow<I, O, E> }): Promise<Kernel.RunResult<O>>
+    (run: Kernel.RunRef & { readonly response?: unknown }): Promise<Kernel.RunResult<unknown>>
+  }
+  readonly replay: <I, O, E>(workflow: Workflow.Workflow<I, O, E>, run: Kernel.RunRef) => Promise<Kernel.RunResult<O>>
+  /** Settles a call in doubt; refused while it may still be running unless `force` (see `Kernel.reconcile`). */
+  readonly reconcile: (options: ReconcileOptions) => Promise<void>
+  readonly verify: (run: Kernel.RunRef & { readonly head?: Head | undefined }) => Promise<VerifyReport>
+  readonly status: (run: Kernel.RunRef) => Promise<RunState>
+  readonly getRun: (run: Kernel.RunRef) => Promise<RunInfo>
+  readonly listRuns: (tenantId: string, filter?: EventStore.ListRunsFilter) => Promise<ReadonlyArray<RunInfo>>
+  readonly readEvents: (run: Kernel.RunRef) => Promise<ReadonlyArray<Event>>
+  /** Releases the store (closes the database). */
+  readonly close: () => Promise<void>
+}
+
+/** The Promise client over `Artana.layer(options)`. */
+export const create = (options: Options): Client => {
+  const { run: go, close } = runner(layer(options))
+  return {
+    run: (w, o) => go(run(w, o)),
+    chat: (o) => go(chat(o)),
+    callTool: (o) => go(callTool(o)),
+    resume: (o: Kernel.ResumeOptions & { readonly workflow?: Workflow.Any }) => go(resume(o)),
+    replay: (w, r) => go(replay(w, r)),
+    reconcile: (o) => go(reconcile(o)),
+    verify: (o) => go(verify(o)),
+    status: (r) => go(status(r)),
+    getRun: (r) => go(getRun(r)),
+    listRuns: (tenantId, filter) => go(listRuns(tenantId, filter)),
+    readEvents: (r) => go(readEvents(r)),
+    close
+  }
 }
 
 /** The durable context of a Promise workflow: every method is one logged step. */
@@ -73,8 +400,7 @@ export const workflow = <I, II, O, OI>(options: {
     output: options.output,
     run: (input, ctx) =>
       Effect.flatMap(Effect.runtime<never>(), (runtime) => {
-        const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> =>
-          Runtime.runPromiseExit(runtime)(effect).then((exit) => (Exit.isSuccess(exit) ? exit.value : Promise.reject(Cause.squash(exit.cause))))
+        const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Runtime.runPromiseExit(runtime)(effect).then(toPromise)
         const context: PromiseContext = {
           runId: ctx.runId,
           tenant: ctx.tenant,
@@ -89,57 +415,3 @@ export const workflow = <I, II, O, OI>(options: {
         return Effect.tryPromise({ try: () => options.run(input, context), catch: (e) => e })
       })
   })
-
-export interface Client {
-  readonly run: <I, O, E>(workflow: Workflow.Workflow<I, O, E>, options: Kernel.StartOptions<I>) => Promise<Kernel.RunResult<O>>
-  readonly chat: <A = string, I = unknown>(options: Kernel.ChatRunOptions<A, I>) => Promise<Kernel.RunResult<Workflow.ChatResult<A>>>
-  readonly callTool: (options: Parameters<Kernel.Service["callTool"]>[0]) => Promise<Kernel.RunResult<unknown>>
-  readonly resume: (run: Kernel.RunRef & { readonly response?: unknown }) => Promise<Kernel.RunResult<unknown>>
-  /** Settles a call in doubt; refused while it may still be running unless `force` (see `Kernel.reconcile`). */
-  readonly reconcile: (
-    run: Kernel.RunRef & { readonly outcome: Kernel.ReconcileOutcome; readonly stepKey?: string | undefined; readonly force?: boolean | undefined }
-  ) => Promise<void>
-  readonly verify: (run: Kernel.RunRef & { readonly head?: { readonly seq: number; readonly hash: string } }) => Promise<VerifyReport>
-  readonly getRun: (run: Kernel.RunRef) => Promise<RunInfo>
-  readonly listRuns: (tenantId: string, filter?: EventStore.ListRunsFilter) => Promise<ReadonlyArray<RunInfo>>
-  readonly readEvents: (run: Kernel.RunRef) => Promise<ReadonlyArray<Event>>
-  /** Releases the store (closes the database). */
-  readonly close: () => Promise<void>
-}
-
-/** Builds a client. Errors reject with the kernel's typed errors (`error._tag` tells which). */
-export const create = (options: Options): Client => {
-  const base = Layer.mergeAll(
-    options.store ?? EventStore.layerMemory,
-    options.model,
-    ToolRegistry.layer(options.tools ?? []),
-    // The same model layer object twice: Effect builds it once and shares it.
-    Middleware.layer(options.middleware ?? []).pipe(Layer.provide(options.model))
-  )
-  const kernel = Kernel.layer({
-    workflows: options.workflows,
-    auditKey: options.auditKey === undefined ? undefined : Redacted.make(options.auditKey),
-    prices: options.prices,
-    unknownModelPrice: options.unknownModelPrice,
-    defaultMaxOutputTokens: options.defaultMaxOutputTokens,
-    enforceBudget: options.enforceBudget
-  })
-  const runtime = ManagedRuntime.make(Layer.provideMerge(kernel, base))
-  const run = <A, E>(effect: Effect.Effect<A, E, Kernel.Kernel | EventStore.EventStore>): Promise<A> =>
-    runtime.runPromiseExit(effect).then((exit) => (Exit.isSuccess(exit) ? exit.value : Promise.reject(Cause.squash(exit.cause))))
-  const withKernel = <A, E>(f: (k: Kernel.Service) => Effect.Effect<A, E>) => run(Effect.flatMap(Kernel.Kernel, f))
-  const withStore = <A, E>(f: (s: EventStore.Service) => Effect.Effect<A, E>) => run(Effect.flatMap(EventStore.EventStore, f))
-  return {
-    run: (w, o) => withKernel((k) => k.execute(w, o)),
-    chat: (o) => withKernel((k) => k.chat(o)),
-    callTool: (o) => withKernel((k) => k.callTool(o)),
-    resume: (o) => withKernel((k) => k.resume(o)),
-    reconcile: (o) => withKernel((k) => k.reconcile(o)),
-    verify: (o) => withKernel((k) => k.verify(o)),
-    getRun: (r) => withStore((s) => s.getRun(r.tenantId, r.runId)),
-    listRuns: (tenantId, filter) => withStore((s) => s.listRuns(tenantId, filter)),
-    readEvents: (r) => withKernel((k) => k.readEvents(r)),
-    close: () => runtime.dispose()
-  }
-}
-

@@ -48,7 +48,11 @@ export class RunNotFound extends Schema.TaggedError<RunNotFound>()("RunNotFound"
   tenantId: Schema.optional(Schema.String)
 }) {
   override get message() {
-    return `run ${this.runId} not found${this.tenantId === undefined ? "" : ` for tenant ${this.tenantId}`}`
+    // Said alike of an id that never existed, another tenant's, and a run whose process died before its first event was
+    // durable: none has anything to resume, and only the first batch (RunStarted) creates a run.
+    return `run ${this.runId} not found${this.tenantId === undefined ? "" : ` for tenant ${this.tenantId}`}: no run of ` +
+      `that id has started (a process stopped before its RunStarted event was durable leaves nothing to resume; ` +
+      `running its workflow with this id and its input starts it)`
   }
 }
 
@@ -392,5 +396,19 @@ export class SchemaMismatch extends Schema.TaggedError<SchemaMismatch>()("Schema
 }) {
   override get message() {
     return `the database's ${this.schema} schema is at version ${this.databaseVersion}, this Artana's at version ${this.codeVersion}: ${this.reason}`
+  }
+}
+
+/**
+ * A tenant given as plain data does not describe one. Raised at the boundary (`Artana.run`, `Artana.chat`, the
+ * Promise client), before anything is written.
+ */
+export class InvalidTenant extends Schema.TaggedError<InvalidTenant>()("InvalidTenant", {
+  /** Where in the tenant, and what is wrong there. */
+  reason: Schema.String
+}) {
+  override get message() {
+    return `invalid tenant: ${this.reason}. A tenant is { tenantId: a non-empty string, capabilities: an array of ` +
+      `strings (default none), budgetUsdLimit: a finite number of USD, at least 0 }`
   }
 }

@@ -133,7 +133,9 @@ export const RunCompleted = Schema.TaggedStruct("RunCompleted", { output: Json }
 
 export const RunFailed = Schema.TaggedStruct("RunFailed", {
   errorTag: Schema.String,
-  error: Schema.String
+  error: Schema.String,
+  /** The error encoded with the workflow's `error` schema (or the kernel's, for a budget): decoded again on resume. */
+  encoded: Schema.optional(Json)
 })
 
 /** Every event payload, tagged by its type. */

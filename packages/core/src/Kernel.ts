@@ -78,6 +78,12 @@ export type ReconcileOutcome =
   | { readonly ok: true; readonly result: Json.Json }
   | { readonly ok: false; readonly error: string }
 
+/** What `resume` takes: the run, the response to its open pause (if paused), the caller's lease. */
+export interface ResumeOptions extends RunRef {
+  readonly response?: unknown
+  readonly lease?: Lease | undefined
+}
+
 export interface ChatRunOptions<A, I = unknown> extends Workflow.ChatOptions<A, I> {
   readonly runId?: string | undefined
   readonly tenant: TenantContext
@@ -89,8 +95,15 @@ export interface Service {
     workflow: Workflow.Workflow<I, O, E>,
     options: StartOptions<I>
   ) => Effect.Effect<RunResult<O>, E | KernelError>
-  /** Resumes a paused run with a human response (or a crashed run), finding its workflow by name. */
-  readonly resume: (run: RunRef & { readonly response?: unknown; readonly lease?: Lease | undefined }) => Effect.Effect<RunResult<unknown>, unknown>
+  /**
+   * Resumes a paused run with a human response (or a crashed run). Given its `workflow`, it runs that one (the run's
+   * workflow name must match) and is typed by it: its output, and its declared error; else it finds the workflow by
+   * name among those the kernel was given.
+   */
+  readonly resume: {
+    <I, O, E>(run: ResumeOptions & { readonly workflow: Workflow.Workflow<I, O, E> }): Effect.Effect<RunResult<O>, E | KernelError>
+    (run: ResumeOptions): Effect.Effect<RunResult<unknown>, unknown>
+  }
   /** Re-runs the code over the log without executing or writing anything; any divergence is `NonDeterminism`. */
   readonly replay: <I, O, E>(workflow: Workflow.Workflow<I, O, E>, run: RunRef) => Effect.Effect<RunResult<O>, E | KernelError>
   /** Settles an in-doubt, non-idempotent tool call; `execute`/`resume` then continues the run. */
@@ -184,6 +197,9 @@ export const make = (options: Options = {}) =>
     const middleware = yield* Effect.serviceOption(Middleware)
     // The queue whose tasks drive runs, when the kernel shares its store: `reconcile` asks it whether a worker holds one.
     const queue = yield* Effect.serviceOption(TaskQueue)
+    // The services the kernel was built with, and the kernel itself: workflow code runs with them, so a workflow that
+    // needs one (an agent: the kernel, the model, its memory) reads it at run time and stays a plain value.
+    const built = yield* Effect.context<never>()
     const deps: Execution.Deps = {
       store,
       model,
@@ -200,7 +216,7 @@ export const make = (options: Options = {}) =>
 
     const lineageSpend = (tenantId: string, rootRunId: string) =>
       Effect.map(store.listRuns(tenantId, { rootRunId }), lineageCostUsd)
-    const runtime: Runtime = { deps, lineageSpend }
+    const runtime: Runtime = { deps, lineageSpend, services: () => Context.add(built, Kernel, service) }
 
     const findRun = (tenantId: string, runId: string) =>
       Effect.either(store.getRun(tenantId, runId)).pipe(
@@ -228,17 +244,26 @@ export const make = (options: Options = {}) =>
         : Effect.succeed(w)
     }
 
+    const resumeWith = <I, O, E>(info: RunInfo, workflow: Workflow.Workflow<I, O, E>, run: ResumeOptions): Effect.Effect<RunResult<O>, E | KernelError> => {
+      if (run.response !== undefined && info.status !== "paused") {
+        return Effect.fail(new Errors.InvalidRunState({ runId: run.runId, status: info.status, expected: "paused (only a paused run takes a response)" }))
+      }
+      const response = info.status === "paused" ? { payload: run.response === undefined ? null : run.response } : undefined
+      return continueRun(runtime, workflow, info, "live", response, run.lease)
+    }
+    function resume<I, O, E>(run: ResumeOptions & { readonly workflow: Workflow.Workflow<I, O, E> }): Effect.Effect<RunResult<O>, E | KernelError>
+    function resume(run: ResumeOptions): Effect.Effect<RunResult<unknown>, unknown>
+    function resume(run: ResumeOptions & { readonly workflow?: Workflow.Any }): Effect.Effect<RunResult<unknown>, unknown> {
+      return Effect.gen(function*() {
+        const info = yield* store.getRun(run.tenantId, run.runId)
+        // A given workflow is checked by name like a registered one (continueRun: NonDeterminism on another name).
+        return yield* resumeWith(info, run.workflow ?? (yield* workflowFor(info)), run)
+      }).pipe(Effect.withSpan("Kernel.resume"))
+    }
+
     const service: Service = {
       execute,
-      resume: Effect.fn("Kernel.resume")(function*(run) {
-        const info = yield* store.getRun(run.tenantId, run.runId)
-        const workflow = yield* workflowFor(info)
-        if (run.response !== undefined && info.status !== "paused") {
-          return yield* new Errors.InvalidRunState({ runId: run.runId, status: info.status, expected: "paused (only a paused run takes a response)" })
-        }
-        const response = info.status === "paused" ? { payload: run.response === undefined ? null : run.response } : undefined
-        return yield* continueRun(runtime, workflow, info, "live", response, run.lease)
-      }),
+      resume,
       replay: (workflow, run) =>
         Effect.flatMap(store.getRun(run.tenantId, run.runId), (info) => continueRun(runtime, workflow, info, "replay", undefined)).pipe(
           Effect.withSpan("Kernel.replay")

@@ -21,3 +21,17 @@ export class TenantContext extends Schema.Class<TenantContext>("TenantContext")(
 /** True when the tenant holds `capability` (a tool without a required capability is always allowed). */
 export const hasCapability = (tenant: TenantContext, capability: string | undefined): boolean =>
   capability === undefined || tenant.capabilities.includes(capability)
+
+/**
+ * A tenant as plain data, as code that does not build a `TenantContext` gives it: checked at the boundary
+ * (`Artana.tenant`), where a bad one is `InvalidTenant`. `capabilities` defaults to none.
+ *
+ * @example
+ * await artana.chat({ tenant: { tenantId: "acme", capabilities: ["finance:read"], budgetUsdLimit: 1 }, prompt: "Hi" })
+ */
+export interface Input {
+  readonly tenantId: string
+  readonly capabilities?: ReadonlyArray<string> | undefined
+  readonly budgetUsdLimit: number
+}
+

@@ -171,13 +171,19 @@ export interface Workflow<I, O, E> {
   encodeInput(input: I): Either.Either<unknown, ParseResult.ParseError>
   decodeOutput(output: unknown): Either.Either<O, ParseResult.ParseError>
   encodeOutput(output: O): Either.Either<unknown, ParseResult.ParseError>
+  /** The error as `RunFailed` logs it, with the workflow's `error` schema (a left without one). */
+  encodeError(error: E): Either.Either<unknown, ParseResult.ParseError>
+  /** A logged error back as the workflow's typed error (a left without an `error` schema). */
+  decodeError(error: unknown): Either.Either<E, ParseResult.ParseError>
 }
 
 /** A workflow of any type, as a registry holds it. */
 export type Any = Workflow<unknown, unknown, unknown>
 
 /**
- * Defines a workflow.
+ * Defines a workflow. `error`, as `@effect/workflow`'s `Workflow.make({ error })`, declares what the run may fail with:
+ * `RunFailed` then logs the error encoded, and resuming or replaying the failed run (in any process) fails with the
+ * same typed error, not a `RunFailedError`. Without it, a failure is logged by its tag and message only.
  *
  * @example
  * const approve = Workflow.make({
@@ -189,11 +195,23 @@ export type Any = Workflow<unknown, unknown, unknown>
  *     return "approved"
  *   })
  * })
+ *
+ * @example
+ * class Declined extends Schema.TaggedError<Declined>()("Declined", { reason: Schema.String }) {}
+ * const pay = Workflow.make({
+ *   name: "pay",
+ *   input: Schema.Number,
+ *   output: Schema.String,
+ *   error: Declined,
+ *   run: (amount) => amount > 100 ? Effect.fail(new Declined({ reason: "too much" })) : Effect.succeed("paid")
+ * })
  */
-export const make = <I, II, O, OI, E>(options: {
+export const make = <I, II, O, OI, E, EI = never>(options: {
   readonly name: string
   readonly input: Schema.Schema<I, II>
   readonly output: Schema.Schema<O, OI>
+  /** What the run may fail with, logged encoded (see above). */
+  readonly error?: Schema.Schema<E, EI> | undefined
   readonly run: (input: I, context: WorkflowContext) => Effect.Effect<O, E>
 }): Workflow<I, O, E> => ({
   name: options.name,
@@ -201,5 +219,7 @@ export const make = <I, II, O, OI, E>(options: {
   decodeInput: Schema.decodeUnknownEither(options.input),
   encodeInput: Schema.encodeEither(options.input),
   decodeOutput: Schema.decodeUnknownEither(options.output),
-  encodeOutput: Schema.encodeEither(options.output)
+  encodeOutput: Schema.encodeEither(options.output),
+  encodeError: options.error === undefined ? Schema.encodeUnknownEither(Schema.Never) : Schema.encodeEither(options.error),
+  decodeError: options.error === undefined ? Schema.decodeUnknownEither(Schema.Never) : Schema.decodeUnknownEither(options.error)
 })

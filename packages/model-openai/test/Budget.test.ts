@@ -30,7 +30,7 @@ describe("the tenant's budget over the openai SDK, no middleware", () => {
       const artana = Artana.create({ model: OpenAiModel.layer({ baseURL: server.url, defaultModel: "gpt-4o-mini" }) })
       const result = yield* Effect.promise(() => artana.chat({ runId: "priced", tenant: tenant(1), messages: [Chat.user("hello")] }))
       const expected = (400 * 0.15 + 300 * 0.6) / 1_000_000
-      expect(result.status === "completed" && result.output.costUsd).toBeCloseTo(expected, 12)
+      expect(result.status === "completed" && result.costUsd).toBeCloseTo(expected, 12)
       expect((yield* Effect.promise(() => artana.getRun({ tenantId: "acme", runId: "priced" }))).costUsd).toBeCloseTo(expected, 12)
       yield* Effect.promise(() => artana.close())
     }))

@@ -4,18 +4,18 @@
  * with explicit step keys: `turn:<n>` (model), `turn:<n>/tool:<i>`, `turn:<n>/section:<name>`, `compaction:<k>`,
  * `finish:<extension>:<name>`.
  */
-import { Chat, ChatLoop, Errors, Json, Tenant, Tool, Workflow } from "@artana/core"
-import type { Kernel, ModelPort } from "@artana/core"
+import { Chat, ChatLoop, Errors, Json, Kernel, ModelPort, Tenant, Tool, Workflow } from "@artana/core"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { ContextOverflow, SubAgentFailed } from "../AgentErrors.js"
+import { ContextOverflow, ServiceMissing, SubAgentFailed } from "../AgentErrors.js"
 import type { Agent, AgentOutput, AgentTool, RunError } from "../AutonomousAgent.js"
 import * as CompactionStrategy from "../CompactionStrategy.js"
 import { ContextBuilder, type PromptParts, type RenderedSection } from "../ContextBuilder.js"
 import type { Extension, FinishInput, Outcome } from "../Extension.js"
 import * as Memory from "../Memory.js"
-import type * as MemoryStore from "../MemoryStore.js"
+import * as MemoryStore from "../MemoryStore.js"
 import * as Skills from "../Skills.js"
 import * as SubAgent from "../SubAgent.js"
 
@@ -121,13 +121,26 @@ const subAgentTool = (sub: SubAgent.SubAgentTool, env: Env, parentModel: string)
 /** The tools' specs as a message, so that counting the prompt counts what the tools take too. */
 const toolsMessage = (tools: ReadonlyArray<Tool.Tool>): ChatMessage => Chat.system(JSON.stringify(tools.map((t) => t.spec)))
 
+/** The services a run uses, read from the context its code runs in (the kernel's: see `Kernel.make`). */
+const envFromContext = (agent: Agent): Effect.Effect<Env, ServiceMissing> =>
+  Effect.gen(function*() {
+    const missing = (service: string) => new ServiceMissing({ agent: agent.name, service })
+    const kernel = yield* Effect.serviceOption(Kernel.Kernel)
+    const model = yield* Effect.serviceOption(ModelPort.ModelPort)
+    const memory = yield* Effect.serviceOption(MemoryStore.MemoryStore)
+    if (Option.isNone(kernel)) return yield* missing("the Kernel")
+    if (Option.isNone(model)) return yield* missing("a ModelPort")
+    if (Option.isNone(memory)) return yield* missing("a MemoryStore")
+    return { kernel: kernel.value, model: model.value, memory: memory.value }
+  })
+
 /**
- * The agent as a workflow for one output schema. `env` gives the services its runs use; the workflow closes over
- * them, as core's workflows have no requirements of their own.
+ * The agent as a workflow for one output schema. `env` gives the services its runs use; without it, a run reads them
+ * from the services its code runs with (the kernel's), so the workflow is a plain value workers can hold.
  */
 export const workflowOf = <A, I>(
   agent: Agent,
-  env: Env,
+  env: Env | undefined,
   outputSchema: Schema.Schema<A, I> | undefined
 ): Workflow.Workflow<Input, AgentOutput<A>, RunError> =>
   Workflow.make({
@@ -135,7 +148,10 @@ export const workflowOf = <A, I>(
     input: Input,
     // Without an output schema the output is the answer's text (A is string then, as `run` types it).
     output: outputSchemaOf(outputSchema ?? (Schema.String as unknown as Schema.Schema<A, I>)),
-    run: (input, ctx) => loop(agent, env, outputSchema, input, ctx)
+    run: (input, ctx) =>
+      env === undefined
+        ? Effect.flatMap(envFromContext(agent), (found) => loop(agent, found, outputSchema, input, ctx))
+        : loop(agent, env, outputSchema, input, ctx)
   })
 
 const loop = <A, I>(

@@ -3,14 +3,16 @@
  * writing the run's final event (`RunCompleted`, `RunFailed`) when it runs live.
  */
 import * as Cause from "effect/Cause"
+import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type * as ParseResult from "effect/ParseResult"
 import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 import * as Errors from "../Errors.js"
-import { RUN_STEP_KEY } from "../Event.js"
+import { type EventPayload, RUN_STEP_KEY } from "../Event.js"
 import * as Json from "../Json.js"
 import type { KernelError, RunResult } from "../Kernel.js"
 import { firstIssue } from "../Tool.js"
@@ -28,8 +30,20 @@ export const toJson = (what: string, encoded: Either.Either<unknown, ParseResult
   return checked.ok ? Either.right(checked.json) : Either.left(new Errors.InvalidInput({ what, reason: checked.error }))
 }
 
-/** Runs the code of an execution and turns how it ended into a result or an error. */
+/** The run's failures the kernel itself decides (a budget): logged encoded, so a resume fails with them typed. */
+const KernelFailure = Schema.Union(Errors.BudgetExceeded, Errors.BudgetUnpriced)
+const encodeKernelFailure = Schema.encodeEither(KernelFailure)
+export const decodeKernelFailure = Schema.decodeUnknownEither(KernelFailure)
+
+/** A `RunFailed` event: the error's tag and message, and the error encoded when it encodes to JSON. */
+const runFailed = (error: unknown, encoded: Either.Either<unknown, ParseResult.ParseError>): EventPayload => {
+  const json = Either.isRight(encoded) ? Json.fromUnknown(encoded.right) : undefined
+  return { _tag: "RunFailed", errorTag: errorTag(error), error: errorMessage(error), ...(json?.ok === true ? { encoded: json.json } : {}) }
+}
+
+/** Runs the code of an execution (with `services`) and turns how it ended into a result or an error. */
 export const drive = <I, O, E>(
+  services: Context.Context<never>,
   workflow: Workflow.Workflow<I, O, E>,
   exec: Execution,
   input: I,
@@ -38,7 +52,7 @@ export const drive = <I, O, E>(
 ): Effect.Effect<RunResult<O>, E | KernelError> =>
   Effect.gen(function*() {
     const runId = exec.context.runId
-    const exit = yield* Effect.exit(workflow.run(input, exec.context))
+    const exit = yield* Effect.exit(workflow.run(input, exec.context).pipe(Effect.provide(services)))
     const halted = exec.halted()
     if (halted !== undefined) {
       switch (halted._tag) {
@@ -56,7 +70,7 @@ export const drive = <I, O, E>(
           return yield* Effect.fail(halted.error)
         case "Failed":
           if (mode === "live") {
-            yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunFailed", errorTag: halted.error._tag, error: halted.error.message }])
+            yield* exec.appendOrFail(RUN_STEP_KEY, [runFailed(halted.error, encodeKernelFailure(halted.error))])
           }
           return yield* Effect.fail(halted.error)
       }
@@ -79,7 +93,7 @@ export const drive = <I, O, E>(
     }
     const failure = Cause.failureOption(exit.cause)
     if (Option.isSome(failure) && mode === "live") {
-      yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunFailed", errorTag: errorTag(failure.value), error: errorMessage(failure.value) }])
+      yield* exec.appendOrFail(RUN_STEP_KEY, [runFailed(failure.value, workflow.encodeError(failure.value))])
     }
     // Defects (bugs in the code) are not written: fix the code and resume, as with Temporal's task failures.
     return yield* Effect.failCause(exit.cause)

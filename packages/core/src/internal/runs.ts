@@ -3,6 +3,7 @@
  * it has one (completed, failed, waiting for a person or a response), else its verified log is replayed and its
  * code driven on, live or as a replay.
  */
+import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Errors from "../Errors.js"
@@ -12,7 +13,7 @@ import type { KernelError, RunResult, StartOptions } from "../Kernel.js"
 import type { Lease } from "../Lease.js"
 import { firstIssue } from "../Tool.js"
 import type * as Workflow from "../Workflow.js"
-import { drive, toJson } from "./drive.js"
+import { decodeKernelFailure, drive, toJson } from "./drive.js"
 import * as Execution from "./execution.js"
 import { lastOf, readVerified } from "./ledger.js"
 
@@ -21,6 +22,11 @@ export interface Runtime {
   readonly deps: Execution.Deps
   /** The lineage's spend, read from the store. */
   readonly lineageSpend: (tenantId: string, rootRunId: string) => Effect.Effect<number, Errors.StoreError>
+  /**
+   * The services workflow code runs with: the kernel's own, and the kernel itself, so a workflow that needs one (an
+   * agent: the kernel, the model, its memory) reads it at run time and stays a plain value.
+   */
+  readonly services: () => Context.Context<never>
 }
 
 /**
@@ -44,6 +50,11 @@ const settled = <I, O, E>(
       }
       case "failed": {
         const failed = lastOf(events, "RunFailed")?.payload
+        // The original typed error, when the workflow (or the kernel, for a budget) logged it encoded.
+        const original = failed?.encoded === undefined ? undefined : workflow.decodeError(failed.encoded)
+        if (original !== undefined && Either.isRight(original)) return yield* Effect.fail(original.right)
+        const kernelFailure = failed?.encoded === undefined ? undefined : decodeKernelFailure(failed.encoded)
+        if (kernelFailure !== undefined && Either.isRight(kernelFailure)) return yield* Effect.fail(kernelFailure.right)
         return yield* new Errors.RunFailedError({ runId: info.runId, errorTag: failed?.errorTag ?? "Error", reason: failed?.error ?? "unknown" })
       }
       case "needs_reconciliation": {
@@ -124,7 +135,7 @@ export const continueRun = <I, O, E>(
       // Claims the run: of two processes resuming it at once, the second fails here before any step.
       yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunResumed", reason: resumed }])
     }
-    return yield* drive(workflow, exec, input.right, mode, lastOf(events, "RunCompleted")?.payload.output)
+    return yield* drive(runtime.services(), workflow, exec, input.right, mode, lastOf(events, "RunCompleted")?.payload.output)
   })
 
 /** Starts a new run under `runId`: its `RunStarted` creates it, as its first owner's. */
@@ -162,5 +173,5 @@ export const startRun = <I, O, E>(
       tenant: start.tenant,
       ...(start.parentRunId === undefined ? {} : { parentRunId: start.parentRunId, rootRunId })
     }])
-    return yield* drive(workflow, exec, start.input, "live", undefined)
+    return yield* drive(runtime.services(), workflow, exec, start.input, "live", undefined)
   })

@@ -1,0 +1,105 @@
+// The README examples marked `<!-- checked-example: NAME -->` (the root README's "In code", core's tables of the
+// seed's names and of the Trikernel decisions), as written: compiled together (strict, NodeNext) and each run in a
+// process of its own, in a temp dir inside this package so that `@artana/*` resolves as it does for a user.
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { execFile } from "node:child_process"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
+
+// Asynchronous children: a synchronous one would block this worker's event loop, and with it vitest's own messages.
+const run = promisify(execFile)
+
+const REPO = fileURLToPath(new URL("../../../", import.meta.url))
+const HERE = fileURLToPath(new URL("../", import.meta.url))
+
+interface Example {
+  readonly file: string
+  readonly name: string
+  readonly code: string
+}
+
+/** The fenced `ts` blocks right after a `<!-- checked-example: NAME -->` line. */
+export const checkedExamples = (file: string): ReadonlyArray<Example> =>
+  [...readFileSync(join(REPO, file), "utf8").matchAll(/<!-- checked-example: ([\w.-]+) -->\r?\n```ts\r?\n([\s\S]*?)\r?\n```/g)].map((m) => ({
+    file,
+    name: m[1]!,
+    code: m[2]!
+  }))
+
+const examples = [...checkedExamples("README.md"), ...checkedExamples("packages/core/README.md")]
+
+/** What each example prints (its last line), so that an example that runs but does the wrong thing fails. */
+const prints: Record<string, string> = {
+  "readme-effect": "approved: true",
+  "readme-promise": "approved: true",
+  "seed-chat": "Paris",
+  "seed-tool": "PolicyDenied, ToolFailed",
+  "seed-pause-resume": "paused -> refunded",
+  "seed-agent": "EMEA grew 12%",
+  "seed-context-builder": "FACT: dates are YYYY-MM-DD",
+  "seed-auto-reflect": "fact: book_flight takes dates as YYYY-MM-DD",
+  "trikernel-swap": "RunStarted ModelRequested ModelCompleted RunCompleted"
+}
+
+let dir = ""
+beforeAll(() => {
+  dir = mkdtempSync(join(HERE, ".checked-examples-"))
+  for (const e of examples) writeFileSync(join(dir, `${e.name}.ts`), `${e.code}\n`)
+  writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({
+    extends: "../../../tsconfig.base.json",
+    compilerOptions: { noEmit: true, composite: false, declaration: false, declarationMap: false, sourceMap: false, incremental: false },
+    include: ["*.ts"]
+  }))
+})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+describe("README examples, as written", () => {
+  it("there are examples, with unique names", () => {
+    expect(examples.map((e) => e.name)).toEqual([...new Set(examples.map((e) => e.name))])
+    expect(examples.map((e) => e.name)).toEqual(expect.arrayContaining(Object.keys(prints)))
+  })
+
+  it("every row of core's table of the seed's names points at a checked example", () => {
+    const readme = readFileSync(join(REPO, "packages/core/README.md"), "utf8")
+    const table = readme.slice(readme.indexOf("## The seed's names"), readme.indexOf("## The Trikernel decisions"))
+    const rows = table.split("\n").filter((l) => l.startsWith("| `") && !l.startsWith("| seed"))
+    expect(rows).toHaveLength(7)
+    for (const row of rows) {
+      const name = row.match(/\| `(seed-[\w-]+)` \|$/)?.[1]
+      expect(name, row).toBeDefined()
+      expect(examples.map((e) => e.name)).toContain(name)
+    }
+  })
+
+  it("all compile (strict, NodeNext)", async () => {
+    const tsc = await run(process.execPath, [join(REPO, "node_modules/typescript/bin/tsc"), "-p", dir], { encoding: "utf8" }).catch(
+      (e: { stdout?: string; stderr?: string }) => ({ stdout: e.stdout ?? "", stderr: e.stderr ?? "failed" })
+    )
+    expect(tsc.stdout + tsc.stderr).toBe("")
+  }, 180_000)
+
+  it("the root README's \"In code\": governed, at most 20 lines and 5 Artana names, Effect and Promise alike", () => {
+    for (const name of ["readme-effect", "readme-promise"]) {
+      const code = examples.find((e) => e.name === name)!.code
+      expect(code.split("\n").length).toBeLessThanOrEqual(20)
+      const names = [...code.matchAll(/^import \{ ([^}]+) \} from "@artana\/[^"]+"$/gm)].flatMap((m) => m[1]!.split(",").map((n) => n.trim()))
+      expect(names.length).toBeLessThanOrEqual(5)
+      // Governed: a capability on the tool and the tenant, a budget, the PII scrubber.
+      expect(code).toContain("requiresCapability")
+      expect(code).toContain("budgetUsdLimit")
+      expect(code).toContain("Pii.middleware()")
+    }
+  })
+
+  for (const e of examples) {
+    it(`${e.file}: ${e.name} runs`, async () => {
+      const cwd = join(dir, `run-${e.name}`)
+      mkdirSync(cwd)
+      const { stdout: out } = await run(process.execPath, ["--import", "tsx", join(dir, `${e.name}.ts`)], { cwd, encoding: "utf8", timeout: 120_000 })
+      const expected = prints[e.name]
+      if (expected !== undefined) expect(out.trim().split("\n").pop()).toBe(expected)
+    }, 150_000)
+  }
+})

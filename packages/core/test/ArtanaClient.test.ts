@@ -1,0 +1,64 @@
+import { describe, expect, it } from "vitest"
+import { Effect, Schema } from "effect"
+import { Artana, Tool, Workflow } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
+
+const acme = { tenantId: "acme", budgetUsdLimit: 1 }
+const ref = (runId: string) => ({ tenantId: "acme", runId })
+
+describe("Artana.create: one client, every operation", () => {
+  it("status, reconcile (with the step checked), run and replay of a run whose tool call was left in doubt", async () => {
+    const calls: Array<string> = []
+    let crash = true
+    const charge = Tool.make({
+      name: "charge",
+      description: "Charges a card (not idempotent)",
+      parameters: Schema.Struct({ cents: Schema.Number }),
+      handler: ({ cents }) =>
+        Effect.suspend(() => {
+          calls.push(`charge:${cents}`)
+          // The process dies mid-handler: the execution stops with no outcome written.
+          return crash ? Effect.interrupt : Effect.succeed(cents)
+        })
+    })
+    const pay = Workflow.make({
+      name: "pay",
+      input: Schema.Struct({ cents: Schema.Number }),
+      output: Schema.Struct({ charged: Schema.Number, human: Schema.String }),
+      run: ({ cents }, ctx) =>
+        Effect.gen(function*() {
+          const charged = yield* ctx.tool(charge, { cents })
+          const human = yield* ctx.pauseForHuman({ reason: "confirm", schema: Schema.String })
+          return { charged, human }
+        })
+    })
+    const artana = Artana.create({ model: ScriptedModel.layer([]), tools: [charge], workflows: [pay] })
+    try {
+      await expect(artana.run(pay, { runId: "r-1", tenant: acme, input: { cents: 5 } })).rejects.toBeDefined()
+      expect(await artana.status(ref("r-1"))).toEqual({ status: "running", runId: "r-1" })
+      crash = false
+      expect(await artana.run(pay, { runId: "r-1", tenant: acme, input: { cents: 5 } })).toMatchObject({ status: "needs_reconciliation", stepKey: "tool:0" })
+      expect(await artana.status(ref("r-1"))).toEqual({ status: "needs_reconciliation", runId: "r-1", stepKey: "tool:0", tool: "charge" })
+      // The step the caller checked is passed through: another one settles nothing.
+      await expect(artana.reconcile({ ...ref("r-1"), stepKey: "tool:9", outcome: { ok: true, result: 5 } })).rejects.toMatchObject({
+        _tag: "InvalidRunState",
+        expected: "in doubt at step tool:9"
+      })
+      expect((await artana.status(ref("r-1"))).status).toBe("needs_reconciliation")
+      await artana.reconcile({ ...ref("r-1"), stepKey: "tool:0", outcome: { ok: true, result: 5 } })
+      const paused = await artana.resume(ref("r-1"))
+      expect(paused).toMatchObject({ status: "paused", reason: "confirm" })
+      expect(await artana.status(ref("r-1"))).toMatchObject({ status: "paused", reason: "confirm" })
+      expect(await artana.resume({ ...ref("r-1"), response: "ann" })).toEqual({ status: "completed", runId: "r-1", output: { charged: 5, human: "ann" } })
+      expect(await artana.status(ref("r-1"))).toEqual({ status: "completed", runId: "r-1", output: { charged: 5, human: "ann" } })
+      const replayed = await artana.replay(pay, ref("r-1"))
+      expect(replayed).toEqual({ status: "completed", runId: "r-1", output: { charged: 5, human: "ann" } })
+      // The call in doubt ran once, in the execution that died; settled by a person, it never ran again.
+      expect(calls).toEqual(["charge:5"])
+      expect((await artana.verify(ref("r-1"))).ok).toBe(true)
+      await expect(artana.status({ tenantId: "other", runId: "r-1" })).rejects.toMatchObject({ _tag: "RunNotFound" })
+    } finally {
+      await artana.close()
+    }
+  })
+})

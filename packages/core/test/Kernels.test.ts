@@ -1,0 +1,43 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Schema } from "effect"
+import { Artana, EventStore, Tool, ToolRegistry } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
+
+const acme = { tenantId: "acme", capabilities: ["crm:read"], budgetUsdLimit: 1 }
+
+describe("the three kernels are services", () => {
+  it.effect("the state kernel and the tool kernel are services a user replaces by a layer", () => {
+    // State kernel: the user's store (the in-memory one, with every batch mirrored to an audit list).
+    const mirrored: Array<string> = []
+    const store = Layer.effect(
+      EventStore.EventStore,
+      Effect.map(EventStore.EventStore, (inner): EventStore.Service => ({
+        ...inner,
+        append: (request) => Effect.tap(inner.append(request), () => mirrored.push(...request.events.map((e) => `${e.seq}:${e.type}`)))
+      }))
+    ).pipe(Layer.provide(EventStore.layerMemory))
+    // Tool kernel: the user's registry, which finds tools in a catalogue that changes after the runtime is built.
+    const catalogue = new Map<string, Tool.Tool>()
+    const tools = Layer.succeed(ToolRegistry.ToolRegistry, { get: (name) => catalogue.get(name), list: () => [...catalogue.values()] })
+    const lookup = Tool.make({
+      name: "crm_lookup",
+      description: "Finds a customer",
+      parameters: Schema.Struct({ name: Schema.String }),
+      requiresCapability: "crm:read",
+      idempotent: true,
+      handler: ({ name }) => Effect.succeed({ name, tier: "gold" })
+    })
+    const model = ScriptedModel.layer([ScriptedModel.toolCall("crm_lookup", { name: "Ann" }), ScriptedModel.text("Ann is gold")])
+    return Effect.gen(function*() {
+      catalogue.set(lookup.name, lookup)
+      const result = yield* Artana.chat({ runId: "k-1", tenant: acme, prompt: "Who is Ann?" })
+      expect(result.status === "completed" && result.output).toBe("Ann is gold")
+      const inspector = yield* ScriptedModel.ScriptedModel
+      expect(inspector.requests()[0]!.tools.map((t) => t.name)).toEqual(["crm_lookup"])
+      const events = yield* Artana.readEvents({ tenantId: "acme", runId: "k-1" })
+      expect(mirrored).toEqual(events.map((e) => `${e.seq}:${e.type}`))
+      expect(events.map((e) => e.type)).toContain("ToolCompleted")
+      expect((yield* Artana.verify({ tenantId: "acme", runId: "k-1" })).ok).toBe(true)
+    }).pipe(Effect.provide(Layer.merge(Artana.layer({ store, tools, model }), model)))
+  })
+})
