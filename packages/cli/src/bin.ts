@@ -10,9 +10,14 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Cli from "./Cli.js"
+import { whenDrained } from "./internal/drain.js"
 
 NodeRuntime.runMain(Effect.provide(Cli.main(process.argv), NodeContext.layer), {
   disableErrorReporting: true,
   // Interrupted (Ctrl-C, SIGTERM): 130, as shells report it; the run stays resumable with --run-id.
-  teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) && typeof exit.value === "number" ? exit.value : Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? 130 : 1)
+  // The process ends only once its output has left it: a pipe to a slow reader gets the whole JSON document.
+  teardown: (exit, onExit) =>
+    whenDrained(() =>
+      onExit(Exit.isSuccess(exit) && typeof exit.value === "number" ? exit.value : Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? 130 : 1)
+    )
 })

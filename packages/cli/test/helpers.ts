@@ -70,6 +70,23 @@ export const artanaReadOnlyMount = (mounted: string, args: ReadonlyArray<string>
   })
 
 /**
+ * `artana ARGS | reader`: the command's stdout piped into another process that reads it slowly (a pause after each
+ * chunk, so the pipe fills while the command ends), as a program consuming `--format json` may. The reader passes on
+ * everything it got: `stdout` is what reached the other end of the pipe; `code` is artana's exit code.
+ */
+export const artanaPipedToSlowReader = (args: ReadonlyArray<string>, options: { readonly cwd: string }) =>
+  Effect.async<Result>((resume) => {
+    const reader = "process.stdin.on('data', (d) => { process.stdout.write(d); process.stdin.pause(); setTimeout(() => process.stdin.resume(), 5) })"
+    const artanaLine = [process.execPath, "--import", TSX, BIN, ...args].map(quote).join(" ")
+    const line = `${artanaLine} | ${quote(process.execPath)} -e ${quote(reader)}; exit \${PIPESTATUS[0]}`
+    const child = execFile("bash", ["-c", line], { cwd: options.cwd, env: baseEnv(), timeout: 90_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
+      resume(Effect.succeed({ code, stdout, stderr }))
+    })
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+/**
  * Runs `artana` on a pseudo-terminal (util-linux `script`), as a person at a terminal would: stdout and stderr are
  * both the terminal, so they come back merged, with `\r\n` line ends.
  */

@@ -10,11 +10,13 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Either, Layer, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { artana, artanaJson, artanaTty, cleanup, greet, sqliteKernel, tempDir, tenant } from "./helpers.js"
+import { artana, artanaJson, artanaPipedToSlowReader, artanaTty, cleanup, greet, sqliteKernel, tempDir, tenant } from "./helpers.js"
 
 afterAll(cleanup)
 
 const plan = (text: string) => Either.getOrThrow(Plan.parse(text, { file: "plan.yaml" }))
+
+const BIG_TEXT = "0123456789abcdef".repeat(3 * 65_536)
 
 let dir = ""
 let db = ""
@@ -33,6 +35,10 @@ beforeAll(async () => {
     yield* kernel.execute(greet, { runId: "grand", tenant: acme, input: { name: "g" }, parentRunId: "child-a" })
     yield* kernel.execute(greet, { runId: "child-b", tenant: acme, input: { name: "b" }, parentRunId: "root" })
     yield* kernel.execute(greet, { runId: "other", tenant: tenant("globex"), input: { name: "o" } })
+    // A report of several megabytes (a 3 MiB argument), for programs reading `--format json` through a pipe.
+    const small = plan("steps:\n  - { id: big, tool: echo, args: { text: x } }\n  - { id: no, tool: secret }\n")
+    const big = { ...small, steps: small.steps.map((step) => step.id === "big" ? { ...step, args: { text: BIG_TEXT } } : step) }
+    yield* PlanRunner.run({ runId: "plan-big", tenant: tenant("bulk"), input: { plan: big } })
   }).pipe(Effect.provide(sqliteKernel(db))))
 }, 60_000)
 
@@ -275,6 +281,19 @@ describe("artana report", () => {
       expect(notPlan.code).toBe(2)
       expect(notPlan.stdout).toBe("")
       expect(JSON.parse(notPlan.stderr)).toEqual({ error: { tag: "NotAPlanRun", message: 'run root is a "greet" run, not a plan run (artana.plan)', exitCode: 2 } })
+    }))
+})
+
+describe("output through a pipe", () => {
+  it.live("a multi-megabyte `report --format json` reaches a slow reader whole, and the exit code is the report's", () =>
+    Effect.gen(function*() {
+      const piped = yield* artanaPipedToSlowReader(["report", "plan-big", "--db", db, "--tenant", "bulk", "--format", "json"], { cwd: dir })
+      expect(piped.stdout.length).toBeGreaterThan(3 * 1024 * 1024)
+      const report = JSON.parse(piped.stdout) as { readonly steps: ReadonlyArray<{ readonly id: string; readonly status: string; readonly args: { readonly text?: string } }> }
+      expect(report.steps.map((s) => [s.id, s.status])).toEqual([["big", "ok"], ["no", "denied"]])
+      expect(report.steps[0]?.args.text).toBe(BIG_TEXT)
+      // Exit 3 (a denial): the exit that cut the output at 64 KiB when the process ended before stdout drained.
+      expect(piped.code).toBe(3)
     }))
 })
 
