@@ -24,6 +24,7 @@ export interface Common {
   readonly db: string
   readonly tenant: string
   readonly format: Out.Format
+  readonly verbose: boolean
   readonly auditKey: Redacted.Redacted<string> | undefined
 }
 
@@ -74,7 +75,7 @@ export interface RunArgs extends Common {
 
 /** `artana run PLAN --policy POLICY`: everything is checked before the store is opened; bad input writes nothing. */
 export const run = (args: RunArgs) =>
-  Out.command(args.format, Effect.gen(function*() {
+  Out.command(args, Effect.gen(function*() {
     const toolbox = yield* Toolbox.fromPolicyFile(args.policy)
     const registry = { get: (name: string) => toolbox.tools.find((t) => t.name === name), list: () => toolbox.tools }
     const plan = yield* Plan.load(args.plan, { tools: registry })
@@ -122,7 +123,7 @@ export interface ReplayArgs extends Common {
 
 /** `artana replay RUN [--plan PLAN]`: the kernel's replay over the log; no tool runs; hashes compared. */
 export const replay = (args: ReplayArgs) =>
-  Out.command(args.format, Effect.scoped(Effect.gen(function*() {
+  Out.command(args, Effect.scoped(Effect.gen(function*() {
     const db = Database.parse(args.db)
     const s = Out.outStyle()
     const opened = yield* Layer.build(Database.layer(db, { create: false }))
@@ -180,7 +181,7 @@ const badInput = (what: string, reason: string) => new Errors.InvalidInput({ wha
  * exits 8 saying until when, unless `--force` says the person knows it has stopped.
  */
 export const reconcile = (args: ReconcileArgs) =>
-  Out.command(args.format, Effect.scoped(Effect.gen(function*() {
+  Out.command(args, Effect.scoped(Effect.gen(function*() {
     if ((args.completed === undefined) === (args.failed === undefined)) {
       return yield* badInput("outcome", "give exactly one of --completed JSON (the call happened: its result) or --failed MESSAGE (it did not happen, or it failed: why)")
     }

@@ -18,6 +18,7 @@ export interface Common {
   readonly db: string
   readonly tenant: string
   readonly format: Out.Format
+  readonly verbose: boolean
   readonly auditKey: Redacted.Redacted<string> | undefined
 }
 
@@ -45,7 +46,7 @@ const marked = (s: T.Style, chain: Verify.VerifyReport, text: string): string =>
 // ------------------------------------------------------------------------------------------------- report
 
 export const report = (args: Common & { readonly run: string }) =>
-  Out.command(args.format, Effect.gen(function*() {
+  Out.command(args, Effect.gen(function*() {
     const store = yield* EventStore.EventStore
     const info = yield* store.getRun(args.tenant, args.run)
     const events = yield* store.readEvents(args.tenant, args.run)
@@ -90,7 +91,7 @@ export interface ListArgs extends Common {
 }
 
 export const listRuns = (args: ListArgs) =>
-  Out.command(args.format, Effect.gen(function*() {
+  Out.command(args, Effect.gen(function*() {
     const store = yield* EventStore.EventStore
     const runs = yield* store.listRuns(args.tenant, { status: args.status, workflow: args.workflow, limit: args.limit })
     const paths = yield* waitingPaths(args.tenant, runs)
@@ -219,7 +220,7 @@ export const describeEvent = (p: Event.EventPayload): string => {
 }
 
 export const showRun = (args: Common & { readonly run: string }) =>
-  Out.command(args.format, Effect.gen(function*() {
+  Out.command(args, Effect.gen(function*() {
     const store = yield* EventStore.EventStore
     const info = yield* store.getRun(args.tenant, args.run)
     const events = yield* store.readEvents(args.tenant, args.run)
@@ -277,7 +278,7 @@ const parseHead = (text: string): Effect.Effect<Verify.Head, Errors.InvalidInput
 }
 
 export const verify = (args: Common & { readonly run: string; readonly head: string | undefined }) =>
-  Out.command(args.format, Effect.gen(function*() {
+  Out.command(args, Effect.gen(function*() {
     const head = args.head === undefined ? undefined : yield* parseHead(args.head)
     const kernel = yield* Kernel.Kernel
     const result = yield* kernel.verify({ tenantId: args.tenant, runId: args.run, head })
