@@ -62,6 +62,7 @@ const BY_TAG: Readonly<Record<string, ExitCode>> = {
   StoreError: StoreUnavailable,
   SchemaMismatch: StoreUnavailable,
   InvalidRunState: NeedsAttention,
+  RunNeedsReconciliation: NeedsAttention,
   SequenceConflict: NeedsAttention,
   OwnershipLost: NeedsAttention,
   StepMayBeRunning: NeedsAttention

@@ -131,6 +131,37 @@ describe("a run killed mid-step", () => {
       expect(logged).toEqual(result)
     }), 180_000)
 
+  it.live("Ctrl-C during a step: exit 130, the step is in doubt, and the exact `artana reconcile` printed settles it", () =>
+    Effect.gen(function*() {
+      const cwd = tempDir()
+      fs.mkdirSync(path.join(cwd, "workspace/out"), { recursive: true })
+      fs.writeFileSync(path.join(cwd, "policy.yaml"), POLICY)
+      fs.writeFileSync(path.join(cwd, "plan.yaml"), PLAN)
+      const db = path.join(cwd, "runs.db")
+      const started = artanaStarted(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "int-1", "--db", db, "--tenant", "acme"], { cwd })
+      const deadline = Date.now() + 60_000
+      // The sleep step is under way once the first step's line is out (its request is logged before it runs).
+      while (!started.output().stdout.includes("first") && Date.now() < deadline) yield* Effect.sleep("100 millis")
+      yield* Effect.sleep("2 seconds")
+      expect(yield* Effect.promise(() => started.interrupt())).toBe(130)
+      const { stderr } = started.output()
+      expect(stderr).toContain(`interrupted during step slow (shell.run {"command":"sleep","args":["30"]}): the step is in doubt`)
+      const printed = stderr.split("\n").map((l) => l.trim()).find((l) => l.startsWith("artana reconcile"))
+      expect(printed).toBe(`artana reconcile int-1 --step slow --tenant acme --db ${db} --force (--completed JSON | --failed MESSAGE)`)
+      expect(stderr).toContain(`then continue the plan: artana run plan.yaml --policy policy.yaml --run-id int-1 --tenant acme --db ${db}`)
+
+      // Touched while it waits, the run says so, with the command that settles it.
+      const replayed = yield* artana(["replay", "int-1", "--db", db, "--tenant", "acme"], { cwd })
+      expect(replayed.code).toBe(8)
+      expect(replayed.stderr).toContain(`run int-1 needs reconciliation (int-1: step slow (shell.run) in doubt); settle it: artana reconcile int-1 --step slow --tenant acme --db ${db}`)
+
+      // The printed command, as printed, with the outcome the person found.
+      const [command, ...rest] = printed!.replace(" (--completed JSON | --failed MESSAGE)", "").split(" ").slice(1)
+      const settled = yield* artana([command!, ...rest, "--failed", "stopped by Ctrl-C before it finished"], { cwd })
+      expect(settled.code).toBe(0)
+      expect(settled.stdout).toContain("step slow of run int-1")
+    }), 180_000)
+
   it.live("a step settled as failed stops the plan there (on_error: stop), and the rest never runs", () =>
     Effect.gen(function*() {
       const { cwd } = yield* killedMidStep("crash-2")

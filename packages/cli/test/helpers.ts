@@ -101,21 +101,29 @@ export const artanaTty = (args: ReadonlyArray<string>, options: { readonly cwd: 
   })
 
 /**
- * Starts `artana` in the background (its own process group) and returns a way to SIGKILL the whole group: the
- * command and whatever tool process it started die at once, as in a power cut.
+ * Starts `artana` in the background (its own process group) and returns a way to signal the whole group: SIGKILL
+ * (`kill`: the command and whatever tool process it started die at once, as in a power cut) or SIGINT (`interrupt`:
+ * Ctrl-C at a terminal, which signals the foreground group). `output` is what it printed so far.
  */
 export const artanaStarted = (args: ReadonlyArray<string>, options: { readonly cwd: string }) => {
   // What a killed command leaves in its temp folder (a shell.run's home, never removed) lands under this file's root.
   const tmp = path.join(root, "tmp")
   fs.mkdirSync(tmp, { recursive: true })
-  const child = spawn(process.execPath, ["--import", TSX, BIN, ...args], { cwd: options.cwd, env: { ...baseEnv(), TMPDIR: tmp }, stdio: "ignore", detached: true })
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code, signal) => resolve(signal === null ? code : null)))
+  const child = spawn(process.execPath, ["--import", TSX, BIN, ...args], { cwd: options.cwd, env: { ...baseEnv(), TMPDIR: tmp }, stdio: ["ignore", "pipe", "pipe"], detached: true })
+  let stdout = ""
+  let stderr = ""
+  child.stdout.on("data", (d: Buffer) => void (stdout += d.toString()))
+  child.stderr.on("data", (d: Buffer) => void (stderr += d.toString()))
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code, signal) => resolve(signal === null ? code : null)))
+  const signal = (name: NodeJS.Signals) => {
+    if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, name)
+    return exited
+  }
   return {
     exited,
-    kill: () => {
-      if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, "SIGKILL")
-      return exited
-    }
+    kill: () => signal("SIGKILL"),
+    interrupt: () => signal("SIGINT"),
+    output: () => ({ stdout, stderr })
   }
 }
 

@@ -216,7 +216,7 @@ describe("a lineage waiting on a run in doubt", () => {
       expect(waiting.split("\n").filter((l) => l.trim() !== "").map((l) => l.trim())).toEqual([
         "waiting for a person",
         `? boss → ${midId} → ${leafId}: step tool:0 (charge) in doubt`,
-        `settle it: artana reconcile ${leafId} --step tool:0 (--completed JSON | --failed MESSAGE), then resume boss`
+        `settle it: artana reconcile '${leafId}' --step tool:0 --tenant acme --db ${waitDb} (--completed JSON | --failed MESSAGE), then resume boss with the application that runs its workflow`
       ])
       const listed = yield* artanaJson(["list-runs", "--db", waitDb, "--tenant", "acme"], { cwd: waitDir })
       const runs = (listed.json as { runs: ReadonlyArray<Event.RunInfo & { reconciliationPath?: unknown }> }).runs
@@ -225,7 +225,7 @@ describe("a lineage waiting on a run in doubt", () => {
       const shown = yield* artana(["show-run", "boss", "--db", waitDb, "--tenant", "acme"], { cwd: waitDir })
       expect(shown.code).toBe(0)
       expect(shown.stdout).toContain(`waits on  boss → ${midId} → ${leafId}: step tool:0 (charge) in doubt`)
-      expect(shown.stdout).toContain(`settle it: artana reconcile ${leafId} --step tool:0 (--completed JSON | --failed MESSAGE), then resume boss`)
+      expect(shown.stdout).toContain(`settle it: artana reconcile '${leafId}' --step tool:0 --tenant acme --db ${waitDb} (--completed JSON | --failed MESSAGE), then resume boss`)
       expect(shown.stdout).toMatch(/ReconciliationRequired\s+to_mid waits on run boss>to_mid/)
       const json = yield* artanaJson(["show-run", midId, "--db", waitDb, "--tenant", "acme"], { cwd: waitDir })
       expect(json.json).toMatchObject({ run: { runId: midId, status: "needs_reconciliation" }, reconciliationPath: path3.slice(1) })

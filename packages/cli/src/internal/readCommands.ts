@@ -9,6 +9,7 @@ import * as ExitCode from "../ExitCode.js"
 import * as PlanRunner from "../PlanRunner.js"
 import * as Report from "../Report.js"
 import * as Database from "./database.js"
+import * as Hints from "./hints.js"
 import * as Out from "./output.js"
 import * as Services from "./services.js"
 import * as T from "./terminal.js"
@@ -54,7 +55,10 @@ export const report = (args: Common & { readonly run: string }) =>
     if (built instanceof PlanRunner.NotAPlanRun) return yield* built
     const chain = yield* chainOf(args)
     if (args.format === "json") yield* Out.json({ ...Report.toJson(built), chain })
-    else yield* Out.stdout(marked(Out.outStyle(), chain, Report.render(built, Out.outStyle())))
+    else {
+      yield* Out.stdout(marked(Out.outStyle(), chain, Report.render(built, Out.outStyle())))
+      yield* waitingNote(args, info)
+    }
     if (!chain.ok) return ExitCode.Integrity
     return built.status === "completed" || built.status === "failed"
       ? ExitCode.ofSteps(built.steps.map((s) => s.status))
@@ -72,15 +76,13 @@ const waitingPaths = (tenantId: string, runs: ReadonlyArray<Event.RunInfo>) =>
       (entries) => new Map<string, ReadonlyArray<Event.WaitingOn>>(entries)
     ))
 
-/** `root → child → grandchild: step K (tool) in doubt`, and what a person does about it. */
-const describeWaiting = (runId: string, path: ReadonlyArray<Event.WaitingOn>): { readonly where: string; readonly todo: string } => {
-  const last = path[path.length - 1]
-  if (last === undefined) return { where: `${runId}: the run it waited on was settled since`, todo: `resume ${runId}: its waiting step runs again` }
-  return {
-    where: `${path.map((link) => link.runId).join(" → ")}: step ${last.stepKey} (${last.tool}) in doubt`,
-    todo: `settle it: artana reconcile ${last.runId} --step ${last.stepKey} (--completed JSON | --failed MESSAGE), then resume ${runId}`
-  }
-}
+/** On the console, under what a command showed of a run in `needs_reconciliation`: where it waits, the exact command. */
+const waitingNote = (args: Common, info: Event.RunInfo) =>
+  info.status !== "needs_reconciliation" || args.format !== "console" ? Effect.void : Effect.flatMap(waitingPaths(args.tenant, [info]), (paths) => {
+    const s = Out.outStyle()
+    const { todo, where } = Hints.waiting(args, info.runId, paths.get(info.runId) ?? [], info.workflow === PlanRunner.WORKFLOW)
+    return Out.stdout(`\n${T.icon(s, "needs_reconciliation")} ${s.bold("needs reconciliation")}: ${where}\n  ${todo}`)
+  })
 
 // ---------------------------------------------------------------------------------------------- list-runs
 
@@ -125,7 +127,7 @@ export const listRuns = (args: ListArgs) =>
     if (topmost.length > 0) {
       const lines = ["", s.bold("waiting for a person")]
       for (const r of topmost) {
-        const { todo, where } = describeWaiting(r.runId, paths.get(r.runId) ?? [])
+        const { todo, where } = Hints.waiting(args, r.runId, paths.get(r.runId) ?? [], r.workflow === PlanRunner.WORKFLOW)
         lines.push(`  ${T.icon(s, "needs_reconciliation")} ${where}`, `    ${s.dim(todo)}`)
       }
       yield* Out.stdout(lines.join("\n"))
@@ -246,7 +248,7 @@ export const showRun = (args: Common & { readonly run: string }) =>
         ? `  cost      $${info.costUsd.toFixed(6)} this run   $${lineageCostUsd.toFixed(6)} its tree of ${family.length} runs (charged to the root's budget)`
         : `  cost      $${info.costUsd.toFixed(6)}`,
       ...(reconciliationPath === undefined ? [] : (() => {
-        const { todo, where } = describeWaiting(info.runId, reconciliationPath)
+        const { todo, where } = Hints.waiting(args, info.runId, reconciliationPath, info.workflow === PlanRunner.WORKFLOW)
         return [`  waits on  ${where}`, `            ${s.dim(todo)}`]
       })()),
       "",
@@ -282,6 +284,7 @@ export const verify = (args: Common & { readonly run: string; readonly head: str
     const head = args.head === undefined ? undefined : yield* parseHead(args.head)
     const kernel = yield* Kernel.Kernel
     const result = yield* kernel.verify({ tenantId: args.tenant, runId: args.run, head })
+    const info = yield* Effect.flatMap(EventStore.EventStore, (store) => store.getRun(args.tenant, args.run))
     if (args.format === "json") yield* Out.json(result)
     else {
       const s = Out.outStyle()
@@ -290,6 +293,7 @@ export const verify = (args: Common & { readonly run: string; readonly head: str
           ? `${s.green("✓")} run ${s.bold(result.runId)}: hash chain intact, ${result.events} events, head seq ${result.headSeq} ${s.dim(result.headHash)}`
           : `${s.red("✗")} run ${s.bold(result.runId)}: hash chain broken at seq ${result.firstBrokenSeq}: ${result.reason}`
       )
+      yield* waitingNote(args, info)
     }
     return result.ok ? ExitCode.Ok : ExitCode.Integrity
   }).pipe(Effect.provide(reading(args))))
