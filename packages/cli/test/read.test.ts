@@ -63,6 +63,17 @@ describe("artana list-runs", () => {
       // Aligned: the STATUS column starts at the same offset in the header and in the row.
       expect(lines[1]!.indexOf("✓")).toBe(lines[0]!.indexOf("STATUS"))
       expect(table.stdout).not.toContain("\u001b[")
+
+      // No runs for the tenant given (a typo, or the wrong --tenant): the tenants that have runs here are named.
+      const none = yield* artana(["list-runs", "--db", db, "--tenant", "acme-corp"], { cwd: dir })
+      expect(none.code).toBe(0)
+      expect(none.stdout.trim().split("\n")).toEqual([
+        "no runs for tenant acme-corp",
+        `tenants with runs in ${db}: acme (7), bulk (1), globex (1)`,
+        `  artana list-runs --tenant acme --db ${db}`
+      ])
+      const noneJson = yield* artanaJson(["list-runs", "--db", db, "--tenant", "acme-corp"], { cwd: dir })
+      expect(noneJson.json).toEqual({ tenantId: "acme-corp", runs: [], tenantsWithRuns: [{ tenantId: "acme", runs: 7 }, { tenantId: "bulk", runs: 1 }, { tenantId: "globex", runs: 1 }] })
     }))
 
   it.live("colours on a terminal only: none through a pipe (unless FORCE_COLOR), none under NO_COLOR", () =>

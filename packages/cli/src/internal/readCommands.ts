@@ -3,7 +3,9 @@
  * database or writes to one.
  */
 import { Errors, type Event, EventStore, Kernel, type Verify } from "@artana/core"
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as ExitCode from "../ExitCode.js"
 import * as PlanRunner from "../PlanRunner.js"
@@ -84,6 +86,18 @@ const waitingNote = (args: Common, info: Event.RunInfo) =>
     return Out.stdout(`\n${T.icon(s, "needs_reconciliation")} ${s.bold("needs reconciliation")}: ${where}\n  ${todo}`)
   })
 
+/**
+ * The tenants that have runs in the store, most runs first (at most 10). The event store is scoped by tenant and has
+ * no such query, so this reads the SQL stores' runs table (`runs`, the CLI's stores use no table prefix) through the
+ * `SqlClient` both store layers provide; a store without one (or a read that fails) names none.
+ */
+const tenantsWithRuns = Effect.flatMap(Effect.serviceOption(SqlClient.SqlClient), (client) =>
+  Option.isNone(client) ? Effect.succeed([]) : client.value<{ readonly tenant_id: unknown; readonly runs: unknown }>`
+    SELECT tenant_id, COUNT(*) AS runs FROM runs GROUP BY tenant_id ORDER BY COUNT(*) DESC, tenant_id LIMIT 10`.pipe(
+      Effect.map((rows) => rows.map((r) => ({ tenantId: String(r.tenant_id), runs: Number(r.runs) }))),
+      Effect.orElseSucceed((): ReadonlyArray<{ readonly tenantId: string; readonly runs: number }> => [])
+    ))
+
 // ---------------------------------------------------------------------------------------------- list-runs
 
 export interface ListArgs extends Common {
@@ -97,17 +111,24 @@ export const listRuns = (args: ListArgs) =>
     const store = yield* EventStore.EventStore
     const runs = yield* store.listRuns(args.tenant, { status: args.status, workflow: args.workflow, limit: args.limit })
     const paths = yield* waitingPaths(args.tenant, runs)
+    // None for this tenant: perhaps the wrong --tenant. Say which tenants have runs here.
+    const others = runs.length === 0 ? (yield* tenantsWithRuns).filter((t) => t.tenantId !== args.tenant) : []
     if (args.format === "json") {
       const withPaths = runs.map((r) => {
         const reconciliationPath = paths.get(r.runId)
         return reconciliationPath === undefined ? r : { ...r, reconciliationPath }
       })
-      yield* Out.json({ tenantId: args.tenant, runs: withPaths })
+      yield* Out.json({ tenantId: args.tenant, runs: withPaths, ...(runs.length === 0 ? { tenantsWithRuns: others } : {}) })
       return ExitCode.Ok
     }
     const s = Out.outStyle()
     if (runs.length === 0) {
-      yield* Out.stdout(`no runs for tenant ${args.tenant}${args.status === undefined ? "" : ` with status ${args.status}`}`)
+      const filtered = args.status !== undefined || args.workflow !== undefined
+      yield* Out.stdout(`no runs for tenant ${args.tenant}${args.status === undefined ? "" : ` with status ${args.status}`}${args.workflow === undefined ? "" : ` of workflow ${args.workflow}`}`)
+      if (others.length > 0 && !filtered) {
+        yield* Out.stdout(`tenants with runs in ${Database.describe(Database.parse(args.db))}: ${others.map((t) => `${t.tenantId} (${t.runs})`).join(", ")}`)
+        yield* Out.stdout(s.dim(`  artana list-runs${Hints.options({ ...args, tenant: others[0]!.tenantId })}`))
+      }
       return ExitCode.Ok
     }
     const rows = runs.map((r) => [
