@@ -15,7 +15,6 @@ import * as Hints from "./hints.js"
 import * as Out from "./output.js"
 import * as Services from "./services.js"
 import * as T from "./terminal.js"
-import * as Toolbox from "./toolbox.js"
 
 export interface Common {
   readonly db: string
@@ -53,6 +52,8 @@ export const report = (args: Common & { readonly run: string }) =>
     const store = yield* EventStore.EventStore
     const info = yield* store.getRun(args.tenant, args.run)
     const events = yield* store.readEvents(args.tenant, args.run)
+    // The sandbox (its audit reader) is loaded by `report` alone: the other read commands never need it.
+    const Toolbox = yield* Effect.promise(() => import("./toolbox.js"))
     const built = Report.make(info, events, Toolbox.audit)
     if (built instanceof PlanRunner.NotAPlanRun) return yield* built
     const chain = yield* chainOf(args)
