@@ -155,6 +155,10 @@ describe("a run killed mid-step", () => {
       expect(replayed.code).toBe(8)
       expect(replayed.stderr).toContain(`run int-1 needs reconciliation (int-1: step slow (shell.run) in doubt); settle it: artana reconcile int-1 --step slow --tenant acme --db ${db}`)
 
+      const again = yield* artana(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "int-1", "--db", db, "--tenant", "acme"], { cwd })
+      expect(again.code).toBe(8)
+      expect(again.stdout).toContain(`check what happened, then settle it: artana reconcile int-1 --step slow --tenant acme --db ${db} (--completed JSON | --failed MESSAGE)`)
+
       // The printed command, as printed, with the outcome the person found.
       const [command, ...rest] = printed!.replace(" (--completed JSON | --failed MESSAGE)", "").split(" ").slice(1)
       const settled = yield* artana([command!, ...rest, "--failed", "stopped by Ctrl-C before it finished"], { cwd })
