@@ -19,6 +19,7 @@ import { ExperienceExtension, type ExperienceRule, ExperienceStore, SqlExperienc
 import { CapabilityGuard, Pii } from "@artana/middleware"
 import { SqliteStore } from "@artana/store-sqlite"
 import { chooseModel } from "./model.js"
+import { runMain } from "./runMain.js"
 
 const tenant = Tenant.TenantContext.make({ tenantId: "acme-travel", capabilities: [], budgetUsdLimit: 1 })
 const TASK = "flight-booking"
@@ -171,8 +172,5 @@ export const main = async (options: { readonly log?: (line: string) => void; rea
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  main().catch((error: unknown) => {
-    console.error(error)
-    process.exitCode = 1
-  })
+  await runMain(main)
 }

@@ -15,6 +15,7 @@ import { AutonomousAgent, CompactionStrategy, ContextBuilder, MemoryStore, Skill
 import { CapabilityGuard, Pii } from "@artana/middleware"
 import { SqliteStore } from "@artana/store-sqlite"
 import { chooseModel } from "./model.js"
+import { runMain } from "./runMain.js"
 
 export const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: ["sales:read"], budgetUsdLimit: 1 })
 
@@ -241,4 +242,4 @@ export const main = (options: { readonly filename?: string; readonly log?: (line
 }
 
 const isMain = process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]
-if (isMain) await main()
+if (isMain) await runMain(main)

@@ -14,6 +14,7 @@ import { Kernel, Middleware, Tenant, Tool, ToolRegistry, Workflow } from "@artan
 import { ScriptedModel } from "@artana/core/testing"
 import { CapabilityGuard, Pii } from "@artana/middleware"
 import { SqliteStore } from "@artana/store-sqlite"
+import { runMain } from "./runMain.js"
 
 const tenant = Tenant.TenantContext.make({ tenantId: "ops", capabilities: ["reports:write"], budgetUsdLimit: 0 })
 
@@ -96,6 +97,6 @@ if (isMain) {
     const out = await runInThisProcess(db!, file!, runId!, flag === "--crash-after" ? Number(after) : undefined)
     console.log(JSON.stringify(out))
   } else {
-    await main()
+    await runMain(main)
   }
 }

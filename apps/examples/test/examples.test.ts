@@ -3,6 +3,8 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { FakeOpenAi } from "@artana/model-openai/testing"
+import { execFile } from "node:child_process"
+import { fileURLToPath } from "node:url"
 import { main as crash } from "../src/durable-crash.js"
 import { main as quickstart } from "../src/quickstart.js"
 
@@ -24,10 +26,13 @@ describe("examples", () => {
     delete process.env.OPENAI_API_KEY
     delete process.env.OPENAI_BASE_URL
     const lines: Array<string> = []
-    const result = await quickstart({ log: (l) => lines.push(l), filename: store() })
+    const filename = store()
+    const result = await quickstart({ log: (l) => lines.push(l), filename })
     expect(result.status).toBe("completed")
     expect(result.output).toContain("approved by ann@acme.example")
     expect(result.verified).toBe(true)
+    // The last line is the command that inspects the run.
+    expect(lines[lines.length - 1]).toBe(`  artana show-run ${result.runId} --tenant acme --db '${filename}'`)
     expect(result.events.map((e) => e.type).filter((t) => t !== "MiddlewareNote")).toEqual([
       "RunStarted", "ModelRequested", "ModelCompleted", "ToolRequested", "ToolCompleted",
       "ModelRequested", "ModelCompleted", "PauseRequested", "HumanResponded", "RunCompleted"
@@ -70,6 +75,56 @@ describe("examples", () => {
       await server.close()
     }
   })
+
+  it("quick start when the model approves (a real model may): the run completes with no human, no error; it ends with the show-run command", async () => {
+    const server = await FakeOpenAi.start([
+      FakeOpenAi.toolCall("get_balance", { accountId: "acc-1" }),
+      FakeOpenAi.json({ approved: true, reason: "a one-off transfer the customer asked for" })
+    ])
+    try {
+      delete process.env.OPENAI_API_KEY
+      process.env.OPENAI_BASE_URL = server.url
+      const lines: Array<string> = []
+      const filename = store()
+      const result = await quickstart({ log: (l) => lines.push(l), filename })
+      expect(result.status).toBe("completed")
+      expect(result.output).toBe("transfer of $5000 from acc-1 to acc-2 approved by the model")
+      expect(result.verified).toBe(true)
+      expect(result.events.map((e) => e.type)).not.toContain("PauseRequested")
+      expect(result.inspect).toBe(`artana show-run ${result.runId} --tenant acme --db '${filename}'`)
+      expect(lines[lines.length - 1]).toBe(`  ${result.inspect}`)
+    } finally {
+      await server.close()
+    }
+  })
+
+  it("an example that fails prints the typed error's message, not a stack (the stack with DEBUG), and exits 1", async () => {
+    const server = await FakeOpenAi.start([
+      FakeOpenAi.error(401, { message: "Incorrect API key provided: sk-bad" }),
+      FakeOpenAi.error(401, { message: "Incorrect API key provided: sk-bad" })
+    ])
+    const run = (env: Record<string, string>) =>
+      new Promise<{ code: number | null; stderr: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          ["--import", "tsx", "src/quickstart.ts"],
+          { cwd: fileURLToPath(new URL("..", import.meta.url)), env: { ...process.env, OPENAI_BASE_URL: server.url, OPENAI_API_KEY: "sk-bad", DEBUG: "", ...env }, timeout: 120_000 },
+          (error, _stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stderr })
+        )
+      })
+    try {
+      const plain = await run({})
+      expect(plain.code).toBe(1)
+      expect(plain.stderr).toMatch(/^error: ModelError: model call failed \(authentication\): .* rejected the API key \(401 Incorrect API key provided: sk-bad\); check OPENAI_API_KEY/)
+      expect(plain.stderr).not.toMatch(/^\s+at /m)
+      expect(plain.stderr.trim().split("\n")).toHaveLength(2)
+      const debug = await run({ DEBUG: "1" })
+      expect(debug.code).toBe(1)
+      expect(debug.stderr).toMatch(/^\s+at /m)
+    } finally {
+      await server.close()
+    }
+  }, 240_000)
 
   it("durable crash: a SIGKILLed run resumes in a new process and each side effect happens once", async () => {
     const { lines, outcome } = await crash({ log: () => {}, dir: fs.mkdtempSync(path.join(root, "crash-")) })

@@ -26,83 +26,94 @@ import * as ValidationError from "@effect/cli/ValidationError"
 import * as Config from "effect/Config"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as fs from "node:fs"
 import * as ExitCode from "./ExitCode.js"
+import * as Help from "./internal/help.js"
 import * as Out from "./internal/output.js"
-import * as PlanCommands from "./internal/planCommands.js"
 import * as T from "./internal/terminal.js"
-import * as ReadCommands from "./internal/readCommands.js"
+
+// A command's module is loaded when that command runs: the store drivers, the sandbox and PostgreSQL's client are
+// only loaded by the commands that use them (and `--help` loads none of this file: see bin.ts).
+const PlanCommands = Effect.promise(() => import("./internal/planCommands.js"))
+const ReadCommands = Effect.promise(() => import("./internal/readCommands.js"))
 
 const db = Options.text("db").pipe(
-  Options.withDescription("the store: a SQLite file, or a postgres:// URL (default: $ARTANA_DB, else ./artana.db)"),
+  Options.withDescription(Help.common.db.description),
   Options.withFallbackConfig(Config.string("ARTANA_DB")),
   Options.withDefault("./artana.db")
 )
 
 const tenant = Options.text("tenant").pipe(
-  Options.withDescription("the tenant whose runs to read and write (default: $ARTANA_TENANT, else \"default\")"),
+  Options.withDescription(Help.common.tenant.description),
   Options.withFallbackConfig(Config.string("ARTANA_TENANT")),
   Options.withDefault("default")
 )
 
 const format = Options.choice("format", ["console", "json"]).pipe(
-  Options.withDescription("console: for people (colours on a terminal only); json: one stable JSON document on stdout"),
+  Options.withDescription(Help.common.format.description),
   Options.withDefault("console")
 )
 
-const runArg = Args.text({ name: "RUN" }).pipe(Args.withDescription("the run id"))
+/** `--verbose`, or DEBUG set in the environment: an internal error's stack is printed too. */
+const verbose = Options.boolean("verbose").pipe(
+  Options.withDescription(Help.common.verbose.description),
+  Options.map((flag) => flag || (process.env.DEBUG ?? "") !== "")
+)
+
+const runArg = Args.text({ name: "RUN" }).pipe(Args.withDescription(Help.option("report", "RUN")))
 
 /** The HMAC key runs were hashed with, if any: from the environment only, never from the command line. */
 const auditKey = Effect.map(Effect.orDie(Config.option(Config.redacted("ARTANA_AUDIT_KEY"))), Option.getOrUndefined)
 
-const common = { db, tenant, format }
+const common = { db, tenant, format, verbose }
+
+const described = (name: string) => Command.withDescription(Help.command(name).summary)
 
 const run = Command.make(
   "run",
   {
     ...common,
-    plan: Args.text({ name: "PLAN" }).pipe(Args.withDescription("the plan file (YAML)")),
-    policy: Options.text("policy").pipe(Options.withDescription("the policy file (YAML); paths in it are relative to its folder")),
+    plan: Args.text({ name: "PLAN" }).pipe(Args.withDescription(Help.option("run", "PLAN"))),
+    policy: Options.text("policy").pipe(Options.withDescription(Help.option("run", "--policy"))),
     runId: Options.text("run-id").pipe(
-      Options.withDescription("the run's id (default: a new UUID); an existing id continues that run, if its plan is the same"),
+      Options.withDescription(Help.option("run", "--run-id")),
       Options.optional
     )
   },
-  (a) => Effect.flatMap(auditKey, (key) => PlanCommands.run({ ...a, runId: Option.getOrUndefined(a.runId), auditKey: key }))
-).pipe(Command.withDescription("Run a plan under a policy: every step is a logged, hashed tool step of a new run."))
+  (a) => Effect.flatMap(Effect.zip(PlanCommands, auditKey), ([m, key]) => m.run({ ...a, runId: Option.getOrUndefined(a.runId), auditKey: key }))
+).pipe(described("run"))
 
 const replay = Command.make(
   "replay",
   {
     ...common,
     run: runArg,
-    plan: Options.text("plan").pipe(Options.withDescription("a plan file that must match the log (default: the plan the run logged)"), Options.optional)
+    plan: Options.text("plan").pipe(Options.withDescription(Help.option("replay", "--plan")), Options.optional)
   },
-  (a) => Effect.flatMap(auditKey, (key) => PlanCommands.replay({ ...a, plan: Option.getOrUndefined(a.plan), auditKey: key }))
-).pipe(Command.withDescription("Replay a finished plan run from its log: no tool executes; output hashes must equal the logged ones."))
+  (a) => Effect.flatMap(Effect.zip(PlanCommands, auditKey), ([m, key]) => m.replay({ ...a, plan: Option.getOrUndefined(a.plan), auditKey: key }))
+).pipe(described("replay"))
 
 const reconcile = Command.make(
   "reconcile",
   {
     ...common,
     run: runArg,
-    step: Options.text("step").pipe(Options.withDescription("the step in doubt: a plan step's id (or a run's step key), as `artana report` shows it")),
+    step: Options.text("step").pipe(Options.withDescription(Help.option("reconcile", "--step"))),
     completed: Options.text("completed").pipe(
-      Options.withDescription("the call happened: its result, as JSON (a plan step's result must be one its tool returns)"),
+      Options.withDescription(Help.option("reconcile", "--completed")),
       Options.optional
     ),
-    failed: Options.text("failed").pipe(Options.withDescription("the call did not happen, or failed: why"), Options.optional),
+    failed: Options.text("failed").pipe(Options.withDescription(Help.option("reconcile", "--failed")), Options.optional),
     force: Options.boolean("force").pipe(
-      Options.withDescription("settle it although the call may still be running (its tool's timeout has not passed since it was requested, or a worker holds its task): only when you know it has stopped")
+      Options.withDescription(Help.option("reconcile", "--force"))
     )
   },
   (a) =>
-    Effect.flatMap(auditKey, (key) =>
-      PlanCommands.reconcile({ ...a, completed: Option.getOrUndefined(a.completed), failed: Option.getOrUndefined(a.failed), auditKey: key }))
-).pipe(Command.withDescription("Settle the step a crash left in doubt (needs_reconciliation), after checking what really happened; `run --run-id` then continues the plan."))
+    Effect.flatMap(Effect.zip(PlanCommands, auditKey), ([m, key]) =>
+      m.reconcile({ ...a, completed: Option.getOrUndefined(a.completed), failed: Option.getOrUndefined(a.failed), auditKey: key }))
+).pipe(described("reconcile"))
 
-const report = Command.make("report", { ...common, run: runArg }, (a) => Effect.flatMap(auditKey, (key) => ReadCommands.report({ ...a, auditKey: key }))).pipe(
-  Command.withDescription("Report a plan run: timeline, each call allowed or denied and why, files, domains, commands, denials, duration, cost.")
+const report = Command.make("report", { ...common, run: runArg }, (a) => Effect.flatMap(Effect.zip(ReadCommands, auditKey), ([m, key]) => m.report({ ...a, auditKey: key }))).pipe(
+  described("report")
 )
 
 const statuses = ["running", "paused", "completed", "failed", "needs_reconciliation"] as const
@@ -111,17 +122,17 @@ const listRuns = Command.make(
   "list-runs",
   {
     ...common,
-    status: Options.choice("status", statuses).pipe(Options.withDescription("only runs with this status"), Options.optional),
-    workflow: Options.text("workflow").pipe(Options.withDescription("only runs of this workflow (plan runs: artana.plan)"), Options.optional),
-    limit: Options.integer("limit").pipe(Options.withDescription("at most this many runs, newest first"), Options.withDefault(50))
+    status: Options.choice("status", statuses).pipe(Options.withDescription(Help.option("list-runs", "--status")), Options.optional),
+    workflow: Options.text("workflow").pipe(Options.withDescription(Help.option("list-runs", "--workflow")), Options.optional),
+    limit: Options.integer("limit").pipe(Options.withDescription(Help.option("list-runs", "--limit")), Options.withDefault(50))
   },
   (a) =>
-    Effect.flatMap(auditKey, (key) =>
-      ReadCommands.listRuns({ ...a, status: Option.getOrUndefined(a.status), workflow: Option.getOrUndefined(a.workflow), auditKey: key }))
-).pipe(Command.withDescription("List the tenant's runs, newest first."))
+    Effect.flatMap(Effect.zip(ReadCommands, auditKey), ([m, key]) =>
+      m.listRuns({ ...a, status: Option.getOrUndefined(a.status), workflow: Option.getOrUndefined(a.workflow), auditKey: key }))
+).pipe(described("list-runs"))
 
-const showRun = Command.make("show-run", { ...common, run: runArg }, (a) => Effect.flatMap(auditKey, (key) => ReadCommands.showRun({ ...a, auditKey: key }))).pipe(
-  Command.withDescription("Show a run: its record, its lineage tree (parent and child runs) and its events.")
+const showRun = Command.make("show-run", { ...common, run: runArg }, (a) => Effect.flatMap(Effect.zip(ReadCommands, auditKey), ([m, key]) => m.showRun({ ...a, auditKey: key }))).pipe(
+  described("show-run")
 )
 
 const verify = Command.make(
@@ -129,25 +140,16 @@ const verify = Command.make(
   {
     ...common,
     run: runArg,
-    head: Options.text("head").pipe(Options.withDescription("a head exported earlier, SEQ:HASH, that the chain must still contain"), Options.optional)
+    head: Options.text("head").pipe(Options.withDescription(Help.option("verify", "--head")), Options.optional)
   },
-  (a) => Effect.flatMap(auditKey, (key) => ReadCommands.verify({ ...a, head: Option.getOrUndefined(a.head), auditKey: key }))
-).pipe(Command.withDescription("Verify a run's hash chain (with ARTANA_AUDIT_KEY when the log was written with one)."))
+  (a) => Effect.flatMap(Effect.zip(ReadCommands, auditKey), ([m, key]) => m.verify({ ...a, head: Option.getOrUndefined(a.head), auditKey: key }))
+).pipe(described("verify"))
 
 /** The command tree. */
 export const command = Command.make("artana").pipe(
-  Command.withDescription("Artana: run tool plans under a deny-by-default policy, replay, report and verify runs."),
+  Command.withDescription("Artana: run tool plans under a deny-by-default policy, replay, report, inspect and verify runs."),
   Command.withSubcommands([run, replay, reconcile, report, listRuns, showRun, verify])
 )
-
-const version = (): string => {
-  try {
-    const pkg: unknown = JSON.parse(fs.readFileSync(new URL("../package.json", import.meta.url), "utf8"))
-    return typeof pkg === "object" && pkg !== null && "version" in pkg && typeof pkg.version === "string" ? pkg.version : "0.0.0"
-  } catch {
-    return "0.0.0"
-  }
-}
 
 const unstyled = (args: ReadonlyArray<unknown>) => args.map((a) => (typeof a === "string" ? T.strip(a) : a))
 
@@ -164,14 +166,30 @@ const plainWhereNoColors = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effec
     })
   })
 
+/** `Run \`artana report --help\``: where to look after a command line that does not parse. */
+const usageHint = (argv: ReadonlyArray<string>) => {
+  const named = Help.commands.find((c) => c.name === argv[2])
+  return Out.stderr(`see \`artana ${named === undefined ? "" : `${named.name} `}--help\` for the usage`)
+}
+
 /**
  * Runs the command line (`process.argv`) and returns the exit code: 0, a command's code (`ExitCode`), or 2 for a
- * command line that does not parse (its message already printed by @effect/cli).
+ * command line that does not parse (its message already printed by @effect/cli, then where to find the usage).
+ * `--help` prints Artana's own help (`internal/help.ts`), not @effect/cli's.
  */
-export const main = (argv: ReadonlyArray<string>): Effect.Effect<number, never, CliApp.CliApp.Environment> =>
-  Command.run(command, { name: "artana", version: version() })(argv).pipe(
+export const main = (argv: ReadonlyArray<string>): Effect.Effect<number, never, CliApp.CliApp.Environment> => {
+  const help = Help.requested(argv.slice(2), Out.outStyle(), Help.version())
+  if (help !== undefined) return Effect.as(Out.stdout(help), ExitCode.Ok)
+  return Command.run(command, { name: "artana", version: Help.version() })(argv).pipe(
     plainWhereNoColors,
     Effect.as(ExitCode.Ok),
-    Effect.catchAll((error) => Effect.succeed(error instanceof Out.Done ? error.code : ValidationError.isValidationError(error) ? ExitCode.BadInput : ExitCode.Internal)),
-    Effect.catchAllDefect((defect) => Effect.as(Out.stderr(`internal error: ${String(defect)}`), ExitCode.Internal))
+    Effect.catchAll((error) =>
+      error instanceof Out.Done
+        ? Effect.succeed(error.code)
+        : ValidationError.isValidationError(error)
+        ? Effect.as(usageHint(argv), ExitCode.BadInput)
+        : Effect.succeed(ExitCode.Internal)
+    ),
+    Effect.catchAllDefect((defect) => Effect.as(Out.stderr(Out.internalError(defect, Out.verboseIn(argv))), ExitCode.Internal))
   )
+}

@@ -16,8 +16,6 @@
  *
  * @since 0.1.0
  */
-import * as Predicate from "effect/Predicate"
-
 export const Ok = 0
 export const Internal = 1
 export const BadInput = 2
@@ -29,6 +27,21 @@ export const StoreUnavailable = 7
 export const NeedsAttention = 8
 
 export type ExitCode = 0 | 1 | 2 | 3 | 4 | 5 | 6 | 7 | 8
+
+const MEANINGS: ReadonlyMap<number, string> = new Map([
+  [Ok, "success"],
+  [Internal, "internal error (a bug: please report it, with the output of --verbose)"],
+  [BadInput, "bad input: the command line, the plan or the policy"],
+  [Denied, "a step was denied by the policy"],
+  [ToolFailed, "a step's tool failed (an error, a timeout)"],
+  [NotFound, "not found: the run (for this tenant), or the database"],
+  [Integrity, "integrity: a broken hash chain, or a replay that diverged from the log"],
+  [StoreUnavailable, "the store cannot be opened (or was written by a newer Artana), or failed"],
+  [NeedsAttention, "the run needs attention: unfinished, in doubt (needs_reconciliation), or driven by another process"]
+])
+
+/** What an exit code means, in a few words (the table above; `artana --help` prints it). */
+export const meaning = (code: number): string => MEANINGS.get(code) ?? "unknown"
 
 const BY_TAG: Readonly<Record<string, ExitCode>> = {
   PlanError: BadInput,
@@ -49,6 +62,7 @@ const BY_TAG: Readonly<Record<string, ExitCode>> = {
   StoreError: StoreUnavailable,
   SchemaMismatch: StoreUnavailable,
   InvalidRunState: NeedsAttention,
+  RunNeedsReconciliation: NeedsAttention,
   SequenceConflict: NeedsAttention,
   OwnershipLost: NeedsAttention,
   StepMayBeRunning: NeedsAttention
@@ -59,7 +73,7 @@ export const ofTag = (tag: string): ExitCode => BY_TAG[tag] ?? Internal
 
 /** The exit code for an error. */
 export const ofError = (error: unknown): ExitCode =>
-  Predicate.hasProperty(error, "_tag") && typeof error._tag === "string" ? ofTag(error._tag) : Internal
+  typeof error === "object" && error !== null && "_tag" in error && typeof error._tag === "string" ? ofTag(error._tag) : Internal
 
 /**
  * The exit code of a finished plan run from its steps' statuses: a denial wins over a tool failure (a policy

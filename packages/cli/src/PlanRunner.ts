@@ -276,6 +276,8 @@ export interface RunOutcome {
   readonly steps: ReadonlyArray<StepOutcome>
   /** Set when the run failed: the step error that stopped it, or the logged error of a run that had failed before. */
   readonly failure?: Failure | undefined
+  /** Set when the run needs reconciliation: the step in doubt that waits for a person (`artana reconcile`). */
+  readonly inDoubt?: { readonly stepKey: string; readonly tool: string } | undefined
 }
 
 export interface RunOptions {
@@ -332,6 +334,7 @@ export const run = Effect.fn("PlanRunner.run")(function*(options: RunOptions) {
   const result = yield* Effect.either(kernel.execute(flow, { runId, tenant: options.tenant, input: options.input }))
   if (Either.isRight(result)) {
     const r = result.right
+    if (r.status === "needs_reconciliation") return { runId, status: r.status, steps, inDoubt: { stepKey: r.stepKey, tool: r.tool } } satisfies RunOutcome
     return { runId, status: r.status, steps: r.status === "completed" && steps.length === 0 ? r.output.steps : steps } satisfies RunOutcome
   }
   const error = result.left

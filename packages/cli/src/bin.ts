@@ -1,18 +1,17 @@
 #!/usr/bin/env node
 /**
- * The `artana` executable.
+ * The `artana` executable. `--help` and `--version` are answered from a module that loads nothing heavy; any other
+ * command line loads the command (@effect/cli, and then only the modules its command needs).
  *
  * @since 0.1.0
  */
-import * as NodeContext from "@effect/platform-node/NodeContext"
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import * as Cause from "effect/Cause"
-import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
-import * as Cli from "./Cli.js"
+import * as Help from "./internal/help.js"
+import * as T from "./internal/terminal.js"
 
-NodeRuntime.runMain(Effect.provide(Cli.main(process.argv), NodeContext.layer), {
-  disableErrorReporting: true,
-  // Interrupted (Ctrl-C, SIGTERM): 130, as shells report it; the run stays resumable with --run-id.
-  teardown: (exit, onExit) => onExit(Exit.isSuccess(exit) && typeof exit.value === "number" ? exit.value : Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause) ? 130 : 1)
-})
+const args = process.argv.slice(2)
+const quick = args.length === 1 && args[0] === "--version"
+  ? `${Help.version()}\n`
+  : Help.requested(args, T.style(T.colorsFor(process.stdout, process.env)), Help.version())
+
+if (quick !== undefined) process.stdout.write(quick)
+else (await import("./internal/main.js")).run(process.argv)

@@ -70,6 +70,23 @@ export const artanaReadOnlyMount = (mounted: string, args: ReadonlyArray<string>
   })
 
 /**
+ * `artana ARGS | reader`: the command's stdout piped into another process that reads it slowly (a pause after each
+ * chunk, so the pipe fills while the command ends), as a program consuming `--format json` may. The reader passes on
+ * everything it got: `stdout` is what reached the other end of the pipe; `code` is artana's exit code.
+ */
+export const artanaPipedToSlowReader = (args: ReadonlyArray<string>, options: { readonly cwd: string }) =>
+  Effect.async<Result>((resume) => {
+    const reader = "process.stdin.on('data', (d) => { process.stdout.write(d); process.stdin.pause(); setTimeout(() => process.stdin.resume(), 5) })"
+    const artanaLine = [process.execPath, "--import", TSX, BIN, ...args].map(quote).join(" ")
+    const line = `${artanaLine} | ${quote(process.execPath)} -e ${quote(reader)}; exit \${PIPESTATUS[0]}`
+    const child = execFile("bash", ["-c", line], { cwd: options.cwd, env: baseEnv(), timeout: 90_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
+      resume(Effect.succeed({ code, stdout, stderr }))
+    })
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+/**
  * Runs `artana` on a pseudo-terminal (util-linux `script`), as a person at a terminal would: stdout and stderr are
  * both the terminal, so they come back merged, with `\r\n` line ends.
  */
@@ -84,21 +101,29 @@ export const artanaTty = (args: ReadonlyArray<string>, options: { readonly cwd: 
   })
 
 /**
- * Starts `artana` in the background (its own process group) and returns a way to SIGKILL the whole group: the
- * command and whatever tool process it started die at once, as in a power cut.
+ * Starts `artana` in the background (its own process group) and returns a way to signal the whole group: SIGKILL
+ * (`kill`: the command and whatever tool process it started die at once, as in a power cut) or SIGINT (`interrupt`:
+ * Ctrl-C at a terminal, which signals the foreground group). `output` is what it printed so far.
  */
 export const artanaStarted = (args: ReadonlyArray<string>, options: { readonly cwd: string }) => {
   // What a killed command leaves in its temp folder (a shell.run's home, never removed) lands under this file's root.
   const tmp = path.join(root, "tmp")
   fs.mkdirSync(tmp, { recursive: true })
-  const child = spawn(process.execPath, ["--import", TSX, BIN, ...args], { cwd: options.cwd, env: { ...baseEnv(), TMPDIR: tmp }, stdio: "ignore", detached: true })
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code, signal) => resolve(signal === null ? code : null)))
+  const child = spawn(process.execPath, ["--import", TSX, BIN, ...args], { cwd: options.cwd, env: { ...baseEnv(), TMPDIR: tmp }, stdio: ["ignore", "pipe", "pipe"], detached: true })
+  let stdout = ""
+  let stderr = ""
+  child.stdout.on("data", (d: Buffer) => void (stdout += d.toString()))
+  child.stderr.on("data", (d: Buffer) => void (stderr += d.toString()))
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code, signal) => resolve(signal === null ? code : null)))
+  const signal = (name: NodeJS.Signals) => {
+    if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, name)
+    return exited
+  }
   return {
     exited,
-    kill: () => {
-      if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, "SIGKILL")
-      return exited
-    }
+    kill: () => signal("SIGKILL"),
+    interrupt: () => signal("SIGINT"),
+    output: () => ({ stdout, stderr })
   }
 }
 

@@ -10,11 +10,13 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Either, Layer, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { artana, artanaJson, artanaTty, cleanup, greet, sqliteKernel, tempDir, tenant } from "./helpers.js"
+import { artana, artanaJson, artanaPipedToSlowReader, artanaTty, cleanup, greet, sqliteKernel, tempDir, tenant } from "./helpers.js"
 
 afterAll(cleanup)
 
 const plan = (text: string) => Either.getOrThrow(Plan.parse(text, { file: "plan.yaml" }))
+
+const BIG_TEXT = "0123456789abcdef".repeat(3 * 65_536)
 
 let dir = ""
 let db = ""
@@ -33,6 +35,10 @@ beforeAll(async () => {
     yield* kernel.execute(greet, { runId: "grand", tenant: acme, input: { name: "g" }, parentRunId: "child-a" })
     yield* kernel.execute(greet, { runId: "child-b", tenant: acme, input: { name: "b" }, parentRunId: "root" })
     yield* kernel.execute(greet, { runId: "other", tenant: tenant("globex"), input: { name: "o" } })
+    // A report of several megabytes (a 3 MiB argument), for programs reading `--format json` through a pipe.
+    const small = plan("steps:\n  - { id: big, tool: echo, args: { text: x } }\n  - { id: no, tool: secret }\n")
+    const big = { ...small, steps: small.steps.map((step) => step.id === "big" ? { ...step, args: { text: BIG_TEXT } } : step) }
+    yield* PlanRunner.run({ runId: "plan-big", tenant: tenant("bulk"), input: { plan: big } })
   }).pipe(Effect.provide(sqliteKernel(db))))
 }, 60_000)
 
@@ -57,6 +63,17 @@ describe("artana list-runs", () => {
       // Aligned: the STATUS column starts at the same offset in the header and in the row.
       expect(lines[1]!.indexOf("✓")).toBe(lines[0]!.indexOf("STATUS"))
       expect(table.stdout).not.toContain("\u001b[")
+
+      // No runs for the tenant given (a typo, or the wrong --tenant): the tenants that have runs here are named.
+      const none = yield* artana(["list-runs", "--db", db, "--tenant", "acme-corp"], { cwd: dir })
+      expect(none.code).toBe(0)
+      expect(none.stdout.trim().split("\n")).toEqual([
+        "no runs for tenant acme-corp",
+        `tenants with runs in ${db}: acme (7), bulk (1), globex (1)`,
+        `  artana list-runs --tenant acme --db ${db}`
+      ])
+      const noneJson = yield* artanaJson(["list-runs", "--db", db, "--tenant", "acme-corp"], { cwd: dir })
+      expect(noneJson.json).toEqual({ tenantId: "acme-corp", runs: [], tenantsWithRuns: [{ tenantId: "acme", runs: 7 }, { tenantId: "bulk", runs: 1 }, { tenantId: "globex", runs: 1 }] })
     }))
 
   it.live("colours on a terminal only: none through a pipe (unless FORCE_COLOR), none under NO_COLOR", () =>
@@ -210,7 +227,7 @@ describe("a lineage waiting on a run in doubt", () => {
       expect(waiting.split("\n").filter((l) => l.trim() !== "").map((l) => l.trim())).toEqual([
         "waiting for a person",
         `? boss → ${midId} → ${leafId}: step tool:0 (charge) in doubt`,
-        `settle it: artana reconcile ${leafId} --step tool:0 (--completed JSON | --failed MESSAGE), then resume boss`
+        `settle it: artana reconcile '${leafId}' --step tool:0 --tenant acme --db ${waitDb} (--completed JSON | --failed MESSAGE), then resume boss with the application that runs its workflow`
       ])
       const listed = yield* artanaJson(["list-runs", "--db", waitDb, "--tenant", "acme"], { cwd: waitDir })
       const runs = (listed.json as { runs: ReadonlyArray<Event.RunInfo & { reconciliationPath?: unknown }> }).runs
@@ -219,7 +236,7 @@ describe("a lineage waiting on a run in doubt", () => {
       const shown = yield* artana(["show-run", "boss", "--db", waitDb, "--tenant", "acme"], { cwd: waitDir })
       expect(shown.code).toBe(0)
       expect(shown.stdout).toContain(`waits on  boss → ${midId} → ${leafId}: step tool:0 (charge) in doubt`)
-      expect(shown.stdout).toContain(`settle it: artana reconcile ${leafId} --step tool:0 (--completed JSON | --failed MESSAGE), then resume boss`)
+      expect(shown.stdout).toContain(`settle it: artana reconcile '${leafId}' --step tool:0 --tenant acme --db ${waitDb} (--completed JSON | --failed MESSAGE), then resume boss`)
       expect(shown.stdout).toMatch(/ReconciliationRequired\s+to_mid waits on run boss>to_mid/)
       const json = yield* artanaJson(["show-run", midId, "--db", waitDb, "--tenant", "acme"], { cwd: waitDir })
       expect(json.json).toMatchObject({ run: { runId: midId, status: "needs_reconciliation" }, reconciliationPath: path3.slice(1) })
@@ -275,6 +292,19 @@ describe("artana report", () => {
       expect(notPlan.code).toBe(2)
       expect(notPlan.stdout).toBe("")
       expect(JSON.parse(notPlan.stderr)).toEqual({ error: { tag: "NotAPlanRun", message: 'run root is a "greet" run, not a plan run (artana.plan)', exitCode: 2 } })
+    }))
+})
+
+describe("output through a pipe", () => {
+  it.live("a multi-megabyte `report --format json` reaches a slow reader whole, and the exit code is the report's", () =>
+    Effect.gen(function*() {
+      const piped = yield* artanaPipedToSlowReader(["report", "plan-big", "--db", db, "--tenant", "bulk", "--format", "json"], { cwd: dir })
+      expect(piped.stdout.length).toBeGreaterThan(3 * 1024 * 1024)
+      const report = JSON.parse(piped.stdout) as { readonly steps: ReadonlyArray<{ readonly id: string; readonly status: string; readonly args: { readonly text?: string } }> }
+      expect(report.steps.map((s) => [s.id, s.status])).toEqual([["big", "ok"], ["no", "denied"]])
+      expect(report.steps[0]?.args.text).toBe(BIG_TEXT)
+      // Exit 3 (a denial): the exit that cut the output at 64 KiB when the process ended before stdout drained.
+      expect(piped.code).toBe(3)
     }))
 })
 

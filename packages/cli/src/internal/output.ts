@@ -29,21 +29,40 @@ const messageOf = (error: unknown): string =>
 const tagOf = (error: unknown): string =>
   typeof error === "object" && error !== null && "_tag" in error && typeof error._tag === "string" ? error._tag : "Error"
 
+/** How a command reports: the format, and whether an internal error shows its stack (`--verbose`, `DEBUG`). */
+export interface Reporting {
+  readonly format: Format
+  readonly verbose: boolean
+}
+
+/** `--verbose` on the command line, or DEBUG set in the environment (for errors before the options are parsed). */
+export const verboseIn = (argv: ReadonlyArray<string>): boolean => argv.includes("--verbose") || (process.env.DEBUG ?? "") !== ""
+
 /**
- * Runs a command's body: its result is an exit code; a failure is printed on stderr (as `{ "error": { tag,
- * message, exitCode } }` under `--format json`) and becomes its exit code; a defect is an internal error (1).
+ * An internal error (a defect: a bug, or a fault no typed error describes), as a person reads it: its message and
+ * where to report it; the stack and the fibers' trace only when asked for.
  */
-export const command = <E, R>(format: Format, body: Effect.Effect<number, E, R>): Effect.Effect<void, Done, R> =>
+export const internalError = (defect: unknown, verbose: boolean): string => {
+  if (verbose) return `internal error: ${Cause.pretty(Cause.die(defect))}`
+  return `internal error: ${messageOf(defect)}\n  (a bug in artana: please report it with the output of the same command run with --verbose)`
+}
+
+/**
+ * Runs a command's body: its result is an exit code; a failure is printed on stderr (its message; as `{ "error":
+ * { tag, message, exitCode } }` under `--format json`) and becomes its exit code; a defect is an internal error (1),
+ * its stack printed only under `--verbose` or `DEBUG`.
+ */
+export const command = <E, R>(reporting: Reporting, body: Effect.Effect<number, E, R>): Effect.Effect<void, Done, R> =>
   body.pipe(
     Effect.catchAllCause((cause) => {
       if (Cause.isInterruptedOnly(cause)) return Effect.interrupt
       const failure = Cause.failureOption(cause)
       const error: unknown = Option.isSome(failure) ? failure.value : Cause.squash(cause)
       const code: number = Option.isSome(failure) ? ExitCode.ofError(error) : ExitCode.Internal
-      const message = Option.isSome(failure) ? messageOf(error) : `internal error: ${Cause.pretty(cause)}`
-      const printed = format === "json"
+      const message = Option.isSome(failure) ? messageOf(error) : internalError(error, reporting.verbose)
+      const printed = reporting.format === "json"
         ? stderr(JSON.stringify({ error: { tag: tagOf(error), message, exitCode: code } }))
-        : stderr(`${errStyle().red("error")} ${message}`)
+        : stderr(Option.isSome(failure) ? `${errStyle().red("error")} ${message}` : message)
       return Effect.as(printed, code)
     }),
     Effect.flatMap((code) => (code === ExitCode.Ok ? Effect.void : Effect.fail(new Done({ code }))))

@@ -1,7 +1,7 @@
 /**
  * `artana run`, `artana replay` and `artana reconcile`.
  */
-import { Errors, EventStore, Json, Kernel } from "@artana/core"
+import { Errors, type Event, EventStore, Json, Kernel, type Tenant, type Tool } from "@artana/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -15,6 +15,7 @@ import * as ExitCode from "../ExitCode.js"
 import * as Plan from "../Plan.js"
 import * as PlanRunner from "../PlanRunner.js"
 import * as Database from "./database.js"
+import * as Hints from "./hints.js"
 import * as Out from "./output.js"
 import * as Services from "./services.js"
 import * as T from "./terminal.js"
@@ -24,15 +25,9 @@ export interface Common {
   readonly db: string
   readonly tenant: string
   readonly format: Out.Format
+  readonly verbose: boolean
   readonly auditKey: Redacted.Redacted<string> | undefined
 }
-
-/**
- * The `--db` option a suggested next command needs: none for the default database; a PostgreSQL URL with its
- * password hidden (as `Database.describe` shows it), quoted for the shell.
- */
-const dbOption = (db: string): string =>
-  db === "./artana.db" ? "" : ` --db '${Database.describe(Database.parse(db)).replace(/'/g, "'\\''")}'`
 
 const sha256File = (file: string) =>
   Effect.try({
@@ -74,7 +69,7 @@ export interface RunArgs extends Common {
 
 /** `artana run PLAN --policy POLICY`: everything is checked before the store is opened; bad input writes nothing. */
 export const run = (args: RunArgs) =>
-  Out.command(args.format, Effect.gen(function*() {
+  Out.command(args, Effect.gen(function*() {
     const toolbox = yield* Toolbox.fromPolicyFile(args.policy)
     const registry = { get: (name: string) => toolbox.tools.find((t) => t.name === name), list: () => toolbox.tools }
     const plan = yield* Plan.load(args.plan, { tools: registry })
@@ -85,12 +80,11 @@ export const run = (args: RunArgs) =>
     if (args.format === "console") {
       yield* Out.stdout(`${s.bold("artana run")} ${args.plan} ${s.dim(`(${plan.steps.length} step${plan.steps.length === 1 ? "" : "s"}, on_error: ${plan.onError}) under ${args.policy}, store ${Database.describe(db)}, tenant ${tenant.tenantId}`)}`)
     }
-    const outcome = yield* PlanRunner.run({
-      runId: args.runId,
-      tenant,
-      input: { plan, planFile, ...(toolbox.policy === undefined ? {} : { policy: toolbox.policy }) },
-      observer: progress(args.format, "running")
-    }).pipe(
+    // The id is fixed here (a new UUID unless given) so that an interruption can name the run.
+    const runId = args.runId ?? crypto.randomUUID()
+    const input: PlanRunner.Input = { plan, planFile, ...(toolbox.policy === undefined ? {} : { policy: toolbox.policy }) }
+    const outcome = yield* PlanRunner.run({ runId, tenant, input, observer: progress(args.format, "running") }).pipe(
+      Effect.onInterrupt(() => whenInterrupted(args, { runId, tenant, input, tools: toolbox.tools })),
       Effect.provide(Services.kernel({
         store: Database.layer(db, { create: true }),
         tools: toolbox.tools,
@@ -110,10 +104,68 @@ export const run = (args: RunArgs) =>
       const counts = ["ok", "denied", "failed"].map((k) => `${outcome.steps.filter((st) => st.status === k).length} ${k}`).join(", ")
       const why = outcome.failure === undefined ? "" : `: ${outcome.failure.message}`
       yield* Out.stdout(`${T.icon(s, outcome.status)} run ${s.bold(outcome.runId)} ${outcome.status}${why} (${counts})`)
-      yield* Out.stdout(s.dim(`  artana report ${outcome.runId}${dbOption(args.db)}   # the full report`))
+      if (outcome.inDoubt !== undefined) {
+        yield* Out.stdout(`  step ${s.bold(Hints.stepName(outcome.inDoubt.stepKey))} (${outcome.inDoubt.tool}) is in doubt: it may or may not have acted, and is never run again silently`)
+        yield* Out.stdout(`  check what happened, then settle it: ${Hints.reconcile(args, outcome.runId, outcome.inDoubt.stepKey)}`)
+      }
+      yield* Out.stdout(s.dim(`  artana report ${outcome.runId}${Hints.options(args)}   # the full report`))
     }
     return code
   }))
+
+/** The step a run's log shows requested and not finished: the call this process was making when it stopped. */
+const unfinishedStep = (events: ReadonlyArray<Event.Event>) => {
+  const requested = [...events].reverse().find((e) => e.payload._tag === "ToolRequested")
+  if (requested === undefined || requested.payload._tag !== "ToolRequested") return undefined
+  const ended = events.some((e) =>
+    e.seq > requested.seq && e.stepKey === requested.stepKey &&
+    (e.payload._tag === "ToolCompleted" || e.payload._tag === "ToolFailed" || e.payload._tag === "PolicyDenied")
+  )
+  return ended ? undefined : { stepKey: requested.stepKey, tool: requested.payload.tool, arguments: requested.payload.arguments }
+}
+
+interface Interrupted {
+  readonly runId: string
+  readonly tenant: Tenant.TenantContext
+  readonly input: PlanRunner.Input
+  readonly tools: ReadonlyArray<Tool.Tool>
+}
+
+/**
+ * What `artana run` says when it is interrupted (Ctrl-C, SIGTERM) and the run is left: the step it was in, and
+ * what to do. A step whose tool is not idempotent (a shell command) is in doubt: the run is recovered at once as
+ * `artana run --run-id` would recover it (finished steps come from the log, no tool runs, the step is marked
+ * `needs_reconciliation`), so the printed `artana reconcile` works as printed; `--force` in it because this process
+ * stopped the call (the sandbox kills the command's process group). An idempotent step is simply run again by
+ * `artana run --run-id`.
+ */
+const whenInterrupted = (args: RunArgs, run: Interrupted) => {
+  const resume = Hints.continueRun(args, run.runId, args.plan, args.policy)
+  const explain = Effect.gen(function*() {
+    const store = yield* EventStore.EventStore
+    const step = unfinishedStep(yield* store.readEvents(run.tenant.tenantId, run.runId))
+    if (step === undefined) return `interrupted: run ${run.runId} stopped between steps, nothing is in doubt; continue it: ${resume}`
+    const name = Hints.stepName(step.stepKey)
+    const call = `${step.tool} ${T.clip(step.arguments, 120)}`
+    if (run.tools.find((t) => t.name === step.tool)?.idempotent === true) {
+      return `interrupted during step ${name} (${call}), which is safe to repeat (${step.tool} is idempotent); continue the run, which runs it again: ${resume}`
+    }
+    const recovered = yield* PlanRunner.run({ runId: run.runId, tenant: run.tenant, input: run.input })
+    if (recovered.status !== "needs_reconciliation") return `interrupted; run ${run.runId} is ${recovered.status}: ${resume}`
+    return [
+      `interrupted during step ${name} (${call}): the step is in doubt. Its call was stopped and may or may not have acted,`,
+      `so run ${run.runId} needs reconciliation: the step is never run again silently. Check what happened, then settle it`,
+      "(--force: this process stopped the call):",
+      `  ${Hints.reconcile(args, run.runId, step.stepKey, true)}`,
+      `then continue the plan: ${resume}`
+    ].join("\n")
+  }).pipe(Effect.catchAllCause(() => Effect.succeed(`interrupted; run ${run.runId} stays resumable: ${resume}`)))
+  return Effect.flatMap(explain, (message) =>
+    args.format === "json"
+      ? Out.stderr(JSON.stringify({ error: { tag: "Interrupted", message, exitCode: 130 } }))
+      // On a terminal the step's "running" line has no line end yet.
+      : Out.stderr(`${process.stdout.isTTY === true ? "\n" : ""}${Out.errStyle().yellow("interrupted")}${message.slice("interrupted".length)}`))
+}
 
 export interface ReplayArgs extends Common {
   readonly run: string
@@ -122,12 +174,18 @@ export interface ReplayArgs extends Common {
 
 /** `artana replay RUN [--plan PLAN]`: the kernel's replay over the log; no tool runs; hashes compared. */
 export const replay = (args: ReplayArgs) =>
-  Out.command(args.format, Effect.scoped(Effect.gen(function*() {
+  Out.command(args, Effect.scoped(Effect.gen(function*() {
     const db = Database.parse(args.db)
     const s = Out.outStyle()
     const opened = yield* Layer.build(Database.layer(db, { create: false }))
     const store = Layer.succeedContext(opened)
-    const events = yield* Context.get(opened, EventStore.EventStore).readEvents(args.tenant, args.run)
+    const openedStore = Context.get(opened, EventStore.EventStore)
+    const info = yield* openedStore.getRun(args.tenant, args.run)
+    if (info.status === "needs_reconciliation") {
+      const path = yield* EventStore.reconciliationPath(openedStore, args.tenant, args.run)
+      return yield* new Hints.RunNeedsReconciliation({ runId: args.run, ...Hints.waiting(args, args.run, path, info.workflow === PlanRunner.WORKFLOW) })
+    }
+    const events = yield* openedStore.readEvents(args.tenant, args.run)
     const input = PlanRunner.loggedInput(events)
     if (input === undefined) {
       const started = events[0]?.payload
@@ -180,7 +238,7 @@ const badInput = (what: string, reason: string) => new Errors.InvalidInput({ wha
  * exits 8 saying until when, unless `--force` says the person knows it has stopped.
  */
 export const reconcile = (args: ReconcileArgs) =>
-  Out.command(args.format, Effect.scoped(Effect.gen(function*() {
+  Out.command(args, Effect.scoped(Effect.gen(function*() {
     if ((args.completed === undefined) === (args.failed === undefined)) {
       return yield* badInput("outcome", "give exactly one of --completed JSON (the call happened: its result) or --failed MESSAGE (it did not happen, or it failed: why)")
     }
@@ -244,7 +302,7 @@ export const reconcile = (args: ReconcileArgs) =>
       yield* Out.stdout(`${s.green("✓")} step ${s.bold(id)} of run ${s.bold(args.run)} (${call}) settled as ${settled}`)
       yield* Out.stdout(s.dim(input === undefined
         ? "  the run is resumable: continue it with the application that runs its workflow"
-        : `  artana run PLAN --policy POLICY --run-id ${args.run}${dbOption(args.db)}   # continue the plan after it`))
+        : `  ${Hints.continueRun(args, args.run)}   # continue the plan after it`))
     }
     return ExitCode.Ok
   })))

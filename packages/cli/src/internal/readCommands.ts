@@ -3,21 +3,24 @@
  * database or writes to one.
  */
 import { Errors, type Event, EventStore, Kernel, type Verify } from "@artana/core"
+import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import * as ExitCode from "../ExitCode.js"
 import * as PlanRunner from "../PlanRunner.js"
 import * as Report from "../Report.js"
 import * as Database from "./database.js"
+import * as Hints from "./hints.js"
 import * as Out from "./output.js"
 import * as Services from "./services.js"
 import * as T from "./terminal.js"
-import * as Toolbox from "./toolbox.js"
 
 export interface Common {
   readonly db: string
   readonly tenant: string
   readonly format: Out.Format
+  readonly verbose: boolean
   readonly auditKey: Redacted.Redacted<string> | undefined
 }
 
@@ -45,15 +48,20 @@ const marked = (s: T.Style, chain: Verify.VerifyReport, text: string): string =>
 // ------------------------------------------------------------------------------------------------- report
 
 export const report = (args: Common & { readonly run: string }) =>
-  Out.command(args.format, Effect.gen(function*() {
+  Out.command(args, Effect.gen(function*() {
     const store = yield* EventStore.EventStore
     const info = yield* store.getRun(args.tenant, args.run)
     const events = yield* store.readEvents(args.tenant, args.run)
+    // The sandbox (its audit reader) is loaded by `report` alone: the other read commands never need it.
+    const Toolbox = yield* Effect.promise(() => import("./toolbox.js"))
     const built = Report.make(info, events, Toolbox.audit)
     if (built instanceof PlanRunner.NotAPlanRun) return yield* built
     const chain = yield* chainOf(args)
     if (args.format === "json") yield* Out.json({ ...Report.toJson(built), chain })
-    else yield* Out.stdout(marked(Out.outStyle(), chain, Report.render(built, Out.outStyle())))
+    else {
+      yield* Out.stdout(marked(Out.outStyle(), chain, Report.render(built, Out.outStyle())))
+      yield* waitingNote(args, info)
+    }
     if (!chain.ok) return ExitCode.Integrity
     return built.status === "completed" || built.status === "failed"
       ? ExitCode.ofSteps(built.steps.map((s) => s.status))
@@ -71,15 +79,25 @@ const waitingPaths = (tenantId: string, runs: ReadonlyArray<Event.RunInfo>) =>
       (entries) => new Map<string, ReadonlyArray<Event.WaitingOn>>(entries)
     ))
 
-/** `root → child → grandchild: step K (tool) in doubt`, and what a person does about it. */
-const describeWaiting = (runId: string, path: ReadonlyArray<Event.WaitingOn>): { readonly where: string; readonly todo: string } => {
-  const last = path[path.length - 1]
-  if (last === undefined) return { where: `${runId}: the run it waited on was settled since`, todo: `resume ${runId}: its waiting step runs again` }
-  return {
-    where: `${path.map((link) => link.runId).join(" → ")}: step ${last.stepKey} (${last.tool}) in doubt`,
-    todo: `settle it: artana reconcile ${last.runId} --step ${last.stepKey} (--completed JSON | --failed MESSAGE), then resume ${runId}`
-  }
-}
+/** On the console, under what a command showed of a run in `needs_reconciliation`: where it waits, the exact command. */
+const waitingNote = (args: Common, info: Event.RunInfo) =>
+  info.status !== "needs_reconciliation" || args.format !== "console" ? Effect.void : Effect.flatMap(waitingPaths(args.tenant, [info]), (paths) => {
+    const s = Out.outStyle()
+    const { todo, where } = Hints.waiting(args, info.runId, paths.get(info.runId) ?? [], info.workflow === PlanRunner.WORKFLOW)
+    return Out.stdout(`\n${T.icon(s, "needs_reconciliation")} ${s.bold("needs reconciliation")}: ${where}\n  ${todo}`)
+  })
+
+/**
+ * The tenants that have runs in the store, most runs first (at most 10). The event store is scoped by tenant and has
+ * no such query, so this reads the SQL stores' runs table (`runs`, the CLI's stores use no table prefix) through the
+ * `SqlClient` both store layers provide; a store without one (or a read that fails) names none.
+ */
+const tenantsWithRuns = Effect.flatMap(Effect.serviceOption(SqlClient.SqlClient), (client) =>
+  Option.isNone(client) ? Effect.succeed([]) : client.value<{ readonly tenant_id: unknown; readonly runs: unknown }>`
+    SELECT tenant_id, COUNT(*) AS runs FROM runs GROUP BY tenant_id ORDER BY COUNT(*) DESC, tenant_id LIMIT 10`.pipe(
+      Effect.map((rows) => rows.map((r) => ({ tenantId: String(r.tenant_id), runs: Number(r.runs) }))),
+      Effect.orElseSucceed((): ReadonlyArray<{ readonly tenantId: string; readonly runs: number }> => [])
+    ))
 
 // ---------------------------------------------------------------------------------------------- list-runs
 
@@ -90,21 +108,28 @@ export interface ListArgs extends Common {
 }
 
 export const listRuns = (args: ListArgs) =>
-  Out.command(args.format, Effect.gen(function*() {
+  Out.command(args, Effect.gen(function*() {
     const store = yield* EventStore.EventStore
     const runs = yield* store.listRuns(args.tenant, { status: args.status, workflow: args.workflow, limit: args.limit })
     const paths = yield* waitingPaths(args.tenant, runs)
+    // None for this tenant: perhaps the wrong --tenant. Say which tenants have runs here.
+    const others = runs.length === 0 ? (yield* tenantsWithRuns).filter((t) => t.tenantId !== args.tenant) : []
     if (args.format === "json") {
       const withPaths = runs.map((r) => {
         const reconciliationPath = paths.get(r.runId)
         return reconciliationPath === undefined ? r : { ...r, reconciliationPath }
       })
-      yield* Out.json({ tenantId: args.tenant, runs: withPaths })
+      yield* Out.json({ tenantId: args.tenant, runs: withPaths, ...(runs.length === 0 ? { tenantsWithRuns: others } : {}) })
       return ExitCode.Ok
     }
     const s = Out.outStyle()
     if (runs.length === 0) {
-      yield* Out.stdout(`no runs for tenant ${args.tenant}${args.status === undefined ? "" : ` with status ${args.status}`}`)
+      const filtered = args.status !== undefined || args.workflow !== undefined
+      yield* Out.stdout(`no runs for tenant ${args.tenant}${args.status === undefined ? "" : ` with status ${args.status}`}${args.workflow === undefined ? "" : ` of workflow ${args.workflow}`}`)
+      if (others.length > 0 && !filtered) {
+        yield* Out.stdout(`tenants with runs in ${Database.describe(Database.parse(args.db))}: ${others.map((t) => `${t.tenantId} (${t.runs})`).join(", ")}`)
+        yield* Out.stdout(s.dim(`  artana list-runs${Hints.options({ ...args, tenant: others[0]!.tenantId })}`))
+      }
       return ExitCode.Ok
     }
     const rows = runs.map((r) => [
@@ -124,7 +149,7 @@ export const listRuns = (args: ListArgs) =>
     if (topmost.length > 0) {
       const lines = ["", s.bold("waiting for a person")]
       for (const r of topmost) {
-        const { todo, where } = describeWaiting(r.runId, paths.get(r.runId) ?? [])
+        const { todo, where } = Hints.waiting(args, r.runId, paths.get(r.runId) ?? [], r.workflow === PlanRunner.WORKFLOW)
         lines.push(`  ${T.icon(s, "needs_reconciliation")} ${where}`, `    ${s.dim(todo)}`)
       }
       yield* Out.stdout(lines.join("\n"))
@@ -219,7 +244,7 @@ export const describeEvent = (p: Event.EventPayload): string => {
 }
 
 export const showRun = (args: Common & { readonly run: string }) =>
-  Out.command(args.format, Effect.gen(function*() {
+  Out.command(args, Effect.gen(function*() {
     const store = yield* EventStore.EventStore
     const info = yield* store.getRun(args.tenant, args.run)
     const events = yield* store.readEvents(args.tenant, args.run)
@@ -245,7 +270,7 @@ export const showRun = (args: Common & { readonly run: string }) =>
         ? `  cost      $${info.costUsd.toFixed(6)} this run   $${lineageCostUsd.toFixed(6)} its tree of ${family.length} runs (charged to the root's budget)`
         : `  cost      $${info.costUsd.toFixed(6)}`,
       ...(reconciliationPath === undefined ? [] : (() => {
-        const { todo, where } = describeWaiting(info.runId, reconciliationPath)
+        const { todo, where } = Hints.waiting(args, info.runId, reconciliationPath, info.workflow === PlanRunner.WORKFLOW)
         return [`  waits on  ${where}`, `            ${s.dim(todo)}`]
       })()),
       "",
@@ -277,10 +302,11 @@ const parseHead = (text: string): Effect.Effect<Verify.Head, Errors.InvalidInput
 }
 
 export const verify = (args: Common & { readonly run: string; readonly head: string | undefined }) =>
-  Out.command(args.format, Effect.gen(function*() {
+  Out.command(args, Effect.gen(function*() {
     const head = args.head === undefined ? undefined : yield* parseHead(args.head)
     const kernel = yield* Kernel.Kernel
     const result = yield* kernel.verify({ tenantId: args.tenant, runId: args.run, head })
+    const info = yield* Effect.flatMap(EventStore.EventStore, (store) => store.getRun(args.tenant, args.run))
     if (args.format === "json") yield* Out.json(result)
     else {
       const s = Out.outStyle()
@@ -289,6 +315,7 @@ export const verify = (args: Common & { readonly run: string; readonly head: str
           ? `${s.green("✓")} run ${s.bold(result.runId)}: hash chain intact, ${result.events} events, head seq ${result.headSeq} ${s.dim(result.headHash)}`
           : `${s.red("✗")} run ${s.bold(result.runId)}: hash chain broken at seq ${result.firstBrokenSeq}: ${result.reason}`
       )
+      yield* waitingNote(args, info)
     }
     return result.ok ? ExitCode.Ok : ExitCode.Integrity
   }).pipe(Effect.provide(reading(args))))

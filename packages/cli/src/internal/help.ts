@@ -1,0 +1,258 @@
+/**
+ * What `artana --help` and `artana COMMAND --help` print: the commands, their options, examples and exit codes, in
+ * one place. `Cli.ts` takes its descriptions from here too.
+ *
+ * This module imports nothing heavy (no Effect, no store, no sandbox): `bin.ts` answers `--help` and `--version`
+ * with it alone, so help starts about as fast as Node itself.
+ */
+import * as fs from "node:fs"
+import * as ExitCode from "../ExitCode.js"
+import type * as T from "./terminal.js"
+
+export interface OptionDoc {
+  /** `--db FILE|postgres://URL` */
+  readonly flag: string
+  readonly description: string
+}
+
+export interface CommandDoc {
+  readonly name: string
+  /** The arguments and options after the command's name. */
+  readonly usage: string
+  /** One line, for the list of commands. */
+  readonly summary: string
+  /** More about it, for the command's own help. */
+  readonly details: ReadonlyArray<string>
+  readonly arguments: ReadonlyArray<OptionDoc>
+  readonly options: ReadonlyArray<OptionDoc>
+  readonly examples: ReadonlyArray<string>
+  readonly exitCodes: ReadonlyArray<ExitCode.ExitCode | 130>
+}
+
+/** The options every command takes. */
+export const common = {
+  db: {
+    flag: "--db FILE|postgres://URL",
+    description: "the store: a SQLite file, or a postgres:// URL (default: $ARTANA_DB, else ./artana.db)"
+  },
+  tenant: {
+    flag: "--tenant ID",
+    description: "the tenant whose runs are read and written (default: $ARTANA_TENANT, else \"default\")"
+  },
+  format: {
+    flag: "--format console|json",
+    description: "console: for people (colours on a terminal only); json: one stable JSON document on stdout, errors as JSON on stderr"
+  },
+  verbose: {
+    flag: "--verbose",
+    description: "on an internal error, print its full stack too (also with DEBUG set in the environment)"
+  }
+} as const satisfies Record<string, OptionDoc>
+
+const RUN: OptionDoc = { flag: "RUN", description: "the run id (as `artana run` or `artana list-runs` shows it)" }
+
+export const commands: ReadonlyArray<CommandDoc> = [
+  {
+    name: "run",
+    usage: "PLAN --policy POLICY [--run-id ID]",
+    summary: "Run a plan of tool calls under a deny-by-default policy, as a new logged run",
+    details: [
+      "Checks the plan and the policy first (bad input writes nothing), then runs each step as a logged,",
+      "hash-chained tool step. An existing --run-id continues that run (after a crash or Ctrl-C), if its plan is",
+      "the same: finished steps come from the log and never run again."
+    ],
+    arguments: [{ flag: "PLAN", description: "the plan file (YAML): on_error and a list of steps { id, tool, args }" }],
+    options: [
+      { flag: "--policy POLICY", description: "the policy file (YAML); paths in it are relative to its folder" },
+      { flag: "--run-id ID", description: "the run's id (default: a new UUID); an existing id continues that run" }
+    ],
+    examples: [
+      "artana run plan.yaml --policy policy.yaml --run-id demo-1",
+      "artana run plan.yaml --policy policy.yaml --run-id demo-1   # again, after a crash: continues it"
+    ],
+    exitCodes: [0, 2, 3, 4, 6, 7, 8, 130]
+  },
+  {
+    name: "replay",
+    usage: "RUN [--plan PLAN]",
+    summary: "Re-run a finished plan run over its log: no tool executes, every output hash must match",
+    details: ["Every result comes from the log and nothing is written; a plan that asks for other steps than the log holds is a mismatch."],
+    arguments: [RUN],
+    options: [{ flag: "--plan PLAN", description: "a plan file that must match the log (default: the plan the run logged)" }],
+    examples: ["artana replay demo-1", "artana replay demo-1 --plan plan.yaml"],
+    exitCodes: [0, 2, 5, 6, 7, 8]
+  },
+  {
+    name: "reconcile",
+    usage: "RUN --step ID (--completed JSON | --failed MESSAGE) [--force]",
+    summary: "Settle the step a crash or Ctrl-C left in doubt (needs_reconciliation)",
+    details: [
+      "A step whose tool may or may not have acted (a shell command cut off) is never repeated silently. Check what",
+      "really happened, then say so here; `artana run PLAN --policy POLICY --run-id RUN` continues the plan after it."
+    ],
+    arguments: [RUN],
+    options: [
+      { flag: "--step ID", description: "the step in doubt: a plan step's id (or a run's step key), as `artana report` shows it" },
+      { flag: "--completed JSON", description: "the call happened: its result, as JSON (one its tool returns)" },
+      { flag: "--failed MESSAGE", description: "the call did not happen, or failed: why" },
+      { flag: "--force", description: "settle it although the call may still be running (only when you know it has stopped)" }
+    ],
+    examples: [
+      "artana reconcile crash-1 --step slow --completed '{\"exitCode\":0,\"signal\":null,\"stdout\":\"\",\"stderr\":\"\"}'",
+      "artana reconcile crash-1 --step slow --failed \"the command never finished\""
+    ],
+    exitCodes: [0, 2, 5, 7, 8]
+  },
+  {
+    name: "report",
+    usage: "RUN",
+    summary: "A plan run's timeline: each call allowed or denied and why, files, domains, commands, cost",
+    details: ["The run's hash chain is checked too: a log changed after it was written is marked TAMPERED (exit 6)."],
+    arguments: [RUN],
+    options: [],
+    examples: ["artana report demo-1", "artana report demo-1 --format json | jq .summary"],
+    exitCodes: [0, 2, 3, 4, 5, 6, 7, 8]
+  },
+  {
+    name: "list-runs",
+    usage: "[--status S] [--workflow W] [--limit N]",
+    summary: "The tenant's runs, newest first, and where a person is needed",
+    details: ["Runs in needs_reconciliation are listed with the path to the step in doubt and the `artana reconcile` that settles it."],
+    arguments: [],
+    options: [
+      { flag: "--status S", description: "only runs with this status: running, paused, completed, failed, needs_reconciliation" },
+      { flag: "--workflow W", description: "only runs of this workflow (plan runs: artana.plan)" },
+      { flag: "--limit N", description: "at most N runs (default 50)" }
+    ],
+    examples: ["artana list-runs", "artana list-runs --tenant acme --status needs_reconciliation"],
+    exitCodes: [0, 2, 5, 7]
+  },
+  {
+    name: "show-run",
+    usage: "RUN",
+    summary: "A run's record, its lineage tree (parent and child runs) and its events",
+    details: ["Works for any run (a plan run or an application's workflow); the hash chain is checked as `verify` does."],
+    arguments: [RUN],
+    options: [],
+    examples: ["artana show-run demo-1", "artana show-run transfer-1 --tenant acme --db ./artana.db --format json"],
+    exitCodes: [0, 2, 5, 6, 7]
+  },
+  {
+    name: "verify",
+    usage: "RUN [--head SEQ:HASH]",
+    summary: "Check a run's hash chain (with ARTANA_AUDIT_KEY when it was written with one)",
+    details: ["Every hash and link, no gaps, the store's head, and an exported head if given."],
+    arguments: [RUN],
+    options: [{ flag: "--head SEQ:HASH", description: "a head exported earlier that the chain must still contain" }],
+    examples: ["artana verify demo-1", "artana verify demo-1 --head 12:3f2a…"],
+    exitCodes: [0, 2, 5, 6, 7]
+  }
+]
+
+/** The command's documentation; every command of the tree has one. */
+export const command = (name: string): CommandDoc => {
+  const found = commands.find((c) => c.name === name)
+  if (found === undefined) throw new Error(`no documentation for the command "${name}"`)
+  return found
+}
+
+/** The description of a command's argument (`PLAN`) or option (`--policy`). */
+export const option = (commandName: string, flag: string): string => {
+  const found = [...command(commandName).arguments, ...command(commandName).options].find((o) => o.flag === flag || o.flag.startsWith(`${flag} `))
+  if (found === undefined) throw new Error(`no documentation for ${flag} of the command "${commandName}"`)
+  return found.description
+}
+
+/** The package's version, from its package.json. */
+export const version = (): string => {
+  try {
+    const pkg: unknown = JSON.parse(fs.readFileSync(new URL("../../package.json", import.meta.url), "utf8"))
+    return typeof pkg === "object" && pkg !== null && "version" in pkg && typeof pkg.version === "string" ? pkg.version : "0.0.0"
+  } catch {
+    return "0.0.0"
+  }
+}
+
+const INTERRUPTED = "interrupted (Ctrl-C, SIGTERM); a run stays resumable with --run-id"
+
+const exitLine = (code: number): string => `  ${String(code).padStart(3)}  ${code === 130 ? INTERRUPTED : ExitCode.meaning(code)}`
+
+const columns = (s: T.Style, rows: ReadonlyArray<OptionDoc>): Array<string> => {
+  const width = Math.max(0, ...rows.map((r) => r.flag.length))
+  return rows.map((r) => `  ${s.bold(r.flag.padEnd(width))}  ${r.description}`)
+}
+
+const ENVIRONMENT: ReadonlyArray<OptionDoc> = [
+  { flag: "ARTANA_DB", description: "the default --db" },
+  { flag: "ARTANA_TENANT", description: "the default --tenant" },
+  { flag: "ARTANA_AUDIT_KEY", description: "the HMAC key of the hash chain (never on the command line, which `ps` shows)" },
+  { flag: "NO_COLOR, FORCE_COLOR", description: "colours off, or on where there is no terminal" },
+  { flag: "DEBUG", description: "as --verbose" }
+]
+
+/** `artana --help`. */
+export const top = (s: T.Style, version: string): string => {
+  const width = Math.max(...commands.map((c) => c.name.length))
+  return [
+    `${s.bold("artana")} ${version}: run tool plans under a deny-by-default policy, every decision in a hash-chained log;`,
+    "replay, report, inspect and verify runs.",
+    "",
+    s.bold("Usage"),
+    "  artana COMMAND [ARGS] [--db FILE|postgres://URL] [--tenant ID] [--format console|json]",
+    "  artana COMMAND --help        a command's options and examples",
+    "",
+    s.bold("Commands"),
+    ...commands.map((c) => `  ${s.bold(c.name.padEnd(width))}  ${c.summary}`),
+    "",
+    s.bold("Options of every command"),
+    ...columns(s, [...Object.values(common), { flag: "-h, --help", description: "this help" }, { flag: "--version", description: "the version" }]),
+    "",
+    s.bold("Environment"),
+    ...columns(s, ENVIRONMENT),
+    "",
+    s.bold("Examples"),
+    "  artana run plan.yaml --policy policy.yaml --run-id demo-1",
+    "  artana report demo-1",
+    "  artana replay demo-1 && artana verify demo-1",
+    "  artana list-runs --status needs_reconciliation",
+    "  artana report demo-1 --format json > report.json",
+    "",
+    s.bold("Exit codes"),
+    ...[0, 1, 2, 3, 4, 5, 6, 7, 8, 130].map(exitLine),
+    ""
+  ].join("\n")
+}
+
+/** `artana COMMAND --help`. */
+export const ofCommand = (s: T.Style, doc: CommandDoc): string =>
+  [
+    `${s.bold(`artana ${doc.name}`)} ${doc.usage}`,
+    "",
+    `${doc.summary}.`,
+    ...doc.details,
+    ...(doc.arguments.length === 0 ? [] : ["", s.bold("Arguments"), ...columns(s, doc.arguments)]),
+    "",
+    s.bold("Options"),
+    ...columns(s, [...doc.options, ...Object.values(common)]),
+    "",
+    s.bold("Examples"),
+    ...doc.examples.map((e) => `  ${e}`),
+    "",
+    s.bold("Exit codes"),
+    ...doc.exitCodes.map(exitLine),
+    ""
+  ].join("\n")
+
+
+/**
+ * The help `args` (the command line after `artana`) ask for, or `undefined` when they ask for something else: no
+ * arguments, `--help`/`-h` anywhere (with a known command first: that command's help), or `help COMMAND`.
+ */
+export const requested = (args: ReadonlyArray<string>, s: T.Style, version: string): string | undefined => {
+  const first = args[0]
+  if (first === undefined) return top(s, version)
+  if (first !== "help" && !args.some((a) => a === "-h" || a === "--help")) return undefined
+  const named = first === "help" ? args[1] : first
+  const doc = commands.find((c) => c.name === named)
+  return doc === undefined ? top(s, version) : ofCommand(s, doc)
+}
