@@ -142,6 +142,9 @@ describe("an older database migrates as before", () => {
     }))
 })
 
+/** Tests that start child processes (a TypeScript loader's cold start each): slow on a busy machine, not wrong. */
+const CHILD_TIMEOUT = 180_000
+
 describe("readOnly: true", () => {
   it.effect("reads without migrating or writing: an older file keeps its schema and its bytes, and an append is refused", () =>
     Effect.gen(function*() {
@@ -179,7 +182,7 @@ describe("readOnly: true", () => {
       const read = yield* openAsNobody(filename, { readOnly: true })
       expect(read).toEqual({ outcome: "opened", runs: ["run-1"] })
       expect(fingerprint(filename)).toEqual(before)
-    }))
+    }), CHILD_TIMEOUT)
 
   it.live("opens a WAL file in a directory this process may not write (no -wal or -shm can be created beside it)", () =>
     Effect.gen(function*() {
@@ -194,5 +197,5 @@ describe("readOnly: true", () => {
       expect(fs.readdirSync(dir)).toEqual(["artana.db"])
       expect(fingerprint(filename)).toEqual(before)
       fs.chmodSync(dir, 0o755)
-    }))
+    }), CHILD_TIMEOUT)
 })
