@@ -2,7 +2,7 @@
 // the root's budget; the lineage read back from the store as a tree.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Schema } from "effect"
-import { EventStore, type Middleware, Tenant } from "@artana/core"
+import { EventStore, Kernel, type Middleware, Tenant } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { AutonomousAgent, SubAgent } from "@artana/agent"
 import { agentLayer, eventsOf, makeTools, scripted, tenant } from "./fixtures.js"
@@ -26,6 +26,37 @@ const makeAgents = () => {
 }
 
 describe("SubAgent.asTool", () => {
+  it.effect("a child acts in its parent's name: once the parent's lease has run out, no handler of the child starts", () => {
+    const { analyst, effects } = makeAgents()
+    // The parent's lease runs out while its child runs (the process was paused): seen by the child's first model call.
+    let expired = false
+    const pause: Middleware.Interceptor = {
+      name: "pause",
+      beforeModel: (request, ctx) => Effect.sync(() => {
+        if (ctx.runId !== "p-lease") expired = true
+        return request
+      })
+    }
+    return Effect.gen(function*() {
+      const lease = { expiresAt: () => (expired ? 0 : Number.POSITIVE_INFINITY), signal: new AbortController().signal }
+      const kernel = yield* Kernel.Kernel
+      const workflow = yield* analyst.workflow()
+      yield* Effect.exit(kernel.execute(workflow, { runId: "p-lease", tenant, input: { prompt: "Write the EMEA report.", model: "scripted" }, lease }))
+      expect(expired).toBe(true)
+      expect(effects.lines).toEqual([])
+      const child = (yield* eventsOf("p-lease::sub_agent::p-lease/turn:0/tool:0")).map((e) => e.payload._tag)
+      // The child stopped before its tool call was even requested, and the parent heard why.
+      expect(child).toEqual(["RunStarted", "ModelRequested", "ModelCompleted"])
+      const failed = (yield* eventsOf("p-lease")).find((e) => e.payload._tag === "ToolFailed")?.payload
+      expect(failed?._tag === "ToolFailed" && failed.error).toContain("OwnershipLost")
+    }).pipe(Effect.provide(agentLayer(scripted([
+      ScriptedModel.toolCall("research", { task: "EMEA sales in Q3?" }),
+      ScriptedModel.toolCall("query_sales", { region: "EMEA", quarter: "Q3" }),
+      ScriptedModel.text("EMEA sales in Q3 were 1.2M."),
+      ScriptedModel.text("EMEA made 1.2M.")
+    ]), { middleware: [pause] })))
+  })
+
   it.effect("a call is a child run: its id, the parent's tenant, the same middleware, the lineage as a tree", () => {
     const { analyst, effects } = makeAgents()
     return Effect.gen(function*() {

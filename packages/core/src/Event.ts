@@ -7,6 +7,7 @@ import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { AssistantMessage, ChatMessage, Usage } from "./Chat.js"
+import { exactGuard } from "./internal/exactGuard.js"
 import { Json } from "./Json.js"
 import { TenantContext } from "./Tenant.js"
 
@@ -31,7 +32,9 @@ export const ModelRequested = Schema.TaggedStruct("ModelRequested", {
   tools: Schema.Array(Schema.String),
   /** Hash of the request as the code built it; replay compares it to detect divergence. */
   requestHash: Schema.String,
-  outputSchema: Schema.optional(Json)
+  outputSchema: Schema.optional(Json),
+  /** The output token cap sent: the request's own, or the one the budget's estimate assumed (the reply's cost is capped by it). */
+  maxOutputTokens: Schema.optional(Schema.Number)
 })
 
 export const ModelCompleted = Schema.TaggedStruct("ModelCompleted", {
@@ -179,7 +182,12 @@ const schemaPayload = Schema.decodeUnknownEither(EventPayload)
 
 /** Decodes a payload read back from a store (the parsed JSON of what `append` wrote); the error says why not. */
 export const decodePayload = (json: unknown): Either.Either<EventPayload, string> =>
-  Either.mapLeft(schemaPayload(json), (error) => ParseResult.TreeFormatter.formatErrorSync(error))
+  isExactPayload(json)
+    ? Either.right(json)
+    : Either.mapLeft(schemaPayload(json), (error) => ParseResult.TreeFormatter.formatErrorSync(error))
+
+/** A parsed payload that decoding would return unchanged: used as it is (see `exactGuard`). */
+const isExactPayload = exactGuard(EventPayload)
 
 /** Lifecycle of a run, kept by the store from the events it appends. */
 export const RunStatus = Schema.Literal("running", "paused", "completed", "failed", "needs_reconciliation")

@@ -44,7 +44,12 @@ export const isJson = (u: unknown): u is Json => {
 export const Json: Schema.Schema<Json> = Schema.declare(isJson, {
   identifier: "Json",
   description: "any JSON value",
-  jsonSchema: {}
+  jsonSchema: {},
+  // fast-check's JSON values, as a `Json` (its arrays are not readonly).
+  arbitrary: () => (fc) => fc.jsonValue().map((value) => {
+    const checked = fromUnknown(value)
+    return checked.ok ? checked.json : null
+  })
 })
 
 /** A JSON object (what a JSON Schema document, or a tool's arguments, is). */

@@ -27,6 +27,7 @@ import * as Pricing from "./Pricing.js"
 import { TaskQueue } from "./TaskQueue.js"
 import type { TenantContext } from "./Tenant.js"
 import { ToolRegistry } from "./ToolRegistry.js"
+import type { Durability } from "./Tool.js"
 import { type Head, verifyEvents, type VerifyReport } from "./Verify.js"
 import * as Workflow from "./Workflow.js"
 
@@ -140,6 +141,12 @@ export interface Options extends Pricing.Options {
    * model step writes a `budget_not_enforced` note, so the opt-out shows in code and in the log. Default true.
    */
   readonly enforceBudget?: boolean | undefined
+  /**
+   * How idempotent tools' calls are logged when the tool does not say (`Tool.make({ durability })`): `"two-phase"`
+   * (default: the request is durable before the handler, so the log shows every attempt) or `"one-commit"` (request
+   * and outcome in one commit after the handler; a crash mid-handler runs the call again with the same key).
+   */
+  readonly idempotentToolDurability?: Durability | undefined
 }
 
 const chatOutput = <A, I>(outputSchema: Schema.Schema<A, I> | undefined) =>
@@ -185,7 +192,8 @@ export const make = (options: Options = {}) =>
       auditKey: options.auditKey === undefined ? undefined : Redacted.value(options.auditKey),
       priceOf: Pricing.resolver(options, model.prices),
       defaultMaxOutputTokens: options.defaultMaxOutputTokens ?? 1024,
-      enforceBudget: options.enforceBudget ?? true
+      enforceBudget: options.enforceBudget ?? true,
+      idempotentToolDurability: options.idempotentToolDurability ?? "two-phase"
     }
     const workflows = new Map<string, Workflow.Any>()
     for (const w of options.workflows ?? []) workflows.set(w.name, w)

@@ -12,6 +12,8 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type { ToolSpec } from "./Chat.js"
 import { InvalidToolArguments, PolicyDenied, ToolError, WaitingOnRun } from "./Errors.js"
+import { decodeExact, encodeExact } from "./internal/exactGuard.js"
+import type { Lease } from "./Lease.js"
 import * as Json from "./Json.js"
 import type { TenantContext } from "./Tenant.js"
 
@@ -29,6 +31,11 @@ export interface ToolContext {
   readonly fence: number
   /** Aborted when this execution loses the run (its lease ran out or was taken over, or a newer owner wrote). */
   readonly signal: AbortSignal
+  /**
+   * This execution's hold on the run, to hand to a run the handler drives (a sub-agent's): that run's handlers then
+   * start only while this execution still holds its own (`expiresAt` is its caller's lease, or never without one).
+   */
+  readonly lease: Lease
 }
 
 /** A registered tool. `Args` is the decoded argument type, `Result` what the handler returns. */
@@ -37,6 +44,8 @@ export interface Tool<Args = unknown, Result = unknown> {
   readonly description: string
   readonly requiresCapability: string | undefined
   readonly idempotent: boolean
+  /** How an idempotent tool's call is logged (see `Durability`); undefined: the kernel's default. */
+  readonly durability?: Durability | undefined
   readonly timeout: Duration.Duration | undefined
   /** What the model sees. */
   readonly spec: ToolSpec
@@ -57,6 +66,9 @@ export interface Tool<Args = unknown, Result = unknown> {
   decodeResult(json: Json.Json): Either.Either<Result, ToolError>
 }
 
+/** How a tool call is logged: its request before the handler and its outcome after (two commits), or both after. */
+export type Durability = "two-phase" | "one-commit"
+
 export interface ToolOptions<Args, ArgsEncoded, Result, ResultEncoded> {
   /** Unique name the model calls the tool by (`[a-zA-Z0-9_.-]`, at most 64 characters). */
   readonly name: string
@@ -68,6 +80,14 @@ export interface ToolOptions<Args, ArgsEncoded, Result, ResultEncoded> {
   readonly requiresCapability?: string | undefined
   /** Safe to run again with the same idempotency key when a crash leaves the call in doubt. Default false. */
   readonly idempotent?: boolean | undefined
+  /**
+   * How the call is logged, for an idempotent tool: `"two-phase"` (its request is durable before the handler starts,
+   * then its outcome: the log shows every attempt) or `"one-commit"` (request and outcome in one commit after the
+   * handler: half the commits; a crash mid-handler leaves no trace, and the call runs again, once, with the same
+   * idempotency key). Default: the kernel's `idempotentToolDurability`, itself `"two-phase"`. A tool that is not
+   * idempotent is always two-phase.
+   */
+  readonly durability?: Durability | undefined
   /** Deadline for one call; past it the call fails as a timeout. */
   readonly timeout?: Duration.DurationInput | undefined
   /**
@@ -152,12 +172,15 @@ export const make = <Args, ArgsEncoded, Result = Json.Json, ResultEncoded = Json
   if (!NAME.test(options.name)) {
     throw new Error(`tool name "${options.name}" must match ${NAME.source} (model APIs refuse other names)`)
   }
+  if (options.durability === "one-commit" && options.idempotent !== true) {
+    throw new Error(`tool "${options.name}": durability "one-commit" needs an idempotent tool (a crash mid-handler runs it again)`)
+  }
   const name = options.name
   const success: Schema.Schema<Result, ResultEncoded> | Schema.Schema<Json.Json> = options.success ?? Json.Json
-  const decodeArgs = Schema.decodeUnknownEither(options.parameters)
-  const encodeArgs = Schema.encodeEither(options.parameters)
+  const decodeArgs = decodeExact(options.parameters)
+  const encodeArgs = encodeExact(options.parameters)
   const encodeResult = Schema.encodeEither(success as Schema.Schema<Result, unknown>)
-  const decodeResult = Schema.decodeUnknownEither(success as Schema.Schema<Result, unknown>)
+  const decodeResult = decodeExact(success as Schema.Schema<Result, unknown>)
   const timeout = options.timeout === undefined ? undefined : Duration.decode(options.timeout)
   const invalid = (path: string, reason: string) => new InvalidToolArguments({ tool: name, path, reason })
   return {
@@ -165,6 +188,7 @@ export const make = <Args, ArgsEncoded, Result = Json.Json, ResultEncoded = Json
     description: options.description,
     requiresCapability: options.requiresCapability,
     idempotent: options.idempotent ?? false,
+    durability: options.durability,
     timeout,
     spec: { name, description: options.description, parameters: jsonSchemaOf(options.parameters) },
     decodeArguments(json) {
@@ -188,6 +212,8 @@ export const make = <Args, ArgsEncoded, Result = Json.Json, ResultEncoded = Json
           return invalid(issue.path, issue.reason)
         }),
         (encoded) => {
+          // Plain JSON is written as it is; anything else is copied to JSON first, or refused with the reason.
+          if (Json.isJson(encoded)) return Either.right(JSON.stringify(encoded))
           const checked = Json.fromUnknown(encoded)
           return checked.ok ? Either.right(JSON.stringify(checked.json)) : Either.left(invalid("$", checked.error))
         }

@@ -1,9 +1,10 @@
 // Budgets hold by default over the real openai SDK, with no middleware named: the kernel prices every call.
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { Artana, Chat, Errors, Tenant } from "@artana/core"
+import { Artana, Chat, Errors, Pricing, Tenant } from "@artana/core"
 import { OpenAiModel } from "@artana/model-openai"
 import { FakeOpenAi } from "@artana/model-openai/testing"
+import { bodyOf } from "./fixtures.js"
 
 const tenant = (budgetUsdLimit: number) => Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit })
 
@@ -32,5 +33,26 @@ describe("the tenant's budget over the openai SDK, no middleware", () => {
       expect(result.status === "completed" && result.output.costUsd).toBeCloseTo(expected, 12)
       expect((yield* Effect.promise(() => artana.getRun({ tenantId: "acme", runId: "priced" }))).costUsd).toBeCloseTo(expected, 12)
       yield* Effect.promise(() => artana.close())
+    }))
+
+  it.scopedLive("the reply cannot cost more than the estimate: the output tokens it assumed go to the server as the cap", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeOpenAi.scoped([FakeOpenAi.text("hi"), FakeOpenAi.text("hi"), FakeOpenAi.text("hi")])
+      const artana = Artana.create({ model: OpenAiModel.layer({ baseURL: server.url, defaultModel: "gpt-4o-mini" }), defaultMaxOutputTokens: 300 })
+      yield* Effect.promise(() => artana.chat({ runId: "capped", tenant: tenant(1), messages: [Chat.user("hello")] }))
+      expect(bodyOf(server, 0)["max_completion_tokens"]).toBe(300)
+      const requested = (yield* Effect.promise(() => artana.readEvents({ tenantId: "acme", runId: "capped" }))).find((e) => e.payload._tag === "ModelRequested")
+      expect(requested?.payload).toMatchObject({ maxOutputTokens: 300 })
+      // A cap the request sets is the one estimated and sent.
+      yield* Effect.promise(() => artana.chat({ runId: "own-cap", tenant: tenant(1), messages: [Chat.user("hello")], maxOutputTokens: 50 }))
+      expect(bodyOf(server, 1)["max_completion_tokens"]).toBe(50)
+      yield* Effect.promise(() => artana.close())
+      // A free model costs nothing whatever its length: no cap is added.
+      const free = Artana.create({
+        model: OpenAiModel.layer({ baseURL: server.url, defaultModel: "local-llama", prices: { "local-llama": Pricing.free } })
+      })
+      yield* Effect.promise(() => free.chat({ runId: "free", tenant: tenant(1), messages: [Chat.user("hello")] }))
+      expect(bodyOf(server, 2)["max_completion_tokens"]).toBeUndefined()
+      yield* Effect.promise(() => free.close())
     }))
 })

@@ -12,7 +12,8 @@ export const context: Tool.ToolContext = {
   idempotencyKey: "k",
   stepKey: "tool:0",
   fence: 1,
-  signal: new AbortController().signal
+  signal: new AbortController().signal,
+  lease: { expiresAt: () => Number.POSITIVE_INFINITY, signal: new AbortController().signal }
 }
 
 /** A new folder `artana-sandbox-<name>-*` under the system's temp folder (its real path), removed after the file's tests. */

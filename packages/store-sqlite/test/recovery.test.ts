@@ -75,6 +75,8 @@ interface CrashCase {
   readonly inDoubt?: "sent" | "unsent"
   /** Executions of step "prepare"'s effect: a step is memoized once its StepCompleted is durable, not before. */
   readonly prepareRuns?: number
+  /** The kernel's `idempotentToolDurability` (two-phase when absent). */
+  readonly durability?: "one-commit"
 }
 
 // Step keys of the crashy workflow: step:0 prepare, tool:1 record "first" (idempotent), now:2,
@@ -93,7 +95,12 @@ const CRASH_CASES: ReadonlyArray<CrashCase> = [
   { label: "after-send", killer: "self", where: "after the non-idempotent tool completed" },
   { label: "record:third:start", killer: "parent", where: "in the idempotent handler, before its side effect" },
   { label: "record:third:after-effect", killer: "parent", where: "in the idempotent handler, after its side effect" },
-  { label: "before-complete", killer: "self", where: "after the last step, before RunCompleted" }
+  { label: "before-complete", killer: "self", where: "after the last step, before RunCompleted" },
+  // One commit per idempotent tool step: a crash in its handler leaves no trace; the call runs again, once, with its key.
+  { label: "record:first:start", killer: "self", where: "one commit: in the idempotent handler, before its side effect", durability: "one-commit" },
+  { label: "record:first:after-effect", killer: "self", where: "one commit: after the idempotent side effect, before the commit", durability: "one-commit" },
+  { label: "record:third:after-effect", killer: "parent", where: "one commit: in the last idempotent handler, after its side effect", durability: "one-commit" },
+  { label: "send:second:after-effect", killer: "self", where: "one commit: a non-idempotent tool stays two-phase", inDoubt: "sent", durability: "one-commit" }
 ]
 
 describe.concurrent("crash recovery: a SIGKILLed process, a new process resumes the run", () => {
@@ -103,7 +110,7 @@ describe.concurrent("crash recovery: a SIGKILLed process, a new process resumes 
       const runId = "order-1"
       const files = paths(dir)
       const keys = { first: `${runId}/tool:1`, send: `${runId}/tool:3`, third: `${runId}/tool:4` }
-      const execute = baseArgs("execute", { db, dir, runId })
+      const execute = [...baseArgs("execute", { db, dir, runId }), ...(c.durability === undefined ? [] : ["--durability", c.durability])]
 
       // 1. The first process dies at the crash point.
       const first = yield* spawnChild([...execute, "--crash-at", c.label, "--killer", c.killer])
@@ -116,6 +123,11 @@ describe.concurrent("crash recovery: a SIGKILLed process, a new process resumes 
       const crashed = yield* inspectRun(dir, db, runId)
       expect(crashed.info.status).toBe("running")
       expect(crashed.report.ok).toBe(true)
+      // In its handler, an idempotent call is logged as requested (two-phase), or not at all (one commit).
+      const inHandler = /^record:(first|third):/.exec(c.label)
+      if (inHandler !== null) {
+        expect(stepTypes(crashed.events, inHandler[1] === "first" ? "tool:1" : "tool:4")).toEqual(c.durability === "one-commit" ? [] : ["ToolRequested"])
+      }
       const effectsAtCrash = lines(files.effects)
 
       // 2. A new process resumes it.

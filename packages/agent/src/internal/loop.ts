@@ -100,7 +100,9 @@ const subAgentTool = (sub: SubAgent.SubAgentTool, env: Env, parentModel: string)
           runId: childRunId,
           tenant: ctx.tenant,
           parentRunId: ctx.runId,
-          input: { prompt: task, model: sub.model ?? sub.agent.options.model ?? parentModel }
+          input: { prompt: task, model: sub.model ?? sub.agent.options.model ?? parentModel },
+          // The child acts in the parent's name: once the parent's execution loses its run, no child handler starts.
+          lease: ctx.lease
         }).pipe(Effect.mapError((e) => failed(`${e._tag}: ${e.message}`)))
         if (result.status === "needs_reconciliation") {
           // The child waits for a person: not a failure the model should hear of. The parent waits too, and its

@@ -75,7 +75,10 @@ export const make = (env: StepEnv) => {
       ? env.budgetExceeded(key, phase, before)
       : Effect.zipRight(env.append(key, [...before, { _tag: "PolicyDenied", tool: "model", reason: error.reason, middleware }]), Effect.fail(error))
 
-  /** Refuses a call the budget cannot hold (by its price, or its estimate); notes what the kernel decided. */
+  /**
+   * Refuses a call the budget cannot hold (by its price, or its estimate); notes what the kernel decided. Returns the
+   * output tokens the estimate assumed, when it made one.
+   */
   const checkBudget = (key: string, sent: ModelPort.ModelRequest, price: Price | undefined, requested: EventPayload, notes: Array<EventPayload>) =>
     Effect.gen(function*() {
       if (!deps.enforceBudget) {
@@ -94,7 +97,7 @@ export const make = (env: StepEnv) => {
       // A count the tokenizer cannot give is priced at the whole budget: refused, not waved through.
       const estimateUsd = costOf({ inputTokens: promptTokens, outputTokens }, price) ?? Number.POSITIVE_INFINITY
       const spentUsd = env.spentUsd()
-      if (spentUsd + estimateUsd <= tenant.budgetUsdLimit) return
+      if (spentUsd + estimateUsd <= tenant.budgetUsdLimit) return outputTokens
       notes.push({
         _tag: "MiddlewareNote",
         middleware: "kernel",
@@ -118,15 +121,17 @@ export const make = (env: StepEnv) => {
         messages: sent.messages,
         tools: sent.tools.map((t) => t.name),
         requestHash,
-        ...(sent.outputFormat === undefined ? {} : { outputSchema: sent.outputFormat.schema })
+        ...(sent.outputFormat === undefined ? {} : { outputSchema: sent.outputFormat.schema }),
+        ...(sent.maxOutputTokens === undefined ? {} : { maxOutputTokens: sent.maxOutputTokens })
       })
       const before = yield* Interceptors.run(deps.interceptors, "before", request, (i) =>
         i.beforeModel === undefined ? undefined : (r) => i.beforeModel!(r, context))
       if (before._tag === "Refused") return yield* refused(key, "before_call", [requestedOf(before.value), ...notes], before.error, before.interceptor.name)
-      const sent = before.value
+      const price = deps.priceOf(before.value.model)
+      const assumed = yield* checkBudget(key, before.value, price, requestedOf(before.value), notes)
+      // The reply may not cost more than the estimate: the output tokens it assumed are sent as the model's cap.
+      const sent = assumed === undefined || before.value.maxOutputTokens !== undefined ? before.value : { ...before.value, maxOutputTokens: assumed }
       const requested = requestedOf(sent)
-      const price = deps.priceOf(sent.model)
-      yield* checkBudget(key, sent, price, requested, notes)
       const generated = yield* Effect.either(deps.model.generate(sent))
       if (Either.isLeft(generated)) {
         yield* env.append(key, [requested, ...notes, { _tag: "ModelFailed", kind: generated.left.kind, error: generated.left.reason }])

@@ -15,6 +15,8 @@ export interface Ownership {
   readonly signal: AbortSignal
   /** Marks the run lost, with the reason. */
   readonly lose: (reason: string) => void
+  /** The hold this execution passes on to the runs its handlers drive: its caller's expiry, and its own signal. */
+  readonly lease: Lease
   /** `OwnershipLost` when this execution may no longer own the run (nothing may start in its name), else undefined. */
   readonly check: (tool: string) => Effect.Effect<Errors.OwnershipLost | undefined>
 }
@@ -36,5 +38,6 @@ export const make = (runId: string, ownerEpoch: number, lease: Lease | undefined
       const reason = typeof ownership.signal.reason === "string" ? ownership.signal.reason : "it lost the run"
       return new Errors.OwnershipLost({ runId, ownerEpoch, reason })
     })
-  return { signal: ownership.signal, lose, check }
+  const held: Lease = { expiresAt: () => lease?.expiresAt() ?? Number.POSITIVE_INFINITY, signal: ownership.signal }
+  return { signal: ownership.signal, lose, check, lease: held }
 }

@@ -14,6 +14,7 @@ import type * as ModelPort from "../ModelPort.js"
 import type { Price } from "../Pricing.js"
 import type { TenantContext } from "../Tenant.js"
 import type * as ToolRegistry from "../ToolRegistry.js"
+import type { Durability } from "../Tool.js"
 import type { Ledger } from "./ledger.js"
 import type { Ownership } from "./ownership.js"
 import type { ReplayCursor } from "./replayCursor.js"
@@ -31,6 +32,8 @@ export interface Deps {
   readonly defaultMaxOutputTokens: number
   /** False only when the kernel was built with `enforceBudget: false`: calls are priced but never refused. */
   readonly enforceBudget: boolean
+  /** How an idempotent tool that does not say is logged. */
+  readonly idempotentToolDurability: Durability
 }
 
 /** Faults that end an execution without writing anything: the run stays resumable. */

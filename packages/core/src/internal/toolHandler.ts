@@ -38,7 +38,8 @@ export const runHandler = (
       idempotencyKey,
       stepKey: key,
       fence: env.options.ownerEpoch,
-      signal: env.ownership.signal
+      signal: env.ownership.signal,
+      lease: env.ownership.lease
     }
     const result = yield* Effect.either(tool.invoke(args, handlerContext))
     const encoded = Either.flatMap(result, (r) => tool.encodeResult(r))

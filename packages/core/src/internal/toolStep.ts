@@ -151,6 +151,11 @@ export const make = (env: StepEnv) => {
       const logged: EventPayload = { ...requested, arguments: info.arguments }
       // A call requested by an owner that lost the run would only leave the next owner a call in doubt.
       yield* env.checkOwnership(call.name)
+      if (tool.idempotent && (tool.durability ?? deps.idempotentToolDurability) === "one-commit") {
+        // One commit: the request goes to the log with the outcome. A crash mid-handler leaves no trace of the call,
+        // so the next execution makes it again, with the same idempotency key.
+        return yield* runHandler(env, tool, args.right, key, idempotencyKey, info, [logged, ...notes])
+      }
       yield* env.append(key, [logged, ...notes])
       return yield* runHandler(env, tool, args.right, key, idempotencyKey, info, [])
     })

@@ -13,6 +13,7 @@ import type { Event } from "../Event.js"
 import * as Json from "../Json.js"
 import { firstIssue, jsonSchemaOf } from "../Tool.js"
 import type { PauseOptions } from "../Workflow.js"
+import { decodeExact } from "./exactGuard.js"
 import type { StepEnv } from "./stepEnv.js"
 
 export const make = (env: StepEnv, response: { readonly payload: unknown } | undefined) => {
@@ -30,7 +31,7 @@ export const make = (env: StepEnv, response: { readonly payload: unknown } | und
       if (found._tag === "Recorded") {
         const first = found.events[0]!.payload
         if (first._tag !== "StepCompleted" || first.name !== name) return yield* env.mismatch(stepKey, found.events, actual)
-        const value = Schema.decodeUnknownEither(schema)(first.value)
+        const value = decodeExact(schema)(first.value)
         if (Either.isLeft(value)) {
           return yield* env.fault(new Errors.InvalidInput({ what: `logged value of step "${name}" (${stepKey})`, reason: firstIssue(value.left).reason }))
         }

@@ -18,7 +18,8 @@ const { positionals, values } = parseArgs({
     variant: { type: "string", default: "A" },
     barrier: { type: "string" },
     response: { type: "string" },
-    outcome: { type: "string" }
+    outcome: { type: "string" },
+    durability: { type: "string", default: "two-phase" }
   }
 })
 
@@ -32,7 +33,13 @@ const db = required("db", values.db)
 const dir = required("dir", values.dir)
 const runId = required("run", values.run)
 const killer: Killer = values.killer === "parent" ? "parent" : "self"
-const fixture = makeFixture({ dir, crashAt: values["crash-at"], killer, variant: values.variant === "B" ? "B" : "A" })
+const fixture = makeFixture({
+  dir,
+  crashAt: values["crash-at"],
+  killer,
+  variant: values.variant === "B" ? "B" : "A",
+  durability: values.durability === "one-commit" ? "one-commit" : "two-phase"
+})
 
 /** What a person says really happened to the in-doubt call (`Kernel.ReconcileOutcome`). */
 const Outcome = Schema.parseJson(Schema.Union(

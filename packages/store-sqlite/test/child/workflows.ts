@@ -21,6 +21,8 @@ export interface Hooks {
   readonly killer?: Killer | undefined
   /** "B" is the changed code: the order of its steps differs from "A"'s. */
   readonly variant?: "A" | "B" | undefined
+  /** How the kernel logs idempotent tools' calls (`Kernel.Options.idempotentToolDurability`). */
+  readonly durability?: Tool.Durability | undefined
 }
 
 /** The files of a work dir. */
@@ -250,7 +252,7 @@ export const makeFixture = (hooks: Hooks): Fixture => {
     const sqlite = SqliteStore.layer({ filename: db })
     const store: Layer.Layer<EventStore.EventStore, Errors.StoreUnavailable | Errors.SchemaMismatch> = options.barrier === undefined ? sqlite : barrierStore(hooks.dir, options.barrier).pipe(Layer.provide(sqlite))
     return Layer.provideMerge(
-      Kernel.layer({ workflows: [workflows.crashy, workflows.approval] }),
+      Kernel.layer({ workflows: [workflows.crashy, workflows.approval], idempotentToolDurability: hooks.durability }),
       Layer.mergeAll(store, Layer.succeed(ModelPort.ModelPort, options.model ?? noModel), ToolRegistry.layer([tools.record, tools.send]), Middleware.layer([]))
     )
   }

@@ -1,0 +1,176 @@
+/**
+ * A fast answer to "would decoding this value with the schema return the value itself?", compiled once from the
+ * schema's AST. Replay decodes every payload it reads; for the common payload (plain JSON that is exactly what the
+ * schema describes: no excess keys, no transformation) the decoded value equals the parsed one, so the parse can be
+ * skipped along with the copy it builds (a tenth of a replay, and much of its garbage). Whatever the guard cannot
+ * vouch for (a transformation, a class, excess keys, a recursive schema, a failure) goes to the schema's own decoding,
+ * which stays the authority and writes the error.
+ */
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as SchemaAST from "effect/SchemaAST"
+import type * as ParseResult from "effect/ParseResult"
+import * as Schema from "effect/Schema"
+
+/** What decoding would do: fail, return the input itself, or something the guard cannot tell (decode to know). */
+type Verdict = 0 | 1 | 2
+const Rejects = 0
+const Same = 1
+const Unknown = 2
+
+type Check = (u: unknown) => Verdict
+
+/** Which way the value goes through the schema: the two agree but for a declaration's own functions. */
+type Direction = "decode" | "encode"
+
+const unknown: Check = () => Unknown
+const is = (test: (u: unknown) => boolean): Check => (u) => (test(u) ? Same : Rejects)
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+const typeLiteral = (ast: SchemaAST.TypeLiteral, direction: Direction): Check => {
+  if (ast.indexSignatures.length > 0) return unknown
+  const props: Array<readonly [string, boolean, Check]> = []
+  for (const p of ast.propertySignatures) {
+    if (typeof p.name !== "string") return unknown
+    props.push([p.name, p.isOptional, compile(p.type, direction)])
+  }
+  return (u) => {
+    if (!isRecord(u)) return typeof u === "object" && u !== null ? Unknown : Rejects
+    let verdict: Verdict = Same
+    let present = 0
+    for (let i = 0; i < props.length; i++) {
+      const [name, optional, check] = props[i]!
+      if (!Object.hasOwn(u, name)) {
+        if (!optional) return Rejects
+        continue
+      }
+      present++
+      const value = u[name]
+      const r = value === undefined ? Unknown : check(value)
+      if (r === Rejects) return Rejects
+      if (r === Unknown) verdict = Unknown
+    }
+    // Excess keys are dropped by decoding: the decoded value is not the input.
+    return present === Object.keys(u).length ? verdict : Unknown
+  }
+}
+
+const array = (ast: SchemaAST.TupleType, direction: Direction): Check => {
+  if (ast.elements.length > 0 || ast.rest.length !== 1) return unknown
+  const item = compile(ast.rest[0]!.type, direction)
+  return (u) => {
+    if (!Array.isArray(u)) return Rejects
+    let verdict: Verdict = Same
+    for (let i = 0; i < u.length; i++) {
+      const r = item(u[i])
+      if (r === Rejects) return Rejects
+      if (r === Unknown) verdict = Unknown
+    }
+    return verdict
+  }
+}
+
+/** Decoding a union takes the first member that accepts: so does this, and that member's verdict is the union's. */
+const union = (ast: SchemaAST.Union, direction: Direction): Check => {
+  const members = ast.types.map((member) => compile(member, direction))
+  return (u) => {
+    for (let i = 0; i < members.length; i++) {
+      const r = members[i]!(u)
+      if (r !== Rejects) return r
+    }
+    return Rejects
+  }
+}
+
+const refinement = (ast: SchemaAST.Refinement, direction: Direction): Check => {
+  const from = compile(ast.from, direction)
+  return (u) => {
+    const r = from(u)
+    if (r !== Same) return r
+    return Option.isNone(ast.filter(u, SchemaAST.defaultParseOption, ast)) ? Same : Rejects
+  }
+}
+
+/** A declaration without type parameters (`Schema.declare(is)`): its own decoding, which answers synchronously. */
+const declaration = (ast: SchemaAST.Declaration, direction: Direction): Check => {
+  if (ast.typeParameters.length > 0) return unknown
+  const parse = direction === "decode" ? ast.decodeUnknown() : ast.encodeUnknown()
+  return (u) => {
+    const result = parse(u, SchemaAST.defaultParseOption, ast)
+    if (!Either.isEither(result)) return Unknown
+    if (Either.isLeft(result)) return Rejects
+    return result.right === u ? Same : Unknown
+  }
+}
+
+const compile = (ast: SchemaAST.AST, direction: Direction): Check => {
+  switch (ast._tag) {
+    case "StringKeyword":
+      return is((u) => typeof u === "string")
+    case "NumberKeyword":
+      return is((u) => typeof u === "number")
+    case "BooleanKeyword":
+      return is((u) => typeof u === "boolean")
+    case "Literal": {
+      const literal = ast.literal
+      return is((u) => u === literal)
+    }
+    case "TypeLiteral":
+      return typeLiteral(ast, direction)
+    case "TupleType":
+      return array(ast, direction)
+    case "Union":
+      return union(ast, direction)
+    case "Refinement":
+      return refinement(ast, direction)
+    case "Declaration":
+      return declaration(ast, direction)
+    default:
+      return unknown
+  }
+}
+
+const compiled = { decode: new WeakMap<SchemaAST.AST, Check>(), encode: new WeakMap<SchemaAST.AST, Check>() }
+
+const checkOf = (ast: SchemaAST.AST, direction: Direction): Check => {
+  let check = compiled[direction].get(ast)
+  if (check === undefined) {
+    check = compile(ast, direction)
+    compiled[direction].set(ast, check)
+  }
+  return check
+}
+
+/**
+ * A guard that is true only when decoding `u` with `schema` would succeed and return `u` itself (so `u` may be used
+ * as the decoded value); false means "decode to know".
+ */
+export const exactGuard = <A, I, R>(schema: Schema.Schema<A, I, R>): (u: unknown) => u is A => {
+  const check = checkOf(schema.ast, "decode")
+  return (u: unknown): u is A => check(u) === Same
+}
+
+/**
+ * `Schema.decodeUnknownEither(schema)`, answering without a parse when the guard vouches for the input. The options
+ * may only change what a failing or transformed input gives (`errors`, `onExcessProperty`): the guard's inputs have
+ * neither.
+ */
+export const decodeExact = <A, I>(schema: Schema.Schema<A, I, never>) => {
+  const exact = exactGuard(schema)
+  const decode = Schema.decodeUnknownEither(schema)
+  return (u: unknown, options?: SchemaAST.ParseOptions): Either.Either<A, ParseResult.ParseError> =>
+    exact(u) ? Either.right(u) : decode(u, options)
+}
+
+/**
+ * `Schema.encodeEither(schema)`, answering without a parse when the value's way through the schema has no
+ * transformation, no excess key and no failure: encoding returns such a value unchanged.
+ */
+export const encodeExact = <A, I>(schema: Schema.Schema<A, I, never>) => {
+  const check = checkOf(schema.ast, "encode")
+  const exact = (a: A): a is A & I => check(a) === Same
+  const encode = Schema.encodeEither(schema)
+  return (a: A, options?: SchemaAST.ParseOptions): Either.Either<I, ParseResult.ParseError> =>
+    exact(a) ? Either.right(a) : encode(a, options)
+}

@@ -1,0 +1,27 @@
+import { describe, expect, it } from "@effect/vitest"
+import { createHash } from "node:crypto"
+import { FastCheck as fc } from "effect"
+import { GENESIS_HASH, hashMatches, newEventHash, StoredEvent } from "../src/internal/hash.js"
+
+// The chain's hash, written out from its definition: SHA-256 of "artana:v2:", the previous hash, and the event
+// without its hash as `JSON.stringify` writes it with its keys in sorted order.
+const specHash = (event: Record<string, unknown> & { readonly prevHash: string }) =>
+  createHash("sha256").update(`artana:v2:${event.prevHash}${JSON.stringify(event)}`).digest("hex")
+
+const text = fc.oneof(fc.string(), fc.fullUnicodeString(), fc.string({ unit: "binary" }), fc.constantFrom('"', "\\", "\n", "\u2028", "\ud800", "é"))
+
+describe("the hash chain's material", () => {
+  it("is the event as JSON.stringify writes it, for ids and keys that need escaping too, and verifies as read back", () => {
+    fc.assert(
+      fc.property(text, text, text, text, fc.integer({ min: 1, max: 2 ** 40 }), fc.oneof(fc.integer(), fc.double()), (eventId, runId, stepKey, note, seq, timestamp) => {
+        const payload = { _tag: "StepCompleted", name: note, value: { note } } as const
+        const event = { eventId, payload, prevHash: GENESIS_HASH, runId, seq, stepKey, tenantId: "acme", timestamp, type: "StepCompleted" }
+        const hash = newEventHash(event, undefined)
+        expect(hash).toBe(specHash(event))
+        const read = new StoredEvent(eventId, runId, "acme", seq, timestamp, "StepCompleted", stepKey, payload, GENESIS_HASH, hash, JSON.stringify(payload))
+        expect(hashMatches(read, undefined)).toBe(true)
+      }),
+      { numRuns: 500 }
+    )
+  })
+})
