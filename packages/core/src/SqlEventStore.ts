@@ -1,7 +1,8 @@
 /**
  * The `EventStore` written once against `@effect/sql`'s `SqlClient`: SQLite and Postgres run this same code,
  * and differ only where `sql.onDialectOrElse` says so (column types, unique-violation codes, the migration
- * lock). `@artana/store-sqlite` and `@artana/store-postgres` provide the client.
+ * lock) and in how a batch is appended: a store package may plug its dialect's own append in (`AppendDialect`;
+ * `@artana/store-postgres` does). `@artana/store-sqlite` and `@artana/store-postgres` provide the client.
  *
  * @since 0.1.0
  */
@@ -36,10 +37,10 @@ export interface Options {
 
 /**
  * A driver's prepared statements, which a store package may provide beside its `SqlClient`
- * (`@artana/store-postgres` does). With it, the hot statement of `append` (the INSERT of a tool step's event) runs
- * as a statement the server parsed and planned once per connection, with none of the per-statement work of
- * `SqlClient` (span, scope, compiling; about 25 us of client CPU per statement, measured on PostgreSQL). It is used
- * only outside a transaction (inside one, the transaction's connection runs everything).
+ * (`@artana/store-postgres` does, and its `AppendDialect` runs the hot statement of `append`, the INSERT of a tool
+ * step's event, with them): a statement the server parsed and planned once per connection, with none of the
+ * per-statement work of `SqlClient` (span, scope, compiling; about 25 us of client CPU per statement, measured on
+ * PostgreSQL). Used only outside a transaction (inside one, the transaction's connection runs everything).
  */
 export interface PreparedStatementsService {
   /** The client whose pool runs these statements: the store uses them only when it runs on this client. */
@@ -51,7 +52,7 @@ export interface PreparedStatementsService {
   readonly execute: (text: string, params: ReadonlyArray<unknown>) => Effect.Effect<number, SqlError>
 }
 
-/** The driver's prepared statements; `make` uses them when they are in context. */
+/** The driver's prepared statements, for the store package's own statements. */
 export class PreparedStatements extends Context.Tag("@artana/core/SqlEventStore/PreparedStatements")<
   PreparedStatements,
   PreparedStatementsService
