@@ -135,14 +135,11 @@ const everyEventType = (tenant: TenantContext): ReadonlyArray<ReadonlyArray<Even
   ]
 ]
 
-/**
- * Registers the contract tests for the store that `makeLayer` builds. `makeLayer` is called once per test.
- */
-export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore, unknown>): void => {
-  const test = (title: string, body: (store: Service) => Effect.Effect<void, unknown>) =>
-    it.effect(title, () => Effect.provide(Effect.flatMap(EventStore, body), makeLayer()))
+/** Registers one of the contract's tests. */
+type Test = (title: string, body: (store: Service) => Effect.Effect<void, unknown>) => void
 
-  describe(`EventStore contract: ${name}`, () => {
+/** Appends and reads: order, conflicts, creating a run. */
+const readsAndConflicts = (test: Test): void => {
     test("append then readEvents returns the events as they were written", (store) =>
       Effect.gen(function*() {
         const log = makeLog(store, "run-roundtrip", tenantA)
@@ -215,6 +212,10 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore, unk
         expect((yield* store.getRun(tenantA.tenantId, log.runId)).workflow).toBe("review")
       }))
 
+}
+
+/** Tenants: one run id in two tenants, another tenant's id. */
+const tenancy = (test: Test): void => {
     test("the same run id in two tenants is two runs, each with its own log, head, status, cost and lineage", (store) =>
       Effect.gen(function*() {
         const a = makeLog(store, "shared-id", tenantA)
@@ -301,6 +302,10 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore, unk
         expect(yield* store.getRun(tenantA.tenantId, a.runId)).toMatchObject({ status: "paused", headSeq: 3 })
       }))
 
+}
+
+/** Fencing, and batches written whole or not at all. */
+const fencingAndBatches = (test: Test): void => {
     test("an owner fenced by a newer claim appends nothing, whatever its batch; the claim raises the owner epoch", (store) =>
       Effect.gen(function*() {
         const log = makeLog(store, "run-fenced", tenantA)
@@ -405,6 +410,10 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore, unk
         expect(yield* store.readEvents(tenantA.tenantId, log.runId)).toEqual(log.events)
       }))
 
+}
+
+/** Unknown runs, tenant isolation of reads and writes, the run record. */
+const runRecords = (test: Test): void => {
     test("unknown runs are RunNotFound", (store) =>
       Effect.gen(function*() {
         expect(yield* Effect.flip(store.readEvents(tenantA.tenantId, "nope"))).toMatchObject({
@@ -496,6 +505,10 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore, unk
         expect(failedRun.costUsd).toBeCloseTo(0.3, 12)
       }))
 
+}
+
+/** Listing runs. */
+const listing = (test: Test): void => {
     test("listRuns filters by status, workflow and lineage, newest first, within a limit", (store) =>
       Effect.gen(function*() {
         const root = makeLog(store, "root", tenantA, T0 + 1000)
@@ -532,8 +545,10 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore, unk
         expect(listedChild).toEqual(yield* store.getRun(tenantA.tenantId, child.runId))
         expect(listedChild).toMatchObject({ parentRunId: root.runId, rootRunId: root.runId, workflow: "sub", createdAt: T0 + 4001 })
       }))
-  })
+}
 
+/** The kernel over the store: what a tenant may do with another tenant's run id. */
+const kernelOverStore = (name: string, makeLayer: () => Layer.Layer<EventStore, unknown>): void => {
   describe(`Kernel over the EventStore: ${name}`, () => {
     it.effect("as another tenant, resume, reconcile, verify and replay of a run id fail as for an id that never existed; executing that id starts the tenant's own run", () => {
       let crash = true
@@ -614,4 +629,20 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore, unk
       }).pipe(Effect.provide(kernelLayer))
     })
   })
+}
+
+/**
+ * Registers the contract tests for the store that `makeLayer` builds. `makeLayer` is called once per test.
+ */
+export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore, unknown>): void => {
+  const test: Test = (title, body) => it.effect(title, () => Effect.provide(Effect.flatMap(EventStore, body), makeLayer()))
+
+  describe(`EventStore contract: ${name}`, () => {
+    readsAndConflicts(test)
+    tenancy(test)
+    fencingAndBatches(test)
+    runRecords(test)
+    listing(test)
+  })
+  kernelOverStore(name, makeLayer)
 }

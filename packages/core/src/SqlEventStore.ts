@@ -1,7 +1,8 @@
 /**
  * The `EventStore` written once against `@effect/sql`'s `SqlClient`: SQLite and Postgres run this same code,
  * and differ only where `sql.onDialectOrElse` says so (column types, unique-violation codes, the migration
- * lock). `@artana/store-sqlite` and `@artana/store-postgres` provide the client.
+ * lock) and in how a batch is appended: a store package may plug its dialect's own append in (`AppendDialect`;
+ * `@artana/store-postgres` does). `@artana/store-sqlite` and `@artana/store-postgres` provide the client.
  *
  * @since 0.1.0
  */
@@ -12,16 +13,18 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import type { OwnershipLost } from "./Errors.js"
 import { RunNotFound, type SchemaMismatch, SequenceConflict, StoreError } from "./Errors.js"
-import { type BatchSummary, decodePayload as decodeEventPayload, type Event, EventPayload, type RunInfo, RunStatus, summarize } from "./Event.js"
-import { type AppendRequest, EventStore, fenced, fenceOf, invalidBatch, type ListRunsFilter, newRunInfo, type Service } from "./EventStore.js"
-import { GENESIS_HASH, StoredEvent, storedPayload } from "./internal/hash.js"
+import { decodePayload as decodeEventPayload, type Event, EventPayload, type RunInfo, RunStatus } from "./Event.js"
+import { type AppendRequest, EventStore, fenced, fenceOf, invalidBatch, type ListRunsFilter, type Service } from "./EventStore.js"
+import { StoredEvent } from "./internal/hash.js"
+import { type AppendBatch, CONFLICT, orConflict, type Tables } from "./internal/sqlAppend.js"
+import * as PortableAppend from "./internal/sqlAppendPortable.js"
+import * as SqliteAppend from "./internal/sqlAppendSqlite.js"
+import { causeText, errorCode, retryWhile, storeError } from "./SqlErrors.js"
 import * as SqlMigrations from "./SqlMigrations.js"
-import { causeText, errorCode, retryWhile, storeError, transactionDefects } from "./SqlErrors.js"
 
 /** Options of the SQL event store. */
 export interface Options {
@@ -34,10 +37,10 @@ export interface Options {
 
 /**
  * A driver's prepared statements, which a store package may provide beside its `SqlClient`
- * (`@artana/store-postgres` does). With it, the hot statement of `append` (the INSERT of a tool step's event) runs
- * as a statement the server parsed and planned once per connection, with none of the per-statement work of
- * `SqlClient` (span, scope, compiling; about 25 us of client CPU per statement, measured on PostgreSQL). It is used
- * only outside a transaction (inside one, the transaction's connection runs everything).
+ * (`@artana/store-postgres` does, and its `AppendDialect` runs the hot statement of `append`, the INSERT of a tool
+ * step's event, with them): a statement the server parsed and planned once per connection, with none of the
+ * per-statement work of `SqlClient` (span, scope, compiling; about 25 us of client CPU per statement, measured on
+ * PostgreSQL). Used only outside a transaction (inside one, the transaction's connection runs everything).
  */
 export interface PreparedStatementsService {
   /** The client whose pool runs these statements: the store uses them only when it runs on this client. */
@@ -49,23 +52,32 @@ export interface PreparedStatementsService {
   readonly execute: (text: string, params: ReadonlyArray<unknown>) => Effect.Effect<number, SqlError>
 }
 
-/** The driver's prepared statements; `make` uses them when they are in context. */
+/** The driver's prepared statements, for the store package's own statements. */
 export class PreparedStatements extends Context.Tag("@artana/core/SqlEventStore/PreparedStatements")<
   PreparedStatements,
   PreparedStatementsService
 >() {}
 
-/** Batches of at most this many events use a prepared statement (one text per size, so a few per connection). */
-const PREPARED_MAX_ROWS = 8
-
-interface Tables {
-  readonly runs: string
-  readonly events: string
-  readonly prefix: string
+/**
+ * A dialect's own append, which a store package provides beside its `SqlClient` (`@artana/store-postgres` does: one
+ * statement and one commit per batch, as a prepared statement). Without one for the store's client, SQLite appends
+ * through its head trigger and any other database through plain statements in a transaction.
+ */
+export interface AppendDialectService {
+  /** The client whose database this append writes: the store uses it only when it runs on this client. */
+  readonly client: SqlClient.SqlClient
+  /** The append for the store's tables (see `AppendBatch`). */
+  readonly make: (tables: Tables) => AppendBatch
 }
 
-/** The message the head trigger aborts with when an event does not follow the run's head. */
-const CONFLICT = "artana: sequence conflict"
+/** The dialect's append; `make` uses it when it is in context for the store's client. */
+export class AppendDialect extends Context.Tag("@artana/core/SqlEventStore/AppendDialect")<
+  AppendDialect,
+  AppendDialectService
+>() {}
+
+// For append dialects (see `AppendDialect`): what every append shares.
+export { type AppendBatch, chunksOf, claimedEpoch, eventValues, INSERT_CHUNK, type Tables } from "./internal/sqlAppend.js"
 
 const tables = (options: Options): Tables => {
   const prefix = SqlMigrations.checkPrefix(options.tablePrefix)
@@ -432,9 +444,6 @@ export const migrate = (options: Options = {}): Effect.Effect<void, StoreError |
   return SqlMigrations.run({ name: "event_store", tablePrefix: options.tablePrefix, migrations: migrations(options), columns })
 }
 
-/** SQLite's variable limit is 32766 and Postgres' 65535; 10 columns x 1000 rows stays well below both. */
-const INSERT_CHUNK = 1000
-
 /** PostgreSQL's serialization failure and deadlock: the server rolled the statement back, and it may run again. */
 const retryable = (error: SqlError | SequenceConflict | StoreError): boolean =>
   error._tag === "SqlError" && (errorCode(error) === "40001" || errorCode(error) === "40P01")
@@ -444,24 +453,6 @@ const retryable = (error: SqlError | SequenceConflict | StoreError): boolean =>
  * delay would be the caller's clock's, which a test may hold still).
  */
 const RETRIES = 8
-
-/** The owner epoch a batch claims (its `ownerEpoch` when it is a claim), or null. */
-const claimedEpoch = (request: AppendRequest): number | null =>
-  request.claim === true && request.ownerEpoch !== undefined ? request.ownerEpoch : null
-
-const chunksOf = <A>(items: ReadonlyArray<A>): Array<ReadonlyArray<A>> => {
-  const chunks: Array<ReadonlyArray<A>> = []
-  for (let i = 0; i < items.length; i += INSERT_CHUNK) chunks.push(items.slice(i, i + INSERT_CHUNK))
-  return chunks
-}
-
-/** The rows a PostgreSQL statement changed, from `pg`'s raw result. */
-const rowCount = (raw: unknown): number =>
-  Predicate.hasProperty(raw, "rowCount") && typeof raw.rowCount === "number" ? raw.rowCount : 0
-
-/** The rows a SQLite statement changed, from better-sqlite3's raw result (`RunResult`). */
-const changes = (raw: unknown): number =>
-  Predicate.hasProperty(raw, "changes") && typeof raw.changes === "number" ? raw.changes : 0
 
 // --- the store -----------------------------------------------------------------------------------------------
 
@@ -476,249 +467,14 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
     yield* migrate(options)
     const client = yield* SqlClient.SqlClient
     const sql = client.withoutTransforms()
-    // Only the statements of this client's own pool (another store's in the same context would write elsewhere).
-    const prepared = Option.getOrUndefined(Option.filter(yield* Effect.serviceOption(PreparedStatements), (p) => p.client === client))
     const t = tables(options)
     const runs = sql(t.runs)
     const events = sql(t.events)
-
-    /** A duplicate (run, seq), or the head trigger refusing an event that does not follow the head. */
-    const isConflict = (error: SqlError): boolean => {
-      const code = errorCode(error)
-      if (causeText(error.cause).includes(CONFLICT)) return true
-      return sql.onDialectOrElse({
-        sqlite: () => code === "SQLITE_CONSTRAINT_PRIMARYKEY" || code === "SQLITE_CONSTRAINT_UNIQUE",
-        pg: () => code === "23505",
-        orElse: () => false
-      })
-    }
-
-    const orConflict = (operation: string, conflict: () => SequenceConflict) => (error: SqlError) =>
-      Effect.fail(isConflict(error) ? conflict() : storeError(operation, error))
-
-    /** A new run's row, at head 0: inserting its events moves the head. */
-    const createRun = (request: AppendRequest, conflict: () => SequenceConflict) => {
-      const info = newRunInfo(request)
-      // A new run's batch must start with RunStarted; the in-memory store refuses it the same way.
-      if (info === undefined) return Effect.fail(conflict())
-      return sql`INSERT INTO ${runs} ${
-        sql.insert({
-          run_id: info.runId,
-          tenant_id: info.tenantId,
-          workflow: info.workflow,
-          parent_run_id: info.parentRunId ?? null,
-          root_run_id: info.rootRunId,
-          status: info.status,
-          head_seq: 0,
-          head_hash: GENESIS_HASH,
-          cost_usd: info.costUsd,
-          created_at: info.createdAt,
-          updated_at: info.createdAt,
-          owner_epoch: info.ownerEpoch
-        })
-      }`.pipe(Effect.catchTag("SqlError", orConflict("append", conflict)), Effect.asVoid)
-    }
-
-    /** Status and cost a batch changes (the trigger has moved the head already), and the owner epoch it claims. */
-    const updateRun = (request: AppendRequest, summary: BatchSummary) =>
-      sql`UPDATE ${runs} SET status = COALESCE(${summary.status ?? null}, status), cost_usd = cost_usd + ${summary.costUsd}, owner_epoch = COALESCE(${claimedEpoch(request)}, owner_epoch) WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId}`
-        .pipe(Effect.catchTag("SqlError", (error) => Effect.fail(storeError("append", error))), Effect.asVoid)
-
-    // --- SQLite: the head trigger checks and moves the head; status and cost in the same transaction.
-
-    // The hot statement: its text depends only on the number of rows, so it is built once per size and the
-    // driver's prepared-statement cache finds it (a tagged-template INSERT is compiled on every call). It writes
-    // nothing when the writer is fenced (the run's owner epoch is above the batch's fence, see `fenceOf`; a NULL
-    // fence fences nothing): SQLite has one writer at a time, so the check and the write are one atomic step.
-    const COLUMNS = ["run_id", "seq", "event_id", "tenant_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"]
-    const insertText = new Map<number, string>()
-    const insertSql = (rows: number): string => {
-      let text = insertText.get(rows)
-      if (text === undefined) {
-        const tuple = `(${COLUMNS.map(() => "?").join(",")})`
-        text = `INSERT INTO ${t.events} (${COLUMNS.join(",")}) SELECT * FROM (VALUES ${Array.from({ length: rows }, () => tuple).join(",")}) ` +
-          `WHERE NOT EXISTS (SELECT 1 FROM ${t.runs} WHERE run_id = ? AND tenant_id = ? AND owner_epoch > ?)`
-        insertText.set(rows, text)
-      }
-      return text
-    }
-
-    const insertEvents = (request: AppendRequest, conflict: () => SequenceConflict) =>
-      Effect.forEach(chunksOf(request.events), (chunk) => {
-        const params: Array<unknown> = []
-        for (const event of chunk) {
-          params.push(
-            request.runId,
-            event.seq,
-            event.eventId,
-            request.tenantId,
-            event.timestamp,
-            event.type,
-            event.stepKey,
-            storedPayload(event),
-            event.prevHash,
-            event.hash
-          )
-        }
-        params.push(request.runId, request.tenantId, fenceOf(request) ?? null)
-        return Effect.flatMap(
-          sql.unsafe(insertSql(chunk.length), params).raw,
-          (raw) => (changes(raw) === chunk.length ? Effect.void : Effect.fail(conflict()))
-        )
-      }, { discard: true }).pipe(Effect.catchTag("SqlError", orConflict("append", conflict)))
-
-    const appendWithTrigger = (request: AppendRequest, conflict: () => SequenceConflict) => {
-      const summary = summarize(request.events)
-      // No read on the hot path. A batch that changes neither status nor cost, in one chunk, is a single INSERT
-      // (auto-committed; the head trigger is the concurrency check). Otherwise one transaction whose first
-      // statement writes, so SQLite takes its write lock before anything else.
-      return request.expectedSeq === 0
-        ? transactionDefects(sql.withTransaction(Effect.zipRight(createRun(request, conflict), insertEvents(request, conflict))))
-        : summary.status === undefined && summary.costUsd === 0 && request.claim !== true && request.events.length <= INSERT_CHUNK
-        ? insertEvents(request, conflict)
-        : transactionDefects(sql.withTransaction(Effect.zipRight(insertEvents(request, conflict), updateRun(request, summary))))
-    }
-
-    // --- PostgreSQL: one statement per batch, and the run's row written only when the run's status or cost
-    // changes (as DBOS keeps step outputs insert-only and updates a workflow's row with its status). A batch
-    // that changes neither (a tool call, a step) is one INSERT of its events, guarded: it writes nothing unless
-    // the event at `expectedSeq` exists (no gap, the right tenant), and the primary key refuses a seq written
-    // already (a second writer). A batch that changes status or cost adds the run's row to the same statement,
-    // in a data-modifying CTE that also records the head there. A new run's row and first events are one
-    // statement too. So: one round trip and one commit per append, no trigger, no foreign key check, and no
-    // UPDATE of a hot row per step. The run's head is read from its last event (see `runColumns`).
-
-    const EVENT_VALUES = ["seq", "event_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"] as const
-    const EVENT_TYPES = ["bigint", "text", "double precision", "text", "text", "text", "text", "text"] as const
-    const RUN_COLUMNS = "run_id, tenant_id, workflow, parent_run_id, root_run_id, status, head_seq, head_hash, cost_usd, created_at, updated_at, owner_epoch"
-    type PgAppend = "create" | "events" | "run"
-    /**
-     * Parameters before the events' own: the run's row (create), run, guard and fence (events), and both with the
-     * epoch claimed (run).
-     */
-    const PARAMS: Record<PgAppend, number> = { create: 12, events: 4, run: 10 }
-    const pgText = new Map<string, string>()
-    const pgAppendSql = (kind: PgAppend, rows: number): string => {
-      const key = `${kind}${rows}`
-      let text = pgText.get(key)
-      if (text === undefined) {
-        let n = PARAMS[kind]
-        const tuples = Array.from({ length: rows }, () => `(${EVENT_TYPES.map((type) => `$${++n}::${type}`).join(",")})`)
-        const values = `(VALUES ${tuples.join(",")}) AS e (${EVENT_VALUES.join(", ")})`
-        const into = `INSERT INTO "${t.events}" (run_id, tenant_id, ${EVENT_VALUES.join(", ")})`
-        // The event at expectedSeq exists: no gap, this run, this tenant.
-        const follows = (run: string, tenant: string, seq: string) =>
-          `EXISTS (SELECT 1 FROM "${t.events}" WHERE run_id = ${run} AND tenant_id = ${tenant} AND seq = ${seq}::bigint)`
-        // The writer is not fenced: the run's owner epoch is not above the batch's fence (NULL: no fence). A claim
-        // is a "run" batch, whose UPDATE re-checks the row it waited for; a batch of events only is ordered against
-        // a claim by the claim's own event (the primary key), so the snapshot's epoch is enough for it.
-        const unfenced = (run: string, tenant: string, fence: string) =>
-          `NOT EXISTS (SELECT 1 FROM "${t.runs}" WHERE run_id = ${run} AND tenant_id = ${tenant} AND owner_epoch > ${fence}::bigint)`
-        switch (kind) {
-          case "create":
-            text = `WITH run AS (INSERT INTO "${t.runs}" (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::double precision, $10::double precision, $11::double precision, $12::bigint) RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
-            break
-          case "events":
-            text = `${into} SELECT $1::text, $2::text, e.* FROM ${values} WHERE ${follows("$1", "$2", "$3")} AND ${unfenced("$1", "$2", "$4")}`
-            break
-          case "run":
-            text = `WITH run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), cost_usd = cost_usd + $5::double precision, owner_epoch = COALESCE($10::bigint, owner_epoch) WHERE run_id = $6 AND tenant_id = $7 AND head_seq <= $8::bigint AND owner_epoch <= COALESCE($9::bigint, owner_epoch) AND ${
-              follows("$6", "$7", "$8")
-            } RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
-            break
-        }
-        pgText.set(key, text)
-      }
-      return text
-    }
-
-    /**
-     * Where a statement runs: on its own (committed at once; prepared when the driver offers it), in a savepoint
-     * of the caller's transaction (so a conflict leaves it usable, as on SQLite), or in the batch's transaction
-     * (the chunks of a large batch).
-     */
-    type Placement = "alone" | "savepoint" | "batch"
-
-    /** One chunk of a batch, as one statement; resolves when every event of it was written. */
-    const appendChunkPg = (
-      request: AppendRequest,
-      conflict: () => SequenceConflict,
-      placement: Placement
-    ): Effect.Effect<void, SequenceConflict | SqlError> => {
-      const events = request.events
-      const last = events[events.length - 1]!
-      const params: Array<unknown> = []
-      let kind: PgAppend
-      if (request.expectedSeq === 0) {
-        const info = newRunInfo(request)
-        // A new run's batch must start with RunStarted; the in-memory store refuses it the same way.
-        if (info === undefined) return Effect.fail(conflict())
-        kind = "create"
-        params.push(
-          info.runId,
-          info.tenantId,
-          info.workflow,
-          info.parentRunId ?? null,
-          info.rootRunId,
-          info.status,
-          info.headSeq,
-          info.headHash,
-          info.costUsd,
-          info.createdAt,
-          info.updatedAt,
-          info.ownerEpoch
-        )
-      } else {
-        const summary = summarize(events)
-        const fence = fenceOf(request) ?? null
-        if (summary.status === undefined && summary.costUsd === 0 && request.claim !== true) {
-          kind = "events"
-          params.push(request.runId, request.tenantId, request.expectedSeq, fence)
-        } else {
-          kind = "run"
-          params.push(last.seq, last.hash, last.timestamp, summary.status ?? null, summary.costUsd, request.runId, request.tenantId, request.expectedSeq, fence, claimedEpoch(request))
-        }
-      }
-      for (const event of events) {
-        params.push(event.seq, event.eventId, event.timestamp, event.type, event.stepKey, storedPayload(event), event.prevHash, event.hash)
-      }
-      return Effect.flatMap(
-        executeCounted(pgAppendSql(kind, events.length), params, events.length, placement),
-        (written) => (written === events.length ? Effect.void : Effect.fail(conflict()))
-      )
-    }
-
-    /**
-     * Runs a statement and resolves with the rows it wrote: prepared when it runs alone, the driver offers it
-     * and the batch is small (one prepared text per size), else through `SqlClient`.
-     */
-    const executeCounted = (text: string, params: ReadonlyArray<unknown>, rows: number, placement: Placement): Effect.Effect<number, SqlError> => {
-      if (placement === "alone" && prepared !== undefined && rows <= PREPARED_MAX_ROWS) return prepared.execute(text, params)
-      const statement = Effect.map(sql.unsafe(text, params).raw, rowCount)
-      return placement === "savepoint" ? transactionDefects(sql.withTransaction(statement)) : statement
-    }
-
-    const appendPg = (request: AppendRequest, conflict: () => SequenceConflict, inTransaction: boolean) => {
-      if (request.events.length <= INSERT_CHUNK) return appendChunkPg(request, conflict, inTransaction ? "savepoint" : "alone")
-      // A batch too large for one statement: its chunks, each after the one before, in one transaction. The
-      // run's row is locked first, as a status or cost change locks it before its events: two appenders to one
-      // run take the locks in the same order, so they conflict instead of deadlocking.
-      let expectedSeq = request.expectedSeq
-      const lockRun = request.expectedSeq === 0
-        ? Effect.void
-        : sql`SELECT 1 FROM ${runs} WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId} FOR UPDATE`
-      return transactionDefects(sql.withTransaction(Effect.zipRight(
-        lockRun,
-        Effect.forEach(chunksOf(request.events), (events, i) => {
-          // Only the first chunk claims: the later ones write as the owner it made.
-          const chunk = { ...request, expectedSeq, events, claim: i === 0 && request.claim === true }
-          expectedSeq += events.length
-          return appendChunkPg(chunk, conflict, "batch")
-        }, { discard: true })
-      )))
-    }
-
-    const appendBatch = sql.onDialectOrElse({ pg: () => appendPg, orElse: () => appendWithTrigger })
+    // A store package's own append, for this client only (another store's in the same context writes elsewhere).
+    const dialect = Option.getOrUndefined(Option.filter(yield* Effect.serviceOption(AppendDialect), (d) => d.client === client))
+    const appendBatch: AppendBatch = dialect !== undefined
+      ? dialect.make(t)
+      : sql.onDialectOrElse({ sqlite: () => SqliteAppend.make(sql, t), orElse: () => PortableAppend.make(sql, t) })
 
     /**
      * A refused batch of a fenced writer: `OwnershipLost` when the run has a newer owner (a conflict of such a writer
@@ -748,7 +504,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
         // rolled the statement back: outside the caller's transaction it runs again, and a writer that really
         // lost the race then conflicts. Inside one, the caller's transaction is what must start again.
         const retried = inTransaction ? batch : retryWhile(batch, retryable, RETRIES)
-        return Effect.catchTag(Effect.catchTag(retried, "SqlError", orConflict("append", conflict)), "SequenceConflict", fencedOrConflict(request))
+        return Effect.catchTag(Effect.catchTag(retried, "SqlError", orConflict(sql, "append", conflict)), "SequenceConflict", fencedOrConflict(request))
       })
     }
 

@@ -36,14 +36,11 @@ const DAY = 24 * 60 * 60 * SECOND
 
 const adjust = (millis: number) => TestClock.adjust(Duration.millis(millis))
 
-/**
- * Registers the contract tests for the queue that `makeLayer` builds. `makeLayer` is called once per test.
- */
-export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unknown>): void => {
-  const test = (title: string, body: (queue: Service) => Effect.Effect<void, unknown>) =>
-    it.effect(title, () => Effect.provide(Effect.flatMap(TaskQueue, body), makeLayer()))
+/** Registers one of the contract's tests. */
+type Test = (title: string, body: (queue: Service) => Effect.Effect<void, unknown>) => void
 
-  describe(`TaskQueue contract: ${name}`, () => {
+/** Enqueueing and reading back; another tenant's task id; requests refused. */
+const enqueueing = (test: Test): void => {
     test("enqueue stores the task as requested; get and list read it back", (queue) =>
       Effect.gen(function*() {
         const task = yield* queue.enqueue(request({ timeoutSeconds: 30, retry: { maxAttempts: 3, backoffSeconds: 2 } }))
@@ -114,6 +111,10 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
         expect(yield* queue.list(A)).toEqual([])
       }))
 
+}
+
+/** Claims, leases and their takeover, release. */
+const claiming = (test: Test): void => {
     test("claim leases a due task to one worker; heartbeat extends the lease; finish completes it", (queue) =>
       Effect.gen(function*() {
         const task = yield* queue.enqueue(request())
@@ -203,6 +204,10 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
         expect((yield* queue.claim({ workerId: "w2", limit: 1, leaseSeconds: 60 })).map((t) => t.workerId)).toEqual(["w2"])
       }))
 
+}
+
+/** Expiry, timeouts, idempotency keys, cancel, pauses. */
+const lifecycle = (test: Test): void => {
     test("a queued task expires after a day, counted from when it is due", (queue) =>
       Effect.gen(function*() {
         const now = yield* queue.enqueue(request())
@@ -283,6 +288,10 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
           .toMatchObject({ status: "paused" })
       }))
 
+}
+
+/** Repeating tasks and retry policies. */
+const repeatsAndRetries = (test: Test): void => {
     test("a repeating task enqueues its next occurrence exactly once per finish", (queue) =>
       Effect.gen(function*() {
         const first = yield* queue.enqueue(request({ repeatIntervalSeconds: 60 }))
@@ -343,6 +352,10 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
           .toMatchObject({ status: "failed", attempts: 3, outcome: { error: "third" } })
       }))
 
+}
+
+/** Listeners woken by the changes that make work. */
+const wakeups = (test: Test): void => {
     test("enqueue, release, respond and finish wake the queue's listeners; claim and heartbeat do not", (queue) =>
       Effect.gen(function*() {
         const pull = yield* Stream.toPull(queue.wakeups)
@@ -378,5 +391,19 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
         yield* queue.respond(A, task.taskId, { ok: true })
         expect(yield* woken).toBe(true)
       }).pipe(Effect.scoped))
+}
+
+/**
+ * Registers the contract tests for the queue that `makeLayer` builds. `makeLayer` is called once per test.
+ */
+export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unknown>): void => {
+  const test: Test = (title, body) => it.effect(title, () => Effect.provide(Effect.flatMap(TaskQueue, body), makeLayer()))
+
+  describe(`TaskQueue contract: ${name}`, () => {
+    enqueueing(test)
+    claiming(test)
+    lifecycle(test)
+    repeatsAndRetries(test)
+    wakeups(test)
   })
 }

@@ -21,6 +21,7 @@ import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import Pg from "pg"
+import * as PgAppend from "./internal/pgAppend.js"
 
 /** The connection pool each process keeps. */
 export interface PoolOptions {
@@ -66,6 +67,7 @@ export type Services =
   | SqlClient.SqlClient
   | PgClient.PgClient
   | SqlEventStore.PreparedStatements
+  | SqlEventStore.AppendDialect
 
 const STORE = "postgres"
 
@@ -395,17 +397,21 @@ export const make = (options: Options): Effect.Effect<PgClient.PgClient, Errors.
 
 /**
  * The client alone, as `PgClient` and `SqlClient`, for other SQL stores on the same pool, with the pool's
- * `SqlEventStore.PreparedStatements` for the event store (sent unnamed with `preparedStatements: false`).
+ * `SqlEventStore.PreparedStatements` (sent unnamed with `preparedStatements: false`) and the event store's
+ * PostgreSQL append (`SqlEventStore.AppendDialect`: one statement per batch, see `internal/pgAppend.ts`).
  */
 export const layerClient = (
   options: Options
-): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient | SqlEventStore.PreparedStatements, Errors.StoreUnavailable> =>
+): Layer.Layer<SqlClient.SqlClient | PgClient.PgClient | SqlEventStore.PreparedStatements | SqlEventStore.AppendDialect, Errors.StoreUnavailable> =>
   Layer.scopedContext(
-    Effect.map(clientOf(options), ({ client, opened }) =>
-      Context.make(PgClient.PgClient, client).pipe(
+    Effect.map(clientOf(options), ({ client, opened }) => {
+      const prepared = preparedStatements(opened, client, options.preparedStatements !== false)
+      return Context.make(PgClient.PgClient, client).pipe(
         Context.add(SqlClient.SqlClient, client),
-        Context.add(SqlEventStore.PreparedStatements, preparedStatements(opened, client, options.preparedStatements !== false))
-      ))
+        Context.add(SqlEventStore.PreparedStatements, prepared),
+        Context.add(SqlEventStore.AppendDialect, { client, make: (tables) => PgAppend.make(client.withoutTransforms(), tables, prepared) })
+      )
+    })
   )
 
 /**

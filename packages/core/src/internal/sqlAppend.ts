@@ -1,0 +1,84 @@
+/**
+ * What the SQL event store's appends share, whichever dialect writes them: the table names, how a batch is cut
+ * into statements, the owner epoch a batch claims, the row an event becomes, and how a driver error that is a
+ * sequence conflict is told from a store failure.
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Effect from "effect/Effect"
+import type { SequenceConflict, StoreError } from "../Errors.js"
+import type { Event, RunInfo } from "../Event.js"
+import type { AppendRequest } from "../EventStore.js"
+import { causeText, errorCode, storeError } from "../SqlErrors.js"
+import { GENESIS_HASH, storedPayload } from "./hash.js"
+
+export interface Tables {
+  readonly runs: string
+  readonly events: string
+  readonly prefix: string
+}
+
+/**
+ * Writes one batch of events after the run's head, or fails with the conflict (`conflict()`) when they do not
+ * follow it (another writer, a gap, a fenced writer), a `StoreError`, or the driver's error. `inTransaction`: the caller's
+ * transaction runs it (a conflict must leave that transaction usable).
+ */
+export type AppendBatch = (
+  request: AppendRequest,
+  conflict: () => SequenceConflict,
+  inTransaction: boolean
+) => Effect.Effect<void, SequenceConflict | StoreError | SqlError>
+
+/** The message the SQLite head trigger aborts with when an event does not follow the run's head. */
+export const CONFLICT = "artana: sequence conflict"
+
+/** SQLite's variable limit is 32766 and Postgres' 65535; 10 columns x 1000 rows stays well below both. */
+export const INSERT_CHUNK = 1000
+
+export const chunksOf = <A>(items: ReadonlyArray<A>): Array<ReadonlyArray<A>> => {
+  const chunks: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < items.length; i += INSERT_CHUNK) chunks.push(items.slice(i, i + INSERT_CHUNK))
+  return chunks
+}
+
+/** The owner epoch a batch claims (its `ownerEpoch` when it is a claim), or null. */
+export const claimedEpoch = (request: AppendRequest): number | null =>
+  request.claim === true && request.ownerEpoch !== undefined ? request.ownerEpoch : null
+
+/** An event's own columns, in this order: seq, event_id, timestamp, type, step_key, payload (as stored), prev_hash, hash. */
+export const eventValues = (event: Event): ReadonlyArray<unknown> =>
+  [event.seq, event.eventId, event.timestamp, event.type, event.stepKey, storedPayload(event), event.prevHash, event.hash]
+
+/** A duplicate (run, seq), or the head trigger refusing an event that does not follow the head. */
+export const isConflict = (sql: SqlClient.SqlClient, error: SqlError): boolean => {
+  const code = errorCode(error)
+  if (causeText(error.cause).includes(CONFLICT)) return true
+  return sql.onDialectOrElse({
+    sqlite: () => code === "SQLITE_CONSTRAINT_PRIMARYKEY" || code === "SQLITE_CONSTRAINT_UNIQUE",
+    pg: () => code === "23505",
+    orElse: () => false
+  })
+}
+
+/** A driver error as the conflict, when it is one, else as a `StoreError` of `operation`. */
+export const orConflict = (sql: SqlClient.SqlClient, operation: string, conflict: () => SequenceConflict) => (error: SqlError) =>
+  Effect.fail(isConflict(sql, error) ? conflict() : storeError(operation, error))
+
+/**
+ * A new run's row: at head 0 when a trigger moves the head with each inserted event (`"genesis"`, SQLite), else at
+ * the head of its first batch (`"batch"`).
+ */
+export const runRow = (info: RunInfo, head: "genesis" | "batch") => ({
+  run_id: info.runId,
+  tenant_id: info.tenantId,
+  workflow: info.workflow,
+  parent_run_id: info.parentRunId ?? null,
+  root_run_id: info.rootRunId,
+  status: info.status,
+  head_seq: head === "genesis" ? 0 : info.headSeq,
+  head_hash: head === "genesis" ? GENESIS_HASH : info.headHash,
+  cost_usd: info.costUsd,
+  created_at: info.createdAt,
+  updated_at: head === "genesis" ? info.createdAt : info.updatedAt,
+  owner_epoch: info.ownerEpoch
+})

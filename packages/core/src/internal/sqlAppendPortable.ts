@@ -1,0 +1,63 @@
+/**
+ * Appends on a SQL database that has no head trigger (PostgreSQL since its migration 2) and no append of its own in
+ * context: the store runs on a client an application built (a plain `PgClient`), not on its store package's. Each
+ * batch is one transaction of plain statements: the run's row is moved to the batch's head, under the same checks
+ * the store package's single statement makes (the event at `expectedSeq` exists, the writer is not fenced), and
+ * its events are inserted (the primary key refuses a seq written already). Slower than the store package's append
+ * (a transaction and a statement per chunk), and the same log.
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+import type { SequenceConflict } from "../Errors.js"
+import { summarize } from "../Event.js"
+import { type AppendRequest, fenceOf, newRunInfo } from "../EventStore.js"
+import { transactionDefects } from "../SqlErrors.js"
+import { storedPayload } from "./hash.js"
+import { type AppendBatch, chunksOf, claimedEpoch, runRow, type Tables } from "./sqlAppend.js"
+
+export const make = (sql: SqlClient.SqlClient, t: Tables): AppendBatch => {
+  const runs = sql(t.runs)
+  const events = sql(t.events)
+
+  const insertEvents = (request: AppendRequest) =>
+    Effect.forEach(chunksOf(request.events), (chunk) =>
+      sql`INSERT INTO ${events} ${
+        sql.insert(chunk.map((event) => ({
+          run_id: request.runId,
+          seq: event.seq,
+          event_id: event.eventId,
+          tenant_id: request.tenantId,
+          timestamp: event.timestamp,
+          type: event.type,
+          step_key: event.stepKey,
+          payload: storedPayload(event),
+          prev_hash: event.prevHash,
+          hash: event.hash
+        })))
+      }`, { discard: true })
+
+  /** A new run's row, at the batch's head. */
+  const createRun = (request: AppendRequest, conflict: () => SequenceConflict) => {
+    const info = newRunInfo(request)
+    // A new run's batch must start with RunStarted; the in-memory store refuses it the same way.
+    if (info === undefined) return Effect.fail(conflict())
+    return sql`INSERT INTO ${runs} ${sql.insert(runRow(info, "batch"))}`
+  }
+
+  /** Moves the run's row to the batch's head; nothing (a conflict) when the batch does not follow it or is fenced. */
+  const moveHead = (request: AppendRequest, conflict: () => SequenceConflict) => {
+    const last = request.events[request.events.length - 1]!
+    const summary = summarize(request.events)
+    const fence = fenceOf(request) ?? null
+    return Effect.flatMap(
+      sql`UPDATE ${runs} SET head_seq = ${last.seq}, head_hash = ${last.hash}, updated_at = ${last.timestamp}, status = COALESCE(${summary.status ?? null}, status), cost_usd = cost_usd + ${summary.costUsd}, owner_epoch = COALESCE(${claimedEpoch(request)}, owner_epoch) WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId} AND head_seq <= ${request.expectedSeq} AND owner_epoch <= COALESCE(${fence}, owner_epoch) AND EXISTS (SELECT 1 FROM ${events} WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId} AND seq = ${request.expectedSeq}) RETURNING run_id`,
+      (rows) => (rows.length === 1 ? Effect.void : Effect.fail(conflict()))
+    )
+  }
+
+  return (request, conflict) =>
+    transactionDefects(sql.withTransaction(Effect.zipRight(
+      request.expectedSeq === 0 ? createRun(request, conflict) : moveHead(request, conflict),
+      insertEvents(request)
+    )))
+}

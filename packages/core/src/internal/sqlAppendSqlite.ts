@@ -1,0 +1,87 @@
+/**
+ * SQLite appends: the head trigger checks and moves the run's head with each inserted event; status and cost are
+ * updated in the same transaction. No read on the hot path: a batch that changes neither status nor cost, in one
+ * chunk, is a single INSERT (auto-committed; the head trigger is the concurrency check).
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
+import type { SequenceConflict } from "../Errors.js"
+import { type BatchSummary, summarize } from "../Event.js"
+import { type AppendRequest, fenceOf, newRunInfo } from "../EventStore.js"
+import { storeError, transactionDefects } from "../SqlErrors.js"
+import { storedPayload } from "./hash.js"
+import { type AppendBatch, chunksOf, claimedEpoch, runRow, INSERT_CHUNK, orConflict, type Tables } from "./sqlAppend.js"
+
+/** The rows a SQLite statement changed, from better-sqlite3's raw result (`RunResult`). */
+const changes = (raw: unknown): number =>
+  Predicate.hasProperty(raw, "changes") && typeof raw.changes === "number" ? raw.changes : 0
+
+export const make = (sql: SqlClient.SqlClient, t: Tables): AppendBatch => {
+  const runs = sql(t.runs)
+
+  /** A new run's row, at head 0: inserting its events moves the head. */
+  const createRun = (request: AppendRequest, conflict: () => SequenceConflict) => {
+    const info = newRunInfo(request)
+    // A new run's batch must start with RunStarted; the in-memory store refuses it the same way.
+    if (info === undefined) return Effect.fail(conflict())
+    return sql`INSERT INTO ${runs} ${sql.insert(runRow(info, "genesis"))}`.pipe(Effect.catchTag("SqlError", orConflict(sql, "append", conflict)), Effect.asVoid)
+  }
+
+  /** Status and cost a batch changes (the trigger has moved the head already), and the owner epoch it claims. */
+  const updateRun = (request: AppendRequest, summary: BatchSummary) =>
+    sql`UPDATE ${runs} SET status = COALESCE(${summary.status ?? null}, status), cost_usd = cost_usd + ${summary.costUsd}, owner_epoch = COALESCE(${claimedEpoch(request)}, owner_epoch) WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId}`
+      .pipe(Effect.catchTag("SqlError", (error) => Effect.fail(storeError("append", error))), Effect.asVoid)
+
+  // The hot statement: its text depends only on the number of rows, so it is built once per size and the
+  // driver's prepared-statement cache finds it (a tagged-template INSERT is compiled on every call). It writes
+  // nothing when the writer is fenced (the run's owner epoch is above the batch's fence, see `fenceOf`; a NULL
+  // fence fences nothing): SQLite has one writer at a time, so the check and the write are one atomic step.
+  const COLUMNS = ["run_id", "seq", "event_id", "tenant_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"]
+  const insertText = new Map<number, string>()
+  const insertSql = (rows: number): string => {
+    let text = insertText.get(rows)
+    if (text === undefined) {
+      const tuple = `(${COLUMNS.map(() => "?").join(",")})`
+      text = `INSERT INTO ${t.events} (${COLUMNS.join(",")}) SELECT * FROM (VALUES ${Array.from({ length: rows }, () => tuple).join(",")}) ` +
+        `WHERE NOT EXISTS (SELECT 1 FROM ${t.runs} WHERE run_id = ? AND tenant_id = ? AND owner_epoch > ?)`
+      insertText.set(rows, text)
+    }
+    return text
+  }
+
+  const insertEvents = (request: AppendRequest, conflict: () => SequenceConflict) =>
+    Effect.forEach(chunksOf(request.events), (chunk) => {
+      const params: Array<unknown> = []
+      for (const event of chunk) {
+        params.push(
+          request.runId,
+          event.seq,
+          event.eventId,
+          request.tenantId,
+          event.timestamp,
+          event.type,
+          event.stepKey,
+          storedPayload(event),
+          event.prevHash,
+          event.hash
+        )
+      }
+      params.push(request.runId, request.tenantId, fenceOf(request) ?? null)
+      return Effect.flatMap(
+        sql.unsafe(insertSql(chunk.length), params).raw,
+        (raw) => (changes(raw) === chunk.length ? Effect.void : Effect.fail(conflict()))
+      )
+    }, { discard: true }).pipe(Effect.catchTag("SqlError", orConflict(sql, "append", conflict)))
+
+  return (request, conflict) => {
+    const summary = summarize(request.events)
+    // A batch that changes neither status nor cost, in one chunk, is a single INSERT. Otherwise one transaction
+    // whose first statement writes, so SQLite takes its write lock before anything else.
+    return request.expectedSeq === 0
+      ? transactionDefects(sql.withTransaction(Effect.zipRight(createRun(request, conflict), insertEvents(request, conflict))))
+      : summary.status === undefined && summary.costUsd === 0 && request.claim !== true && request.events.length <= INSERT_CHUNK
+      ? insertEvents(request, conflict)
+      : transactionDefects(sql.withTransaction(Effect.zipRight(insertEvents(request, conflict), updateRun(request, summary))))
+  }
+}
