@@ -11,9 +11,8 @@
 //   stored bytes, and re-runs the code over it, executing nothing) / a bare ordered SELECT of the same rows +
 //   JSON.parse of each payload. Alternated, 15 rounds each. The verification's share is measured on its own
 //   (Verify.verifyEvents over the same 10,000 events read back, timed in each round) and reported in the row's detail.
-// Both floors run on the store's own better-sqlite3 (13 on Node-API 10, 12 on Node 20; the baseline names it):
-//   13 builds rows about twice as fast, so the replay ratio is higher on Node 22.14+/24 (3.4-3.5 measured on 24.21).
-import type Database from "better-sqlite3"
+// Both floors run on the store's own driver (node:sqlite on Node 24+, better-sqlite3 12 on Node 20 and 22; the
+//   baseline names it).
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -47,7 +46,7 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
       Kernel.layer(),
       Layer.mergeAll(counted, ScriptedModel.layer([]), ToolRegistry.layer([echo, echoOneCommit]))
     )
-    // The floor runs on the store's own better-sqlite3 (13 or 12, by the Node-API version).
+    // The floor runs on the store's own driver (node:sqlite or better-sqlite3 12, by the Node.js version).
     const Sqlite = SqliteStore.driver()
     const floor = new Sqlite(filename)
     floor.pragma("journal_mode = WAL")
@@ -162,7 +161,7 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
           metric: "step_vs_floor",
           value: step / stepFloor,
           unit: "ratio",
-          baseline: `2 bare better-sqlite3 ${SqliteStore.driverVersion} INSERT+COMMITs of the step's rows (synchronous=FULL, WAL)`,
+          baseline: `2 bare ${SqliteStore.driverName} INSERT+COMMITs of the step's rows (synchronous=FULL, WAL)`,
           baselineValue: stepFloor,
           ratio: step / stepFloor,
           detail: { step_median_us: step, floor_median_us: stepFloor, steps: stepTimes.length, target_max_ratio: 3 }
@@ -194,7 +193,7 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
           metric: "replay_10k_vs_floor",
           value: replay / replayFloor,
           unit: "ratio",
-          baseline: `bare ordered SELECT of the run's rows (better-sqlite3 ${SqliteStore.driverVersion}) + JSON.parse of each payload`,
+          baseline: `bare ordered SELECT of the run's rows (${SqliteStore.driverName}) + JSON.parse of each payload`,
           baselineValue: replayFloor,
           ratio: replay / replayFloor,
           detail: {
@@ -215,7 +214,7 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
 }
 
 /** The store's events table (its name carries the configured prefix). */
-const eventsTable = (db: Database.Database): string => {
+const eventsTable = (db: SqliteStore.Database): string => {
   const row = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%events' AND name NOT LIKE 'floor%'`).get() as
     | { name: string }
     | undefined

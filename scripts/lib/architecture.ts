@@ -60,11 +60,11 @@ export const RULES: Readonly<Record<string, PackageRule>> = {
     // `./testing` (scripted model, in-memory layers) stays runner-free too; only `./testing/suites` uses vitest
     runnerFreeEntries: ["src/index.ts", "src/testing.ts"]
   },
-  // better-sqlite3-napi is better-sqlite3 13 under an alias (Node-API 10: Node 22.14+, 24), beside 12 for Node 20.
+  // One native driver: better-sqlite3 12 (Node 20, 22); Node 24+ runs the built-in node:sqlite.
   "@artana/store-sqlite": {
     kind: "adapter",
     workspace: ["@artana/core"],
-    external: [...EFFECT, "@effect/sql-sqlite-node", "better-sqlite3", "better-sqlite3-napi", "@types/better-sqlite3"]
+    external: [...EFFECT, "@effect/sql-sqlite-node", "better-sqlite3", "@types/better-sqlite3"]
   },
   "@artana/store-postgres": { kind: "adapter", workspace: ["@artana/core"], external: [...EFFECT, "@effect/sql-pg", "pg", "postgres"] },
   "@artana/model-openai": { kind: "adapter", workspace: ["@artana/core"], external: [...EFFECT, "openai", "gpt-tokenizer"] },
@@ -89,6 +89,7 @@ export const RULES: Readonly<Record<string, PackageRule>> = {
   "@artana/worker": { kind: "library" },
   "@artana/cli": { kind: "consumer" },
   "@artana/examples": { kind: "consumer" },
+  "@artana/packaging": { kind: "consumer" },
   "@artana/bench": { kind: "consumer" }
 }
 

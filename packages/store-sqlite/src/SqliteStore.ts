@@ -21,8 +21,8 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as Driver from "./internal/sqliteClient.js"
-import type BetterSqlite3 from "better-sqlite3"
+import * as Client from "./internal/sqliteClient.js"
+import * as Driver from "./internal/sqliteDriver.js"
 
 /** Where the database lives and how hard it works to keep what it acknowledged. */
 export interface Options {
@@ -207,7 +207,7 @@ const imageWhereUnreadable = (filename: string): Effect.Effect<Buffer | undefine
 
 /** The error code of a first read of the file through a read-only connection, or undefined when it reads. */
 const probe = (filename: string): string | undefined => {
-  let db: BetterSqlite3.Database | undefined
+  let db: Driver.Database | undefined
   try {
     db = new (Driver.driver())(filename, { readonly: true })
     db.prepare("SELECT count(*) AS tables FROM sqlite_master").get()
@@ -232,7 +232,7 @@ export const make = (options: Options): Effect.Effect<SqliteClient.SqliteClient,
     // WAL is switched on below, after busy_timeout: SqliteClient would do it first thing, and on a fresh file
     // opened by several processes at once that switch can fail at once with SQLITE_BUSY.
     const image = readOnly ? yield* imageWhereUnreadable(options.filename) : undefined
-    const client = yield* Driver.make({ filename: options.filename, disableWAL: true, readonly: readOnly, image }).pipe(
+    const client = yield* Client.make({ filename: options.filename, disableWAL: true, readonly: readOnly, image }).pipe(
       Effect.provideServiceEffect(Reactivity.Reactivity, Reactivity.make),
       Effect.catchAllDefect((cause) => Effect.fail(unavailable(options.filename, cause, timeoutMs, readOnly)))
     )
@@ -300,20 +300,27 @@ export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnava
   return Layer.provideMerge(Layer.provideMerge(taskQueue, eventStore), layerClient(options))
 }
 
+/** A connection as `driver()` opens it: the part of better-sqlite3's `Database` both drivers offer. */
+export type Database = Driver.Database
+
+/** A prepared statement of a `Database`. */
+export type Statement = Driver.Statement
+
 /**
- * better-sqlite3's `Database` class as the store loads it: better-sqlite3 13 (Node-API) on Node.js with Node-API 10
- * (22.14 and later, 24), 12 on Node.js 20. For programs that read the file directly (an export, a check, a
- * benchmark's floor) on the same driver as the store: better-sqlite3 12 can abort Node.js 24 when the GC collects
- * one of its statements.
+ * The `Database` class of the driver the store runs on: Node's built-in `node:sqlite` on Node.js 24 and later,
+ * better-sqlite3 12 on Node.js 20 and 22 (see the README's "Node.js versions and the driver"). For programs that
+ * read the file directly (an export, a check, a benchmark's floor) on the same driver as the store.
  *
  * @example
  * const Database = SqliteStore.driver()
  * const db = new Database("./artana.db", { readonly: true })
+ * const runs = db.prepare("SELECT count(*) AS n FROM runs").get()
+ * db.close()
  */
-export const driver: () => typeof BetterSqlite3 = Driver.driver
+export const driver: () => Driver.Driver = Driver.driver
 
-/** Which better-sqlite3 `driver()` is: `"13"` where Node-API 10 is available, `"12"` before. */
-export const driverVersion: "12" | "13" = Driver.driverVersion
+/** Which driver `driver()` is on this Node.js: `"node:sqlite"` (24 and later) or `"better-sqlite3"` (20, 22). */
+export const driverName: Driver.DriverName = Driver.driverName
 
 /**
  * `layer`, configured from the environment: `ARTANA_DB` names the file unless `config` says otherwise.

@@ -37,18 +37,33 @@ const started = (workflow = "w") => ({ _tag: "RunStarted", workflow, input: null
 const step = (name: string) => ({ _tag: "StepCompleted", name, value: name }) as const
 
 describe("SqliteStore", () => {
-  it("loads better-sqlite3 13 where Node-API 10 is there (Node 22.14+, 24) and 12 before (Node 20); the store's file is readable with it", () => {
-    const require = createRequire(import.meta.url)
-    const napi = Number(process.versions.napi)
-    const expected = napi >= 10 ? "better-sqlite3-napi" : "better-sqlite3"
-    expect(SqliteStore.driverVersion).toBe(napi >= 10 ? "13" : "12")
-    expect(SqliteStore.driver()).toBe(require(expected))
-    const version = (require(`${expected}/package.json`) as { version: string }).version
-    expect(version.split(".")[0]).toBe(SqliteStore.driverVersion)
+  it("runs on node:sqlite from Node.js 24 and on better-sqlite3 12 before; the store's file is readable with it", () => {
+    const major = Number(process.versions.node.split(".")[0])
+    expect(SqliteStore.driverName).toBe(major >= 24 ? "node:sqlite" : "better-sqlite3")
+    if (SqliteStore.driverName === "better-sqlite3") {
+      const require = createRequire(import.meta.url)
+      expect(SqliteStore.driver()).toBe(require("better-sqlite3"))
+      expect((require("better-sqlite3/package.json") as { version: string }).version).toMatch(/^12\./)
+    }
     const Sqlite = SqliteStore.driver()
     const db = new Sqlite(":memory:")
     expect(db.prepare("SELECT sqlite_version() AS v").get()).toMatchObject({ v: expect.stringMatching(/^3\./) })
+    expect(db.pragma("user_version", { simple: true })).toBe(0)
     db.close()
+  })
+
+  it("names a driver error as better-sqlite3 does (the code the stores read), on either driver", () => {
+    const Sqlite = SqliteStore.driver()
+    const db = new Sqlite(":memory:")
+    try {
+      db.exec("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE) WITHOUT ROWID")
+      db.prepare("INSERT INTO t VALUES (1, 'a')").run()
+      expect(() => db.prepare("INSERT INTO t VALUES (1, 'b')").run()).toThrow(expect.objectContaining({ code: "SQLITE_CONSTRAINT_PRIMARYKEY" }))
+      expect(() => db.prepare("INSERT INTO t VALUES (2, 'a')").run()).toThrow(expect.objectContaining({ code: "SQLITE_CONSTRAINT_UNIQUE" }))
+      expect(() => db.prepare("SELECT * FROM nope")).toThrow(expect.objectContaining({ code: "SQLITE_ERROR" }))
+    } finally {
+      db.close()
+    }
   })
 
   it.scoped("safe integers hold for the query that asks for them only, in rows and in value arrays", () =>

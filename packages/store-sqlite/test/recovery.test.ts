@@ -2,7 +2,6 @@
 // process, two processes racing to resume one run, pause and resume across processes, code that changed
 // between a crash and its resume, a tampered database file, and bad input. Child programs: test/child/.
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import type Database from "better-sqlite3"
 import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { Effect, Layer, Schema } from "effect"
@@ -386,7 +385,7 @@ describe.concurrent("code that changed between a crash and its resume", () => {
 // --- tampering -----------------------------------------------------------------------------------------------
 
 /** Opens the database file directly (no Artana code) and runs `f` with the name of the events table. */
-const tamper = (db: string, f: (sqlite: Database.Database, events: string) => void) => {
+const tamper = (db: string, f: (sqlite: SqliteStore.Database, events: string) => void) => {
   const Sqlite = SqliteStore.driver()
   const sqlite = new Sqlite(db)
   try {
@@ -399,7 +398,7 @@ const tamper = (db: string, f: (sqlite: Database.Database, events: string) => vo
 
 interface TamperCase {
   readonly name: string
-  readonly edit: (sqlite: Database.Database, events: string, runId: string, last: number) => void
+  readonly edit: (sqlite: SqliteStore.Database, events: string, runId: string, last: number) => void
   /** The first seq verify must name. */
   readonly brokenAt: (last: number) => number
   readonly reason: RegExp
@@ -431,11 +430,11 @@ const TAMPER_CASES: ReadonlyArray<TamperCase> = [
     name: "two rows' seq swapped",
     edit: (sqlite, events, runId) => {
       const move = sqlite.prepare(`UPDATE ${events} SET seq = ? WHERE run_id = ? AND seq = ?`)
-      sqlite.transaction(() => {
-        move.run(-1, runId, 5)
-        move.run(5, runId, 6)
-        move.run(6, runId, -1)
-      })()
+      sqlite.exec("BEGIN")
+      move.run(-1, runId, 5)
+      move.run(5, runId, 6)
+      move.run(6, runId, -1)
+      sqlite.exec("COMMIT")
     },
     brokenAt: () => 5,
     reason: /prevHash|hash does not match/

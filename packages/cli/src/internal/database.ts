@@ -1,9 +1,12 @@
 /**
  * The store a command works on, from `--db`: a `postgres://` (or `postgresql://`) URL opens PostgreSQL through
  * `@artana/store-postgres`; anything else is the path of a SQLite file (`@artana/store-sqlite`).
+ *
+ * `@artana/store-postgres` (and with it the `pg` driver) is an optional peer dependency, imported only when a
+ * `postgres://` URL is given, so a SQLite-only install does not carry it.
  */
-import type { Errors, EventStore } from "@artana/core"
-import { PostgresStore } from "@artana/store-postgres"
+import { Errors } from "@artana/core"
+import type { EventStore } from "@artana/core"
 import { SqliteStore } from "@artana/store-sqlite"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -18,9 +21,45 @@ export type Database =
 export const parse = (db: string): Database =>
   /^postgres(ql)?:\/\//i.test(db) ? { kind: "postgres", url: Redacted.make(db) } : { kind: "sqlite", filename: db }
 
-/** How the database is shown: a SQLite path, or the URL with its password hidden. */
-export const describe = (db: Database): string =>
-  db.kind === "sqlite" ? db.filename : PostgresStore.redactUrl(Redacted.value(db.url))
+/**
+ * How the database is shown: a SQLite path, or the URL with its password hidden (the user info's, or a `password=`
+ * parameter's). The same rule as `PostgresStore.redactUrl`, here because `@artana/store-postgres` may be absent.
+ */
+export const describe = (db: Database): string => {
+  if (db.kind === "sqlite") return db.filename
+  const url = Redacted.value(db.url)
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== "") parsed.password = "***"
+    if (parsed.searchParams.has("password")) parsed.searchParams.set("password", "***")
+    return parsed.toString()
+  } catch {
+    return url.replace(/(:\/\/[^:/@]*:)[^@]*@/, "$1***@").replace(/(password\s*=\s*)[^\s&]*/gi, "$1***")
+  }
+}
+
+/** What to do when a `postgres://` URL is given and `@artana/store-postgres` cannot be loaded. */
+export const POSTGRES_NOT_INSTALLED =
+  "PostgreSQL support is not installed. It is the optional package @artana/store-postgres (it brings the pg driver): " +
+  "beside a global artana, `npm i -g @artana/store-postgres`; in a project, `npm i @artana/store-postgres`. " +
+  "SQLite needs nothing more: pass --db FILE"
+
+/** `@artana/store-postgres`, loaded on first use; a clear `StoreUnavailable` when it is not installed. */
+const postgresStore = (db: Database) =>
+  Effect.tryPromise({
+    try: () => import("@artana/store-postgres"),
+    catch: (cause) =>
+      new Errors.StoreUnavailable({
+        store: "postgres",
+        location: describe(db),
+        reason: isModuleNotFound(cause) ? POSTGRES_NOT_INSTALLED : `@artana/store-postgres failed to load: ${String(cause)}`,
+        cause
+      })
+  })
+
+const isModuleNotFound = (cause: unknown): boolean =>
+  typeof cause === "object" && cause !== null && "code" in cause &&
+  (cause.code === "ERR_MODULE_NOT_FOUND" || cause.code === "MODULE_NOT_FOUND")
 
 /** A command that reads runs was pointed at a SQLite file that does not exist (it is not created). */
 export class DatabaseNotFound extends Schema.TaggedError<DatabaseNotFound>()("DatabaseNotFound", {
@@ -42,7 +81,10 @@ export const layer = (
   options: { readonly create: boolean; readonly readOnly?: boolean | undefined }
 ): Layer.Layer<EventStore.EventStore, Errors.StoreUnavailable | Errors.SchemaMismatch | DatabaseNotFound> => {
   const readOnly = options.readOnly === true
-  if (db.kind === "postgres") return PostgresStore.layer({ url: db.url, pool: { max: 4 }, readOnly })
+  if (db.kind === "postgres") {
+    const { url } = db
+    return Layer.unwrapEffect(Effect.map(postgresStore(db), ({ PostgresStore }) => PostgresStore.layer({ url, pool: { max: 4 }, readOnly })))
+  }
   const { filename } = db
   return Layer.unwrapEffect(Effect.suspend(() =>
     !options.create && filename !== ":memory:" && !fs.existsSync(filename)

@@ -1,14 +1,8 @@
 /**
  * The SQLite `SqlClient`: `@effect/sql-sqlite-node`'s client (same tag, same interface, same single connection
- * behind a semaphore, same prepared-statement cache), on the better-sqlite3 this Node.js can run safely.
- *
- * better-sqlite3 12 wraps its objects in Node's raw `ObjectWrap`. On Node.js 24, whose `ObjectWrap` destructor
- * removes an environment cleanup hook, a statement collected by the GC outside a V8 context aborts the process
- * (`Assertion failed: (env) != nullptr` in `RemoveEnvironmentCleanupHook`, from `Statement::~Statement`): a test
- * worker or a long-running worker dies at a random GC. better-sqlite3 13 is built on Node-API and has no such
- * destructor, but needs Node-API 10 (Node.js 22.14 and later), which Node.js 20 lacks. `@effect/sql-sqlite-node`
- * imports better-sqlite3 12 itself, so this module is its `make` with the driver chosen by the running Node's
- * Node-API version: 13 (the `better-sqlite3-napi` alias) where it runs, 12 on Node.js 20.
+ * behind a semaphore, same prepared-statement cache), on the driver this Node.js runs (`./sqliteDriver.ts`:
+ * `node:sqlite` on Node.js 24 and later, better-sqlite3 12 before). `@effect/sql-sqlite-node` builds its client on
+ * better-sqlite3 itself, so this module is its `make` on `Driver.driver()`.
  */
 import type * as Reactivity from "@effect/experimental/Reactivity"
 import * as Client from "@effect/sql/SqlClient"
@@ -16,39 +10,20 @@ import type { Connection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
-import type BetterSqlite3 from "better-sqlite3"
 import * as Cache from "effect/Cache"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { createRequire } from "node:module"
+import * as Driver from "./sqliteDriver.js"
 
-type Driver = typeof BetterSqlite3
-type Database = BetterSqlite3.Database
-type Prepared = BetterSqlite3.Statement<Array<unknown>, unknown>
-
-/** The Node-API version better-sqlite3 13 needs. */
-const NAPI_FOR_13 = 10
-
-/** Which better-sqlite3 this process loads: `"13"` on Node-API 10 and later, `"12"` before. */
-export const driverVersion: "12" | "13" = Number(process.versions.napi ?? "0") >= NAPI_FOR_13 ? "13" : "12"
-
-let loaded: Driver | undefined
-/** better-sqlite3's `Database` class for this Node.js, loaded on first use. */
-export const driver = (): Driver => {
-  if (loaded === undefined) {
-    const require = createRequire(import.meta.url)
-    const module: unknown = require(driverVersion === "13" ? "better-sqlite3-napi" : "better-sqlite3")
-    loaded = module as Driver
-  }
-  return loaded
-}
+type Database = Driver.Database
+type Prepared = Driver.Statement
 
 const failure = (message: string) => (cause: unknown) => new SqlError({ cause, message })
 
-/** A connection to a SQLite file: `@effect/sql-sqlite-node`'s `make`, on `driver()`. */
+/** A connection to a SQLite file: `@effect/sql-sqlite-node`'s `make`, on `Driver.driver()`. */
 export const make = (
   options: SqliteClient.SqliteClientConfig & {
     /** The database's bytes, opened as an in-memory copy (SQLite's deserialize) instead of the file `filename`. */
@@ -62,7 +37,7 @@ export const make = (
       : Statement.defaultTransforms(options.transformResultNames).array
 
     const scope = yield* Effect.scope
-    const Sqlite = driver()
+    const Sqlite = Driver.driver()
     const db: Database = new Sqlite(options.image ?? options.filename, { readonly: options.readonly ?? false })
     yield* Scope.addFinalizer(scope, Effect.sync(() => db.close()))
     if (options.disableWAL !== true) db.pragma("journal_mode = WAL")
@@ -74,7 +49,7 @@ export const make = (
     })
 
     const runStatement = (statement: Prepared, params: ReadonlyArray<unknown>, raw: boolean) =>
-      Effect.withFiberRuntime<ReadonlyArray<unknown> | BetterSqlite3.RunResult, SqlError>((fiber) => {
+      Effect.withFiberRuntime<ReadonlyArray<unknown> | Driver.RunResult, SqlError>((fiber) => {
         // Set on every run: a cached statement must not keep a mode another caller asked for.
         statement.safeIntegers(Context.get(fiber.currentContext, Client.SafeIntegers))
         try {

@@ -1,0 +1,306 @@
+// Installs as a user does. Every publishable package is packed (`pnpm pack`), and the tarballs are installed into
+// fresh projects in a temp directory outside the workspace, with exactly the README's install line (its @artana/*
+// names pointed at the tarballs; effect and everything else come from the npm registry). Each README's checked
+// examples are compiled with tsc (strict, NodeNext) and run on this Node; the `artana` CLI, installed from its
+// tarball with npm, runs the root README's five-minute demo. One fixture for the file: pack and install once.
+//
+// @artana/* are not on the registry, so each project's package.json overrides them with the tarballs: the
+// packages' own dependencies on each other (the CLI's on @artana/sandbox, say) resolve to the tarballs too.
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { execFile } from "node:child_process"
+import * as fs from "node:fs"
+import { createRequire } from "node:module"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import type { Readme } from "./readmes.js"
+import { checkedReadmes, installLines, nameOf, packagesOf } from "./readmes.js"
+
+const ROOT = fileURLToPath(new URL("../../../", import.meta.url))
+const TSC = createRequire(import.meta.url).resolve("typescript/bin/tsc")
+
+interface Manifest {
+  readonly name: string
+  readonly private?: boolean
+  readonly version: string
+  readonly exports?: Record<string, unknown>
+  readonly peerDependencies?: Record<string, string>
+}
+
+interface Packed {
+  readonly name: string
+  readonly manifest: Manifest
+  readonly tarball: string
+}
+
+interface Result {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** The environment of a child: nothing of the pnpm script that runs this test (its package, its workspace). */
+const childEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1", ...extra }
+  for (const key of Object.keys(env)) {
+    if (/^(npm_package_|npm_lifecycle_|PNPM_SCRIPT|npm_config_user_agent$|INIT_CWD$|ARTANA_)/.test(key)) delete env[key]
+  }
+  return env
+}
+
+const run = (command: string, args: ReadonlyArray<string>, cwd: string, env: NodeJS.ProcessEnv = childEnv()) =>
+  new Promise<Result>((resolve) => {
+    execFile(command, args, { cwd, env, timeout: 480_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr })
+    })
+  })
+
+/** How long each step of the fixture took, printed at its end: the budget is about 3 minutes in CI. */
+const timings: Array<string> = []
+const timed = async <A>(label: string, f: () => Promise<A>): Promise<A> => {
+  const start = performance.now()
+  try {
+    return await f()
+  } finally {
+    timings.push(`${label} ${((performance.now() - start) / 1000).toFixed(1)} s`)
+  }
+}
+
+const ok = async (command: string, args: ReadonlyArray<string>, cwd: string): Promise<Result> => {
+  const result = await timed(`${command} ${args[0]} (${path.basename(cwd)})`, () => run(command, args, cwd))
+  if (result.code !== 0) {
+    throw new Error(`${command} ${args.join(" ")} (in ${cwd}) exited ${result.code}\n${result.stdout}\n${result.stderr}`)
+  }
+  return result
+}
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "artana-install-"))
+const TARBALLS = path.join(tmp, "tarballs")
+
+const publishable = (): ReadonlyArray<{ readonly dir: string; readonly manifest: Manifest }> =>
+  fs.readdirSync(path.join(ROOT, "packages")).flatMap((d) => {
+    const dir = path.join(ROOT, "packages", d)
+    const file = path.join(dir, "package.json")
+    if (!fs.existsSync(file)) return []
+    const manifest = JSON.parse(fs.readFileSync(file, "utf8")) as Manifest
+    return manifest.private === true ? [] : [{ dir, manifest }]
+  })
+
+const pack = async (): Promise<ReadonlyArray<Packed>> => {
+  fs.mkdirSync(TARBALLS)
+  const packed: Array<Packed> = []
+  for (const { dir, manifest } of publishable()) {
+    await ok("pnpm", ["pack", "--pack-destination", TARBALLS], dir)
+    const tarball = path.join(TARBALLS, `${manifest.name.replace("@", "").replace("/", "-")}-${manifest.version}.tgz`)
+    if (!fs.existsSync(tarball)) throw new Error(`pnpm pack wrote no ${tarball}`)
+    packed.push({ name: manifest.name, manifest, tarball })
+  }
+  return packed
+}
+
+/**
+ * A fresh project whose @artana/* dependencies are the tarballs: `direct` (the ones its install commands name, which
+ * npm refuses to see overridden) from the command line, the others through overrides.
+ */
+const project = (name: string, packed: ReadonlyArray<Packed>, manager: "pnpm" | "npm", direct: ReadonlyArray<string>): string => {
+  const dir = path.join(tmp, name)
+  fs.mkdirSync(dir)
+  const overrides = Object.fromEntries(packed.filter((p) => !direct.includes(p.name)).map((p) => [p.name, `file:${p.tarball}`]))
+  const manifest = manager === "pnpm"
+    ? { name, private: true, type: "module", pnpm: { overrides } }
+    : { name, private: true, type: "module", overrides }
+  fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify(manifest, null, 2))
+  return dir
+}
+
+/** The README's install line, its @artana/* names pointed at the tarballs: the arguments after `pnpm`. */
+const installArgs = (line: string, packed: ReadonlyArray<Packed>): ReadonlyArray<string> =>
+  line.split(/\s+/).slice(1).map((arg) => {
+    if (!arg.startsWith("@artana/")) return arg
+    const found = packed.find((p) => p.name === nameOf(arg))
+    if (found === undefined) throw new Error(`the install line names ${arg}, which is not a publishable package`)
+    return found.tarball
+  })
+
+const TSCONFIG = {
+  compilerOptions: {
+    strict: true,
+    target: "ES2022",
+    lib: ["ES2022"],
+    module: "NodeNext",
+    moduleResolution: "NodeNext",
+    types: ["node"],
+    outDir: "out",
+    skipLibCheck: true
+  },
+  include: ["*.ts"]
+}
+
+interface Installed {
+  readonly readme: Readme
+  readonly dir: string
+  readonly compiled: Result
+}
+
+/** A README's project: its install line, then TypeScript and Node's types (a TypeScript user has both), then tsc. */
+const installReadme = async (readme: Readme, packed: ReadonlyArray<Packed>): Promise<Installed> => {
+  const dir = project(`readme-${readme.examples[0]!.name}`, packed, "pnpm", packagesOf(readme.installLine).map(nameOf))
+  await ok("pnpm", [...installArgs(readme.installLine, packed), "--ignore-workspace"], dir)
+  await ok("pnpm", ["add", "-D", "@types/node@^20.19.0", "--ignore-workspace"], dir)
+  for (const example of readme.examples) fs.writeFileSync(path.join(dir, `${example.name}.ts`), example.code)
+  fs.writeFileSync(path.join(dir, "tsconfig.json"), JSON.stringify(TSCONFIG, null, 2))
+  const compiled = await timed(`tsc (${path.basename(dir)})`, () => run(process.execPath, [TSC, "-p", "."], dir))
+  return { readme, dir, compiled }
+}
+
+/** The CLI as its README installs it (`npm i -g @artana/cli`), into a project of its own: `artana` is its local bin. */
+const installCli = async (packed: ReadonlyArray<Packed>): Promise<string> => {
+  const line = installLines(fs.readFileSync(path.join(ROOT, "packages/cli/README.md"), "utf8")).find((l) => l.includes("@artana/cli"))
+  if (line === undefined) throw new Error("packages/cli/README.md has no install line for @artana/cli")
+  expect(line).toBe("npm i -g @artana/cli")
+  // @artana/store-postgres too: a later test installs it next to the CLI.
+  const dir = project("cli", packed, "npm", ["@artana/cli", "@artana/store-postgres"])
+  await ok("npm", ["install", "--no-audit", "--no-fund", packed.find((p) => p.name === "@artana/cli")!.tarball], dir)
+  return dir
+}
+
+let packed: ReadonlyArray<Packed> = []
+let installed: ReadonlyArray<Installed> = []
+let cliDir = ""
+
+beforeAll(async () => {
+  packed = await pack()
+  // The npm install of the CLI and the pnpm projects at once: each waits on the network and on native builds.
+  const [cli, projects] = await Promise.all([
+    installCli(packed),
+    (async () => {
+      const done: Array<Installed> = []
+      for (const readme of checkedReadmes(ROOT)) done.push(await installReadme(readme, packed))
+      return done
+    })()
+  ])
+  cliDir = cli
+  installed = projects
+  console.log(`install fixture: ${timings.join(", ")}`)
+})
+
+afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }))
+
+/** The Effect line the packages are built on: core's peer ranges of `effect` and `@effect/*`. */
+const effectPeers = (): Record<string, string> => {
+  const core = JSON.parse(fs.readFileSync(path.join(ROOT, "packages/core/package.json"), "utf8")) as Manifest
+  return Object.fromEntries(
+    Object.entries(core.peerDependencies ?? {}).filter(([name]) => name === "effect" || name.startsWith("@effect/"))
+  )
+}
+
+describe("the READMEs' install lines", () => {
+  it("pin effect and every @effect/* package they name to the range the packages are built on (Effect 3, not the registry's latest)", () => {
+    const peers = effectPeers()
+    expect(peers["effect"]).toMatch(/^\^3\./)
+    const files = ["README.md", ...publishable().map((p) => path.relative(ROOT, path.join(p.dir, "README.md")))]
+    const lines = files.flatMap((file) => installLines(fs.readFileSync(path.join(ROOT, file), "utf8")).map((line) => ({ file, line })))
+    expect(lines.length).toBeGreaterThanOrEqual(files.length)
+    const unpinned = lines.flatMap(({ file, line }) =>
+      packagesOf(line)
+        .filter((spec) => nameOf(spec) === "effect" || nameOf(spec).startsWith("@effect/"))
+        .filter((spec) => peers[nameOf(spec)] === undefined || spec !== `${nameOf(spec)}@${peers[nameOf(spec)]}`)
+        .map((spec) => `${file}: ${spec} (in \`${line}\`)`)
+    )
+    expect(unpinned).toEqual([])
+    // A line that installs @artana/core names effect too, so the user's own `import { Effect } from "effect"` is Effect 3.
+    const withoutEffect = lines.filter(({ line }) => line.startsWith("pnpm add") && !packagesOf(line).some((s) => nameOf(s) === "effect"))
+    expect(withoutEffect).toEqual([])
+  })
+})
+
+describe("the packed tarballs", () => {
+  it("carry no .tsbuildinfo and give every export a default condition (require() of the ESM build)", async () => {
+    expect(packed.map((p) => p.name).sort()).toEqual(publishable().map((p) => p.manifest.name).sort())
+    for (const p of packed) {
+      const { stdout } = await ok("tar", ["tzf", p.tarball], tmp)
+      expect(stdout.split("\n").filter((f) => f.endsWith(".tsbuildinfo")), p.name).toEqual([])
+      for (const [entry, target] of Object.entries(p.manifest.exports ?? {})) {
+        if (typeof target !== "object" || target === null || !("import" in target)) continue
+        expect(target, `${p.name} exports["${entry}"]`).toHaveProperty("default", target.import)
+      }
+    }
+  })
+})
+
+describe("a fresh project with a README's install line", () => {
+  it("installs, compiles every checked example with tsc (strict, NodeNext) and runs those that run offline", async () => {
+    expect(installed.map((i) => i.readme.file)).toContain("README.md")
+    for (const { readme, dir, compiled } of installed) {
+      expect(compiled.stdout + compiled.stderr, `tsc on ${readme.file}'s examples`).toBe("")
+      expect(compiled.code, `tsc on ${readme.file}'s examples`).toBe(0)
+      for (const example of readme.examples.filter((e) => !e.compileOnly)) {
+        const result = await run(process.execPath, [path.join("out", `${example.name}.js`)], dir)
+        expect(result.stderr, `${readme.file}: ${example.name}`).toBe("")
+        expect(result.code, `${readme.file}: ${example.name}`).toBe(0)
+      }
+    }
+  })
+
+  it("has one effect, on the 3.x line, whatever the registry's latest is", () => {
+    for (const { readme, dir } of installed) {
+      const effect = JSON.parse(fs.readFileSync(path.join(dir, "node_modules/effect/package.json"), "utf8")) as Manifest
+      expect(effect.version, readme.file).toMatch(/^3\./)
+    }
+  })
+
+  it("can require() the packages from CommonJS (Node's require(esm))", async () => {
+    const root = installed.find((i) => i.readme.file === "README.md")!
+    fs.writeFileSync(
+      path.join(root.dir, "require.cjs"),
+      `const { Kernel } = require("@artana/core")\nconst { SqliteStore } = require("@artana/store-sqlite")\n` +
+        `console.log(typeof Kernel.layer, typeof SqliteStore.layer)\n`
+    )
+    const result = await run(process.execPath, ["require.cjs"], root.dir)
+    expect(result.stdout.trim()).toBe("function function")
+    expect(result.code).toBe(0)
+  })
+})
+
+describe("the artana CLI installed from its tarball", () => {
+  const artana = () => path.join(cliDir, "node_modules/.bin/artana")
+
+  it("runs the root README's five-minute demo as written", async () => {
+    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8")
+    const start = readme.indexOf("<!-- cli-demo:start -->")
+    const end = readme.indexOf("<!-- cli-demo:end -->")
+    const block = /```sh\n([\s\S]*?)```/.exec(readme.slice(start, end))
+    if (start === -1 || end === -1 || block === null) throw new Error("the root README has no cli-demo block")
+    const cwd = fs.mkdtempSync(path.join(tmp, "demo-"))
+    const script = `artana() { "${artana()}" "$@"; echo "[exit $?]"; }\n${block[1]!}`
+    const result = await run("bash", ["-c", script], cwd)
+    expect(result.stderr).toBe("")
+    expect([...result.stdout.matchAll(/\[exit (\d+)\]/g)].map((m) => Number(m[1]))).toEqual([3, 3, 0, 0, 3])
+    expect(result.stdout).toContain("hash chain intact")
+    expect(result.stdout).toContain("matches its log")
+    const json = result.stdout.slice(result.stdout.lastIndexOf("[exit", result.stdout.lastIndexOf("[exit") - 1) + "[exit 0]".length, result.stdout.lastIndexOf("[exit"))
+    const report = JSON.parse(json.trim()) as { readonly steps: ReadonlyArray<{ readonly id: string; readonly decision: string }> }
+    expect(report.steps.map((s) => [s.id, s.decision])).toEqual([["notes", "allowed"], ["count", "allowed"], ["peek", "denied"], ["save", "allowed"]])
+  })
+
+  it("carries no PostgreSQL driver, and a postgres:// URL says what to install (exit 7, password hidden)", async () => {
+    expect(fs.existsSync(path.join(cliDir, "node_modules/pg"))).toBe(false)
+    expect(fs.existsSync(path.join(cliDir, "node_modules/@artana/store-postgres"))).toBe(false)
+    const result = await run(artana(), ["list-runs", "--db", "postgres://app:s3cret@127.0.0.1:9/artana"], cliDir)
+    expect(result.code).toBe(7)
+    expect(result.stderr).toContain("PostgreSQL support is not installed")
+    expect(result.stderr).toContain("npm i -g @artana/store-postgres")
+    expect(result.stderr).toContain("postgres://app:***@127.0.0.1:9/artana")
+    expect(result.stdout + result.stderr).not.toContain("s3cret")
+  })
+
+  it("with @artana/store-postgres installed next to it, opens PostgreSQL (here: a port where none listens)", async () => {
+    const postgres = packed.find((p) => p.name === "@artana/store-postgres")!
+    await ok("npm", ["install", "--no-audit", "--no-fund", postgres.tarball], cliDir)
+    const result = await run(artana(), ["list-runs", "--db", "postgres://app:s3cret@127.0.0.1:9/artana"], cliDir)
+    expect(result.code).toBe(7)
+    expect(result.stderr).toContain("postgres://app:***@127.0.0.1:9/artana")
+    expect(result.stderr).not.toContain("not installed")
+    expect(result.stdout + result.stderr).not.toContain("s3cret")
+  })
+})

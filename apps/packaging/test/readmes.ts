@@ -1,0 +1,59 @@
+// What the install test reads from the READMEs: the checked examples and the install line beside them.
+//
+// A checked example is a ```ts block right after an HTML comment `<!-- checked-example: NAME -->` (or
+// `<!-- checked-example: NAME compile-only -->` for one that needs a network model or a database server to run).
+// A README with a checked example has exactly one install line (`pnpm add ...` in a ```sh block); the example must
+// compile and run in a fresh project where only that line was run.
+import * as fs from "node:fs"
+import * as path from "node:path"
+
+export interface Example {
+  readonly name: string
+  readonly code: string
+  readonly compileOnly: boolean
+}
+
+export interface Readme {
+  /** The README's path, relative to the repository. */
+  readonly file: string
+  readonly installLine: string
+  readonly examples: ReadonlyArray<Example>
+}
+
+const MARKER = /<!-- checked-example: ([a-z0-9-]+)( compile-only)? -->\n```ts\n([\s\S]*?)```/g
+const SH_BLOCK = /```sh\n([\s\S]*?)```/g
+
+/** The checked examples of a README's text. */
+export const examples = (text: string): ReadonlyArray<Example> =>
+  [...text.matchAll(MARKER)].map((m) => ({ name: m[1]!, compileOnly: m[2] !== undefined, code: m[3]! }))
+
+/** Every install command of a README's text: the `pnpm add` / `npm i` lines of its sh blocks, comments cut off. */
+export const installLines = (text: string): ReadonlyArray<string> =>
+  [...text.matchAll(SH_BLOCK)].flatMap((m) =>
+    m[1]!.split("\n").map((l) => l.replace(/\s+#.*$/, "").trim()).filter((l) => /^(pnpm add|npm i|npm install) /.test(l))
+  )
+
+/** The READMEs (root and packages/*) that hold checked examples, each with its one install line. */
+export const checkedReadmes = (root: string): ReadonlyArray<Readme> => {
+  const files = ["README.md", ...fs.readdirSync(path.join(root, "packages")).map((d) => `packages/${d}/README.md`)]
+  return files.flatMap((file) => {
+    const full = path.join(root, file)
+    if (!fs.existsSync(full)) return []
+    const text = fs.readFileSync(full, "utf8")
+    const found = examples(text)
+    if (found.length === 0) return []
+    const lines = installLines(text).filter((l) => l.startsWith("pnpm add "))
+    if (lines.length !== 1) throw new Error(`${file}: a README with checked examples needs exactly one \`pnpm add\` line, found ${lines.length}`)
+    return [{ file, installLine: lines[0]!, examples: found }]
+  })
+}
+
+/** The registry's versions a command asks for: each non-flag argument after the verb (`effect@^3.22.4`, `@artana/core`). */
+export const packagesOf = (line: string): ReadonlyArray<string> =>
+  line.split(/\s+/).slice(2).filter((a) => !a.startsWith("-"))
+
+/** The name of a package argument (`@effect/sql@^0.52.1` -> `@effect/sql`). */
+export const nameOf = (spec: string): string => {
+  const at = spec.indexOf("@", 1)
+  return at === -1 ? spec : spec.slice(0, at)
+}
