@@ -11,6 +11,8 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import * as Scope from "effect/Scope"
+import * as Tracer from "effect/Tracer"
 import { AssistantMessage, ChatMessage, Usage } from "./Chat.js"
 import * as Errors from "./Errors.js"
 import type { Event, RunInfo, WaitingOn } from "./Event.js"
@@ -199,7 +201,8 @@ export const make = (options: Options = {}) =>
     const queue = yield* Effect.serviceOption(TaskQueue)
     // The services the kernel was built with, and the kernel itself: workflow code runs with them, so a workflow that
     // needs one (an agent: the kernel, the model, its memory) reads it at run time and stays a plain value.
-    const built = yield* Effect.context<never>()
+    // Not the span or scope current while the kernel was built: each run's code nests under its own caller's span.
+    const built = Context.omit(Tracer.ParentSpan, Scope.Scope)(yield* Effect.context<never>())
     const deps: Execution.Deps = {
       store,
       model,
