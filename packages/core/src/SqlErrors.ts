@@ -39,3 +39,21 @@ export const sqliteBusy = (error: SqlError): boolean => errorCode(error).startsW
  */
 export const retryWhile = <A, E, R>(effect: Effect.Effect<A, E, R>, again: (error: E) => boolean, times: number): Effect.Effect<A, E, R> =>
   times === 0 ? effect : Effect.catchIf(effect, again, () => retryWhile(effect, again, times - 1))
+
+/**
+ * A database URL with its password hidden (the user info's, or a `password=` parameter's), for messages and logs.
+ *
+ * @example
+ * redactUrl("postgres://app:s3cret@db:5432/artana") // "postgres://app:***@db:5432/artana"
+ */
+export const redactUrl = (url: string): string => {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== "") parsed.password = "***"
+    if (parsed.searchParams.has("password")) parsed.searchParams.set("password", "***")
+    return parsed.toString()
+  } catch {
+    // Not a URL the WHATWG parser takes (a key=value string): hide whatever follows a password.
+    return url.replace(/(:\/\/[^:/@]*:)[^@]*@/, "$1***@").replace(/(password\s*=\s*)[^\s&]*/gi, "$1***")
+  }
+}

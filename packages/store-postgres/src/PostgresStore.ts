@@ -79,17 +79,7 @@ const urlOf = (url: Redacted.Redacted<string> | string): string => (Redacted.isR
  * @example
  * redactUrl("postgres://app:s3cret@db:5432/artana") // "postgres://app:***@db:5432/artana"
  */
-export const redactUrl = (url: string): string => {
-  try {
-    const parsed = new URL(url)
-    if (parsed.password !== "") parsed.password = "***"
-    if (parsed.searchParams.has("password")) parsed.searchParams.set("password", "***")
-    return parsed.toString()
-  } catch {
-    // Not a URL the WHATWG parser takes (a key=value string): hide whatever follows a password.
-    return url.replace(/(:\/\/[^:/@]*:)[^@]*@/, "$1***@").replace(/(password\s*=\s*)[^\s&]*/gi, "$1***")
-  }
-}
+export const redactUrl: (url: string) => string = SqlErrors.redactUrl
 
 const field = (cause: unknown, name: string): string | undefined =>
   Predicate.hasProperty(cause, name) && typeof cause[name] === "string" ? cause[name] : undefined

@@ -5,7 +5,7 @@
  * `@artana/store-postgres` (and with it the `pg` driver) is an optional peer dependency, imported only when a
  * `postgres://` URL is given, so a SQLite-only install does not carry it.
  */
-import { Errors } from "@artana/core"
+import { Errors, SqlErrors } from "@artana/core"
 import type { EventStore } from "@artana/core"
 import { SqliteStore } from "@artana/store-sqlite"
 import * as Effect from "effect/Effect"
@@ -23,19 +23,11 @@ export const parse = (db: string): Database =>
 
 /**
  * How the database is shown: a SQLite path, or the URL with its password hidden (the user info's, or a `password=`
- * parameter's). The same rule as `PostgresStore.redactUrl`, here because `@artana/store-postgres` may be absent.
+ * parameter's): core's `SqlErrors.redactUrl`, as `PostgresStore` shows it (`@artana/store-postgres` may be absent).
  */
 export const describe = (db: Database): string => {
   if (db.kind === "sqlite") return db.filename
-  const url = Redacted.value(db.url)
-  try {
-    const parsed = new URL(url)
-    if (parsed.password !== "") parsed.password = "***"
-    if (parsed.searchParams.has("password")) parsed.searchParams.set("password", "***")
-    return parsed.toString()
-  } catch {
-    return url.replace(/(:\/\/[^:/@]*:)[^@]*@/, "$1***@").replace(/(password\s*=\s*)[^\s&]*/gi, "$1***")
-  }
+  return SqlErrors.redactUrl(Redacted.value(db.url))
 }
 
 /** What to do when a `postgres://` URL is given and `@artana/store-postgres` cannot be loaded. */
