@@ -142,10 +142,10 @@ interface Installed {
   readonly compiled: Result
 }
 
-/** A README's project: its install line, then TypeScript and Node's types (a TypeScript user has both), then tsc. */
+/** A README's project: its install lines, then TypeScript and Node's types (a TypeScript user has both), then tsc. */
 const installReadme = async (readme: Readme, packed: ReadonlyArray<Packed>): Promise<Installed> => {
-  const dir = project(`readme-${readme.examples[0]!.name}`, packed, "pnpm", packagesOf(readme.installLine).map(nameOf))
-  await ok("pnpm", [...installArgs(readme.installLine, packed), "--ignore-workspace"], dir)
+  const dir = project(`readme-${readme.examples[0]!.name}`, packed, "pnpm", readme.installLines.flatMap(packagesOf).map(nameOf))
+  for (const line of readme.installLines) await ok("pnpm", [...installArgs(line, packed), "--ignore-workspace"], dir)
   await ok("pnpm", ["add", "-D", "@types/node@^20.19.0", "--ignore-workspace"], dir)
   for (const example of readme.examples) fs.writeFileSync(path.join(dir, `${example.name}.ts`), example.code)
   fs.writeFileSync(path.join(dir, "tsconfig.json"), JSON.stringify(TSCONFIG, null, 2))

@@ -2,8 +2,9 @@
 //
 // A checked example is a ```ts block right after an HTML comment `<!-- checked-example: NAME -->` (or
 // `<!-- checked-example: NAME compile-only -->` for one that needs a network model or a database server to run).
-// A README with a checked example has exactly one install line (`pnpm add ...` in a ```sh block); the example must
-// compile and run in a fresh project where only that line was run.
+// A README with a checked example has one or more install lines (`pnpm add ...` in ```sh blocks): its own, then any
+// a section adds for its examples (core's table of the seed's calls: the agent's packages). The examples must compile
+// and run in a fresh project where only those lines were run, in order.
 import * as fs from "node:fs"
 import * as path from "node:path"
 
@@ -16,7 +17,8 @@ export interface Example {
 export interface Readme {
   /** The README's path, relative to the repository. */
   readonly file: string
-  readonly installLine: string
+  /** Its `pnpm add` lines, in order: the first is the package's own. */
+  readonly installLines: ReadonlyArray<string>
   readonly examples: ReadonlyArray<Example>
 }
 
@@ -33,7 +35,7 @@ export const installLines = (text: string): ReadonlyArray<string> =>
     m[1]!.split("\n").map((l) => l.replace(/\s+#.*$/, "").trim()).filter((l) => /^(pnpm add|npm i|npm install) /.test(l))
   )
 
-/** The READMEs (root and packages/*) that hold checked examples, each with its one install line. */
+/** The READMEs (root and packages/*) that hold checked examples, each with its install lines. */
 export const checkedReadmes = (root: string): ReadonlyArray<Readme> => {
   const files = ["README.md", ...fs.readdirSync(path.join(root, "packages")).map((d) => `packages/${d}/README.md`)]
   return files.flatMap((file) => {
@@ -43,8 +45,8 @@ export const checkedReadmes = (root: string): ReadonlyArray<Readme> => {
     const found = examples(text)
     if (found.length === 0) return []
     const lines = installLines(text).filter((l) => l.startsWith("pnpm add "))
-    if (lines.length !== 1) throw new Error(`${file}: a README with checked examples needs exactly one \`pnpm add\` line, found ${lines.length}`)
-    return [{ file, installLine: lines[0]!, examples: found }]
+    if (lines.length === 0) throw new Error(`${file}: a README with checked examples needs a \`pnpm add\` line`)
+    return [{ file, installLines: lines, examples: found }]
   })
 }
 
