@@ -6,7 +6,7 @@
  */
 import * as Schema from "effect/Schema"
 import { type Event, type RunInfo, summarize } from "./Event.js"
-import { GENESIS_HASH, hashMatches } from "./internal/hash.js"
+import { chainChecker, GENESIS_HASH } from "./internal/hash.js"
 
 /** A head exported earlier (for example into an audit system): the chain must still contain it. */
 export const Head = Schema.Struct({ seq: Schema.Int, hash: Schema.String })
@@ -39,6 +39,7 @@ export interface VerifyOptions {
 /** Verifies the events of one run, in order. */
 export const verifyEvents = (runId: string, events: ReadonlyArray<Event>, options: VerifyOptions = {}): VerifyReport => {
   let prevHash = GENESIS_HASH
+  const hashMatches = chainChecker(options.auditKey)
   const last = events.length === 0 ? undefined : events[events.length - 1]!
   const base = { runId, events: events.length, headSeq: last?.seq ?? 0, headHash: last?.hash ?? GENESIS_HASH }
   const broken = (seq: number, reason: string): VerifyReport => ({ ...base, ok: false, firstBrokenSeq: seq, reason })
@@ -54,7 +55,8 @@ export const verifyEvents = (runId: string, events: ReadonlyArray<Event>, option
     }
     if (event.prevHash !== prevHash) return broken(event.seq, "prevHash does not link to the previous event's hash")
     // The event itself, not a copy: its hash covers the payload's stored bytes, which are kept beside the event.
-    if (!hashMatches(event, options.auditKey)) {
+    // Linked: its prevHash is the genesis hash or the previous event's, checked just before.
+    if (!hashMatches(event, true)) {
       return broken(event.seq, "hash does not match the event's content as stored (altered, or written with another audit key)")
     }
     prevHash = event.hash

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { createHash } from "node:crypto"
 import { FastCheck as fc } from "effect"
+import { Verify } from "@artana/core"
 import { GENESIS_HASH, hashMatches, newEventHash, StoredEvent } from "../src/internal/hash.js"
 
 // The chain's hash, written out from its definition: SHA-256 of "artana:v2:", the previous hash, and the event
@@ -22,6 +23,27 @@ describe("the hash chain's material", () => {
         expect(hashMatches(read, undefined)).toBe(true)
       }),
       { numRuns: 500 }
+    )
+  })
+
+  it("verifies a whole chain read back, whatever its run, tenant and step keys, and names the first event altered", () => {
+    fc.assert(
+      fc.property(text, text, fc.array(text, { minLength: 1, maxLength: 4 }), (runId, tenantId, keys) => {
+        let prevHash = GENESIS_HASH
+        const read = keys.map((stepKey, i) => {
+          const payload = { _tag: "StepCompleted", name: stepKey, value: i } as const
+          const event = { eventId: `e${i}`, payload, prevHash, runId, seq: i + 1, stepKey, tenantId, timestamp: 1_700_000_000_000 + i, type: "StepCompleted" }
+          const hash = newEventHash(event, "key")
+          const stored = new StoredEvent(`e${i}`, runId, tenantId, i + 1, event.timestamp, "StepCompleted", stepKey, payload, prevHash, hash, JSON.stringify(payload))
+          prevHash = hash
+          return stored
+        })
+        expect(Verify.verifyEvents(runId, read, { auditKey: "key" }).ok).toBe(true)
+        const last = read[read.length - 1]!
+        const altered = new StoredEvent(last.eventId, runId, tenantId, last.seq, last.timestamp, last.type, last.stepKey, last.payload, last.prevHash, last.hash, JSON.stringify({ ...last.payload, value: -1 }))
+        expect(Verify.verifyEvents(runId, [...read.slice(0, -1), altered], { auditKey: "key" })).toMatchObject({ ok: false, firstBrokenSeq: last.seq })
+      }),
+      { numRuns: 200 }
     )
   })
 })

@@ -100,15 +100,29 @@ const ESCAPED = /[\u0000-\u001f"\\\ud800-\udfff]/
 /** `JSON.stringify(text)`, without its cost for the common text that needs no escape (ids, hashes, keys). */
 const quote = (text: string): string => (ESCAPED.test(text) ? JSON.stringify(text) : `"${text}"`)
 
+/** Quotes text as `quote` does, remembering the few values that repeat in a run's events (its id, tenant, types). */
+const repeatedQuote = (): ((text: string) => string) => {
+  const known = new Map<string, string>()
+  return (text) => {
+    let quoted = known.get(text)
+    if (quoted === undefined) {
+      quoted = quote(text)
+      if (known.size < 64) known.set(text, quoted)
+    }
+    return quoted
+  }
+}
+
 /**
  * The event without its hash, its fields in sorted order, its payload as the given text (what `JSON.stringify` of
- * that object writes, numbers included: a non-finite one is `null`).
+ * that object writes, numbers included: a non-finite one is `null`). `repeated` quotes the run, tenant and type;
+ * `prevHash` is the quoted previous hash.
  */
-const envelope = (event: Omit<Event, "hash">, payload: string): string =>
-  `{"eventId":${quote(event.eventId)},"payload":${payload},"prevHash":${quote(event.prevHash)},"runId":${quote(event.runId)},"seq":${
+const envelope = (event: Omit<Event, "hash">, payload: string, repeated = quote, prevHash = quote(event.prevHash)): string =>
+  `{"eventId":${quote(event.eventId)},"payload":${payload},"prevHash":${prevHash},"runId":${repeated(event.runId)},"seq":${
     Number.isFinite(event.seq) ? event.seq : "null"
-  },"stepKey":${quote(event.stepKey)},"tenantId":${quote(event.tenantId)},"timestamp":${Number.isFinite(event.timestamp) ? event.timestamp : "null"},"type":${
-    quote(event.type)
+  },"stepKey":${quote(event.stepKey)},"tenantId":${repeated(event.tenantId)},"timestamp":${Number.isFinite(event.timestamp) ? event.timestamp : "null"},"type":${
+    repeated(event.type)
   }}`
 
 /**
@@ -151,8 +165,18 @@ const legacyHash = (event: Omit<Event, "hash">, payload: string, auditKey: strin
  * Whether `event` hashes to its `hash` over its payload's stored bytes (any byte added, removed or changed breaks
  * it), or, for an event of the earlier scheme, over its payload's value.
  */
-export const hashMatches = (event: Event, auditKey: string | undefined): boolean => {
-  const payload = storedPayload(event)
-  if (hashMaterial(`${STORED}${event.prevHash}${envelope(event, payload)}`, auditKey) === event.hash) return true
-  return legacyHash(event, payload, auditKey) === event.hash
+export const hashMatches = (event: Event, auditKey: string | undefined): boolean => chainChecker(auditKey)(event, false)
+
+/**
+ * `hashMatches` for the events of one run in order: the values that repeat are quoted once, and `linked` says the
+ * event's `prevHash` is the previous event's hash, already checked (a digest, which needs no escape).
+ */
+export const chainChecker = (auditKey: string | undefined) => {
+  const repeated = repeatedQuote()
+  return (event: Event, linked: boolean): boolean => {
+    const payload = storedPayload(event)
+    const prevHash = linked ? `"${event.prevHash}"` : quote(event.prevHash)
+    if (hashMaterial(`${STORED}${event.prevHash}${envelope(event, payload, repeated, prevHash)}`, auditKey) === event.hash) return true
+    return legacyHash(event, payload, auditKey) === event.hash
+  }
 }
