@@ -225,32 +225,31 @@ export const summarize = (events: ReadonlyArray<Event>): BatchSummary => {
   let costUsd = 0
   for (const event of events) {
     const p = event.payload
-    switch (p._tag) {
-      case "RunStarted":
-      case "RunResumed":
-      case "HumanResponded":
-        status = "running"
-        break
-      case "ToolCompleted":
-      case "ToolFailed":
-        if (p.reconciled === true) status = "running"
-        break
-      case "PauseRequested":
-        status = "paused"
-        break
-      case "ReconciliationRequired":
-        status = "needs_reconciliation"
-        break
-      case "RunCompleted":
-        status = "completed"
-        break
-      case "RunFailed":
-        status = "failed"
-        break
-      case "ModelCompleted":
-        costUsd += p.costUsd
-        break
-    }
+    status = statusAfter(p) ?? status
+    if (p._tag === "ModelCompleted") costUsd += p.costUsd
   }
   return { status, costUsd }
+}
+
+/** The run status an event's payload sets (undefined: it leaves the status as it was). */
+export const statusAfter = (p: EventPayload): RunStatus | undefined => {
+  switch (p._tag) {
+    case "RunStarted":
+    case "RunResumed":
+    case "HumanResponded":
+      return "running"
+    case "ToolCompleted":
+    case "ToolFailed":
+      return p.reconciled === true ? "running" : undefined
+    case "PauseRequested":
+      return "paused"
+    case "ReconciliationRequired":
+      return "needs_reconciliation"
+    case "RunCompleted":
+      return "completed"
+    case "RunFailed":
+      return "failed"
+    default:
+      return undefined
+  }
 }

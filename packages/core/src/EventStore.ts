@@ -4,10 +4,13 @@
  *
  * @since 0.1.0
  */
+import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import { OwnershipLost, RunNotFound, SequenceConflict, StoreError } from "./Errors.js"
 import { decodePayload, type Event, type RunInfo, type RunStatus, summarize, type WaitingOn } from "./Event.js"
 import { StoredEvent, storedPayload } from "./internal/hash.js"
@@ -48,11 +51,15 @@ export interface Service {
    * `OwnershipLost` when the writer's `ownerEpoch` is fenced (the run has a newer owner).
    */
   readonly append: (request: AppendRequest) => Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError>
-  /** A run's events in `seq` order (from `fromSeq`, default 1). Another tenant's run is `RunNotFound`. */
+  /**
+   * A run's events in `seq` order, from `fromSeq` (default 1), at most `limit` of them (default all: a page reader
+   * passes one, see `EventStore.stream`). Another tenant's run is `RunNotFound`.
+   */
   readonly readEvents: (
     tenantId: string,
     runId: string,
-    fromSeq?: number
+    fromSeq?: number,
+    limit?: number
   ) => Effect.Effect<ReadonlyArray<Event>, RunNotFound | StoreError>
   /** The run's row: status, head, cost, lineage. */
   readonly getRun: (tenantId: string, runId: string) => Effect.Effect<RunInfo, RunNotFound | StoreError>
@@ -62,6 +69,40 @@ export interface Service {
 
 /** The event log of every run. */
 export class EventStore extends Context.Tag("@artana/core/EventStore")<EventStore, Service>() {}
+
+/** Events per page of `stream` unless told otherwise: a few hundred KB of a typical log. */
+export const DEFAULT_PAGE_SIZE = 1000
+
+/** Options of `stream`. */
+export interface StreamOptions {
+  /** The first seq to read (default 1). */
+  readonly fromSeq?: number | undefined
+  /** Events read per query (default `DEFAULT_PAGE_SIZE`). */
+  readonly pageSize?: number | undefined
+}
+
+/**
+ * A run's events in `seq` order, read a page at a time: memory holds one page, however long the run. Each chunk of
+ * the stream is one page. Another tenant's run, or a run that does not exist, fails with `RunNotFound`.
+ *
+ * @example
+ * const total = yield* EventStore.stream(store, "acme", "report-7").pipe(Stream.runCount)
+ */
+export const stream = (
+  store: Service,
+  tenantId: string,
+  runId: string,
+  options: StreamOptions = {}
+): Stream.Stream<Event, RunNotFound | StoreError> => {
+  const pageSize = Math.max(1, Math.floor(options.pageSize ?? DEFAULT_PAGE_SIZE))
+  return Stream.paginateChunkEffect(options.fromSeq ?? 1, (fromSeq) =>
+    Effect.map(store.readEvents(tenantId, runId, fromSeq, pageSize), (page) => {
+      const last = page[page.length - 1]
+      // A short page is the end of the log (as it was when read).
+      const next = last === undefined || page.length < pageSize ? Option.none<number>() : Option.some(last.seq + 1)
+      return [Chunk.unsafeFromArray(page), next] as const
+    }))
+}
 
 /**
  * What a lineage spent: the sum of its runs' costs (`listRuns(tenantId, { rootRunId })`). Every run of a tree draws on
@@ -224,12 +265,16 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         for (const e of request.events) run.log.push(stored(e))
         return Effect.void
       }),
-    readEvents: (tenantId, runId, fromSeq = 1) =>
+    readEvents: (tenantId, runId, fromSeq = 1, limit) =>
       Effect.suspend(() => {
         const run = runs.get(keyOf(tenantId, runId))
         return run === undefined
           ? Effect.fail(new RunNotFound({ runId, tenantId }))
-          : Effect.sync(() => run.log.filter((e) => e.seq >= fromSeq).map(restored))
+          : Effect.sync(() => {
+            // The log has no gaps (every batch is checked): seq n is at index n - 1.
+            const from = Math.max(0, Math.floor(fromSeq) - 1)
+            return run.log.slice(from, limit === undefined ? undefined : from + Math.max(0, Math.floor(limit))).map(restored)
+          })
       }),
     getRun: (tenantId, runId) =>
       Effect.suspend(() => {

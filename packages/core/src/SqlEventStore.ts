@@ -514,9 +514,10 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
         (rows) => rows.length > 0
       )
 
-    const readEvents = (tenantId: string, runId: string, fromSeq = 1): Effect.Effect<ReadonlyArray<Event>, RunNotFound | StoreError> =>
+    const readEvents = (tenantId: string, runId: string, fromSeq = 1, limit?: number): Effect.Effect<ReadonlyArray<Event>, RunNotFound | StoreError> =>
       Effect.gen(function*() {
-        const rows = yield* sql`SELECT ${sql.literal(EVENT_COLUMN_LIST)} FROM ${events} WHERE run_id = ${runId} AND tenant_id = ${tenantId} AND seq >= ${fromSeq} ORDER BY seq`.values
+        const page = limit === undefined ? sql`` : sql`LIMIT ${Math.max(0, Math.floor(limit))}`
+        const rows = yield* sql`SELECT ${sql.literal(EVENT_COLUMN_LIST)} FROM ${events} WHERE run_id = ${runId} AND tenant_id = ${tenantId} AND seq >= ${fromSeq} ORDER BY seq ${page}`.values
         if (rows.length === 0) {
           if (!(yield* runExists(tenantId, runId))) return yield* new RunNotFound({ runId, tenantId })
           return []
@@ -529,7 +530,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
         )
       }).pipe(
         Effect.catchTag("SqlError", (error) => Effect.fail(storeError("readEvents", error))),
-        Effect.withSpan("SqlEventStore.readEvents", { attributes: { runId, fromSeq } })
+        Effect.withSpan("SqlEventStore.readEvents", { attributes: { runId, fromSeq, limit } })
       )
 
     const getRun = (tenantId: string, runId: string): Effect.Effect<RunInfo, RunNotFound | StoreError> =>

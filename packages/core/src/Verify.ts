@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
-import { type Event, type RunInfo, summarize } from "./Event.js"
+import { type Event, type RunInfo, type RunStatus, statusAfter } from "./Event.js"
 import { chainChecker, GENESIS_HASH } from "./internal/hash.js"
 
 /** A head exported earlier (for example into an audit system): the chain must still contain it. */
@@ -36,16 +36,39 @@ export interface VerifyOptions {
   readonly record?: Pick<RunInfo, "status" | "costUsd"> | undefined
 }
 
-/** Verifies the events of one run, in order. */
-export const verifyEvents = (runId: string, events: ReadonlyArray<Event>, options: VerifyOptions = {}): VerifyReport => {
-  let prevHash = GENESIS_HASH
+/**
+ * A verification that takes a run's events a page at a time: `push` each page in order, then `finish`. Memory stays
+ * that of one page however long the run: the chain, the exported heads and the record's status and cost are checked
+ * as the events go by. `verifyEvents` is this over one array.
+ *
+ * @example
+ * const verifier = Verify.make(runId, { auditKey })
+ * for (const page of pages) if (verifier.push(page) !== undefined) break
+ * const report = verifier.finish()
+ */
+export interface Verifier {
+  /** Checks the next events (in `seq` order); the report of the first break, or undefined while the chain holds. */
+  readonly push: (events: ReadonlyArray<Event>) => VerifyReport | undefined
+  /** The report: the first break pushed, or the whole log's checks (heads, record) once every event was pushed. */
+  readonly finish: () => VerifyReport
+}
+
+/** Starts a verification of one run's events, pushed in pages. */
+export const make = (runId: string, options: VerifyOptions = {}): Verifier => {
   const hashMatches = chainChecker(options.auditKey)
-  const last = events.length === 0 ? undefined : events[events.length - 1]!
-  const base = { runId, events: events.length, headSeq: last?.seq ?? 0, headHash: last?.hash ?? GENESIS_HASH }
-  const broken = (seq: number, reason: string): VerifyReport => ({ ...base, ok: false, firstBrokenSeq: seq, reason })
-  for (let i = 0; i < events.length; i++) {
-    const event = events[i]!
-    const expectedSeq = i + 1
+  const heads = options.heads ?? []
+  // The hash found at each head's seq, as the events go by.
+  const headHashes = new Map<number, string>()
+  for (const head of heads) if (head.seq > 0) headHashes.set(head.seq, "")
+  let count = 0
+  let prevHash = GENESIS_HASH
+  let status: RunStatus | undefined
+  let costUsd = 0
+  let broke: VerifyReport | undefined
+  const base = () => ({ runId, events: count, headSeq: count, headHash: prevHash })
+  const broken = (seq: number, reason: string): VerifyReport => ({ ...base(), ok: false, firstBrokenSeq: seq, reason })
+  const check = (event: Event): VerifyReport | undefined => {
+    const expectedSeq = count + 1
     if (event.seq !== expectedSeq) {
       return broken(expectedSeq, `expected seq ${expectedSeq}, found seq ${event.seq} (an event is missing or out of order)`)
     }
@@ -59,26 +82,57 @@ export const verifyEvents = (runId: string, events: ReadonlyArray<Event>, option
     if (!hashMatches(event, true)) {
       return broken(event.seq, "hash does not match the event's content as stored (altered, or written with another audit key)")
     }
-    prevHash = event.hash
+    return undefined
   }
-  for (const head of options.heads ?? []) {
-    if (head.seq === 0) continue
-    const at = events[head.seq - 1]
-    if (at === undefined) {
-      return broken(base.headSeq + 1, `the ${head.source} head is seq ${head.seq}, but the log ends at seq ${base.headSeq} (truncated)`)
+  return {
+    push: (events) => {
+      if (broke !== undefined) return broke
+      for (let i = 0; i < events.length; i++) {
+        const event = events[i]!
+        broke = check(event)
+        if (broke !== undefined) {
+          // The report counts the events that held.
+          return broke
+        }
+        count++
+        prevHash = event.hash
+        if (headHashes.has(event.seq)) headHashes.set(event.seq, event.hash)
+        const p = event.payload
+        status = statusAfter(p) ?? status
+        if (p._tag === "ModelCompleted") costUsd += p.costUsd
+      }
+      return undefined
+    },
+    finish: () => {
+      if (broke !== undefined) return broke
+      for (const head of heads) {
+        if (head.seq === 0) continue
+        if (head.seq > count) {
+          return broken(count + 1, `the ${head.source} head is seq ${head.seq}, but the log ends at seq ${count} (truncated)`)
+        }
+        if (headHashes.get(head.seq) !== head.hash) return broken(head.seq, `the ${head.source} head hash at seq ${head.seq} differs`)
+      }
+      if (options.record !== undefined && count > 0) {
+        const logStatus = status ?? "running"
+        if (options.record.status !== logStatus) {
+          return broken(count, `the run record says ${options.record.status}, its log says ${logStatus}`)
+        }
+        if (Math.abs(options.record.costUsd - costUsd) > 1e-9 * Math.max(1, Math.abs(costUsd))) {
+          return broken(count, `the run record's cost ($${options.record.costUsd}) is not its log's ($${costUsd})`)
+        }
+      }
+      return { ...base(), ok: true }
     }
-    if (at.hash !== head.hash) return broken(head.seq, `the ${head.source} head hash at seq ${head.seq} differs`)
   }
-  if (options.record !== undefined && events.length > 0) {
-    const summary = summarize(events)
-    const status = summary.status ?? "running"
-    const costUsd = summary.costUsd
-    if (options.record.status !== status) {
-      return broken(base.headSeq, `the run record says ${options.record.status}, its log says ${status}`)
-    }
-    if (Math.abs(options.record.costUsd - costUsd) > 1e-9 * Math.max(1, Math.abs(costUsd))) {
-      return broken(base.headSeq, `the run record's cost ($${options.record.costUsd}) is not its log's ($${costUsd})`)
-    }
-  }
-  return { ...base, ok: true }
+}
+
+/** Verifies the events of one run, in order. */
+export const verifyEvents = (runId: string, events: ReadonlyArray<Event>, options: VerifyOptions = {}): VerifyReport => {
+  const verifier = make(runId, options)
+  verifier.push(events)
+  const report = verifier.finish()
+  if (report.ok) return report
+  // A break is reported with the whole array's extent, as read.
+  const last = events[events.length - 1]
+  return { ...report, events: events.length, headSeq: last?.seq ?? 0, headHash: last?.hash ?? GENESIS_HASH }
 }
