@@ -120,7 +120,7 @@ export interface Agent {
     readonly outputSchema?: Schema.Schema<A, I> | undefined
   }) => Effect.Effect<Kernel.RunResult<AgentOutput<A>>, RunError | Kernel.KernelError, Requirements>
   /**
-   * The agent as a workflow value (`agent:<name>`, input `{ prompt, model }`, the answer's text as output), for workers,
+   * The agent as a workflow value (`agent:<name>`, input `{ prompt, model }`, output the `AgentOutput`: the answer, turns, usage, cost), for workers,
    * the session API and `Artana.layer({ workflows })`: its runs read the kernel, the model and the `MemoryStore` from
    * the kernel's services (`Artana.layer({ services: [memory] })`, as `AgentClient.create` builds it).
    */
