@@ -30,7 +30,6 @@ import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
-import { type ChatMessage, user } from "./Chat.js"
 import * as Errors from "./Errors.js"
 import type { Event, EventPayload, RunInfo } from "./Event.js"
 import * as EventStore from "./EventStore.js"
@@ -156,13 +155,9 @@ export const run = <I, O, E>(
   })
 
 /** The options of a chat run: a `prompt` (the user's message), `messages` before it, or both. */
-export interface ChatOptions<A, I = unknown> extends Omit<Workflow.ChatOptions<A, I>, "messages"> {
+export interface ChatOptions<A, I = unknown> extends Workflow.ChatOptions<A, I> {
   readonly runId?: string | undefined
   readonly tenant: TenantContext | TenantInput
-  /** The user's message, sent after `messages`. */
-  readonly prompt?: string | undefined
-  /** The conversation so far (a system message, earlier turns). */
-  readonly messages?: ReadonlyArray<ChatMessage> | undefined
 }
 
 /** A run that did not complete in this execution: paused for a person, or a tool call in doubt. */
@@ -182,11 +177,10 @@ export const chat = <A = string, I = unknown>(
   options: ChatOptions<A, I>
 ): Effect.Effect<ChatResult<A>, Workflow.ChatError | Kernel.KernelError | Errors.InvalidTenant | Errors.InvalidInput, Kernel.Kernel> =>
   Effect.gen(function*() {
-    const { messages, prompt, tenant: given, ...rest } = options
-    const all = [...(messages ?? []), ...(prompt === undefined ? [] : [user(prompt)])]
-    if (all.length === 0) return yield* new Errors.InvalidInput({ what: "chat", reason: "give a prompt, messages, or both" })
+    const { tenant: given, ...rest } = options
+    if (Workflow.conversation(options).length === 0) return yield* new Errors.InvalidInput({ what: "chat", reason: "give a prompt, messages, or both" })
     const kernel = yield* Kernel.Kernel
-    const result = yield* kernel.chat({ ...rest, messages: all, tenant: yield* tenant(given) })
+    const result = yield* kernel.chat({ ...rest, tenant: yield* tenant(given) })
     if (result.status !== "completed") return result
     return { status: "completed", runId: result.runId, ...result.output } satisfies ChatCompleted<A>
   })

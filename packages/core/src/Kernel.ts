@@ -294,7 +294,9 @@ export const make = (options: Options = {}) =>
       }),
       chat: <A, I>(options: ChatRunOptions<A, I>) => {
         const { runId, tenant, ...chatOptions } = options
-        return execute(chatWorkflow(chatOptions), { runId, tenant, input: { messages: chatOptions.messages } }) as Effect.Effect<
+        // The workflow's input is the whole conversation (logged in its RunStarted); the prompt is part of it.
+        const { messages: _messages, prompt: _prompt, ...rest } = chatOptions
+        return execute(chatWorkflow(rest), { runId, tenant, input: { messages: Workflow.conversation(chatOptions) } }) as Effect.Effect<
           RunResult<Workflow.ChatResult<A>>,
           Workflow.ChatError | KernelError
         >

@@ -10,7 +10,7 @@ import type * as Effect from "effect/Effect"
 import type * as Either from "effect/Either"
 import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import type { AssistantMessage, ChatMessage, ToolCall, ToolMessage, Usage } from "./Chat.js"
+import { type AssistantMessage, type ChatMessage, type ToolCall, type ToolMessage, type Usage, user } from "./Chat.js"
 import type {
   BudgetExceeded,
   InvalidToolArguments,
@@ -27,7 +27,10 @@ import type { Tool } from "./Tool.js"
 
 /** Options of a chat: one model step, or a loop of model step -> tool steps until the model answers. */
 export interface ChatOptions<A, I = unknown> {
-  readonly messages: ReadonlyArray<ChatMessage>
+  /** The conversation so far (a system message, earlier turns). */
+  readonly messages?: ReadonlyArray<ChatMessage> | undefined
+  /** The user's message, sent after `messages` (the seed's `kernel.chat(prompt=...)`). A chat needs one or both. */
+  readonly prompt?: string | undefined
   /** Model name; the ModelPort's default when absent. */
   readonly model?: string | undefined
   /**
@@ -43,6 +46,10 @@ export interface ChatOptions<A, I = unknown> {
   readonly maxDecodeRetries?: number | undefined
   readonly maxOutputTokens?: number | undefined
 }
+
+/** The conversation a chat starts with: its `messages`, then its `prompt` as the user's message. */
+export const conversation = (options: Pick<ChatOptions<unknown>, "messages" | "prompt">): ReadonlyArray<ChatMessage> =>
+  options.prompt === undefined ? options.messages ?? [] : [...(options.messages ?? []), user(options.prompt)]
 
 /** The outcome of a chat. */
 export interface ChatResult<A> {

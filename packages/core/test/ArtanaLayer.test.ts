@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Schema } from "effect"
-import { Artana, Chat, EventStore, type Middleware, Tool } from "@artana/core"
+import { Effect, Either, Layer, Schema } from "effect"
+import { Artana, Chat, EventStore, type Middleware, Tool, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 
 const Decision = Schema.Struct({ approved: Schema.Boolean })
@@ -61,6 +61,22 @@ describe("Artana.layer and the accessors", () => {
       const events = yield* Artana.readEvents({ tenantId: "acme", runId: "c-1" })
       expect(events[0]?.payload).toMatchObject({ _tag: "RunStarted", tenant: { tenantId: "acme", capabilities: ["finance:read"] } })
     }).pipe(Effect.provide(layer))
+  })
+
+  it.effect("ctx.chat in a workflow takes a prompt too: sent after the messages, replayed as logged", () => {
+    const model = ScriptedModel.layer([ScriptedModel.text("Bonjour")])
+    const translate = Workflow.make({
+      name: "translate",
+      input: Schema.Struct({ text: Schema.String }),
+      output: Schema.String,
+      run: ({ text }, ctx) => Effect.map(ctx.chat({ messages: [Chat.system("Translate to French.")], prompt: text }), (r) => r.output)
+    })
+    return Effect.gen(function*() {
+      expect(yield* Artana.run(translate, { runId: "t-1", tenant: acme, input: { text: "Hello" } })).toMatchObject({ status: "completed", output: "Bonjour" })
+      const inspector = yield* ScriptedModel.ScriptedModel
+      expect(inspector.requests()[0]!.messages).toEqual([Chat.system("Translate to French."), Chat.user("Hello")])
+      expect(yield* Artana.replay(translate, { tenantId: "acme", runId: "t-1" })).toMatchObject({ status: "completed", output: "Bonjour" })
+    }).pipe(Effect.provide(Layer.merge(Artana.layer({ model }), model)))
   })
 
   it.effect("prompt and messages together: the prompt is the last message", () =>

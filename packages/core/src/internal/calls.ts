@@ -9,15 +9,16 @@ import type { ChatMessage, ToolCall, ToolMessage } from "../Chat.js"
 import * as Json from "../Json.js"
 import { hasCapability } from "../Tenant.js"
 import { firstIssue, jsonSchemaOf, type Tool } from "../Tool.js"
-import type {
-  ChatError,
-  ChatOptions,
-  ChatResult,
-  ModelStepError,
-  ModelStepOptions,
-  ModelStepResult,
-  ToolCallError,
-  ToolCallOutcome
+import {
+  type ChatError,
+  type ChatOptions,
+  type ChatResult,
+  conversation,
+  type ModelStepError,
+  type ModelStepOptions,
+  type ModelStepResult,
+  type ToolCallError,
+  type ToolCallOutcome
 } from "../Workflow.js"
 import * as ChatLoop from "./chatLoop.js"
 import type * as ModelStep from "./modelStep.js"
@@ -135,7 +136,9 @@ export const make = (env: StepEnv, modelCall: ReturnType<typeof ModelStep.make>,
   const chat = <A, I>(options: ChatOptions<A, I>): Effect.Effect<ChatResult<A>, ChatError> =>
     Effect.suspend(() => {
       const offered = offerTools(options.tools)
-      const messages: Array<ChatMessage> = [...options.messages]
+      const messages: Array<ChatMessage> = [...conversation(options)]
+      // A bug in the workflow's code, as a step without a name is: nothing to send.
+      if (messages.length === 0) return Effect.die(new Error("ctx.chat needs a prompt, messages, or both"))
       const push = (message: ChatMessage) => void messages.push(message)
       const loop = ChatLoop.run({
         maxTurns: options.maxTurns ?? 10,
