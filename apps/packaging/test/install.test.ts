@@ -1,11 +1,13 @@
 // Installs as a user does. Every publishable package is packed (`pnpm pack`), and the tarballs are installed into
 // fresh projects in a temp directory outside the workspace, with exactly the README's install line (its @artana/*
 // names pointed at the tarballs; effect and everything else come from the npm registry). Each README's checked
-// examples are compiled with tsc (strict, NodeNext) and run on this Node; the `artana` CLI, installed from its
-// tarball with npm, runs the root README's five-minute demo. One fixture for the file: pack and install once.
+// examples are compiled with tsc (strict, NodeNext) and run on this Node; the `artana` CLI, installed globally as its
+// README says (`npm i -g @artana/cli`, into a prefix of the test's), runs the root README's five-minute demo. One
+// fixture for the file: pack and install once.
 //
 // @artana/* are not on the registry, so each project's package.json overrides them with the tarballs: the
-// packages' own dependencies on each other (the CLI's on @artana/sandbox, say) resolve to the tarballs too.
+// packages' own dependencies on each other (the CLI's on @artana/sandbox, say) resolve to the tarballs too. A global
+// install reads no project's overrides: it gets the @artana scope from a registry of the tarballs (registry.ts).
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs"
@@ -15,6 +17,7 @@ import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import type { Readme } from "./readmes.js"
 import { checkedReadmes, installLines, nameOf, packagesOf } from "./readmes.js"
+import * as Registry from "./registry.js"
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url))
 const TSC = createRequire(import.meta.url).resolve("typescript/bin/tsc")
@@ -102,13 +105,11 @@ const pack = async (): Promise<ReadonlyArray<Packed>> => {
  * A fresh project whose @artana/* dependencies are the tarballs: `direct` (the ones its install commands name, which
  * npm refuses to see overridden) from the command line, the others through overrides.
  */
-const project = (name: string, packed: ReadonlyArray<Packed>, manager: "pnpm" | "npm", direct: ReadonlyArray<string>): string => {
+const project = (name: string, packed: ReadonlyArray<Packed>, direct: ReadonlyArray<string>): string => {
   const dir = path.join(tmp, name)
   fs.mkdirSync(dir)
   const overrides = Object.fromEntries(packed.filter((p) => !direct.includes(p.name)).map((p) => [p.name, `file:${p.tarball}`]))
-  const manifest = manager === "pnpm"
-    ? { name, private: true, type: "module", pnpm: { overrides } }
-    : { name, private: true, type: "module", overrides }
+  const manifest = { name, private: true, type: "module", pnpm: { overrides } }
   fs.writeFileSync(path.join(dir, "package.json"), JSON.stringify(manifest, null, 2))
   return dir
 }
@@ -144,7 +145,7 @@ interface Installed {
 
 /** A README's project: its install lines, then TypeScript and Node's types (a TypeScript user has both), then tsc. */
 const installReadme = async (readme: Readme, packed: ReadonlyArray<Packed>): Promise<Installed> => {
-  const dir = project(`readme-${readme.examples[0]!.name}`, packed, "pnpm", readme.installLines.flatMap(packagesOf).map(nameOf))
+  const dir = project(`readme-${readme.examples[0]!.name}`, packed, readme.installLines.flatMap(packagesOf).map(nameOf))
   for (const line of readme.installLines) await ok("pnpm", [...installArgs(line, packed), "--ignore-workspace"], dir)
   await ok("pnpm", ["add", "-D", "@types/node@^20.19.0", "--ignore-workspace"], dir)
   for (const example of readme.examples) fs.writeFileSync(path.join(dir, `${example.name}.ts`), example.code)
@@ -153,38 +154,50 @@ const installReadme = async (readme: Readme, packed: ReadonlyArray<Packed>): Pro
   return { readme, dir, compiled }
 }
 
-/** The CLI as its README installs it (`npm i -g @artana/cli`), into a project of its own: `artana` is its local bin. */
-const installCli = async (packed: ReadonlyArray<Packed>): Promise<string> => {
+/** The @artana scope's registry (the tarballs) for the global installs; the npm registry serves the rest. */
+let registry: Registry.Registry | undefined
+/** The prefix of the global installs: `bin/artana`, `lib/node_modules/@artana/cli`. */
+const GLOBAL = path.join(tmp, "global")
+
+/** An `npm i -g` line of a README, run as written, into the test's prefix with the scope's registry. */
+const installGlobally = async (line: string): Promise<Result> => {
+  expect(line).toMatch(/^npm i -g @artana\//)
+  if (registry === undefined) throw new Error("the @artana registry is not started")
+  const args = [...line.split(/\s+/).slice(1), "--prefix", GLOBAL, `--@artana:registry=${registry.url}`, "--no-audit", "--no-fund"]
+  return ok("npm", args, tmp)
+}
+
+/** The CLI as its README installs it: `npm i -g @artana/cli`, a global install (into the test's prefix). */
+const installCli = async (): Promise<void> => {
   const line = installLines(fs.readFileSync(path.join(ROOT, "packages/cli/README.md"), "utf8")).find((l) => l.includes("@artana/cli"))
   if (line === undefined) throw new Error("packages/cli/README.md has no install line for @artana/cli")
   expect(line).toBe("npm i -g @artana/cli")
-  // @artana/store-postgres too: a later test installs it next to the CLI.
-  const dir = project("cli", packed, "npm", ["@artana/cli", "@artana/store-postgres"])
-  await ok("npm", ["install", "--no-audit", "--no-fund", packed.find((p) => p.name === "@artana/cli")!.tarball], dir)
-  return dir
+  await installGlobally(line)
 }
 
 let packed: ReadonlyArray<Packed> = []
 let installed: ReadonlyArray<Installed> = []
-let cliDir = ""
 
 beforeAll(async () => {
   packed = await pack()
+  registry = await Registry.start(packed)
   // The npm install of the CLI and the pnpm projects at once: each waits on the network and on native builds.
-  const [cli, projects] = await Promise.all([
-    installCli(packed),
+  const [, projects] = await Promise.all([
+    installCli(),
     (async () => {
       const done: Array<Installed> = []
       for (const readme of checkedReadmes(ROOT)) done.push(await installReadme(readme, packed))
       return done
     })()
   ])
-  cliDir = cli
   installed = projects
   console.log(`install fixture: ${timings.join(", ")}`)
 })
 
-afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }))
+afterAll(async () => {
+  await registry?.close()
+  fs.rmSync(tmp, { recursive: true, force: true })
+})
 
 /** The Effect line the packages are built on: core's peer ranges of `effect` and `@effect/*`. */
 const effectPeers = (): Record<string, string> => {
@@ -262,8 +275,9 @@ describe("a fresh project with a README's install line", () => {
   })
 })
 
-describe("the artana CLI installed from its tarball", () => {
-  const artana = () => path.join(cliDir, "node_modules/.bin/artana")
+describe("the artana CLI installed globally (npm i -g) from its tarball", () => {
+  const artana = () => path.join(GLOBAL, "bin/artana")
+  const globalModules = path.join(GLOBAL, "lib/node_modules")
 
   it("runs the root README's five-minute demo as written", async () => {
     const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8")
@@ -284,9 +298,9 @@ describe("the artana CLI installed from its tarball", () => {
   })
 
   it("carries no PostgreSQL driver, and a postgres:// URL says what to install (exit 7, password hidden)", async () => {
-    expect(fs.existsSync(path.join(cliDir, "node_modules/pg"))).toBe(false)
-    expect(fs.existsSync(path.join(cliDir, "node_modules/@artana/store-postgres"))).toBe(false)
-    const result = await run(artana(), ["list-runs", "--db", "postgres://app:s3cret@127.0.0.1:9/artana"], cliDir)
+    expect(fs.existsSync(path.join(globalModules, "@artana/cli/node_modules/pg"))).toBe(false)
+    expect(fs.existsSync(path.join(globalModules, "@artana/store-postgres"))).toBe(false)
+    const result = await run(artana(), ["list-runs", "--db", "postgres://app:s3cret@127.0.0.1:9/artana"], tmp)
     expect(result.code).toBe(7)
     expect(result.stderr).toContain("PostgreSQL support is not installed")
     expect(result.stderr).toContain("npm i -g @artana/store-postgres")
@@ -294,10 +308,12 @@ describe("the artana CLI installed from its tarball", () => {
     expect(result.stdout + result.stderr).not.toContain("s3cret")
   })
 
-  it("with @artana/store-postgres installed next to it, opens PostgreSQL (here: a port where none listens)", async () => {
-    const postgres = packed.find((p) => p.name === "@artana/store-postgres")!
-    await ok("npm", ["install", "--no-audit", "--no-fund", postgres.tarball], cliDir)
-    const result = await run(artana(), ["list-runs", "--db", "postgres://app:s3cret@127.0.0.1:9/artana"], cliDir)
+  it("with @artana/store-postgres installed as the message says (npm i -g), opens PostgreSQL (here: a port where none listens)", async () => {
+    const before = await run(artana(), ["list-runs", "--db", "postgres://app:s3cret@127.0.0.1:9/artana"], tmp)
+    const told = /npm i -g @artana\/store-postgres/.exec(before.stderr)
+    if (told === null) throw new Error(`the CLI did not say what to install:\n${before.stderr}`)
+    await installGlobally(told[0])
+    const result = await run(artana(), ["list-runs", "--db", "postgres://app:s3cret@127.0.0.1:9/artana"], tmp)
     expect(result.code).toBe(7)
     expect(result.stderr).toContain("postgres://app:***@127.0.0.1:9/artana")
     expect(result.stderr).not.toContain("not installed")
