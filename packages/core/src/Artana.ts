@@ -30,6 +30,7 @@ import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as Errors from "./Errors.js"
 import type { Event, EventPayload, RunInfo } from "./Event.js"
 import * as EventStore from "./EventStore.js"
@@ -283,7 +284,18 @@ export const status = (
     const info = yield* getRun(run)
     const runId = info.runId
     if (info.status === "running") return { status: "running", runId }
-    const events = yield* readEvents(run)
+    // The log a page at a time (verified), keeping the last event of each kind the status needs.
+    const events = yield* Effect.flatMap(Kernel.Kernel, (k) => {
+      const kept: Array<Event> = []
+      const keep = (e: Event) => {
+        const tag = e.payload._tag
+        if (tag !== "RunCompleted" && tag !== "RunFailed" && tag !== "PauseRequested" && tag !== "ReconciliationRequired") return
+        const at = kept.findIndex((x) => x.payload._tag === tag)
+        if (at >= 0) kept.splice(at, 1)
+        kept.push(e)
+      }
+      return Effect.as(Stream.runForEach(k.events(run), (e) => Effect.sync(() => keep(e))), kept)
+    })
     switch (info.status) {
       case "completed":
         return { status: "completed", runId, output: lastOf(events, "RunCompleted")?.payload.output ?? null }
@@ -342,6 +354,8 @@ export interface Client {
   readonly getRun: (run: Kernel.RunRef) => Promise<RunInfo>
   readonly listRuns: (tenantId: string, filter?: EventStore.ListRunsFilter) => Promise<ReadonlyArray<RunInfo>>
   readonly readEvents: (run: Kernel.RunRef) => Promise<ReadonlyArray<Event>>
+  /** The run's events, verified a page at a time (`Kernel.events`): `for await (const event of client.events(run))`. */
+  readonly events: (run: Kernel.RunRef, options?: Kernel.EventsOptions) => AsyncIterable<Event>
   /** Releases the store (closes the database). */
   readonly close: () => Promise<void>
 }
@@ -361,6 +375,11 @@ export const create = (options: Options): Client => {
     getRun: (r) => go(getRun(r)),
     listRuns: (tenantId, filter) => go(listRuns(tenantId, filter)),
     readEvents: (r) => go(readEvents(r)),
+    events: (r, o) => ({
+      async *[Symbol.asyncIterator]() {
+        yield* await go(Effect.flatMap(Kernel.Kernel, (k) => Stream.toAsyncIterableEffect(k.events(r, o))))
+      }
+    }),
     close
   }
 }

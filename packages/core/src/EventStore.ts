@@ -134,9 +134,17 @@ export const reconciliationPath = (
       // A run that does not exist (or no longer waits) holds nothing up.
       const run = yield* Effect.catchTag(store.getRun(tenantId, current), "RunNotFound", () => Effect.succeed(undefined))
       if (run === undefined || run.status !== "needs_reconciliation") return []
-      const events = yield* Effect.catchTag(store.readEvents(tenantId, current), "RunNotFound", () => Effect.succeed([]))
-      let marker: Event | undefined
-      for (const e of events) if (e.payload._tag === "ReconciliationRequired") marker = e
+      // The marker is the run's head event (nothing is written after it): read alone, O(1) in the run's length; if it is
+      // not, the log a page at a time, keeping the last marker.
+      const head = yield* Effect.catchTag(store.readEvents(tenantId, current, run.headSeq, 1), "RunNotFound", () => Effect.succeed([]))
+      let marker: Event | undefined = head[0]?.payload._tag === "ReconciliationRequired" ? head[0] : undefined
+      if (marker === undefined) {
+        marker = yield* stream(store, tenantId, current).pipe(
+          Stream.runFold(Option.none<Event>(), (last, e) => (e.payload._tag === "ReconciliationRequired" ? Option.some(e) : last)),
+          Effect.map(Option.getOrUndefined),
+          Effect.catchTag("RunNotFound", () => Effect.succeed(undefined))
+        )
+      }
       if (marker === undefined || marker.payload._tag !== "ReconciliationRequired") return []
       path.push({ runId: current, stepKey: marker.stepKey, tool: marker.payload.tool })
       next = marker.payload.waitingOn?.[0]?.runId

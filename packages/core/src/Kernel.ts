@@ -4,6 +4,7 @@
  *
  * @since 0.1.0
  */
+import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -12,13 +13,14 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import * as Tracer from "effect/Tracer"
 import { AssistantMessage, ChatMessage, Usage } from "./Chat.js"
 import * as Errors from "./Errors.js"
 import type { Event, RunInfo, WaitingOn } from "./Event.js"
-import { EventStore, lineageCostUsd } from "./EventStore.js"
+import * as EventStore from "./EventStore.js"
 import type * as Execution from "./internal/execution.js"
-import { readVerified } from "./internal/ledger.js"
+import { verifiedEvents } from "./internal/ledger.js"
 import { reconcile } from "./internal/reconcile.js"
 import { continueRun, type Runtime, startRun } from "./internal/runs.js"
 import * as Json from "./Json.js"
@@ -30,7 +32,8 @@ import { TaskQueue } from "./TaskQueue.js"
 import type { TenantContext } from "./Tenant.js"
 import { ToolRegistry } from "./ToolRegistry.js"
 import type { Durability } from "./Tool.js"
-import { type Head, verifyEvents, type VerifyReport } from "./Verify.js"
+import * as Verify from "./Verify.js"
+import type { Head, VerifyReport } from "./Verify.js"
 import * as Workflow from "./Workflow.js"
 
 /** How an execution ended, when it did not fail. */
@@ -68,6 +71,12 @@ export interface StartOptions<I> {
   readonly parentRunId?: string | undefined
   /** The caller's hold on the run (a worker's lease on its task): no tool handler starts once it is lost. */
   readonly lease?: Lease | undefined
+}
+
+/** Options of `Kernel.events`. */
+export interface EventsOptions {
+  /** Events read per query (default `EventStore.DEFAULT_PAGE_SIZE`). */
+  readonly pageSize?: number | undefined
 }
 
 export interface RunRef {
@@ -123,6 +132,13 @@ export interface Service {
    * run record holds. A broken chain is `LogTampered`, naming the first broken seq.
    */
   readonly readEvents: (run: RunRef) => Effect.Effect<ReadonlyArray<Event>, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered>
+  /**
+   * The run's events as `readEvents` verifies them, read a page at a time (`pageSize` events, default
+   * `EventStore.DEFAULT_PAGE_SIZE`): memory holds a page, however long the run. Each page is verified before any of
+   * its events is emitted; the record's head (a truncated log) is checked when the stream ends, so a consumer that
+   * must know the whole log is intact acts only once the stream completed.
+   */
+  readonly events: (run: RunRef, options?: EventsOptions) => Stream.Stream<Event, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered>
   /** Checks the run's hash chain against its store record and, if given, an exported head. */
   readonly verify: (run: RunRef & { readonly head?: Head | undefined }) => Effect.Effect<VerifyReport, Errors.RunNotFound | Errors.StoreError>
   /** A run of one chat: model step(s), tool steps, structured output. */
@@ -193,7 +209,7 @@ const callToolWorkflow = Workflow.make({
 /** Builds the kernel from its ports. */
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
-    const store = yield* EventStore
+    const store = yield* EventStore.EventStore
     const model = yield* ModelPort
     const tools = yield* ToolRegistry
     const middleware = yield* Effect.serviceOption(Middleware)
@@ -218,7 +234,7 @@ export const make = (options: Options = {}) =>
     for (const w of options.workflows ?? []) workflows.set(w.name, w)
 
     const lineageSpend = (tenantId: string, rootRunId: string) =>
-      Effect.map(store.listRuns(tenantId, { rootRunId }), lineageCostUsd)
+      Effect.map(store.listRuns(tenantId, { rootRunId }), EventStore.lineageCostUsd)
     const runtime: Runtime = { deps, lineageSpend, services: () => Context.add(built, Kernel, service) }
 
     const findRun = (tenantId: string, runId: string) =>
@@ -264,6 +280,11 @@ export const make = (options: Options = {}) =>
       }).pipe(Effect.withSpan("Kernel.resume"))
     }
 
+    const events = (run: RunRef, options: EventsOptions = {}): Stream.Stream<Event, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered> =>
+      Stream.unwrap(Effect.map(store.getRun(run.tenantId, run.runId), (info) =>
+        Stream.catchTag(verifiedEvents(store, deps.auditKey, info, options), "InvalidRunState", (cut) =>
+          Stream.fail(new Errors.LogTampered({ runId: run.runId, seq: info.headSeq, reason: cut.status })))))
+
     const service: Service = {
       execute,
       resume,
@@ -274,16 +295,11 @@ export const make = (options: Options = {}) =>
       reconcile: Effect.fn("Kernel.reconcile")(function*(run) {
         return yield* reconcile(runtime, queue, run)
       }),
-      readEvents: (run) =>
-        Effect.flatMap(store.getRun(run.tenantId, run.runId), (info) =>
-          Effect.catchTag(readVerified(store, deps.auditKey, info), "InvalidRunState", (cut) =>
-            Effect.fail(new Errors.LogTampered({ runId: run.runId, seq: info.headSeq, reason: cut.status })))).pipe(
-          Effect.withSpan("Kernel.readEvents")
-        ),
+      readEvents: (run) => Stream.runCollect(events(run)).pipe(Effect.map(Chunk.toReadonlyArray), Effect.withSpan("Kernel.readEvents")),
+      events,
       verify: Effect.fn("Kernel.verify")(function*(run) {
         const info = yield* store.getRun(run.tenantId, run.runId)
-        const events = yield* store.readEvents(run.tenantId, run.runId)
-        return verifyEvents(run.runId, events, {
+        const verifier = Verify.make(run.runId, {
           auditKey: deps.auditKey,
           heads: [
             { source: "store's run record", seq: info.headSeq, hash: info.headHash },
@@ -291,6 +307,12 @@ export const make = (options: Options = {}) =>
           ],
           record: info
         })
+        // A page at a time, up to the first break: memory holds a page, however long the run.
+        yield* EventStore.stream(store, run.tenantId, run.runId).pipe(
+          Stream.chunks,
+          Stream.runForEachWhile((page) => Effect.succeed(verifier.push(Chunk.toReadonlyArray(page)) === undefined))
+        )
+        return verifier.finish()
       }),
       chat: <A, I>(options: ChatRunOptions<A, I>) => {
         const { runId, tenant, ...chatOptions } = options
@@ -308,5 +330,5 @@ export const make = (options: Options = {}) =>
   })
 
 /** The kernel layer; needs an `EventStore`, a `ModelPort` and a `ToolRegistry` (and optionally `Middleware`). */
-export const layer = (options: Options = {}): Layer.Layer<Kernel, never, EventStore | ModelPort | ToolRegistry> =>
+export const layer = (options: Options = {}): Layer.Layer<Kernel, never, EventStore.EventStore | ModelPort | ToolRegistry> =>
   Layer.effect(Kernel, make(options))

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { Effect, Schema } from "effect"
 import { Artana, Tool, Workflow } from "@artana/core"
-import { ScriptedModel } from "@artana/core/testing"
+import { ScriptedModel, TestLog } from "@artana/core/testing"
 
 const acme = { tenantId: "acme", budgetUsdLimit: 1 }
 const ref = (runId: string) => ({ tenantId: "acme", runId })
@@ -57,6 +57,22 @@ describe("Artana.create: one client, every operation", () => {
       expect(calls).toEqual(["charge:5"])
       expect((await artana.verify(ref("r-1"))).ok).toBe(true)
       await expect(artana.status({ tenantId: "other", runId: "r-1" })).rejects.toMatchObject({ _tag: "RunNotFound" })
+    } finally {
+      await artana.close()
+    }
+  })
+})
+
+describe("Artana.create: a run's events as an AsyncIterable", () => {
+  it("yields every event of a run in order, read a page at a time, and the status of a paused run", async () => {
+    const artana = Artana.create({ model: ScriptedModel.layer([]), tools: [], workflows: [TestLog.LongRun.workflow] })
+    try {
+      const paused = await artana.run(TestLog.LongRun.workflow, { runId: "long", tenant: acme, input: { steps: 1_234 } })
+      expect(paused).toMatchObject({ status: "paused", reason: "approve the sum" })
+      const seqs: Array<number> = []
+      for await (const event of artana.events(ref("long"), { pageSize: 100 })) seqs.push(event.seq)
+      expect(seqs).toEqual(Array.from({ length: 1_236 }, (_, i) => i + 1))
+      expect(await artana.status(ref("long"))).toMatchObject({ status: "paused", runId: "long", reason: "approve the sum" })
     } finally {
       await artana.close()
     }

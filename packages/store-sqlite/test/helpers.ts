@@ -142,14 +142,20 @@ export interface Child {
   readonly exit: Effect.Effect<ChildExit, Error>
 }
 
+/** Another child program than child/main.ts, and node's own flags (`--max-old-space-size=N`). */
+export interface ChildOptions {
+  readonly script?: string | undefined
+  readonly nodeArgs?: ReadonlyArray<string> | undefined
+}
+
 /**
- * Spawns `node --import tsx child/main.ts ...args` from the repo root. The child is SIGKILLed when the
- * scope closes if it still runs.
+ * Spawns `node --import tsx child/main.ts ...args` (or `options.script`) from the repo root. The child is SIGKILLed
+ * when the scope closes if it still runs.
  */
-export const spawnChild = (args: ReadonlyArray<string>, timeoutMs = 120_000): Effect.Effect<Child, never, Scope.Scope> =>
+export const spawnChild = (args: ReadonlyArray<string>, timeoutMs = 120_000, options: ChildOptions = {}): Effect.Effect<Child, never, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.sync((): Child => {
-      const proc = spawn(process.execPath, ["--import", "tsx", CHILD_MAIN, ...args], {
+      const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", options.script ?? CHILD_MAIN, ...args], {
         cwd: REPO_ROOT,
         stdio: ["ignore", "pipe", "pipe"]
       })
@@ -184,8 +190,8 @@ export const spawnChild = (args: ReadonlyArray<string>, timeoutMs = 120_000): Ef
   )
 
 /** Runs a child to its end. */
-export const runChild = (args: ReadonlyArray<string>, timeoutMs?: number) =>
-  Effect.flatMap(spawnChild(args, timeoutMs), (child) => child.exit)
+export const runChild = (args: ReadonlyArray<string>, timeoutMs?: number, options?: ChildOptions) =>
+  Effect.flatMap(spawnChild(args, timeoutMs, options), (child) => child.exit)
 
 /** The arguments every command takes. */
 export const baseArgs = (command: string, options: { readonly db: string; readonly dir: string; readonly runId: string }) => [

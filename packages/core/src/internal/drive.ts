@@ -76,9 +76,9 @@ export const drive = <I, O, E>(
       }
     }
     if (Exit.isSuccess(exit)) {
-      const next = exec.unconsumed()
+      const next = yield* exec.unconsumed()
       if (next !== undefined) {
-        return yield* new Errors.NonDeterminism({ runId, stepKey: next, expected: exec.describeKey(next), actual: "the end of the code" })
+        return yield* new Errors.NonDeterminism({ runId, stepKey: next.key, expected: next.description, actual: "the end of the code" })
       }
       const output = toJson("workflow output", workflow.encodeOutput(exit.value))
       if (Either.isLeft(output)) return yield* output.left

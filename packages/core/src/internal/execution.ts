@@ -1,8 +1,10 @@
 /**
- * One execution of a run: the code walks the loaded log; recorded steps return their logged results, new
+ * One execution of a run: the code walks the log (pulled a page at a time); recorded steps return their logged results, new
  * steps run live and are appended. This module only composes the parts: the replay cursor, the ledger
  * (hash-chained, fenced append), ownership, the model and tool steps, the chat loop and the workflow's own steps.
  */
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type { WorkflowContext } from "../Workflow.js"
 import * as Calls from "./calls.js"
 import * as Ledger from "./ledger.js"
@@ -17,19 +19,27 @@ export type { Deps, ExecutionOptions, Fault, Halt } from "./stepEnv.js"
 
 export const make = (deps: StepEnv.Deps, options: StepEnv.ExecutionOptions) => {
   const { runId, tenant, mode } = options
-  const cursor = ReplayCursor.make(runId, options.log, mode)
   const ownership = Ownership.make(runId, options.ownerEpoch, options.lease)
   const ledger = Ledger.make({
     store: deps.store,
     auditKey: deps.auditKey,
     runId,
     tenantId: tenant.tenantId,
-    log: options.log,
+    head: options.head,
     mode,
     ownerEpoch: options.ownerEpoch,
     claim: options.claim === true,
+    resumed: options.resumed,
     onRefused: ownership.lose
   })
+  const { log } = options
+  // A run taken over is claimed once its whole log was read and verified, before anything runs live (a live step,
+  // an in-doubt call run again, a response logged): of two processes resuming it at once, the second fails there.
+  const claimed: ReplayCursor.Log | undefined = log === undefined ? log : {
+    first: log.first,
+    next: Effect.tap(log.next, (page) => (Option.isNone(page) ? ledger.claim() : Effect.void))
+  }
+  const cursor = ReplayCursor.make(runId, claimed, mode)
   const env = StepEnv.make(deps, options, cursor, ledger, ownership)
   const calls = Calls.make(env, ModelStep.make(env), ToolStep.make(env))
   const steps = WorkflowSteps.make(env, options.response)
@@ -43,9 +53,8 @@ export const make = (deps: StepEnv.Deps, options: StepEnv.ExecutionOptions) => {
     halted: env.halted,
     head: ledger.head,
     spentUsd: env.spentUsd,
-    /** Steps the log holds that the code did not ask for. */
-    unconsumed: cursor.unconsumed,
-    describeKey: cursor.describeKey
+    /** The first step the log holds that the code did not ask for (reading the rest of the log), or undefined. */
+    unconsumed: cursor.unconsumed
   }
 }
 

@@ -1,16 +1,21 @@
 /**
  * The ledger: a run's hash-chained log as an execution writes and reads it. `make` appends batches after the
  * execution's head, each event's hash chained to the one before and the batch fenced by the execution's owner
- * epoch; `readVerified` reads a log and checks its chain against the run record's head before anything uses it.
+ * epoch; `verifiedEvents` reads a log a page at a time and checks its chain (and at its end the run record's head)
+ * before anything uses it.
  */
+import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import type * as Types from "effect/Types"
 import * as Errors from "../Errors.js"
-import type { Event, EventPayload, RunInfo } from "../Event.js"
-import type * as EventStore from "../EventStore.js"
-import { verifyEvents } from "../Verify.js"
-import { GENESIS_HASH, newEventHash } from "./hash.js"
+import { type Event, type EventPayload, RUN_STEP_KEY, type RunInfo } from "../Event.js"
+import * as EventStore from "../EventStore.js"
+import * as Verify from "../Verify.js"
+import type { VerifyReport } from "../Verify.js"
+import { GENESIS_HASH, hashMatches, newEventHash } from "./hash.js"
 
 /** What an append fails with: the store refused the batch, or the execution writes nothing (a replay). */
 export type AppendError = Errors.InvalidRunState | Errors.SequenceConflict | Errors.OwnershipLost | Errors.StoreError
@@ -20,27 +25,42 @@ export interface LedgerOptions {
   readonly auditKey: string | undefined
   readonly runId: string
   readonly tenantId: string
-  /** The log loaded so far: the head appends follow. */
-  readonly log: ReadonlyArray<Event>
+  /** The run's head (its record's, verified before anything is appended): appends follow it. Absent: a new run. */
+  readonly head?: { readonly seq: number; readonly hash: string } | undefined
   /** "replay": every append fails. */
   readonly mode: "live" | "replay"
   /** The owner epoch every batch carries. */
   readonly ownerEpoch: number
   /** The first batch claims the run for `ownerEpoch`. */
   readonly claim: boolean
+  /** Why the execution takes the run over: a `RunResumed` saying so is appended before its first batch. */
+  readonly resumed?: string | undefined
   /** Told when the store refuses a batch because another execution wrote first or claimed the run. */
   readonly onRefused: (reason: string) => void
 }
 
 export const make = (options: LedgerOptions) => {
   const { runId, tenantId, mode } = options
-  const last = options.log[options.log.length - 1]
-  let headSeq = last === undefined ? 0 : last.seq
-  let headHash = last === undefined ? GENESIS_HASH : last.hash
+  let headSeq = options.head?.seq ?? 0
+  let headHash = options.head?.hash ?? GENESIS_HASH
   let claimPending = options.claim
+  let resumed = options.resumed
+
+  /** Appends the `RunResumed` of a run taken over, if no batch did yet: the execution's claim. */
+  const claim = (): Effect.Effect<void, AppendError> =>
+    Effect.suspend(() => {
+      const reason = resumed
+      if (reason === undefined || mode === "replay") return Effect.void
+      resumed = undefined
+      return Effect.tapError(appendBatch(RUN_STEP_KEY, [{ _tag: "RunResumed", reason }]), () => Effect.sync(() => void (resumed = reason)))
+    })
+
+  /** Appends a batch after the current head (after the `RunResumed` claim, if not written yet). */
+  const append = (stepKey: string, payloads: ReadonlyArray<EventPayload>): Effect.Effect<void, AppendError> =>
+    resumed === undefined || mode === "replay" ? appendBatch(stepKey, payloads) : Effect.zipRight(claim(), appendBatch(stepKey, payloads))
 
   /** Appends a batch after the current head; fails with the store's error. */
-  const append = (stepKey: string, payloads: ReadonlyArray<EventPayload>): Effect.Effect<void, AppendError> => {
+  const appendBatch = (stepKey: string, payloads: ReadonlyArray<EventPayload>): Effect.Effect<void, AppendError> => {
     if (mode === "replay") {
       return Effect.fail(new Errors.InvalidRunState({ runId, status: "being replayed", expected: "live (a replay writes nothing)" }))
     }
@@ -84,41 +104,119 @@ export const make = (options: LedgerOptions) => {
     })
   }
 
-  return { append, head: () => ({ seq: headSeq, hash: headHash }) }
+  return {
+    append,
+    claim,
+    head: () => ({ seq: headSeq, hash: headHash })
+  }
 }
 
 export type Ledger = ReturnType<typeof make>
 
+/** What reading a run's verified log fails with: the store's errors, a broken chain, a log cut before its head. */
+export type ReadError = Errors.RunNotFound | Errors.StoreError | Errors.LogTampered | Errors.InvalidRunState
+
+/** The `InvalidRunState` of a log that ends before the head its run record vouches for. */
+const truncated = (info: RunInfo, logEnd: number) =>
+  new Errors.InvalidRunState({
+    runId: info.runId,
+    status: `truncated (its log ends at seq ${logEnd}, its run record at seq ${info.headSeq})`,
+    expected: `a whole log (restore the missing events; \`artana verify ${info.runId}\` shows where the log breaks)`
+  })
+
 /**
- * A run's log, verified as it is read: each event's hash over its stored bytes, the links, and the run record's
- * head. A log cut before that head is `InvalidRunState` (truncated); any other break is `LogTampered`.
+ * A run's log up to its record's head, read a page at a time (`EventStore.stream`) and verified as the pages go by:
+ * each page's events (their hashes over their stored bytes, the links, `seq` without gaps) before any of them is
+ * emitted, and once the last page is read, the run record's head, status and cost. Memory holds a page, however long
+ * the run. A log cut before that head fails `InvalidRunState` (truncated) when the stream ends; any other break
+ * fails `LogTampered`, naming the first broken seq. Each chunk of the stream is one page.
  */
-export const readVerified = (store: EventStore.Service, auditKey: string | undefined, info: RunInfo) =>
-  Effect.gen(function*() {
-    const events = yield* store.readEvents(info.tenantId, info.runId)
-    // The log ends before the head the run's record vouches for: events were removed (by hand, or a partial
-    // restore). Going on would run the removed steps again, side effects included, and hide the cut.
-    const logEnd = events.length === 0 ? 0 : events[events.length - 1]!.seq
-    if (info.headSeq > logEnd) {
-      return yield* new Errors.InvalidRunState({
-        runId: info.runId,
-        status: `truncated (its log ends at seq ${logEnd}, its run record at seq ${info.headSeq})`,
-        expected: `a whole log (restore the missing events; \`artana verify ${info.runId}\` shows where the log breaks)`
-      })
-    }
-    const report = verifyEvents(info.runId, events, {
+export const verifiedEvents = (
+  store: EventStore.Service,
+  auditKey: string | undefined,
+  info: RunInfo,
+  options: { readonly pageSize?: number | undefined } = {}
+): Stream.Stream<Event, ReadError> =>
+  Stream.suspend(() => {
+    const verifier = Verify.make(info.runId, {
       auditKey,
       heads: [{ source: "store's run record", seq: info.headSeq, hash: info.headHash }],
       record: info
     })
-    if (!report.ok) {
-      return yield* new Errors.LogTampered({ runId: info.runId, seq: report.firstBrokenSeq ?? 0, reason: report.reason ?? "broken" })
-    }
-    return events
+    let logEnd = 0
+    const pages = EventStore.stream(store, info.tenantId, info.runId, { pageSize: options.pageSize }).pipe(
+      // Events appended after the record was read are not this read's: the record's head ends it.
+      Stream.takeWhile((event) => event.seq <= info.headSeq),
+      Stream.mapChunksEffect((page): Effect.Effect<Chunk.Chunk<Event>, ReadError> => {
+        const events = Chunk.toReadonlyArray(page)
+        const broken = verifier.push(events)
+        if (broken !== undefined) return Effect.fail(tampered(info, broken))
+        logEnd = events[events.length - 1]?.seq ?? logEnd
+        return Effect.succeed(page)
+      })
+    )
+    const end = Effect.suspend((): Effect.Effect<void, ReadError> => {
+      // The log ends before the head the run's record vouches for: events were removed (by hand, or a partial
+      // restore). Going on would run the removed steps again, side effects included, and hide the cut.
+      if (info.headSeq > logEnd) return Effect.fail(truncated(info, logEnd))
+      const report = verifier.finish()
+      return report.ok ? Effect.void : Effect.fail(tampered(info, report))
+    })
+    return Stream.concat(pages, Stream.drain(Stream.fromEffect(end)))
   })
 
+const tampered = (info: RunInfo, report: VerifyReport) =>
+  new Errors.LogTampered({ runId: info.runId, seq: report.firstBrokenSeq ?? 0, reason: report.reason ?? "broken" })
+
+/**
+ * The run's last event (at its record's head), read alone: O(1) in the run's length. What is verified: it is the
+ * event at the record's head seq, its hash is the record's head hash, and it hashes to that hash over its stored
+ * bytes (so its payload is what was written, and its `prevHash` is the one it was written after). The chain before
+ * it is not read (`Kernel.verify` checks it whole).
+ */
+export const headEvent = (store: EventStore.Service, auditKey: string | undefined, info: RunInfo): Effect.Effect<Event, ReadError> =>
+  Effect.flatMap(store.readEvents(info.tenantId, info.runId, info.headSeq, 1), (page): Effect.Effect<Event, ReadError> => {
+    const event = page[0]
+    if (event === undefined || event.seq !== info.headSeq) return Effect.fail(truncated(info, info.headSeq - 1))
+    if (event.hash !== info.headHash) {
+      return Effect.fail(new Errors.LogTampered({ runId: info.runId, seq: event.seq, reason: "the store's run record head hash differs" }))
+    }
+    if (event.runId !== info.runId || event.type !== event.payload._tag || !hashMatches(event, auditKey)) {
+      return Effect.fail(
+        new Errors.LogTampered({ runId: info.runId, seq: event.seq, reason: "hash does not match the event's content as stored (altered, or written with another audit key)" })
+      )
+    }
+    return Effect.succeed(event)
+  })
+
+/**
+ * The last event with payload `tag`, found without holding the log: the head event when it is one (O(1)), else the
+ * verified log read a page at a time, keeping only the last match.
+ */
+export const lastEventOf = <T extends EventPayload["_tag"]>(
+  store: EventStore.Service,
+  auditKey: string | undefined,
+  info: RunInfo,
+  tag: T
+): Effect.Effect<Found<T> | undefined, ReadError> =>
+  Effect.flatMap(headEvent(store, auditKey, info), (head) => {
+    const found = lastOf([head], tag)
+    if (found !== undefined) return Effect.succeed(found)
+    const fold = Stream.runFold(verifiedEvents(store, auditKey, info), Option.none<Found<T>>(), (last, event) => {
+      const found = lastOf([event], tag)
+      return found === undefined ? last : Option.some(found)
+    })
+    return Effect.map(fold, Option.getOrUndefined)
+  })
+
+/** An event with its payload typed by its tag. */
+export interface Found<T extends EventPayload["_tag"]> {
+  readonly event: Event
+  readonly payload: Extract<EventPayload, { _tag: T }>
+}
+
 /** The last event of a log with payload `tag`, with its payload typed. */
-export const lastOf = <T extends EventPayload["_tag"]>(events: ReadonlyArray<Event>, tag: T) => {
+export const lastOf = <T extends EventPayload["_tag"]>(events: ReadonlyArray<Event>, tag: T): Found<T> | undefined => {
   for (let i = events.length - 1; i >= 0; i--) {
     const e = events[i]!
     if (e.payload._tag === tag) return { event: e, payload: e.payload as Extract<EventPayload, { _tag: T }> }

@@ -13,6 +13,7 @@ import type * as ModelPort from "../ModelPort.js"
 import { costOf, type Price } from "../Pricing.js"
 import { canonicalJson, sha256 } from "./hash.js"
 import * as Interceptors from "./interceptors.js"
+import type { Resolved } from "./replayCursor.js"
 import type { StepEnv } from "./stepEnv.js"
 
 /** `ModelFailed.kind` of a call refused because nothing prices its model. */
@@ -173,13 +174,16 @@ export const make = (env: StepEnv) => {
         maxOutputTokens: request.maxOutputTokens ?? null
       }))
       const found = env.cursor.lookup(key, () => `a model call (request ${requestHash.slice(0, 12)})`)
-      switch (found._tag) {
-        case "Diverged":
-          return env.fault(found.error)
-        case "Recorded":
-          return recordedCall(env, key, found.events, requestHash)
-        case "New":
-          return liveCall(key, request, requestHash)
+      const answer = (resolved: Resolved) => {
+        switch (resolved._tag) {
+          case "Diverged":
+            return env.fault(resolved.error)
+          case "Recorded":
+            return recordedCall(env, key, resolved.events, requestHash)
+          case "New":
+            return liveCall(key, request, requestHash)
+        }
       }
+      return found._tag === "Pending" ? Effect.flatMap(env.loaded(found), answer) : answer(found)
     })
 }

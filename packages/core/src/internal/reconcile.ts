@@ -6,6 +6,7 @@ import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import * as Errors from "../Errors.js"
 import type { Event, EventPayload, RunInfo } from "../Event.js"
 import { reconciliationPath } from "../EventStore.js"
@@ -13,7 +14,7 @@ import type { ReconcileOutcome, RunRef } from "../Kernel.js"
 import type { Service as TaskQueueService } from "../TaskQueue.js"
 import type { Runtime } from "./runs.js"
 import * as Execution from "./execution.js"
-import { lastOf, readVerified } from "./ledger.js"
+import { lastEventOf, verifiedEvents } from "./ledger.js"
 import * as Tasks from "./taskQueue.js"
 
 export interface ReconcileRequest extends RunRef {
@@ -37,7 +38,7 @@ const findTask = (tasks: TaskQueueService, info: RunInfo) => {
  * worker holds the run's task under a live lease, or the tool's timeout has not passed since its request. A tool
  * with no timeout, or one this kernel does not know, gives no bound: only the lease is checked for it.
  */
-const mayBeRunning = (runtime: Runtime, queue: Option.Option<TaskQueueService>, info: RunInfo, events: ReadonlyArray<Event>, stepKey: string, tool: string) =>
+const mayBeRunning = (runtime: Runtime, queue: Option.Option<TaskQueueService>, info: RunInfo, requested: Event | undefined, stepKey: string, tool: string) =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const refuse = (reason: string, until: number) => new Errors.StepMayBeRunning({ runId: info.runId, stepKey, tool, reason, until })
@@ -47,7 +48,6 @@ const mayBeRunning = (runtime: Runtime, queue: Option.Option<TaskQueueService>, 
         return yield* refuse(`worker ${task.workerId ?? "?"} holds its task ${task.taskId} under a lease until ${new Date(task.leaseExpiresAt).toISOString()}`, task.leaseExpiresAt)
       }
     }
-    const requested = events.find((e) => e.stepKey === stepKey && e.payload._tag === "ToolRequested")
     const timeout = runtime.deps.tools.get(tool)?.timeout
     if (requested !== undefined && timeout !== undefined) {
       const until = requested.timestamp + Duration.toMillis(timeout)
@@ -65,9 +65,18 @@ export const reconcile = (runtime: Runtime, queue: Option.Option<TaskQueueServic
     if (info.status !== "needs_reconciliation") {
       return yield* new Errors.InvalidRunState({ runId: run.runId, status: info.status, expected: "needs_reconciliation" })
     }
-    const events = yield* readVerified(deps.store, deps.auditKey, info)
-    const required = lastOf(events, "ReconciliationRequired")
-    const started = events[0]?.payload
+    const required = yield* lastEventOf(deps.store, deps.auditKey, info, "ReconciliationRequired")
+    // The whole log, verified a page at a time before anything is written: its RunStarted, and the request in doubt.
+    const found = yield* Stream.runFold(
+      verifiedEvents(deps.store, deps.auditKey, info),
+      {},
+      (acc: { started?: Event; requested?: Event }, e) => {
+        if (e.seq === 1) acc.started = e
+        if (acc.requested === undefined && e.stepKey === required?.event.stepKey && e.payload._tag === "ToolRequested") acc.requested = e
+        return acc
+      }
+    )
+    const started = found.started?.payload
     if (required === undefined || started?._tag !== "RunStarted") {
       return yield* new Errors.StoreError({ operation: "reconcile", reason: "the log has no ReconciliationRequired event" })
     }
@@ -94,9 +103,9 @@ export const reconcile = (runtime: Runtime, queue: Option.Option<TaskQueueServic
         expected: `in doubt at step ${run.stepKey}`
       })
     }
-    if (run.force !== true) yield* mayBeRunning(runtime, queue, info, events, required.event.stepKey, required.payload.tool)
+    if (run.force !== true) yield* mayBeRunning(runtime, queue, info, found.requested, required.event.stepKey, required.payload.tool)
     // Written as the run's current owner, without claiming it: an execution that claims it meanwhile wins.
-    const exec = Execution.make(deps, { runId: run.runId, rootRunId: info.rootRunId, tenant: started.tenant, log: events, mode: "live", spentUsd: 0, ownerEpoch: info.ownerEpoch })
+    const exec = Execution.make(deps, { runId: run.runId, rootRunId: info.rootRunId, tenant: started.tenant, head: { seq: info.headSeq, hash: info.headHash }, mode: "live", spentUsd: 0, ownerEpoch: info.ownerEpoch })
     const tool = required.payload.tool
     const payload: EventPayload = run.outcome.ok
       ? { _tag: "ToolCompleted", tool, result: run.outcome.result, reconciled: true }

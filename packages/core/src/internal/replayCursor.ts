@@ -1,15 +1,51 @@
 /**
- * The replay cursor: the loaded log indexed by step key, walked as the code asks for steps. A lookup says whether
- * the step is recorded (its events), new (the code may run it live), or a divergence from the log.
+ * The replay cursor: a run's log, pulled a page at a time as the code asks for steps. It holds only the steps read
+ * and not yet consumed (steps met out of the log's order wait there) and drops a step once the code consumed it, so
+ * its memory is that of a page and of the steps in flight, however long the run. A lookup says whether the step is
+ * recorded (its events), new (the code may run it live), a divergence from the log, or pending (more of the log
+ * must be read first: an effect that reads it and answers).
  */
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Errors from "../Errors.js"
 import { type Event, type EventPayload, RUN_STEP_KEY } from "../Event.js"
 
-/** What the log says of a step the code asks for. */
-export type Lookup =
+/** What reading the rest of the log fails with (its last pull also claims a resumed run: the store's refusals). */
+export type LoadError =
+  | Errors.StoreError
+  | Errors.InvalidRunState
+  | Errors.LogTampered
+  | Errors.SequenceConflict
+  | Errors.OwnershipLost
+
+/** The log the cursor pulls: what was read so far, and the next verified page (None once the log ended). */
+export interface Log {
+  readonly first: ReadonlyArray<Event>
+  readonly next: Effect.Effect<Option.Option<ReadonlyArray<Event>>, LoadError>
+}
+
+/** What the log says of a step the code asks for, once enough of it was read. */
+export type Resolved =
   | { readonly _tag: "Recorded"; readonly events: ReadonlyArray<Event> }
   | { readonly _tag: "New" }
   | { readonly _tag: "Diverged"; readonly error: Errors.NonDeterminism }
+
+/** A lookup: resolved, or `Pending` (its `next` reads more of the log and resolves it). */
+export type Lookup = Resolved | { readonly _tag: "Pending"; readonly next: Effect.Effect<Resolved, LoadError> }
+
+/**
+ * How far the cursor reads ahead for a step the code asks for that it has not met yet (steps run concurrently
+ * under explicit keys are logged in the order they finished): past this many events held, the step is not in the
+ * log's near future and the code diverged. Memory stays bounded even then.
+ */
+export const READ_AHEAD_EVENTS = 20_000
+
+/**
+ * How many of the last steps' keys are remembered to catch a reused key (see the README's "Long runs"): two steps
+ * under one key this close together are refused, as before; farther apart, the log holds two steps under one key,
+ * which a replay meets in order.
+ */
+export const RECENT_KEYS = 10_000
 
 const New: Lookup = { _tag: "New" }
 
@@ -32,74 +68,156 @@ export const describe = (events: ReadonlyArray<Event>): string => {
   }
 }
 
+const has = (events: ReadonlyArray<Event>, a: EventPayload["_tag"], b?: EventPayload["_tag"], c?: EventPayload["_tag"], d?: EventPayload["_tag"]) => {
+  for (let i = events.length - 1; i > 0; i--) {
+    const tag = events[i]!.payload._tag
+    if (tag === a || tag === b || tag === c || tag === d) return true
+  }
+  return false
+}
+
 /** Whether a step's recorded events settle it: nothing of it is left to run (no call in doubt, no open pause). */
 const isSettled = (events: ReadonlyArray<Event>): boolean => {
-  const first = events[0]?.payload
-  const has = (...tags: ReadonlyArray<EventPayload["_tag"]>) => events.some((e) => tags.includes(e.payload._tag))
-  switch (first?._tag) {
+  switch (events[0]?.payload._tag) {
     case "ToolRequested":
-      return has("ToolCompleted", "ToolFailed")
+      return has(events, "ToolCompleted", "ToolFailed")
     case "PauseRequested":
-      return has("HumanResponded")
+      return has(events, "HumanResponded")
     case "ModelRequested":
-      return has("ModelCompleted", "ModelFailed", "PolicyDenied", "BudgetExceeded")
+      return has(events, "ModelCompleted", "ModelFailed", "PolicyDenied", "BudgetExceeded")
     default:
       return true
   }
 }
 
-export const make = (runId: string, log: ReadonlyArray<Event>, mode: "live" | "replay") => {
-  // The log indexed by step key; `order` is the order in which steps first appear.
-  const byKey = new Map<string, Array<Event>>()
-  const order: Array<string> = []
-  for (const event of log) {
-    if (event.stepKey === RUN_STEP_KEY) continue
-    const list = byKey.get(event.stepKey)
-    if (list === undefined) {
-      byKey.set(event.stepKey, [event])
-      order.push(event.stepKey)
-    } else list.push(event)
-  }
-  const consumed = new Set<string>()
-  // Keys of the steps this execution runs live (and so writes under).
-  const written = new Set<string>()
+/** A step of the log held by the cursor: its events read so far. */
+interface Step {
+  readonly key: string
+  readonly events: Array<Event>
+  consumed: boolean
+}
+
+export const make = (runId: string, log: Log | undefined, mode: "live" | "replay") => {
+  // The steps read and not consumed, by key; `order` in the order they first appear (consumed ones skipped).
+  const held = new Map<string, Step>()
+  let order: Array<Step> = []
   let cursor = 0
+  let heldEvents = 0
+  // The step key of the last event read: its batch may go on in the next page.
+  let lastKey: string | undefined
+  let done = log === undefined
+  let pages = 0
+  // The last RECENT_KEYS keys consumed or written (a ring, and a set over it).
+  const recent = new Set<string>()
+  const ring: Array<string | undefined> = []
+  let ringAt = 0
   let counter = 0
-  const nextUnconsumed = (): string | undefined => {
-    while (cursor < order.length && consumed.has(order[cursor]!)) cursor++
+  const lock = Effect.unsafeMakeSemaphore(1)
+
+  const remember = (key: string) => {
+    const evicted = ring[ringAt]
+    if (evicted !== undefined) recent.delete(evicted)
+    ring[ringAt] = key
+    ringAt = (ringAt + 1) % RECENT_KEYS
+    recent.add(key)
+  }
+  const add = (page: ReadonlyArray<Event>) => {
+    for (let i = 0; i < page.length; i++) {
+      const event = page[i]!
+      lastKey = event.stepKey
+      if (event.stepKey === RUN_STEP_KEY) continue
+      const step = held.get(event.stepKey)
+      if (step === undefined) {
+        const created: Step = { key: event.stepKey, events: [event], consumed: false }
+        held.set(event.stepKey, created)
+        order.push(created)
+      } else step.events.push(event)
+      heldEvents++
+    }
+  }
+  if (log !== undefined) add(log.first)
+
+  const consume = (step: Step) => {
+    step.consumed = true
+    held.delete(step.key)
+    heldEvents -= step.events.length
+    remember(step.key)
+  }
+  const nextUnconsumed = (): Step | undefined => {
+    while (cursor < order.length && order[cursor]!.consumed) cursor++
+    if (cursor > 1024 && cursor * 2 > order.length) {
+      order = order.slice(cursor)
+      cursor = 0
+    }
     return order[cursor]
   }
-  const diverged = (key: string, expected: string, actual: string): Lookup => ({
+  /** Reads the next page, unless another fiber read one since `seen` (or the log ended). */
+  const load = (seen: number): Effect.Effect<void, LoadError> =>
+    lock.withPermits(1)(Effect.suspend(() => {
+      if (done || pages !== seen || log === undefined) return Effect.void
+      return Effect.map(log.next, (page) => {
+        pages++
+        if (Option.isNone(page)) done = true
+        else add(page.value)
+      })
+    }))
+  const diverged = (key: string, expected: string, actual: string): Resolved => ({
     _tag: "Diverged",
     error: new Errors.NonDeterminism({ runId, stepKey: key, expected, actual })
   })
+  const pending = (key: string, actual: () => string): Lookup => {
+    const seen = pages
+    return { _tag: "Pending", next: Effect.flatMap(load(seen), () => resolve(key, actual)) }
+  }
+  const resolve = (key: string, actual: () => string): Effect.Effect<Resolved, LoadError> =>
+    Effect.suspend(() => {
+      const found = lookup(key, actual)
+      return found._tag === "Pending" ? found.next : Effect.succeed(found)
+    })
 
   /**
-   * Finds a step's recorded events, or proves the code may run it live. Synchronous on purpose: replay calls
-   * it once per step, and only a divergence needs an effect. `actual` is computed only when one is reported.
+   * Finds a step's recorded events, proves the code may run it live, or says more of the log must be read first.
+   * Synchronous on purpose: replay calls it once per step, and only a page boundary needs an effect. `actual` is
+   * computed only when a divergence is reported.
    */
   const lookup = (key: string, actual: () => string): Lookup => {
-    const recorded = byKey.get(key)
-    const next = nextUnconsumed()
+    const recorded = held.get(key)
+    if (recent.has(key)) return diverged(key, "a step key used once", `${actual()} reusing it`)
     if (recorded !== undefined) {
-      if (consumed.has(key)) return diverged(key, "a step key used once", `${actual()} reusing it`)
+      // Its events may go on in the pages not read yet: until the log ends, a step is whole once it is settled and
+      // its last batch is followed by another's.
+      if (!done && (lastKey === key || !isSettled(recorded.events))) return pending(key, actual)
+      const next = nextUnconsumed()!
       // A settled step may be met out of the log's order (steps run concurrently, each under its own explicit key,
       // are logged in the order they finished); one that would run anything (a tool call in doubt, an unanswered
       // pause, a model call without a result) may not: the code changed its order, and it would run before the
       // steps that preceded it in the log.
-      if (next !== key && !isSettled(recorded)) {
-        return diverged(key, `${describe(byKey.get(next!)!)} at step ${next}`, `${actual()} at step ${key}`)
+      if (next !== recorded && !isSettled(recorded.events)) {
+        return diverged(key, `${describe(next.events)} at step ${next.key}`, `${actual()} at step ${key}`)
       }
-      consumed.add(key)
-      return { _tag: "Recorded", events: recorded }
+      consume(recorded)
+      return { _tag: "Recorded", events: recorded.events }
     }
-    // A key this execution already wrote under: the log would hold one step for two (and a replay would refuse it).
-    if (written.has(key)) return diverged(key, "a step key used once", `${actual()} reusing it`)
-    if (next !== undefined) return diverged(key, `${describe(byKey.get(next)!)} at step ${next}`, actual())
+    const next = nextUnconsumed()
+    if (!done) {
+      if (next === undefined || heldEvents < READ_AHEAD_EVENTS) return pending(key, actual)
+      return diverged(key, `${describe(next.events)} at step ${next.key}`, `${actual()} (not met within ${READ_AHEAD_EVENTS} events of the log)`)
+    }
+    if (next !== undefined) return diverged(key, `${describe(next.events)} at step ${next.key}`, actual())
     if (mode === "replay") return diverged(key, "the end of the log", actual())
-    written.add(key)
+    // A key this execution writes under: the log would hold one step for two (and a replay would refuse it).
+    remember(key)
     return New
   }
+
+  /** The first step the log holds that the code did not ask for (reading the rest of the log), or undefined. */
+  const unconsumed = (): Effect.Effect<{ readonly key: string; readonly description: string } | undefined, LoadError> =>
+    Effect.suspend(() => {
+      const next = nextUnconsumed()
+      if (next !== undefined) return Effect.succeed({ key: next.key, description: describe(next.events) })
+      if (done) return Effect.succeed(undefined)
+      return Effect.flatMap(load(pages), unconsumed)
+    })
 
   return {
     lookup,
@@ -108,9 +226,7 @@ export const make = (runId: string, log: ReadonlyArray<Event>, mode: "live" | "r
       const index = counter++
       return explicit ?? `${kind}:${index}`
     },
-    /** Steps the log holds that the code did not ask for. */
-    unconsumed: nextUnconsumed,
-    describeKey: (key: string) => describe(byKey.get(key) ?? [])
+    unconsumed
   }
 }
 

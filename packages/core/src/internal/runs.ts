@@ -3,11 +3,14 @@
  * it has one (completed, failed, waiting for a person or a response), else its verified log is replayed and its
  * code driven on, live or as a replay.
  */
+import * as Chunk from "effect/Chunk"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import * as Errors from "../Errors.js"
-import { type Event, RUN_STEP_KEY, type RunInfo } from "../Event.js"
+import { type Event, type EventPayload, RUN_STEP_KEY, type RunInfo } from "../Event.js"
 import { reconciliationPath } from "../EventStore.js"
 import type { KernelError, RunResult, StartOptions } from "../Kernel.js"
 import type { Lease } from "../Lease.js"
@@ -15,7 +18,7 @@ import { firstIssue } from "../Tool.js"
 import type * as Workflow from "../Workflow.js"
 import { decodeKernelFailure, drive, toJson } from "./drive.js"
 import * as Execution from "./execution.js"
-import { lastOf, readVerified } from "./ledger.js"
+import { headEvent, lastEventOf, type ReadError, verifiedEvents } from "./ledger.js"
 
 /** What the kernel's operations on runs share. */
 export interface Runtime {
@@ -31,25 +34,27 @@ export interface Runtime {
 
 /**
  * A live run's state when nothing is to run (`{ result }`), or why this execution takes it over (`{ resumed }`,
- * undefined when it need not claim it first).
+ * undefined when it need not claim it first). A settled run's state is read from its head event (`headEvent`: O(1)
+ * in the run's length), or, when the event it needs is not the head, from its verified log read a page at a time.
  */
 const settled = <I, O, E>(
   runtime: Runtime,
   workflow: Workflow.Workflow<I, O, E>,
   info: RunInfo,
-  events: ReadonlyArray<Event>,
   response: { readonly payload: unknown } | undefined
 ) =>
   Effect.gen(function*() {
+    const { store, auditKey } = runtime.deps
+    const lastEvent = <T extends EventPayload["_tag"]>(tag: T) => Effect.mapError(lastEventOf(store, auditKey, info, tag), readFailure)
     const resumed = info.status === "running" ? "recovery: the run was left running" : undefined
     switch (info.status) {
       case "completed": {
-        const output = workflow.decodeOutput(lastOf(events, "RunCompleted")?.payload.output)
+        const output = workflow.decodeOutput((yield* lastEvent("RunCompleted"))?.payload.output)
         if (Either.isLeft(output)) return yield* new Errors.InvalidInput({ what: `logged output of run ${info.runId}`, reason: firstIssue(output.left).reason })
         return { result: { status: "completed", runId: info.runId, output: output.right } as const }
       }
       case "failed": {
-        const failed = lastOf(events, "RunFailed")?.payload
+        const failed = (yield* lastEvent("RunFailed"))?.payload
         // The original typed error, when the workflow (or the kernel, for a budget) logged it encoded.
         const original = failed?.encoded === undefined ? undefined : workflow.decodeError(failed.encoded)
         if (original !== undefined && Either.isRight(original)) return yield* Effect.fail(original.right)
@@ -58,12 +63,12 @@ const settled = <I, O, E>(
         return yield* new Errors.RunFailedError({ runId: info.runId, errorTag: failed?.errorTag ?? "Error", reason: failed?.error ?? "unknown" })
       }
       case "needs_reconciliation": {
-        const required = lastOf(events, "ReconciliationRequired")
+        const required = yield* lastEvent("ReconciliationRequired")
         const awaited = required?.payload.waitingOn?.[0]
         if (required !== undefined && awaited !== undefined) {
           // The step waits on another run in doubt. Once that run is settled, the run goes on (its step runs
           // again and drives that run on); until then it still waits, and nothing is written.
-          const waitingOn = yield* reconciliationPath(runtime.deps.store, info.tenantId, awaited.runId)
+          const waitingOn = yield* reconciliationPath(store, info.tenantId, awaited.runId)
           if (waitingOn.length === 0) {
             return { resumed: `the run its step ${required.event.stepKey} waited on (${awaited.runId}) no longer needs reconciliation` }
           }
@@ -73,7 +78,7 @@ const settled = <I, O, E>(
       }
       case "paused": {
         if (response === undefined) {
-          const pause = lastOf(events, "PauseRequested")?.payload
+          const pause = (yield* lastEvent("PauseRequested"))?.payload
           return { result: { status: "paused", runId: info.runId, ticket: pause?.ticket ?? "", reason: pause?.reason ?? "" } as const }
         }
         return { resumed }
@@ -86,7 +91,15 @@ const settled = <I, O, E>(
     return { resumed }
   })
 
-/** Continues an existing run: returns its settled state, or replays its log and drives its code on. */
+/** A failure to read a run's log as a kernel error: a run removed meanwhile is a store failure. */
+const readFailure = (error: ReadError) =>
+  error._tag === "RunNotFound" ? new Errors.StoreError({ operation: "readEvents", reason: error.message }) : error
+
+/**
+ * Continues an existing run: returns its settled state, or replays its log and drives its code on. The log is read a
+ * page at a time as the code asks for steps, each page verified before any of its events is used, and the run
+ * record's head checked when the log ends, before anything runs live (see `replayCursor`).
+ */
 export const continueRun = <I, O, E>(
   runtime: Runtime,
   workflow: Workflow.Workflow<I, O, E>,
@@ -95,32 +108,45 @@ export const continueRun = <I, O, E>(
   response: { readonly payload: unknown } | undefined,
   lease?: Lease | undefined
 ): Effect.Effect<RunResult<O>, E | KernelError> =>
-  Effect.gen(function*() {
+  Effect.scoped(Effect.gen(function*() {
     const { deps, lineageSpend } = runtime
-    const events = yield* readVerified(deps.store, deps.auditKey, info)
-    const started = events[0]?.payload
-    if (started === undefined || started._tag !== "RunStarted") {
-      return yield* new Errors.StoreError({ operation: "readEvents", reason: `run ${info.runId} has no RunStarted event` })
-    }
-    if (started.workflow !== workflow.name) {
-      return yield* new Errors.NonDeterminism({ runId: info.runId, stepKey: RUN_STEP_KEY, expected: `workflow "${started.workflow}"`, actual: `workflow "${workflow.name}"` })
-    }
+    const wrongWorkflow = (name: string) =>
+      new Errors.NonDeterminism({ runId: info.runId, stepKey: RUN_STEP_KEY, expected: `workflow "${name}"`, actual: `workflow "${workflow.name}"` })
+    // The record's workflow is its RunStarted's (checked again below, once that event is read and verified).
+    if (info.workflow !== workflow.name) return yield* wrongWorkflow(info.workflow)
     // Why this execution takes the run over, when it must claim it first.
-    let resumed: string | undefined = info.status === "running" ? "recovery: the run was left running" : undefined
+    let resumed: string | undefined = undefined
     if (mode === "live") {
-      const state = yield* settled(runtime, workflow, info, events, response)
+      const state = yield* settled(runtime, workflow, info, response)
       if ("result" in state) return state.result
       resumed = state.resumed
     }
+    const pull = yield* Stream.toPull(verifiedEvents(deps.store, deps.auditKey, info))
+    const next = Effect.matchEffect(pull, {
+      onFailure: Option.match({ onNone: () => Effect.succeed(Option.none<ReadonlyArray<Event>>()), onSome: (e) => Effect.fail(readFailure(e)) }),
+      onSuccess: (page) => Effect.succeed(Option.some(Chunk.toReadonlyArray(page)))
+    })
+    const first = Option.getOrElse(yield* next, (): ReadonlyArray<Event> => [])
+    const started = first[0]?.payload
+    if (started === undefined || started._tag !== "RunStarted") {
+      return yield* new Errors.StoreError({ operation: "readEvents", reason: `run ${info.runId} has no RunStarted event` })
+    }
+    if (started.workflow !== workflow.name) return yield* wrongWorkflow(started.workflow)
     const input = workflow.decodeInput(started.input)
     if (Either.isLeft(input)) {
       return yield* new Errors.InvalidInput({ what: `logged input of run ${info.runId}`, reason: firstIssue(input.left).reason })
     }
+    // A replay compares the output it computes with the logged one: the head event of a completed run.
+    const recorded = mode === "replay" && info.status === "completed"
+      ? yield* Effect.mapError(headEvent(deps.store, deps.auditKey, info), readFailure)
+      : undefined
     const exec = Execution.make(deps, {
       runId: info.runId,
       rootRunId: info.rootRunId,
       tenant: started.tenant,
-      log: events,
+      log: { first, next },
+      head: { seq: info.headSeq, hash: info.headHash },
+      resumed,
       mode,
       // A replay spends nothing, so it skips the lineage query.
       spentUsd: mode === "replay" ? 0 : yield* lineageSpend(info.tenantId, info.rootRunId),
@@ -131,12 +157,9 @@ export const continueRun = <I, O, E>(
       claim: mode === "live",
       lease
     })
-    if (mode === "live" && resumed !== undefined) {
-      // Claims the run: of two processes resuming it at once, the second fails here before any step.
-      yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunResumed", reason: resumed }])
-    }
-    return yield* drive(runtime.services(), workflow, exec, input.right, mode, lastOf(events, "RunCompleted")?.payload.output)
-  })
+    const output = recorded?.payload._tag === "RunCompleted" ? recorded.payload.output : undefined
+    return yield* drive(runtime.services(), workflow, exec, input.right, mode, output)
+  }))
 
 /** Starts a new run under `runId`: its `RunStarted` creates it, as its first owner's. */
 export const startRun = <I, O, E>(
@@ -158,7 +181,6 @@ export const startRun = <I, O, E>(
       runId,
       rootRunId,
       tenant: start.tenant,
-      log: [],
       mode: "live",
       spentUsd: rootRunId === runId ? 0 : yield* lineageSpend(start.tenant.tenantId, rootRunId),
       lineageSpend: lineageSpend(start.tenant.tenantId, rootRunId),

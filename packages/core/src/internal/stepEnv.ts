@@ -17,7 +17,7 @@ import type * as ToolRegistry from "../ToolRegistry.js"
 import type { Durability } from "../Tool.js"
 import type { Ledger } from "./ledger.js"
 import type { Ownership } from "./ownership.js"
-import type { ReplayCursor } from "./replayCursor.js"
+import type { Log, ReplayCursor, Resolved } from "./replayCursor.js"
 import { describe } from "./replayCursor.js"
 
 export interface Deps {
@@ -45,6 +45,7 @@ export type Fault =
   | Errors.InvalidHumanResponse
   | Errors.InvalidInput
   | Errors.InvalidRunState
+  | Errors.LogTampered
 
 export type Halt =
   | { readonly _tag: "Paused"; readonly ticket: string; readonly reason: string }
@@ -62,7 +63,15 @@ export interface ExecutionOptions {
   readonly runId: string
   readonly rootRunId: string
   readonly tenant: TenantContext
-  readonly log: ReadonlyArray<Event>
+  /** The run's log, read a page at a time as the code asks for steps (absent: a new run). */
+  readonly log?: Log | undefined
+  /** The run's head (its record's): appends follow it. Absent: a new run. */
+  readonly head?: { readonly seq: number; readonly hash: string } | undefined
+  /**
+   * Why this execution takes the run over, when it must claim it first: a `RunResumed` is appended once the whole log
+   * was read (and verified), before anything runs live.
+   */
+  readonly resumed?: string | undefined
   /** "replay": no step may run live and nothing is written. */
   readonly mode: "live" | "replay"
   /** USD spent by the run's lineage before this execution. */
@@ -118,6 +127,8 @@ export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor
     halt,
     fault,
     append,
+    /** A pending lookup, resolved by reading more of the log; a failure to read it halts the execution. */
+    loaded: (lookup: { readonly next: Effect.Effect<Resolved, Fault> }): Effect.Effect<Resolved> => Effect.catchAll(lookup.next, fault),
     /** The step's events differ from what the code asks for. */
     mismatch: (key: string, recorded: ReadonlyArray<Event>, actual: string) =>
       fault(new Errors.NonDeterminism({ runId, stepKey: key, expected: describe(recorded), actual })),

@@ -12,6 +12,7 @@ import { hasCapability } from "../Tenant.js"
 import type { Tool } from "../Tool.js"
 import { canonicalJson } from "./hash.js"
 import * as Interceptors from "./interceptors.js"
+import type { Resolved } from "./replayCursor.js"
 import type { StepEnv } from "./stepEnv.js"
 import { runHandler, type ToolOutcome } from "./toolHandler.js"
 
@@ -161,24 +162,29 @@ export const make = (env: StepEnv) => {
     })
 
   /** A tool step. The common replay case (a logged outcome) is answered without entering a generator. */
-  return (call: ToolCallRequest): Effect.Effect<ToolOutcome> =>
+  const step = (call: ToolCallRequest): Effect.Effect<ToolOutcome> =>
     Effect.suspend(() => {
       const halted = env.halted()
       if (halted !== undefined) return env.halt(halted)
       const key = env.cursor.nextKey("tool", call.key)
       const actual = () => `a call to tool "${call.name}" with ${call.arguments}`
       const found = env.cursor.lookup(key, actual)
-      if (found._tag === "Diverged") return env.fault(found.error)
-      const toolOf = () => call.value ?? deps.tools.get(call.name)
-      if (found._tag === "New") return newCall(call, key, toolOf())
-      const recorded = found.events
-      const first = recorded[0]!.payload
-      if (first._tag !== "ToolRequested" || first.tool !== call.name || (call.toolCallId === undefined && !sameArguments(first.arguments, call.arguments))) {
-        return env.mismatch(key, recorded, actual())
-      }
-      const outcome = outcomeOf(recorded, availableTools)
-      return outcome !== undefined ? Effect.succeed(outcome) : inDoubt(call, key, recorded, toolOf())
+      return found._tag === "Pending" ? Effect.flatMap(env.loaded(found), (f) => stepOf(call, key, actual, f)) : stepOf(call, key, actual, found)
     })
+
+  const stepOf = (call: ToolCallRequest, key: string, actual: () => string, found: Resolved): Effect.Effect<ToolOutcome> => {
+    if (found._tag === "Diverged") return env.fault(found.error)
+    const toolOf = () => call.value ?? deps.tools.get(call.name)
+    if (found._tag === "New") return newCall(call, key, toolOf())
+    const recorded = found.events
+    const first = recorded[0]!.payload
+    if (first._tag !== "ToolRequested" || first.tool !== call.name || (call.toolCallId === undefined && !sameArguments(first.arguments, call.arguments))) {
+      return env.mismatch(key, recorded, actual())
+    }
+    const outcome = outcomeOf(recorded, availableTools)
+    return outcome !== undefined ? Effect.succeed(outcome) : inDoubt(call, key, recorded, toolOf())
+  }
+  return step
 }
 
 export type ToolStep = ReturnType<typeof make>

@@ -26,7 +26,8 @@ export const make = (env: StepEnv, response: { readonly payload: unknown } | und
       if (halted !== undefined) return yield* env.halt(halted)
       const stepKey = env.cursor.nextKey(kind, key)
       const actual = `step "${name}"`
-      const found = env.cursor.lookup(stepKey, () => actual)
+      let found = env.cursor.lookup(stepKey, () => actual)
+      if (found._tag === "Pending") found = yield* env.loaded(found)
       if (found._tag === "Diverged") return yield* env.fault(found.error)
       if (found._tag === "Recorded") {
         const first = found.events[0]!.payload
@@ -88,7 +89,8 @@ export const make = (env: StepEnv, response: { readonly payload: unknown } | und
       if (halted !== undefined) return yield* env.halt(halted)
       const key = env.cursor.nextKey("pause", pause.key)
       const actual = `a pause for a human ("${pause.reason}")`
-      const found = env.cursor.lookup(key, () => actual)
+      let found = env.cursor.lookup(key, () => actual)
+      if (found._tag === "Pending") found = yield* env.loaded(found)
       if (found._tag === "Diverged") return yield* env.fault(found.error)
       if (found._tag === "Recorded") {
         const first = found.events[0]!.payload

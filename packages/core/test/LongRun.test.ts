@@ -1,0 +1,113 @@
+import { describe, expect, it } from "@effect/vitest"
+import { EventStore, Kernel, Workflow } from "@artana/core"
+import { TestLog } from "@artana/core/testing"
+import { Deferred, Effect, Either, Layer, Schema } from "effect"
+import { kernelLayer, tenant } from "./fixtures.js"
+
+/** A memory store whose reads are recorded: each call's `fromSeq` and `limit`, and how many events it returned. */
+type Reads = Array<{ fromSeq: number | undefined; limit: number | undefined; returned: number }>
+
+const recordedStore = Effect.map(EventStore.makeMemory, (store) => {
+  const reads: Reads = []
+  const service: EventStore.Service = {
+    ...store,
+    readEvents: (tenantId, runId, fromSeq, limit) =>
+      Effect.tap(store.readEvents(tenantId, runId, fromSeq, limit), (page) => void reads.push({ fromSeq, limit, returned: page.length }))
+  }
+  return { service, reads }
+})
+
+const withRecordedStore = <A, E>(body: (reads: Reads, store: EventStore.Service) => Effect.Effect<A, E, Kernel.Kernel>) =>
+  Effect.flatMap(recordedStore, ({ reads, service }) =>
+    body(reads, service).pipe(Effect.provide(kernelLayer([], [], { store: Layer.succeed(EventStore.EventStore, service) }))))
+
+const STEPS = 2_500
+
+describe("long runs", () => {
+  it.effect("a run paused after 2,500 steps resumes reading its log a page at a time, and completes", () =>
+    withRecordedStore((reads, store) =>
+      Effect.gen(function*() {
+        yield* TestLog.LongRun.write(store, { runId: "long", tenant, steps: STEPS, batch: 700 })
+        const kernel = yield* Kernel.Kernel
+        reads.length = 0
+        const done = yield* kernel.resume({ tenantId: tenant.tenantId, runId: "long", workflow: TestLog.LongRun.workflow, response: "ok" })
+        expect(done).toEqual({ status: "completed", runId: "long", output: { sum: TestLog.LongRun.sumOf(STEPS), response: "ok" } })
+        // No read took the whole log: every one was a page.
+        expect(reads.length).toBeGreaterThan(2)
+        for (const read of reads) {
+          expect(read.limit).toBeDefined()
+          expect(read.limit).toBeLessThanOrEqual(EventStore.DEFAULT_PAGE_SIZE)
+        }
+        // The log holds the whole run, and verifies.
+        expect((yield* kernel.verify({ tenantId: tenant.tenantId, runId: "long" })).ok).toBe(true)
+        const replayed = yield* kernel.replay(TestLog.LongRun.workflow, { tenantId: tenant.tenantId, runId: "long" })
+        expect(replayed.status).toBe("completed")
+      })))
+
+  it.effect("a completed run's output is read from its head event: one event read, whatever the run's length", () =>
+    withRecordedStore((reads, store) =>
+      Effect.gen(function*() {
+        yield* TestLog.LongRun.write(store, { runId: "long", tenant, steps: STEPS })
+        const kernel = yield* Kernel.Kernel
+        const done = yield* kernel.resume({ tenantId: tenant.tenantId, runId: "long", workflow: TestLog.LongRun.workflow, response: 7 })
+        reads.length = 0
+        const again = yield* kernel.execute(TestLog.LongRun.workflow, { runId: "long", tenant, input: { steps: STEPS } })
+        expect(again).toEqual(done)
+        expect(reads.reduce((n, r) => n + r.returned, 0)).toBe(1)
+        // A paused run's ticket likewise.
+        yield* TestLog.LongRun.write(store, { runId: "paused", tenant, steps: STEPS })
+        reads.length = 0
+        const paused = yield* kernel.execute(TestLog.LongRun.workflow, { runId: "paused", tenant, input: { steps: STEPS } })
+        expect(paused).toEqual({ status: "paused", runId: "paused", ticket: "paused-ticket", reason: "approve the sum" })
+        expect(reads.reduce((n, r) => n + r.returned, 0)).toBe(1)
+      })))
+
+  it.live("steps run concurrently under explicit keys, logged out of order across a page boundary, replay", () => {
+    // RunStarted, then 998 steps (seq 2..999): the concurrent pair is logged at seq 1000 and 1001, across the first page.
+    const fanOut = Workflow.make({
+      name: "fan-out-long",
+      input: Schema.Null,
+      output: Schema.Array(Schema.Number),
+      run: (_i, ctx) =>
+        Effect.gen(function*() {
+          for (let i = 0; i < 998; i++) yield* ctx.step("n", Effect.succeed(i), Schema.Number)
+          const first = yield* Deferred.make<void>()
+          return yield* Effect.all([
+            // Asked for first, finished second: it waits until the other one ran.
+            ctx.step("late", Effect.as(Deferred.await(first), 1), Schema.Number, { key: "late" }),
+            ctx.step("early", Effect.as(Deferred.succeed(first, undefined), 2), Schema.Number, { key: "early" })
+          ], { concurrency: "unbounded" })
+        })
+    })
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const done = yield* kernel.execute(fanOut, { runId: "fan", tenant, input: null })
+      expect(done).toEqual({ status: "completed", runId: "fan", output: [1, 2] })
+      const store = yield* EventStore.EventStore
+      expect((yield* store.readEvents(tenant.tenantId, "fan", 1000, 2)).map((e) => e.stepKey)).toEqual(["early", "late"])
+      const replayed = yield* Effect.either(kernel.replay(fanOut, { tenantId: tenant.tenantId, runId: "fan" }))
+      expect(Either.isRight(replayed) ? replayed.right : `${replayed.left._tag}: ${replayed.left.message}`).toEqual(done)
+    }).pipe(Effect.provide(kernelLayer([], [])))
+  })
+
+  it.effect("a step key used twice is NonDeterminism, and nothing is written under it twice", () => {
+    const twice = Workflow.make({
+      name: "twice",
+      input: Schema.Null,
+      output: Schema.Number,
+      run: (_i, ctx) =>
+        Effect.gen(function*() {
+          const a = yield* ctx.step("a", Effect.succeed(1), Schema.Number, { key: "same" })
+          const b = yield* ctx.step("b", Effect.succeed(2), Schema.Number, { key: "same" })
+          return a + b
+        })
+    })
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const failed = yield* Effect.flip(kernel.execute(twice, { runId: "twice", tenant, input: null }))
+      expect(failed).toMatchObject({ _tag: "NonDeterminism", stepKey: "same" })
+      const log = yield* (yield* EventStore.EventStore).readEvents(tenant.tenantId, "twice")
+      expect(log.filter((e) => e.stepKey === "same")).toHaveLength(1)
+    }).pipe(Effect.provide(kernelLayer([], [])))
+  })
+})
