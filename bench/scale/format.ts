@@ -35,6 +35,9 @@ const WINDOW = 4
 const system: Chat.ChatMessage = { role: "system", content: "You are a support agent. Use the tools to answer; be brief." }
 const task: Chat.ChatMessage = { role: "user", content: "Find the invoices of account 1042 that are overdue and draft a reminder." }
 
+/** What the agent's memoized step returns. */
+const Remembered = Schema.Struct({ turn: Schema.Number, invoices: Schema.Array(Schema.String), overdue: Schema.Boolean })
+
 /** An agent's loop: a model step, the tool call it asked for, and a memoized step of its own, each turn. */
 const agent = Workflow.make({
   name: "bench.agent",
@@ -48,11 +51,7 @@ const agent = Workflow.make({
         const call = step.toolCalls[0]
         if (call === undefined) return yield* Effect.dieMessage("the scripted model called no tool")
         const outcome = yield* ctx.toolCall(call)
-        const seen = yield* ctx.step("remember", Effect.succeed({ turn: i, invoices: [`INV-${1000 + i}`], overdue: i % 3 === 0 }), Schema.Struct({
-          turn: Schema.Number,
-          invoices: Schema.Array(Schema.String),
-          overdue: Schema.Boolean
-        }))
+        const seen = yield* ctx.step("remember", Effect.succeed({ turn: i, invoices: [`INV-${1000 + i}`], overdue: i % 3 === 0 }), Remembered)
         recent = [...recent, step.message, outcome.message].slice(-WINDOW)
         if (seen.turn !== i) return yield* Effect.dieMessage("the memoized step returned another turn")
       }
