@@ -532,6 +532,8 @@ const compactChainSqlite = (sql: SqlClient.SqlClient, t: Tables) =>
     const [column] = yield* sql<{ readonly type: string }>`SELECT type FROM pragma_table_info(${t.events}) WHERE name = 'hash'`
     if (column?.type.toUpperCase() === "BLOB") return
     const eventsNew = `${t.prefix}events_v6`
+    // Indexes another migration made on the events table (its key's aside) are made again on the new one.
+    const indexes = yield* sql<{ readonly sql: string }>`SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ${t.events} AND sql IS NOT NULL`
     for (
       const statement of [
         `DROP TRIGGER IF EXISTS ${t.prefix}events_advance_head`,
@@ -556,7 +558,8 @@ const compactChainSqlite = (sql: SqlClient.SqlClient, t: Tables) =>
         `DROP TABLE ${t.events}`,
         `ALTER TABLE ${eventsNew} RENAME TO ${t.events}`,
         `UPDATE ${t.runs} SET head_hash = ${Codec.packSql(Codec.HASH, "head_hash", "sqlite")}`,
-        headTriggerSqlite(t)
+        headTriggerSqlite(t),
+        ...indexes.map((index) => index.sql)
       ]
     ) yield* sql.unsafe(statement)
   })

@@ -194,6 +194,8 @@ export const suite = (name: string, database: Effect.Effect<Database, unknown, S
           const sql = (yield* SqlClient.SqlClient).withoutTransforms()
           yield* SqlMigrations.run({ name: "event_store", tablePrefix: db.tablePrefix, migrations: textChainMigrations(db.tablePrefix) })
           for (const run of runs) yield* insertOld(sql, prefix, run)
+          // An index of the events that another migration (or a person) made: the conversion keeps it.
+          yield* sql`CREATE INDEX ${sql(`${prefix}events_type_idx`)} ON ${sql(events)} (tenant_id, type)`
         }).pipe(Effect.provide(db.client))
 
         yield* Effect.gen(function*() {
@@ -204,6 +206,11 @@ export const suite = (name: string, database: Effect.Effect<Database, unknown, S
             expect(yield* store.readEvents(run.info.tenantId, run.info.runId)).toEqual(run.events)
             expect(verifyEvents(run.info.runId, yield* store.readEvents(run.info.tenantId, run.info.runId))).toMatchObject({ ok: true })
           }
+          const kept = yield* sql.onDialectOrElse({
+            pg: () => sql`SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ${events} AND indexname = ${`${prefix}events_type_idx`}`,
+            orElse: () => sql`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ${events} AND name = ${`${prefix}events_type_idx`}`
+          })
+          expect(kept).toHaveLength(1)
           // A page from the middle completes its first prev_hash from the row before it.
           expect(yield* store.readEvents(tenantA.tenantId, "r-kernel", 11, 10)).toEqual(uuids.events.slice(10, 20))
           // Stored as bytes: a hash is 32, a UUID 16; every prev_hash is its previous event's hash, so none is stored.
