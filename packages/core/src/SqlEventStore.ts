@@ -519,7 +519,7 @@ const compactChainPg = (sql: SqlClient.SqlClient, t: Tables) =>
  * table is an index b-tree: a row over about a quarter of a 4 KiB page (a model request with its context) spills to an
  * overflow page of its own, mostly empty, and appends in key order leave its pages half full; measured on an agent's
  * log, that was 1,254 bytes per event for a 306-byte payload (after packing the hashes, still 799). A rowid table
- * keeps rows up to a page in place and fills its pages as it appends: 469 bytes per event, its key index included.
+ * keeps rows up to a page in place and fills its pages as it appends: 480 bytes per event, its key index included.
  * A run's read walks the key index and reads its rows by rowid, which are in append order.
  *
  * It is rebuilt as `tenantKeySqlite` rebuilds it (new table, rows copied packed, old one
