@@ -137,20 +137,36 @@ const textValue = (value: unknown, column: string): string => {
 const isRunStatus = Schema.is(RunStatus)
 
 /**
- * The columns `readEvents` selects, in order. Replay reads them as value arrays (`sql.values`): the driver builds
- * no object with named keys per row, which is a third of a 10,000-event read on SQLite.
+ * PostgreSQL's `readEvents` gives a stored value that is not packed (not 32 or 16 bytes) as this prefix and its bytes
+ * in hex: a packed one is plain hex, so the prefix (a backslash, which hex has not) tells them apart.
  */
-const EVENT_COLUMNS = ["seq", "event_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"] as const
+const PG_BYTES = "\\x"
+const PG_BYTES_SQL = `'${PG_BYTES}'`
+
+/** A value `readEvents` selected: on PostgreSQL, text with `PG_BYTES` is bytes (see `eventColumnList`). */
+const selected = (value: unknown, pg: boolean): unknown =>
+  pg && typeof value === "string" && value.startsWith(PG_BYTES) ? Buffer.from(value.slice(PG_BYTES.length), "hex") : value
 
 /**
- * The select list of `readEvents`. SQLite gives a packed hash or id back as text, made in SQL (`hex`): the driver
- * would make a Buffer of each (three a row, each its own allocation, which the garbage collector then tracks), and a
- * read of 10,000 events spent a third of its time collecting them. What is not packed comes back as stored, and
- * `sqlCodec.unpack` reads it. PostgreSQL's driver parses bytea from hex text into pooled Buffers, and reads them
- * as they come.
+ * The select list of `readEvents`, in order: seq, event_id, timestamp, type, step_key, payload, prev_hash, hash. Replay
+ * reads them as value arrays (`sql.values`): the driver builds no object with named keys per row, which is a third of
+ * a 10,000-event read on SQLite. Both dialects give a packed hash or id back as text made in SQL (`hex`, `encode`),
+ * and anything else as bytes that `sqlCodec.unpack` reads (SQLite: as stored, which may be text). SQLite's driver
+ * would make a Buffer of each blob (three a row, each its own allocation, which the garbage collector then tracks),
+ * and a read of 10,000 events spent a third of its time collecting them; PostgreSQL sends bytea as hex text anyway,
+ * which its driver would parse into a Buffer for the store to turn back into hex.
  */
 const eventColumnList = (dialect: "pg" | "sqlite"): string => {
-  if (dialect === "pg") return EVENT_COLUMNS.join(", ")
+  if (dialect === "pg") {
+    // Packed values as their text, anything else as `PG_BYTES` and its bytes in hex.
+    const other = (c: string) => `${PG_BYTES_SQL} || encode(${c}, 'hex')`
+    const hash = (c: string) => `CASE WHEN octet_length(${c}) = 32 THEN encode(${c}, 'hex') ELSE ${other(c)} END`
+    const part = (from: number, length: number) => `substr(encode(event_id, 'hex'), ${from}, ${length})`
+    const uuid = `CASE WHEN octet_length(event_id) = 16 THEN ${part(1, 8)} || '-' || ${part(9, 4)} || '-' || ${part(13, 4)} || '-' || ${
+      part(17, 4)
+    } || '-' || ${part(21, 12)} ELSE ${other("event_id")} END`
+    return `seq, ${uuid}, timestamp, type, step_key, payload, ${hash("prev_hash")}, ${hash("hash")}`
+  }
   const hash = (c: string) => `CASE WHEN typeof(${c}) = 'blob' AND length(${c}) = 32 THEN lower(hex(${c})) ELSE ${c} END`
   const part = (from: number, length?: number) => `substr(hex(event_id), ${from}${length === undefined ? "" : `, ${length}`})`
   const uuid = `CASE WHEN typeof(event_id) = 'blob' AND length(event_id) = 16 THEN lower(${part(1, 8)} || '-' || ${part(9, 4)} || '-' || ${
@@ -169,13 +185,13 @@ const unpacked = (kind: typeof Codec.HASH, value: unknown, column: string): stri
 /**
  * The hash a row stores, as text (a read keeps it to complete the next row's prev_hash, see `eventFromValues`).
  */
-const hashOf = (row: ReadonlyArray<unknown>): string => unpacked(Codec.HASH, row[7], "hash")
+const hashOf = (row: ReadonlyArray<unknown>, pg: boolean): string => unpacked(Codec.HASH, selected(row[7], pg), "hash")
 
 /**
  * An event from its row. `previousHash` is the hash of the run's row before it (the genesis hash before the first):
  * a NULL prev_hash stands for it (see `eventValues`).
  */
-const eventFromValues = (runId: string, tenantId: string, row: ReadonlyArray<unknown>, previousHash: string): Event => {
+const eventFromValues = (runId: string, tenantId: string, row: ReadonlyArray<unknown>, previousHash: string, pg: boolean): Event => {
   let json: unknown
   const source = textValue(row[5], "payload")
   try {
@@ -191,7 +207,7 @@ const eventFromValues = (runId: string, tenantId: string, row: ReadonlyArray<unk
   // The stored text goes with the event: the chain covers the bytes as stored, so a field added to the stored payload,
   // which decoding drops, still breaks it.
   return new StoredEvent(
-    unpacked(Codec.UUID, row[1], "event_id"),
+    unpacked(Codec.UUID, selected(row[1], pg), "event_id"),
     runId,
     tenantId,
     numberValue(row[0], "seq"),
@@ -199,8 +215,8 @@ const eventFromValues = (runId: string, tenantId: string, row: ReadonlyArray<unk
     type,
     textValue(row[4], "step_key"),
     payload.right,
-    prev === null ? previousHash : unpacked(Codec.HASH, prev, "prev_hash"),
-    hashOf(row),
+    prev === null ? previousHash : unpacked(Codec.HASH, selected(prev, pg), "prev_hash"),
+    hashOf(row, pg),
     source
   )
 }
@@ -645,7 +661,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
         (rows) => rows.length > 0
       )
 
-    const eventColumns = sql.literal(eventColumnList(sql.onDialectOrElse({ pg: () => "pg" as const, orElse: () => "sqlite" as const })))
+    const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+    const eventColumns = sql.literal(eventColumnList(pg ? "pg" : "sqlite"))
     // A page from seq N > 1 reads the row before it too: a NULL prev_hash is that row's hash.
     const readEvents = (tenantId: string, runId: string, fromSeq = 1, limit?: number): Effect.Effect<ReadonlyArray<Event>, RunNotFound | StoreError> =>
       Effect.gen(function*() {
@@ -663,13 +680,13 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
             // starts the page with the genesis hash, and `Verify` reports the gap).
             if (before === 1 && rows.length > 0 && toNumber(rows[0]![0]) === from - 1) {
               row = rows[0]!
-              previousHash = hashOf(row)
+              previousHash = hashOf(row, pg)
               i = 1
             }
             const end = limit === undefined ? rows.length : Math.min(rows.length, i + Math.max(0, Math.floor(limit)))
             for (; i < end; i++) {
               row = rows[i]!
-              const event = eventFromValues(runId, tenantId, row, previousHash)
+              const event = eventFromValues(runId, tenantId, row, previousHash, pg)
               out.push(event)
               previousHash = event.hash
             }
