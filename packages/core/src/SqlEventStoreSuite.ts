@@ -13,6 +13,7 @@
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as crypto from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
@@ -52,8 +53,16 @@ interface OldRun {
   readonly events: ReadonlyArray<Event>
 }
 
-const oldRun = (runId: string, tenant: TenantContext, payloads: ReadonlyArray<EventPayload>, start: number, status: RunInfo["status"], costUsd: number): OldRun => {
-  const events = chain(runId, tenant.tenantId, [], payloads, start)
+const oldRun = (
+  runId: string,
+  tenant: TenantContext,
+  payloads: ReadonlyArray<EventPayload>,
+  start: number,
+  status: RunInfo["status"],
+  costUsd: number,
+  eventId?: (runId: string, seq: number) => string
+): OldRun => {
+  const events = chain(runId, tenant.tenantId, [], payloads, start, eventId)
   const first = events[0]!
   const last = events[events.length - 1]!
   const lineage = first.payload._tag === "RunStarted" ? first.payload : undefined
@@ -116,6 +125,14 @@ const insertOld = (sql: SqlClient.SqlClient, prefix: string, run: OldRun) =>
   head_hash = ${info.headHash}, updated_at = ${info.updatedAt} WHERE run_id = ${info.runId}`
   })
 
+/** The migrations of the schema that stored hashes and event ids as text (all before `6_compact_chain`). */
+const textChainMigrations = (tablePrefix: string | undefined) =>
+  Object.fromEntries(Object.entries(SqlEventStore.migrations({ tablePrefix })).filter(([id]) => Number.parseInt(id, 10) < 6))
+
+/** The byte length of a stored column's value, as the database counts it. */
+const byteLength = (sql: SqlClient.SqlClient, column: string) =>
+  sql.literal(sql.onDialectOrElse({ pg: () => `octet_length(${column})`, orElse: () => `length(CAST(${column} AS BLOB))` }))
+
 /** The columns of a table's primary key, in key order. */
 const primaryKey = (sql: SqlClient.SqlClient, table: string) =>
   Effect.map(
@@ -128,7 +145,7 @@ WHERE i.indrelid = ${`"${table}"`}::regclass AND i.indisprimary ORDER BY array_p
     (rows) => rows.map((r) => r.name)
   )
 
-/** What the new schema must look like, beyond its keys: on SQLite, the clustered events, their foreign key and the head trigger. */
+/** What the new schema must look like, beyond its keys: on SQLite, the events' table, their foreign key and the head trigger. */
 const checkSchema = (sql: SqlClient.SqlClient, prefix: string) =>
   Effect.gen(function*() {
     expect(yield* primaryKey(sql, `${prefix}runs`)).toEqual(["tenant_id", "run_id"])
@@ -138,14 +155,16 @@ const checkSchema = (sql: SqlClient.SqlClient, prefix: string) =>
       orElse: () =>
         Effect.gen(function*() {
           const [events] = yield* sql<{ readonly sql: string }>`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ${`${prefix}events`}`
-          expect(events?.sql).toMatch(/WITHOUT ROWID$/)
+          // A rowid table since 6_compact_chain (appended in rowid order, its pages filled), its key a unique index.
+          expect(events?.sql).not.toMatch(/WITHOUT ROWID/)
+          expect(events?.sql).toMatch(/PRIMARY KEY \(tenant_id, run_id, seq\)/)
           const keys = yield* sql<{ readonly table: string; readonly from: string; readonly to: string }>`SELECT "table", "from", "to" FROM pragma_foreign_key_list(${`${prefix}events`}) ORDER BY seq`
           expect(keys).toEqual([{ table: `${prefix}runs`, from: "tenant_id", to: "tenant_id" }, { table: `${prefix}runs`, from: "run_id", to: "run_id" }])
           expect(yield* sql`PRAGMA foreign_key_check`).toEqual([])
           const [trigger] = yield* sql<{ readonly sql: string }>`SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = ${`${prefix}events_advance_head`}`
           // The check and the move of the head both match the tenant.
           expect(trigger?.sql.match(/tenant_id = NEW\.tenant_id AND run_id = NEW\.run_id/g)).toHaveLength(2)
-          const leftovers = yield* sql`SELECT name FROM sqlite_master WHERE name LIKE ${`%\\_v3`} ESCAPE '\\'`
+          const leftovers = yield* sql`SELECT name FROM sqlite_master WHERE name LIKE ${`%\\_v3`} ESCAPE '\\' OR name LIKE ${`%\\_v6`} ESCAPE '\\'`
           expect(leftovers).toEqual([])
         })
     })
@@ -157,6 +176,79 @@ const checkSchema = (sql: SqlClient.SqlClient, prefix: string) =>
  */
 export const suite = (name: string, database: Effect.Effect<Database, unknown, Scope.Scope>): void => {
   describe(`SqlEventStore migrations: ${name}`, () => {
+
+    it.scoped("a database of text hashes and ids is migrated to bytes: every event reads back the same, the chain verifies, a tampered row is caught, and the run goes on", () =>
+      Effect.gen(function*() {
+        const db = yield* database
+        const prefix = db.tablePrefix ?? ""
+        const events = `${prefix}events`
+        const steps = (n: number, from = 0): Array<EventPayload> =>
+          Array.from({ length: n }, (_, i) => ({ _tag: "StepCompleted", name: `step-${from + i}`, value: { i: from + i, note: "a memoized step" } }))
+        // As the kernel writes them (UUID event ids), and as tests and imports may (any text: "abcdefgh-event-1" is 16
+        // bytes, as long as a packed id, and must not be taken for one).
+        const uuids = oldRun("r-kernel", tenantA, [started(tenantA), ...steps(29)], T0, "running", 0, () => crypto.randomUUID())
+        const texts = oldRun("abcdefgh", tenantA, [started(tenantA), ...steps(3)], T0 + 500, "running", 0)
+        const runs = [uuids, texts]
+
+        yield* Effect.gen(function*() {
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          yield* SqlMigrations.run({ name: "event_store", tablePrefix: db.tablePrefix, migrations: textChainMigrations(db.tablePrefix) })
+          for (const run of runs) yield* insertOld(sql, prefix, run)
+          // An index of the events that another migration (or a person) made: the conversion keeps it.
+          yield* sql`CREATE INDEX ${sql(`${prefix}events_type_idx`)} ON ${sql(events)} (tenant_id, type)`
+        }).pipe(Effect.provide(db.client))
+
+        yield* Effect.gen(function*() {
+          const store = yield* EventStore
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          for (const run of runs) {
+            expect(yield* store.getRun(run.info.tenantId, run.info.runId)).toEqual(run.info)
+            expect(yield* store.readEvents(run.info.tenantId, run.info.runId)).toEqual(run.events)
+            expect(verifyEvents(run.info.runId, yield* store.readEvents(run.info.tenantId, run.info.runId))).toMatchObject({ ok: true })
+          }
+          const kept = yield* sql.onDialectOrElse({
+            pg: () => sql`SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ${events} AND indexname = ${`${prefix}events_type_idx`}`,
+            orElse: () => sql`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ${events} AND name = ${`${prefix}events_type_idx`}`
+          })
+          expect(kept).toHaveLength(1)
+          // A page from the middle completes its first prev_hash from the row before it.
+          expect(yield* store.readEvents(tenantA.tenantId, "r-kernel", 11, 10)).toEqual(uuids.events.slice(10, 20))
+          // Stored as bytes: a hash is 32, a UUID 16; every prev_hash is its previous event's hash, so none is stored.
+          const [kernel] = yield* sql<{ readonly n: unknown; readonly hashes: unknown; readonly ids: unknown; readonly prevs: unknown }>`SELECT COUNT(*) AS n,
+  SUM(CASE WHEN ${byteLength(sql, "hash")} = 32 THEN 1 ELSE 0 END) AS hashes,
+  SUM(CASE WHEN ${byteLength(sql, "event_id")} = 16 THEN 1 ELSE 0 END) AS ids,
+  SUM(CASE WHEN prev_hash IS NULL THEN 1 ELSE 0 END) AS prevs FROM ${sql(events)} WHERE run_id = 'r-kernel'`
+          expect([kernel?.n, kernel?.hashes, kernel?.ids, kernel?.prevs].map(Number)).toEqual([30, 30, 30, 30])
+
+          // The run goes on: a batch after the migrated head, then one more; both verify with what was there.
+          const more = chain("r-kernel", tenantA.tenantId, uuids.events, steps(3, 29), T0, () => crypto.randomUUID())
+          yield* store.append({ runId: "r-kernel", tenantId: tenantA.tenantId, expectedSeq: 30, events: more.slice(0, 2) })
+          yield* store.append({ runId: "r-kernel", tenantId: tenantA.tenantId, expectedSeq: 32, events: more.slice(2) })
+          const all = yield* store.readEvents(tenantA.tenantId, "r-kernel")
+          expect(all).toEqual([...uuids.events, ...more])
+          expect(verifyEvents("r-kernel", all, { heads: [{ source: "store", seq: 33, hash: more[2]!.hash }] })).toMatchObject({ ok: true, events: 33 })
+          expect(yield* store.getRun(tenantA.tenantId, "r-kernel")).toMatchObject({ headSeq: 33, headHash: more[2]!.hash })
+          // The appends stored no prev_hash either: each batch's first event links to the stored head.
+          const [stored] = yield* sql<{ readonly prevs: unknown }>`SELECT COUNT(*) AS prevs FROM ${sql(events)} WHERE run_id = 'r-kernel' AND prev_hash IS NOT NULL`
+          expect(Number(stored?.prevs)).toBe(0)
+
+          // Tampering is caught as before, each time at the first row it touched (each tamper is earlier in the log).
+          const verify = Effect.map(store.readEvents(tenantA.tenantId, "r-kernel"), (read) => verifyEvents("r-kernel", read))
+          const at = (seq: number) => sql`run_id = 'r-kernel' AND seq = ${seq}`
+          // A payload changed in place.
+          yield* sql`UPDATE ${sql(events)} SET payload = ${JSON.stringify({ _tag: "StepCompleted", name: "step-18", value: { i: 1000, note: "a memoized step" } })} WHERE ${at(20)}`
+          expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 20 })
+          // A row's hash replaced by another real digest (the next row's): the row no longer hashes to it.
+          yield* sql`UPDATE ${sql(events)} SET hash = (SELECT hash FROM ${sql(events)} WHERE ${at(6)}) WHERE ${at(5)}`
+          expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 5 })
+          // A prev_hash written where none was stored, naming another event: the link breaks.
+          yield* sql`UPDATE ${sql(events)} SET prev_hash = (SELECT hash FROM ${sql(events)} WHERE ${at(1)}) WHERE ${at(4)}`
+          expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 4 })
+          // A row removed: the gap is reported where it is.
+          yield* sql`DELETE FROM ${sql(events)} WHERE ${at(2)}`
+          expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 2 })
+        }).pipe(Effect.provide(db.store))
+      }))
     it.scoped("a database whose runs are keyed by run id alone is migrated: data kept, and the same id is then another tenant's own run", () =>
       Effect.gen(function*() {
         const db = yield* database

@@ -17,21 +17,23 @@ export const T0 = 1_700_000_000_000
 
 /**
  * The events that follow `before` in a run's log, hash-chained as the kernel writes them (no audit key), each
- * stamped `start + seq`: for store tests that need a valid log without running the kernel.
+ * stamped `start + seq`: for store tests that need a valid log without running the kernel. Event ids are
+ * `<runId>-event-<seq>` unless `eventId` makes them (the kernel's are UUIDs).
  */
 export const chain = (
   runId: string,
   tenantId: string,
   before: ReadonlyArray<Event>,
   payloads: ReadonlyArray<EventPayload>,
-  start = T0
+  start = T0,
+  eventId: (runId: string, seq: number) => string = (runId, seq) => `${runId}-event-${seq}`
 ): Array<Event> => {
   const out: Array<Event> = []
   let prevHash = before[before.length - 1]?.hash ?? GENESIS_HASH
   for (const payload of payloads) {
     const seq = before.length + out.length + 1
     const unhashed = {
-      eventId: `${runId}-event-${seq}`,
+      eventId: eventId(runId, seq),
       runId,
       tenantId,
       seq,

@@ -11,6 +11,7 @@ import type { Event, RunInfo } from "../Event.js"
 import type { AppendRequest } from "../EventStore.js"
 import { causeText, errorCode, storeError } from "../SqlErrors.js"
 import { GENESIS_HASH, storedPayload } from "./hash.js"
+import { GENESIS_BYTES, HASH, pack, UUID } from "./sqlCodec.js"
 
 export interface Tables {
   readonly runs: string
@@ -45,9 +46,43 @@ export const chunksOf = <A>(items: ReadonlyArray<A>): Array<ReadonlyArray<A>> =>
 export const claimedEpoch = (request: AppendRequest): number | null =>
   request.claim === true && request.ownerEpoch !== undefined ? request.ownerEpoch : null
 
-/** An event's own columns, in this order: seq, event_id, timestamp, type, step_key, payload (as stored), prev_hash, hash. */
-export const eventValues = (event: Event): ReadonlyArray<unknown> =>
-  [event.seq, event.eventId, event.timestamp, event.type, event.stepKey, storedPayload(event), event.prevHash, event.hash]
+/** An event's columns as stored: seq, event_id, timestamp, type, step_key, payload, prev_hash, hash. */
+export type EventRow = readonly [number, Buffer, number, string, string, string, Buffer | null, Buffer]
+
+/**
+ * The rows of a batch's events (or of one chunk of it), each its own columns in this order: seq, event_id (packed, see
+ * `sqlCodec`), timestamp, type, step_key, payload (as stored), prev_hash, hash (packed). prev_hash is NULL where it is
+ * the hash of the event before it (in the batch, or the genesis hash before seq 1): a reader takes it from that row.
+ * `lookup`: the first event continues a stored run, and its prev_hash is stored NULL only if the statement finds it
+ * equal to the hash of the run's event at the seq before (the append dialects do; see `prevHashLookup`).
+ */
+export const eventValues = (events: ReadonlyArray<Event>): { readonly rows: Array<EventRow>; readonly lookup: boolean } => {
+  const rows: Array<EventRow> = []
+  let lookup = false
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i]!
+    let prev: Buffer | null
+    if (i > 0) prev = event.prevHash === events[i - 1]!.hash ? null : pack(HASH, event.prevHash)
+    else if (event.seq === 1) prev = event.prevHash === GENESIS_HASH ? null : pack(HASH, event.prevHash)
+    else {
+      prev = pack(HASH, event.prevHash)
+      lookup = true
+    }
+    rows.push([event.seq, pack(UUID, event.eventId), event.timestamp, event.type, event.stepKey, storedPayload(event), prev, pack(HASH, event.hash)])
+  }
+  return { rows, lookup }
+}
+
+/**
+ * The SQL of the first event's prev_hash when `eventValues` says `lookup`: NULL when the given bytes are the stored
+ * hash of the run's event at the seq before, else the bytes. `prev`, `seq`, `tenant` and `run` are SQL expressions
+ * (parameters) for the bytes, the event's seq, and the run's key.
+ */
+export const prevHashLookup = (events: string, prev: string, seq: string, tenant: string, run: string): string =>
+  `(CASE WHEN ${prev} = (SELECT hash FROM ${events} WHERE tenant_id = ${tenant} AND run_id = ${run} AND seq = ${seq} - 1) THEN NULL ELSE ${prev} END)`
+
+/** A hash as the run's row keeps it (`head_hash`), packed as the events' hashes are. */
+export const packedHash = (hash: string): Buffer => (hash === GENESIS_HASH ? GENESIS_BYTES : pack(HASH, hash))
 
 /** A duplicate (run, seq), or the head trigger refusing an event that does not follow the head. */
 export const isConflict = (sql: SqlClient.SqlClient, error: SqlError): boolean => {
@@ -76,7 +111,7 @@ export const runRow = (info: RunInfo, head: "genesis" | "batch") => ({
   root_run_id: info.rootRunId,
   status: info.status,
   head_seq: head === "genesis" ? 0 : info.headSeq,
-  head_hash: head === "genesis" ? GENESIS_HASH : info.headHash,
+  head_hash: head === "genesis" ? GENESIS_BYTES : packedHash(info.headHash),
   cost_usd: info.costUsd,
   created_at: info.createdAt,
   updated_at: head === "genesis" ? info.createdAt : info.updatedAt,

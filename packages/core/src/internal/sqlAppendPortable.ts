@@ -12,8 +12,7 @@ import type { SequenceConflict } from "../Errors.js"
 import { summarize } from "../Event.js"
 import { type AppendRequest, fenceOf, newRunInfo } from "../EventStore.js"
 import { transactionDefects } from "../SqlErrors.js"
-import { storedPayload } from "./hash.js"
-import { type AppendBatch, chunksOf, claimedEpoch, runRow, type Tables } from "./sqlAppend.js"
+import { type AppendBatch, chunksOf, claimedEpoch, eventValues, packedHash, runRow, type Tables } from "./sqlAppend.js"
 
 export const make = (sql: SqlClient.SqlClient, t: Tables): AppendBatch => {
   const runs = sql(t.runs)
@@ -22,17 +21,19 @@ export const make = (sql: SqlClient.SqlClient, t: Tables): AppendBatch => {
   const insertEvents = (request: AppendRequest) =>
     Effect.forEach(chunksOf(request.events), (chunk) =>
       sql`INSERT INTO ${events} ${
-        sql.insert(chunk.map((event) => ({
+        // The first event of a chunk that continues the run keeps its prev_hash: these plain statements do not look
+        // up the previous event's hash (a reader takes a stored prev_hash as it is).
+        sql.insert(eventValues(chunk).rows.map(([seq, eventId, timestamp, type, stepKey, payload, prevHash, hash]) => ({
           run_id: request.runId,
-          seq: event.seq,
-          event_id: event.eventId,
+          seq,
+          event_id: eventId,
           tenant_id: request.tenantId,
-          timestamp: event.timestamp,
-          type: event.type,
-          step_key: event.stepKey,
-          payload: storedPayload(event),
-          prev_hash: event.prevHash,
-          hash: event.hash
+          timestamp,
+          type,
+          step_key: stepKey,
+          payload,
+          prev_hash: prevHash,
+          hash
         })))
       }`, { discard: true })
 
@@ -50,7 +51,7 @@ export const make = (sql: SqlClient.SqlClient, t: Tables): AppendBatch => {
     const summary = summarize(request.events)
     const fence = fenceOf(request) ?? null
     return Effect.flatMap(
-      sql`UPDATE ${runs} SET head_seq = ${last.seq}, head_hash = ${last.hash}, updated_at = ${last.timestamp}, status = COALESCE(${summary.status ?? null}, status), cost_usd = cost_usd + ${summary.costUsd}, owner_epoch = COALESCE(${claimedEpoch(request)}, owner_epoch) WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId} AND head_seq <= ${request.expectedSeq} AND owner_epoch <= COALESCE(${fence}, owner_epoch) AND EXISTS (SELECT 1 FROM ${events} WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId} AND seq = ${request.expectedSeq}) RETURNING run_id`,
+      sql`UPDATE ${runs} SET head_seq = ${last.seq}, head_hash = ${packedHash(last.hash)}, updated_at = ${last.timestamp}, status = COALESCE(${summary.status ?? null}, status), cost_usd = cost_usd + ${summary.costUsd}, owner_epoch = COALESCE(${claimedEpoch(request)}, owner_epoch) WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId} AND head_seq <= ${request.expectedSeq} AND owner_epoch <= COALESCE(${fence}, owner_epoch) AND EXISTS (SELECT 1 FROM ${events} WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId} AND seq = ${request.expectedSeq}) RETURNING run_id`,
       (rows) => (rows.length === 1 ? Effect.void : Effect.fail(conflict()))
     )
   }

@@ -10,8 +10,7 @@ import type { SequenceConflict } from "../Errors.js"
 import { type BatchSummary, summarize } from "../Event.js"
 import { type AppendRequest, fenceOf, newRunInfo } from "../EventStore.js"
 import { storeError, transactionDefects } from "../SqlErrors.js"
-import { storedPayload } from "./hash.js"
-import { type AppendBatch, chunksOf, claimedEpoch, runRow, INSERT_CHUNK, orConflict, type Tables } from "./sqlAppend.js"
+import { type AppendBatch, chunksOf, claimedEpoch, eventValues, INSERT_CHUNK, orConflict, prevHashLookup, runRow, type Tables } from "./sqlAppend.js"
 
 /** The rows a SQLite statement changed, from better-sqlite3's raw result (`RunResult`). */
 const changes = (raw: unknown): number =>
@@ -38,38 +37,35 @@ export const make = (sql: SqlClient.SqlClient, t: Tables): AppendBatch => {
   // nothing when the writer is fenced (the run's owner epoch is above the batch's fence, see `fenceOf`; a NULL
   // fence fences nothing): SQLite has one writer at a time, so the check and the write are one atomic step.
   const COLUMNS = ["run_id", "seq", "event_id", "tenant_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"]
-  const insertText = new Map<number, string>()
-  const insertSql = (rows: number): string => {
-    let text = insertText.get(rows)
+  // The first tuple's prev_hash: a parameter, or (`lookup`) NULL when its bytes are the stored previous event's hash.
+  const insertText = new Map<string, string>()
+  const insertSql = (rows: number, lookup: boolean): string => {
+    const key = `${rows}${lookup ? "l" : ""}`
+    let text = insertText.get(key)
     if (text === undefined) {
       const tuple = `(${COLUMNS.map(() => "?").join(",")})`
-      text = `INSERT INTO ${t.events} (${COLUMNS.join(",")}) SELECT * FROM (VALUES ${Array.from({ length: rows }, () => tuple).join(",")}) ` +
+      const first = lookup ? `(${COLUMNS.map((c) => (c === "prev_hash" ? prevHashLookup(t.events, "?", "?", "?", "?") : "?")).join(",")})` : tuple
+      text = `INSERT INTO ${t.events} (${COLUMNS.join(",")}) SELECT * FROM (VALUES ${[first, ...Array.from({ length: rows - 1 }, () => tuple)].join(",")}) ` +
         `WHERE NOT EXISTS (SELECT 1 FROM ${t.runs} WHERE run_id = ? AND tenant_id = ? AND owner_epoch > ?)`
-      insertText.set(rows, text)
+      insertText.set(key, text)
     }
     return text
   }
 
   const insertEvents = (request: AppendRequest, conflict: () => SequenceConflict) =>
     Effect.forEach(chunksOf(request.events), (chunk) => {
+      const { lookup, rows } = eventValues(chunk)
       const params: Array<unknown> = []
-      for (const event of chunk) {
-        params.push(
-          request.runId,
-          event.seq,
-          event.eventId,
-          request.tenantId,
-          event.timestamp,
-          event.type,
-          event.stepKey,
-          storedPayload(event),
-          event.prevHash,
-          event.hash
-        )
+      for (let i = 0; i < rows.length; i++) {
+        const [seq, eventId, timestamp, type, stepKey, payload, prevHash, hash] = rows[i]!
+        params.push(request.runId, seq, eventId, request.tenantId, timestamp, type, stepKey, payload)
+        if (i === 0 && lookup) params.push(prevHash, request.tenantId, request.runId, seq, prevHash)
+        else params.push(prevHash)
+        params.push(hash)
       }
       params.push(request.runId, request.tenantId, fenceOf(request) ?? null)
       return Effect.flatMap(
-        sql.unsafe(insertSql(chunk.length), params).raw,
+        sql.unsafe(insertSql(chunk.length, lookup), params).raw,
         (raw) => (changes(raw) === chunk.length ? Effect.void : Effect.fail(conflict()))
       )
     }, { discard: true }).pipe(Effect.catchTag("SqlError", orConflict(sql, "append", conflict)))

@@ -35,7 +35,7 @@ export const make = (
 ): SqlEventStore.AppendBatch => {
   const runs = sql(t.runs)
   const EVENT_VALUES = ["seq", "event_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"] as const
-  const EVENT_TYPES = ["bigint", "text", "double precision", "text", "text", "text", "text", "text"] as const
+  const EVENT_TYPES = ["bigint", "bytea", "double precision", "text", "text", "text", "bytea", "bytea"] as const
   const RUN_COLUMNS = "run_id, tenant_id, workflow, parent_run_id, root_run_id, status, head_seq, head_hash, cost_usd, created_at, updated_at, owner_epoch"
   type PgAppend = "create" | "events" | "run"
   /**
@@ -44,12 +44,19 @@ export const make = (
    */
   const PARAMS: Record<PgAppend, number> = { create: 12, events: 4, run: 10 }
   const pgText = new Map<string, string>()
-  const pgAppendSql = (kind: PgAppend, rows: number): string => {
-    const key = `${kind}${rows}`
+  // The run's key in each kind's parameters, for the first event's prev_hash lookup (see `prevHashLookup`).
+  const KEY: Record<PgAppend, readonly [run: string, tenant: string]> = { create: ["$1", "$2"], events: ["$1", "$2"], run: ["$6", "$7"] }
+  const pgAppendSql = (kind: PgAppend, rows: number, lookup: boolean): string => {
+    const key = `${kind}${rows}${lookup ? "l" : ""}`
     let text = pgText.get(key)
     if (text === undefined) {
       let n = PARAMS[kind]
-      const tuples = Array.from({ length: rows }, () => `(${EVENT_TYPES.map((type) => `$${++n}::${type}`).join(",")})`)
+      const tuples = Array.from({ length: rows }, (_, row) => {
+        const cells = EVENT_TYPES.map((type) => `$${++n}::${type}`)
+        // The first event of a batch that continues the run: its prev_hash is NULL when it is the stored hash before it.
+        if (row === 0 && lookup) cells[6] = SqlEventStore.prevHashLookup(`"${t.events}"`, cells[6]!, cells[0]!, `${KEY[kind][1]}::text`, `${KEY[kind][0]}::text`)
+        return `(${cells.join(",")})`
+      })
       const values = `(VALUES ${tuples.join(",")}) AS e (${EVENT_VALUES.join(", ")})`
       const into = `INSERT INTO "${t.events}" (run_id, tenant_id, ${EVENT_VALUES.join(", ")})`
       // The event at expectedSeq exists: no gap, this run, this tenant.
@@ -108,7 +115,7 @@ export const make = (
         info.rootRunId,
         info.status,
         info.headSeq,
-        info.headHash,
+        SqlEventStore.packedHash(info.headHash),
         info.costUsd,
         info.createdAt,
         info.updatedAt,
@@ -122,14 +129,13 @@ export const make = (
         params.push(request.runId, request.tenantId, request.expectedSeq, fence)
       } else {
         kind = "run"
-        params.push(last.seq, last.hash, last.timestamp, summary.status ?? null, summary.costUsd, request.runId, request.tenantId, request.expectedSeq, fence, SqlEventStore.claimedEpoch(request))
+        params.push(last.seq, SqlEventStore.packedHash(last.hash), last.timestamp, summary.status ?? null, summary.costUsd, request.runId, request.tenantId, request.expectedSeq, fence, SqlEventStore.claimedEpoch(request))
       }
     }
-    for (const event of events) {
-      params.push(...SqlEventStore.eventValues(event))
-    }
+    const { lookup, rows } = SqlEventStore.eventValues(events)
+    for (const row of rows) params.push(...row)
     return Effect.flatMap(
-      executeCounted(pgAppendSql(kind, events.length), params, events.length, placement),
+      executeCounted(pgAppendSql(kind, events.length, lookup), params, events.length, placement),
       (written) => (written === events.length ? Effect.void : Effect.fail(conflict()))
     )
   }
