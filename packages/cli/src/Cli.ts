@@ -6,7 +6,7 @@
  * artana replay RUN [--plan PLAN]                  re-run a plan run over its log (no tool executes)
  * artana reconcile RUN --step ID (--completed JSON | --failed MESSAGE) [--force]
  *                                                  settle the step a crash left in doubt
- * artana report RUN                                timeline, decisions, files, domains, commands, denials, cost
+ * artana report RUN [--from SEQ] [--limit N]       timeline, decisions, files, domains, commands, denials, cost
  * artana list-runs [--status S] [--workflow W] [--since T] [--until T] [--limit N] [--after CURSOR]
  * artana show-run RUN [--from SEQ] [--limit N]     a run, its lineage tree and its events
  * artana verify RUN [--head SEQ:HASH]              check the run's hash chain
@@ -112,9 +112,7 @@ const reconcile = Command.make(
       m.reconcile({ ...a, completed: Option.getOrUndefined(a.completed), failed: Option.getOrUndefined(a.failed), auditKey: key }))
 ).pipe(described("reconcile"))
 
-const report = Command.make("report", { ...common, run: runArg }, (a) => Effect.flatMap(Effect.zip(ReadCommands, auditKey), ([m, key]) => m.report({ ...a, auditKey: key }))).pipe(
-  described("report")
-)
+
 
 const statuses = ["running", "paused", "completed", "failed", "needs_reconciliation"] as const
 
@@ -147,6 +145,14 @@ const page = (command: string) => ({
   from: Options.integer("from").pipe(Options.withDescription(Help.option(command, "--from SEQ")), Options.optional),
   limit: Options.integer("limit").pipe(Options.withDescription(Help.option(command, "--limit N")), Options.optional)
 })
+
+const report = Command.make(
+  "report",
+  { ...common, run: runArg, ...page("report") },
+  (a) =>
+    Effect.flatMap(Effect.zip(ReadCommands, auditKey), ([m, key]) =>
+      m.report({ ...a, from: Option.getOrUndefined(a.from), limit: Option.getOrUndefined(a.limit), auditKey: key }))
+).pipe(described("report"))
 
 const showRun = Command.make(
   "show-run",

@@ -105,12 +105,20 @@ export const commands: ReadonlyArray<CommandDoc> = [
   },
   {
     name: "report",
-    usage: "RUN",
+    usage: "RUN [--from SEQ] [--limit N]",
     summary: "A plan run's timeline: each call allowed or denied and why, files, domains, commands, cost",
-    details: ["The run's hash chain is checked too: a log changed after it was written is marked TAMPERED (exit 6)."],
+    details: [
+      "The run's hash chain is checked too: a log changed after it was written is marked TAMPERED (exit 6).",
+      "A run of more than 2,000 events is reported by the steps logged in its first and last 1,000 events, with the",
+      "command that reports the ones between; --from and --limit report the steps logged in that stretch instead",
+      "(a step that starts in it is reported whole). `--format json` then adds `stretch`: { omitted, next }."
+    ],
     arguments: [RUN],
-    options: [],
-    examples: ["artana report demo-1", "artana report demo-1 --format json | jq .summary"],
+    options: [
+      { flag: "--from SEQ", description: "report the steps logged from this seq on (default: the first)" },
+      { flag: "--limit N", description: "in at most N events (default: to the end when --from is given)" }
+    ],
+    examples: ["artana report demo-1", "artana report demo-1 --format json | jq .summary", "artana report long-1 --from 1001 --limit 1000"],
     exitCodes: [0, 2, 3, 4, 5, 6, 7, 8]
   },
   {

@@ -114,6 +114,26 @@ export const run = (args: RunArgs) =>
   }))
 
 /** The step a run's log shows requested and not finished: the call this process was making when it stopped. */
+/** Events read per page of `tailOf`: a plan step's events (request, policy notes, outcome) follow one another. */
+const TAIL_PAGE = 100
+
+/**
+ * The end of a run's log, read backwards a page at a time from its head until a page holds an event that `found`
+ * accepts: what a command needs to know about a run's last step, without reading the log before it.
+ */
+const tailOf = (store: EventStore.Service, tenantId: string, runId: string, headSeq: number, found: (event: Event.Event) => boolean) =>
+  Effect.gen(function*() {
+    let tail: Array<Event.Event> = []
+    for (let end = headSeq + 1; end > 1;) {
+      const start = Math.max(1, end - TAIL_PAGE)
+      const page = yield* store.readEvents(tenantId, runId, start, end - start)
+      tail = [...page, ...tail]
+      if (page.some(found)) break
+      end = start
+    }
+    return tail
+  })
+
 const unfinishedStep = (events: ReadonlyArray<Event.Event>) => {
   const requested = [...events].reverse().find((e) => e.payload._tag === "ToolRequested")
   if (requested === undefined || requested.payload._tag !== "ToolRequested") return undefined
@@ -143,7 +163,8 @@ const whenInterrupted = (args: RunArgs, run: Interrupted) => {
   const resume = Hints.continueRun(args, run.runId, args.plan, args.policy)
   const explain = Effect.gen(function*() {
     const store = yield* EventStore.EventStore
-    const step = unfinishedStep(yield* store.readEvents(run.tenant.tenantId, run.runId))
+    const info = yield* store.getRun(run.tenant.tenantId, run.runId)
+    const step = unfinishedStep(yield* tailOf(store, run.tenant.tenantId, run.runId, info.headSeq, (e) => e.payload._tag === "ToolRequested"))
     if (step === undefined) return `interrupted: run ${run.runId} stopped between steps, nothing is in doubt; continue it: ${resume}`
     const name = Hints.stepName(step.stepKey)
     const call = `${step.tool} ${T.clip(step.arguments, 120)}`
@@ -185,7 +206,8 @@ export const replay = (args: ReplayArgs) =>
       const path = yield* EventStore.reconciliationPath(openedStore, args.tenant, args.run)
       return yield* new Hints.RunNeedsReconciliation({ runId: args.run, ...Hints.waiting(args, args.run, path, info.workflow === PlanRunner.WORKFLOW) })
     }
-    const events = yield* openedStore.readEvents(args.tenant, args.run)
+    // The plan is in the run's first event: the replay reads the rest.
+    const events = yield* openedStore.readEvents(args.tenant, args.run, 1, 1)
     const input = PlanRunner.loggedInput(events)
     if (input === undefined) {
       const started = events[0]?.payload
@@ -263,22 +285,25 @@ export const reconcile = (args: ReconcileArgs) =>
     const opened = yield* Layer.build(Database.layer(db, { create: false }))
     const store = Context.get(opened, EventStore.EventStore)
     const info = yield* store.getRun(args.tenant, args.run)
-    const events = yield* store.readEvents(args.tenant, args.run)
-    const required = [...events].reverse().find((e) => e.payload._tag === "ReconciliationRequired")
+    // The step in doubt is the run's last: the end of its log, back to that step's request.
+    const inDoubt = (e: Event.Event) => e.payload._tag === "ReconciliationRequired"
+    const events = yield* tailOf(store, args.tenant, args.run, info.headSeq, inDoubt)
+    const required = [...events].reverse().find(inDoubt)
+    const start = required === undefined ? events : yield* tailOf(store, args.tenant, args.run, required.seq, (e) => e.stepKey === required.stepKey && e.payload._tag === "ToolRequested")
     if (info.status !== "needs_reconciliation" || required === undefined || required.payload._tag !== "ReconciliationRequired") {
       return yield* badInput("RUN", `run ${args.run} is ${info.status}: only a run in needs_reconciliation has a step to settle`)
     }
     const key = required.stepKey
     const tool = required.payload.tool
     const id = Plan.stepIdOf(key) ?? key
-    const requested = events.find((e) => e.stepKey === key && e.payload._tag === "ToolRequested")
+    const requested = start.find((e) => e.stepKey === key && e.payload._tag === "ToolRequested")
     // Arguments can be long (a file's content): the message shows their start.
     const call = requested?.payload._tag === "ToolRequested" ? `${tool} ${T.clip(requested.payload.arguments, 120)}` : tool
     if (args.step !== id && args.step !== key) {
       return yield* badInput("--step", `"${args.step}" is not the step in doubt: run ${args.run} waits on step "${id}" (${call})`)
     }
     // A plan run's tools are known (rebuilt from its logged policy): the result must be one its tool can return.
-    const input = PlanRunner.loggedInput(events)
+    const input = PlanRunner.loggedInput(yield* store.readEvents(args.tenant, args.run, 1, 1))
     const toolbox = input === undefined ? undefined : yield* Toolbox.fromRecord(input.policy)
     // It is logged as the tool would have returned it (fields the tool does not have are dropped).
     if (toolbox !== undefined && outcome.ok) {

@@ -61,24 +61,63 @@ const marked = (s: T.Style, chain: Verify.VerifyReport, text: string): string =>
 
 // ------------------------------------------------------------------------------------------------- report
 
-export const report = (args: Common & { readonly run: string }) =>
+/** What `report` reads of a long run by default: the steps logged in its first and its last events. */
+export const REPORT_HEAD = 1000
+export const REPORT_TAIL = 1000
+
+/**
+ * The events of a stretch of a plan run's log, and on past its end to the last outcome of the step it ends in (a plan
+ * runs one step at a time: a step's events follow one another), a page at a time.
+ */
+const stretchOf = (tenantId: string, runId: string, window: Window) => {
+  const end = window.limit === undefined ? Number.POSITIVE_INFINITY : window.fromSeq + window.limit
+  let lastKey: string | undefined
+  return Stream.takeWhile(eventsOf(tenantId, runId, [{ fromSeq: window.fromSeq, limit: undefined }]), (e) => {
+    if (e.seq < end) {
+      lastKey = e.stepKey
+      return true
+    }
+    return e.stepKey === lastKey
+  })
+}
+
+export const report = (args: ShowArgs) =>
   Out.command(args, Effect.gen(function*() {
+    yield* positive("--from", args.from)
+    yield* positive("--limit", args.limit)
     const store = yield* EventStore.EventStore
     const info = yield* store.getRun(args.tenant, args.run)
-    const events = yield* store.readEvents(args.tenant, args.run)
     // The sandbox (its audit reader) is loaded by `report` alone: the other read commands never need it.
     const Toolbox = yield* Effect.promise(() => import("./toolbox.js"))
-    const built = Report.make(info, events, Toolbox.audit)
+    const { next, omitted, windows } = windowsOf(info.headSeq, args.from, args.limit, REPORT_HEAD, REPORT_TAIL)
+    const whole = windows.length === 1 && windows[0]!.fromSeq === 1 && windows[0]!.limit === undefined
+    // The run's first event holds the plan; the stretches are read a page at a time, and reported as one.
+    const started = windows[0]!.fromSeq === 1 ? [] : yield* store.readEvents(args.tenant, args.run, 1, 1)
+    const events = [...started]
+    for (const window of windows) {
+      yield* Stream.runForEachChunk(stretchOf(args.tenant, info.runId, window), (page) => Effect.sync(() => events.push(...Chunk.toReadonlyArray(page))))
+    }
+    const built = Report.make(info, events, Toolbox.audit, { stretch: !whole })
     if (built instanceof PlanRunner.NotAPlanRun) return yield* built
     const chain = yield* chainOf(args, info)
-    if (args.format === "json") yield* Out.json({ ...Report.toJson(built), chain })
-    else {
-      yield* Out.stdout(marked(Out.outStyle(), chain, Report.render(built, Out.outStyle())))
+    const pageCommand = (fromSeq: number, limit: number) => Hints.readOn(args, "report", info.runId, [["--from", fromSeq], ["--limit", limit]])
+    if (args.format === "json") {
+      yield* Out.json({ ...Report.toJson(built), ...(whole ? {} : { stretch: { omitted: omitted ?? null, next: next ?? null } }), chain })
+    } else {
+      const s = Out.outStyle()
+      const shown = windows.map((w) => (w.limit === undefined ? `from seq ${w.fromSeq}` : `at seq ${w.fromSeq}–${w.fromSeq + w.limit - 1}`)).join(" and ")
+      const notes = whole ? [] : [
+        "",
+        s.dim(`  a stretch of the log: the steps logged ${shown}`),
+        ...(omitted === undefined ? [] : [s.dim(`  the steps logged at seq ${omitted.fromSeq}–${omitted.toSeq} are not shown: ${pageCommand(omitted.fromSeq, REPORT_HEAD)}`)]),
+        ...(next === undefined || args.limit === undefined ? [] : [s.dim(`  more: ${pageCommand(next, args.limit)}`)])
+      ]
+      yield* Out.stdout(marked(s, chain, [Report.render(built, s), ...notes].join("\n")))
       yield* waitingNote(args, info)
     }
     if (!chain.ok) return ExitCode.Integrity
     return built.status === "completed" || built.status === "failed"
-      ? ExitCode.ofSteps(built.steps.map((s) => s.status))
+      ? ExitCode.ofSteps(built.steps.map((step) => step.status))
       : ExitCode.NeedsAttention
   }).pipe(Effect.provide(reading(args))))
 
