@@ -133,6 +133,41 @@ export const stream = (
     }))
 }
 
+/** Options of `lastEvent`. */
+export interface LastEventOptions {
+  /** The seq to search back from (default: the run's head, read from its row). */
+  readonly throughSeq?: number | undefined
+  /** Events read per query (default 100: what a run writes about one step is usually less). */
+  readonly pageSize?: number | undefined
+}
+
+/**
+ * The last event of a run's log (at or before `throughSeq`) that `matches`, or undefined: read backwards from there a
+ * page at a time, so finding what a run did last (the step it waits on, the call it was in) costs the pages after that
+ * event, not the whole log.
+ *
+ * @example
+ * const marker = yield* EventStore.lastEvent(store, "acme", "report-7", (e) => e.payload._tag === "ReconciliationRequired")
+ */
+export const lastEvent = (
+  store: Service,
+  tenantId: string,
+  runId: string,
+  matches: (event: Event) => boolean,
+  options: LastEventOptions = {}
+): Effect.Effect<Event | undefined, RunNotFound | StoreError> =>
+  Effect.gen(function*() {
+    const through = options.throughSeq ?? (yield* store.getRun(tenantId, runId)).headSeq
+    const pageSize = Math.max(1, Math.floor(options.pageSize ?? 100))
+    for (let end = Math.floor(through) + 1; end > 1;) {
+      const start = Math.max(1, end - pageSize)
+      const page = yield* store.readEvents(tenantId, runId, start, end - start)
+      for (let i = page.length - 1; i >= 0; i--) if (matches(page[i]!)) return page[i]
+      end = start
+    }
+    return undefined
+  })
+
 /**
  * What a lineage spent: the sum of its runs' costs (`listRuns(tenantId, { rootRunId })`). Every run of a tree draws on
  * the root's budget; the kernel checks the budget against this, and `artana show-run` reports it.
@@ -163,9 +198,12 @@ export const reconciliationPath = (
       // A run that does not exist (or no longer waits) holds nothing up.
       const run = yield* Effect.catchTag(store.getRun(tenantId, current), "RunNotFound", () => Effect.succeed(undefined))
       if (run === undefined || run.status !== "needs_reconciliation") return []
-      const events = yield* Effect.catchTag(store.readEvents(tenantId, current), "RunNotFound", () => Effect.succeed([]))
-      let marker: Event | undefined
-      for (const e of events) if (e.payload._tag === "ReconciliationRequired") marker = e
+      // The run's last marker: read back from its head, not the whole log.
+      const marker = yield* Effect.catchTag(
+        lastEvent(store, tenantId, current, (e) => e.payload._tag === "ReconciliationRequired", { throughSeq: run.headSeq }),
+        "RunNotFound",
+        () => Effect.succeed(undefined)
+      )
       if (marker === undefined || marker.payload._tag !== "ReconciliationRequired") return []
       path.push({ runId: current, stepKey: marker.stepKey, tool: marker.payload.tool })
       next = marker.payload.waitingOn?.[0]?.runId

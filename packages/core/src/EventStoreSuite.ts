@@ -570,6 +570,21 @@ const listing = (test: Test): void => {
         expect(listedChild).toMatchObject({ parentRunId: root.runId, rootRunId: root.runId, workflow: "sub", createdAt: T0 + 4001 })
       }))
 
+    test("lastEvent finds a run's last event that matches, reading back from the head (or from a seq) a page at a time", (store) =>
+      Effect.gen(function*() {
+        const log = makeLog(store, "tail", tenantA)
+        const payloads: Array<EventPayload> = [started(tenantA)]
+        for (let i = 2; i <= 250; i++) payloads.push(i % 100 === 0 ? { _tag: "PauseRequested", reason: `p${i}`, ticket: `t${i}` } : { _tag: "StepCompleted", name: `s${i}`, value: i })
+        yield* log.append(...payloads)
+        const paused = (e: Event) => e.payload._tag === "PauseRequested"
+        expect((yield* EventStore.lastEvent(store, tenantA.tenantId, "tail", paused))?.seq).toBe(200)
+        expect((yield* EventStore.lastEvent(store, tenantA.tenantId, "tail", paused, { pageSize: 7 }))?.seq).toBe(200)
+        expect((yield* EventStore.lastEvent(store, tenantA.tenantId, "tail", paused, { throughSeq: 199, pageSize: 30 }))?.seq).toBe(100)
+        expect((yield* EventStore.lastEvent(store, tenantA.tenantId, "tail", (e) => e.seq === 1, { pageSize: 64 }))?.payload._tag).toBe("RunStarted")
+        expect(yield* EventStore.lastEvent(store, tenantA.tenantId, "tail", (e) => e.payload._tag === "RunFailed")).toBeUndefined()
+        expect((yield* Effect.flip(EventStore.lastEvent(store, tenantB.tenantId, "tail", paused)))._tag).toBe("RunNotFound")
+      }))
+
     test("listRunsPage walks every run a page at a time with its cursor, in listRuns' order (newest first, ties in creation order), under every filter", (store) =>
       Effect.gen(function*() {
         // Created in this order; "tie-*" in one millisecond (their ids sort as they were created, the order every

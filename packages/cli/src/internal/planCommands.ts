@@ -1,13 +1,15 @@
 /**
  * `artana run`, `artana replay` and `artana reconcile`.
  */
-import { Errors, type Event, EventStore, Json, Kernel, type Tenant, type Tool } from "@artana/core"
+import { Errors, EventStore, Json, Kernel, type Tenant, type Tool } from "@artana/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -114,35 +116,22 @@ export const run = (args: RunArgs) =>
   }))
 
 /** The step a run's log shows requested and not finished: the call this process was making when it stopped. */
-/** Events read per page of `tailOf`: a plan step's events (request, policy notes, outcome) follow one another. */
-const TAIL_PAGE = 100
-
 /**
- * The end of a run's log, read backwards a page at a time from its head until a page holds an event that `found`
- * accepts: what a command needs to know about a run's last step, without reading the log before it.
+ * The step a run was in when it stopped, if its call has no outcome logged: its last request, and whether anything
+ * after it ended that step (read back from the head, then on from the request: a plan runs one step at a time).
  */
-const tailOf = (store: EventStore.Service, tenantId: string, runId: string, headSeq: number, found: (event: Event.Event) => boolean) =>
+const unfinishedStep = (store: EventStore.Service, tenantId: string, runId: string) =>
   Effect.gen(function*() {
-    let tail: Array<Event.Event> = []
-    for (let end = headSeq + 1; end > 1;) {
-      const start = Math.max(1, end - TAIL_PAGE)
-      const page = yield* store.readEvents(tenantId, runId, start, end - start)
-      tail = [...page, ...tail]
-      if (page.some(found)) break
-      end = start
-    }
-    return tail
+    const requested = yield* EventStore.lastEvent(store, tenantId, runId, (e) => e.payload._tag === "ToolRequested")
+    if (requested === undefined || requested.payload._tag !== "ToolRequested") return undefined
+    const ended = yield* EventStore.stream(store, tenantId, runId, { fromSeq: requested.seq + 1 }).pipe(
+      Stream.filter((e) =>
+        e.stepKey === requested.stepKey && (e.payload._tag === "ToolCompleted" || e.payload._tag === "ToolFailed" || e.payload._tag === "PolicyDenied")
+      ),
+      Stream.runHead
+    )
+    return Option.isSome(ended) ? undefined : { stepKey: requested.stepKey, tool: requested.payload.tool, arguments: requested.payload.arguments }
   })
-
-const unfinishedStep = (events: ReadonlyArray<Event.Event>) => {
-  const requested = [...events].reverse().find((e) => e.payload._tag === "ToolRequested")
-  if (requested === undefined || requested.payload._tag !== "ToolRequested") return undefined
-  const ended = events.some((e) =>
-    e.seq > requested.seq && e.stepKey === requested.stepKey &&
-    (e.payload._tag === "ToolCompleted" || e.payload._tag === "ToolFailed" || e.payload._tag === "PolicyDenied")
-  )
-  return ended ? undefined : { stepKey: requested.stepKey, tool: requested.payload.tool, arguments: requested.payload.arguments }
-}
 
 interface Interrupted {
   readonly runId: string
@@ -163,8 +152,7 @@ const whenInterrupted = (args: RunArgs, run: Interrupted) => {
   const resume = Hints.continueRun(args, run.runId, args.plan, args.policy)
   const explain = Effect.gen(function*() {
     const store = yield* EventStore.EventStore
-    const info = yield* store.getRun(run.tenant.tenantId, run.runId)
-    const step = unfinishedStep(yield* tailOf(store, run.tenant.tenantId, run.runId, info.headSeq, (e) => e.payload._tag === "ToolRequested"))
+    const step = yield* unfinishedStep(store, run.tenant.tenantId, run.runId)
     if (step === undefined) return `interrupted: run ${run.runId} stopped between steps, nothing is in doubt; continue it: ${resume}`
     const name = Hints.stepName(step.stepKey)
     const call = `${step.tool} ${T.clip(step.arguments, 120)}`
@@ -285,18 +273,15 @@ export const reconcile = (args: ReconcileArgs) =>
     const opened = yield* Layer.build(Database.layer(db, { create: false }))
     const store = Context.get(opened, EventStore.EventStore)
     const info = yield* store.getRun(args.tenant, args.run)
-    // The step in doubt is the run's last: the end of its log, back to that step's request.
-    const inDoubt = (e: Event.Event) => e.payload._tag === "ReconciliationRequired"
-    const events = yield* tailOf(store, args.tenant, args.run, info.headSeq, inDoubt)
-    const required = [...events].reverse().find(inDoubt)
-    const start = required === undefined ? events : yield* tailOf(store, args.tenant, args.run, required.seq, (e) => e.stepKey === required.stepKey && e.payload._tag === "ToolRequested")
+    // The step in doubt is the run's last marker, and its request comes before it: both read back from the head.
+    const required = yield* EventStore.lastEvent(store, args.tenant, args.run, (e) => e.payload._tag === "ReconciliationRequired", { throughSeq: info.headSeq })
     if (info.status !== "needs_reconciliation" || required === undefined || required.payload._tag !== "ReconciliationRequired") {
       return yield* badInput("RUN", `run ${args.run} is ${info.status}: only a run in needs_reconciliation has a step to settle`)
     }
     const key = required.stepKey
     const tool = required.payload.tool
     const id = Plan.stepIdOf(key) ?? key
-    const requested = start.find((e) => e.stepKey === key && e.payload._tag === "ToolRequested")
+    const requested = yield* EventStore.lastEvent(store, args.tenant, args.run, (e) => e.stepKey === key && e.payload._tag === "ToolRequested", { throughSeq: required.seq })
     // Arguments can be long (a file's content): the message shows their start.
     const call = requested?.payload._tag === "ToolRequested" ? `${tool} ${T.clip(requested.payload.arguments, 120)}` : tool
     if (args.step !== id && args.step !== key) {

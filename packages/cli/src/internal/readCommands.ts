@@ -5,6 +5,7 @@
 import { Errors, type Event, EventStore, Kernel, Verify } from "@artana/core"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -45,7 +46,8 @@ const chainOf = (args: Common, info: Event.RunInfo) =>
     // Up to the first break: what follows it changes nothing of the report.
     return EventStore.stream(store, args.tenant, info.runId).pipe(
       Stream.chunks,
-      Stream.runFoldWhile(undefined as Verify.VerifyReport | undefined, (broken) => broken === undefined, (_, page) => verifier.push(Chunk.toReadonlyArray(page))),
+      Stream.runFoldWhile<Verify.VerifyReport | undefined, Chunk.Chunk<Event.Event>>(undefined, (broken) => broken === undefined, (_, page) =>
+        verifier.push(Chunk.toReadonlyArray(page))),
       Effect.map(() => verifier.finish())
     )
   })
@@ -184,7 +186,7 @@ export const parseTime = (what: string, text: string, now: number): Effect.Effec
 export const listRuns = (args: ListArgs) =>
   Out.command(args, Effect.gen(function*() {
     const store = yield* EventStore.EventStore
-    const now = Date.now()
+    const now = yield* Clock.currentTimeMillis
     const createdSince = args.since === undefined ? undefined : yield* parseTime("--since", args.since, now)
     const createdUntil = args.until === undefined ? undefined : yield* parseTime("--until", args.until, now)
     const filtered = args.status !== undefined || args.workflow !== undefined || createdSince !== undefined || createdUntil !== undefined
