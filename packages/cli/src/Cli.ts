@@ -6,9 +6,9 @@
  * artana replay RUN [--plan PLAN]                  re-run a plan run over its log (no tool executes)
  * artana reconcile RUN --step ID (--completed JSON | --failed MESSAGE) [--force]
  *                                                  settle the step a crash left in doubt
- * artana report RUN                                timeline, decisions, files, domains, commands, denials, cost
- * artana list-runs [--status S] [--workflow W] [--limit N]
- * artana show-run RUN                              a run, its lineage tree and its events
+ * artana report RUN [--from SEQ] [--limit N]       timeline, decisions, files, domains, commands, denials, cost
+ * artana list-runs [--status S] [--workflow W] [--since T] [--until T] [--limit N] [--after CURSOR]
+ * artana show-run RUN [--from SEQ] [--limit N]     a run, its lineage tree and its events
  * artana verify RUN [--head SEQ:HASH]              check the run's hash chain
  * ```
  *
@@ -112,9 +112,7 @@ const reconcile = Command.make(
       m.reconcile({ ...a, completed: Option.getOrUndefined(a.completed), failed: Option.getOrUndefined(a.failed), auditKey: key }))
 ).pipe(described("reconcile"))
 
-const report = Command.make("report", { ...common, run: runArg }, (a) => Effect.flatMap(Effect.zip(ReadCommands, auditKey), ([m, key]) => m.report({ ...a, auditKey: key }))).pipe(
-  described("report")
-)
+
 
 const statuses = ["running", "paused", "completed", "failed", "needs_reconciliation"] as const
 
@@ -124,16 +122,45 @@ const listRuns = Command.make(
     ...common,
     status: Options.choice("status", statuses).pipe(Options.withDescription(Help.option("list-runs", "--status")), Options.optional),
     workflow: Options.text("workflow").pipe(Options.withDescription(Help.option("list-runs", "--workflow")), Options.optional),
-    limit: Options.integer("limit").pipe(Options.withDescription(Help.option("list-runs", "--limit")), Options.withDefault(50))
+    limit: Options.integer("limit").pipe(Options.withDescription(Help.option("list-runs", "--limit")), Options.withDefault(50)),
+    after: Options.text("after").pipe(Options.withDescription(Help.option("list-runs", "--after CURSOR")), Options.optional),
+    since: Options.text("since").pipe(Options.withDescription(Help.option("list-runs", "--since TIME")), Options.optional),
+    until: Options.text("until").pipe(Options.withDescription(Help.option("list-runs", "--until TIME")), Options.optional)
   },
   (a) =>
     Effect.flatMap(Effect.zip(ReadCommands, auditKey), ([m, key]) =>
-      m.listRuns({ ...a, status: Option.getOrUndefined(a.status), workflow: Option.getOrUndefined(a.workflow), auditKey: key }))
+      m.listRuns({
+        ...a,
+        status: Option.getOrUndefined(a.status),
+        workflow: Option.getOrUndefined(a.workflow),
+        after: Option.getOrUndefined(a.after),
+        since: Option.getOrUndefined(a.since),
+        until: Option.getOrUndefined(a.until),
+        auditKey: key
+      }))
 ).pipe(described("list-runs"))
 
-const showRun = Command.make("show-run", { ...common, run: runArg }, (a) => Effect.flatMap(Effect.zip(ReadCommands, auditKey), ([m, key]) => m.showRun({ ...a, auditKey: key }))).pipe(
-  described("show-run")
-)
+/** `--from SEQ --limit N`: the stretch of a run's log a command prints. */
+const page = (command: string) => ({
+  from: Options.integer("from").pipe(Options.withDescription(Help.option(command, "--from SEQ")), Options.optional),
+  limit: Options.integer("limit").pipe(Options.withDescription(Help.option(command, "--limit N")), Options.optional)
+})
+
+const report = Command.make(
+  "report",
+  { ...common, run: runArg, ...page("report") },
+  (a) =>
+    Effect.flatMap(Effect.zip(ReadCommands, auditKey), ([m, key]) =>
+      m.report({ ...a, from: Option.getOrUndefined(a.from), limit: Option.getOrUndefined(a.limit), auditKey: key }))
+).pipe(described("report"))
+
+const showRun = Command.make(
+  "show-run",
+  { ...common, run: runArg, ...page("show-run") },
+  (a) =>
+    Effect.flatMap(Effect.zip(ReadCommands, auditKey), ([m, key]) =>
+      m.showRun({ ...a, from: Option.getOrUndefined(a.from), limit: Option.getOrUndefined(a.limit), auditKey: key }))
+).pipe(described("show-run"))
 
 const verify = Command.make(
   "verify",

@@ -317,7 +317,8 @@ export const run = Effect.fn("PlanRunner.run")(function*(options: RunOptions) {
   yield* Plan.check(options.input.plan, tools, options.input.planFile?.file)
   const runId = options.runId ?? crypto.randomUUID()
   if (options.runId !== undefined) {
-    const existing = yield* Effect.either(store.readEvents(options.tenant.tenantId, runId))
+    // The plan the run started with is in its first event.
+    const existing = yield* Effect.either(store.readEvents(options.tenant.tenantId, runId, 1, 1))
     if (Either.isRight(existing)) {
       const logged = loggedInput(existing.right)
       if (logged === undefined) {

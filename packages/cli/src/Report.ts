@@ -87,13 +87,23 @@ const unique = (lists: ReadonlyArray<ReadonlyArray<string> | undefined>): Readon
 const statusOf = (produced: PlanRunner.Produced | undefined): Status =>
   produced === undefined ? "in_doubt" : produced.ok ? "ok" : produced.kind === "denied" ? "denied" : "failed"
 
+/** Options of `make`. */
+export interface MakeOptions {
+  /**
+   * The events are a stretch of the log (after its first event, which holds the plan): the report holds the steps
+   * logged in it, and its summary counts those; the plan's other steps are left out rather than shown as skipped.
+   */
+  readonly stretch?: boolean | undefined
+}
+
 /**
  * Builds the report of a plan run from its row and events. Fails (returns a reason) for another workflow's run.
  */
 export const make = (
   info: Event.RunInfo,
   events: ReadonlyArray<Event.Event>,
-  audit: AuditReader = () => new Map()
+  audit: AuditReader = () => new Map(),
+  options: MakeOptions = {}
 ): Report | PlanRunner.NotAPlanRun => {
   const input = PlanRunner.loggedInput(events)
   if (input === undefined) return new PlanRunner.NotAPlanRun({ runId: info.runId, workflow: info.workflow })
@@ -141,7 +151,7 @@ export const make = (
       commands: a.commands ?? []
     }
   }
-  for (const step of input.plan.steps) steps.push(report(step.id, step.name, step.tool))
+  for (const step of input.plan.steps) if (options.stretch !== true || logged.has(step.id)) steps.push(report(step.id, step.name, step.tool))
   // Steps the log holds that the plan does not list (a log written by another version of the plan) still show.
   for (const step of logged.values()) if (!seen.has(step.id)) steps.push(report(step.id, undefined, step.tool))
 

@@ -73,7 +73,7 @@ describe("artana list-runs", () => {
         `  artana list-runs --tenant acme --db ${db}`
       ])
       const noneJson = yield* artanaJson(["list-runs", "--db", db, "--tenant", "acme-corp"], { cwd: dir })
-      expect(noneJson.json).toEqual({ tenantId: "acme-corp", runs: [], tenantsWithRuns: [{ tenantId: "acme", runs: 7 }, { tenantId: "bulk", runs: 1 }, { tenantId: "globex", runs: 1 }] })
+      expect(noneJson.json).toEqual({ tenantId: "acme-corp", runs: [], next: null, tenantsWithRuns: [{ tenantId: "acme", runs: 7 }, { tenantId: "bulk", runs: 1 }, { tenantId: "globex", runs: 1 }] })
     }))
 
   it.live("colours on a terminal only: none through a pipe (unless FORCE_COLOR), none under NO_COLOR", () =>

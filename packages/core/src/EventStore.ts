@@ -11,9 +11,10 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { OwnershipLost, RunNotFound, SequenceConflict, StoreError } from "./Errors.js"
+import { type InvalidInput, OwnershipLost, RunNotFound, SequenceConflict, StoreError } from "./Errors.js"
 import { decodePayload, type Event, type RunInfo, type RunStatus, summarize, type WaitingOn } from "./Event.js"
 import { StoredEvent, storedPayload } from "./internal/hash.js"
+import * as RunCursor from "./internal/runCursor.js"
 
 /** A batch to append atomically after `expectedSeq` (the run's current head; 0 for a new run). */
 export interface AppendRequest {
@@ -42,7 +43,29 @@ export interface ListRunsFilter {
   readonly workflow?: string | undefined
   readonly parentRunId?: string | undefined
   readonly rootRunId?: string | undefined
+  /** Runs created at or after this time (ms since the epoch). */
+  readonly createdSince?: number | undefined
+  /** Runs created before this time (ms since the epoch). */
+  readonly createdUntil?: number | undefined
   readonly limit?: number | undefined
+}
+
+/** Filters for `listRunsPage`: those of `listRuns`, and where to start. */
+export interface ListRunsPageFilter extends ListRunsFilter {
+  /**
+   * The `next` of the previous page: this page starts right after it. Opaque; it names a place in the order runs are
+   * listed, not a filter, so a page is asked with the same filter as the one before. Text no page gave out is refused
+   * with `InvalidInput`.
+   */
+  readonly after?: string | undefined
+}
+
+/** One page of `listRunsPage`. */
+export interface RunsPage {
+  /** At most `limit` runs, newest first. */
+  readonly runs: ReadonlyArray<RunInfo>
+  /** The `after` of the next page; absent when no run follows this page (as the store was when read). */
+  readonly next?: string | undefined
 }
 
 export interface Service {
@@ -63,8 +86,14 @@ export interface Service {
   ) => Effect.Effect<ReadonlyArray<Event>, RunNotFound | StoreError>
   /** The run's row: status, head, cost, lineage. */
   readonly getRun: (tenantId: string, runId: string) => Effect.Effect<RunInfo, RunNotFound | StoreError>
-  /** The tenant's runs, newest first. */
+  /** The tenant's runs, newest first (runs created in the same millisecond in the order they were created). */
   readonly listRuns: (tenantId: string, filter?: ListRunsFilter) => Effect.Effect<ReadonlyArray<RunInfo>, StoreError>
+  /**
+   * The tenant's runs a page at a time, in `listRuns`'s order: at most `limit` runs after the cursor `after`, and the
+   * cursor of the next page. A page costs what its own runs cost, however many runs come before it (the SQL stores
+   * seek on an index; see `SqlEventStore`). Without a `limit` the page is every run that follows.
+   */
+  readonly listRunsPage: (tenantId: string, filter?: ListRunsPageFilter) => Effect.Effect<RunsPage, StoreError | InvalidInput>
 }
 
 /** The event log of every run. */
@@ -104,6 +133,41 @@ export const stream = (
     }))
 }
 
+/** Options of `lastEvent`. */
+export interface LastEventOptions {
+  /** The seq to search back from (default: the run's head, read from its row). */
+  readonly throughSeq?: number | undefined
+  /** Events read per query (default 100: what a run writes about one step is usually less). */
+  readonly pageSize?: number | undefined
+}
+
+/**
+ * The last event of a run's log (at or before `throughSeq`) that `matches`, or undefined: read backwards from there a
+ * page at a time, so finding what a run did last (the step it waits on, the call it was in) costs the pages after that
+ * event, not the whole log.
+ *
+ * @example
+ * const marker = yield* EventStore.lastEvent(store, "acme", "report-7", (e) => e.payload._tag === "ReconciliationRequired")
+ */
+export const lastEvent = (
+  store: Service,
+  tenantId: string,
+  runId: string,
+  matches: (event: Event) => boolean,
+  options: LastEventOptions = {}
+): Effect.Effect<Event | undefined, RunNotFound | StoreError> =>
+  Effect.gen(function*() {
+    const through = options.throughSeq ?? (yield* store.getRun(tenantId, runId)).headSeq
+    const pageSize = Math.max(1, Math.floor(options.pageSize ?? 100))
+    for (let end = Math.floor(through) + 1; end > 1;) {
+      const start = Math.max(1, end - pageSize)
+      const page = yield* store.readEvents(tenantId, runId, start, end - start)
+      for (let i = page.length - 1; i >= 0; i--) if (matches(page[i]!)) return page[i]
+      end = start
+    }
+    return undefined
+  })
+
 /**
  * What a lineage spent: the sum of its runs' costs (`listRuns(tenantId, { rootRunId })`). Every run of a tree draws on
  * the root's budget; the kernel checks the budget against this, and `artana show-run` reports it.
@@ -134,17 +198,12 @@ export const reconciliationPath = (
       // A run that does not exist (or no longer waits) holds nothing up.
       const run = yield* Effect.catchTag(store.getRun(tenantId, current), "RunNotFound", () => Effect.succeed(undefined))
       if (run === undefined || run.status !== "needs_reconciliation") return []
-      // The marker is the run's head event (nothing is written after it): read alone, O(1) in the run's length; if it is
-      // not, the log a page at a time, keeping the last marker.
-      const head = yield* Effect.catchTag(store.readEvents(tenantId, current, run.headSeq, 1), "RunNotFound", () => Effect.succeed([]))
-      let marker: Event | undefined = head[0]?.payload._tag === "ReconciliationRequired" ? head[0] : undefined
-      if (marker === undefined) {
-        marker = yield* stream(store, tenantId, current).pipe(
-          Stream.runFold(Option.none<Event>(), (last, e) => (e.payload._tag === "ReconciliationRequired" ? Option.some(e) : last)),
-          Effect.map(Option.getOrUndefined),
-          Effect.catchTag("RunNotFound", () => Effect.succeed(undefined))
-        )
-      }
+      // The run's last marker: read back from its head, not the whole log.
+      const marker = yield* Effect.catchTag(
+        lastEvent(store, tenantId, current, (e) => e.payload._tag === "ReconciliationRequired", { throughSeq: run.headSeq }),
+        "RunNotFound",
+        () => Effect.succeed(undefined)
+      )
       if (marker === undefined || marker.payload._tag !== "ReconciliationRequired") return []
       path.push({ runId: current, stepKey: marker.stepKey, tool: marker.payload.tool })
       next = marker.payload.waitingOn?.[0]?.runId
@@ -237,8 +296,23 @@ const restored = (kept: Kept): Event => {
 /** An in-memory store, for tests and for examples that must not touch disk. */
 export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
   // Keyed by tenant and run: the same run id in two tenants is two runs.
-  const runs = new Map<string, { info: RunInfo; readonly log: Array<Kept> }>()
+  // `order` numbers runs as they are created: it breaks ties between runs created in the same millisecond.
+  const runs = new Map<string, { info: RunInfo; readonly order: number; readonly log: Array<Kept> }>()
   const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
+  const listed = (tenantId: string, filter: ListRunsFilter, after: RunCursor.Position | undefined) =>
+    [...runs.values()]
+      .filter(({ info: r, order }) =>
+        r.tenantId === tenantId &&
+        (filter.status === undefined || r.status === filter.status) &&
+        (filter.workflow === undefined || r.workflow === filter.workflow) &&
+        (filter.parentRunId === undefined || r.parentRunId === filter.parentRunId) &&
+        (filter.rootRunId === undefined || r.rootRunId === filter.rootRunId) &&
+        (filter.createdSince === undefined || r.createdAt >= filter.createdSince) &&
+        (filter.createdUntil === undefined || r.createdAt < filter.createdUntil) &&
+        (after === undefined || r.createdAt < after.createdAt || (r.createdAt === after.createdAt && order > Number(after.key)))
+      )
+      .sort((a, b) => b.info.createdAt - a.info.createdAt || a.order - b.order)
+      .slice(0, filter.limit === undefined ? undefined : Math.max(0, Math.floor(filter.limit)))
   return {
     append: (request) =>
       Effect.suspend((): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError> => {
@@ -252,7 +326,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         if (request.expectedSeq === 0) {
           const info = newRunInfo(request)
           if (run !== undefined || info === undefined) return Effect.fail(conflict())
-          runs.set(key, { info, log: request.events.map(stored) })
+          runs.set(key, { info, order: runs.size, log: request.events.map(stored) })
           return Effect.void
         }
         if (run === undefined) return Effect.fail(conflict())
@@ -289,22 +363,30 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         const run = runs.get(keyOf(tenantId, runId))
         return run === undefined ? Effect.fail(new RunNotFound({ runId, tenantId })) : Effect.succeed(run.info)
       }),
-    listRuns: (tenantId, filter = {}) =>
-      Effect.sync(() =>
-        [...runs.values()]
-          .map((r) => r.info)
-          .filter((r) =>
-            r.tenantId === tenantId &&
-            (filter.status === undefined || r.status === filter.status) &&
-            (filter.workflow === undefined || r.workflow === filter.workflow) &&
-            (filter.parentRunId === undefined || r.parentRunId === filter.parentRunId) &&
-            (filter.rootRunId === undefined || r.rootRunId === filter.rootRunId)
-          )
-          .sort((a, b) => b.createdAt - a.createdAt)
-          .slice(0, filter.limit ?? Number.MAX_SAFE_INTEGER)
+    listRuns: (tenantId, filter = {}) => Effect.sync(() => listed(tenantId, filter, undefined).map((r) => r.info)),
+    listRunsPage: (tenantId, filter = {}) =>
+      Effect.map(
+        filter.after === undefined ? Either.right(undefined) : RunCursor.decode(filter.after, "number"),
+        (after) => pageOf(listed(tenantId, { ...filter, limit: filter.limit === undefined ? undefined : filter.limit + 1 }, after), filter.limit, (r) => ({ createdAt: r.info.createdAt, key: r.order }), (r) => r.info)
       )
   }
 })
+
+/**
+ * A page from the runs a store read with one more than `limit` (every store's `listRunsPage`): the first `limit` of
+ * them, and the cursor of the last one when there was one more.
+ */
+export const pageOf = <Row>(
+  rows: ReadonlyArray<Row>,
+  limit: number | undefined,
+  position: (row: Row) => RunCursor.Position,
+  info: (row: Row) => RunInfo
+): RunsPage => {
+  const size = limit === undefined ? rows.length : Math.max(0, Math.floor(limit))
+  const kept = rows.slice(0, size)
+  const last = kept[kept.length - 1]
+  return rows.length > size && last !== undefined ? { runs: kept.map(info), next: RunCursor.encode(position(last)) } : { runs: kept.map(info) }
+}
 
 /** In-memory `EventStore` layer. */
 export const layerMemory: Layer.Layer<EventStore> = Layer.effect(EventStore, makeMemory)

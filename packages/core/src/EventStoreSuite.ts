@@ -569,6 +569,89 @@ const listing = (test: Test): void => {
         expect(listedChild).toEqual(yield* store.getRun(tenantA.tenantId, child.runId))
         expect(listedChild).toMatchObject({ parentRunId: root.runId, rootRunId: root.runId, workflow: "sub", createdAt: T0 + 4001 })
       }))
+
+    test("lastEvent finds a run's last event that matches, reading back from the head (or from a seq) a page at a time", (store) =>
+      Effect.gen(function*() {
+        const log = makeLog(store, "tail", tenantA)
+        const payloads: Array<EventPayload> = [started(tenantA)]
+        for (let i = 2; i <= 250; i++) payloads.push(i % 100 === 0 ? { _tag: "PauseRequested", reason: `p${i}`, ticket: `t${i}` } : { _tag: "StepCompleted", name: `s${i}`, value: i })
+        yield* log.append(...payloads)
+        const paused = (e: Event) => e.payload._tag === "PauseRequested"
+        expect((yield* EventStore.lastEvent(store, tenantA.tenantId, "tail", paused))?.seq).toBe(200)
+        expect((yield* EventStore.lastEvent(store, tenantA.tenantId, "tail", paused, { pageSize: 7 }))?.seq).toBe(200)
+        expect((yield* EventStore.lastEvent(store, tenantA.tenantId, "tail", paused, { throughSeq: 199, pageSize: 30 }))?.seq).toBe(100)
+        expect((yield* EventStore.lastEvent(store, tenantA.tenantId, "tail", (e) => e.seq === 1, { pageSize: 64 }))?.payload._tag).toBe("RunStarted")
+        expect(yield* EventStore.lastEvent(store, tenantA.tenantId, "tail", (e) => e.payload._tag === "RunFailed")).toBeUndefined()
+        expect((yield* Effect.flip(EventStore.lastEvent(store, tenantB.tenantId, "tail", paused)))._tag).toBe("RunNotFound")
+      }))
+
+    test("listRunsPage walks every run a page at a time with its cursor, in listRuns' order (newest first, ties in creation order), under every filter", (store) =>
+      Effect.gen(function*() {
+        // Created in this order; "tie-*" in one millisecond (their ids sort as they were created, the order every
+        // store gives runs of one millisecond), one run of another tenant in the middle of them.
+        const specs: ReadonlyArray<readonly [string, number, string, ReadonlyArray<EventPayload>]> = [
+          ["old-1", 1000, "alpha", [{ _tag: "RunCompleted", output: null }]],
+          ["old-2", 2000, "beta", []],
+          ["tie-a", 3000, "alpha", [{ _tag: "RunCompleted", output: null }]],
+          ["tie-b", 3000, "beta", [{ _tag: "RunCompleted", output: null }]],
+          ["tie-c", 3000, "alpha", []],
+          ["tie-d", 3000, "alpha", [{ _tag: "RunCompleted", output: null }]],
+          ["new-1", 4000, "beta", [{ _tag: "RunCompleted", output: null }]],
+          ["new-2", 5000, "alpha", []]
+        ]
+        for (const [runId, at, workflow, more] of specs) {
+          if (runId === "tie-c") yield* makeLog(store, "tie-x", tenantB, T0 + at).append(started(tenantB, "alpha"))
+          yield* makeLog(store, runId, tenantA, T0 + at).append(started(tenantA, workflow), ...more)
+        }
+        const ids = (runs: ReadonlyArray<RunInfo>) => runs.map((r) => r.runId)
+        const walk = (filter: EventStore.ListRunsFilter, limit: number) =>
+          Effect.gen(function*() {
+            const pages: Array<ReadonlyArray<string>> = []
+            let after: string | undefined
+            do {
+              const page = yield* store.listRunsPage(tenantA.tenantId, { ...filter, limit, after })
+              pages.push(ids(page.runs))
+              after = page.next
+            } while (after !== undefined && pages.length < 20)
+            return pages
+          })
+        expect(ids(yield* store.listRuns(tenantA.tenantId))).toEqual(["new-2", "new-1", "tie-a", "tie-b", "tie-c", "tie-d", "old-2", "old-1"])
+        expect(yield* walk({}, 3)).toEqual([["new-2", "new-1", "tie-a"], ["tie-b", "tie-c", "tie-d"], ["old-2", "old-1"]])
+        // A cursor between two runs of one millisecond, and a last page that is full: no cursor after it.
+        expect(yield* walk({}, 4)).toEqual([["new-2", "new-1", "tie-a", "tie-b"], ["tie-c", "tie-d", "old-2", "old-1"]])
+        expect(yield* walk({}, 1)).toEqual(ids(yield* store.listRuns(tenantA.tenantId)).map((id) => [id]))
+        expect(yield* store.listRunsPage(tenantA.tenantId)).toEqual({ runs: yield* store.listRuns(tenantA.tenantId) })
+        const filters: ReadonlyArray<EventStore.ListRunsFilter> = [
+          { status: "completed" },
+          { workflow: "alpha" },
+          { workflow: "alpha", status: "completed" },
+          { createdSince: T0 + 2001, createdUntil: T0 + 4001 },
+          { status: "running", createdSince: T0 + 3001 },
+          { workflow: "beta", createdUntil: T0 + 5000 }
+        ]
+        for (const filter of filters) {
+          const all = ids(yield* store.listRuns(tenantA.tenantId, filter))
+          expect((yield* walk(filter, 2)).flat()).toEqual(all)
+          expect((yield* walk(filter, 1)).length).toBe(Math.max(1, all.length))
+        }
+        expect(ids(yield* store.listRuns(tenantA.tenantId, { createdSince: T0 + 2001, createdUntil: T0 + 4001 }))).toEqual(["tie-a", "tie-b", "tie-c", "tie-d", "old-2"])
+        expect(ids(yield* store.listRuns(tenantA.tenantId, { workflow: "alpha", status: "completed" }))).toEqual(["tie-a", "tie-d", "old-1"])
+
+        // A page is a place in the order, not an offset: runs created after the first page was read do not shift the
+        // pages after it.
+        const first = yield* store.listRunsPage(tenantA.tenantId, { limit: 3 })
+        yield* makeLog(store, "newest", tenantA, T0 + 9000).append(started(tenantA, "alpha"))
+        const second = yield* store.listRunsPage(tenantA.tenantId, { limit: 3, after: first.next })
+        expect(ids(second.runs)).toEqual(["tie-b", "tie-c", "tie-d"])
+        // The cursor is the tenant's: another tenant's listing from it holds only that tenant's runs.
+        expect(ids((yield* store.listRunsPage(tenantB.tenantId, { after: first.next })).runs)).toEqual(["tie-x"])
+
+        for (const bad of ["", "page-2", "r1.!!!", "r1.bm90IGpzb24", `r1.${Buffer.from("[1,2,3]").toString("base64url")}`]) {
+          const error = yield* Effect.flip(store.listRunsPage(tenantA.tenantId, { after: bad, limit: 2 }))
+          expect(error._tag).toBe("InvalidInput")
+          expect(error.message).toContain("cursor")
+        }
+      }))
 }
 
 /** The kernel over the store: what a tenant may do with another tenant's run id. */

@@ -16,10 +16,23 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as SchemaAST from "effect/SchemaAST"
 import type { OwnershipLost } from "./Errors.js"
+import type { InvalidInput } from "./Errors.js"
 import { RunNotFound, type SchemaMismatch, SequenceConflict, StoreError } from "./Errors.js"
 import { decodePayload as decodeEventPayload, type Event, EventPayload, type RunInfo, RunStatus } from "./Event.js"
-import { type AppendRequest, EventStore, fenced, fenceOf, invalidBatch, type ListRunsFilter, type Service } from "./EventStore.js"
+import {
+  type AppendRequest,
+  EventStore,
+  fenced,
+  fenceOf,
+  invalidBatch,
+  type ListRunsFilter,
+  type ListRunsPageFilter,
+  pageOf,
+  type RunsPage,
+  type Service
+} from "./EventStore.js"
 import { GENESIS_HASH, StoredEvent } from "./internal/hash.js"
+import * as RunCursor from "./internal/runCursor.js"
 import { type AppendBatch, CONFLICT, orConflict, type Tables } from "./internal/sqlAppend.js"
 import * as Codec from "./internal/sqlCodec.js"
 import * as PortableAppend from "./internal/sqlAppendPortable.js"
@@ -393,6 +406,21 @@ END $artana$`)
           )
       })
     }),
+    // `listRuns` at a year's scale: one index per filter a person lists by (the tenant alone, its runs of a status, of
+    // a workflow), each in the order runs are listed (newest first, ties in the store's order: SQLite's rowid, which
+    // every SQLite index ends with, PostgreSQL's run id, its last column here), so a page is a range scan that stops
+    // after `limit` rows, a time filter bounds the range, and a cursor seeks into it. They replace the index on
+    // (tenant_id, created_at), which read the same runs in the other order. PostgreSQL builds them in the migration's
+    // transaction, locking the runs table against writes once, while it does.
+    "5_run_list_indexes": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      const tail = sql.onDialectOrElse({ pg: () => ", run_id", orElse: () => "" })
+      const quote = (name: string) => sql.onDialectOrElse({ pg: () => `"${name}"`, orElse: () => name })
+      yield* sql.unsafe(`DROP INDEX IF EXISTS ${quote(`${t.prefix}runs_tenant_created_idx`)}`)
+      for (const [name, columns] of RUN_LIST_INDEXES) {
+        yield* sql.unsafe(`CREATE INDEX IF NOT EXISTS ${quote(`${t.prefix}${name}`)} ON ${quote(t.runs)} (${columns}, created_at DESC${tail})`)
+      }
+    }),
     // Hashes and event ids as bytes, and a prev_hash that is the previous event's hash as NULL (see `sqlCodec` and
     // `eventValues`; the README's "Storage format"): a stored event's hashes and id were three quarters of its row.
     "6_compact_chain": Effect.gen(function*() {
@@ -401,6 +429,13 @@ END $artana$`)
     })
   }
 }
+
+/** The indexes `listRuns` pages on (migration 5): name, and the columns before `created_at DESC`. */
+export const RUN_LIST_INDEXES: ReadonlyArray<readonly [string, string]> = [
+  ["runs_list_idx", "tenant_id"],
+  ["runs_status_list_idx", "tenant_id, status"],
+  ["runs_workflow_list_idx", "tenant_id, workflow"]
+]
 
 /** The primary key's constraint name of a Postgres table (looked up: it depends on how the table was made). */
 const primaryKeyPg = (sql: SqlClient.SqlClient, table: string) =>
@@ -735,21 +770,52 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
       orElse: () => "r.*"
     }))
 
-    const listRuns = (tenantId: string, filter: ListRunsFilter = {}): Effect.Effect<ReadonlyArray<RunInfo>, StoreError> => {
+    // The tie-breaker of the listing order, as a column of each listed row: the key of a page's cursor.
+    const listKey = sql.literal(sql.onDialectOrElse({ sqlite: () => ", r.rowid AS list_key", orElse: () => ", r.run_id AS list_key" }))
+    const keyColumn = sql.onDialectOrElse({ sqlite: () => sql`r.rowid`, orElse: () => sql`r.run_id` })
+
+    const listed = (tenantId: string, filter: ListRunsFilter, after: RunCursor.Position | undefined) => {
       const where = [sql`r.tenant_id = ${tenantId}`]
       if (filter.status !== undefined) where.push(sql`r.status = ${filter.status}`)
       if (filter.workflow !== undefined) where.push(sql`r.workflow = ${filter.workflow}`)
       if (filter.parentRunId !== undefined) where.push(sql`r.parent_run_id = ${filter.parentRunId}`)
       if (filter.rootRunId !== undefined) where.push(sql`r.root_run_id = ${filter.rootRunId}`)
+      if (filter.createdSince !== undefined) where.push(sql`r.created_at >= ${filter.createdSince}`)
+      if (filter.createdUntil !== undefined) where.push(sql`r.created_at < ${filter.createdUntil}`)
+      // After the cursor in (created_at DESC, key ASC): the bound on created_at is the index range, the rest a filter.
+      if (after !== undefined) {
+        where.push(sql`r.created_at <= ${after.createdAt}`, sql`(r.created_at < ${after.createdAt} OR ${keyColumn} > ${after.key})`)
+      }
       const limit = filter.limit === undefined ? sql`` : sql`LIMIT ${Math.max(0, Math.floor(filter.limit))}`
-      return sql`SELECT ${runColumns} FROM ${runs} r ${runHead} WHERE ${sql.and(where)} ORDER BY r.created_at DESC, ${tieBreak} ${limit}`.pipe(
-        Effect.flatMap((rows) => decodeRows("listRuns", rows, (row) => `run ${String(row.run_id)}`, runFromRow)),
-        Effect.catchTag("SqlError", (error) => Effect.fail(storeError("listRuns", error))),
-        Effect.withSpan("SqlEventStore.listRuns")
+      return sql`SELECT ${runColumns}${listKey} FROM ${runs} r ${runHead} WHERE ${sql.and(where)} ORDER BY r.created_at DESC, ${tieBreak} ${limit}`.pipe(
+        Effect.flatMap((rows) =>
+          decodeRows("listRuns", rows, (row) => `run ${String(row.run_id)}`, (row) => {
+            const info = runFromRow(row)
+            const key = row.list_key
+            const position: RunCursor.Position = { createdAt: info.createdAt, key: typeof key === "string" ? key : numberValue(key, "rowid") }
+            return { info, position }
+          })
+        ),
+        Effect.catchTag("SqlError", (error) => Effect.fail(storeError("listRuns", error)))
       )
     }
 
-    return { append, readEvents, getRun, listRuns } satisfies Service
+    const listRuns = (tenantId: string, filter: ListRunsFilter = {}): Effect.Effect<ReadonlyArray<RunInfo>, StoreError> =>
+      listed(tenantId, filter, undefined).pipe(
+        Effect.map((rows) => rows.map((r) => r.info)),
+        Effect.withSpan("SqlEventStore.listRuns")
+      )
+
+    const listRunsPage = (tenantId: string, filter: ListRunsPageFilter = {}): Effect.Effect<RunsPage, StoreError | InvalidInput> =>
+      Effect.gen(function*() {
+        const keyType = sql.onDialectOrElse({ sqlite: () => "number" as const, orElse: () => "string" as const })
+        const after = filter.after === undefined ? undefined : yield* RunCursor.decode(filter.after, keyType)
+        // One run more than the page: whether a next page exists, without counting.
+        const rows = yield* listed(tenantId, { ...filter, limit: filter.limit === undefined ? undefined : Math.floor(filter.limit) + 1 }, after)
+        return pageOf(rows, filter.limit, (r) => r.position, (r) => r.info)
+      }).pipe(Effect.withSpan("SqlEventStore.listRunsPage"))
+
+    return { append, readEvents, getRun, listRuns, listRunsPage } satisfies Service
   })
 
 /**

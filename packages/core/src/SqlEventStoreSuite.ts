@@ -13,13 +13,14 @@
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Statement from "@effect/sql/Statement"
 import * as crypto from "node:crypto"
 import { describe, expect, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
-import type { Event, EventPayload, RunInfo } from "./Event.js"
-import { EventStore } from "./EventStore.js"
+import type { Event, EventPayload, RunInfo, RunStatus } from "./Event.js"
+import { EventStore, type ListRunsPageFilter } from "./EventStore.js"
 import { GENESIS_HASH } from "./internal/hash.js"
 import * as SqlEventStore from "./SqlEventStore.js"
 import * as SqlMigrations from "./SqlMigrations.js"
@@ -320,6 +321,77 @@ export const suite = (name: string, database: Effect.Effect<Database, unknown, S
           expect(yield* store.getRun(tenantB.tenantId, "r-main")).toMatchObject({ headSeq: 2 })
           expect((yield* store.listRuns(tenantA.tenantId)).length).toBe(4)
           expect((yield* store.listRuns(tenantB.tenantId)).length).toBe(3)
+        }).pipe(Effect.provide(db.store))
+      }))
+  })
+
+  describe(`SqlEventStore listing: ${name}`, () => {
+    it.scoped("listRuns and listRunsPage read every filter of `artana list-runs` (tenant, status, workflow, time, cursor) on an index, in its order: no table scan, no sort", () =>
+      Effect.gen(function*() {
+        const db = yield* database
+        const runsTable = `${db.tablePrefix ?? ""}runs`
+        yield* Effect.gen(function*() {
+          const store = yield* EventStore
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          // A year of runs, as rows (listing reads only the runs table): 4 tenants, 5 statuses, 20 workflows.
+          const statuses: ReadonlyArray<RunStatus> = ["running", "paused", "completed", "failed", "needs_reconciliation"]
+          const rows = Array.from({ length: 6000 }, (_, i) => ({
+            run_id: `run-${i}`,
+            tenant_id: `tenant-${i % 4}`,
+            workflow: `workflow-${i % 20}`,
+            parent_run_id: null,
+            root_run_id: `run-${i}`,
+            status: statuses[i % 5]!,
+            head_seq: 1,
+            head_hash: "0".repeat(64),
+            cost_usd: 0,
+            created_at: T0 + Math.floor(i / 3) * 5000,
+            updated_at: T0 + Math.floor(i / 3) * 5000,
+            owner_epoch: 0
+          }))
+          for (let i = 0; i < rows.length; i += 500) yield* sql`INSERT INTO ${sql(runsTable)} ${sql.insert(rows.slice(i, i + 500))}`
+          yield* sql.unsafe(sql.onDialectOrElse({ pg: () => `ANALYZE "${runsTable}"`, orElse: () => "SELECT 1" }))
+
+          const firstPage = yield* store.listRunsPage("tenant-1", { limit: 50 })
+          const cases: ReadonlyArray<readonly [ListRunsPageFilter, string]> = [
+            [{}, "runs_list_idx"],
+            [{ status: "paused" }, "runs_status_list_idx"],
+            [{ workflow: "workflow-5" }, "runs_workflow_list_idx"],
+            [{ createdSince: T0 + 1_000_000, createdUntil: T0 + 2_000_000 }, "runs_list_idx"],
+            [{ status: "failed", createdSince: T0 + 1_000_000 }, "runs_status_list_idx"],
+            [{ workflow: "workflow-5", createdUntil: T0 + 2_000_000 }, "runs_workflow_list_idx"],
+            [{ after: firstPage.next }, "runs_list_idx"],
+            [{ status: "paused", after: firstPage.next }, "runs_status_list_idx"],
+            [{ workflow: "workflow-5", after: firstPage.next }, "runs_workflow_list_idx"]
+          ]
+          for (const [filter, index] of cases) {
+            // The statement the store runs, caught on its way to the database, then explained there.
+            const statements: Array<readonly [string, ReadonlyArray<unknown>]> = []
+            const page = yield* Statement.withTransformer(store.listRunsPage("tenant-1", { ...filter, limit: 50 }), (self) =>
+              Effect.sync(() => {
+                statements.push(self.compile())
+                return self
+              }))
+            expect(page.runs.length).toBe(50)
+            const listing = statements.find(([text]) => text.includes("ORDER BY"))
+            expect(listing).toBeDefined()
+            const [text, params] = listing!
+            const plan = yield* sql.onDialectOrElse({
+              // Whether the database can read the page in the index's order: the planner's other ways (a table scan, a
+              // bitmap of the matching rows sorted after) are priced out, as they are once a tenant has many runs.
+              pg: () =>
+                sql.withTransaction(Effect.gen(function*() {
+                  for (const off of ["enable_seqscan", "enable_bitmapscan", "enable_sort"]) yield* sql.unsafe(`SET LOCAL ${off} = off`)
+                  const r = yield* sql.unsafe<Record<string, unknown>>(`EXPLAIN ${text}`, params)
+                  return r.map((row) => String(Object.values(row)[0])).join("\n")
+                })),
+              orElse: () => Effect.map(sql.unsafe<{ readonly detail: string }>(`EXPLAIN QUERY PLAN ${text}`, params), (r) => r.map((row) => row.detail).join("\n"))
+            })
+            const described = `${JSON.stringify(filter)}:\n${plan}`
+            expect(described).toContain(`${db.tablePrefix ?? ""}${index}`)
+            // The runs come in the index's order: no sort step, and no scan of the whole table.
+            expect(described).not.toMatch(/TEMP B-TREE|Sort|Seq Scan on|SCAN r\b(?! USING)/)
+          }
         }).pipe(Effect.provide(db.store))
       }))
   })

@@ -105,36 +105,70 @@ export const commands: ReadonlyArray<CommandDoc> = [
   },
   {
     name: "report",
-    usage: "RUN",
+    usage: "RUN [--from SEQ] [--limit N]",
     summary: "A plan run's timeline: each call allowed or denied and why, files, domains, commands, cost",
-    details: ["The run's hash chain is checked too: a log changed after it was written is marked TAMPERED (exit 6)."],
+    details: [
+      "The run's hash chain is checked too: a log changed after it was written is marked TAMPERED (exit 6).",
+      "A run of more than 2,000 events is reported by the steps logged in its first and last 1,000 events, with the",
+      "command that reports the ones between; --from and --limit report the steps logged in that stretch instead",
+      "(a step that starts in it is reported whole). `--format json` then adds `stretch`: { omitted, next }."
+    ],
     arguments: [RUN],
-    options: [],
-    examples: ["artana report demo-1", "artana report demo-1 --format json | jq .summary"],
+    options: [
+      { flag: "--from SEQ", description: "report the steps logged from this seq on (default: the first)" },
+      { flag: "--limit N", description: "in at most N events (default: to the end when --from is given)" }
+    ],
+    examples: ["artana report demo-1", "artana report demo-1 --format json | jq .summary", "artana report long-1 --from 1001 --limit 1000"],
     exitCodes: [0, 2, 3, 4, 5, 6, 7, 8]
   },
   {
     name: "list-runs",
-    usage: "[--status S] [--workflow W] [--limit N]",
-    summary: "The tenant's runs, newest first, and where a person is needed",
-    details: ["Runs in needs_reconciliation are listed with the path to the step in doubt and the `artana reconcile` that settles it."],
+    usage: "[--status S] [--workflow W] [--since TIME] [--until TIME] [--limit N] [--after CURSOR]",
+    summary: "The tenant's runs, newest first, a page at a time, and where a person is needed",
+    details: [
+      "Runs in needs_reconciliation are listed with the path to the step in doubt and the `artana reconcile` that settles it.",
+      "When more runs follow the page, it prints the next page's cursor and the command that shows it (the same filters",
+      "and --after CURSOR); `--format json` gives it as `next` (null on the last page). Every filter reads an index: a",
+      "page costs the same however many runs the store keeps."
+    ],
     arguments: [],
     options: [
       { flag: "--status S", description: "only runs with this status: running, paused, completed, failed, needs_reconciliation" },
       { flag: "--workflow W", description: "only runs of this workflow (plan runs: artana.plan)" },
-      { flag: "--limit N", description: "at most N runs (default 50)" }
+      { flag: "--since TIME", description: "only runs created at or after TIME: an ISO date or time (2026-11-01, 2026-11-01T09:30:00Z), ms since the epoch, or an age (90m, 24h, 7d, 2w)" },
+      { flag: "--until TIME", description: "only runs created before TIME (as --since)" },
+      { flag: "--limit N", description: "at most N runs on the page (default 50)" },
+      { flag: "--after CURSOR", description: "the page after the one that printed CURSOR (its next page cursor)" }
     ],
-    examples: ["artana list-runs", "artana list-runs --tenant acme --status needs_reconciliation"],
+    examples: [
+      "artana list-runs",
+      "artana list-runs --tenant acme --status needs_reconciliation",
+      "artana list-runs --workflow artana.plan --since 7d --limit 20",
+      "artana list-runs --after r1.WzE3NjQxNTA0MDAwMDAsNDJd"
+    ],
     exitCodes: [0, 2, 5, 7]
   },
   {
     name: "show-run",
-    usage: "RUN",
+    usage: "RUN [--from SEQ] [--limit N]",
     summary: "A run's record, its lineage tree (parent and child runs) and its events",
-    details: ["Works for any run (a plan run or an application's workflow); the hash chain is checked as `verify` does."],
+    details: [
+      "Works for any run (a plan run or an application's workflow); the hash chain is checked as `verify` does.",
+      "A run of more than 100 events shows its first 50 and last 50 and the command that shows the rest;",
+      "--from and --limit show that stretch instead. Events are read and printed a page at a time, so memory stays",
+      "bounded however long the run. `--format json`: one document whose `events` are the events shown, `omitted`",
+      "the stretch left out ({ fromSeq, toSeq, events } or null), `next` the --from of the following page (or null)."
+    ],
     arguments: [RUN],
-    options: [],
-    examples: ["artana show-run demo-1", "artana show-run transfer-1 --tenant acme --db ./artana.db --format json"],
+    options: [
+      { flag: "--from SEQ", description: "show the events from this seq on (default: the first)" },
+      { flag: "--limit N", description: "show at most N events (default: to the end when --from is given)" }
+    ],
+    examples: [
+      "artana show-run demo-1",
+      "artana show-run transfer-1 --tenant acme --db ./artana.db --format json",
+      "artana show-run agent-7 --from 1001 --limit 1000"
+    ],
     exitCodes: [0, 2, 5, 6, 7]
   },
   {

@@ -20,6 +20,13 @@ export const options = (where: Where): string =>
   (where.tenant === "default" ? "" : ` --tenant ${quote(where.tenant)}`) +
   (where.db === "./artana.db" ? "" : ` --db ${quote(Database.describe(Database.parse(where.db)))}`)
 
+/**
+ * A command that reads on from where the last one stopped: `artana COMMAND [RUN] OPTIONS`, with the same `--tenant` and
+ * `--db`, each option given once (`undefined` ones left out).
+ */
+export const readOn = (where: Where, command: string, run: string | undefined, flags: ReadonlyArray<readonly [string, string | number | undefined]>): string =>
+  `artana ${command}${run === undefined ? "" : ` ${quote(run)}`}${flags.map(([flag, value]) => (value === undefined ? "" : ` ${flag} ${quote(String(value))}`)).join("")}${options(where)}`
+
 /** A step as a person names it: a plan step's id, else the run's step key. */
 export const stepName = (stepKey: string): string => Plan.stepIdOf(stepKey) ?? stepKey
 

@@ -17,6 +17,24 @@ export class Done extends Data.TaggedError("Done")<{ readonly code: number }> {}
 export const stdout = (text: string) => Effect.sync(() => void process.stdout.write(text.endsWith("\n") ? text : `${text}\n`))
 export const stderr = (text: string) => Effect.sync(() => void process.stderr.write(text.endsWith("\n") ? text : `${text}\n`))
 
+/**
+ * `text` on stdout, waiting while the pipe to a slower reader is full: what a command prints a page at a time stays a
+ * page in memory, however slowly the other end reads (Node would otherwise queue every write in the process).
+ */
+export const stdoutPaced = (text: string): Effect.Effect<void> =>
+  Effect.async<void>((resume) => {
+    if (process.stdout.write(text)) return resume(Effect.void)
+    const done = () => {
+      process.stdout.off("drain", done)
+      process.stdout.off("close", done)
+      process.stdout.off("error", done)
+      resume(Effect.void)
+    }
+    process.stdout.on("drain", done)
+    process.stdout.on("close", done)
+    process.stdout.on("error", done)
+  })
+
 /** One JSON document on stdout. */
 export const json = (value: unknown) => stdout(JSON.stringify(value, null, 2))
 

@@ -1,13 +1,15 @@
 /**
  * `artana run`, `artana replay` and `artana reconcile`.
  */
-import { Errors, type Event, EventStore, Json, Kernel, type Tenant, type Tool } from "@artana/core"
+import { Errors, EventStore, Json, Kernel, type Tenant, type Tool } from "@artana/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
 import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -114,15 +116,22 @@ export const run = (args: RunArgs) =>
   }))
 
 /** The step a run's log shows requested and not finished: the call this process was making when it stopped. */
-const unfinishedStep = (events: ReadonlyArray<Event.Event>) => {
-  const requested = [...events].reverse().find((e) => e.payload._tag === "ToolRequested")
-  if (requested === undefined || requested.payload._tag !== "ToolRequested") return undefined
-  const ended = events.some((e) =>
-    e.seq > requested.seq && e.stepKey === requested.stepKey &&
-    (e.payload._tag === "ToolCompleted" || e.payload._tag === "ToolFailed" || e.payload._tag === "PolicyDenied")
-  )
-  return ended ? undefined : { stepKey: requested.stepKey, tool: requested.payload.tool, arguments: requested.payload.arguments }
-}
+/**
+ * The step a run was in when it stopped, if its call has no outcome logged: its last request, and whether anything
+ * after it ended that step (read back from the head, then on from the request: a plan runs one step at a time).
+ */
+const unfinishedStep = (store: EventStore.Service, tenantId: string, runId: string) =>
+  Effect.gen(function*() {
+    const requested = yield* EventStore.lastEvent(store, tenantId, runId, (e) => e.payload._tag === "ToolRequested")
+    if (requested === undefined || requested.payload._tag !== "ToolRequested") return undefined
+    const ended = yield* EventStore.stream(store, tenantId, runId, { fromSeq: requested.seq + 1 }).pipe(
+      Stream.filter((e) =>
+        e.stepKey === requested.stepKey && (e.payload._tag === "ToolCompleted" || e.payload._tag === "ToolFailed" || e.payload._tag === "PolicyDenied")
+      ),
+      Stream.runHead
+    )
+    return Option.isSome(ended) ? undefined : { stepKey: requested.stepKey, tool: requested.payload.tool, arguments: requested.payload.arguments }
+  })
 
 interface Interrupted {
   readonly runId: string
@@ -143,7 +152,7 @@ const whenInterrupted = (args: RunArgs, run: Interrupted) => {
   const resume = Hints.continueRun(args, run.runId, args.plan, args.policy)
   const explain = Effect.gen(function*() {
     const store = yield* EventStore.EventStore
-    const step = unfinishedStep(yield* store.readEvents(run.tenant.tenantId, run.runId))
+    const step = yield* unfinishedStep(store, run.tenant.tenantId, run.runId)
     if (step === undefined) return `interrupted: run ${run.runId} stopped between steps, nothing is in doubt; continue it: ${resume}`
     const name = Hints.stepName(step.stepKey)
     const call = `${step.tool} ${T.clip(step.arguments, 120)}`
@@ -185,7 +194,8 @@ export const replay = (args: ReplayArgs) =>
       const path = yield* EventStore.reconciliationPath(openedStore, args.tenant, args.run)
       return yield* new Hints.RunNeedsReconciliation({ runId: args.run, ...Hints.waiting(args, args.run, path, info.workflow === PlanRunner.WORKFLOW) })
     }
-    const events = yield* openedStore.readEvents(args.tenant, args.run)
+    // The plan is in the run's first event: the replay reads the rest.
+    const events = yield* openedStore.readEvents(args.tenant, args.run, 1, 1)
     const input = PlanRunner.loggedInput(events)
     if (input === undefined) {
       const started = events[0]?.payload
@@ -263,22 +273,22 @@ export const reconcile = (args: ReconcileArgs) =>
     const opened = yield* Layer.build(Database.layer(db, { create: false }))
     const store = Context.get(opened, EventStore.EventStore)
     const info = yield* store.getRun(args.tenant, args.run)
-    const events = yield* store.readEvents(args.tenant, args.run)
-    const required = [...events].reverse().find((e) => e.payload._tag === "ReconciliationRequired")
+    // The step in doubt is the run's last marker, and its request comes before it: both read back from the head.
+    const required = yield* EventStore.lastEvent(store, args.tenant, args.run, (e) => e.payload._tag === "ReconciliationRequired", { throughSeq: info.headSeq })
     if (info.status !== "needs_reconciliation" || required === undefined || required.payload._tag !== "ReconciliationRequired") {
       return yield* badInput("RUN", `run ${args.run} is ${info.status}: only a run in needs_reconciliation has a step to settle`)
     }
     const key = required.stepKey
     const tool = required.payload.tool
     const id = Plan.stepIdOf(key) ?? key
-    const requested = events.find((e) => e.stepKey === key && e.payload._tag === "ToolRequested")
+    const requested = yield* EventStore.lastEvent(store, args.tenant, args.run, (e) => e.stepKey === key && e.payload._tag === "ToolRequested", { throughSeq: required.seq })
     // Arguments can be long (a file's content): the message shows their start.
     const call = requested?.payload._tag === "ToolRequested" ? `${tool} ${T.clip(requested.payload.arguments, 120)}` : tool
     if (args.step !== id && args.step !== key) {
       return yield* badInput("--step", `"${args.step}" is not the step in doubt: run ${args.run} waits on step "${id}" (${call})`)
     }
     // A plan run's tools are known (rebuilt from its logged policy): the result must be one its tool can return.
-    const input = PlanRunner.loggedInput(events)
+    const input = PlanRunner.loggedInput(yield* store.readEvents(args.tenant, args.run, 1, 1))
     const toolbox = input === undefined ? undefined : yield* Toolbox.fromRecord(input.policy)
     // It is logged as the tool would have returned it (fields the tool does not have are dropped).
     if (toolbox !== undefined && outcome.ok) {

@@ -2,11 +2,14 @@
  * The commands that only read the store: `report`, `list-runs`, `show-run`, `verify`. None of them creates a
  * database or writes to one.
  */
-import { Errors, type Event, EventStore, Kernel, type Verify } from "@artana/core"
+import { Errors, type Event, EventStore, Kernel, Verify } from "@artana/core"
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type * as Redacted from "effect/Redacted"
+import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
 import * as ExitCode from "../ExitCode.js"
 import * as PlanRunner from "../PlanRunner.js"
 import * as Report from "../Report.js"
@@ -29,12 +32,25 @@ const reading = (args: Common) =>
 
 
 /**
- * The run's hash chain, checked as `artana verify` checks it (the run row's head, the audit key). `report` and
- * `show-run` print what the store holds either way, and mark a broken chain loudly and exit 6 (integrity): a log
- * changed after it was written must never read as a clean one.
+ * The run's hash chain, checked as `artana verify` checks it (the run row's head and record, the audit key), a page at a
+ * time: memory holds one page however long the run. `report` and `show-run` print what the store holds either way, and
+ * mark a broken chain loudly and exit 6 (integrity): a log changed after it was written must never read as a clean one.
  */
-const chainOf = (args: Common & { readonly run: string }) =>
-  Effect.flatMap(Kernel.Kernel, (kernel) => kernel.verify({ tenantId: args.tenant, runId: args.run }))
+const chainOf = (args: Common, info: Event.RunInfo) =>
+  Effect.flatMap(EventStore.EventStore, (store) => {
+    const verifier = Verify.make(info.runId, {
+      auditKey: args.auditKey === undefined ? undefined : Redacted.value(args.auditKey),
+      heads: [{ source: "store's run record", seq: info.headSeq, hash: info.headHash }],
+      record: info
+    })
+    // Up to the first break: what follows it changes nothing of the report.
+    return EventStore.stream(store, args.tenant, info.runId).pipe(
+      Stream.chunks,
+      Stream.runFoldWhile<Verify.VerifyReport | undefined, Chunk.Chunk<Event.Event>>(undefined, (broken) => broken === undefined, (_, page) =>
+        verifier.push(Chunk.toReadonlyArray(page))),
+      Effect.map(() => verifier.finish())
+    )
+  })
 
 /** The mark of a broken chain, printed before and after what a command shows. */
 const tampered = (s: T.Style, chain: Verify.VerifyReport): string =>
@@ -47,24 +63,63 @@ const marked = (s: T.Style, chain: Verify.VerifyReport, text: string): string =>
 
 // ------------------------------------------------------------------------------------------------- report
 
-export const report = (args: Common & { readonly run: string }) =>
+/** What `report` reads of a long run by default: the steps logged in its first and its last events. */
+export const REPORT_HEAD = 1000
+export const REPORT_TAIL = 1000
+
+/**
+ * The events of a stretch of a plan run's log, and on past its end to the last outcome of the step it ends in (a plan
+ * runs one step at a time: a step's events follow one another), a page at a time.
+ */
+const stretchOf = (tenantId: string, runId: string, window: Window) => {
+  const end = window.limit === undefined ? Number.POSITIVE_INFINITY : window.fromSeq + window.limit
+  let lastKey: string | undefined
+  return Stream.takeWhile(eventsOf(tenantId, runId, [{ fromSeq: window.fromSeq, limit: undefined }]), (e) => {
+    if (e.seq < end) {
+      lastKey = e.stepKey
+      return true
+    }
+    return e.stepKey === lastKey
+  })
+}
+
+export const report = (args: ShowArgs) =>
   Out.command(args, Effect.gen(function*() {
+    yield* positive("--from", args.from)
+    yield* positive("--limit", args.limit)
     const store = yield* EventStore.EventStore
     const info = yield* store.getRun(args.tenant, args.run)
-    const events = yield* store.readEvents(args.tenant, args.run)
     // The sandbox (its audit reader) is loaded by `report` alone: the other read commands never need it.
     const Toolbox = yield* Effect.promise(() => import("./toolbox.js"))
-    const built = Report.make(info, events, Toolbox.audit)
+    const { next, omitted, windows } = windowsOf(info.headSeq, args.from, args.limit, REPORT_HEAD, REPORT_TAIL)
+    const whole = windows.length === 1 && windows[0]!.fromSeq === 1 && windows[0]!.limit === undefined
+    // The run's first event holds the plan; the stretches are read a page at a time, and reported as one.
+    const started = windows[0]!.fromSeq === 1 ? [] : yield* store.readEvents(args.tenant, args.run, 1, 1)
+    const events = [...started]
+    for (const window of windows) {
+      yield* Stream.runForEachChunk(stretchOf(args.tenant, info.runId, window), (page) => Effect.sync(() => events.push(...Chunk.toReadonlyArray(page))))
+    }
+    const built = Report.make(info, events, Toolbox.audit, { stretch: !whole })
     if (built instanceof PlanRunner.NotAPlanRun) return yield* built
-    const chain = yield* chainOf(args)
-    if (args.format === "json") yield* Out.json({ ...Report.toJson(built), chain })
-    else {
-      yield* Out.stdout(marked(Out.outStyle(), chain, Report.render(built, Out.outStyle())))
+    const chain = yield* chainOf(args, info)
+    const pageCommand = (fromSeq: number, limit: number) => Hints.readOn(args, "report", info.runId, [["--from", fromSeq], ["--limit", limit]])
+    if (args.format === "json") {
+      yield* Out.json({ ...Report.toJson(built), ...(whole ? {} : { stretch: { omitted: omitted ?? null, next: next ?? null } }), chain })
+    } else {
+      const s = Out.outStyle()
+      const shown = windows.map((w) => (w.limit === undefined ? `from seq ${w.fromSeq}` : `at seq ${w.fromSeq}–${w.fromSeq + w.limit - 1}`)).join(" and ")
+      const notes = whole ? [] : [
+        "",
+        s.dim(`  a stretch of the log: the steps logged ${shown}`),
+        ...(omitted === undefined ? [] : [s.dim(`  the steps logged at seq ${omitted.fromSeq}–${omitted.toSeq} are not shown: ${pageCommand(omitted.fromSeq, REPORT_HEAD)}`)]),
+        ...(next === undefined || args.limit === undefined ? [] : [s.dim(`  more: ${pageCommand(next, args.limit)}`)])
+      ]
+      yield* Out.stdout(marked(s, chain, [Report.render(built, s), ...notes].join("\n")))
       yield* waitingNote(args, info)
     }
     if (!chain.ok) return ExitCode.Integrity
     return built.status === "completed" || built.status === "failed"
-      ? ExitCode.ofSteps(built.steps.map((s) => s.status))
+      ? ExitCode.ofSteps(built.steps.map((step) => step.status))
       : ExitCode.NeedsAttention
   }).pipe(Effect.provide(reading(args))))
 
@@ -105,27 +160,63 @@ export interface ListArgs extends Common {
   readonly status: Event.RunStatus | undefined
   readonly workflow: string | undefined
   readonly limit: number
+  /** `--after`: the cursor a previous page printed. */
+  readonly after: string | undefined
+  /** `--since`, `--until`: as given (`parseTime`). */
+  readonly since: string | undefined
+  readonly until: string | undefined
+}
+
+const UNITS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }
+
+/**
+ * A time a person gives on the command line, as ms since the epoch: an ISO 8601 date or time (`2026-11-01`,
+ * `2026-11-01T09:30:00Z`), ms since the epoch, or an age before `now` (`90m`, `24h`, `7d`, `2w`).
+ */
+export const parseTime = (what: string, text: string, now: number): Effect.Effect<number, Errors.InvalidInput> => {
+  const age = /^(\d+)([smhdw])$/.exec(text)
+  if (age !== null) return Effect.succeed(now - Number(age[1]) * UNITS[age[2]!]!)
+  if (/^\d+$/.test(text)) return Effect.succeed(Number(text))
+  const at = /^\d{4}-\d\d-\d\d([T ][\d:.]+(Z|[+-]\d\d:?\d\d)?)?$/.test(text) ? Date.parse(text) : Number.NaN
+  return Number.isNaN(at)
+    ? Effect.fail(new Errors.InvalidInput({ what, reason: `"${text}" is not a time: give an ISO date or time (2026-11-01, 2026-11-01T09:30:00Z), ms since the epoch, or an age (90m, 24h, 7d, 2w)` }))
+    : Effect.succeed(at)
 }
 
 export const listRuns = (args: ListArgs) =>
   Out.command(args, Effect.gen(function*() {
     const store = yield* EventStore.EventStore
-    const runs = yield* store.listRuns(args.tenant, { status: args.status, workflow: args.workflow, limit: args.limit })
+    const now = yield* Clock.currentTimeMillis
+    const createdSince = args.since === undefined ? undefined : yield* parseTime("--since", args.since, now)
+    const createdUntil = args.until === undefined ? undefined : yield* parseTime("--until", args.until, now)
+    const filtered = args.status !== undefined || args.workflow !== undefined || createdSince !== undefined || createdUntil !== undefined
+    const page = yield* store.listRunsPage(args.tenant, { status: args.status, workflow: args.workflow, createdSince, createdUntil, limit: args.limit, after: args.after })
+    const runs = page.runs
+    // The same command, one page on: every filter as given, and the cursor.
+    const nextCommand = page.next === undefined ? undefined : Hints.readOn(args, "list-runs", undefined, [
+      ["--status", args.status],
+      ["--workflow", args.workflow],
+      ["--since", args.since],
+      ["--until", args.until],
+      ["--limit", args.limit === 50 ? undefined : args.limit],
+      ["--after", page.next]
+    ])
     const paths = yield* waitingPaths(args.tenant, runs)
     // None for this tenant: perhaps the wrong --tenant. Say which tenants have runs here.
-    const others = runs.length === 0 ? (yield* tenantsWithRuns).filter((t) => t.tenantId !== args.tenant) : []
+    const others = runs.length === 0 && args.after === undefined ? (yield* tenantsWithRuns).filter((t) => t.tenantId !== args.tenant) : []
     if (args.format === "json") {
       const withPaths = runs.map((r) => {
         const reconciliationPath = paths.get(r.runId)
         return reconciliationPath === undefined ? r : { ...r, reconciliationPath }
       })
-      yield* Out.json({ tenantId: args.tenant, runs: withPaths, ...(runs.length === 0 ? { tenantsWithRuns: others } : {}) })
+      yield* Out.json({ tenantId: args.tenant, runs: withPaths, next: page.next ?? null, ...(runs.length === 0 && args.after === undefined ? { tenantsWithRuns: others } : {}) })
       return ExitCode.Ok
     }
     const s = Out.outStyle()
     if (runs.length === 0) {
-      const filtered = args.status !== undefined || args.workflow !== undefined
-      yield* Out.stdout(`no runs for tenant ${args.tenant}${args.status === undefined ? "" : ` with status ${args.status}`}${args.workflow === undefined ? "" : ` of workflow ${args.workflow}`}`)
+      const since = createdSince === undefined ? "" : ` created since ${T.timestamp(createdSince)}`
+      const until = createdUntil === undefined ? "" : ` created before ${T.timestamp(createdUntil)}`
+      yield* Out.stdout(`no ${args.after === undefined ? "" : "more "}runs for tenant ${args.tenant}${args.status === undefined ? "" : ` with status ${args.status}`}${args.workflow === undefined ? "" : ` of workflow ${args.workflow}`}${since}${until}`)
       if (others.length > 0 && !filtered) {
         yield* Out.stdout(`tenants with runs in ${Database.describe(Database.parse(args.db))}: ${others.map((t) => `${t.tenantId} (${t.runs})`).join(", ")}`)
         yield* Out.stdout(s.dim(`  artana list-runs${Hints.options({ ...args, tenant: others[0]!.tenantId })}`))
@@ -143,7 +234,10 @@ export const listRuns = (args: ListArgs) =>
       r.parentRunId ?? ""
     ])
     yield* Out.stdout(T.table(s, ["RUN", "WORKFLOW", "STATUS", "EVENTS", "COST", "CREATED", "TOOK", "PARENT"], rows, { right: [3, 4, 6] }))
-    yield* Out.stdout(s.dim(`${runs.length} run${runs.length === 1 ? "" : "s"} of tenant ${args.tenant}, newest first${runs.length === args.limit ? ` (the first ${args.limit}; --limit for more)` : ""}`))
+    const counted = `${runs.length} run${runs.length === 1 ? "" : "s"} of tenant ${args.tenant}, newest first${args.after === undefined ? "" : ", after the cursor given"}`
+    yield* Out.stdout(s.dim(nextCommand === undefined || page.next === undefined
+      ? counted
+      : `${counted}; more follow (next page cursor ${page.next}):\n  ${nextCommand}`))
     // One entry per topmost waiting run (the runs below it are on its path): where the person is needed.
     const topmost = runs.filter((r) => paths.has(r.runId) && (r.parentRunId === undefined || !paths.has(r.parentRunId)))
     if (topmost.length > 0) {
@@ -243,24 +337,96 @@ export const describeEvent = (p: Event.EventPayload): string => {
   }
 }
 
-export const showRun = (args: Common & { readonly run: string }) =>
+/** What `show-run` prints of a long run by default: its first and its last events. */
+export const SHOW_HEAD = 50
+export const SHOW_TAIL = 50
+
+export interface ShowArgs extends Common {
+  readonly run: string
+  /** `--from SEQ`: the first event shown. */
+  readonly from: number | undefined
+  /** `--limit N`: at most N events from there. */
+  readonly limit: number | undefined
+}
+
+/** A stretch of the log that a command prints: `limit` events from `fromSeq` (to the end without one). */
+interface Window {
+  readonly fromSeq: number
+  readonly limit: number | undefined
+}
+
+/**
+ * The stretches of the run's log a command prints: the one asked for (`--from`, `--limit`), else all of a short run,
+ * else its first `head` and last `tail` events; the events left out between them, and the `--from` of the page after.
+ */
+export const windowsOf = (headSeq: number, from: number | undefined, limit: number | undefined, head: number, tail: number) => {
+  if (from !== undefined || limit !== undefined) {
+    const fromSeq = from ?? 1
+    const next = limit !== undefined && fromSeq + limit <= headSeq ? fromSeq + limit : undefined
+    return { windows: [{ fromSeq, limit }], omitted: undefined, next }
+  }
+  if (headSeq <= head + tail) return { windows: [{ fromSeq: 1, limit: undefined }], omitted: undefined, next: undefined }
+  const windows: ReadonlyArray<Window> = [{ fromSeq: 1, limit: head }, { fromSeq: headSeq - tail + 1, limit: tail }]
+  return { windows, omitted: { fromSeq: head + 1, toSeq: headSeq - tail, events: headSeq - head - tail }, next: undefined }
+}
+
+const positive = (what: string, value: number | undefined) =>
+  value === undefined || (Number.isSafeInteger(value) && value >= 1)
+    ? Effect.void
+    : Effect.fail(new Errors.InvalidInput({ what, reason: `${value} is not a whole number of 1 or more` }))
+
+/** The events of the windows, a page at a time (a page of the store is a chunk). */
+const eventsOf = (tenantId: string, runId: string, windows: ReadonlyArray<Window>) =>
+  Stream.flatMap(EventStore.EventStore, (store) =>
+    Stream.concatAll(Chunk.fromIterable(windows.map((w) => {
+      const pageSize = Math.min(w.limit ?? EventStore.DEFAULT_PAGE_SIZE, EventStore.DEFAULT_PAGE_SIZE)
+      const events = EventStore.stream(store, tenantId, runId, { fromSeq: w.fromSeq, pageSize })
+      return w.limit === undefined ? events : Stream.take(events, w.limit)
+    }))))
+
+export const showRun = (args: ShowArgs) =>
   Out.command(args, Effect.gen(function*() {
+    yield* positive("--from", args.from)
+    yield* positive("--limit", args.limit)
     const store = yield* EventStore.EventStore
     const info = yield* store.getRun(args.tenant, args.run)
-    const events = yield* store.readEvents(args.tenant, args.run)
     const family = yield* store.listRuns(args.tenant, { rootRunId: info.rootRunId })
     const lineage = lineageOf(family, info.rootRunId) ?? { runId: info.runId, workflow: info.workflow, status: info.status, children: [] }
     // What the lineage spent: every run of the tree draws on the root's budget (sub-agents, tools that start runs).
     const lineageCostUsd = EventStore.lineageCostUsd(family)
     const reconciliationPath = (yield* waitingPaths(args.tenant, [info])).get(info.runId)
-    const chain = yield* chainOf(args)
+    const chain = yield* chainOf(args, info)
     const code = chain.ok ? ExitCode.Ok : ExitCode.Integrity
+    const { next, omitted, windows } = windowsOf(info.headSeq, args.from, args.limit, SHOW_HEAD, SHOW_TAIL)
+    const pageCommand = (fromSeq: number, limit: number) => Hints.readOn(args, "show-run", info.runId, [["--from", fromSeq], ["--limit", limit]])
+    const events = eventsOf(args.tenant, info.runId, windows)
     if (args.format === "json") {
-      yield* Out.json({ run: info, lineage, lineageCostUsd, ...(reconciliationPath === undefined ? {} : { reconciliationPath }), chain, events })
+      // One document, written as the pages are read: its events last, so they stream.
+      const head = JSON.stringify({
+        run: info,
+        lineage,
+        lineageCostUsd,
+        ...(reconciliationPath === undefined ? {} : { reconciliationPath }),
+        chain,
+        omitted: omitted ?? null,
+        next: next ?? null
+      }, null, 2)
+      yield* Out.stdoutPaced(`${head.slice(0, head.lastIndexOf("}")).trimEnd()},\n  "events": [`)
+      let first = true
+      yield* Stream.runForEachChunk(events, (page) => {
+        const text = Chunk.toReadonlyArray(page).map((e) => {
+          const line = `${first ? "" : ","}\n    ${JSON.stringify(e)}`
+          first = false
+          return line
+        }).join("")
+        return Out.stdoutPaced(text)
+      })
+      yield* Out.stdoutPaced("\n  ]\n}\n")
       return code
     }
     const s = Out.outStyle()
     const out: Array<string> = [
+      ...(chain.ok ? [] : [tampered(s, chain), ""]),
       `${T.icon(s, info.status)} ${s.bold(`run ${info.runId}`)}  ${info.status}`,
       `  workflow  ${info.workflow}`,
       `  tenant    ${info.tenantId}`,
@@ -279,16 +445,32 @@ export const showRun = (args: Common & { readonly run: string }) =>
       "",
       s.bold("events")
     ]
-    const start = events[0]?.timestamp ?? info.createdAt
-    const rows = events.map((e) => [
-      String(e.seq),
-      `+${T.duration(e.timestamp - start)}`,
-      e.stepKey,
-      e.seq === chain.firstBrokenSeq ? `${e.type} ${s.red("✗ chain broken here")}` : e.type,
-      T.clip(describeEvent(e.payload))
-    ])
-    out.push(T.table(s, ["SEQ", "AT", "STEP", "EVENT", "DETAIL"], rows, { right: [0, 1] }))
-    yield* Out.stdout(marked(s, chain, out.join("\n")))
+    yield* Out.stdoutPaced(`${out.join("\n")}\n`)
+    // A table per page, the header over the first: a page in memory, however long the run.
+    let header = true
+    let gap = omitted
+    yield* Stream.runForEachChunk(events, (page) => {
+      const rows = Chunk.toReadonlyArray(page).map((e) => [
+        String(e.seq),
+        `+${T.duration(e.timestamp - info.createdAt)}`,
+        e.stepKey,
+        e.seq === chain.firstBrokenSeq ? `${e.type} ${s.red("✗ chain broken here")}` : e.type,
+        T.clip(describeEvent(e.payload))
+      ])
+      const firstSeq = Chunk.head(page).pipe(Option.map((e) => e.seq), Option.getOrElse(() => 0))
+      // The events left out of a long run, where they would be.
+      const skipped = gap !== undefined && firstSeq > gap.toSeq
+        ? `${s.dim(`  … ${gap.events} events not shown (seq ${gap.fromSeq}–${gap.toSeq}): ${pageCommand(gap.fromSeq, EventStore.DEFAULT_PAGE_SIZE)}`)}\n`
+        : ""
+      if (skipped !== "") gap = undefined
+      const table = T.table(s, ["SEQ", "AT", "STEP", "EVENT", "DETAIL"], rows, { right: [0, 1] })
+      const text = `${skipped}${header ? table : table.slice(table.indexOf("\n") + 1)}\n`
+      header = false
+      return Out.stdoutPaced(text)
+    })
+    const more = next === undefined || args.limit === undefined ? [] : [s.dim(`  more: ${pageCommand(next, args.limit)}`)]
+    const closing = [...more, ...(chain.ok ? [] : ["", tampered(s, chain)])]
+    if (closing.length > 0) yield* Out.stdoutPaced(`${closing.join("\n")}\n`)
     return code
   }).pipe(Effect.provide(reading(args))))
 
