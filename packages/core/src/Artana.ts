@@ -271,6 +271,8 @@ export type RunState =
   | { readonly status: "completed"; readonly runId: string; readonly output: Json.Json }
   /** `encoded`: the error as the workflow's `error` schema encoded it, when it declares one. */
   | { readonly status: "failed"; readonly runId: string; readonly errorTag: string; readonly error: string; readonly encoded?: Json.Json }
+  /** It continued as a new run (`ctx.continueAsNew`): `nextRunId` is its successor, where the work goes on. */
+  | { readonly status: "continued"; readonly runId: string; readonly nextRunId: string }
   | Stopped
 
 const lastOf = <T extends EventPayload["_tag"]>(events: ReadonlyArray<Event>, tag: T) => {
@@ -298,6 +300,8 @@ export const status = (
         const base = { status: "failed", runId, errorTag: failed?.errorTag ?? "Error", error: failed?.error ?? "" } as const
         return failed?.encoded === undefined ? base : { ...base, encoded: failed.encoded }
       }
+      case "continued":
+        return { status: "continued", runId, nextRunId: lastOf(events, "RunContinued")?.payload.nextRunId ?? "" }
       case "paused": {
         const pause = lastOf(events, "PauseRequested")?.payload
         return { status: "paused", runId, ticket: pause?.ticket ?? "", reason: pause?.reason ?? "" }
