@@ -653,6 +653,35 @@ const listing = (test: Test): void => {
 /** The kernel over the store: what a tenant may do with another tenant's run id. */
 const kernelOverStore = (name: string, makeLayer: () => Layer.Layer<EventStore.EventStore, unknown>): void => {
   describe(`Kernel over the EventStore: ${name}`, () => {
+    it.effect("a workflow that continues as new runs as a chain: each run's end and its successor's start in one commit", () => {
+      const ran: Array<number> = []
+      const chained = Workflow.make({
+        name: "chained",
+        input: Schema.Number,
+        output: Schema.String,
+        run: (n, ctx) =>
+          Effect.gen(function*() {
+            yield* ctx.step("work", Effect.sync(() => ran.push(n)), Schema.Number)
+            return n < 2 ? yield* ctx.continueAsNew(n + 1) : `done after ${n + 1} runs`
+          })
+      })
+      const kernelLayer = Layer.provideMerge(Kernel.layer({ workflows: [chained] }), Layer.mergeAll(makeLayer(), ScriptedModel.layer([]), ToolRegistry.layer([])))
+      return Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        const store = yield* EventStore.EventStore
+        const last = "chain-a::continued::2"
+        const done = { status: "completed", runId: last, output: "done after 3 runs" }
+        expect(yield* kernel.execute(chained, { runId: "chain-a", tenant: tenantA, input: 0 })).toEqual(done)
+        expect(ran).toEqual([0, 1, 2])
+        const runs = yield* store.listRuns(tenantA.tenantId, { rootRunId: "chain-a" })
+        expect(runs.map((r) => `${r.runId}:${r.status}`).sort()).toEqual(["chain-a:continued", "chain-a::continued::1:continued", `${last}:completed`].sort())
+        for (const r of runs) expect(yield* kernel.verify({ tenantId: tenantA.tenantId, runId: r.runId })).toMatchObject({ ok: true })
+        expect(yield* kernel.resume({ tenantId: tenantA.tenantId, runId: "chain-a" })).toEqual(done)
+        expect(yield* kernel.replay(chained, { tenantId: tenantA.tenantId, runId: "chain-a" })).toEqual(done)
+        expect(ran).toEqual([0, 1, 2])
+      }).pipe(Effect.provide(kernelLayer))
+    })
+
     it.effect("as another tenant, resume, reconcile, verify and replay of a run id fail as for an id that never existed; executing that id starts the tenant's own run", () => {
       let crash = true
       const calls: Array<string> = []

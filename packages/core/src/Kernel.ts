@@ -17,6 +17,7 @@ import { AssistantMessage, ChatMessage, Usage } from "./Chat.js"
 import * as Errors from "./Errors.js"
 import type { Event, RunInfo, WaitingOn } from "./Event.js"
 import { EventStore, lineageCostUsd } from "./EventStore.js"
+import { chainEnd } from "./internal/continueAsNew.js"
 import type * as Execution from "./internal/execution.js"
 import { readVerified } from "./internal/ledger.js"
 import { reconcile } from "./internal/reconcile.js"
@@ -258,7 +259,8 @@ export const make = (options: Options = {}) =>
     function resume(run: ResumeOptions): Effect.Effect<RunResult<unknown>, unknown>
     function resume(run: ResumeOptions & { readonly workflow?: Workflow.Any }): Effect.Effect<RunResult<unknown>, unknown> {
       return Effect.gen(function*() {
-        const info = yield* store.getRun(run.tenantId, run.runId)
+        // A run that continued as new is resumed where its work goes on: the last run of its chain.
+        const info = yield* chainEnd(store, yield* store.getRun(run.tenantId, run.runId))
         // A given workflow is checked by name like a registered one (continueRun: NonDeterminism on another name).
         return yield* resumeWith(info, run.workflow ?? (yield* workflowFor(info)), run)
       }).pipe(Effect.withSpan("Kernel.resume"))

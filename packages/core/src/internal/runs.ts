@@ -13,6 +13,7 @@ import type { KernelError, RunResult, StartOptions } from "../Kernel.js"
 import type { Lease } from "../Lease.js"
 import { firstIssue } from "../Tool.js"
 import type * as Workflow from "../Workflow.js"
+import * as ContinueAsNew from "./continueAsNew.js"
 import { decodeKernelFailure, drive, toJson } from "./drive.js"
 import * as Execution from "./execution.js"
 import { lastOf, readVerified } from "./ledger.js"
@@ -97,6 +98,10 @@ export const continueRun = <I, O, E>(
 ): Effect.Effect<RunResult<O>, E | KernelError> =>
   Effect.gen(function*() {
     const { deps, lineageSpend } = runtime
+    // A run that continued as new: its work goes on in its successor (a replay replays the run, then the successor).
+    if (mode === "live" && info.status === "continued") {
+      return yield* continueRun(runtime, workflow, yield* ContinueAsNew.chainEnd(deps.store, info), mode, response, lease)
+    }
     const events = yield* readVerified(deps.store, deps.auditKey, info)
     const started = events[0]?.payload
     if (started === undefined || started._tag !== "RunStarted") {
@@ -135,7 +140,13 @@ export const continueRun = <I, O, E>(
       // Claims the run: of two processes resuming it at once, the second fails here before any step.
       yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunResumed", reason: resumed }])
     }
-    return yield* drive(runtime.services(), workflow, exec, input.right, mode, lastOf(events, "RunCompleted")?.payload.output)
+    const continuation = ContinueAsNew.make(runtime, workflow, exec, {
+      runId: info.runId,
+      rootRunId: info.rootRunId,
+      started,
+      recorded: lastOf(events, "RunContinued")?.payload
+    }, mode, lease, (next, nextMode) => continueRun(runtime, workflow, next, nextMode, undefined, lease))
+    return yield* drive(runtime.services(), workflow, exec, input.right, mode, lastOf(events, "RunCompleted")?.payload.output, continuation)
   })
 
 /** Starts a new run under `runId`: its `RunStarted` creates it, as its first owner's. */
@@ -166,12 +177,15 @@ export const startRun = <I, O, E>(
       ownerEpoch: 1,
       lease: start.lease
     })
-    yield* exec.appendOrFail(RUN_STEP_KEY, [{
+    const started = {
       _tag: "RunStarted",
       workflow: workflow.name,
       input: input.right,
       tenant: start.tenant,
       ...(start.parentRunId === undefined ? {} : { parentRunId: start.parentRunId, rootRunId })
-    }])
-    return yield* drive(runtime.services(), workflow, exec, start.input, "live", undefined)
+    } as const
+    yield* exec.appendOrFail(RUN_STEP_KEY, [started])
+    const continuation = ContinueAsNew.make(runtime, workflow, exec, { runId, rootRunId, started, recorded: undefined }, "live", start.lease, (next, nextMode) =>
+      continueRun(runtime, workflow, next, nextMode, undefined, start.lease))
+    return yield* drive(runtime.services(), workflow, exec, start.input, "live", undefined, continuation)
   })
