@@ -175,7 +175,8 @@ export interface WorkflowContext<I = unknown> {
    * @example
    * if (page.hasMore) return yield* ctx.continueAsNew({ cursor: page.next, total })
    */
-  readonly continueAsNew: (input: I) => Effect.Effect<never>
+  // A method, so a context typed by its workflow's input is still a `WorkflowContext` where helpers take one.
+  continueAsNew(input: I): Effect.Effect<never>
   /**
    * How many events the run's log holds at this point of the code, logged as a step (a replay returns the logged
    * number): decide on it to `continueAsNew` before a run grows too long.
