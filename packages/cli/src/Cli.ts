@@ -116,7 +116,7 @@ const report = Command.make("report", { ...common, run: runArg }, (a) => Effect.
   described("report")
 )
 
-const statuses = ["running", "paused", "completed", "failed", "needs_reconciliation"] as const
+const statuses = ["running", "paused", "completed", "failed", "needs_reconciliation", "continued"] as const
 
 const listRuns = Command.make(
   "list-runs",

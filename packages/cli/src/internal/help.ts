@@ -120,7 +120,7 @@ export const commands: ReadonlyArray<CommandDoc> = [
     details: ["Runs in needs_reconciliation are listed with the path to the step in doubt and the `artana reconcile` that settles it."],
     arguments: [],
     options: [
-      { flag: "--status S", description: "only runs with this status: running, paused, completed, failed, needs_reconciliation" },
+      { flag: "--status S", description: "only runs with this status: running, paused, completed, failed, needs_reconciliation, continued" },
       { flag: "--workflow W", description: "only runs of this workflow (plan runs: artana.plan)" },
       { flag: "--limit N", description: "at most N runs (default 50)" }
     ],

@@ -144,6 +144,9 @@ export const listRuns = (args: ListArgs) =>
     ])
     yield* Out.stdout(T.table(s, ["RUN", "WORKFLOW", "STATUS", "EVENTS", "COST", "CREATED", "TOOK", "PARENT"], rows, { right: [3, 4, 6] }))
     yield* Out.stdout(s.dim(`${runs.length} run${runs.length === 1 ? "" : "s"} of tenant ${args.tenant}, newest first${runs.length === args.limit ? ` (the first ${args.limit}; --limit for more)` : ""}`))
+    if (runs.some((r) => r.status === "continued")) {
+      yield* Out.stdout(s.dim(`${T.icon(s, "continued")} continued: the run went on as a new run of its chain (continue-as-new); \`artana show-run RUN\` names it`))
+    }
     // One entry per topmost waiting run (the runs below it are on its path): where the person is needed.
     const topmost = runs.filter((r) => paths.has(r.runId) && (r.parentRunId === undefined || !paths.has(r.parentRunId)))
     if (topmost.length > 0) {
@@ -202,7 +205,9 @@ const renderLineage = (s: T.Style, tree: Lineage, current: string): Array<string
 export const describeEvent = (p: Event.EventPayload): string => {
   switch (p._tag) {
     case "RunStarted":
-      return `${p.workflow}${p.parentRunId === undefined ? "" : ` (child of ${p.parentRunId})`}`
+      return `${p.workflow}${p.parentRunId === undefined ? "" : ` (child of ${p.parentRunId})`}${p.continuedFrom === undefined ? "" : ` (continues run ${p.continuedFrom.runId})`}`
+    case "RunContinued":
+      return `continued as run ${p.nextRunId} with ${JSON.stringify(p.input)}`
     case "RunResumed":
       return p.reason
     case "ToolRequested":
@@ -243,6 +248,20 @@ export const describeEvent = (p: Event.EventPayload): string => {
   }
 }
 
+/**
+ * The run's place in a continue-as-new chain: the run it continues (its `RunStarted`) and the run it continued as (its
+ * last event, `RunContinued`). Two one-event reads, whatever the run's length.
+ */
+const continuation = (store: EventStore.Service, info: Event.RunInfo) =>
+  Effect.gen(function*() {
+    const [first] = yield* store.readEvents(info.tenantId, info.runId, 1, 1)
+    const [last] = info.status === "continued" ? yield* store.readEvents(info.tenantId, info.runId, info.headSeq, 1) : []
+    return {
+      continuedFrom: first?.payload._tag === "RunStarted" ? first.payload.continuedFrom : undefined,
+      continuedAs: last?.payload._tag === "RunContinued" ? last.payload.nextRunId : undefined
+    }
+  })
+
 export const showRun = (args: Common & { readonly run: string }) =>
   Out.command(args, Effect.gen(function*() {
     const store = yield* EventStore.EventStore
@@ -253,10 +272,20 @@ export const showRun = (args: Common & { readonly run: string }) =>
     // What the lineage spent: every run of the tree draws on the root's budget (sub-agents, tools that start runs).
     const lineageCostUsd = EventStore.lineageCostUsd(family)
     const reconciliationPath = (yield* waitingPaths(args.tenant, [info])).get(info.runId)
+    const { continuedFrom, continuedAs } = yield* continuation(store, info)
     const chain = yield* chainOf(args)
     const code = chain.ok ? ExitCode.Ok : ExitCode.Integrity
     if (args.format === "json") {
-      yield* Out.json({ run: info, lineage, lineageCostUsd, ...(reconciliationPath === undefined ? {} : { reconciliationPath }), chain, events })
+      yield* Out.json({
+        run: info,
+        lineage,
+        lineageCostUsd,
+        ...(reconciliationPath === undefined ? {} : { reconciliationPath }),
+        ...(continuedFrom === undefined ? {} : { continuedFrom }),
+        ...(continuedAs === undefined ? {} : { continuedAs }),
+        chain,
+        events
+      })
       return code
     }
     const s = Out.outStyle()
@@ -273,6 +302,8 @@ export const showRun = (args: Common & { readonly run: string }) =>
         const { todo, where } = Hints.waiting(args, info.runId, reconciliationPath, info.workflow === PlanRunner.WORKFLOW)
         return [`  waits on  ${where}`, `            ${s.dim(todo)}`]
       })()),
+      ...(continuedFrom === undefined ? [] : [`  continues ${continuedFrom.runId}   ${s.dim(`(run ${continuedFrom.generation + 1} of chain ${continuedFrom.chainRunId})`)}`]),
+      ...(continuedAs === undefined ? [] : [`  continued as ${continuedAs}   ${s.dim(`artana show-run ${continuedAs}`)}`]),
       "",
       s.bold("lineage"),
       ...renderLineage(s, lineage, info.runId),
