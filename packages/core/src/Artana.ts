@@ -375,8 +375,8 @@ export const create = (options: Options): Client => {
   }
 }
 
-/** The durable context of a Promise workflow: every method is one logged step. */
-export interface PromiseContext {
+/** The durable context of a Promise workflow: every method is one logged step. `I`: the workflow's input. */
+export interface PromiseContext<I = unknown> {
   readonly runId: string
   readonly tenant: TenantContext
   readonly chat: <A = string, I = unknown>(options: Workflow.ChatOptions<A, I>) => Promise<Workflow.ChatResult<A>>
@@ -385,7 +385,11 @@ export interface PromiseContext {
   readonly now: () => Promise<number>
   readonly random: () => Promise<number>
   readonly sleep: (millis: number) => Promise<void>
-  readonly pauseForHuman: <A = unknown, I = unknown>(options: Workflow.PauseOptions<A, I>) => Promise<A>
+  readonly pauseForHuman: <A = unknown, AI = unknown>(options: Workflow.PauseOptions<A, AI>) => Promise<A>
+  /** Ends the run and continues as a new run with `input` (see `WorkflowContext.continueAsNew`); never resolves. */
+  continueAsNew(input: I): Promise<never>
+  /** The number of events in the run's log here, logged (see `WorkflowContext.historyLength`). */
+  readonly historyLength: () => Promise<number>
 }
 
 /**
@@ -396,7 +400,7 @@ export const workflow = <I, II, O, OI>(options: {
   readonly name: string
   readonly input: Schema.Schema<I, II>
   readonly output: Schema.Schema<O, OI>
-  readonly run: (input: I, context: PromiseContext) => Promise<O>
+  readonly run: (input: I, context: PromiseContext<I>) => Promise<O>
 }): Workflow.Workflow<I, O, unknown> =>
   Workflow.make({
     name: options.name,
@@ -405,7 +409,7 @@ export const workflow = <I, II, O, OI>(options: {
     run: (input, ctx) =>
       Effect.flatMap(Effect.runtime<never>(), (runtime) => {
         const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Runtime.runPromiseExit(runtime)(effect).then(toPromise)
-        const context: PromiseContext = {
+        const context: PromiseContext<I> = {
           runId: ctx.runId,
           tenant: ctx.tenant,
           chat: (o) => run(ctx.chat(o)),
@@ -414,7 +418,9 @@ export const workflow = <I, II, O, OI>(options: {
           now: () => run(ctx.now()),
           random: () => run(ctx.random()),
           sleep: (millis) => run(ctx.sleep(millis)),
-          pauseForHuman: (o) => run(ctx.pauseForHuman(o))
+          pauseForHuman: (o) => run(ctx.pauseForHuman(o)),
+          continueAsNew: (next) => run(ctx.continueAsNew(next)),
+          historyLength: () => run(ctx.historyLength())
         }
         return Effect.tryPromise({ try: () => options.run(input, context), catch: (e) => e })
       })

@@ -1,6 +1,6 @@
 // Continue-as-new: a run ends and continues as a new run of its lineage, atomically, with the state it hands over.
 import { describe, expect, it } from "@effect/vitest"
-import { Chat, Event, EventStore, Kernel, Tenant, ToolRegistry, Workflow } from "@artana/core"
+import { Artana, Chat, Event, EventStore, Kernel, Tenant, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { Effect, Either, Layer, Schema } from "effect"
 import { kernelLayer, tenant } from "./fixtures.js"
@@ -151,5 +151,34 @@ describe("ctx.continueAsNew", () => {
       const chain = yield* Effect.flatMap(EventStore.EventStore, (s) => s.listRuns(tenant.tenantId, { rootRunId: "spend" }))
       expect(EventStore.lineageCostUsd(chain)).toBeCloseTo(0.45, 9)
     }).pipe(Effect.provide(layer))
+  })
+})
+
+describe("the Promise client and continue-as-new", () => {
+  it("an async workflow continues as new; run returns the chain's last run, status names a run's successor", async () => {
+    const countdown = Artana.workflow({
+      name: "countdown",
+      input: Schema.Number,
+      output: Schema.String,
+      run: async (n, ctx) => {
+        const length = await ctx.historyLength()
+        if (n > 0) return ctx.continueAsNew(n - 1)
+        return `liftoff after ${length} events`
+      }
+    })
+    const artana = Artana.create({ model: ScriptedModel.layer([]), workflows: [countdown] })
+    try {
+      const acme = { tenantId: "acme", budgetUsdLimit: 1 }
+      expect(await artana.run(countdown, { runId: "cd", tenant: acme, input: 2 })).toEqual({
+        status: "completed",
+        runId: "cd::continued::2",
+        // The last run's log: RunStarted, then the history step.
+        output: "liftoff after 1 events"
+      })
+      expect(await artana.status({ tenantId: "acme", runId: "cd" })).toEqual({ status: "continued", runId: "cd", nextRunId: "cd::continued::1" })
+      expect((await artana.readEvents({ tenantId: "acme", runId: "cd::continued::1" })).map((e) => e.type)).toEqual(["RunStarted", "StepCompleted", "RunContinued"])
+    } finally {
+      await artana.close()
+    }
   })
 })
