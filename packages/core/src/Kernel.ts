@@ -93,7 +93,10 @@ export interface ChatRunOptions<A, I = unknown> extends Workflow.ChatOptions<A, 
 }
 
 export interface Service {
-  /** Starts a run, or continues it when `runId` exists (a crashed run resumes from its log). */
+  /**
+   * Starts a run, or continues it when `runId` exists (a crashed run resumes from its log). A run that continues as
+   * new (`ctx.continueAsNew`) is followed: the result is its chain's last run's, under that run's id.
+   */
   readonly execute: <I, O, E>(
     workflow: Workflow.Workflow<I, O, E>,
     options: StartOptions<I>
