@@ -58,6 +58,17 @@ export interface Options {
   readonly progressiveSkills?: boolean | Progressive | undefined
   /** Summarizes the oldest history when it passes a threshold. Default: none (the history grows). */
   readonly compaction?: CompactionStrategy | undefined
+  /**
+   * After a compaction, once the run's log holds more than this many events, the agent continues as a new run of
+   * the same lineage (`ctx.continueAsNew`), handing over its compacted context (summary and recent history), what
+   * its sections rendered, its skills' working set, and its turns, usage and cost so far; its long-term memory is
+   * in the `MemoryStore` and carries over by itself. So a run that goes on for days is a chain of bounded runs:
+   * resuming one reads at most about this many events. The caller gets the last run's result under its id
+   * (`<runId>::continued::<n>`); usage, cost and turns in it count the whole chain, and `maxTurns` bounds the chain.
+   * Default `DEFAULT_CONTINUE_AS_NEW_AFTER_EVENTS` (10,000: a few MB of log, read in well under a second); `false`:
+   * never. Without `compaction` the agent never continues as new.
+   */
+  readonly continueAsNewAfterEvents?: number | false | undefined
   /** Long-term memory: the memory tools and the `[CORE MEMORY]` section. Default on; `false` turns it off. */
   readonly memory?: Memory.Options | false | undefined
   /** The context builder (a subclass, or one with sections of its own). Default `new ContextBuilder()`. */
@@ -68,9 +79,12 @@ export interface Options {
   readonly extensions?: ReadonlyArray<Extension> | undefined
 }
 
-/** What a run is given (its task and model): the agent's workflow input. */
+/** What a run is given (its task and model, and what a run it continues hands over): the agent's workflow input. */
 export const Input = internal.Input
 export type Input = typeof Input.Type
+
+/** The default of `continueAsNewAfterEvents`. */
+export const DEFAULT_CONTINUE_AS_NEW_AFTER_EVENTS = internal.DEFAULT_CONTINUE_AS_NEW_AFTER_EVENTS
 
 export interface RunOptions<A, I> {
   /** The run's id; a new UUID when absent. Running an existing id continues that run (a crashed run resumes). */
@@ -141,6 +155,10 @@ const environment = Effect.all({ kernel: Kernel.Kernel, model: ModelPort.ModelPo
 export const make = (options: Options): Agent => {
   if (options.name.trim() === "") throw new Error("AutonomousAgent: the name must not be empty")
   const progressive = options.progressiveSkills
+  const after = options.continueAsNewAfterEvents
+  if (after !== undefined && after !== false && !(Number.isInteger(after) && after >= 1)) {
+    throw new Error(`AutonomousAgent "${options.name}": continueAsNewAfterEvents must be a whole number of at least 1 (or false), not ${after}`)
+  }
   if (typeof progressive === "object" && progressive !== null && progressive.maxLoaded !== undefined && !((Number.isInteger(progressive.maxLoaded) || progressive.maxLoaded === Infinity) && progressive.maxLoaded >= 1)) {
     throw new Error(`AutonomousAgent "${options.name}": progressiveSkills.maxLoaded must be a whole number of at least 1 (or Infinity), not ${progressive.maxLoaded}`)
   }

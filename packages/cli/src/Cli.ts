@@ -114,7 +114,7 @@ const reconcile = Command.make(
 
 
 
-const statuses = ["running", "paused", "completed", "failed", "needs_reconciliation"] as const
+const statuses = ["running", "paused", "completed", "failed", "needs_reconciliation", "continued"] as const
 
 const listRuns = Command.make(
   "list-runs",

@@ -266,6 +266,8 @@ export type RunState =
   | { readonly status: "completed"; readonly runId: string; readonly output: Json.Json }
   /** `encoded`: the error as the workflow's `error` schema encoded it, when it declares one. */
   | { readonly status: "failed"; readonly runId: string; readonly errorTag: string; readonly error: string; readonly encoded?: Json.Json }
+  /** It continued as a new run (`ctx.continueAsNew`): `nextRunId` is its successor, where the work goes on. */
+  | { readonly status: "continued"; readonly runId: string; readonly nextRunId: string }
   | Stopped
 
 const lastOf = <T extends EventPayload["_tag"]>(events: ReadonlyArray<Event>, tag: T) => {
@@ -304,6 +306,8 @@ export const status = (
         const base = { status: "failed", runId, errorTag: failed?.errorTag ?? "Error", error: failed?.error ?? "" } as const
         return failed?.encoded === undefined ? base : { ...base, encoded: failed.encoded }
       }
+      case "continued":
+        return { status: "continued", runId, nextRunId: lastOf(events, "RunContinued")?.payload.nextRunId ?? "" }
       case "paused": {
         const pause = lastOf(events, "PauseRequested")?.payload
         return { status: "paused", runId, ticket: pause?.ticket ?? "", reason: pause?.reason ?? "" }
@@ -384,8 +388,8 @@ export const create = (options: Options): Client => {
   }
 }
 
-/** The durable context of a Promise workflow: every method is one logged step. */
-export interface PromiseContext {
+/** The durable context of a Promise workflow: every method is one logged step. `I`: the workflow's input. */
+export interface PromiseContext<I = unknown> {
   readonly runId: string
   readonly tenant: TenantContext
   readonly chat: <A = string, I = unknown>(options: Workflow.ChatOptions<A, I>) => Promise<Workflow.ChatResult<A>>
@@ -394,7 +398,11 @@ export interface PromiseContext {
   readonly now: () => Promise<number>
   readonly random: () => Promise<number>
   readonly sleep: (millis: number) => Promise<void>
-  readonly pauseForHuman: <A = unknown, I = unknown>(options: Workflow.PauseOptions<A, I>) => Promise<A>
+  readonly pauseForHuman: <A = unknown, AI = unknown>(options: Workflow.PauseOptions<A, AI>) => Promise<A>
+  /** Ends the run and continues as a new run with `input` (see `WorkflowContext.continueAsNew`); never resolves. */
+  continueAsNew(input: I): Promise<never>
+  /** The number of events in the run's log here, logged (see `WorkflowContext.historyLength`). */
+  readonly historyLength: () => Promise<number>
 }
 
 /**
@@ -405,7 +413,7 @@ export const workflow = <I, II, O, OI>(options: {
   readonly name: string
   readonly input: Schema.Schema<I, II>
   readonly output: Schema.Schema<O, OI>
-  readonly run: (input: I, context: PromiseContext) => Promise<O>
+  readonly run: (input: I, context: PromiseContext<I>) => Promise<O>
 }): Workflow.Workflow<I, O, unknown> =>
   Workflow.make({
     name: options.name,
@@ -414,7 +422,7 @@ export const workflow = <I, II, O, OI>(options: {
     run: (input, ctx) =>
       Effect.flatMap(Effect.runtime<never>(), (runtime) => {
         const run = <A, E>(effect: Effect.Effect<A, E>): Promise<A> => Runtime.runPromiseExit(runtime)(effect).then(toPromise)
-        const context: PromiseContext = {
+        const context: PromiseContext<I> = {
           runId: ctx.runId,
           tenant: ctx.tenant,
           chat: (o) => run(ctx.chat(o)),
@@ -423,7 +431,9 @@ export const workflow = <I, II, O, OI>(options: {
           now: () => run(ctx.now()),
           random: () => run(ctx.random()),
           sleep: (millis) => run(ctx.sleep(millis)),
-          pauseForHuman: (o) => run(ctx.pauseForHuman(o))
+          pauseForHuman: (o) => run(ctx.pauseForHuman(o)),
+          continueAsNew: (next) => run(ctx.continueAsNew(next)),
+          historyLength: () => run(ctx.historyLength())
         }
         return Effect.tryPromise({ try: () => options.run(input, context), catch: (e) => e })
       })

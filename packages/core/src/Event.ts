@@ -14,13 +14,28 @@ import { TenantContext } from "./Tenant.js"
 /** The step key of events that belong to the run rather than to one step. */
 export const RUN_STEP_KEY = "run"
 
+/**
+ * Where a run continued from (`ctx.continueAsNew`): the run it continues, the first run of the chain and its place in
+ * it (the first run is generation 0). The run's id is `continuedRunId(chainRunId, generation)`.
+ */
+export const ContinuedFrom = Schema.Struct({ runId: Schema.String, chainRunId: Schema.String, generation: Schema.Int })
+export type ContinuedFrom = typeof ContinuedFrom.Type
+
 export const RunStarted = Schema.TaggedStruct("RunStarted", {
   workflow: Schema.String,
   input: Json,
   tenant: TenantContext,
   parentRunId: Schema.optional(Schema.String),
-  rootRunId: Schema.optional(Schema.String)
+  rootRunId: Schema.optional(Schema.String),
+  /** Set on a run that continues another (`ctx.continueAsNew`). */
+  continuedFrom: Schema.optional(ContinuedFrom)
 })
+
+/**
+ * The id of the run that continues a chain as its `generation`-th run: derived, so a crash and a retry of one handover
+ * can never start two successors (the second `RunStarted` conflicts).
+ */
+export const continuedRunId = (chainRunId: string, generation: number): string => `${chainRunId}::continued::${generation}`
 
 /** An execution took the run over (a resume, a recovery after a crash): it claims the run's head. */
 export const RunResumed = Schema.TaggedStruct("RunResumed", { reason: Schema.String })
@@ -131,6 +146,12 @@ export const MiddlewareNote = Schema.TaggedStruct("MiddlewareNote", {
 
 export const RunCompleted = Schema.TaggedStruct("RunCompleted", { output: Json })
 
+/**
+ * The run ended by continuing as a new run (`ctx.continueAsNew`): its last event, written in one transaction with the
+ * successor's `RunStarted`. `input` is what it handed over (a replay compares it with what the code hands over).
+ */
+export const RunContinued = Schema.TaggedStruct("RunContinued", { nextRunId: Schema.String, input: Json })
+
 export const RunFailed = Schema.TaggedStruct("RunFailed", {
   errorTag: Schema.String,
   error: Schema.String,
@@ -156,7 +177,8 @@ export const EventPayload = Schema.Union(
   BudgetExceeded,
   MiddlewareNote,
   RunCompleted,
-  RunFailed
+  RunFailed,
+  RunContinued
 )
 export type EventPayload = typeof EventPayload.Type
 export type EventType = EventPayload["_tag"]
@@ -191,8 +213,11 @@ export const decodePayload = (json: unknown): Either.Either<EventPayload, string
 /** A parsed payload that decoding would return unchanged: used as it is (see `exactGuard`). */
 const isExactPayload = exactGuard(EventPayload)
 
-/** Lifecycle of a run, kept by the store from the events it appends. */
-export const RunStatus = Schema.Literal("running", "paused", "completed", "failed", "needs_reconciliation")
+/**
+ * Lifecycle of a run, kept by the store from the events it appends. `continued`: the run ended by continuing as a new
+ * run of its lineage (its last event is `RunContinued`, naming the successor).
+ */
+export const RunStatus = Schema.Literal("running", "paused", "completed", "failed", "needs_reconciliation", "continued")
 export type RunStatus = typeof RunStatus.Type
 
 /** A run as listed by the store. */
@@ -249,6 +274,8 @@ export const statusAfter = (p: EventPayload): RunStatus | undefined => {
       return "completed"
     case "RunFailed":
       return "failed"
+    case "RunContinued":
+      return "continued"
     default:
       return undefined
   }

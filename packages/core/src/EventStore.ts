@@ -75,6 +75,12 @@ export interface Service {
    */
   readonly append: (request: AppendRequest) => Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError>
   /**
+   * Appends several batches, to several runs, in one transaction: all of them or none. Each is checked as `append`
+   * checks it; the first refused fails the whole. The kernel's continue-as-new writes a run's last event and its
+   * successor's `RunStarted` with it, so no crash leaves a run ended without its successor, or two successors.
+   */
+  readonly appendAll: (requests: ReadonlyArray<AppendRequest>) => Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError>
+  /**
    * A run's events in `seq` order, from `fromSeq` (default 1), at most `limit` of them (default all: a page reader
    * passes one, see `EventStore.stream`). Another tenant's run is `RunNotFound`.
    */
@@ -299,6 +305,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
   // `order` numbers runs as they are created: it breaks ties between runs created in the same millisecond.
   const runs = new Map<string, { info: RunInfo; readonly order: number; readonly log: Array<Kept> }>()
   const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
+  let created = 0
   const listed = (tenantId: string, filter: ListRunsFilter, after: RunCursor.Position | undefined) =>
     [...runs.values()]
       .filter(({ info: r, order }) =>
@@ -313,40 +320,68 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
       )
       .sort((a, b) => b.info.createdAt - a.info.createdAt || a.order - b.order)
       .slice(0, filter.limit === undefined ? undefined : Math.max(0, Math.floor(filter.limit)))
-  return {
-    append: (request) =>
-      Effect.suspend((): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError> => {
-        const bad = invalidBatch(request)
-        if (bad !== undefined) return Effect.fail(new StoreError({ operation: "append", reason: bad }))
-        const conflict = () => new SequenceConflict({ runId: request.runId, expectedSeq: request.expectedSeq })
-        const last = request.events[request.events.length - 1]
-        if (last === undefined) return Effect.void
-        const key = keyOf(request.tenantId, request.runId)
+
+  /** Applies one batch, or says why not (nothing changed then). */
+  const apply = (request: AppendRequest): SequenceConflict | OwnershipLost | StoreError | undefined => {
+    const bad = invalidBatch(request)
+    if (bad !== undefined) return new StoreError({ operation: "append", reason: bad })
+    const conflict = () => new SequenceConflict({ runId: request.runId, expectedSeq: request.expectedSeq })
+    const last = request.events[request.events.length - 1]
+    if (last === undefined) return undefined
+    const key = keyOf(request.tenantId, request.runId)
+    const run = runs.get(key)
+    if (request.expectedSeq === 0) {
+      const info = newRunInfo(request)
+      if (run !== undefined || info === undefined) return conflict()
+      runs.set(key, { info, order: created++, log: request.events.map(stored) })
+      return undefined
+    }
+    if (run === undefined) return conflict()
+    const lost = fenced(request, run.info.ownerEpoch)
+    if (lost !== undefined) return lost
+    const fence = fenceOf(request)
+    if (run.info.headSeq !== request.expectedSeq || (fence !== undefined && run.info.ownerEpoch > fence)) return conflict()
+    const summary = summarize(request.events)
+    run.info = {
+      ...run.info,
+      ownerEpoch: request.claim === true && request.ownerEpoch !== undefined ? request.ownerEpoch : run.info.ownerEpoch,
+      status: summary.status ?? run.info.status,
+      headSeq: last.seq,
+      headHash: last.hash,
+      costUsd: run.info.costUsd + summary.costUsd,
+      updatedAt: last.timestamp
+    }
+    for (const e of request.events) run.log.push(stored(e))
+    return undefined
+  }
+
+  /** Applies every batch, or none: a refused one puts back what the ones before it changed. */
+  const appendAll = (requests: ReadonlyArray<AppendRequest>): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError> => {
+    const before = new Map<string, { readonly info: RunInfo; readonly length: number } | undefined>()
+    for (const request of requests) {
+      const key = keyOf(request.tenantId, request.runId)
+      if (!before.has(key)) {
         const run = runs.get(key)
-        if (request.expectedSeq === 0) {
-          const info = newRunInfo(request)
-          if (run !== undefined || info === undefined) return Effect.fail(conflict())
-          runs.set(key, { info, order: runs.size, log: request.events.map(stored) })
-          return Effect.void
+        before.set(key, run === undefined ? undefined : { info: run.info, length: run.log.length })
+      }
+      const refused = apply(request)
+      if (refused === undefined) continue
+      for (const [k, was] of before) {
+        if (was === undefined) runs.delete(k)
+        else {
+          const run = runs.get(k)!
+          run.info = was.info
+          run.log.length = was.length
         }
-        if (run === undefined) return Effect.fail(conflict())
-        const lost = fenced(request, run.info.ownerEpoch)
-        if (lost !== undefined) return Effect.fail(lost)
-        const fence = fenceOf(request)
-        if (run.info.headSeq !== request.expectedSeq || (fence !== undefined && run.info.ownerEpoch > fence)) return Effect.fail(conflict())
-        const summary = summarize(request.events)
-        run.info = {
-          ...run.info,
-          ownerEpoch: request.claim === true && request.ownerEpoch !== undefined ? request.ownerEpoch : run.info.ownerEpoch,
-          status: summary.status ?? run.info.status,
-          headSeq: last.seq,
-          headHash: last.hash,
-          costUsd: run.info.costUsd + summary.costUsd,
-          updatedAt: last.timestamp
-        }
-        for (const e of request.events) run.log.push(stored(e))
-        return Effect.void
-      }),
+      }
+      return Effect.fail(refused)
+    }
+    return Effect.void
+  }
+
+  return {
+    append: (request) => Effect.suspend(() => appendAll([request])),
+    appendAll: (requests) => Effect.suspend(() => appendAll(requests)),
     readEvents: (tenantId, runId, fromSeq = 1, limit) =>
       Effect.suspend(() => {
         const run = runs.get(keyOf(tenantId, runId))

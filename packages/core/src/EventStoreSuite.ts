@@ -236,6 +236,85 @@ const readsAndConflicts = (test: Test): void => {
 
 }
 
+
+/** Atomic appends to several runs (`appendAll`): the handover of continue-as-new. */
+const handover = (test: Test): void => {
+  const continued = (nextRunId: string): EventPayload => ({ _tag: "RunContinued", nextRunId, input: { page: 2 } })
+  const successor = (from: string, lineage: { readonly rootRunId: string }): EventPayload => ({
+    _tag: "RunStarted",
+    workflow: "review",
+    input: { page: 2 },
+    tenant: tenantA,
+    ...lineage,
+    continuedFrom: { runId: from, chainRunId: from, generation: 1 }
+  })
+
+  test("appendAll writes a run's last event and its successor's first together, each run's record as append keeps it", (store) =>
+    Effect.gen(function*() {
+      const old = makeLog(store, "chain", tenantA)
+      yield* old.append(started(tenantA), modelCompleted(0.25))
+      const next = makeLog(store, "chain::continued::1", tenantA, T0 + 10)
+      const end = old.next([continued(next.runId)])
+      const first = next.next([successor(old.runId, { rootRunId: old.runId }), modelCompleted(0.5)])
+      yield* store.appendAll([{ ...end, ownerEpoch: 1 }, { ...first, ownerEpoch: 1 }])
+
+      expect(yield* store.readEvents(tenantA.tenantId, old.runId)).toEqual([...old.events, ...end.events])
+      expect(yield* store.readEvents(tenantA.tenantId, next.runId)).toEqual(first.events)
+      expect(yield* store.getRun(tenantA.tenantId, old.runId)).toMatchObject({ status: "continued", headSeq: 3, costUsd: 0.25 })
+      expect(yield* store.getRun(tenantA.tenantId, next.runId)).toMatchObject({ status: "running", headSeq: 2, rootRunId: old.runId, costUsd: 0.5, ownerEpoch: 1 })
+      // The lineage is the chain: its spend is both runs'.
+      expect(EventStore.lineageCostUsd(yield* store.listRuns(tenantA.tenantId, { rootRunId: old.runId }))).toBe(0.75)
+      expect((yield* store.listRuns(tenantA.tenantId, { status: "continued" })).map((r) => r.runId)).toEqual([old.runId])
+    }))
+
+  test("appendAll writes nothing when one of its batches is refused: a successor that exists, a stale head, a fenced owner", (store) =>
+    Effect.gen(function*() {
+      const old = makeLog(store, "refused", tenantA)
+      yield* old.appendAs({ ownerEpoch: 2 }, started(tenantA))
+      const taken = makeLog(store, "refused::continued::1", tenantA, T0 + 5)
+      yield* taken.append(started(tenantA, "someone-else"))
+      const next = (runId: string) => makeLog(store, runId, tenantA, T0 + 10)
+      const expectUntouched = Effect.gen(function*() {
+        expect(yield* store.readEvents(tenantA.tenantId, old.runId)).toEqual(old.events)
+        expect(yield* store.getRun(tenantA.tenantId, old.runId)).toMatchObject({ status: "running", headSeq: 1, ownerEpoch: 2 })
+      })
+
+      // The successor exists: the old run's end is rolled back with it.
+      const onTaken = next(taken.runId).next([successor(old.runId, { rootRunId: old.runId })])
+      const error = yield* Effect.flip(store.appendAll([{ ...old.next([continued(taken.runId)]), ownerEpoch: 2 }, onTaken]))
+      expect(error).toMatchObject({ _tag: "SequenceConflict", runId: taken.runId, expectedSeq: 0 })
+      yield* expectUntouched
+      expect(yield* store.readEvents(tenantA.tenantId, taken.runId)).toEqual(taken.events)
+
+      // A writer a newer owner fenced: OwnershipLost, and no successor.
+      const fresh = next("refused::continued::2")
+      const fenced = yield* Effect.flip(store.appendAll([{ ...old.next([continued(fresh.runId)]), ownerEpoch: 1 }, fresh.next([successor(old.runId, { rootRunId: old.runId })])]))
+      expect(fenced._tag).toBe("OwnershipLost")
+      expect(yield* Effect.flip(store.getRun(tenantA.tenantId, fresh.runId))).toMatchObject({ _tag: "RunNotFound" })
+      yield* expectUntouched
+
+      // The old run's head moved on since the handover was built: no successor is created.
+      const stale = { ...old.next([continued(fresh.runId)]), ownerEpoch: 2 }
+      yield* old.appendAs({ ownerEpoch: 2 }, { _tag: "StepCompleted", name: "later", value: 1 })
+      expect((yield* Effect.flip(store.appendAll([stale, fresh.next([successor(old.runId, { rootRunId: old.runId })])])))._tag).toBe("SequenceConflict")
+      expect(yield* Effect.flip(store.getRun(tenantA.tenantId, fresh.runId))).toMatchObject({ _tag: "RunNotFound" })
+      expect(yield* store.readEvents(tenantA.tenantId, old.runId)).toEqual(old.events)
+    }))
+
+  test("a handover retried after it committed fails with SequenceConflict: one successor, one end", (store) =>
+    Effect.gen(function*() {
+      const old = makeLog(store, "retried", tenantA)
+      yield* old.append(started(tenantA))
+      const next = makeLog(store, "retried::continued::1", tenantA, T0 + 10)
+      const handover = [old.next([continued(next.runId)]), next.next([successor(old.runId, { rootRunId: old.runId })])]
+      yield* store.appendAll(handover)
+      expect((yield* Effect.flip(store.appendAll(handover)))._tag).toBe("SequenceConflict")
+      expect((yield* store.readEvents(tenantA.tenantId, old.runId)).map((e) => e.type)).toEqual(["RunStarted", "RunContinued"])
+      expect((yield* store.readEvents(tenantA.tenantId, next.runId)).map((e) => e.type)).toEqual(["RunStarted"])
+      expect((yield* store.listRuns(tenantA.tenantId)).map((r) => r.runId).sort()).toEqual([old.runId, next.runId].sort())
+    }))
+}
+
 /** Tenants: one run id in two tenants, another tenant's id. */
 const tenancy = (test: Test): void => {
     test("the same run id in two tenants is two runs, each with its own log, head, status, cost and lineage", (store) =>
@@ -657,6 +736,35 @@ const listing = (test: Test): void => {
 /** The kernel over the store: what a tenant may do with another tenant's run id. */
 const kernelOverStore = (name: string, makeLayer: () => Layer.Layer<EventStore.EventStore, unknown>): void => {
   describe(`Kernel over the EventStore: ${name}`, () => {
+    it.effect("a workflow that continues as new runs as a chain: each run's end and its successor's start in one commit", () => {
+      const ran: Array<number> = []
+      const chained = Workflow.make({
+        name: "chained",
+        input: Schema.Number,
+        output: Schema.String,
+        run: (n, ctx) =>
+          Effect.gen(function*() {
+            yield* ctx.step("work", Effect.sync(() => ran.push(n)), Schema.Number)
+            return n < 2 ? yield* ctx.continueAsNew(n + 1) : `done after ${n + 1} runs`
+          })
+      })
+      const kernelLayer = Layer.provideMerge(Kernel.layer({ workflows: [chained] }), Layer.mergeAll(makeLayer(), ScriptedModel.layer([]), ToolRegistry.layer([])))
+      return Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        const store = yield* EventStore.EventStore
+        const last = "chain-a::continued::2"
+        const done = { status: "completed", runId: last, output: "done after 3 runs" }
+        expect(yield* kernel.execute(chained, { runId: "chain-a", tenant: tenantA, input: 0 })).toEqual(done)
+        expect(ran).toEqual([0, 1, 2])
+        const runs = yield* store.listRuns(tenantA.tenantId, { rootRunId: "chain-a" })
+        expect(runs.map((r) => `${r.runId}:${r.status}`).sort()).toEqual(["chain-a:continued", "chain-a::continued::1:continued", `${last}:completed`].sort())
+        for (const r of runs) expect(yield* kernel.verify({ tenantId: tenantA.tenantId, runId: r.runId })).toMatchObject({ ok: true })
+        expect(yield* kernel.resume({ tenantId: tenantA.tenantId, runId: "chain-a" })).toEqual(done)
+        expect(yield* kernel.replay(chained, { tenantId: tenantA.tenantId, runId: "chain-a" })).toEqual(done)
+        expect(ran).toEqual([0, 1, 2])
+      }).pipe(Effect.provide(kernelLayer))
+    })
+
     it.effect("as another tenant, resume, reconcile, verify and replay of a run id fail as for an id that never existed; executing that id starts the tenant's own run", () => {
       let crash = true
       const calls: Array<string> = []
@@ -750,6 +858,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore.Even
     fencingAndBatches(test)
     runRecords(test)
     listing(test)
+    handover(test)
   })
   kernelOverStore(name, makeLayer)
 }

@@ -19,6 +19,7 @@ import { AssistantMessage, ChatMessage, Usage } from "./Chat.js"
 import * as Errors from "./Errors.js"
 import type { Event, RunInfo, WaitingOn } from "./Event.js"
 import * as EventStore from "./EventStore.js"
+import { chainEnd } from "./internal/continueAsNew.js"
 import type * as Execution from "./internal/execution.js"
 import { verifiedEvents } from "./internal/ledger.js"
 import { reconcile } from "./internal/reconcile.js"
@@ -101,7 +102,10 @@ export interface ChatRunOptions<A, I = unknown> extends Workflow.ChatOptions<A, 
 }
 
 export interface Service {
-  /** Starts a run, or continues it when `runId` exists (a crashed run resumes from its log). */
+  /**
+   * Starts a run, or continues it when `runId` exists (a crashed run resumes from its log). A run that continues as
+   * new (`ctx.continueAsNew`) is followed: the result is its chain's last run's, under that run's id.
+   */
   readonly execute: <I, O, E>(
     workflow: Workflow.Workflow<I, O, E>,
     options: StartOptions<I>
@@ -274,7 +278,8 @@ export const make = (options: Options = {}) =>
     function resume(run: ResumeOptions): Effect.Effect<RunResult<unknown>, unknown>
     function resume(run: ResumeOptions & { readonly workflow?: Workflow.Any }): Effect.Effect<RunResult<unknown>, unknown> {
       return Effect.gen(function*() {
-        const info = yield* store.getRun(run.tenantId, run.runId)
+        // A run that continued as new is resumed where its work goes on: the last run of its chain.
+        const info = yield* chainEnd(store, yield* store.getRun(run.tenantId, run.runId))
         // A given workflow is checked by name like a registered one (continueRun: NonDeterminism on another name).
         return yield* resumeWith(info, run.workflow ?? (yield* workflowFor(info)), run)
       }).pipe(Effect.withSpan("Kernel.resume"))

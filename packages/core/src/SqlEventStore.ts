@@ -37,7 +37,7 @@ import { type AppendBatch, CONFLICT, orConflict, type Tables } from "./internal/
 import * as Codec from "./internal/sqlCodec.js"
 import * as PortableAppend from "./internal/sqlAppendPortable.js"
 import * as SqliteAppend from "./internal/sqlAppendSqlite.js"
-import { causeText, errorCode, retryWhile, storeError } from "./SqlErrors.js"
+import { causeText, errorCode, retryWhile, storeError, transactionDefects } from "./SqlErrors.js"
 import * as SqlMigrations from "./SqlMigrations.js"
 
 /** Options of the SQL event store. */
@@ -690,6 +690,22 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
       })
     }
 
+    /**
+     * Every batch in one transaction: each is appended as `append` appends it inside a caller's transaction (the
+     * dialect's own append too), so a refused one rolls back the ones before it. A serialization failure or a
+     * deadlock runs the whole transaction again.
+     */
+    const appendAll = (requests: ReadonlyArray<AppendRequest>): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError> => {
+      const batches = requests.filter((r) => r.events.length > 0)
+      if (batches.length <= 1) return batches.length === 0 ? Effect.void : append(batches[0]!)
+      const all = transactionDefects(sql.withTransaction(Effect.forEach(batches, append, { discard: true })))
+      return Effect.contextWithEffect((context) => {
+        const inTransaction = Context.getOption(context, SqlClient.TransactionConnection)._tag === "Some"
+        const retried = inTransaction ? all : retryWhile(all, (error) => error._tag === "SqlError" && retryable(error), RETRIES)
+        return Effect.catchTag(retried, "SqlError", (error) => Effect.fail(storeError("appendAll", error)))
+      })
+    }
+
     const runExists = (tenantId: string, runId: string) =>
       Effect.map(
         sql`SELECT 1 AS found FROM ${runs} WHERE run_id = ${runId} AND tenant_id = ${tenantId}`,
@@ -815,7 +831,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
         return pageOf(rows, filter.limit, (r) => r.position, (r) => r.info)
       }).pipe(Effect.withSpan("SqlEventStore.listRunsPage"))
 
-    return { append, readEvents, getRun, listRuns, listRunsPage } satisfies Service
+    return { append, appendAll, readEvents, getRun, listRuns, listRunsPage } satisfies Service
   })
 
 /**

@@ -130,8 +130,11 @@ export interface PauseOptions<A, I> {
   readonly key?: string | undefined
 }
 
-/** What a workflow's code can do durably. Each call is one step of the log. */
-export interface WorkflowContext {
+/**
+ * What a workflow's code can do durably. Each call is one step of the log. `I` is the workflow's input, which
+ * `continueAsNew` hands over.
+ */
+export interface WorkflowContext<I = unknown> {
   readonly runId: string
   readonly tenant: TenantContext
   /** Model step(s); see `ChatOptions`. */
@@ -167,13 +170,31 @@ export interface WorkflowContext {
   /** A durable timer: a resumed run sleeps only what is left. */
   readonly sleep: (duration: Duration.DurationInput) => Effect.Effect<void>
   /** Ends this execution with a ticket; `resume(runId, { response })` continues from here. */
-  readonly pauseForHuman: <A = unknown, I = unknown>(options: PauseOptions<A, I>) => Effect.Effect<A>
+  readonly pauseForHuman: <A = unknown, AI = unknown>(options: PauseOptions<A, AI>) => Effect.Effect<A>
+  /**
+   * Ends this run and continues the work as a new run of the same workflow and lineage, started with `input` (as
+   * Temporal's and DBOS's continue-as-new): a run that would grow without end stays bounded. The run's last event
+   * (`RunContinued`) and the new run's `RunStarted` are written in one transaction; the new run's id is derived from
+   * this one (`Event.continuedRunId`), so a crash and a retry never start two. Tenant, parent, root (so the budget
+   * spent so far counts) carry over; nothing else does: hand over what the next run needs in `input`. The caller of
+   * `execute`/`resume` gets the result of the chain's last run, under its id. Never returns.
+   *
+   * @example
+   * if (page.hasMore) return yield* ctx.continueAsNew({ cursor: page.next, total })
+   */
+  // A method, so a context typed by its workflow's input is still a `WorkflowContext` where helpers take one.
+  continueAsNew(input: I): Effect.Effect<never>
+  /**
+   * How many events the run's log holds at this point of the code, logged as a step (a replay returns the logged
+   * number): decide on it to `continueAsNew` before a run grows too long.
+   */
+  readonly historyLength: () => Effect.Effect<number>
 }
 
 /** A workflow definition. Its input and output cross the log, so both are given as schemas. */
 export interface Workflow<I, O, E> {
   readonly name: string
-  run(input: I, context: WorkflowContext): Effect.Effect<O, E>
+  run(input: I, context: WorkflowContext<I>): Effect.Effect<O, E>
   decodeInput(input: unknown): Either.Either<I, ParseResult.ParseError>
   encodeInput(input: I): Either.Either<unknown, ParseResult.ParseError>
   decodeOutput(output: unknown): Either.Either<O, ParseResult.ParseError>
@@ -219,7 +240,7 @@ export const make = <I, II, O, OI, E, EI = never>(options: {
   readonly output: Schema.Schema<O, OI>
   /** What the run may fail with, logged encoded (see above). */
   readonly error?: Schema.Schema<E, EI> | undefined
-  readonly run: (input: I, context: WorkflowContext) => Effect.Effect<O, E>
+  readonly run: (input: I, context: WorkflowContext<I>) => Effect.Effect<O, E>
 }): Workflow<I, O, E> => ({
   name: options.name,
   run: options.run,

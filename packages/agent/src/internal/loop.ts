@@ -28,8 +28,30 @@ export interface Env {
 
 type ChatMessage = Chat.ChatMessage
 
-export const Input = Schema.Struct({ prompt: Schema.String, model: Schema.String })
+/**
+ * What a run hands over when it continues as new (`continueAsNewAfterEvents`): the compacted context (summary and
+ * the recent history), what the sections rendered last, the skills' working set, and the counts and spend so far.
+ */
+export const Carried = Schema.Struct({
+  summary: Schema.optional(Schema.String),
+  history: Schema.Array(Chat.ChatMessage),
+  sections: Schema.Array(Schema.Tuple(Schema.String, Schema.String)),
+  loadedSkills: Schema.Array(Schema.String),
+  unloadedSkills: Schema.Array(Schema.String),
+  /** The adaptive working set's size (a fixed one comes from the options). */
+  maxLoaded: Schema.optional(Schema.Number),
+  turns: Schema.Number,
+  compactions: Schema.Number,
+  usage: Chat.Usage,
+  costUsd: Schema.Number
+})
+export type Carried = typeof Carried.Type
+
+export const Input = Schema.Struct({ prompt: Schema.String, model: Schema.String, carried: Schema.optional(Carried) })
 export type Input = typeof Input.Type
+
+/** Events a run's log may hold before the agent continues as new after a compaction (`continueAsNewAfterEvents`). */
+export const DEFAULT_CONTINUE_AS_NEW_AFTER_EVENTS = 10_000
 
 export const outputSchemaOf = <A, I>(output: Schema.Schema<A, I>) =>
   Schema.Struct({ output, turns: Schema.Number, compactions: Schema.Number, usage: Chat.Usage, costUsd: Schema.Number })
@@ -159,7 +181,7 @@ const loop = <A, I>(
   env: Env,
   outputSchema: Schema.Schema<A, I> | undefined,
   input: Input,
-  ctx: Workflow.WorkflowContext
+  ctx: Workflow.WorkflowContext<Input>
 ): Effect.Effect<AgentOutput<A>, RunError> =>
   Effect.gen(function*() {
     const o = agent.options
@@ -184,12 +206,17 @@ const loop = <A, I>(
     const compaction = o.compaction
     const extensions = (o.extensions ?? []).filter((e): e is Extension & { onFinish: NonNullable<Extension["onFinish"]> } => e.onFinish !== undefined)
 
-    let history: Array<ChatMessage> = []
-    let summary: string | undefined
+    const carried = input.carried
+    // Turns taken by the runs this one continues (0 for the first run of a chain).
+    const turnsBefore = carried?.turns ?? 0
+    const continueAfter = o.continueAsNewAfterEvents ?? DEFAULT_CONTINUE_AS_NEW_AFTER_EVENTS
+    let history: Array<ChatMessage> = [...(carried?.history ?? [])]
+    let summary: string | undefined = carried?.summary
     // Loaded skills, least recently used (loaded or called) first: the order of the log, so a replay unloads the
     // same ones; and the skills unloaded to stay within `maxLoaded`.
-    const loaded = new Set<string>()
-    const unloaded = new Set<string>()
+    const loaded = new Set<string>(carried?.loadedSkills ?? [])
+    const unloaded = new Set<string>(carried?.unloadedSkills ?? [])
+    if (adaptive && carried?.maxLoaded !== undefined) maxLoaded = carried.maxLoaded
     const use = (name: string) => {
       loaded.delete(name)
       loaded.add(name)
@@ -200,10 +227,11 @@ const loop = <A, I>(
         unloaded.add(oldest)
       }
     }
-    const previous = new Map<string, string>()
-    // Usage and cost of every step: the turns' model steps and the compactions' summaries.
+    const previous = new Map<string, string>(carried?.sections ?? [])
+    // Usage and cost of every step: the turns' model steps and the compactions' summaries (the chain's, carried).
     const tally = ChatLoop.tally()
-    let compactions = 0
+    if (carried !== undefined) ChatLoop.account(tally, carried)
+    let compactions = carried?.compactions ?? 0
 
     const offered = (): ReadonlyArray<Tool.Tool> =>
       progressive ? [...own, ...skills.filter((s) => loaded.has(s.tool.name)).map((s) => s.tool)] : [...own, ...skills.map((s) => s.tool)]
@@ -281,6 +309,20 @@ const loop = <A, I>(
         }
       })
 
+    /** The state the next run of the chain starts from, before turn `turn` (taken by that run). */
+    const carry = (turn: number): Carried => ({
+      ...(summary === undefined ? {} : { summary }),
+      history: [...history],
+      sections: [...previous],
+      loadedSkills: [...loaded],
+      unloadedSkills: [...unloaded],
+      ...(adaptive && Number.isFinite(maxLoaded) ? { maxLoaded } : {}),
+      turns: turn,
+      compactions,
+      usage: { ...tally.usage },
+      costUsd: tally.costUsd
+    })
+
     // The tools of the current turn, as its model step offered them.
     let tools: ReadonlyArray<Tool.Tool> = []
 
@@ -291,10 +333,15 @@ const loop = <A, I>(
         for (const s of sections) previous.set(s.name, s.text)
         tools = offered()
         if (compaction !== undefined) {
+          const before = compactions
           const compacted = yield* Effect.either(compact(compaction, sections, tools))
           if (Either.isLeft(compacted)) {
             const error = compacted.left
             return yield* (error._tag === "ContextOverflow" ? failWith(error, turn) : Effect.fail(error))
+          }
+          // Just compacted, in a long run: the next run of the chain takes the compacted context over from here.
+          if (continueAfter !== false && compactions > before && (yield* ctx.historyLength()) > continueAfter) {
+            return yield* ctx.continueAsNew({ prompt: task, model, carried: carry(turn) })
           }
         }
         return yield* ctx.modelStep({
@@ -339,8 +386,19 @@ const loop = <A, I>(
         }
       })
 
-    const end = yield* ChatLoop.run({ maxTurns, maxDecodeRetries, modelStep, toolCalls, push: (message) => void history.push(message), tally })
-    if (end._tag === "GaveUp") return yield* failWith(end.error, end.turns)
-    yield* finish({ _tag: "success", answer: end.step.message.content ?? "", output: end.output }, end.turns)
-    return { output: end.output, turns: end.turns, compactions, usage: tally.usage, costUsd: tally.costUsd } satisfies AgentOutput<A>
+    // Turns are numbered over the chain (keys, sections, `maxTurns`): a continued run goes on from its predecessor's.
+    const end = yield* ChatLoop.run({
+      maxTurns: Math.max(0, maxTurns - turnsBefore),
+      maxDecodeRetries,
+      modelStep: (turn) => modelStep(turnsBefore + turn),
+      toolCalls: (step, turn) => toolCalls(step, turnsBefore + turn),
+      push: (message) => void history.push(message),
+      tally
+    })
+    const turns = turnsBefore + end.turns
+    if (end._tag === "GaveUp") {
+      return yield* failWith(end.error._tag === "MaxTurnsExceeded" ? new Errors.MaxTurnsExceeded({ maxTurns }) : end.error, turns)
+    }
+    yield* finish({ _tag: "success", answer: end.step.message.content ?? "", output: end.output }, turns)
+    return { output: end.output, turns, compactions, usage: tally.usage, costUsd: tally.costUsd } satisfies AgentOutput<A>
   })

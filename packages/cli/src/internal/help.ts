@@ -133,7 +133,7 @@ export const commands: ReadonlyArray<CommandDoc> = [
     ],
     arguments: [],
     options: [
-      { flag: "--status S", description: "only runs with this status: running, paused, completed, failed, needs_reconciliation" },
+      { flag: "--status S", description: "only runs with this status: running, paused, completed, failed, needs_reconciliation, continued" },
       { flag: "--workflow W", description: "only runs of this workflow (plan runs: artana.plan)" },
       { flag: "--since TIME", description: "only runs created at or after TIME: an ISO date or time (2026-11-01, 2026-11-01T09:30:00Z), ms since the epoch, or an age (90m, 24h, 7d, 2w)" },
       { flag: "--until TIME", description: "only runs created before TIME (as --since)" },

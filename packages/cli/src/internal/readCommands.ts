@@ -238,6 +238,9 @@ export const listRuns = (args: ListArgs) =>
     yield* Out.stdout(s.dim(nextCommand === undefined || page.next === undefined
       ? counted
       : `${counted}; more follow (next page cursor ${page.next}):\n  ${nextCommand}`))
+    if (runs.some((r) => r.status === "continued")) {
+      yield* Out.stdout(s.dim(`${T.icon(s, "continued")} continued: the run went on as a new run of its chain (continue-as-new); \`artana show-run RUN\` names it`))
+    }
     // One entry per topmost waiting run (the runs below it are on its path): where the person is needed.
     const topmost = runs.filter((r) => paths.has(r.runId) && (r.parentRunId === undefined || !paths.has(r.parentRunId)))
     if (topmost.length > 0) {
@@ -296,7 +299,9 @@ const renderLineage = (s: T.Style, tree: Lineage, current: string): Array<string
 export const describeEvent = (p: Event.EventPayload): string => {
   switch (p._tag) {
     case "RunStarted":
-      return `${p.workflow}${p.parentRunId === undefined ? "" : ` (child of ${p.parentRunId})`}`
+      return `${p.workflow}${p.parentRunId === undefined ? "" : ` (child of ${p.parentRunId})`}${p.continuedFrom === undefined ? "" : ` (continues run ${p.continuedFrom.runId})`}`
+    case "RunContinued":
+      return `continued as run ${p.nextRunId} with ${JSON.stringify(p.input)}`
     case "RunResumed":
       return p.reason
     case "ToolRequested":
@@ -336,6 +341,20 @@ export const describeEvent = (p: Event.EventPayload): string => {
       return `${p.errorTag}: ${p.error}`
   }
 }
+
+/**
+ * The run's place in a continue-as-new chain: the run it continues (its `RunStarted`) and the run it continued as (its
+ * last event, `RunContinued`). Two one-event reads, whatever the run's length.
+ */
+const continuation = (store: EventStore.Service, info: Event.RunInfo) =>
+  Effect.gen(function*() {
+    const [first] = yield* store.readEvents(info.tenantId, info.runId, 1, 1)
+    const [last] = info.status === "continued" ? yield* store.readEvents(info.tenantId, info.runId, info.headSeq, 1) : []
+    return {
+      continuedFrom: first?.payload._tag === "RunStarted" ? first.payload.continuedFrom : undefined,
+      continuedAs: last?.payload._tag === "RunContinued" ? last.payload.nextRunId : undefined
+    }
+  })
 
 /** What `show-run` prints of a long run by default: its first and its last events. */
 export const SHOW_HEAD = 50
@@ -395,6 +414,7 @@ export const showRun = (args: ShowArgs) =>
     // What the lineage spent: every run of the tree draws on the root's budget (sub-agents, tools that start runs).
     const lineageCostUsd = EventStore.lineageCostUsd(family)
     const reconciliationPath = (yield* waitingPaths(args.tenant, [info])).get(info.runId)
+    const { continuedFrom, continuedAs } = yield* continuation(store, info)
     const chain = yield* chainOf(args, info)
     const code = chain.ok ? ExitCode.Ok : ExitCode.Integrity
     const { next, omitted, windows } = windowsOf(info.headSeq, args.from, args.limit, SHOW_HEAD, SHOW_TAIL)
@@ -407,6 +427,8 @@ export const showRun = (args: ShowArgs) =>
         lineage,
         lineageCostUsd,
         ...(reconciliationPath === undefined ? {} : { reconciliationPath }),
+        ...(continuedFrom === undefined ? {} : { continuedFrom }),
+        ...(continuedAs === undefined ? {} : { continuedAs }),
         chain,
         omitted: omitted ?? null,
         next: next ?? null
@@ -439,6 +461,8 @@ export const showRun = (args: ShowArgs) =>
         const { todo, where } = Hints.waiting(args, info.runId, reconciliationPath, info.workflow === PlanRunner.WORKFLOW)
         return [`  waits on  ${where}`, `            ${s.dim(todo)}`]
       })()),
+      ...(continuedFrom === undefined ? [] : [`  continues ${continuedFrom.runId}   ${s.dim(`(run ${continuedFrom.generation + 1} of chain ${continuedFrom.chainRunId})`)}`]),
+      ...(continuedAs === undefined ? [] : [`  continued as ${continuedAs}   ${s.dim(`artana show-run ${continuedAs}`)}`]),
       "",
       s.bold("lineage"),
       ...renderLineage(s, lineage, info.runId),

@@ -76,7 +76,7 @@ export const clip = (text: string, max = 72): string => (text.length <= max ? te
 
 export const timestamp = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z")
 
-export type Status = "ok" | "denied" | "failed" | "skipped" | "in_doubt" | "completed" | "running" | "paused" | "needs_reconciliation"
+export type Status = "ok" | "denied" | "failed" | "skipped" | "in_doubt" | "completed" | "running" | "paused" | "needs_reconciliation" | "continued"
 
 /** The icon of a status, coloured. */
 export const icon = (s: Style, status: Status | string): string => {
@@ -97,6 +97,8 @@ export const icon = (s: Style, status: Status | string): string => {
       return s.cyan("▶")
     case "paused":
       return s.yellow("‖")
+    case "continued":
+      return s.cyan("↪")
     default:
       return " "
   }

@@ -17,6 +17,7 @@ import * as Json from "../Json.js"
 import type { KernelError, RunResult } from "../Kernel.js"
 import { firstIssue } from "../Tool.js"
 import type * as Workflow from "../Workflow.js"
+import type { Continuation } from "./continueAsNew.js"
 import type { Execution } from "./execution.js"
 import { canonicalJson } from "./hash.js"
 
@@ -48,7 +49,8 @@ export const drive = <I, O, E>(
   exec: Execution,
   input: I,
   mode: "live" | "replay",
-  recordedOutput: Json.Json | undefined
+  recordedOutput: Json.Json | undefined,
+  continuation?: Continuation<O, E> | undefined
 ): Effect.Effect<RunResult<O>, E | KernelError> =>
   Effect.gen(function*() {
     const runId = exec.context.runId
@@ -73,6 +75,11 @@ export const drive = <I, O, E>(
             yield* exec.appendOrFail(RUN_STEP_KEY, [runFailed(halted.error, encodeKernelFailure(halted.error))])
           }
           return yield* Effect.fail(halted.error)
+        case "Continued":
+          if (continuation === undefined) {
+            return yield* new Errors.InvalidRunState({ runId, status: "continuing as new", expected: "a run of the kernel's execute, resume or replay" })
+          }
+          return yield* continuation.handOver(halted.input)
       }
     }
     if (Exit.isSuccess(exit)) {
@@ -83,6 +90,10 @@ export const drive = <I, O, E>(
       const output = toJson("workflow output", workflow.encodeOutput(exit.value))
       if (Either.isLeft(output)) return yield* output.left
       if (mode === "replay") {
+        const continued = continuation?.recorded
+        if (continued !== undefined) {
+          return yield* new Errors.NonDeterminism({ runId, stepKey: RUN_STEP_KEY, expected: `continue as new with input ${canonicalJson(continued.input)}`, actual: `output ${canonicalJson(output.right)}` })
+        }
         if (recordedOutput !== undefined && canonicalJson(recordedOutput) !== canonicalJson(output.right)) {
           return yield* new Errors.NonDeterminism({ runId, stepKey: RUN_STEP_KEY, expected: `output ${canonicalJson(recordedOutput)}`, actual: `output ${canonicalJson(output.right)}` })
         }

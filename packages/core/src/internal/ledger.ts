@@ -55,48 +55,67 @@ export const make = (options: LedgerOptions) => {
       return Effect.tapError(appendBatch(RUN_STEP_KEY, [{ _tag: "RunResumed", reason }]), () => Effect.sync(() => void (resumed = reason)))
     })
 
-  /** Appends a batch after the current head (after the `RunResumed` claim, if not written yet). */
-  const append = (stepKey: string, payloads: ReadonlyArray<EventPayload>): Effect.Effect<void, AppendError> =>
-    resumed === undefined || mode === "replay" ? appendBatch(stepKey, payloads) : Effect.zipRight(claim(), appendBatch(stepKey, payloads))
+  /** Appends a batch after the current head (after the `RunResumed` claim, if not written yet), with `alongside`. */
+  const append = (
+    stepKey: string,
+    payloads: ReadonlyArray<EventPayload>,
+    alongside: ReadonlyArray<EventStore.AppendRequest> = []
+  ): Effect.Effect<void, AppendError> =>
+    resumed === undefined || mode === "replay"
+      ? appendBatch(stepKey, payloads, alongside)
+      : Effect.zipRight(claim(), appendBatch(stepKey, payloads, alongside))
 
-  /** Appends a batch after the current head; fails with the store's error. */
-  const appendBatch = (stepKey: string, payloads: ReadonlyArray<EventPayload>): Effect.Effect<void, AppendError> => {
+  /** The batch `append` writes: the events after the current head, hash-chained, with the execution's epoch. */
+  const prepare = (stepKey: string, payloads: ReadonlyArray<EventPayload>, timestamp: number) => {
+    const events: Array<Event> = []
+    let prevHash = headHash
+    for (let i = 0; i < payloads.length; i++) {
+      const payload = payloads[i]!
+      const event: Types.Mutable<Event> = {
+        eventId: crypto.randomUUID(),
+        runId,
+        tenantId,
+        seq: headSeq + i + 1,
+        timestamp,
+        type: payload._tag,
+        stepKey,
+        payload,
+        prevHash,
+        hash: ""
+      }
+      // The hash covers every field but `hash` itself.
+      event.hash = newEventHash(event, options.auditKey)
+      events.push(event)
+      prevHash = event.hash
+    }
+    return { runId, tenantId, expectedSeq: headSeq, events, ownerEpoch: options.ownerEpoch, claim: claimPending }
+  }
+
+  /**
+   * Appends a batch after the current head; fails with the store's error. With `alongside`, the batch and those
+   * (other runs' batches) are written in one transaction (`EventStore.appendAll`): the handover of continue-as-new.
+   */
+  const appendBatch = (
+    stepKey: string,
+    payloads: ReadonlyArray<EventPayload>,
+    alongside: ReadonlyArray<EventStore.AppendRequest> = []
+  ): Effect.Effect<void, AppendError> => {
     if (mode === "replay") {
       return Effect.fail(new Errors.InvalidRunState({ runId, status: "being replayed", expected: "live (a replay writes nothing)" }))
     }
     // No generator: this runs twice per tool step.
     return Effect.flatMap(Clock.currentTimeMillis, (timestamp) => {
-      const events: Array<Event> = []
-      let prevHash = headHash
-      for (let i = 0; i < payloads.length; i++) {
-        const payload = payloads[i]!
-        const event: Types.Mutable<Event> = {
-          eventId: crypto.randomUUID(),
-          runId,
-          tenantId,
-          seq: headSeq + i + 1,
-          timestamp,
-          type: payload._tag,
-          stepKey,
-          payload,
-          prevHash,
-          hash: ""
-        }
-        // The hash covers every field but `hash` itself.
-        event.hash = newEventHash(event, options.auditKey)
-        events.push(event)
-        prevHash = event.hash
-      }
-      const request = { runId, tenantId, expectedSeq: headSeq, events, ownerEpoch: options.ownerEpoch, claim: claimPending }
-      return Effect.matchEffect(options.store.append(request), {
+      const request = prepare(stepKey, payloads, timestamp)
+      const write = alongside.length === 0 ? options.store.append(request) : options.store.appendAll([request, ...alongside])
+      return Effect.matchEffect(write, {
         onFailure: (error) => {
           // Another execution wrote first or claimed the run: handlers still running here must learn it.
           if (error._tag !== "StoreError") options.onRefused(error.message)
           return Effect.fail(error)
         },
         onSuccess: () => {
-          headSeq += events.length
-          headHash = prevHash
+          headSeq += request.events.length
+          headHash = request.events[request.events.length - 1]?.hash ?? headHash
           claimPending = false
           return Effect.void
         }
@@ -107,6 +126,7 @@ export const make = (options: LedgerOptions) => {
   return {
     append,
     claim,
+    prepare,
     head: () => ({ seq: headSeq, hash: headHash })
   }
 }

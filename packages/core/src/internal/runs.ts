@@ -16,6 +16,7 @@ import type { KernelError, RunResult, StartOptions } from "../Kernel.js"
 import type { Lease } from "../Lease.js"
 import { firstIssue } from "../Tool.js"
 import type * as Workflow from "../Workflow.js"
+import * as ContinueAsNew from "./continueAsNew.js"
 import { decodeKernelFailure, drive, toJson } from "./drive.js"
 import * as Execution from "./execution.js"
 import { headEvent, lastEventOf, type ReadError, verifiedEvents } from "./ledger.js"
@@ -110,6 +111,10 @@ export const continueRun = <I, O, E>(
 ): Effect.Effect<RunResult<O>, E | KernelError> =>
   Effect.scoped(Effect.gen(function*() {
     const { deps, lineageSpend } = runtime
+    // A run that continued as new: its work goes on in its successor (a replay replays the run, then the successor).
+    if (mode === "live" && info.status === "continued") {
+      return yield* continueRun(runtime, workflow, yield* ContinueAsNew.chainEnd(deps.store, info), mode, response, lease)
+    }
     const wrongWorkflow = (name: string) =>
       new Errors.NonDeterminism({ runId: info.runId, stepKey: RUN_STEP_KEY, expected: `workflow "${name}"`, actual: `workflow "${workflow.name}"` })
     // The record's workflow is its RunStarted's (checked again below, once that event is read and verified).
@@ -136,8 +141,9 @@ export const continueRun = <I, O, E>(
     if (Either.isLeft(input)) {
       return yield* new Errors.InvalidInput({ what: `logged input of run ${info.runId}`, reason: firstIssue(input.left).reason })
     }
-    // A replay compares the output it computes with the logged one: the head event of a completed run.
-    const recorded = mode === "replay" && info.status === "completed"
+    // A replay compares the output it computes with the logged one (the head event of a completed run), and the
+    // handover it makes with the logged one (the head event of a continued run).
+    const recorded = mode === "replay" && (info.status === "completed" || info.status === "continued")
       ? yield* Effect.mapError(headEvent(deps.store, deps.auditKey, info), readFailure)
       : undefined
     const exec = Execution.make(deps, {
@@ -157,8 +163,14 @@ export const continueRun = <I, O, E>(
       claim: mode === "live",
       lease
     })
+    const continuation = ContinueAsNew.make(runtime, workflow, exec, {
+      runId: info.runId,
+      rootRunId: info.rootRunId,
+      started,
+      recorded: recorded?.payload._tag === "RunContinued" ? recorded.payload : undefined
+    }, mode, lease, (next, nextMode) => continueRun(runtime, workflow, next, nextMode, undefined, lease))
     const output = recorded?.payload._tag === "RunCompleted" ? recorded.payload.output : undefined
-    return yield* drive(runtime.services(), workflow, exec, input.right, mode, output)
+    return yield* drive(runtime.services(), workflow, exec, input.right, mode, output, continuation)
   }))
 
 /** Starts a new run under `runId`: its `RunStarted` creates it, as its first owner's. */
@@ -188,12 +200,15 @@ export const startRun = <I, O, E>(
       ownerEpoch: 1,
       lease: start.lease
     })
-    yield* exec.appendOrFail(RUN_STEP_KEY, [{
+    const started = {
       _tag: "RunStarted",
       workflow: workflow.name,
       input: input.right,
       tenant: start.tenant,
       ...(start.parentRunId === undefined ? {} : { parentRunId: start.parentRunId, rootRunId })
-    }])
-    return yield* drive(runtime.services(), workflow, exec, start.input, "live", undefined)
+    } as const
+    yield* exec.appendOrFail(RUN_STEP_KEY, [started])
+    const continuation = ContinueAsNew.make(runtime, workflow, exec, { runId, rootRunId, started, recorded: undefined }, "live", start.lease, (next, nextMode) =>
+      continueRun(runtime, workflow, next, nextMode, undefined, start.lease))
+    return yield* drive(runtime.services(), workflow, exec, start.input, "live", undefined, continuation)
   })

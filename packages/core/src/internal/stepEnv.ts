@@ -58,6 +58,8 @@ export type Halt =
   }
   | { readonly _tag: "Fault"; readonly error: Fault }
   | { readonly _tag: "Failed"; readonly error: Errors.BudgetExceeded | Errors.BudgetUnpriced }
+  /** `ctx.continueAsNew(input)`: the run ends and continues as a new run with `input` (see `continueAsNew.ts`). */
+  | { readonly _tag: "Continued"; readonly input: unknown }
 
 export interface ExecutionOptions {
   readonly runId: string
@@ -124,6 +126,8 @@ export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor
     cursor,
     ownership,
     halted: () => halted,
+    /** The seq of the run's last event, as this execution wrote or loaded it. */
+    head: () => ledger.head().seq,
     halt,
     fault,
     append,

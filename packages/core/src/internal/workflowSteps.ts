@@ -108,6 +108,9 @@ export const make = (env: StepEnv, response: { readonly payload: unknown } | und
     })
 
   return {
+    continueAsNew: (input: unknown): Effect.Effect<never> =>
+      Effect.suspend(() => env.halt(env.halted() ?? { _tag: "Continued", input })),
+    historyLength: () => step("historyLength", Effect.sync(env.head), Schema.Number, undefined, "history"),
     step: <A, I, E>(name: string, effect: Effect.Effect<A, E>, schema: Schema.Schema<A, I>, opts?: { readonly key?: string | undefined }) =>
       step(name, effect, schema, opts?.key),
     now: () => step("now", Clock.currentTimeMillis, Schema.Number, undefined, "now"),

@@ -54,6 +54,8 @@ const program = Effect.gen(function*() {
     case "execute":
       return values.workflow === "approval"
         ? yield* kernel.execute(fixture.workflows.approval, { runId, tenant, input: { amount: 250 } })
+        : values.workflow === "chained"
+        ? yield* kernel.execute(fixture.workflows.chained, { runId, tenant, input: { page: 0, total: 0 } })
         : yield* kernel.execute(fixture.workflows.crashy, { runId, tenant, input: { order: "o-1" } })
     case "resume":
       return yield* kernel.resume({

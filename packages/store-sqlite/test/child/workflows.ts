@@ -159,6 +159,33 @@ export const crashy = (hooks: Hooks, tools: Tools): Workflow.Workflow<{ readonly
   })
 }
 
+/** The pages a chained run works, one run each: pages 0, 1 and 2 (`chain`, `chain::continued::1`, `::2`). */
+export const CHAIN_PAGES = 3
+
+/**
+ * One page per run, continued as new: a memoized step and an idempotent tool per page, then the handover (crash
+ * points: `page:<n>:start`, the first thing a run's code does, so right after the handover that started it, and
+ * `page:<n>:handover`, before the handover).
+ */
+export const chained = (hooks: Hooks, tools: Tools): Workflow.Workflow<{ readonly page: number; readonly total: number }, number, Workflow.ToolCallError> => {
+  const point = makePoint(hooks)
+  const { steps } = paths(hooks.dir)
+  return Workflow.make({
+    name: "recovery.chained",
+    input: Schema.Struct({ page: Schema.Number, total: Schema.Number }),
+    output: Schema.Number,
+    run: ({ page, total }, ctx) =>
+      Effect.gen(function*() {
+        yield* point(`page:${page}:start`)
+        const items = yield* ctx.step("work", Effect.sync(() => (appendFileSync(steps, `step work:${page}\n`), page + 1)), Schema.Number)
+        yield* ctx.tool(tools.record, { line: `page-${page}` })
+        yield* point(`page:${page}:handover`)
+        if (page + 1 < CHAIN_PAGES) return yield* ctx.continueAsNew({ page: page + 1, total: total + items })
+        return total + items
+      })
+  })
+}
+
 export const Approval = Schema.Struct({
   approved: Schema.Boolean,
   by: Schema.NonEmptyString,
@@ -240,6 +267,7 @@ export interface Fixture {
   readonly workflows: {
     readonly crashy: ReturnType<typeof crashy>
     readonly approval: ReturnType<typeof approval>
+    readonly chained: ReturnType<typeof chained>
   }
   readonly layer: (db: string, options?: LayerOptions) => Layer.Layer<Services, Errors.StoreUnavailable | Errors.SchemaMismatch>
 }
@@ -247,12 +275,12 @@ export interface Fixture {
 /** The workflows and the kernel layer of one process, on the SQLite file `db`. */
 export const makeFixture = (hooks: Hooks): Fixture => {
   const tools = makeTools(hooks)
-  const workflows = { crashy: crashy(hooks, tools), approval: approval(hooks, tools) }
+  const workflows = { crashy: crashy(hooks, tools), approval: approval(hooks, tools), chained: chained(hooks, tools) }
   const layer = (db: string, options: LayerOptions = {}) => {
     const sqlite = SqliteStore.layer({ filename: db })
     const store: Layer.Layer<EventStore.EventStore, Errors.StoreUnavailable | Errors.SchemaMismatch> = options.barrier === undefined ? sqlite : barrierStore(hooks.dir, options.barrier).pipe(Layer.provide(sqlite))
     return Layer.provideMerge(
-      Kernel.layer({ workflows: [workflows.crashy, workflows.approval], idempotentToolDurability: hooks.durability }),
+      Kernel.layer({ workflows: [workflows.crashy, workflows.approval, workflows.chained], idempotentToolDurability: hooks.durability }),
       Layer.mergeAll(store, Layer.succeed(ModelPort.ModelPort, options.model ?? noModel), ToolRegistry.layer([tools.record, tools.send]), Middleware.layer([]))
     )
   }
