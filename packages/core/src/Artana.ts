@@ -291,7 +291,7 @@ export const status = (
       const kept: Array<Event> = []
       const keep = (e: Event) => {
         const tag = e.payload._tag
-        if (tag !== "RunCompleted" && tag !== "RunFailed" && tag !== "PauseRequested" && tag !== "ReconciliationRequired") return
+        if (tag !== "RunCompleted" && tag !== "RunFailed" && tag !== "RunContinued" && tag !== "PauseRequested" && tag !== "ReconciliationRequired") return
         const at = kept.findIndex((x) => x.payload._tag === tag)
         if (at >= 0) kept.splice(at, 1)
         kept.push(e)
