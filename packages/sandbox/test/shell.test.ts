@@ -9,7 +9,7 @@ import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { context, tempFolder } from "./fixtures.js"
+import { context, tempFolder, contained } from "./fixtures.js"
 
 
 const base = tempFolder("sh")
@@ -33,6 +33,7 @@ const shell = (over: Partial<Policy.ShellRule> = {}): Policy.ShellRule => ({
   denied_tokens: ["rm", "--force", "sudo", "-f"],
   timeout_ms: 2000,
   max_output_bytes: 4096,
+  ...contained,
   ...over
 })
 const policy = (over: Partial<Policy.ShellRule> = {}): Policy.Policy => ({
@@ -216,7 +217,9 @@ describe("shell.run, run for real", () => {
     const saved = process.env.TMPDIR
     process.env.TMPDIR = path.join(outside, "no-such-dir")
     try {
-      expect(await run("echo", ["x"])).toMatchObject({ ok: false, tag: "ToolError", message: expect.stringContaining("cannot make a home for ") })
+      // Uncontained, the home is a folder of the host's temp folder; contained, it is in the sandbox's private /tmp.
+      expect(await run("echo", ["x"], { containment: "none" })).toMatchObject({ ok: false, tag: "ToolError", message: expect.stringContaining("cannot make a home for ") })
+      expect(await run("echo", ["x"])).toMatchObject({ ok: true, value: { stdout: "x\n" } })
     } finally {
       if (saved === undefined) delete process.env.TMPDIR
       else process.env.TMPDIR = saved
@@ -230,7 +233,9 @@ describe("shell.run, run for real", () => {
       expect(result.ok).toBe(true)
       if (result.ok) {
         const names = result.value.stdout.trim().split("\n").map((l) => l.split("=")[0]).sort()
-        expect(names).toEqual(["HOME", "LANG", "PATH"])
+        // PWD is bubblewrap's (it sets it to the working directory it enters).
+        expect(names).toEqual(["HOME", "LANG", "PATH", "PWD"])
+        expect(result.value.stdout).toContain(`PWD=${base}\n`)
         expect(result.value.stdout).toContain("PATH=/usr/local/bin:/usr/bin:/bin")
         expect(result.value.stdout).not.toContain("leaked")
       }

@@ -12,7 +12,7 @@ import type { AddressInfo } from "node:net"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import { context, tempFolder } from "./fixtures.js"
+import { context, tempFolder, contained } from "./fixtures.js"
 
 
 const base = tempFolder("smuggle")
@@ -41,7 +41,8 @@ const policy: Policy.Policy = {
         executables: ["ls", "cat", "echo", "git"],
         denied_tokens: ["rm", "--force", "--recursive", "sudo", "-f"],
         timeout_ms: 5000,
-        max_output_bytes: 65_536
+        max_output_bytes: 65_536,
+        ...contained
       }
     }
   }

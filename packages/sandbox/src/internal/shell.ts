@@ -13,6 +13,7 @@ import { exists, isDirectory, isFile, isLink, real } from "./files.js"
 import { checkRead, matcherOf, physical, physicalEntry } from "./fsGuard.js"
 import { type GitPlan, gitPlan, inside, isLocalUrl, longName, realDir } from "./git.js"
 import { gitDirOf, isRepository, judgeRepository } from "./gitRepository.js"
+import { availability, containedCommand, SANDBOX_HOME } from "./contain.js"
 
 /** The only PATH the sandbox looks executables up on, and gives its children. */
 export const FIXED_PATH = ["/usr/local/bin", "/usr/bin", "/bin"]
@@ -582,21 +583,55 @@ const environment = (name: string, ceiling: string | undefined, home: string): N
     : {})
 })
 
-/** Runs a checked command; the timeout, the output cap and `signal` (the call interrupted) kill its whole process group. */
-export const run = (baseDir: string, rule: ShellRule, decision: Extract<CommandDecision, { ok: true }>, signal?: AbortSignal): Promise<RunOutcome> =>
+/** The fs rules a contained command's sandbox is built from. */
+export interface Visible {
+  readonly read: FsRule | undefined
+  readonly write: FsRule | undefined
+}
+
+/**
+ * Runs a checked command, inside bubblewrap unless the rule says `containment: none`; the timeout, the output cap and
+ * `signal` (the call interrupted) kill its whole process group (and with it the sandbox's PID namespace).
+ */
+export const run = (
+  baseDir: string,
+  rule: ShellRule,
+  decision: Extract<CommandDecision, { ok: true }>,
+  signal?: AbortSignal,
+  visible: Visible = { read: undefined, write: undefined }
+): Promise<RunOutcome> =>
   new Promise((resolve) => {
     const empty: RunResult = { exitCode: null, signal: null, stdout: "", stderr: "" }
-    // A home of the run's own, removed when the run ends (or when the command cannot start).
+    let file = decision.executable
+    let argv: ReadonlyArray<string> = decision.args
     let home: string
-    try {
-      home = fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-home-"))
-    } catch (e) {
-      return resolve({ _tag: "error", reason: `cannot make a home for ${decision.executable} in ${os.tmpdir()}: ${e instanceof Error ? e.message : String(e)}`, partial: empty })
+    let cleanup: () => void
+    if (rule.containment === "none") {
+      // A home of the run's own, removed when the run ends (or when the command cannot start).
+      try {
+        home = fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-home-"))
+      } catch (e) {
+        return resolve({ _tag: "error", reason: `cannot make a home for ${decision.executable} in ${os.tmpdir()}: ${e instanceof Error ? e.message : String(e)}`, partial: empty })
+      }
+      const made = home
+      cleanup = () => fs.rmSync(made, { recursive: true, force: true })
+    } else {
+      const tools = availability()
+      if (!tools.ok) return resolve({ _tag: "error", reason: tools.reason, partial: empty })
+      try {
+        const contained = containedCommand(tools, baseDir, rule, visible.read, visible.write, decision.executable, decision.args)
+        file = contained.file
+        argv = contained.args
+        cleanup = contained.cleanup
+      } catch (e) {
+        return resolve({ _tag: "error", reason: e instanceof Error ? e.message : String(e), partial: empty })
+      }
+      home = SANDBOX_HOME
     }
-    const removeHome = () => fs.rmSync(home, { recursive: true, force: true })
+    const removeHome = cleanup
     let child: ChildProcessByStdio<null, Readable, Readable>
     try {
-      child = spawn(decision.executable, [...decision.args], {
+      child = spawn(file, [...argv], {
         cwd: baseDir,
         env: environment(decision.name, decision.ceiling, home),
         stdio: ["ignore", "pipe", "pipe"],
