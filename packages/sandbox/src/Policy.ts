@@ -64,7 +64,12 @@ const HttpRule = Schema.Struct({
   max_bytes: Schema.optionalWith(PositiveInt, { default: () => 1_048_576 }),
   /** A total deadline for the call: resolution, every redirect, the whole body. */
   timeout_ms: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),
-  max_redirects: Schema.optionalWith(Schema.Number.pipe(Schema.int(), Schema.nonNegative()), { default: () => 5 })
+  max_redirects: Schema.optionalWith(Schema.Number.pipe(Schema.int(), Schema.nonNegative()), { default: () => 5 }),
+  /**
+   * Cloud metadata and host endpoints (169.254.169.254, Azure's WireServer 168.63.129.16, metadata.google.internal...)
+   * are refused by name and address unless this is true. Default false. Link-local ones stay under block_private.
+   */
+  allow_metadata: Schema.optionalWith(Schema.Boolean, { default: () => false })
 })
 
 const ShellRule = Schema.Struct({

@@ -25,7 +25,7 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as path from "node:path"
 import { MIDDLEWARE, noteJson } from "./internal/decision.js"
-import { checkRead, checkWrite, readChecked, writeChecked } from "./internal/fsGuard.js"
+import { checkRead, checkWrite, overReadCap, readChecked, writeChecked } from "./internal/fsGuard.js"
 import { checkUrlStatic, get } from "./internal/httpGet.js"
 import { availability, recordOf } from "./internal/contain.js"
 import type { Containment } from "./internal/decision.js"
@@ -116,7 +116,10 @@ export const decide = (policy: Policy.Policy, tool: ToolName, args: unknown): De
     case "fs.read":
       return judged(policy, tool, FsArgs, args, (rule, a) => {
         const d = checkRead(policy.baseDir, rule, a.path)
-        return d.ok ? { ok: true, reason: `${d.relative} is within fs.read's paths`, filesRead: [d.relative] } : refuse(d.reason)
+        if (!d.ok) return refuse(d.reason)
+        // A cap is policy: a file over it is refused before the call, as a write over the cap is.
+        if (d.stat !== undefined && d.stat.size > rule.max_bytes) return refuse(overReadCap(d.relative, d.stat.size, rule.max_bytes))
+        return { ok: true, reason: `${d.relative} is within fs.read's paths`, filesRead: [d.relative] }
       })
     case "fs.write":
       return judged(policy, tool, WriteArgs, args, (rule, a) => {

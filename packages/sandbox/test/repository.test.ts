@@ -7,7 +7,7 @@ import { type Policy, Sandbox } from "@artana/sandbox"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { context, tempFolder, contained } from "./fixtures.js"
+import { context, tempFolder, uncontained } from "./fixtures.js"
 
 
 const base = tempFolder("repo")
@@ -44,7 +44,7 @@ const policy: Policy.Policy = {
     tools: {
       "fs.read": { allow: true, paths: ["workspace/**"], deny_hidden: true, max_bytes: 1024 },
       "fs.write": { allow: true, paths: ["workspace/out/**"], deny_hidden: true, max_bytes: 1024 },
-      "shell.run": { allow: true, executables: ["git"], denied_tokens: [], timeout_ms: 5000, max_output_bytes: 65_536, ...contained }
+      "shell.run": { allow: true, executables: ["git"], denied_tokens: [], timeout_ms: 5000, max_output_bytes: 65_536, ...uncontained }
     }
   }
 }

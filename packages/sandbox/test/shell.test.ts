@@ -9,7 +9,7 @@ import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { context, tempFolder, contained } from "./fixtures.js"
+import { context, tempFolder, uncontained } from "./fixtures.js"
 
 
 const base = tempFolder("sh")
@@ -33,7 +33,7 @@ const shell = (over: Partial<Policy.ShellRule> = {}): Policy.ShellRule => ({
   denied_tokens: ["rm", "--force", "sudo", "-f"],
   timeout_ms: 2000,
   max_output_bytes: 4096,
-  ...contained,
+  ...uncontained,
   ...over
 })
 const policy = (over: Partial<Policy.ShellRule> = {}): Policy.Policy => ({
@@ -219,7 +219,7 @@ describe("shell.run, run for real", () => {
     try {
       // Uncontained, the home is a folder of the host's temp folder; contained, it is in the sandbox's private /tmp.
       expect(await run("echo", ["x"], { containment: "none" })).toMatchObject({ ok: false, tag: "ToolError", message: expect.stringContaining("cannot make a home for ") })
-      expect(await run("echo", ["x"])).toMatchObject({ ok: true, value: { stdout: "x\n" } })
+      expect(await run("echo", ["x"], { containment: "bubblewrap" })).toMatchObject({ ok: true, value: { stdout: "x\n" } })
     } finally {
       if (saved === undefined) delete process.env.TMPDIR
       else process.env.TMPDIR = saved
@@ -229,7 +229,7 @@ describe("shell.run, run for real", () => {
   it("the child gets a minimal environment, whatever the host's", async () => {
     process.env.ARTANA_SECRET_FOR_TEST = "leaked"
     try {
-      const result = await run("env", [])
+      const result = await run("env", [], { containment: "bubblewrap" })
       expect(result.ok).toBe(true)
       if (result.ok) {
         const names = result.value.stdout.trim().split("\n").map((l) => l.split("=")[0]).sort()

@@ -12,7 +12,7 @@ import type { AddressInfo } from "node:net"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import { context, tempFolder, contained } from "./fixtures.js"
+import { context, tempFolder, uncontained } from "./fixtures.js"
 
 
 const base = tempFolder("smuggle")
@@ -42,7 +42,7 @@ const policy: Policy.Policy = {
         denied_tokens: ["rm", "--force", "--recursive", "sudo", "-f"],
         timeout_ms: 5000,
         max_output_bytes: 65_536,
-        ...contained
+        ...uncontained
       }
     }
   }
@@ -275,7 +275,8 @@ describe("DNS answers in every form that embeds a private or metadata address", 
     block_private: true,
     max_bytes: 1024,
     timeout_ms: 2000,
-    max_redirects: 3
+    max_redirects: 3,
+    allow_metadata: false
   }
   const get = async (url: string) => {
     const tools = Sandbox.tools({ baseDir: base, document: { default: "deny", tools: { "http.get": rule } } }, Transport.fake(answers, { host: "127.0.0.1", port }))
@@ -327,16 +328,16 @@ describe("DNS answers in every form that embeds a private or metadata address", 
 
 describe("the child's home", () => {
   it("is an empty directory of the run's own, gone when the run ends (nothing carries over to the next run)", async () => {
-    const p: Policy.Policy = { ...policy, document: { ...policy.document, tools: { ...policy.document.tools, "shell.run": { ...policy.document.tools["shell.run"]!, executables: ["env"] } } } }
+    // Contained, the home is in the sandbox's private /tmp: a file left there by one call is not there for the next,
+    // and nothing of it is on the host.
+    const p: Policy.Policy = { ...policy, document: { ...policy.document, tools: { ...policy.document.tools, "shell.run": { ...policy.document.tools["shell.run"]!, executables: ["sh"], containment: "bubblewrap" } } } }
     const tool = Sandbox.tools(p).find((t) => t.name === "shell.run")!
-    const homeOf = async () => {
-      const result = await Effect.runPromise(tool.invoke({ command: "env", args: [] }, context)) as { readonly stdout: string }
-      return /^HOME=(.*)$/m.exec(result.stdout)![1]!
-    }
-    const first = await homeOf()
-    const second = await homeOf()
-    expect(first).not.toBe(second)
-    expect(fs.existsSync(first)).toBe(false)
-    expect(fs.existsSync(second)).toBe(false)
+    const sh = async (script: string) => await Effect.runPromise(tool.invoke({ command: "sh", args: ["-c", script] }, context)) as { readonly exitCode: number; readonly stdout: string }
+    const first = await sh("cd && echo kept > carry && ls -A && pwd")
+    expect(first.stdout).toBe("carry\n/tmp/home\n")
+    const second = await sh("cd && ls -A; cat carry")
+    expect(second.stdout).toBe("")
+    expect(second.exitCode).not.toBe(0)
+    expect(fs.existsSync("/tmp/home/carry")).toBe(false)
   })
 })

@@ -278,9 +278,11 @@ export const containedCommand = (
     "--dev", "/dev",
     "--size", String(rule.max_file_bytes), "--perms", "1777", "--tmpfs", "/tmp",
     "--dir", SANDBOX_HOME,
-    ...(inside(cwd) ? [] : ["--dir", cwd]),
+    // The working directory, when no bind covers it, is an empty read-only folder holding the binds below it.
+    ...(inside(cwd) ? [] : ["--tmpfs", cwd]),
     ...binds.flatMap((b) => [b.writable ? "--bind" : "--ro-bind", b.source, b.source]),
     ...masks.flat(),
+    ...(inside(cwd) ? [] : ["--remount-ro", cwd]),
     // An executable the policy lists by path outside the system folders is bound read-only where it is.
     ...(underSystem(executable) || inside(exe) ? [] : ["--ro-bind", exe, exe, ...(exe === executable ? [] : ["--ro-bind", exe, executable])]),
     "--remount-ro", "/",

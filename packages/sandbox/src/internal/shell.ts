@@ -254,6 +254,15 @@ export const checkCommand = (
     const token = deniedToken(rule.denied_tokens, arg)
     if (token !== undefined) return deny(`the argument ${JSON.stringify(arg)} is a denied token (${token})`)
   }
+  if (rule.containment !== "none") {
+    // Contained, the sandbox decides what the process sees: the arguments are not second-guessed. Those that name an
+    // entry fs.read allows are recorded (the report's files read); others reach nothing the policy does not show.
+    const named = pathArguments(baseDir, args, new Set())
+    const reads = "refused" in named || read === undefined
+      ? []
+      : named.map((p) => physical(baseDir, p)).filter((p) => exists(p) && checkRead(baseDir, read, p, { directories: true }).ok)
+    return { ok: true, executable, name, args, reads: [...new Set(reads)], writes: [], ceiling: undefined }
+  }
   const plan: GitPlan | { readonly refused: string } = name === "git"
     ? gitPlan(baseDir, args)
     : { cwd: baseDir, reads: [], writes: [], skip: new Set(), gitDir: undefined, workTree: undefined, readOnly: true, subcommand: undefined, usesRemotes: false, others: [], fromTop: [], separateGitDir: undefined }
