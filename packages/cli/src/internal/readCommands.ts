@@ -288,6 +288,8 @@ export const showRun = (args: Common & { readonly run: string }) =>
       T.clip(describeEvent(e.payload))
     ])
     out.push(T.table(s, ["SEQ", "AT", "STEP", "EVENT", "DETAIL"], rows, { right: [0, 1] }))
+    const Toolbox = yield* Effect.promise(() => import("./toolbox.js"))
+    for (const warning of Report.containmentWarnings(Toolbox.audit(events))) out.push(s.yellow(`warning: ${warning}`))
     yield* Out.stdout(marked(s, chain, out.join("\n")))
     return code
   }).pipe(Effect.provide(reading(args))))
