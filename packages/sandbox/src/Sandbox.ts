@@ -144,7 +144,7 @@ export const decide = (policy: Policy.Policy, tool: ToolName, args: unknown): De
       return judged(policy, tool, ShellArgs, args, (rule, a) => {
         const read = ruleOrUndefined(policy, "fs.read")
         const write = ruleOrUndefined(policy, "fs.write")
-        const d = checkCommand(policy.baseDir, rule, read, write, a.command, a.args)
+        const d = checkCommand(policy.baseDir, rule, read, a.command, a.args)
         if (!d.ok) return refuse(d.reason)
         const unavailable = containmentMissing(rule)
         if (unavailable !== undefined) return refuse(unavailable)
@@ -154,8 +154,7 @@ export const decide = (policy: Policy.Policy, tool: ToolName, args: unknown): De
           reason: `${d.name} is an allowed executable (${d.executable})${containment.mechanism === "none" ? "; UNCONTAINED (containment: none)" : ", run inside bubblewrap"}`,
           containment,
           commands: [[a.command, ...a.args].map(quoted).join(" ")],
-          ...(d.reads.length === 0 ? {} : { filesRead: d.reads.map((p) => rel(policy, p)) }),
-          ...(d.writes.length === 0 ? {} : { filesWritten: d.writes.map((p) => rel(policy, p)) })
+          ...(d.reads.length === 0 ? {} : { filesRead: d.reads.map((p) => rel(policy, p)) })
         }
       })
   }
@@ -298,7 +297,7 @@ export const tools = (policy: Policy.Policy, transport: Transport.Transport = Tr
     handler: (args) =>
       Effect.gen(function*() {
         const rule = yield* ruleFor(policy, "shell.run")
-        const d = checkCommand(policy.baseDir, rule, ruleOrUndefined(policy, "fs.read"), ruleOrUndefined(policy, "fs.write"), args.command, args.args)
+        const d = checkCommand(policy.baseDir, rule, ruleOrUndefined(policy, "fs.read"), args.command, args.args)
         if (!d.ok) return yield* denied("shell.run", d.reason)
         const unavailable = containmentMissing(rule)
         if (unavailable !== undefined) return yield* denied("shell.run", unavailable)

@@ -187,7 +187,7 @@ describe("shell.run is contained: what a program tries, the sandbox refuses", ()
     expect(result.stdout).toContain("notes\n")
     expect(fs.readFileSync(path.join(base, "workspace/out/fine.txt"), "utf8")).toBe("ok\n")
     expect(fs.existsSync(`${targets.writeOutside.replace(/\.txt$/, "")}.w`)).toBe(false)
-    expect(fs.readdirSync(outside)).toEqual(["marker.txt"])
+    expect(fs.readdirSync(outside).filter((name) => name.endsWith(".w"))).toEqual([])
     nothingWritten()
   }, 60_000)
 
@@ -265,4 +265,57 @@ describe("shell.run is contained: what a program tries, the sandbox refuses", ()
     expect(strict.reason).toContain("containment: none")
     expect(loose).toMatchObject({ ok: true, containment: { mechanism: "none" } })
   })
+})
+
+describe("git's programs and repositories outside the policy: what the argument rules guarded, the sandbox holds", () => {
+  // A repository outside the policy's paths, with a secret committed; and one in the workspace, within fs.write.
+  const outsideRepo = path.join(outside, "repo")
+  const marker = path.join(outside, "git-ran")
+  const gitHost = (...args: ReadonlyArray<string>) => execFileSync("git", [...args], { encoding: "utf8" })
+  gitHost("init", "-q", outsideRepo)
+  fs.writeFileSync(path.join(outsideRepo, "secret.txt"), "OUTSIDE-REPO-SECRET\n")
+  gitHost("-C", outsideRepo, "add", "secret.txt")
+  gitHost("-C", outsideRepo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "secret")
+  const secretBlob = gitHost("-C", outsideRepo, "rev-parse", "HEAD:secret.txt").trim()
+  const repo = path.join(base, "workspace/out/g")
+  gitHost("init", "-q", repo)
+  fs.writeFileSync(path.join(repo, "a.txt"), "a\n")
+  gitHost("-C", repo, "add", "a.txt")
+  gitHost("-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a")
+  // What every program below tries: print the outside marker and the secret, and leave a marker outside.
+  const evil = `cat ${targets.outsideMarker} ${path.join(outsideRepo, "secret.txt")}; touch ${marker}`
+  const at = ["-C", "workspace/out/g"]
+
+  it.each<readonly [string, () => ReadonlyArray<string>]>([
+    ["an alias that runs a shell", () => [...at, "-c", `alias.x=!${evil}`, "x"]],
+    ["a pager from the command line", () => [...at, "-c", `core.pager=${evil}`, "-p", "log"]],
+    ["an external diff", () => [...at, "-c", `diff.external=${evil.replace(/ /g, "\\ ")}`, "diff", "HEAD"]],
+    ["an fsmonitor hook", () => [...at, "-c", `core.fsmonitor=${evil}`, "status"]],
+    ["a clean filter from the repository's configuration", () => {
+      fs.writeFileSync(path.join(repo, ".gitattributes"), "*.txt filter=x\n")
+      gitHost("-C", repo, "config", "filter.x.clean", `sh -c '${evil}; cat'`)
+      fs.writeFileSync(path.join(repo, "b.txt"), "b\n")
+      return [...at, "add", "b.txt"]
+    }],
+    ["an upload-pack program", () => ["clone", "-q", `--upload-pack=sh -c '${evil}'`, "workspace/out/g", "workspace/out/cloned"]],
+    ["a local remote outside the policy", () => [...at, "fetch", outsideRepo]],
+    ["a clone of a repository outside the policy", () => ["clone", "-q", outsideRepo, "workspace/out/stolen"]],
+    ["--git-dir outside the policy", () => [`--git-dir=${path.join(outsideRepo, ".git")}`, "show", "HEAD:secret.txt"]],
+    ["alternates pointing outside the policy", () => {
+      fs.writeFileSync(path.join(repo, ".git/objects/info/alternates"), `${path.join(outsideRepo, ".git/objects")}\n`)
+      return [...at, "cat-file", "-p", secretBlob]
+    }],
+    ["a gitfile pointing outside the policy", () => {
+      fs.mkdirSync(path.join(base, "workspace/out/gf"), { recursive: true })
+      fs.writeFileSync(path.join(base, "workspace/out/gf/.git"), `gitdir: ${path.join(outsideRepo, ".git")}\n`)
+      return ["-C", "workspace/out/gf", "show", "HEAD:secret.txt"]
+    }]
+  ])("%s: git runs it inside, and it reaches nothing outside", async (_what, args) => {
+    const result = await ran("git", args())
+    expect(result.stdout + result.stderr).not.toContain("OUTSIDE-REPO-SECRET")
+    expect(result.stdout + result.stderr).not.toContain("SECRET=outside")
+    expect(fs.existsSync(marker)).toBe(false)
+    expect(fs.existsSync(path.join(base, "workspace/out/stolen/secret.txt"))).toBe(false)
+    nothingWritten()
+  }, 60_000)
 })
