@@ -286,32 +286,38 @@ describe("git's programs and repositories outside the policy: what the argument 
   const evil = `cat ${targets.outsideMarker} ${path.join(outsideRepo, "secret.txt")}; touch ${marker}`
   const at = ["-C", "workspace/out/g"]
 
-  it.each<readonly [string, () => ReadonlyArray<string>]>([
-    ["an alias that runs a shell", () => [...at, "-c", `alias.x=!${evil}`, "x"]],
-    ["a pager from the command line", () => [...at, "-c", `core.pager=${evil}`, "-p", "log"]],
-    ["an external diff", () => [...at, "-c", `diff.external=${evil.replace(/ /g, "\\ ")}`, "diff", "HEAD"]],
-    ["an fsmonitor hook", () => [...at, "-c", `core.fsmonitor=${evil}`, "status"]],
+  // The third element: git starts the program (its `cat` then finds nothing), or refuses the repository itself.
+  it.each<readonly [string, () => ReadonlyArray<string>, "runs" | "refused"]>([
+    ["an alias that runs a shell", () => [...at, "-c", `alias.x=!${evil}`, "x"], "runs"],
+    ["an ssh command from the command line", () => [...at, "-c", `core.sshCommand=${evil};`, "ls-remote", "ssh://example.com/r.git"], "runs"],
+    ["an external diff", () => {
+      fs.writeFileSync(path.join(repo, "a.txt"), "changed\n")
+      return [...at, "-c", `diff.external=${evil}; true`, "diff", "HEAD"]
+    }, "runs"],
+    ["an fsmonitor hook", () => [...at, "-c", `core.fsmonitor=${evil}`, "status"], "runs"],
     ["a clean filter from the repository's configuration", () => {
       fs.writeFileSync(path.join(repo, ".gitattributes"), "*.txt filter=x\n")
       gitHost("-C", repo, "config", "filter.x.clean", `sh -c '${evil}; cat'`)
       fs.writeFileSync(path.join(repo, "b.txt"), "b\n")
       return [...at, "add", "b.txt"]
-    }],
-    ["an upload-pack program", () => ["clone", "-q", `--upload-pack=sh -c '${evil}'`, "workspace/out/g", "workspace/out/cloned"]],
-    ["a local remote outside the policy", () => [...at, "fetch", outsideRepo]],
-    ["a clone of a repository outside the policy", () => ["clone", "-q", outsideRepo, "workspace/out/stolen"]],
-    ["--git-dir outside the policy", () => [`--git-dir=${path.join(outsideRepo, ".git")}`, "show", "HEAD:secret.txt"]],
+    }, "runs"],
+    ["an upload-pack program", () => ["clone", "-q", `--upload-pack=sh -c '${evil}'`, "workspace/out/g", "workspace/out/cloned"], "runs"],
+    ["a local remote outside the policy", () => [...at, "fetch", outsideRepo], "refused"],
+    ["a clone of a repository outside the policy", () => ["clone", "-q", outsideRepo, "workspace/out/stolen"], "refused"],
+    ["--git-dir outside the policy", () => [`--git-dir=${path.join(outsideRepo, ".git")}`, "show", "HEAD:secret.txt"], "refused"],
     ["alternates pointing outside the policy", () => {
       fs.writeFileSync(path.join(repo, ".git/objects/info/alternates"), `${path.join(outsideRepo, ".git/objects")}\n`)
       return [...at, "cat-file", "-p", secretBlob]
-    }],
+    }, "refused"],
     ["a gitfile pointing outside the policy", () => {
       fs.mkdirSync(path.join(base, "workspace/out/gf"), { recursive: true })
       fs.writeFileSync(path.join(base, "workspace/out/gf/.git"), `gitdir: ${path.join(outsideRepo, ".git")}\n`)
       return ["-C", "workspace/out/gf", "show", "HEAD:secret.txt"]
-    }]
-  ])("%s: git runs it inside, and it reaches nothing outside", async (_what, args) => {
+    }, "refused"]
+  ])("%s: git runs it inside, and it reaches nothing outside", async (_what, args, outcome) => {
     const result = await ran("git", args())
+    if (outcome === "runs") expect(result.stderr).toContain(`${targets.outsideMarker}: No such file or directory`)
+    else expect(result.exitCode).not.toBe(0)
     expect(result.stdout + result.stderr).not.toContain("OUTSIDE-REPO-SECRET")
     expect(result.stdout + result.stderr).not.toContain("SECRET=outside")
     expect(fs.existsSync(marker)).toBe(false)

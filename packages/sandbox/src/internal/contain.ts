@@ -257,7 +257,8 @@ export const containedCommand = (
           }
           return false
         }
-        if (!hide || entryStat.isSymbolicLink()) return false
+        // git's own files in a work tree (.gitignore, .gitattributes, .gitmodules) stay: git reads them to work.
+        if (!hide || entryStat.isSymbolicLink() || (name.startsWith(".git") && entryStat.isFile())) return false
         masks.push(entryStat.isDirectory() ? ["--tmpfs", entry, "--remount-ro", entry] : ["--ro-bind", "/dev/null", entry])
         return false
       })
