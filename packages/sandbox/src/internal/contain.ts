@@ -205,13 +205,33 @@ const pidsCgroup = (max: number): string | undefined => {
   return undefined
 }
 
-/** Removes a call's cgroup once its processes are gone (they die with the sandbox's PID namespace). */
-const removeCgroup = (dir: string, tries = 50): void => {
+/** Cgroups whose removal waits for their last processes to go; removed at the latest when this process exits. */
+const pending = new Set<string>()
+let exitHook = false
+
+const rmdirNow = (dir: string): boolean => {
   try {
     fs.rmdirSync(dir)
-  } catch {
-    if (tries > 0) setTimeout(() => removeCgroup(dir, tries - 1), 20).unref()
+    return true
+  } catch (e) {
+    return e instanceof Error && "code" in e && e.code === "ENOENT"
   }
+}
+
+/** Removes a call's cgroup once its processes are gone (they die with the sandbox's PID namespace). */
+const removeCgroup = (dir: string, tries = 50): void => {
+  if (rmdirNow(dir)) {
+    pending.delete(dir)
+    return
+  }
+  pending.add(dir)
+  if (!exitHook) {
+    exitHook = true
+    process.once("exit", () => {
+      for (const left of pending) rmdirNow(left)
+    })
+  }
+  if (tries > 0) setTimeout(() => removeCgroup(dir, tries - 1), 20).unref()
 }
 
 /**
