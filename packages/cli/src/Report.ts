@@ -32,7 +32,23 @@ export interface Touched {
 export interface StepAudit extends Partial<Touched> {
   readonly decision?: "allowed" | "denied" | undefined
   readonly reason?: string | undefined
+  /** How a shell step was contained (the sandbox's record): `none` is shown as a warning. */
+  readonly containment?: Containment | undefined
 }
+
+/** How a command ran: the OS sandbox's mechanism (`none`: uncontained), what it saw, whether it had a network. */
+export interface Containment {
+  readonly mechanism: string
+  readonly readOnly: ReadonlyArray<string>
+  readonly readWrite: ReadonlyArray<string>
+  readonly network: boolean
+}
+
+/** The warnings of a run's audit: each step whose command ran uncontained (the policy's `containment: none`). */
+export const containmentWarnings = (audits: ReadonlyMap<string, StepAudit>): ReadonlyArray<string> =>
+  [...audits.entries()].filter(([, a]) => a.containment?.mechanism === "none").map(([key]) =>
+    `${key} ran uncontained: the policy says containment: none, so the command saw the whole machine its user can see`
+  )
 
 /** Reads the audit of each step (by step key) from a run's events. */
 export type AuditReader = (events: ReadonlyArray<Event.Event>) => ReadonlyMap<string, StepAudit>
@@ -52,6 +68,8 @@ export interface StepReport extends Touched {
   readonly error: string | null
   /** The step was in doubt and a person settled its outcome (`artana reconcile`). */
   readonly reconciled: boolean
+  /** How a shell step was contained; null for other steps. */
+  readonly containment: Containment | null
 }
 
 export interface Summary extends Touched {
@@ -118,7 +136,7 @@ export const make = (
       return {
         id, name, tool, decision: "none", reason: "not reached: the run stopped before this step", status: "skipped",
         inputHash: null, outputHash: null, args: null, startedAt: null, durationMs: null, error: null, reconciled: false,
-        filesRead: [], filesWritten: [], domains: [], commands: []
+        filesRead: [], filesWritten: [], domains: [], commands: [], containment: null
       }
     }
     const a = audits.get(step.key) ?? {}
@@ -148,7 +166,8 @@ export const make = (
       filesRead: a.filesRead ?? [],
       filesWritten: a.filesWritten ?? [],
       domains: a.domains ?? [],
-      commands: a.commands ?? []
+      commands: a.commands ?? [],
+      containment: a.containment ?? null
     }
   }
   for (const step of input.plan.steps) if (options.stretch !== true || logged.has(step.id)) steps.push(report(step.id, step.name, step.tool))
@@ -215,7 +234,8 @@ export const toJson = (report: Report) => ({
     filesRead: s.filesRead,
     filesWritten: s.filesWritten,
     domains: s.domains,
-    commands: s.commands
+    commands: s.commands,
+    containment: s.containment
   })),
   summary: report.summary,
   tenantId: report.tenantId,
@@ -260,6 +280,11 @@ export const render = (report: Report, s: T.Style): string => {
     out.push("")
     out.push(s.red(`  ${sum.denials.length} denial${sum.denials.length === 1 ? "" : "s"}:`))
     for (const d of sum.denials) out.push(`    ${d.id} (${d.tool}): ${d.reason}`)
+  }
+  const uncontained = report.steps.filter((step) => step.containment?.mechanism === "none")
+  if (uncontained.length > 0) {
+    out.push("")
+    for (const step of uncontained) out.push(s.yellow(`  warning: ${step.id} ran uncontained (the policy says containment: none): the command saw the whole machine its user can see`))
   }
   if (report.error !== null) out.push("", s.red(`  run failed with ${report.error.tag}: ${report.error.message}`))
   out.push("")

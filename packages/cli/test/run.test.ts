@@ -57,13 +57,36 @@ describe("artana run with the sandbox", () => {
       })
     }), 180_000)
 
+  it.live("the report says how each command was contained; an uncontained one (containment: none) is a warning in report and show-run", () =>
+    Effect.gen(function*() {
+      const plan = "steps:\n  - { id: shout, tool: shell.run, args: { command: echo, args: [hello] } }\n"
+      const cwd = workspace(plan)
+      expect((yield* artanaJson(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "b1"], { cwd })).code).toBe(0)
+      const contained = yield* artanaJson(["report", "b1"], { cwd })
+      expect(contained.json).toMatchObject({
+        steps: [{ id: "shout", containment: { mechanism: "bubblewrap", readOnly: ["workspace"], readWrite: ["workspace/out"], network: false } }]
+      })
+      expect((yield* artana(["report", "b1"], { cwd })).stdout).not.toContain("uncontained")
+      const loose = workspace(plan, POLICY.replace("denied_tokens: [--force] }", "denied_tokens: [--force], containment: none }"))
+      expect((yield* artanaJson(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "n1"], { cwd: loose })).code).toBe(0)
+      expect((yield* artanaJson(["report", "n1"], { cwd: loose })).json).toMatchObject({ steps: [{ id: "shout", containment: { mechanism: "none" } }] })
+      expect((yield* artana(["report", "n1"], { cwd: loose })).stdout).toContain("warning: shout ran uncontained")
+      expect((yield* artana(["show-run", "n1"], { cwd: loose })).stdout).toContain("ran uncontained: the policy says containment: none")
+    }), 180_000)
+
   it.live("a plan whose steps all pass exits 0; a failing tool exits 4", () =>
     Effect.gen(function*() {
       const ok = workspace("steps:\n  - { tool: fs.read, args: { path: workspace/notes.txt } }\n")
       expect((yield* artanaJson(["run", "plan.yaml", "--policy", "policy.yaml"], { cwd: ok })).code).toBe(0)
-      // A file over max_bytes is the tool's error (not a denial, not a truncation).
+      // A file over max_bytes is a denial naming the cap, as a write over it is (not a truncation): exit 3.
       const small = workspace("steps:\n  - { tool: fs.read, args: { path: workspace/notes.txt } }\n", POLICY.replace("paths: [\"workspace/**\"] }", "paths: [\"workspace/**\"], max_bytes: 5 }"))
-      const failed = yield* artanaJson(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "f1"], { cwd: small })
+      const capped = yield* artanaJson(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "c1"], { cwd: small })
+      expect(capped.code).toBe(3)
+      const report = yield* artanaJson(["report", "c1"], { cwd: small })
+      expect(report.json).toMatchObject({ summary: { denials: [{ tool: "fs.read", reason: expect.stringContaining("over fs.read's max_bytes (5)") }] } })
+      // A command that outlives its timeout is the tool's error: exit 4.
+      const slow = workspace("steps:\n  - { tool: shell.run, args: { command: sleep, args: [\"5\"] } }\n", POLICY.replace("executables: [echo, cat, ls]", "executables: [echo, cat, ls, sleep], timeout_ms: 500"))
+      const failed = yield* artanaJson(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "f1"], { cwd: slow })
       expect(failed.json).toEqual({ runId: "f1", status: "failed" })
       expect(failed.code).toBe(4)
     }), 180_000)

@@ -9,7 +9,7 @@
 import type { Event } from "@artana/core"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
-import { AllowedNote, MIDDLEWARE } from "./internal/decision.js"
+import { AllowedNote, Containment, MIDDLEWARE } from "./internal/decision.js"
 
 /** One call's audit record. */
 export const Record = Schema.Struct({
@@ -21,7 +21,9 @@ export const Record = Schema.Struct({
   filesRead: Schema.Array(Schema.String),
   filesWritten: Schema.Array(Schema.String),
   domains: Schema.Array(Schema.String),
-  commands: Schema.Array(Schema.String)
+  commands: Schema.Array(Schema.String),
+  /** How a `shell.run` step was contained (mechanism, paths bound read-only and read-write, network); absent for other tools. */
+  containment: Schema.optional(Containment)
 })
 export type Record = typeof Record.Type
 
@@ -48,7 +50,8 @@ export const read = (events: ReadonlyArray<Event.Event>): ReadonlyMap<string, Re
           filesRead: n.filesRead ?? [],
           filesWritten: n.filesWritten ?? [],
           domains: n.domains ?? [],
-          commands: n.commands ?? []
+          commands: n.commands ?? [],
+          ...(n.containment === undefined ? {} : { containment: n.containment })
         })
       }
     } else if (p._tag === "PolicyDenied" && p.middleware === MIDDLEWARE) {

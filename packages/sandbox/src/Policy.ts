@@ -64,7 +64,12 @@ const HttpRule = Schema.Struct({
   max_bytes: Schema.optionalWith(PositiveInt, { default: () => 1_048_576 }),
   /** A total deadline for the call: resolution, every redirect, the whole body. */
   timeout_ms: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),
-  max_redirects: Schema.optionalWith(Schema.Number.pipe(Schema.int(), Schema.nonNegative()), { default: () => 5 })
+  max_redirects: Schema.optionalWith(Schema.Number.pipe(Schema.int(), Schema.nonNegative()), { default: () => 5 }),
+  /**
+   * Cloud metadata and host endpoints (169.254.169.254, Azure's WireServer 168.63.129.16, metadata.google.internal...)
+   * are refused by name and address unless this is true. Default false. Link-local ones stay under block_private.
+   */
+  allow_metadata: Schema.optionalWith(Schema.Boolean, { default: () => false })
 })
 
 const ShellRule = Schema.Struct({
@@ -74,7 +79,18 @@ const ShellRule = Schema.Struct({
   /** Arguments refused wherever they appear, as a whole argument or as the name of `--opt=value`. */
   denied_tokens: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1))), { default: () => [] }),
   timeout_ms: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),
-  max_output_bytes: Schema.optionalWith(PositiveInt, { default: () => 65_536 })
+  max_output_bytes: Schema.optionalWith(PositiveInt, { default: () => 65_536 }),
+  /**
+   * How commands are contained: `bubblewrap` (the default) runs each inside an OS sandbox built from the policy, and
+   * refuses to run where none can be had; `none` runs them uncontained, which the report and show-run warn about.
+   */
+  containment: Schema.optionalWith(Schema.Literal("bubblewrap", "none"), { default: () => "bubblewrap" as const }),
+  /** The address space of each process inside (RLIMIT_AS). */
+  max_memory_bytes: Schema.optionalWith(PositiveInt, { default: () => 4_294_967_296 }),
+  /** How many processes the command may have at once (a pids cgroup, else RLIMIT_NPROC). */
+  max_processes: Schema.optionalWith(PositiveInt, { default: () => 128 }),
+  /** The largest file a process may write (RLIMIT_FSIZE), and the size of its private /tmp. */
+  max_file_bytes: Schema.optionalWith(PositiveInt, { default: () => 67_108_864 })
 })
 
 /** The policy document, as written (snake_case, YAML's names). */

@@ -25,8 +25,10 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as path from "node:path"
 import { MIDDLEWARE, noteJson } from "./internal/decision.js"
-import { checkRead, checkWrite, readChecked, writeChecked } from "./internal/fsGuard.js"
+import { checkRead, checkWrite, overReadCap, readChecked, writeChecked } from "./internal/fsGuard.js"
 import { checkUrlStatic, get } from "./internal/httpGet.js"
+import { availability, recordOf } from "./internal/contain.js"
+import type { Containment } from "./internal/decision.js"
 import { checkCommand, run } from "./internal/shell.js"
 import * as Policy from "./Policy.js"
 import * as Transport from "./Transport.js"
@@ -53,12 +55,21 @@ export const configOf = (input: PolicyInput): typeof Config.Encoded => {
   return { baseDir: policy.baseDir, policy: Schema.encodeSync(Policy.Document)(policy.document) }
 }
 
+/** Why shell.run cannot run under its rule here (its OS sandbox cannot be had), or undefined. */
+const containmentMissing = (rule: Policy.ShellRule): string | undefined => {
+  if (rule.containment === "none") return undefined
+  const tools = availability()
+  return tools.ok ? undefined : tools.reason
+}
+
 /** What a call touches, as the audit records it. */
 export interface Touched {
   readonly filesRead?: ReadonlyArray<string> | undefined
   readonly filesWritten?: ReadonlyArray<string> | undefined
   readonly domains?: ReadonlyArray<string> | undefined
   readonly commands?: ReadonlyArray<string> | undefined
+  /** How a shell step is contained. */
+  readonly containment?: Containment | undefined
 }
 
 /** A decision on a call, before it runs. */
@@ -105,7 +116,10 @@ export const decide = (policy: Policy.Policy, tool: ToolName, args: unknown): De
     case "fs.read":
       return judged(policy, tool, FsArgs, args, (rule, a) => {
         const d = checkRead(policy.baseDir, rule, a.path)
-        return d.ok ? { ok: true, reason: `${d.relative} is within fs.read's paths`, filesRead: [d.relative] } : refuse(d.reason)
+        if (!d.ok) return refuse(d.reason)
+        // A cap is policy: a file over it is refused before the call, as a write over the cap is.
+        if (d.stat !== undefined && d.stat.size > rule.max_bytes) return refuse(overReadCap(d.relative, d.stat.size, rule.max_bytes))
+        return { ok: true, reason: `${d.relative} is within fs.read's paths`, filesRead: [d.relative] }
       })
     case "fs.write":
       return judged(policy, tool, WriteArgs, args, (rule, a) => {
@@ -128,14 +142,19 @@ export const decide = (policy: Policy.Policy, tool: ToolName, args: unknown): De
       })
     case "shell.run":
       return judged(policy, tool, ShellArgs, args, (rule, a) => {
-        const d = checkCommand(policy.baseDir, rule, ruleOrUndefined(policy, "fs.read"), ruleOrUndefined(policy, "fs.write"), a.command, a.args)
+        const read = ruleOrUndefined(policy, "fs.read")
+        const write = ruleOrUndefined(policy, "fs.write")
+        const d = checkCommand(policy.baseDir, rule, read, a.command, a.args)
         if (!d.ok) return refuse(d.reason)
+        const unavailable = containmentMissing(rule)
+        if (unavailable !== undefined) return refuse(unavailable)
+        const containment = recordOf(policy.baseDir, rule, read, write)
         return {
           ok: true,
-          reason: `${d.name} is an allowed executable (${d.executable})`,
+          reason: `${d.name} is an allowed executable (${d.executable})${containment.mechanism === "none" ? "; UNCONTAINED (containment: none)" : ", run inside bubblewrap"}`,
+          containment,
           commands: [[a.command, ...a.args].map(quoted).join(" ")],
-          ...(d.reads.length === 0 ? {} : { filesRead: d.reads.map((p) => rel(policy, p)) }),
-          ...(d.writes.length === 0 ? {} : { filesWritten: d.writes.map((p) => rel(policy, p)) })
+          ...(d.reads.length === 0 ? {} : { filesRead: d.reads.map((p) => rel(policy, p)) })
         }
       })
   }
@@ -278,10 +297,14 @@ export const tools = (policy: Policy.Policy, transport: Transport.Transport = Tr
     handler: (args) =>
       Effect.gen(function*() {
         const rule = yield* ruleFor(policy, "shell.run")
-        const d = checkCommand(policy.baseDir, rule, ruleOrUndefined(policy, "fs.read"), ruleOrUndefined(policy, "fs.write"), args.command, args.args)
+        const d = checkCommand(policy.baseDir, rule, ruleOrUndefined(policy, "fs.read"), args.command, args.args)
         if (!d.ok) return yield* denied("shell.run", d.reason)
+        const unavailable = containmentMissing(rule)
+        if (unavailable !== undefined) return yield* denied("shell.run", unavailable)
         // Interrupting the call kills the process group.
-        const outcome = yield* Effect.promise((signal) => run(policy.baseDir, rule, d, signal))
+        const outcome = yield* Effect.promise((signal) =>
+          run(policy.baseDir, rule, d, signal, { read: ruleOrUndefined(policy, "fs.read"), write: ruleOrUndefined(policy, "fs.write") })
+        )
         if (outcome._tag === "error") return yield* Effect.fail(new Error(outcome.reason))
         return outcome.result
       })

@@ -22,3 +22,12 @@ export const tempFolder = (name: string): string => {
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
   return dir
 }
+
+/** shell.run's containment fields at their defaults (contained by bubblewrap), for rules written out in full. */
+export const contained = { containment: "bubblewrap", max_memory_bytes: 4_294_967_296, max_processes: 128, max_file_bytes: 67_108_864 } as const
+
+/**
+ * The same, uncontained (`containment: none`): the argument rules (paths in arguments, git's options and repositories)
+ * are what holds such a command, and the tests written for them run it so.
+ */
+export const uncontained = { ...contained, containment: "none" } as const

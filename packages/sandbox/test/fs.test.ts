@@ -147,10 +147,10 @@ const call = (tool: typeof read, args: unknown) =>
   Effect.runPromise(Effect.either(tool!.invoke(args, context)))
 
 describe("the tools, end to end", () => {
-  it("fs.read returns the content; over max_bytes is an error, not a truncation", async () => {
+  it("fs.read returns the content; over max_bytes is a denial naming the cap, not a truncation", async () => {
     expect(await call(read, { path: "workspace/a.txt" })).toMatchObject({ _tag: "Right", right: { path: "workspace/a.txt", content: "hello", bytes: 5 } })
     const big = await call(read, { path: "workspace/big.bin" })
-    expect(big._tag === "Left" && big.left.message).toContain("over max_bytes (1024)")
+    expect(big._tag === "Left" && big.left).toMatchObject({ _tag: "PolicyDenied", tool: "fs.read", reason: expect.stringContaining("over fs.read's max_bytes (1024)") })
   })
 
   it("fs.write creates the file, and refuses with the reason, writing nothing", async () => {

@@ -19,6 +19,7 @@ const rule = (over: Partial<Policy.HttpRule> = {}): Policy.HttpRule => ({
   max_bytes: 1024,
   timeout_ms: 2000,
   max_redirects: 3,
+  allow_metadata: false,
   ...over
 })
 const policyOf = (r: Policy.HttpRule): Policy.Policy => ({ baseDir: "/tmp", document: { default: "deny", tools: { "http.get": r } } })

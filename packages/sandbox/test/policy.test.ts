@@ -17,8 +17,8 @@ describe("Policy", () => {
     expect(Either.isRight(parsed)).toBe(true)
     if (Either.isRight(parsed)) {
       expect(parsed.right.document.tools["fs.read"]).toEqual({ allow: true, paths: ["workspace/**"], deny_hidden: true, max_bytes: 1_048_576 })
-      expect(parsed.right.document.tools["http.get"]).toEqual({ allow: true, domains: ["example.com"], block_private: true, max_bytes: 1_048_576, timeout_ms: 10_000, max_redirects: 5 })
-      expect(parsed.right.document.tools["shell.run"]).toEqual({ allow: true, executables: ["ls"], denied_tokens: [], timeout_ms: 10_000, max_output_bytes: 65_536 })
+      expect(parsed.right.document.tools["http.get"]).toEqual({ allow: true, domains: ["example.com"], block_private: true, max_bytes: 1_048_576, timeout_ms: 10_000, max_redirects: 5, allow_metadata: false })
+      expect(parsed.right.document.tools["shell.run"]).toEqual({ allow: true, executables: ["ls"], denied_tokens: [], timeout_ms: 10_000, max_output_bytes: 65_536, containment: "bubblewrap", max_memory_bytes: 4_294_967_296, max_processes: 128, max_file_bytes: 67_108_864 })
       expect(parsed.right.document.tools["fs.write"]).toBeUndefined()
       expect(parsed.right.baseDir).toBe(dir)
     }

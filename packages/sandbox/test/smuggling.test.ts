@@ -12,7 +12,7 @@ import type { AddressInfo } from "node:net"
 import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
-import { context, tempFolder } from "./fixtures.js"
+import { context, tempFolder, uncontained } from "./fixtures.js"
 
 
 const base = tempFolder("smuggle")
@@ -41,7 +41,8 @@ const policy: Policy.Policy = {
         executables: ["ls", "cat", "echo", "git"],
         denied_tokens: ["rm", "--force", "--recursive", "sudo", "-f"],
         timeout_ms: 5000,
-        max_output_bytes: 65_536
+        max_output_bytes: 65_536,
+        ...uncontained
       }
     }
   }
@@ -70,18 +71,6 @@ describe("denied tokens, however they are written", () => {
   })
 })
 
-describe("git under another name", () => {
-  it("a link to git listed by path gets git's rules", () => {
-    const gitPath = ["/usr/local/bin/git", "/usr/bin/git", "/bin/git"].find((p) => fs.existsSync(p))!
-    const alias = path.join(base, "tools", "g")
-    fs.mkdirSync(path.dirname(alias), { recursive: true })
-    fs.symlinkSync(gitPath, alias)
-    const p: Policy.Policy = { ...policy, document: { ...policy.document, tools: { ...policy.document.tools, "shell.run": { ...policy.document.tools["shell.run"]!, executables: [alias] } } } }
-    expect(Sandbox.decide(p, "shell.run", { command: alias, args: ["-C", "workspace/repo", "-c", "core.pager=sh", "log"] })).toMatchObject({ ok: false, reason: expect.stringContaining("-c sets configuration") })
-    expect(Sandbox.decide(p, "shell.run", { command: alias, args: ["-C", "workspace/repo", "status"] })).toMatchObject({ ok: true })
-  })
-})
-
 describe("paths glued to short options", () => {
   it.each([
     ["an absolute path glued to -F", "git", ["-C", "workspace/repo", "commit", "-F/root/notes"], false, "attaches a path to a short option"],
@@ -90,61 +79,10 @@ describe("paths glued to short options", () => {
     ["a relative path glued to an option", "cat", ["-v../secret.txt"], false, "attaches a path to a short option"],
     ["a file of the working directory glued to an option", "cat", ["-vsecret.txt"], false, "outside the allowed paths"],
     ["a file of the workspace as its own argument", "cat", ["-v", "workspace/notes.txt"], true, "cat is an allowed executable"],
-    ["a commit message glued to -m, whatever it holds", "git", ["-C", "workspace/repo", "commit", "-m/root/notes"], true, "git is an allowed executable"]
   ])("%s: %s %s", (_what, command, args, ok, reason) => {
     const decision = Sandbox.decide(policy, "shell.run", { command, args })
     expect(decision.ok).toBe(ok)
     expect(decision.reason).toContain(reason)
-  })
-})
-
-describe("git options that run gpg, schedule jobs or fetch submodules", () => {
-  it.each([
-    ["commit -S", ["commit", "-S", "-m", "x"], "-S signs with gpg"],
-    ["commit -S in a cluster", ["commit", "-qS", "-m", "x"], "-S signs with gpg"],
-    ["commit --gpg-sign=KEY", ["commit", "--gpg-sign=ABCD", "-m", "x"], "gpg"],
-    ["commit --gpg abbreviated", ["commit", "--gpg", "-m", "x"], "gpg"],
-    ["merge -S", ["merge", "-S", "main"], "-S signs with gpg"],
-    ["rebase -S", ["rebase", "-S", "main"], "-S signs with gpg"],
-    ["cherry-pick -S", ["cherry-pick", "-S", "HEAD"], "-S signs with gpg"],
-    ["log --show-signature", ["log", "--show-signature"], "gpg"],
-    ["log --format with %G?", ["log", "--format=%H %G?"], "%G placeholders"],
-    ["log --pretty with %GS", ["log", "--pretty=format:%GS"], "%G placeholders"],
-    ["merge --verify-signatures", ["merge", "--verify-signatures", "main"], "gpg"],
-    ["push --signed", ["push", "--signed", "origin"], "gpg"],
-    ["tag -s", ["tag", "-s", "v1", "-m", "x"], "sign or verify with gpg"],
-    ["tag -u", ["tag", "-u", "KEY", "v1"], "sign or verify with gpg"],
-    ["tag -v", ["tag", "-v", "v1"], "sign or verify with gpg"],
-    ["tag --sign", ["tag", "--sign", "v1"], "gpg"],
-    ["tag --verify", ["tag", "--verify", "v1"], "gpg"],
-    ["verify-commit", ["verify-commit", "HEAD"], "runs gpg"],
-    ["verify-tag", ["verify-tag", "v1"], "runs gpg"],
-    ["maintenance start", ["maintenance", "start"], "schedules background jobs"],
-    ["maintenance register", ["maintenance", "register"], "schedules background jobs"],
-    ["bugreport", ["bugreport"], "writes a report"],
-    ["diagnose", ["diagnose"], "writes an archive"],
-    ["clone --recurse-submodules", ["clone", "--recurse-submodules", "workspace/repo", "workspace/out/c"], "submodules"],
-    ["fetch --recurse-submodules abbreviated", ["fetch", "--recurse-sub=yes"], "submodules"],
-    ["checkout --recurse-submodules", ["checkout", "--recurse-submodules", "main"], "submodules"],
-    ["submodule update --init", ["submodule", "update", "--init"], "submodule update clones or updates"],
-    ["submodule add", ["submodule", "add", "../other", "lib"], "submodule add clones or updates"],
-    ["archive -o outside fs.write", ["archive", "-o", "../secret.tar", "HEAD"], "git archive writes"]
-  ])("%s is refused", (_what, args, reason) => {
-    const decision = Sandbox.decide(policy, "shell.run", { command: "git", args: ["-C", "workspace/repo", ...args] })
-    expect(decision.ok).toBe(false)
-    expect(decision.reason).toContain(reason)
-  })
-
-  it.each([
-    ["log --format without %G", ["log", "--format=%H %s"]],
-    ["grep --recurse-submodules (reads what is there)", ["grep", "--recurse-submodules", "needle"]],
-    ["ls-files --recurse-submodules (reads what is there)", ["ls-files", "--recurse-submodules"]],
-    ["submodule status", ["submodule", "status"]],
-    ["tag -l", ["tag", "-l"]],
-    ["archive -o into fs.write's paths", ["archive", "-o", "../out/repo.tar", "HEAD"]],
-    ["maintenance run", ["maintenance", "run"]]
-  ])("%s is allowed", (_what, args) => {
-    expect(Sandbox.decide(policy, "shell.run", { command: "git", args: ["-C", "workspace/repo", ...args] })).toMatchObject({ ok: true })
   })
 })
 
@@ -199,11 +137,6 @@ describe("`..` after a link is resolved as the system resolves it", () => {
     // The same file named plainly is read.
     const plain = await Effect.runPromise(tool.invoke({ command: "cat", args: ["workspace/notes.txt"] }, context))
     expect(plain).toMatchObject({ exitCode: 0, stdout: "notes" })
-  })
-
-  it("git -C and the paths git writes are resolved the same way", () => {
-    expect(Sandbox.decide(policy, "shell.run", { command: "git", args: ["-C", "workspace/jump/..", "status"] })).toMatchObject({ ok: false, reason: expect.stringContaining("outside the workspace") })
-    expect(Sandbox.decide(policy, "shell.run", { command: "git", args: ["-C", "workspace/repo", "diff", "--output=../out/jump/../d.txt"] })).toMatchObject({ ok: false, reason: expect.stringContaining("outside the fs.write paths") })
   })
 })
 
@@ -274,7 +207,8 @@ describe("DNS answers in every form that embeds a private or metadata address", 
     block_private: true,
     max_bytes: 1024,
     timeout_ms: 2000,
-    max_redirects: 3
+    max_redirects: 3,
+    allow_metadata: false
   }
   const get = async (url: string) => {
     const tools = Sandbox.tools({ baseDir: base, document: { default: "deny", tools: { "http.get": rule } } }, Transport.fake(answers, { host: "127.0.0.1", port }))
@@ -326,16 +260,16 @@ describe("DNS answers in every form that embeds a private or metadata address", 
 
 describe("the child's home", () => {
   it("is an empty directory of the run's own, gone when the run ends (nothing carries over to the next run)", async () => {
-    const p: Policy.Policy = { ...policy, document: { ...policy.document, tools: { ...policy.document.tools, "shell.run": { ...policy.document.tools["shell.run"]!, executables: ["env"] } } } }
+    // Contained, the home is in the sandbox's private /tmp: a file left there by one call is not there for the next,
+    // and nothing of it is on the host.
+    const p: Policy.Policy = { ...policy, document: { ...policy.document, tools: { ...policy.document.tools, "shell.run": { ...policy.document.tools["shell.run"]!, executables: ["sh"], containment: "bubblewrap" } } } }
     const tool = Sandbox.tools(p).find((t) => t.name === "shell.run")!
-    const homeOf = async () => {
-      const result = await Effect.runPromise(tool.invoke({ command: "env", args: [] }, context)) as { readonly stdout: string }
-      return /^HOME=(.*)$/m.exec(result.stdout)![1]!
-    }
-    const first = await homeOf()
-    const second = await homeOf()
-    expect(first).not.toBe(second)
-    expect(fs.existsSync(first)).toBe(false)
-    expect(fs.existsSync(second)).toBe(false)
+    const sh = async (script: string) => await Effect.runPromise(tool.invoke({ command: "sh", args: ["-c", script] }, context)) as { readonly exitCode: number; readonly stdout: string }
+    const first = await sh("cd && echo kept > carry && ls -A && pwd")
+    expect(first.stdout).toBe("carry\n/tmp/home\n")
+    const second = await sh("cd && ls -A; cat carry")
+    expect(second.stdout).toBe("")
+    expect(second.exitCode).not.toBe(0)
+    expect(fs.existsSync("/tmp/home/carry")).toBe(false)
   })
 })

@@ -473,7 +473,16 @@ export const showRun = (args: ShowArgs) =>
     // A table per page, the header over the first: a page in memory, however long the run.
     let header = true
     let gap = omitted
+    // Steps that ran uncontained (`containment: none`), read from each page's audit; a step whose events straddle two
+    // pages is read with the page before's events of it.
+    const Toolbox = yield* Effect.promise(() => import("./toolbox.js"))
+    const warnings = new Set<string>()
+    let carried: ReadonlyArray<Event.Event> = []
     yield* Stream.runForEachChunk(events, (page) => {
+      const pageEvents = [...carried, ...Chunk.toReadonlyArray(page)]
+      for (const warning of Report.containmentWarnings(Toolbox.audit(pageEvents))) warnings.add(warning)
+      const lastKey = pageEvents[pageEvents.length - 1]?.stepKey
+      carried = pageEvents.filter((e) => e.stepKey === lastKey)
       const rows = Chunk.toReadonlyArray(page).map((e) => [
         String(e.seq),
         `+${T.duration(e.timestamp - info.createdAt)}`,
@@ -493,7 +502,7 @@ export const showRun = (args: ShowArgs) =>
       return Out.stdoutPaced(text)
     })
     const more = next === undefined || args.limit === undefined ? [] : [s.dim(`  more: ${pageCommand(next, args.limit)}`)]
-    const closing = [...more, ...(chain.ok ? [] : ["", tampered(s, chain)])]
+    const closing = [...more, ...[...warnings].map((w) => s.yellow(`warning: ${w}`)), ...(chain.ok ? [] : ["", tampered(s, chain)])]
     if (closing.length > 0) yield* Out.stdoutPaced(`${closing.join("\n")}\n`)
     return code
   }).pipe(Effect.provide(reading(args))))

@@ -87,8 +87,23 @@ const errno = (e: unknown): string | undefined => (e instanceof Error && "code" 
  * Checks `requested` (relative to `baseDir`, or absolute) for reading: it must exist, its real path must match
  * the rule and have no hidden component (nor may the path as requested), and it must be a regular file.
  */
+/** A read over the cap: a denial naming it, as a write over the cap is. */
+export const overReadCap = (relative: string, size: number, max: number) => `${relative} is ${size} bytes, over fs.read's max_bytes (${max})`
+
+/** Whether a path ends as a folder's does (`notes.txt/`, `notes.txt/.`): the system then requires a directory. */
+const namesFolder = (requested: string): boolean => (path.sep === "\\" ? /[\\/]\.?$/ : /\/\.?$/).test(requested)
+
 export const checkRead = (baseDir: string, rule: FsRule, requested: string, options: { readonly directories?: boolean } = {}): PathDecision => {
   if (requested.includes("\u0000")) return deny("the path contains a NUL byte")
+  const decided = checkReadResolved(baseDir, rule, requested, options)
+  // A trailing slash asks for a directory: on a file the system says ENOTDIR (never a lexical resolution that drops it).
+  if (decided.ok && namesFolder(requested) && decided.stat !== undefined && !decided.stat.isDirectory()) {
+    return deny(`${requested}: not a directory (ENOTDIR): a trailing slash names a folder, and ${decided.relative} is a file`)
+  }
+  return decided
+}
+
+const checkReadResolved = (baseDir: string, rule: FsRule, requested: string, options: { readonly directories?: boolean }): PathDecision => {
   if (rule.deny_hidden) {
     const hidden = hiddenComponent(path.relative(baseDir, path.resolve(baseDir, requested)))
     if (hidden !== undefined) return deny(`${requested} is hidden (${hidden}); hidden files are denied (deny_hidden)`)
@@ -227,14 +242,14 @@ export const readChecked = (decision: Extract<PathDecision, { ok: true }>, maxBy
     if (!stat.isFile() || checked === undefined || stat.ino !== checked.ino || stat.dev !== checked.dev || (actual !== undefined && actual !== decision.real)) {
       return { denied: `${decision.relative} changed between the check and the open` }
     }
-    if (stat.size > maxBytes) return { error: `${decision.relative} is ${stat.size} bytes, over max_bytes (${maxBytes})` }
+    if (stat.size > maxBytes) return { denied: overReadCap(decision.relative, stat.size, maxBytes) }
     const buffer = Buffer.alloc(Math.min(stat.size + 1, maxBytes + 1))
     let total = 0
     for (;;) {
       const n = fs.readSync(fd, buffer, total, buffer.length - total, null)
       if (n === 0) break
       total += n
-      if (total > maxBytes) return { error: `${decision.relative} grew over max_bytes (${maxBytes}) while it was read` }
+      if (total > maxBytes) return { denied: `${decision.relative} grew over fs.read's max_bytes (${maxBytes}) while it was read` }
       if (total === buffer.length) break
     }
     return { bytes: buffer.subarray(0, total) }

@@ -26,9 +26,9 @@ export const checkUrlStatic = (rule: HttpRule, url: URL): HopDecision | { readon
   if (url.username !== "" || url.password !== "") return { ok: false, reason: "URLs with credentials are not allowed" }
   const host = canonicalHost(url.hostname)
   const metadata = metadataName(host)
-  if (metadata !== undefined) return { ok: false, reason: `${host} is a cloud metadata name` }
+  if (metadata !== undefined && !rule.allow_metadata) return { ok: false, reason: `${host} is a cloud metadata name (refused unless http.get's allow_metadata is true)` }
   // An address is judged for what it is before the allowlist: listing it does not lift the private block.
-  const verdict = isAddress(host) ? classify(host, rule.block_private) : undefined
+  const verdict = isAddress(host) ? classify(host, rule.block_private, rule.allow_metadata) : undefined
   if (verdict !== undefined && !verdict.ok) return { ok: false, reason: verdict.reason }
   if (rule.block_private && (host === "localhost" || host.endsWith(".localhost"))) {
     return { ok: false, reason: `${host} is a loopback name; private networks are blocked (block_private)` }
@@ -50,7 +50,7 @@ export const checkHop = async (rule: HttpRule, url: URL, transport: Transport): 
   if (resolved.length === 0) return { ok: false, reason: `${first.host} resolves to no address` }
   const addresses: Array<{ readonly address: string; readonly family: 4 | 6 }> = []
   for (const r of resolved) {
-    const verdict = classify(r.address, rule.block_private)
+    const verdict = classify(r.address, rule.block_private, rule.allow_metadata)
     if (!verdict.ok) return { ok: false, reason: `${first.host} resolves to ${r.address}: ${verdict.reason}` }
     addresses.push(verdict)
   }

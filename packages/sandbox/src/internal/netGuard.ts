@@ -5,15 +5,25 @@
 import ipaddr from "ipaddr.js"
 import { domainToASCII } from "node:url"
 
-/** Cloud metadata endpoints, refused whatever the policy says. */
+/**
+ * Cloud metadata and host endpoints, refused unless the policy opts in (`allow_metadata: true`): each major cloud's
+ * documented instance metadata service, and the host agents reachable from an instance.
+ */
 const METADATA_ADDRESSES = new Set([
-  "169.254.169.254", // AWS, GCP, Azure, OpenStack, DigitalOcean, Oracle
-  "169.254.170.2", // AWS ECS task metadata
-  "169.254.169.253", // AWS DNS
+  "169.254.169.254", // AWS, GCP, Azure IMDS, Oracle, OpenStack, DigitalOcean, Hetzner, Linode, Huawei, IBM, Scaleway
+  "169.254.169.123", // AWS Time Sync
+  "169.254.169.253", // AWS DNS resolver
+  "169.254.170.2", // AWS ECS task metadata and credentials
+  "169.254.170.23", // AWS EKS Pod Identity agent
+  "fd00:ec2::254", // AWS IMDS (IPv6)
+  "fd00:ec2::23", // AWS EKS Pod Identity agent (IPv6)
+  "fd00:ec2::123", // AWS Time Sync (IPv6)
+  "fd20:ce::254", // GCP metadata server (IPv6)
+  "168.63.129.16", // Azure WireServer (host agent, health probes, DNS): public unicast, so named here
   "100.100.100.200", // Alibaba Cloud
+  "169.254.0.23", // Tencent Cloud
   "192.0.0.192", // Oracle Cloud (legacy)
-  "fd00:ec2::254", // AWS IPv6
-  "fd00:ec2::23" // AWS Time Sync / DNS (IPv6)
+  "169.254.42.42" // Scaleway
 ])
 
 const METADATA_NAMES = [
@@ -23,8 +33,12 @@ const METADATA_NAMES = [
   "instance-data",
   "instance-data.ec2.internal",
   "metadata.azure.com",
+  "metadata.azure.internal",
   "metadata.tencentyun.com",
-  "metadata.platformequinix.com"
+  "metadata.platformequinix.com",
+  "api.metadata.cloud.ibm.com",
+  "metadata.oraclecloud.com",
+  "metadata.packet.net"
 ]
 
 /** A host name in canonical form: lower case, without a trailing dot or IPv6 brackets. */
@@ -66,7 +80,7 @@ export const isAddress = (text: string): boolean => ipaddr.isValid(canonicalHost
  * but global unicast (loopback, private, link-local, shared, reserved, multicast, unspecified, documentation,
  * benchmarking...), judged by the IPv4 address an IPv6 address embeds as well.
  */
-export const classify = (text: string, blockPrivate: boolean): Verdict => {
+export const classify = (text: string, blockPrivate: boolean, allowMetadata = false): Verdict => {
   const raw = canonicalHost(text)
   let parsed: ipaddr.IPv4 | ipaddr.IPv6
   try {
@@ -85,7 +99,9 @@ export const classify = (text: string, blockPrivate: boolean): Verdict => {
   for (const { address, label } of checks) {
     const canonical = address.kind() === "ipv6" ? (address as ipaddr.IPv6).toNormalizedString() : address.toString()
     const compact = address.kind() === "ipv6" ? address.toString() : canonical
-    if (METADATA_ADDRESSES.has(canonical) || METADATA_ADDRESSES.has(compact)) return { ok: false, reason: `${label} is a cloud metadata address` }
+    if (!allowMetadata && (METADATA_ADDRESSES.has(canonical) || METADATA_ADDRESSES.has(compact))) {
+      return { ok: false, reason: `${label} is a cloud metadata address (refused unless http.get's allow_metadata is true)` }
+    }
     const range = address.range()
     if (blockPrivate && range !== "unicast") return { ok: false, reason: `${label} is in the ${range} range, not public; private networks are blocked (block_private)` }
   }
