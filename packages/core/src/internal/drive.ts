@@ -42,6 +42,23 @@ const runFailed = (error: unknown, encoded: Either.Either<unknown, ParseResult.P
   return { _tag: "RunFailed", errorTag: errorTag(error), error: errorMessage(error), ...(json?.ok === true ? { encoded: json.json } : {}) }
 }
 
+/** How the log says a run ended: its `RunCompleted` or `RunFailed` (a replay compares its own end with it). */
+export type RecordedEnd = Extract<EventPayload, { readonly _tag: "RunCompleted" | "RunFailed" }>
+
+/** A failure as a replay compares it: its tag, and its encoded form when it has one, else its message. */
+const failureText = (failed: EventPayload): string =>
+  failed._tag !== "RunFailed"
+    ? ""
+    : `failure ${failed.errorTag}: ${failed.encoded === undefined ? JSON.stringify(failed.error) : canonicalJson(failed.encoded)}`
+
+/** The end the log records, as the replay's own end is described, or undefined when the log records none. */
+const loggedEnd = (recorded: RecordedEnd | undefined, continuation: Continuation<unknown, unknown> | undefined): string | undefined => {
+  const continued = continuation?.recorded
+  if (continued !== undefined) return `continue as new with input ${canonicalJson(continued.input)}`
+  if (recorded === undefined) return undefined
+  return recorded._tag === "RunCompleted" ? `output ${canonicalJson(recorded.output)}` : failureText(recorded)
+}
+
 /** Runs the code of an execution (with `services`) and turns how it ended into a result or an error. */
 export const drive = <I, O, E>(
   services: Context.Context<never>,
@@ -49,7 +66,7 @@ export const drive = <I, O, E>(
   exec: Execution,
   input: I,
   mode: "live" | "replay",
-  recordedOutput: Json.Json | undefined,
+  recordedEnd: RecordedEnd | undefined,
   continuation?: Continuation<O, E> | undefined
 ): Effect.Effect<RunResult<O>, E | KernelError> =>
   Effect.gen(function*() {
@@ -90,12 +107,10 @@ export const drive = <I, O, E>(
       const output = toJson("workflow output", workflow.encodeOutput(exit.value))
       if (Either.isLeft(output)) return yield* output.left
       if (mode === "replay") {
-        const continued = continuation?.recorded
-        if (continued !== undefined) {
-          return yield* new Errors.NonDeterminism({ runId, stepKey: RUN_STEP_KEY, expected: `continue as new with input ${canonicalJson(continued.input)}`, actual: `output ${canonicalJson(output.right)}` })
-        }
-        if (recordedOutput !== undefined && canonicalJson(recordedOutput) !== canonicalJson(output.right)) {
-          return yield* new Errors.NonDeterminism({ runId, stepKey: RUN_STEP_KEY, expected: `output ${canonicalJson(recordedOutput)}`, actual: `output ${canonicalJson(output.right)}` })
+        const actual = `output ${canonicalJson(output.right)}`
+        const expected = loggedEnd(recordedEnd, continuation)
+        if (expected !== undefined && expected !== actual) {
+          return yield* new Errors.NonDeterminism({ runId, stepKey: RUN_STEP_KEY, expected, actual })
         }
       } else {
         yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunCompleted", output: output.right }])
@@ -105,6 +120,14 @@ export const drive = <I, O, E>(
     const failure = Cause.failureOption(exit.cause)
     if (Option.isSome(failure) && mode === "live") {
       yield* exec.appendOrFail(RUN_STEP_KEY, [runFailed(failure.value, workflow.encodeError(failure.value))])
+    }
+    if (Option.isSome(failure) && mode === "replay") {
+      // A run whose log says it completed, continued, or failed otherwise: the code diverged from it.
+      const expected = loggedEnd(recordedEnd, continuation)
+      const actual = failureText(runFailed(failure.value, workflow.encodeError(failure.value)))
+      if (expected !== undefined && expected !== actual) {
+        return yield* new Errors.NonDeterminism({ runId, stepKey: RUN_STEP_KEY, expected, actual })
+      }
     }
     // Defects (bugs in the code) are not written: fix the code and resume, as with Temporal's task failures.
     return yield* Effect.failCause(exit.cause)

@@ -141,9 +141,9 @@ export const continueRun = <I, O, E>(
     if (Either.isLeft(input)) {
       return yield* new Errors.InvalidInput({ what: `logged input of run ${info.runId}`, reason: firstIssue(input.left).reason })
     }
-    // A replay compares the output it computes with the logged one (the head event of a completed run), and the
-    // handover it makes with the logged one (the head event of a continued run).
-    const recorded = mode === "replay" && (info.status === "completed" || info.status === "continued")
+    // A replay compares how its code ends with how the log says the run ended: the output with a completed run's, the
+    // failure with a failed run's, the handover with a continued run's (each run's head event).
+    const recorded = mode === "replay" && (info.status === "completed" || info.status === "failed" || info.status === "continued")
       ? yield* Effect.mapError(headEvent(deps.store, deps.auditKey, info), readFailure)
       : undefined
     const exec = Execution.make(deps, {
@@ -169,8 +169,8 @@ export const continueRun = <I, O, E>(
       started,
       recorded: recorded?.payload._tag === "RunContinued" ? recorded.payload : undefined
     }, mode, lease, (next, nextMode) => continueRun(runtime, workflow, next, nextMode, undefined, lease))
-    const output = recorded?.payload._tag === "RunCompleted" ? recorded.payload.output : undefined
-    return yield* drive(runtime.services(), workflow, exec, input.right, mode, output, continuation)
+    const end = recorded?.payload._tag === "RunCompleted" || recorded?.payload._tag === "RunFailed" ? recorded.payload : undefined
+    return yield* drive(runtime.services(), workflow, exec, input.right, mode, end, continuation)
   }))
 
 /** Starts a new run under `runId`: its `RunStarted` creates it, as its first owner's. */
