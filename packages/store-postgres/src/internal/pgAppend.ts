@@ -44,8 +44,8 @@ export const make = (
    */
   const PARAMS: Record<PgAppend, number> = { create: 12, events: 4, run: 10 }
   const pgText = new Map<string, string>()
-  // The run's key in each kind's parameters, for the first event's prev_hash lookup (see `prevHashLookup`).
-  const KEY: Record<PgAppend, readonly [run: string, tenant: string]> = { create: ["$1", "$2"], events: ["$1", "$2"], run: ["$6", "$7"] }
+  // The run's key and expected seq in each kind's parameters, for the probe of the event the batch follows.
+  const KEY: Record<Exclude<PgAppend, "create">, readonly [run: string, tenant: string, seq: string]> = { events: ["$1", "$2", "$3"], run: ["$6", "$7", "$8"] }
   const pgAppendSql = (kind: PgAppend, rows: number, lookup: boolean): string => {
     const key = `${kind}${rows}${lookup ? "l" : ""}`
     let text = pgText.get(key)
@@ -53,15 +53,18 @@ export const make = (
       let n = PARAMS[kind]
       const tuples = Array.from({ length: rows }, (_, row) => {
         const cells = EVENT_TYPES.map((type) => `$${++n}::${type}`)
-        // The first event of a batch that continues the run: its prev_hash is NULL when it is the stored hash before it.
-        if (row === 0 && lookup) cells[6] = SqlEventStore.prevHashLookup(`"${t.events}"`, cells[6]!, cells[0]!, `${KEY[kind][1]}::text`, `${KEY[kind][0]}::text`)
+        // The first event of a batch that continues the run: its prev_hash is NULL when it is the stored hash before
+        // it (read once, by the probe below).
+        if (row === 0 && lookup) cells[6] = `(CASE WHEN ${cells[6]} = (SELECT hash FROM prev) THEN NULL ELSE ${cells[6]} END)`
         return `(${cells.join(",")})`
       })
       const values = `(VALUES ${tuples.join(",")}) AS e (${EVENT_VALUES.join(", ")})`
       const into = `INSERT INTO "${t.events}" (run_id, tenant_id, ${EVENT_VALUES.join(", ")})`
-      // The event at expectedSeq exists: no gap, this run, this tenant.
-      const follows = (run: string, tenant: string, seq: string) =>
-        `EXISTS (SELECT 1 FROM "${t.events}" WHERE run_id = ${run} AND tenant_id = ${tenant} AND seq = ${seq}::bigint)`
+      // The event at expectedSeq, probed once (a CTE read twice is evaluated once): that it exists says no gap,
+      // this run, this tenant; its hash is the first new event's prev_hash.
+      const prev = ([run, tenant, seq]: readonly [string, string, string]) =>
+        `prev AS (SELECT hash FROM "${t.events}" WHERE run_id = ${run}::text AND tenant_id = ${tenant}::text AND seq = ${seq}::bigint)`
+      const follows = "EXISTS (SELECT 1 FROM prev)"
       // The writer is not fenced: the run's owner epoch is not above the batch's fence (NULL: no fence). A claim
       // is a "run" batch, whose UPDATE re-checks the row it waited for; a batch of events only is ordered against
       // a claim by the claim's own event (the primary key), so the snapshot's epoch is enough for it.
@@ -72,12 +75,10 @@ export const make = (
           text = `WITH run AS (INSERT INTO "${t.runs}" (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::double precision, $10::double precision, $11::double precision, $12::bigint) RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
           break
         case "events":
-          text = `${into} SELECT $1::text, $2::text, e.* FROM ${values} WHERE ${follows("$1", "$2", "$3")} AND ${unfenced("$1", "$2", "$4")}`
+          text = `WITH ${prev(KEY.events)} ${into} SELECT $1::text, $2::text, e.* FROM ${values} WHERE ${follows} AND ${unfenced("$1", "$2", "$4")}`
           break
         case "run":
-          text = `WITH run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), cost_usd = cost_usd + $5::double precision, owner_epoch = COALESCE($10::bigint, owner_epoch) WHERE run_id = $6 AND tenant_id = $7 AND head_seq <= $8::bigint AND owner_epoch <= COALESCE($9::bigint, owner_epoch) AND ${
-            follows("$6", "$7", "$8")
-          } RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
+          text = `WITH ${prev(KEY.run)}, run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), cost_usd = cost_usd + $5::double precision, owner_epoch = COALESCE($10::bigint, owner_epoch) WHERE run_id = $6 AND tenant_id = $7 AND head_seq <= $8::bigint AND owner_epoch <= COALESCE($9::bigint, owner_epoch) AND ${follows} RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
           break
       }
       pgText.set(key, text)
