@@ -1,0 +1,152 @@
+/**
+ * What every model adapter needs around its provider's SDK, written once: transport retry of one model call
+ * (bounded exponential backoff with jitter, a server's `retry-after` honoured and capped, every retry written down as a
+ * `ProviderNote` so the kernel logs it with the step), and tool names the provider's API accepts.
+ *
+ * @since 0.2.0
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
+import { ModelError } from "./Errors.js"
+import type { ProviderNote } from "./ModelPort.js"
+
+/** A failed attempt: the error (its `retryable` flag decides a retry), and the wait the server asked for, if any. */
+export interface Failure {
+  readonly error: ModelError
+  readonly retryAfterMs: number | undefined
+}
+
+/** A failed attempt of `kind`, with the reason a person can act on. */
+export const failure = (
+  kind: ModelError["kind"],
+  reason: string,
+  retryable: boolean,
+  cause?: unknown,
+  retryAfterMs?: number
+): Failure => ({
+  error: new ModelError(cause === undefined ? { kind, reason, retryable } : { kind, reason, retryable, cause }),
+  retryAfterMs
+})
+
+/** How one model call is retried. */
+export interface RetryPolicy {
+  /** Retries after the first attempt. */
+  readonly maxRetries: number
+  /** Delay before the first retry; each next one doubles, with ±20% jitter. */
+  readonly baseDelay: Duration.Duration
+  /** No delay, computed or asked for by `retry-after`, exceeds this. */
+  readonly maxDelay: Duration.Duration
+  /** The `source` of the `retry` notes (the adapter's name: `openai`, `anthropic`). */
+  readonly source: string
+}
+
+/** The policy of the adapter options every adapter shares (`maxRetries`, `retryBaseDelay`, `retryMaxDelay`). */
+export const retryPolicy = (source: string, options: {
+  readonly maxRetries?: number | undefined
+  readonly retryBaseDelay?: Duration.DurationInput | undefined
+  readonly retryMaxDelay?: Duration.DurationInput | undefined
+}): RetryPolicy => ({
+  source,
+  maxRetries: Math.max(0, options.maxRetries ?? 3),
+  baseDelay: Duration.decode(options.retryBaseDelay ?? Duration.millis(500)),
+  maxDelay: Duration.decode(options.retryMaxDelay ?? Duration.seconds(30))
+})
+
+const schedule = (policy: RetryPolicy, notes: Array<ProviderNote>) => {
+  let attempt = 0
+  return Schedule.exponential(policy.baseDelay, 2).pipe(
+    Schedule.jittered,
+    Schedule.intersect(Schedule.recurs(policy.maxRetries)),
+    Schedule.check((failure: Failure) => failure.error.retryable),
+    Schedule.passthrough,
+    Schedule.modifyDelayEffect((failure: Failure, backoff) =>
+      Effect.sync(() => {
+        attempt++
+        const wanted = failure.retryAfterMs === undefined ? backoff : Duration.millis(failure.retryAfterMs)
+        const delay = Duration.min(wanted, policy.maxDelay)
+        const delayMs = Math.round(Duration.toMillis(delay))
+        notes.push({ source: policy.source, note: "retry", data: { attempt, kind: failure.error.kind, delayMs } })
+        return Duration.millis(delayMs)
+      })
+    )
+  )
+}
+
+/**
+ * Runs `attempt`, retrying retryable failures under `policy`. Succeeds with the value and the notes of the retries
+ * that happened; a final failure says how many attempts were made.
+ */
+export const retrying = <A>(
+  attempt: Effect.Effect<A, Failure>,
+  policy: RetryPolicy
+): Effect.Effect<{ readonly value: A; readonly notes: ReadonlyArray<ProviderNote> }, Failure> =>
+  Effect.suspend(() => {
+    const notes: Array<ProviderNote> = []
+    return attempt.pipe(
+      Effect.retry(schedule(policy, notes)),
+      Effect.map((value) => ({ value, notes })),
+      Effect.mapError((failure): Failure => {
+        if (notes.length === 0) return failure
+        const { cause, kind, reason, retryable } = failure.error
+        const error = new ModelError({
+          kind,
+          reason: `${reason} (gave up after ${notes.length + 1} attempts)`,
+          retryable,
+          ...(cause === undefined ? {} : { cause })
+        })
+        return { error, retryAfterMs: failure.retryAfterMs }
+      })
+    )
+  })
+
+/** The wait a server asks for: `retry-after-ms`, else `retry-after` in seconds or as an HTTP date. */
+export const retryAfterMs = (headers: Headers | undefined): number | undefined => {
+  const ms = headers?.get("retry-after-ms")
+  if (ms !== null && ms !== undefined && Number.isFinite(Number.parseFloat(ms))) return Math.max(0, Number.parseFloat(ms))
+  const value = headers?.get("retry-after")
+  if (value === null || value === undefined || value.trim() === "") return undefined
+  const seconds = Number(value)
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000)
+  const date = Date.parse(value)
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now())
+}
+
+/** A server's `x-should-retry: true|false` header, which overrides whether a failure is retried (as the SDKs do). */
+export const shouldRetry = (headers: Headers | undefined, otherwise: boolean): boolean => {
+  const should = headers?.get("x-should-retry")
+  return should === "true" ? true : should === "false" ? false : otherwise
+}
+
+// OpenAI's function names and Anthropic's tool names must both match ^[a-zA-Z0-9_-]{1,64}$; Artana's tool names may
+// also hold dots (`fs.read`).
+const WIRE_NAME = /^[a-zA-Z0-9_-]{1,64}$/
+
+/** Tool names as sent (`toWire`) and as the model answers them back (`fromWire`). */
+export interface WireNames {
+  readonly toWire: (name: string) => string
+  readonly fromWire: (name: string) => string
+}
+
+/**
+ * A reversible renaming of the request's tools to names a provider's API accepts: valid names stay as they are;
+ * others get their invalid characters replaced by `_` (`fs.read` -> `fs_read`), with a numeric suffix if that
+ * collides with another tool's name.
+ */
+export const wireNames = (names: ReadonlyArray<string>): WireNames => {
+  const toWire = new Map<string, string>()
+  const taken = new Set(names.filter((n) => WIRE_NAME.test(n)))
+  for (const name of names) {
+    if (WIRE_NAME.test(name)) {
+      toWire.set(name, name)
+      continue
+    }
+    const base = name.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 60) || "tool"
+    let candidate = base
+    for (let i = 2; taken.has(candidate); i++) candidate = `${base}_${i}`
+    taken.add(candidate)
+    toWire.set(name, candidate)
+  }
+  const fromWire = new Map([...toWire].map(([original, wire]) => [wire, original]))
+  return { toWire: (name) => toWire.get(name) ?? name, fromWire: (name) => fromWire.get(name) ?? name }
+}
