@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { type Chat, ModelPort, type Pricing } from "@artana/core"
+import { type Chat, ModelPort, ModelTransport, type Pricing } from "@artana/core"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -15,10 +15,9 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { OpenAI } from "openai"
-import { classify, type Failure, failure } from "./internal/errors.js"
-import { toParams, wireNames } from "./internal/request.js"
+import { classify } from "./internal/errors.js"
+import { toParams } from "./internal/request.js"
 import { accumulate, check, fromCompletion, isFailure, type Reply, toResponse } from "./internal/response.js"
-import { retrying } from "./internal/retry.js"
 import { countMessages } from "./internal/tokens.js"
 
 /** Options of the adapter. Every field is optional; see `layerConfig` for the environment variables. */
@@ -75,11 +74,7 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
     const defaultModel = options.defaultModel ?? "gpt-4o-mini"
     const timeoutMs = Duration.toMillis(options.timeout ?? Duration.seconds(60))
     const stream = options.stream ?? false
-    const policy = {
-      maxRetries: Math.max(0, options.maxRetries ?? 3),
-      baseDelay: Duration.decode(options.retryBaseDelay ?? Duration.millis(500)),
-      maxDelay: Duration.decode(options.retryMaxDelay ?? Duration.seconds(30))
-    }
+    const policy = ModelTransport.retryPolicy("openai", options)
     const hasApiKey = options.apiKey !== undefined
     const client = new OpenAI({
       // The SDK insists on a key; a server that needs none gets no Authorization header at all.
@@ -99,7 +94,7 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
     const generate = Effect.fn("OpenAiModel.generate")(function*(request: ModelPort.ModelRequest) {
       const ctx = { baseURL, model: request.model, hasApiKey, timeoutMs }
       if (!hasApiKey && options.baseURL === undefined) {
-        return yield* failure(
+        return yield* ModelTransport.failure(
           "authentication",
           "no API key configured for api.openai.com; set OPENAI_API_KEY (read by OpenAiModel.layerConfig) or pass " +
             "apiKey to OpenAiModel.layer (a local server needs none: set OPENAI_BASE_URL instead)",
@@ -107,7 +102,7 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
         ).error
       }
       // Tool names the API refuses (`fs.read`) travel renamed, and the model's calls are renamed back.
-      const names = wireNames(request.tools.map((t) => t.name))
+      const names = ModelTransport.wireNames(request.tools.map((t) => t.name))
       const params = toParams(request, names)
       // The SDK promise is wrapped once; the AbortSignal cancels the HTTP request when the fiber is interrupted
       // (by the deadline below, or by the caller).
@@ -123,14 +118,14 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
       const attempt = call.pipe(
         Effect.timeoutFail({
           duration: timeoutMs,
-          onTimeout: () => failure("timeout", `no complete answer from ${baseURL} within ${timeoutMs} ms`, true)
+          onTimeout: () => ModelTransport.failure("timeout", `no complete answer from ${baseURL} within ${timeoutMs} ms`, true)
         }),
         Effect.flatMap((reply) => {
           const checked = check({ ...reply, toolCalls: reply.toolCalls.map((c) => ({ ...c, name: names.fromWire(c.name) })) })
-          return isFailure(checked) ? Effect.fail<Failure>(checked) : Effect.succeed(checked)
+          return isFailure(checked) ? Effect.fail<ModelTransport.Failure>(checked) : Effect.succeed(checked)
         })
       )
-      const result = yield* Effect.mapError(retrying(attempt, policy), (f) => f.error)
+      const result = yield* Effect.mapError(ModelTransport.retrying(attempt, policy), (f) => f.error)
       return yield* toResponse(result.value, request, result.notes)
     })
 

@@ -2,14 +2,12 @@
  * What went wrong in one attempt, as a `ModelError` a person can act on, plus how long the server asked us to
  * wait before the next one.
  */
-import { Errors } from "@artana/core"
+import { ModelTransport } from "@artana/core"
 import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai"
 
-/** A failed attempt: the error, whether it may be retried, and the server's `retry-after`, if it sent one. */
-export interface Failure {
-  readonly error: Errors.ModelError
-  readonly retryAfterMs: number | undefined
-}
+type Failure = ModelTransport.Failure
+
+const { failure, retryAfterMs, shouldRetry } = ModelTransport
 
 /** What the messages need to name the fix. */
 export interface Context {
@@ -17,25 +15,6 @@ export interface Context {
   readonly model: string
   readonly hasApiKey: boolean
   readonly timeoutMs: number
-}
-
-type Kind = Errors.ModelError["kind"]
-
-export const failure = (kind: Kind, reason: string, retryable: boolean, cause?: unknown, retryAfterMs?: number): Failure => ({
-  error: new Errors.ModelError(cause === undefined ? { kind, reason, retryable } : { kind, reason, retryable, cause }),
-  retryAfterMs
-})
-
-/** `retry-after-ms` (OpenAI's own), else `retry-after` in seconds or as an HTTP date. */
-export const retryAfterMs = (headers: Headers | undefined): number | undefined => {
-  const ms = headers?.get("retry-after-ms")
-  if (ms !== null && ms !== undefined && Number.isFinite(Number.parseFloat(ms))) return Math.max(0, Number.parseFloat(ms))
-  const value = headers?.get("retry-after")
-  if (value === null || value === undefined || value.trim() === "") return undefined
-  const seconds = Number(value)
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000)
-  const date = Date.parse(value)
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now())
 }
 
 const CONTEXT = /context[_ ]length|maximum context|context window|too many tokens/i
@@ -65,8 +44,7 @@ export const classify = (e: unknown, ctx: Context): Failure => {
 const classifyStatus = (e: APIError, ctx: Context): Failure => {
   const failed = classifyByStatus(e, ctx)
   // The API may say outright whether a retry can help (the SDK obeys this header too).
-  const should = e.headers?.get("x-should-retry")
-  const retryable = should === "true" ? true : should === "false" ? false : failed.error.retryable
+  const retryable = shouldRetry(e.headers, failed.error.retryable)
   return retryable === failed.error.retryable ? failed : failure(failed.error.kind, failed.error.reason, retryable, e, failed.retryAfterMs)
 }
 
