@@ -1,12 +1,18 @@
 /**
  * What every model adapter needs around its provider's SDK, written once: transport retry of one model call
  * (bounded exponential backoff with jitter, a server's `retry-after` honoured and capped, every retry written down as a
- * `ProviderNote` so the kernel logs it with the step), and tool names the provider's API accepts.
+ * `ProviderNote` so the kernel logs it with the step), tool names the provider's API accepts, and the adapter's
+ * options read from the environment.
  *
  * @since 0.2.0
  */
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import type * as Redacted from "effect/Redacted"
 import * as Schedule from "effect/Schedule"
 import { ModelError } from "./Errors.js"
 import type { ProviderNote } from "./ModelPort.js"
@@ -150,3 +156,50 @@ export const wireNames = (names: ReadonlyArray<string>): WireNames => {
   const fromWire = new Map([...toWire].map(([original, wire]) => [wire, original]))
   return { toWire: (name) => toWire.get(name) ?? name, fromWire: (name) => fromWire.get(name) ?? name }
 }
+
+/** Where an adapter connects: what its `layerConfig` reads from the environment. */
+export interface Connection {
+  readonly apiKey?: Redacted.Redacted<string> | undefined
+  readonly baseURL?: string | undefined
+  readonly defaultModel?: string | undefined
+}
+
+/** `<PREFIX>_API_KEY` (redacted), `<PREFIX>_BASE_URL` and `<PREFIX>_MODEL`, each optional. */
+export const connectionFromEnv = (prefix: string): Config.Config<Connection> =>
+  Config.all({
+    apiKey: Config.option(Config.redacted(`${prefix}_API_KEY`)),
+    baseURL: Config.option(Config.string(`${prefix}_BASE_URL`)),
+    defaultModel: Config.option(Config.string(`${prefix}_MODEL`))
+  }).pipe(Config.map((env) => ({
+    apiKey: Option.getOrUndefined(env.apiKey),
+    baseURL: Option.getOrUndefined(env.baseURL),
+    defaultModel: Option.getOrUndefined(env.defaultModel)
+  })))
+
+// `Config.unwrap({})` throws in effect 3.22 (a struct of no fields), so no overrides is special-cased.
+const unwrapOverrides = <O>(overrides: Config.Config.Wrap<O>): Config.Config<Partial<O>> =>
+  Config.isConfig(overrides) || Object.keys(overrides).length > 0 ? Config.unwrap(overrides) : Config.succeed({})
+
+/**
+ * An adapter's options from configuration: the environment's connection (`connectionFromEnv(prefix)`), with
+ * `overrides` on top. A key or a base URL is required (a local server may need no key); without either the config
+ * fails with `missing`, naming `<PREFIX>_API_KEY`.
+ */
+export const optionsConfig = <O extends Connection>(
+  prefix: string,
+  missing: string,
+  overrides: Config.Config.Wrap<O>
+): Config.Config<Partial<O>> =>
+  Config.all([connectionFromEnv(prefix), unwrapOverrides(overrides)]).pipe(
+    Config.mapOrFail(([env, given]) => {
+      const options = {
+        ...given,
+        apiKey: given.apiKey ?? env.apiKey,
+        baseURL: given.baseURL ?? env.baseURL,
+        defaultModel: given.defaultModel ?? env.defaultModel
+      }
+      return options.apiKey === undefined && options.baseURL === undefined
+        ? Either.left(ConfigError.MissingData([`${prefix}_API_KEY`], missing))
+        : Either.right(options)
+    })
+  )

@@ -6,14 +6,12 @@
  */
 import { ModelPort, ModelTransport, type Pricing } from "@artana/core"
 import Anthropic from "@anthropic-ai/sdk"
-import * as Config from "effect/Config"
-import * as ConfigError from "effect/ConfigError"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { classify } from "./internal/errors.js"
 import { answerTool, toParams } from "./internal/request.js"
@@ -161,19 +159,7 @@ export const layer = (options: Options = {}): Layer.Layer<ModelPort.ModelPort | 
  * The environment's options: `ANTHROPIC_API_KEY` (redacted), `ANTHROPIC_BASE_URL`, `ANTHROPIC_MODEL`. The key may be
  * missing only when a base URL is set (a local server may need none).
  */
-export const fromEnv: Config.Config<Options> = Config.all({
-  apiKey: Config.option(Config.redacted("ANTHROPIC_API_KEY")),
-  baseURL: Config.option(Config.string("ANTHROPIC_BASE_URL")),
-  defaultModel: Config.option(Config.string("ANTHROPIC_MODEL"))
-}).pipe(Config.map((env) => ({
-  apiKey: Option.getOrUndefined(env.apiKey),
-  baseURL: Option.getOrUndefined(env.baseURL),
-  defaultModel: Option.getOrUndefined(env.defaultModel)
-})))
-
-// `Config.unwrap({})` throws in effect 3.22 (a struct of no fields), so no overrides is special-cased.
-const unwrapOverrides = (overrides: Config.Config.Wrap<Options>): Config.Config<Options> =>
-  Config.isConfig(overrides) || Object.keys(overrides).length > 0 ? Config.unwrap(overrides) : Config.succeed({})
+export const fromEnv: Config.Config<Options> = ModelTransport.connectionFromEnv("ANTHROPIC")
 
 /**
  * A layer whose options come from configuration: `fromEnv`, with `overrides` on top (plain values through
@@ -185,24 +171,11 @@ const unwrapOverrides = (overrides: Config.Config.Wrap<Options>): Config.Config<
 export const layerConfig = (
   overrides: Config.Config.Wrap<Options> = {}
 ): Layer.Layer<ModelPort.ModelPort | AnthropicClient, ConfigError.ConfigError> =>
-  Layer.unwrapEffect(
-    Effect.map(
-      Config.all([fromEnv, unwrapOverrides(overrides)]).pipe(
-        Config.mapOrFail(([env, given]) => {
-          const options: Options = {
-            ...given,
-            apiKey: given.apiKey ?? env.apiKey,
-            baseURL: given.baseURL ?? env.baseURL,
-            defaultModel: given.defaultModel ?? env.defaultModel
-          }
-          return options.apiKey === undefined && options.baseURL === undefined
-            ? Either.left(ConfigError.MissingData(
-              ["ANTHROPIC_API_KEY"],
-              "ANTHROPIC_API_KEY is required for api.anthropic.com; for a local Anthropic-compatible server set ANTHROPIC_BASE_URL instead"
-            ))
-            : Either.right(options)
-        })
-      ),
-      layer
-    )
-  )
+  Layer.unwrapEffect(Effect.map(
+    ModelTransport.optionsConfig(
+      "ANTHROPIC",
+      "ANTHROPIC_API_KEY is required for api.anthropic.com; for a local Anthropic-compatible server set ANTHROPIC_BASE_URL instead",
+      overrides
+    ),
+    layer
+  ))

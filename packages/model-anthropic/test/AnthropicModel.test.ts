@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Redacted } from "effect"
-import { Chat, type ModelPort, Pricing } from "@artana/core"
+import { Config, ConfigProvider, Effect, Either, Layer, Redacted } from "effect"
+import { Chat, ModelPort, Pricing } from "@artana/core"
 import { AnthropicModel } from "@artana/model-anthropic"
 import { FakeAnthropic } from "@artana/model-anthropic/testing"
 import { bodyOf, request, setup } from "./fixtures.js"
@@ -206,5 +206,46 @@ describe("AnthropicModel errors: the OpenAI adapter's kinds", () => {
       const error = yield* failureOf(model)
       expect(error).toMatchObject({ kind: "connection", retryable: true })
       expect(error.reason).toContain("ANTHROPIC_BASE_URL")
+    }))
+})
+
+describe("AnthropicModel.layer and layerConfig", () => {
+  it.scopedLive("layer provides ModelPort and AnthropicClient (the SDK client, its own retries off)", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeAnthropic.scoped([FakeAnthropic.text("hi")])
+      const context = yield* Layer.build(AnthropicModel.layer({ baseURL: server.url, defaultModel: "claude-3-5-haiku-latest" }))
+      const port = yield* Effect.provide(ModelPort.ModelPort, context)
+      const { baseURL, client } = yield* Effect.provide(AnthropicModel.AnthropicClient, context)
+      expect(port.defaultModel).toBe("claude-3-5-haiku-latest")
+      expect(port.prices?.["claude-3-5-haiku-latest"]).toEqual({ input: 0.8, cachedInput: 0.08, output: 4 })
+      expect(baseURL).toBe(server.url)
+      expect(client.maxRetries).toBe(0)
+      const response = yield* port.generate(request({ model: port.defaultModel }))
+      expect(response).toMatchObject({ model: "claude-3-5-haiku-latest", message: { content: "hi" } })
+    }))
+
+  it.scopedLive("layerConfig reads ANTHROPIC_BASE_URL, ANTHROPIC_MODEL and ANTHROPIC_API_KEY; overrides go on top", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeAnthropic.scoped([FakeAnthropic.text("from env")])
+      const env = ConfigProvider.fromMap(new Map([
+        ["ANTHROPIC_BASE_URL", server.url],
+        ["ANTHROPIC_MODEL", "claude-sonnet-4-0"],
+        ["ANTHROPIC_API_KEY", "sk-ant-env"]
+      ]))
+      const layer = AnthropicModel.layerConfig({ maxTokens: Config.succeed(777) }).pipe(Layer.provide(Layer.setConfigProvider(env)))
+      const port = yield* Effect.provide(ModelPort.ModelPort, layer)
+      const response = yield* port.generate(request({ model: port.defaultModel }))
+      expect(response).toMatchObject({ model: "claude-sonnet-4-0", message: { content: "from env" } })
+      expect(bodyOf(server, 0)).toMatchObject({ model: "claude-sonnet-4-0", max_tokens: 777 })
+      const headers = server.requests[0]!.headers
+      expect(`${headers["x-api-key"] ?? ""} ${headers["authorization"] ?? ""}`).toContain("sk-ant-env")
+    }))
+
+  it.effect("layerConfig without ANTHROPIC_API_KEY nor ANTHROPIC_BASE_URL is a ConfigError that says what to set", () =>
+    Effect.gen(function*() {
+      const layer = AnthropicModel.layerConfig().pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map()))))
+      const result = yield* Effect.either(Effect.provide(ModelPort.ModelPort, layer))
+      expect(Either.isLeft(result) && String(result.left)).toContain("ANTHROPIC_API_KEY")
+      expect(Either.isLeft(result) && String(result.left)).toContain("ANTHROPIC_BASE_URL")
     }))
 })

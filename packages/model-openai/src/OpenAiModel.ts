@@ -5,14 +5,12 @@
  * @since 0.1.0
  */
 import { type Chat, ModelPort, ModelTransport, type Pricing } from "@artana/core"
-import * as Config from "effect/Config"
-import * as ConfigError from "effect/ConfigError"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { OpenAI } from "openai"
 import { classify } from "./internal/errors.js"
@@ -155,19 +153,7 @@ export const layer = (options: Options = {}): Layer.Layer<ModelPort.ModelPort | 
  * The environment's options: `OPENAI_API_KEY` (redacted), `OPENAI_BASE_URL`, `OPENAI_MODEL`. The key may be
  * missing only when a base URL is set (local servers need none).
  */
-export const fromEnv: Config.Config<Options> = Config.all({
-  apiKey: Config.option(Config.redacted("OPENAI_API_KEY")),
-  baseURL: Config.option(Config.string("OPENAI_BASE_URL")),
-  defaultModel: Config.option(Config.string("OPENAI_MODEL"))
-}).pipe(Config.map((env) => ({
-  apiKey: Option.getOrUndefined(env.apiKey),
-  baseURL: Option.getOrUndefined(env.baseURL),
-  defaultModel: Option.getOrUndefined(env.defaultModel)
-})))
-
-// `Config.unwrap({})` throws in effect 3.22 (a struct of no fields), so no overrides is special-cased.
-const unwrapOverrides = (overrides: Config.Config.Wrap<Options>): Config.Config<Options> =>
-  Config.isConfig(overrides) || Object.keys(overrides).length > 0 ? Config.unwrap(overrides) : Config.succeed({})
+export const fromEnv: Config.Config<Options> = ModelTransport.connectionFromEnv("OPENAI")
 
 /**
  * A layer whose options come from configuration: `fromEnv`, with `overrides` on top (plain values through
@@ -179,24 +165,11 @@ const unwrapOverrides = (overrides: Config.Config.Wrap<Options>): Config.Config<
 export const layerConfig = (
   overrides: Config.Config.Wrap<Options> = {}
 ): Layer.Layer<ModelPort.ModelPort | OpenAiClient, ConfigError.ConfigError> =>
-  Layer.unwrapEffect(
-    Effect.map(
-      Config.all([fromEnv, unwrapOverrides(overrides)]).pipe(
-        Config.mapOrFail(([env, given]) => {
-          const options: Options = {
-            ...given,
-            apiKey: given.apiKey ?? env.apiKey,
-            baseURL: given.baseURL ?? env.baseURL,
-            defaultModel: given.defaultModel ?? env.defaultModel
-          }
-          return options.apiKey === undefined && options.baseURL === undefined
-            ? Either.left(ConfigError.MissingData(
-              ["OPENAI_API_KEY"],
-              "OPENAI_API_KEY is required for api.openai.com; for a local OpenAI-compatible server set OPENAI_BASE_URL instead"
-            ))
-            : Either.right(options)
-        })
-      ),
-      layer
-    )
-  )
+  Layer.unwrapEffect(Effect.map(
+    ModelTransport.optionsConfig(
+      "OPENAI",
+      "OPENAI_API_KEY is required for api.openai.com; for a local OpenAI-compatible server set OPENAI_BASE_URL instead",
+      overrides
+    ),
+    layer
+  ))
