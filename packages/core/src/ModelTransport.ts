@@ -35,6 +35,136 @@ export const failure = (
   retryAfterMs
 })
 
+/** The provider an adapter talks to, as its failures name it: the fix a person reads in a reason. */
+export interface Provider {
+  /** `OpenAI`, `Anthropic`. */
+  readonly name: string
+  /** The adapter's module (`OpenAiModel`), whose `layer` / `layerConfig` take the options. */
+  readonly adapter: string
+  /** The prefix of its environment variables: `<env>_API_KEY`, `<env>_BASE_URL`, `<env>_MODEL`. */
+  readonly env: string
+  /** The API's host, where a key is required. */
+  readonly host: string
+  /** What a key must belong to (said on a 403). */
+  readonly keyScope: string
+  /** What a base URL looks like (said on a 404). */
+  readonly baseUrlHint: string
+}
+
+/** Where one call went: the provider, its base URL, the model asked for, whether a key was sent, the deadline. */
+export interface Endpoint {
+  readonly provider: Provider
+  readonly baseURL: string
+  readonly model: string
+  readonly hasApiKey: boolean
+  readonly timeoutMs: number
+}
+
+/** No key, and the provider's own host: refused before any request. */
+export const missingKey = ({ provider: p }: Endpoint): Failure =>
+  failure(
+    "authentication",
+    `no API key configured for ${p.host}; set ${p.env}_API_KEY (read by ${p.adapter}.layerConfig) or pass apiKey to ` +
+      `${p.adapter}.layer (a local server needs none: set ${p.env}_BASE_URL instead)`,
+    false
+  )
+
+/** No answer within the deadline. */
+export const timedOut = (endpoint: Endpoint, cause?: unknown): Failure =>
+  failure("timeout", `no response from ${endpoint.baseURL} within ${endpoint.timeoutMs} ms`, true, cause)
+
+/** The server could not be reached (refused, reset, DNS). */
+export const unreachable = (endpoint: Endpoint, detail: string, cause: unknown): Failure =>
+  failure(
+    "connection",
+    `could not reach ${endpoint.baseURL} (${detail}); check ${endpoint.provider.env}_BASE_URL (the baseURL option) and ` +
+      `that the server is running`,
+    true,
+    cause
+  )
+
+/** What the SDK threw that no other rule names. */
+export const unexpected = (endpoint: Endpoint, e: unknown): Failure =>
+  failure("unknown", `unexpected error from the ${endpoint.provider.name} client: ${e instanceof Error ? e.message : String(e)}`, false, e)
+
+/** An HTTP error answer, as the SDK reports it. */
+export interface HttpError {
+  readonly status: number
+  /** The server's message. */
+  readonly detail: string
+  readonly headers: Headers | undefined
+  /** The provider said the conversation does not fit the model's context window. */
+  readonly contextLength: boolean
+  /** The provider said the account's credit or quota is exhausted (a retry will not help). */
+  readonly quotaExhausted: boolean
+}
+
+/**
+ * An HTTP error answer as a failure, the same for every provider: 401/403 `authentication`, 429 `rate_limited`
+ * (retried, after `retry-after`), 408 `timeout`, 5xx and 409 `server_error` (retried), the context window
+ * `context_length_exceeded`, any other 4xx `bad_request`; a server's `x-should-retry` overrides whether it is retried.
+ */
+export const httpFailure = (endpoint: Endpoint, e: HttpError, cause: unknown): Failure => {
+  const failed = byStatus(endpoint, e, cause)
+  const retryable = shouldRetry(e.headers, failed.error.retryable)
+  return retryable === failed.error.retryable ? failed : failure(failed.error.kind, failed.error.reason, retryable, cause, failed.retryAfterMs)
+}
+
+const byStatus = ({ baseURL, hasApiKey, model, provider: p }: Endpoint, e: HttpError, cause: unknown): Failure => {
+  const { detail, status } = e
+  const after = retryAfterMs(e.headers)
+  if (status === 401) {
+    return failure(
+      "authentication",
+      hasApiKey
+        ? `${baseURL} rejected the API key (${detail}); check ${p.env}_API_KEY (or the apiKey option of ${p.adapter}.layer)`
+        : `${baseURL} requires an API key and none was configured (${detail}); set ${p.env}_API_KEY (read by ` +
+          `${p.adapter}.layerConfig) or pass apiKey to ${p.adapter}.layer`,
+      false,
+      cause
+    )
+  }
+  if (status === 403) {
+    return failure(
+      "authentication",
+      `the API key may not do this (${detail}); check that the key in ${p.env}_API_KEY belongs to the right ` +
+        `${p.keyScope} and has access to model "${model}"`,
+      false,
+      cause
+    )
+  }
+  if (e.quotaExhausted) {
+    return failure(
+      "rate_limited",
+      `the account's credit or quota is exhausted (${detail}); add credit or raise the limit with ${p.name}, retrying will not help`,
+      false,
+      cause
+    )
+  }
+  if (status === 429) return failure("rate_limited", `rate limited by ${baseURL} (${detail})`, true, cause, after)
+  if (status === 408) return failure("timeout", `${baseURL} timed out the request (${detail})`, true, cause, after)
+  if (status >= 500 || status === 409) return failure("server_error", `${baseURL} failed (${detail})`, true, cause, after)
+  if (e.contextLength) {
+    return failure(
+      "context_length_exceeded",
+      `the conversation does not fit the context window of model "${model}" (${detail}); compact the history ` +
+        `(fewer or shorter messages, smaller tool results) or use a model with a larger context`,
+      false,
+      cause
+    )
+  }
+  if (status === 404) {
+    return failure(
+      "bad_request",
+      `not found (${detail}); check the model name "${model}" (${p.env}_MODEL or the defaultModel option) and the ` +
+        `base URL ${baseURL} ${p.baseUrlHint}`,
+      false,
+      cause
+    )
+  }
+  return failure("bad_request", `${baseURL} rejected the request (${detail})`, false, cause)
+}
+
 /** How one model call is retried. */
 export interface RetryPolicy {
   /** Retries after the first attempt. */

@@ -13,7 +13,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import { classify } from "./internal/errors.js"
+import { classify, provider } from "./internal/errors.js"
 import { answerTool, toParams } from "./internal/request.js"
 import { isFailure, toResponse } from "./internal/response.js"
 
@@ -110,15 +110,8 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
     })
 
     const generate = Effect.fn("AnthropicModel.generate")(function*(request: ModelPort.ModelRequest) {
-      const ctx = { baseURL, model: request.model, hasApiKey, timeoutMs }
-      if (!hasApiKey && options.baseURL === undefined) {
-        return yield* ModelTransport.failure(
-          "authentication",
-          "no API key configured for api.anthropic.com; set ANTHROPIC_API_KEY (read by AnthropicModel.layerConfig) or " +
-            "pass apiKey to AnthropicModel.layer (a local server needs none: set ANTHROPIC_BASE_URL instead)",
-          false
-        ).error
-      }
+      const endpoint = { provider, baseURL, model: request.model, hasApiKey, timeoutMs }
+      if (!hasApiKey && options.baseURL === undefined) return yield* ModelTransport.missingKey(endpoint).error
       // Tool names the API refuses (`fs.read`) travel renamed, and the model's calls are renamed back.
       const names = ModelTransport.wireNames(request.tools.map((t) => t.name))
       const answer = answerTool(request, names)
@@ -127,7 +120,7 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
       // (by the deadline below, or by the caller).
       const attempt = Effect.tryPromise({
         try: (signal) => client.messages.create(params, { signal }),
-        catch: (e) => classify(e, ctx)
+        catch: (e) => classify(e, endpoint)
       }).pipe(
         Effect.timeoutFail({
           duration: timeoutMs,

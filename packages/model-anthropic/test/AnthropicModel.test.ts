@@ -174,6 +174,7 @@ describe("AnthropicModel errors: the OpenAI adapter's kinds", () => {
         [FakeAnthropic.error(401, { message: "invalid x-api-key" }), request(), "authentication", "ANTHROPIC_API_KEY"],
         [FakeAnthropic.error(403), request(), "authentication", "workspace"],
         [FakeAnthropic.error(402, { message: "credit balance is too low" }), request(), "rate_limited", "retrying will not help"],
+        [FakeAnthropic.error(413, { message: "request too large" }), request(), "context_length_exceeded", "compact"],
         [FakeAnthropic.error(400, { message: "prompt is too long: 201234 tokens > 200000 maximum" }), request(), "context_length_exceeded", "compact"],
         [FakeAnthropic.error(404, { message: "model: claude-nope" }), request({ model: "claude-nope" }), "bad_request", "claude-nope"],
         [FakeAnthropic.error(400, { message: "tools.0.name: bad" }), request(), "bad_request", "tools.0.name: bad"],

@@ -13,7 +13,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import { OpenAI } from "openai"
-import { classify } from "./internal/errors.js"
+import { classify, provider } from "./internal/errors.js"
 import { toParams } from "./internal/request.js"
 import { accumulate, check, fromCompletion, isFailure, type Reply, toResponse } from "./internal/response.js"
 import { countMessages } from "./internal/tokens.js"
@@ -90,15 +90,8 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
     })
 
     const generate = Effect.fn("OpenAiModel.generate")(function*(request: ModelPort.ModelRequest) {
-      const ctx = { baseURL, model: request.model, hasApiKey, timeoutMs }
-      if (!hasApiKey && options.baseURL === undefined) {
-        return yield* ModelTransport.failure(
-          "authentication",
-          "no API key configured for api.openai.com; set OPENAI_API_KEY (read by OpenAiModel.layerConfig) or pass " +
-            "apiKey to OpenAiModel.layer (a local server needs none: set OPENAI_BASE_URL instead)",
-          false
-        ).error
-      }
+      const endpoint = { provider, baseURL, model: request.model, hasApiKey, timeoutMs }
+      if (!hasApiKey && options.baseURL === undefined) return yield* ModelTransport.missingKey(endpoint).error
       // Tool names the API refuses (`fs.read`) travel renamed, and the model's calls are renamed back.
       const names = ModelTransport.wireNames(request.tools.map((t) => t.name))
       const params = toParams(request, names)
@@ -111,7 +104,7 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
               .create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal })
               .then(accumulate)
             : client.chat.completions.create({ ...params, stream: false }, { signal }).then(fromCompletion),
-        catch: (e) => classify(e, ctx)
+        catch: (e) => classify(e, endpoint)
       })
       const attempt = call.pipe(
         Effect.timeoutFail({
