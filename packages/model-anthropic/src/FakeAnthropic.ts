@@ -10,9 +10,9 @@
  *
  * @since 0.1.0
  */
-import * as Effect from "effect/Effect"
+import { FakeProvider } from "@artana/core/testing"
+import type * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import * as Http from "node:http"
 
 /** Token usage a scripted answer reports (Anthropic's `input_tokens` excludes the cache reads and writes). */
 export interface ScriptedUsage {
@@ -51,13 +51,8 @@ export interface HttpError {
   readonly headers: Readonly<Record<string, string>>
 }
 
-/** Never answer: the request stays open until the client gives up. */
-export interface Hang {
-  readonly _tag: "Hang"
-}
-
-/** One scripted reply. */
-export type Reply = Answer | HttpError | Hang
+/** One scripted reply (`Hang`: never answered, the request stays open until the client gives up). */
+export type Reply = Answer | HttpError | FakeProvider.Hang
 
 /** Usage reported when a reply does not set its own. */
 export const defaultUsage: ScriptedUsage = { inputTokens: 10, outputTokens: 5 }
@@ -124,29 +119,13 @@ export const error = (
 })
 
 /** A request the server never answers. */
-export const hang: Reply = { _tag: "Hang" }
+export const hang: Reply = FakeProvider.hang
 
 /** A request as the server received it. */
-export interface RecordedRequest {
-  readonly method: string
-  readonly path: string
-  readonly headers: Http.IncomingHttpHeaders
-  /** The parsed JSON body (`undefined` when it was not JSON). */
-  readonly body: unknown
-  /** Resolves when the client closed the connection before the server answered (a timeout, an interruption). */
-  readonly abandoned: Promise<void>
-}
+export type RecordedRequest = FakeProvider.RecordedRequest
 
-export interface Server {
-  /** The base URL to give the SDK (without `/v1`, which the SDK adds). */
-  readonly url: string
-  /** Every request received, in order. */
-  readonly requests: ReadonlyArray<RecordedRequest>
-  /** Replies not yet played. */
-  readonly remaining: () => number
-  /** Stops the server and drops open connections (hung requests included); again, it does nothing. */
-  readonly close: () => Promise<void>
-}
+/** The server: `url` is its origin, without `/v1` (which the SDK adds). */
+export type Server = FakeProvider.Server
 
 const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> => typeof u === "object" && u !== null && !Array.isArray(u)
 
@@ -187,78 +166,26 @@ const message = (reply: Answer, body: unknown, n: number) => {
   }
 }
 
-const sendJson = (res: Http.ServerResponse, status: number, body: unknown, headers: Readonly<Record<string, string>> = {}) => {
-  res.writeHead(status, { "content-type": "application/json", "request-id": "req_fake", ...headers })
-  res.end(JSON.stringify(body))
-}
-
 const errorBody = (message: string, type: string) => ({ type: "error", error: { type, message } })
 
-/** Starts a server on 127.0.0.1 (a free port) that plays `script`. */
-export const start = (script: ReadonlyArray<Reply>): Promise<Server> => {
-  const requests: Array<RecordedRequest> = []
-  let next = 0
-  const server = Http.createServer((req, res) => {
-    const raw: Array<Buffer> = []
-    req.on("data", (b: Buffer) => raw.push(b))
-    req.on("end", () => {
-      const n = requests.length + 1
-      let body: unknown
-      try {
-        body = JSON.parse(Buffer.concat(raw).toString("utf8"))
-      } catch {
-        body = undefined
-      }
-      let abandon: () => void = () => {}
-      const abandoned = new Promise<void>((resolve) => (abandon = resolve))
-      res.on("close", () => {
-        if (!res.writableEnded) abandon()
-      })
-      const path = (req.url ?? "").split("?")[0] ?? ""
-      requests.push({ method: req.method ?? "", path, headers: req.headers, body, abandoned })
-      if (req.method !== "POST" || path !== "/v1/messages") {
-        return sendJson(res, 404, errorBody(`FakeAnthropic serves POST /v1/messages, not ${req.method} ${path}`, "not_found_error"))
-      }
-      if (isRecord(body) && body["stream"] === true) {
-        return sendJson(res, 400, errorBody("FakeAnthropic does not stream", "invalid_request_error"))
-      }
-      const reply = script[next]
-      if (reply === undefined) {
-        // Not retryable (400), so a test that makes one call too many fails at once and says why.
-        return sendJson(res, 400, errorBody(`FakeAnthropic: the script has ${script.length} replies but request ${n} arrived`, "invalid_request_error"))
-      }
-      next++
-      switch (reply._tag) {
-        case "Hang":
-          return
-        case "HttpError":
-          return sendJson(res, reply.status, errorBody(reply.message, reply.type), reply.headers)
-        case "Answer":
-          return sendJson(res, 200, message(reply, body, n))
-      }
-    })
-  })
-  return new Promise((resolve, reject) => {
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      if (address === null || typeof address === "string") return reject(new Error(`FakeAnthropic: unexpected address ${address}`))
-      resolve({
-        url: `http://127.0.0.1:${address.port}`,
-        requests,
-        remaining: () => script.length - next,
-        // Closing twice is fine (a test that stops the server early, then its scope).
-        close: () =>
-          new Promise<void>((done, fail) => {
-            if (!server.listening) return done()
-            server.close((e) => (e === undefined ? done() : fail(e)))
-            server.closeAllConnections()
-          })
-      })
-    })
-  })
+const protocol: FakeProvider.Protocol<Reply> = {
+  path: "/v1/messages",
+  errorBody: (status, message) => errorBody(message, ERROR_TYPES[status] ?? "invalid_request_error"),
+  answer: (reply, request, res, n) => {
+    const headers = { "request-id": `req_fake_${n}` }
+    if (isRecord(request.body) && request.body["stream"] === true) {
+      return FakeProvider.sendJson(res, 400, errorBody("FakeAnthropic does not stream", "invalid_request_error"), headers)
+    }
+    if (reply._tag === "HttpError") {
+      return FakeProvider.sendJson(res, reply.status, errorBody(reply.message, reply.type), { ...headers, ...reply.headers })
+    }
+    if (reply._tag === "Answer") FakeProvider.sendJson(res, 200, message(reply, request.body, n), headers)
+  }
 }
+
+/** Starts a server on 127.0.0.1 (a free port) that plays `script`. */
+export const start = (script: ReadonlyArray<Reply>): Promise<Server> => FakeProvider.start("FakeAnthropic", protocol, script)
 
 /** `start` as a scoped resource: the server closes with the scope. */
 export const scoped = (script: ReadonlyArray<Reply>): Effect.Effect<Server, never, Scope.Scope> =>
-  Effect.acquireRelease(Effect.promise(() => start(script)), (server) => Effect.promise(() => server.close()))
+  FakeProvider.scoped(() => start(script))

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, type Scope } from "effect"
 import { Chat, type ModelPort } from "@artana/core"
 import { AnthropicModel } from "@artana/model-anthropic"
 import { FakeAnthropic } from "@artana/model-anthropic/testing"
@@ -15,7 +15,10 @@ export const request = (extra: Partial<ModelPort.ModelRequest> = {}): ModelPort.
  * A fake server playing `script` and the adapter pointed at it, with retry delays of a millisecond so retries do not
  * slow the suite. The server closes with the test's scope.
  */
-export const setup = (script: ReadonlyArray<FakeAnthropic.Reply>, options: AnthropicModel.Options = {}) =>
+export const setup = (
+  script: ReadonlyArray<FakeAnthropic.Reply>,
+  options: AnthropicModel.Options = {}
+): Effect.Effect<{ readonly server: FakeAnthropic.Server; readonly model: AnthropicModel.Service }, never, Scope.Scope> =>
   Effect.gen(function*() {
     const server = yield* FakeAnthropic.scoped(script)
     const model = yield* AnthropicModel.make({ baseURL: server.url, retryBaseDelay: "1 millis", ...options })
