@@ -6,6 +6,7 @@
  */
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
@@ -24,6 +25,7 @@ import type * as Execution from "./internal/execution.js"
 import { verifiedEvents } from "./internal/ledger.js"
 import { reconcile } from "./internal/reconcile.js"
 import { continueRun, type Runtime, startRun } from "./internal/runs.js"
+import * as Signals from "./internal/signals.js"
 import * as Json from "./Json.js"
 import type { Lease } from "./Lease.js"
 import { Middleware } from "./Middleware.js"
@@ -96,6 +98,21 @@ export interface ResumeOptions extends RunRef {
   readonly lease?: Lease | undefined
 }
 
+/** What `Kernel.signal` takes: the run, the signal's name, and its payload (JSON; the waiting code decodes it). */
+export interface SignalRequest extends RunRef {
+  readonly name: string
+  readonly payload: unknown
+}
+
+/** Where a signal was written: its id and its seq in the run's log. */
+export interface SignalReceipt {
+  readonly signalId: string
+  readonly seq: number
+}
+
+/** What `Kernel.signal` may fail with: the run has ended (`SignalRefused`), is another tenant's or none, ... */
+export type SignalError = Signals.SendError
+
 export interface ChatRunOptions<A, I = unknown> extends Workflow.ChatOptions<A, I> {
   readonly runId?: string | undefined
   readonly tenant: TenantContext
@@ -145,6 +162,14 @@ export interface Service {
   readonly events: (run: RunRef, options?: EventsOptions) => Stream.Stream<Event, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered>
   /** Checks the run's hash chain against its store record and, if given, an exported head. */
   readonly verify: (run: RunRef & { readonly head?: Head | undefined }) => Effect.Effect<VerifyReport, Errors.RunNotFound | Errors.StoreError>
+  /**
+   * Delivers a durable message to a run that is running, paused, or not yet at the `ctx.waitForSignal` that takes it:
+   * a `SignalSent` appended to the run's own chain (see the core README's "Signals"). A run that ended (completed,
+   * failed, continued) refuses it with `SignalRefused`; another tenant's run is `RunNotFound`. Nothing resumes here:
+   * an execution waiting in some process takes it at its next read of the log; a run paused for a person or left by a
+   * crash takes it once resumed and at the wait.
+   */
+  readonly signal: (request: SignalRequest) => Effect.Effect<SignalReceipt, SignalError>
   /** A run of one chat: model step(s), tool steps, structured output. */
   readonly chat: <A = string, I = unknown>(
     options: ChatRunOptions<A, I>
@@ -182,6 +207,8 @@ export interface Options extends Pricing.Options {
    * and outcome in one commit after the handler; a crash mid-handler runs the call again with the same key).
    */
   readonly idempotentToolDurability?: Durability | undefined
+  /** How often an execution waiting in `ctx.waitForSignal` reads its run's log for new signals. Default 200 ms. */
+  readonly signalPollInterval?: Duration.DurationInput | undefined
 }
 
 const chatOutput = <A, I>(outputSchema: Schema.Schema<A, I> | undefined) =>
@@ -232,7 +259,8 @@ export const make = (options: Options = {}) =>
       priceOf: Pricing.resolver(options, model.prices),
       defaultMaxOutputTokens: options.defaultMaxOutputTokens ?? 1024,
       enforceBudget: options.enforceBudget ?? true,
-      idempotentToolDurability: options.idempotentToolDurability ?? "two-phase"
+      idempotentToolDurability: options.idempotentToolDurability ?? "two-phase",
+      signalPollMillis: options.signalPollInterval === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalPollInterval))
     }
     const workflows = new Map<string, Workflow.Any>()
     for (const w of options.workflows ?? []) workflows.set(w.name, w)
@@ -328,6 +356,8 @@ export const make = (options: Options = {}) =>
           Workflow.ChatError | KernelError
         >
       },
+      signal: (request) =>
+        Signals.send(store, deps.auditKey, request).pipe(Effect.withSpan("Kernel.signal", { attributes: { runId: request.runId, signal: request.name } })),
       callTool: (options) =>
         execute(callToolWorkflow, { runId: options.runId, tenant: options.tenant, input: { tool: options.tool, args: options.args } })
     }

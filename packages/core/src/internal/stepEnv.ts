@@ -34,6 +34,8 @@ export interface Deps {
   readonly enforceBudget: boolean
   /** How an idempotent tool that does not say is logged. */
   readonly idempotentToolDurability: Durability
+  /** How often a `ctx.waitForSignal` reads the run's log for new signals (default `Signals.DEFAULT_POLL_MILLIS`). */
+  readonly signalPollMillis?: number | undefined
 }
 
 /** Faults that end an execution without writing anything: the run stays resumable. */
