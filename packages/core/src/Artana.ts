@@ -73,6 +73,8 @@ export interface Options extends Pricing.Options {
   readonly enforceBudget?: boolean | undefined
   /** How often an execution waiting for a signal reads its run's log (see `Kernel.Options.signalPollInterval`). */
   readonly signalPollInterval?: Duration.DurationInput | undefined
+  /** How long an execution waits for a signal in its process before the run pauses (`Kernel.Options.signalWaitHold`). */
+  readonly signalWaitHold?: Duration.DurationInput | undefined
   /**
    * More services the workflows read when they run (workflow code runs with the kernel's services and the kernel
    * itself), e.g. the `MemoryStore` of `@artana/agent`'s agents: layers with no requirements of their own.
@@ -110,7 +112,8 @@ export const layer = (options: Options): Layer.Layer<Services, unknown> => {
     unknownModelPrice: options.unknownModelPrice,
     defaultMaxOutputTokens: options.defaultMaxOutputTokens,
     enforceBudget: options.enforceBudget,
-    signalPollInterval: options.signalPollInterval
+    signalPollInterval: options.signalPollInterval,
+    signalWaitHold: options.signalWaitHold
   })
   return Layer.provideMerge(kernel, ports)
 }

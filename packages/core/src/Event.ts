@@ -302,6 +302,8 @@ export const statusAfter = (p: EventPayload): RunStatus | undefined => {
     case "RunStarted":
     case "RunResumed":
     case "HumanResponded":
+    case "SignalReceived":
+    case "SignalTimedOut":
       return "running"
     case "ToolCompleted":
     case "ToolFailed":

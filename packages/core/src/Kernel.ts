@@ -42,7 +42,14 @@ import * as Workflow from "./Workflow.js"
 /** How an execution ended, when it did not fail. */
 export type RunResult<O> =
   | { readonly status: "completed"; readonly runId: string; readonly output: O }
-  | { readonly status: "paused"; readonly runId: string; readonly ticket: string; readonly reason: string }
+  | {
+    readonly status: "paused"
+    readonly runId: string
+    readonly ticket: string
+    readonly reason: string
+    /** Set when the run waits for a signal until a deadline: resume it then, if no signal woke it before. */
+    readonly wakeAt?: number | undefined
+  }
   | {
     readonly status: "needs_reconciliation"
     readonly runId: string
@@ -170,6 +177,13 @@ export interface Service {
    * crash takes it once resumed and at the wait.
    */
   readonly signal: (request: SignalRequest) => Effect.Effect<SignalReceipt, SignalError>
+  /**
+   * When the kernel shares its store with a `TaskQueue`: queues the task that drives `run` if the run is paused at a
+   * signal wait that may go on now (a signal came, its deadline passed). `signal` does it after writing; a worker does
+   * it after it finished a task whose run paused at a wait (a signal may have come while it finished it). True when a
+   * task was woken; false without a queue.
+   */
+  readonly wake: (run: RunRef) => Effect.Effect<boolean, Errors.RunNotFound | Errors.StoreError>
   /** A run of one chat: model step(s), tool steps, structured output. */
   readonly chat: <A = string, I = unknown>(
     options: ChatRunOptions<A, I>
@@ -209,6 +223,12 @@ export interface Options extends Pricing.Options {
   readonly idempotentToolDurability?: Durability | undefined
   /** How often an execution waiting in `ctx.waitForSignal` reads its run's log for new signals. Default 200 ms. */
   readonly signalPollInterval?: Duration.DurationInput | undefined
+  /**
+   * How long an execution waits in its process in `ctx.waitForSignal` before it pauses the run (which then costs
+   * nothing until a resume: a worker's, once a signal wakes its task or the wait's deadline comes). Default 0: it pauses
+   * at once. `Duration.infinity`: it never pauses (it waits in its process, as `ctx.sleep` does).
+   */
+  readonly signalWaitHold?: Duration.DurationInput | undefined
 }
 
 const chatOutput = <A, I>(outputSchema: Schema.Schema<A, I> | undefined) =>
@@ -260,7 +280,8 @@ export const make = (options: Options = {}) =>
       defaultMaxOutputTokens: options.defaultMaxOutputTokens ?? 1024,
       enforceBudget: options.enforceBudget ?? true,
       idempotentToolDurability: options.idempotentToolDurability ?? "two-phase",
-      signalPollMillis: options.signalPollInterval === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalPollInterval))
+      signalPollMillis: options.signalPollInterval === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalPollInterval)),
+      signalHoldMillis: options.signalWaitHold === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalWaitHold))
     }
     const workflows = new Map<string, Workflow.Any>()
     for (const w of options.workflows ?? []) workflows.set(w.name, w)
@@ -318,6 +339,9 @@ export const make = (options: Options = {}) =>
         Stream.catchTag(verifiedEvents(store, deps.auditKey, info, options), "InvalidRunState", (cut) =>
           Stream.fail(new Errors.LogTampered({ runId: run.runId, seq: info.headSeq, reason: cut.status })))))
 
+    const wake = (run: RunRef) =>
+      Option.match(queue, { onNone: () => Effect.succeed(false), onSome: (q) => Signals.wakeTask(store, q, run) })
+
     const service: Service = {
       execute,
       resume,
@@ -357,7 +381,15 @@ export const make = (options: Options = {}) =>
         >
       },
       signal: (request) =>
-        Signals.send(store, deps.auditKey, request).pipe(Effect.withSpan("Kernel.signal", { attributes: { runId: request.runId, signal: request.name } })),
+        Signals.send(store, deps.auditKey, request).pipe(
+          // The signal is written: a failure to wake the run's task only delays the run (a worker's `wake` after it
+          // paused, or a resume, picks it up), so it is logged, and the sender is not told to send it again.
+          Effect.tap(() =>
+            Effect.catchAll(wake(request), (e) => Effect.logWarning(`signal written to run ${request.runId}, but its task was not woken`, e.message))
+          ),
+          Effect.withSpan("Kernel.signal", { attributes: { runId: request.runId, signal: request.name } })
+        ),
+      wake: (run) => wake(run),
       callTool: (options) =>
         execute(callToolWorkflow, { runId: options.runId, tenant: options.tenant, input: { tool: options.tool, args: options.args } })
     }

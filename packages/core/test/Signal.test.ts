@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Fiber, Schema, TestClock } from "effect"
+import { Duration, Effect, Either, Fiber, Schema, TestClock } from "effect"
 import { EventStore, Kernel, Tenant, Verify, Workflow } from "@artana/core"
 import { kernelLayer, tenant } from "./fixtures.js"
 
@@ -23,6 +23,9 @@ const approval = Workflow.make({
 
 const ref = (runId: string) => ({ tenantId: tenant.tenantId, runId })
 const logOf = (runId: string) => Effect.flatMap(EventStore.EventStore, (s) => s.readEvents(tenant.tenantId, runId))
+/** A kernel whose waits hold the run in their process (they never pause). */
+const holding = kernelLayer([], [], { kernel: { signalWaitHold: Duration.infinity } })
+
 const shape = (events: ReadonlyArray<{ readonly type: string; readonly stepKey: string }>) => events.map((e) => `${e.type}@${e.stepKey}`)
 
 describe("signals", () => {
@@ -90,7 +93,7 @@ describe("signals", () => {
       expect(shape(yield* logOf("wake"))).toEqual([
         "RunStarted@run", "StepCompleted@step:0", "SignalAwaited@signal:1", "SignalSent@run", "SignalReceived@signal:1", "RunCompleted@run"
       ])
-    }).pipe(Effect.provide(kernelLayer([], []))))
+    }).pipe(Effect.provide(holding)))
 
   it.effect("a signal to a completed run is refused with nothing written; another tenant's run is not found", () =>
     Effect.gen(function*() {
@@ -107,7 +110,7 @@ describe("signals", () => {
       const other = Tenant.TenantContext.make({ tenantId: "globex", capabilities: [], budgetUsdLimit: 1 })
       const foreign = yield* Effect.either(kernel.signal({ tenantId: other.tenantId, runId: "done", name: "decision", payload: null }))
       expect(Either.isLeft(foreign) && foreign.left._tag).toBe("RunNotFound")
-    }).pipe(Effect.provide(kernelLayer([], []))))
+    }).pipe(Effect.provide(holding)))
 
   it.effect("a timeout is logged as a deadline; a run resumed after its process stopped waits only what is left", () =>
     Effect.gen(function*() {
@@ -131,7 +134,7 @@ describe("signals", () => {
       const late = yield* Effect.either(kernel.signal({ ...ref("slow"), name: "decision", payload: { approve: true, by: "late" } }))
       expect(Either.isLeft(late) && late.left._tag).toBe("SignalRefused")
       expect(yield* kernel.replay(approval, ref("slow"))).toEqual({ status: "completed", runId: "slow", output: "declined by timeout" })
-    }).pipe(Effect.provide(kernelLayer([], [], { kernel: { signalPollInterval: "1 minute" } }))))
+    }).pipe(Effect.provide(kernelLayer([], [], { kernel: { signalPollInterval: "1 minute", signalWaitHold: Duration.infinity } }))))
 
   it.effect("a payload that does not decode is a typed failure the code handles, logged, and replayed the same way", () =>
     Effect.gen(function*() {
@@ -143,7 +146,7 @@ describe("signals", () => {
       const done = yield* Fiber.join(fiber)
       expect(done.status === "completed" && done.output).toMatch(/^declined by invalid: /)
       expect(yield* kernel.replay(approval, ref("bad"))).toEqual(done)
-    }).pipe(Effect.provide(kernelLayer([], []))))
+    }).pipe(Effect.provide(holding)))
 
   it.effect("a replay is exact: code that waits for another signal at that point is NonDeterminism", () =>
     Effect.gen(function*() {
@@ -165,7 +168,7 @@ describe("signals", () => {
       })
       const replayed = yield* Effect.either(kernel.replay(changed, ref("exact")))
       expect(Either.isLeft(replayed) && replayed.left).toMatchObject({ _tag: "NonDeterminism", stepKey: "signal:1" })
-    }).pipe(Effect.provide(kernelLayer([], []))))
+    }).pipe(Effect.provide(holding)))
 
   it.effect("a signal appended between a run's own appends is adopted: the run goes on after it and takes it later", () =>
     Effect.gen(function*() {
@@ -185,5 +188,45 @@ describe("signals", () => {
       const log = yield* logOf("racer")
       expect(shape(log)).toEqual(["RunStarted@run", "SignalSent@run", "StepCompleted@step:0", "SignalReceived@signal:1", "RunCompleted@run"])
       expect(Verify.verifyEvents("racer", log).ok).toBe(true)
+    }).pipe(Effect.provide(kernelLayer([], []))))
+  it.effect("by default a wait pauses the run: a resume before a signal writes nothing; after one, the run takes it", () =>
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const paused = yield* kernel.execute(approval, { runId: "p1", tenant, input: {} })
+      expect(paused).toEqual({ status: "paused", runId: "p1", ticket: "signal:signal:1", reason: "waiting for signal \"decision\"" })
+      const log = yield* logOf("p1")
+      expect(shape(log)).toEqual(["RunStarted@run", "StepCompleted@step:0", "SignalAwaited@signal:1", "PauseRequested@signal:1"])
+      expect((yield* Effect.flatMap(EventStore.EventStore, (s) => s.getRun(tenant.tenantId, "p1"))).status).toBe("paused")
+      // Nothing came: a resume (a worker polling, a person) finds the run still waiting and writes nothing.
+      expect(yield* kernel.resume({ ...ref("p1"), workflow: approval })).toEqual(paused)
+      expect(yield* logOf("p1")).toEqual(log)
+      // A signal wait takes a signal, not a response.
+      const answered = yield* Effect.either(kernel.resume({ ...ref("p1"), workflow: approval, response: { approve: true } }))
+      expect(Either.isLeft(answered) && answered.left._tag).toBe("InvalidRunState")
+      yield* kernel.signal({ ...ref("p1"), name: "decision", payload: { approve: true, by: "eve" } })
+      expect(yield* kernel.resume({ ...ref("p1"), workflow: approval })).toEqual({ status: "completed", runId: "p1", output: "approved by eve" })
+      expect(shape(yield* logOf("p1"))).toEqual([
+        "RunStarted@run", "StepCompleted@step:0", "SignalAwaited@signal:1", "PauseRequested@signal:1",
+        "SignalSent@run", "RunResumed@run", "SignalReceived@signal:1", "RunCompleted@run"
+      ])
+      expect(yield* kernel.replay(approval, ref("p1"))).toEqual({ status: "completed", runId: "p1", output: "approved by eve" })
+    }).pipe(Effect.provide(kernelLayer([], []))))
+
+  it.effect("a paused wait names its deadline; a resume before it writes nothing, one after it times the wait out", () =>
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      yield* TestClock.setTime(1_000_000)
+      const paused = yield* kernel.execute(approval, { runId: "p2", tenant, input: { timeoutMinutes: 60 } })
+      const deadline = 1_000_000 + 60 * 60 * 1000
+      expect(paused).toMatchObject({ status: "paused", ticket: "signal:signal:1", wakeAt: deadline })
+      yield* TestClock.adjust("59 minutes")
+      const log = yield* logOf("p2")
+      expect(yield* kernel.resume({ ...ref("p2"), workflow: approval })).toEqual(paused)
+      expect(yield* logOf("p2")).toEqual(log)
+      yield* TestClock.adjust("1 minute")
+      expect(yield* kernel.resume({ ...ref("p2"), workflow: approval })).toEqual({ status: "completed", runId: "p2", output: "declined by timeout" })
+      const timedOut = (yield* logOf("p2")).find((e) => e.payload._tag === "SignalTimedOut")!
+      expect(timedOut.payload).toEqual({ _tag: "SignalTimedOut", name: "decision", deadline })
+      expect(timedOut.timestamp).toBe(deadline)
     }).pipe(Effect.provide(kernelLayer([], []))))
 })

@@ -49,7 +49,10 @@ export const make = (deps: StepEnv.Deps, options: StepEnv.ExecutionOptions) => {
   const calls = Calls.make(env, ModelStep.make(env), ToolStep.make(env))
   const steps = WorkflowSteps.make(env, options.response)
 
-  const waitForSignal = Signals.makeWait(env, inbox, ledger.catchUp, deps.signalPollMillis ?? Signals.DEFAULT_POLL_MILLIS)
+  const waitForSignal = Signals.makeWait(env, inbox, ledger.catchUp, {
+    pollMillis: deps.signalPollMillis ?? Signals.DEFAULT_POLL_MILLIS,
+    holdMillis: deps.signalHoldMillis ?? 0
+  })
 
   const context: WorkflowContext = { runId, tenant, ...calls, ...steps, waitForSignal }
 

@@ -10,15 +10,19 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as Errors from "../Errors.js"
 import { type Event, type EventPayload, RUN_STEP_KEY } from "../Event.js"
+import * as EventStoreModule from "../EventStore.js"
 import type * as EventStore from "../EventStore.js"
 import * as Json from "../Json.js"
 import type { SignalReceipt, SignalRequest } from "../Kernel.js"
 import { firstIssue } from "../Tool.js"
 import type { WaitForSignalOptions } from "../Workflow.js"
+import type * as TaskQueue from "../TaskQueue.js"
 import * as Ledger from "./ledger.js"
 import type { StepEnv } from "./stepEnv.js"
+import * as Tasks from "./taskQueue.js"
 
 type SignalSent = Extract<EventPayload, { readonly _tag: "SignalSent" }>
 
@@ -54,8 +58,24 @@ export type Inbox = ReturnType<typeof makeInbox>
 /** How often a waiting execution reads its run's log for new signals, unless the kernel was told otherwise. */
 export const DEFAULT_POLL_MILLIS = 200
 
+/**
+ * The ticket of the pause a signal wait ends in: `signal:<step key>`. A human pause's ticket is a UUID, so the two
+ * never meet; `resume` tells them apart by it.
+ */
+export const ticketOf = (stepKey: string): string => `signal:${stepKey}`
+export const isSignalTicket = (ticket: string): boolean => ticket.startsWith("signal:")
+
+const reasonOf = (name: string, deadline: number | undefined) =>
+  `waiting for signal "${name}"${deadline === undefined ? "" : ` until ${new Date(deadline).toISOString()}`}`
+
 /** `ctx.waitForSignal`, over an execution's step environment, its inbox and its ledger's catch-up. */
-export const makeWait = (env: StepEnv, inbox: Inbox, catchUp: Ledger.Ledger["catchUp"], pollMillis: number) => {
+export const makeWait = (
+  env: StepEnv,
+  inbox: Inbox,
+  catchUp: Ledger.Ledger["catchUp"],
+  timing: { readonly pollMillis: number; readonly holdMillis: number }
+) => {
+  const { holdMillis, pollMillis } = timing
   const { runId } = env
 
   const decode = <A, I>(schema: Schema.Schema<A, I>, received: Extract<EventPayload, { readonly _tag: "SignalReceived" }>) => {
@@ -80,9 +100,31 @@ export const makeWait = (env: StepEnv, inbox: Inbox, catchUp: Ledger.Ledger["cat
       return received
     })
 
-  /** Waits in this process, reading the log every `pollMillis`, until a signal comes or the deadline passes. */
+  /**
+   * Pauses the run at the wait (a `PauseRequested` with a signal ticket, after `before`): the execution ends, and a
+   * resume once a signal came or the deadline passed (a worker's, or anyone's) goes on from here.
+   */
+  const pause = <A, I>(key: string, name: string, schema: Schema.Schema<A, I>, deadline: number | undefined, before: ReadonlyArray<EventPayload>) =>
+    Effect.gen(function*() {
+      const ticket = ticketOf(key)
+      const reason = reasonOf(name, deadline)
+      yield* env.append(key, [...before, { _tag: "PauseRequested", reason, ticket }])
+      // A signal whose append beat the pause's was adopted before it (`Ledger.catchUp`): its sender may have found the
+      // run still running, and woken nothing. Take it now rather than pause on it.
+      if (inbox.oldest(name) !== undefined) {
+        const received = yield* takeSignal(key, name)
+        if (received !== undefined) return yield* decode(schema, received)
+      }
+      return yield* env.halt({ _tag: "Paused", ticket, reason, ...(deadline === undefined ? {} : { wakeAt: deadline }) })
+    })
+
+  /**
+   * Waits in this process, reading the log every `pollMillis`, until a signal comes or the deadline passes; after
+   * `holdMillis` without either, the run pauses (`pause`).
+   */
   const waitFor = <A, I>(key: string, name: string, schema: Schema.Schema<A, I>, deadline: number | undefined) =>
     Effect.gen(function*() {
+      const holdUntil = (yield* Clock.currentTimeMillis) + holdMillis
       while (true) {
         const received = yield* takeSignal(key, name)
         if (received !== undefined) return yield* decode(schema, received)
@@ -91,8 +133,9 @@ export const makeWait = (env: StepEnv, inbox: Inbox, catchUp: Ledger.Ledger["cat
           yield* env.append(key, [{ _tag: "SignalTimedOut", name, deadline }])
           return yield* new Errors.SignalTimeout({ runId, name, deadline })
         }
+        if (now >= holdUntil) return yield* pause(key, name, schema, deadline, [])
         yield* env.checkOwnership(`(waiting for signal "${name}")`)
-        yield* Effect.sleep(Duration.millis(deadline === undefined ? pollMillis : Math.min(pollMillis, deadline - now)))
+        yield* Effect.sleep(Duration.millis(Math.min(pollMillis, holdUntil - now, deadline === undefined ? Infinity : deadline - now)))
       }
     })
 
@@ -130,7 +173,10 @@ export const makeWait = (env: StepEnv, inbox: Inbox, catchUp: Ledger.Ledger["cat
         yield* env.append(key, [{ _tag: "SignalTimedOut", name, deadline }])
         return yield* new Errors.SignalTimeout({ runId, name, deadline })
       }
-      yield* env.append(key, [{ _tag: "SignalAwaited", name, ...(deadline === undefined ? {} : { deadline }) }])
+      const awaited: EventPayload = { _tag: "SignalAwaited", name, ...(deadline === undefined ? {} : { deadline }) }
+      // No time to wait in this process: the wait and the pause are one batch.
+      if (holdMillis <= 0) return yield* pause(key, name, schema, deadline, [awaited])
+      yield* env.append(key, [awaited])
       return yield* waitFor(key, name, schema, deadline)
     })
 }
@@ -182,4 +228,68 @@ export const send = (store: EventStore.Service, auditKey: string | undefined, re
       }
       return yield* Effect.fail(error)
     }
+  })
+
+/** A run paused at a signal wait: the signal it waits for, its deadline, and why it may go on now (if it may). */
+export interface PausedWait {
+  readonly name: string
+  readonly deadline: number | undefined
+  /** Why a resume takes the run over now: a signal of its name came, or its deadline passed; undefined: not yet. */
+  readonly wake: string | undefined
+}
+
+/**
+ * What a run paused at `pause` (its last `PauseRequested`) waits for, when it is a signal wait: read from the wait's
+ * `SignalAwaited` (the event before the pause, or near it) and the signals appended since the pause. Undefined for a
+ * pause for a person.
+ */
+export const pausedWait = (
+  store: EventStore.Service,
+  info: { readonly tenantId: string; readonly runId: string; readonly headSeq: number },
+  pause: Event
+): Effect.Effect<PausedWait | undefined, Errors.RunNotFound | Errors.StoreError> =>
+  Effect.gen(function*() {
+    if (pause.payload._tag !== "PauseRequested" || !isSignalTicket(pause.payload.ticket)) return undefined
+    const awaited = yield* EventStoreModule.lastEvent(store, info.tenantId, info.runId, (e) => e.stepKey === pause.stepKey && e.payload._tag === "SignalAwaited", {
+      throughSeq: pause.seq
+    })
+    if (awaited === undefined || awaited.payload._tag !== "SignalAwaited") return undefined
+    const { deadline, name } = awaited.payload
+    // A paused run's log grows only by signals: those after the pause are read, a page at a time.
+    const arrived = yield* EventStoreModule.stream(store, info.tenantId, info.runId, { fromSeq: pause.seq + 1 }).pipe(
+      Stream.takeWhile((e) => e.seq <= info.headSeq),
+      Stream.filter((e) => e.payload._tag === "SignalSent" && e.payload.name === name),
+      Stream.runHead
+    )
+    const now = yield* Clock.currentTimeMillis
+    const wake = arrived._tag === "Some"
+      ? `signal "${name}" arrived (seq ${arrived.value.seq})`
+      : deadline !== undefined && now >= deadline
+      ? `the wait for signal "${name}" reached its deadline`
+      : undefined
+    return { name, deadline, wake }
+  })
+
+/**
+ * Queues the task that drives a run (`TaskQueue.runIdOf`) when the run is paused at a signal wait that may go on now
+ * (a signal of its name came, or its deadline passed). True when a task was woken. A run no task drives, or a task
+ * that is not paused (still running: its worker wakes it once it has finished it), is left as it is.
+ */
+export const wakeTask = (
+  store: EventStore.Service,
+  queue: TaskQueue.Service,
+  run: { readonly tenantId: string; readonly runId: string }
+): Effect.Effect<boolean, Errors.RunNotFound | Errors.StoreError> =>
+  Effect.gen(function*() {
+    const taskId = Tasks.taskIdOf(run.runId)
+    if (taskId === undefined) return false
+    const info = yield* store.getRun(run.tenantId, run.runId)
+    if (info.status !== "paused") return false
+    const pause = yield* EventStoreModule.lastEvent(store, run.tenantId, run.runId, (e) => e.payload._tag === "PauseRequested", { throughSeq: info.headSeq })
+    const wait = pause === undefined ? undefined : yield* pausedWait(store, info, pause)
+    if (wait?.wake === undefined) return false
+    return yield* queue.wake(run.tenantId, taskId).pipe(
+      Effect.as(true),
+      Effect.catchTags({ TaskNotFound: () => Effect.succeed(false), InvalidTaskState: () => Effect.succeed(false) })
+    )
   })

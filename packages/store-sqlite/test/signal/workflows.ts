@@ -1,6 +1,6 @@
 // The workflow and layer the signal tests' processes share (the children import @artana/core's build, the tests its
 // sources: both run this code).
-import { Effect, Layer, Schema } from "effect"
+import { Duration, Effect, Layer, Schema } from "effect"
 import { Kernel, Middleware, Tenant, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { SqliteStore } from "../../src/index.js"
@@ -25,9 +25,9 @@ export const waiter = Workflow.make({
     })
 })
 
-/** The kernel over a SQLite file; a waiting execution reads its log for signals every 50 ms. */
-export const layer = (filename: string): Layer.Layer<Kernel.Kernel, unknown> =>
+/** The kernel over a SQLite file; a waiting execution reads its log for signals every 50 ms, and holds the run for `hold` (default: it never pauses). */
+export const layer = (filename: string, hold: Duration.DurationInput = Duration.infinity): Layer.Layer<Kernel.Kernel, unknown> =>
   Layer.provideMerge(
-    Kernel.layer({ workflows: [waiter], signalPollInterval: "50 millis" }),
+    Kernel.layer({ workflows: [waiter], signalPollInterval: "50 millis", signalWaitHold: hold }),
     Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), ToolRegistry.layer([]), Middleware.layer([]))
   )
