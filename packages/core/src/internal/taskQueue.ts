@@ -140,7 +140,7 @@ export const woken = (task: Task, now: number): Task | undefined => {
   const waiting = task.status === "paused" || (task.status === "queued" && task.outcome?._tag === "paused" && task.outcome.wakeAt !== undefined)
   if (!waiting) return undefined
   const { deadlineAt: _deadline, ...rest } = task
-  const runAt = Math.min(task.runAt, now)
+  const runAt = task.status === "paused" ? now : Math.min(task.runAt, now)
   return { ...rest, status: "queued", runAt, expiresAt: Math.max(task.expiresAt, now + (task.expiresAfterSeconds ?? DAY_SECONDS) * 1000), updatedAt: now }
 }
 
