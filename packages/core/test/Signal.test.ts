@@ -229,4 +229,25 @@ describe("signals", () => {
       expect(timedOut.payload).toEqual({ _tag: "SignalTimedOut", name: "decision", deadline })
       expect(timedOut.timestamp).toBe(deadline)
     }).pipe(Effect.provide(kernelLayer([], []))))
+
+  it.effect("a failed run and a run that continued as new refuse signals too; the chain's last run takes them", () =>
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const failing = Workflow.make({ name: "failing", input: Schema.Null, output: Schema.String, run: () => Effect.fail("no") })
+      yield* Effect.either(kernel.execute(failing, { runId: "f1", tenant, input: null }))
+      const failed = yield* Effect.either(kernel.signal({ ...ref("f1"), name: "decision", payload: null }))
+      expect(Either.isLeft(failed) && failed.left).toMatchObject({ _tag: "SignalRefused", status: "failed" })
+      const chain = Workflow.make({
+        name: "chain",
+        input: Schema.Number,
+        output: Schema.String,
+        run: (n, ctx) => n === 0 ? ctx.continueAsNew(1) : Effect.orDie(ctx.waitForSignal("decision", Schema.String))
+      })
+      const last = yield* kernel.execute(chain, { runId: "c1", tenant, input: 0 })
+      expect(last).toMatchObject({ status: "paused", runId: "c1::continued::1" })
+      const continued = yield* Effect.either(kernel.signal({ ...ref("c1"), name: "decision", payload: "go" }))
+      expect(Either.isLeft(continued) && continued.left).toMatchObject({ _tag: "SignalRefused", status: "continued" })
+      yield* kernel.signal({ ...ref("c1::continued::1"), name: "decision", payload: "go" })
+      expect(yield* kernel.resume({ ...ref("c1"), workflow: chain })).toEqual({ status: "completed", runId: "c1::continued::1", output: "go" })
+    }).pipe(Effect.provide(kernelLayer([], []))))
 })
