@@ -13,8 +13,7 @@ import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
 import * as Errors from "../Errors.js"
 import { type Event, type EventPayload, RUN_STEP_KEY } from "../Event.js"
-import * as EventStoreModule from "../EventStore.js"
-import type * as EventStore from "../EventStore.js"
+import * as EventStore from "../EventStore.js"
 import * as Json from "../Json.js"
 import type { SignalReceipt, SignalRequest } from "../Kernel.js"
 import { firstIssue } from "../Tool.js"
@@ -250,13 +249,13 @@ export const pausedWait = (
 ): Effect.Effect<PausedWait | undefined, Errors.RunNotFound | Errors.StoreError> =>
   Effect.gen(function*() {
     if (pause.payload._tag !== "PauseRequested" || !isSignalTicket(pause.payload.ticket)) return undefined
-    const awaited = yield* EventStoreModule.lastEvent(store, info.tenantId, info.runId, (e) => e.stepKey === pause.stepKey && e.payload._tag === "SignalAwaited", {
+    const awaited = yield* EventStore.lastEvent(store, info.tenantId, info.runId, (e) => e.stepKey === pause.stepKey && e.payload._tag === "SignalAwaited", {
       throughSeq: pause.seq
     })
     if (awaited === undefined || awaited.payload._tag !== "SignalAwaited") return undefined
     const { deadline, name } = awaited.payload
     // A paused run's log grows only by signals: those after the pause are read, a page at a time.
-    const arrived = yield* EventStoreModule.stream(store, info.tenantId, info.runId, { fromSeq: pause.seq + 1 }).pipe(
+    const arrived = yield* EventStore.stream(store, info.tenantId, info.runId, { fromSeq: pause.seq + 1 }).pipe(
       Stream.takeWhile((e) => e.seq <= info.headSeq),
       Stream.filter((e) => e.payload._tag === "SignalSent" && e.payload.name === name),
       Stream.runHead
@@ -285,7 +284,7 @@ export const wakeTask = (
     if (taskId === undefined) return false
     const info = yield* store.getRun(run.tenantId, run.runId)
     if (info.status !== "paused") return false
-    const pause = yield* EventStoreModule.lastEvent(store, run.tenantId, run.runId, (e) => e.payload._tag === "PauseRequested", { throughSeq: info.headSeq })
+    const pause = yield* EventStore.lastEvent(store, run.tenantId, run.runId, (e) => e.payload._tag === "PauseRequested", { throughSeq: info.headSeq })
     const wait = pause === undefined ? undefined : yield* pausedWait(store, info, pause)
     if (wait?.wake === undefined) return false
     return yield* queue.wake(run.tenantId, taskId).pipe(
