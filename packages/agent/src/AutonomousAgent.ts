@@ -77,7 +77,22 @@ export interface Options {
   readonly sections?: ReadonlyArray<ContextSection> | undefined
   /** Extensions (sections, tools, `onFinish` hooks) another package supplies. */
   readonly extensions?: ReadonlyArray<Extension> | undefined
+  /**
+   * Accept steering messages: before each turn's model step, every signal named `STEERING_SIGNAL` sent to the run
+   * (`Kernel.signal`, payload `{ text }`) and not taken yet becomes a user message in the history, in the order sent,
+   * each taken by a logged step (`turn:<n>/steer:<i>`), so a replay injects the same messages at the same turn. A
+   * turn with no message logs one `SignalTimedOut` (the wait of no time that found none). Default false: a run
+   * logged without steering replays as it was.
+   */
+  readonly steering?: boolean | undefined
 }
+
+/** The signal name an agent with `steering: true` takes as a user message between turns. */
+export const STEERING_SIGNAL = internal.STEERING_SIGNAL
+
+/** The payload of a steering signal: the text the agent gets as a user message. */
+export const SteeringMessage = internal.SteeringMessage
+export type SteeringMessage = typeof SteeringMessage.Type
 
 /** What a run is given (its task and model, and what a run it continues hands over): the agent's workflow input. */
 export const Input = internal.Input

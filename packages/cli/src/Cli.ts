@@ -6,6 +6,7 @@
  * artana replay RUN [--plan PLAN]                  re-run a plan run over its log (no tool executes)
  * artana reconcile RUN --step ID (--completed JSON | --failed MESSAGE) [--force]
  *                                                  settle the step a crash left in doubt
+ * artana signal RUN NAME [--payload JSON]         deliver a durable message to a run (ctx.waitForSignal)
  * artana report RUN [--from SEQ] [--limit N]       timeline, decisions, files, domains, commands, denials, cost
  * artana list-runs [--status S] [--workflow W] [--since T] [--until T] [--limit N] [--after CURSOR]
  * artana show-run RUN [--from SEQ] [--limit N]     a run, its lineage tree and its events
@@ -35,6 +36,7 @@ import * as T from "./internal/terminal.js"
 // only loaded by the commands that use them (and `--help` loads none of this file: see bin.ts).
 const PlanCommands = Effect.promise(() => import("./internal/planCommands.js"))
 const ReadCommands = Effect.promise(() => import("./internal/readCommands.js"))
+const SignalCommand = Effect.promise(() => import("./internal/signalCommand.js"))
 
 const db = Options.text("db").pipe(
   Options.withDescription(Help.common.db.description),
@@ -114,6 +116,17 @@ const reconcile = Command.make(
 
 
 
+const signal = Command.make(
+  "signal",
+  {
+    ...common,
+    run: runArg,
+    name: Args.text({ name: "NAME" }).pipe(Args.withDescription(Help.option("signal", "NAME"))),
+    payload: Options.text("payload").pipe(Options.withDescription(Help.option("signal", "--payload JSON")), Options.optional)
+  },
+  (a) => Effect.flatMap(Effect.zip(SignalCommand, auditKey), ([m, key]) => m.signal({ ...a, payload: Option.getOrUndefined(a.payload), auditKey: key }))
+).pipe(described("signal"))
+
 const statuses = ["running", "paused", "completed", "failed", "needs_reconciliation", "continued"] as const
 
 const listRuns = Command.make(
@@ -175,7 +188,7 @@ const verify = Command.make(
 /** The command tree. */
 export const command = Command.make("artana").pipe(
   Command.withDescription("Artana: run tool plans under a deny-by-default policy, replay, report, inspect and verify runs."),
-  Command.withSubcommands([run, replay, reconcile, report, listRuns, showRun, verify])
+  Command.withSubcommands([run, replay, reconcile, signal, report, listRuns, showRun, verify])
 )
 
 const unstyled = (args: ReadonlyArray<unknown>) => args.map((a) => (typeof a === "string" ? T.strip(a) : a))

@@ -65,7 +65,9 @@ const BY_TAG: Readonly<Record<string, ExitCode>> = {
   RunNeedsReconciliation: NeedsAttention,
   SequenceConflict: NeedsAttention,
   OwnershipLost: NeedsAttention,
-  StepMayBeRunning: NeedsAttention
+  StepMayBeRunning: NeedsAttention,
+  // The run has ended: it takes no signal.
+  SignalRefused: BadInput
 }
 
 /** The exit code for an error tag (a typed error's `_tag`, or a failed run's logged `errorTag`). */

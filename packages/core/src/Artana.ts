@@ -20,6 +20,7 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
@@ -70,6 +71,10 @@ export interface Options extends Pricing.Options {
   readonly auditKey?: string | Redacted.Redacted<string> | undefined
   /** `false` turns the budget off, visibly (see `Kernel.Options.enforceBudget`). */
   readonly enforceBudget?: boolean | undefined
+  /** How often an execution waiting for a signal reads its run's log (see `Kernel.Options.signalPollInterval`). */
+  readonly signalPollInterval?: Duration.DurationInput | undefined
+  /** How long an execution waits for a signal in its process before the run pauses (`Kernel.Options.signalWaitHold`). */
+  readonly signalWaitHold?: Duration.DurationInput | undefined
   /**
    * More services the workflows read when they run (workflow code runs with the kernel's services and the kernel
    * itself), e.g. the `MemoryStore` of `@artana/agent`'s agents: layers with no requirements of their own.
@@ -106,7 +111,9 @@ export const layer = (options: Options): Layer.Layer<Services, unknown> => {
     prices: options.prices,
     unknownModelPrice: options.unknownModelPrice,
     defaultMaxOutputTokens: options.defaultMaxOutputTokens,
-    enforceBudget: options.enforceBudget
+    enforceBudget: options.enforceBudget,
+    signalPollInterval: options.signalPollInterval,
+    signalWaitHold: options.signalWaitHold
   })
   return Layer.provideMerge(kernel, ports)
 }
@@ -236,6 +243,16 @@ export interface ReconcileOptions extends Kernel.RunRef {
 export const reconcile = (options: ReconcileOptions): Effect.Effect<void, Kernel.KernelError | Errors.StepMayBeRunning, Kernel.Kernel> =>
   Effect.flatMap(Kernel.Kernel, (k) => k.reconcile(options))
 
+/**
+ * Delivers a durable message to a run (`Kernel.signal`): `ctx.waitForSignal(name, schema)` in its code takes it. A run
+ * that ended refuses it (`SignalRefused`); another tenant's run is `RunNotFound`.
+ *
+ * @example
+ * yield* Artana.signal({ tenantId: "acme", runId: "order-7", name: "decision", payload: { approve: true } })
+ */
+export const signal = (request: Kernel.SignalRequest): Effect.Effect<Kernel.SignalReceipt, Kernel.SignalError, Kernel.Kernel> =>
+  Effect.flatMap(Kernel.Kernel, (k) => k.signal(request))
+
 /** Checks a run's hash chain: `Kernel.verify`. */
 export const verify = (
   run: Kernel.RunRef & { readonly head?: Head | undefined }
@@ -353,6 +370,8 @@ export interface Client {
   readonly replay: <I, O, E>(workflow: Workflow.Workflow<I, O, E>, run: Kernel.RunRef) => Promise<Kernel.RunResult<O>>
   /** Settles a call in doubt; refused while it may still be running unless `force` (see `Kernel.reconcile`). */
   readonly reconcile: (options: ReconcileOptions) => Promise<void>
+  /** Delivers a durable message to a run (`Kernel.signal`). */
+  readonly signal: (request: Kernel.SignalRequest) => Promise<Kernel.SignalReceipt>
   readonly verify: (run: Kernel.RunRef & { readonly head?: Head | undefined }) => Promise<VerifyReport>
   readonly status: (run: Kernel.RunRef) => Promise<RunState>
   readonly getRun: (run: Kernel.RunRef) => Promise<RunInfo>
@@ -374,6 +393,7 @@ export const create = (options: Options): Client => {
     resume: (o: Kernel.ResumeOptions & { readonly workflow?: Workflow.Any }) => go(resume(o)),
     replay: (w, r) => go(replay(w, r)),
     reconcile: (o) => go(reconcile(o)),
+    signal: (r) => go(signal(r)),
     verify: (o) => go(verify(o)),
     status: (r) => go(status(r)),
     getRun: (r) => go(getRun(r)),
@@ -399,6 +419,8 @@ export interface PromiseContext<I = unknown> {
   readonly random: () => Promise<number>
   readonly sleep: (millis: number) => Promise<void>
   readonly pauseForHuman: <A = unknown, AI = unknown>(options: Workflow.PauseOptions<A, AI>) => Promise<A>
+  /** Takes a signal sent to the run, waiting for it (see `WorkflowContext.waitForSignal`). */
+  readonly waitForSignal: <A, AI = unknown>(name: string, schema: Schema.Schema<A, AI>, options?: Workflow.WaitForSignalOptions) => Promise<A>
   /** Ends the run and continues as a new run with `input` (see `WorkflowContext.continueAsNew`); never resolves. */
   continueAsNew(input: I): Promise<never>
   /** The number of events in the run's log here, logged (see `WorkflowContext.historyLength`). */
@@ -432,6 +454,7 @@ export const workflow = <I, II, O, OI>(options: {
           random: () => run(ctx.random()),
           sleep: (millis) => run(ctx.sleep(millis)),
           pauseForHuman: (o) => run(ctx.pauseForHuman(o)),
+          waitForSignal: (name, schema, o) => run(ctx.waitForSignal(name, schema, o)),
           continueAsNew: (next) => run(ctx.continueAsNew(next)),
           historyLength: () => run(ctx.historyLength())
         }

@@ -412,3 +412,52 @@ export class InvalidTenant extends Schema.TaggedError<InvalidTenant>()("InvalidT
       `strings (default none), budgetUsdLimit: a finite number of USD, at least 0 }`
   }
 }
+
+// --- signals (`Kernel.signal`, `ctx.waitForSignal`)
+
+/**
+ * `Kernel.signal` refused a message: the run has ended (completed, failed, or continued as a new run), so nothing
+ * would ever read it. Nothing was written. A continued run's work goes on in `nextRunId`'s chain: signal the last run.
+ */
+export class SignalRefused extends Schema.TaggedError<SignalRefused>()("SignalRefused", {
+  runId: Schema.String,
+  name: Schema.String,
+  status: Schema.String
+}) {
+  override get message() {
+    return `run ${this.runId} is ${this.status}: signal "${this.name}" was refused and nothing was written (only a ` +
+      `running or paused run, or one waiting for a person or reconciliation, takes signals)`
+  }
+}
+
+/** A `ctx.waitForSignal` reached its deadline (logged) with no signal of its name; the code may catch it and go on. */
+export class SignalTimeout extends Schema.TaggedError<SignalTimeout>()("SignalTimeout", {
+  runId: Schema.String,
+  name: Schema.String,
+  /** The logged deadline, epoch milliseconds. */
+  deadline: Schema.Number
+}) {
+  override get message() {
+    return `run ${this.runId}: no signal "${this.name}" arrived before ${new Date(this.deadline).toISOString()}`
+  }
+}
+
+/**
+ * The signal a `ctx.waitForSignal` took does not decode with the schema the code gave. The signal is consumed (its
+ * `SignalReceived` is logged, so a replay fails the same way); the next wait of that name takes the next signal.
+ */
+export class InvalidSignalPayload extends Schema.TaggedError<InvalidSignalPayload>()("InvalidSignalPayload", {
+  runId: Schema.String,
+  name: Schema.String,
+  signalId: Schema.String,
+  /** Where in the payload, and what is wrong there. */
+  reason: Schema.String
+}) {
+  override get message() {
+    return `run ${this.runId}: signal "${this.name}" (${this.signalId}) does not decode: ${this.reason}. It was consumed; ` +
+      `send a corrected one`
+  }
+}
+
+/** What a `ctx.waitForSignal` may fail with. */
+export type WaitForSignalError = SignalTimeout | InvalidSignalPayload

@@ -159,6 +159,42 @@ export const RunFailed = Schema.TaggedStruct("RunFailed", {
   encoded: Schema.optional(Json)
 })
 
+// --- signals (`Kernel.signal`, `ctx.waitForSignal`): see the core README's "Signals".
+
+/**
+ * A message delivered to the run (`Kernel.signal`), written by the sender into the run's own chain under the
+ * append's sequence check, with the run's step key (`run`): it is no step of the code. It waits there until a
+ * `ctx.waitForSignal` of its name takes it (`SignalReceived` names its seq).
+ */
+export const SignalSent = Schema.TaggedStruct("SignalSent", {
+  signalId: Schema.String,
+  name: Schema.String,
+  payload: Json
+})
+
+/**
+ * A `ctx.waitForSignal` found no signal of its name and waits: its deadline (epoch ms; absent without a timeout) is
+ * logged, so a run resumed after a crash waits only what is left.
+ */
+export const SignalAwaited = Schema.TaggedStruct("SignalAwaited", {
+  name: Schema.String,
+  deadline: Schema.optional(Schema.Number)
+})
+
+/** A `ctx.waitForSignal` took the signal sent at `signalSeq`: its payload as sent (a replay decodes this copy). */
+export const SignalReceived = Schema.TaggedStruct("SignalReceived", {
+  name: Schema.String,
+  signalId: Schema.String,
+  signalSeq: Schema.Int,
+  payload: Json
+})
+
+/** A `ctx.waitForSignal` reached its logged deadline with no signal of its name. */
+export const SignalTimedOut = Schema.TaggedStruct("SignalTimedOut", {
+  name: Schema.String,
+  deadline: Schema.Number
+})
+
 /** Every event payload, tagged by its type. */
 export const EventPayload = Schema.Union(
   RunStarted,
@@ -178,7 +214,11 @@ export const EventPayload = Schema.Union(
   MiddlewareNote,
   RunCompleted,
   RunFailed,
-  RunContinued
+  RunContinued,
+  SignalSent,
+  SignalAwaited,
+  SignalReceived,
+  SignalTimedOut
 )
 export type EventPayload = typeof EventPayload.Type
 export type EventType = EventPayload["_tag"]
@@ -262,6 +302,8 @@ export const statusAfter = (p: EventPayload): RunStatus | undefined => {
     case "RunStarted":
     case "RunResumed":
     case "HumanResponded":
+    case "SignalReceived":
+    case "SignalTimedOut":
       return "running"
     case "ToolCompleted":
     case "ToolFailed":

@@ -6,6 +6,7 @@
  */
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
@@ -24,6 +25,7 @@ import type * as Execution from "./internal/execution.js"
 import { verifiedEvents } from "./internal/ledger.js"
 import { reconcile } from "./internal/reconcile.js"
 import { continueRun, type Runtime, startRun } from "./internal/runs.js"
+import * as Signals from "./internal/signals.js"
 import * as Json from "./Json.js"
 import type { Lease } from "./Lease.js"
 import { Middleware } from "./Middleware.js"
@@ -40,7 +42,14 @@ import * as Workflow from "./Workflow.js"
 /** How an execution ended, when it did not fail. */
 export type RunResult<O> =
   | { readonly status: "completed"; readonly runId: string; readonly output: O }
-  | { readonly status: "paused"; readonly runId: string; readonly ticket: string; readonly reason: string }
+  | {
+    readonly status: "paused"
+    readonly runId: string
+    readonly ticket: string
+    readonly reason: string
+    /** Set when the run waits for a signal until a deadline: resume it then, if no signal woke it before. */
+    readonly wakeAt?: number | undefined
+  }
   | {
     readonly status: "needs_reconciliation"
     readonly runId: string
@@ -96,6 +105,21 @@ export interface ResumeOptions extends RunRef {
   readonly lease?: Lease | undefined
 }
 
+/** What `Kernel.signal` takes: the run, the signal's name, and its payload (JSON; the waiting code decodes it). */
+export interface SignalRequest extends RunRef {
+  readonly name: string
+  readonly payload: unknown
+}
+
+/** Where a signal was written: its id and its seq in the run's log. */
+export interface SignalReceipt {
+  readonly signalId: string
+  readonly seq: number
+}
+
+/** What `Kernel.signal` may fail with: the run has ended (`SignalRefused`), is another tenant's or none, ... */
+export type SignalError = Signals.SendError
+
 export interface ChatRunOptions<A, I = unknown> extends Workflow.ChatOptions<A, I> {
   readonly runId?: string | undefined
   readonly tenant: TenantContext
@@ -145,6 +169,21 @@ export interface Service {
   readonly events: (run: RunRef, options?: EventsOptions) => Stream.Stream<Event, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered>
   /** Checks the run's hash chain against its store record and, if given, an exported head. */
   readonly verify: (run: RunRef & { readonly head?: Head | undefined }) => Effect.Effect<VerifyReport, Errors.RunNotFound | Errors.StoreError>
+  /**
+   * Delivers a durable message to a run that is running, paused, or not yet at the `ctx.waitForSignal` that takes it:
+   * a `SignalSent` appended to the run's own chain (see the core README's "Signals"). A run that ended (completed,
+   * failed, continued) refuses it with `SignalRefused`; another tenant's run is `RunNotFound`. Nothing resumes here:
+   * an execution waiting in some process takes it at its next read of the log; a run paused for a person or left by a
+   * crash takes it once resumed and at the wait.
+   */
+  readonly signal: (request: SignalRequest) => Effect.Effect<SignalReceipt, SignalError>
+  /**
+   * When the kernel shares its store with a `TaskQueue`: queues the task that drives `run` if the run is paused at a
+   * signal wait that may go on now (a signal came, its deadline passed). `signal` does it after writing; a worker does
+   * it after it finished a task whose run paused at a wait (a signal may have come while it finished it). True when a
+   * task was woken; false without a queue.
+   */
+  readonly wake: (run: RunRef) => Effect.Effect<boolean, Errors.RunNotFound | Errors.StoreError>
   /** A run of one chat: model step(s), tool steps, structured output. */
   readonly chat: <A = string, I = unknown>(
     options: ChatRunOptions<A, I>
@@ -182,6 +221,14 @@ export interface Options extends Pricing.Options {
    * and outcome in one commit after the handler; a crash mid-handler runs the call again with the same key).
    */
   readonly idempotentToolDurability?: Durability | undefined
+  /** How often an execution waiting in `ctx.waitForSignal` reads its run's log for new signals. Default 200 ms. */
+  readonly signalPollInterval?: Duration.DurationInput | undefined
+  /**
+   * How long an execution waits in its process in `ctx.waitForSignal` before it pauses the run (which then costs
+   * nothing until a resume: a worker's, once a signal wakes its task or the wait's deadline comes). Default 0: it pauses
+   * at once. `Duration.infinity`: it never pauses (it waits in its process, as `ctx.sleep` does).
+   */
+  readonly signalWaitHold?: Duration.DurationInput | undefined
 }
 
 const chatOutput = <A, I>(outputSchema: Schema.Schema<A, I> | undefined) =>
@@ -232,7 +279,9 @@ export const make = (options: Options = {}) =>
       priceOf: Pricing.resolver(options, model.prices),
       defaultMaxOutputTokens: options.defaultMaxOutputTokens ?? 1024,
       enforceBudget: options.enforceBudget ?? true,
-      idempotentToolDurability: options.idempotentToolDurability ?? "two-phase"
+      idempotentToolDurability: options.idempotentToolDurability ?? "two-phase",
+      signalPollMillis: options.signalPollInterval === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalPollInterval)),
+      signalHoldMillis: options.signalWaitHold === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalWaitHold))
     }
     const workflows = new Map<string, Workflow.Any>()
     for (const w of options.workflows ?? []) workflows.set(w.name, w)
@@ -290,6 +339,9 @@ export const make = (options: Options = {}) =>
         Stream.catchTag(verifiedEvents(store, deps.auditKey, info, options), "InvalidRunState", (cut) =>
           Stream.fail(new Errors.LogTampered({ runId: run.runId, seq: info.headSeq, reason: cut.status })))))
 
+    const wake = (run: RunRef) =>
+      Option.match(queue, { onNone: () => Effect.succeed(false), onSome: (q) => Signals.wakeTask(store, q, run) })
+
     const service: Service = {
       execute,
       resume,
@@ -328,6 +380,16 @@ export const make = (options: Options = {}) =>
           Workflow.ChatError | KernelError
         >
       },
+      signal: (request) =>
+        Signals.send(store, deps.auditKey, request).pipe(
+          // The signal is written: a failure to wake the run's task only delays the run (a worker's `wake` after it
+          // paused, or a resume, picks it up), so it is logged, and the sender is not told to send it again.
+          Effect.tap(() =>
+            Effect.catchAll(wake(request), (e) => Effect.logWarning(`signal written to run ${request.runId}, but its task was not woken`, e.message))
+          ),
+          Effect.withSpan("Kernel.signal", { attributes: { runId: request.runId, signal: request.name } })
+        ),
+      wake: (run) => wake(run),
       callTool: (options) =>
         execute(callToolWorkflow, { runId: options.runId, tenant: options.tenant, input: { tool: options.tool, args: options.args } })
     }

@@ -428,6 +428,13 @@ WHERE task_id IN (
           task.status === "paused"
             ? Either.right({ task: Tasks.responded(task, response, now) })
             : Either.left(new InvalidTaskState({ taskId, status: task.status, expected: "paused" })), true),
+      wake: (tenantId, taskId) =>
+        transition<TaskNotFound | InvalidTaskState>("wake", taskId, { tenantId }, notFound(tenantId, taskId), (task, now) => {
+          const woken = Tasks.woken(task, now)
+          return woken === undefined
+            ? Either.left(new InvalidTaskState({ taskId, status: task.status, expected: "paused, or queued for a signal wait's deadline" }))
+            : Either.right({ task: woken })
+        }, true),
       cancel: (tenantId, taskId) =>
         transition<TaskNotFound | InvalidTaskState>("cancel", taskId, { tenantId }, notFound(tenantId, taskId), (task, now) =>
           isTerminal(task.status)

@@ -98,7 +98,15 @@ export interface Task {
 export const Outcome = Schema.Union(
   Schema.TaggedStruct("completed", { output: Json.Json }),
   Schema.TaggedStruct("failed", { errorTag: Schema.String, error: Schema.String }),
-  Schema.TaggedStruct("paused", { ticket: Schema.String, reason: Schema.String }),
+  Schema.TaggedStruct("paused", {
+    ticket: Schema.String,
+    reason: Schema.String,
+    /**
+     * The run waits for a signal until this deadline (epoch ms): the task is queued again for it (status `queued`,
+     * `runAt` the deadline), so a worker resumes the run then, unless a signal wakes it first (`wake`).
+     */
+    wakeAt: Schema.optional(Schema.Number)
+  }),
   Schema.TaggedStruct("needs_reconciliation", {
     stepKey: Schema.String,
     tool: Schema.String,
@@ -200,6 +208,11 @@ export interface Service {
     taskId: string,
     response: Json.Json
   ) => Effect.Effect<Task, TaskNotFound | InvalidTaskState | StoreError>
+  /**
+   * Queues the tenant's paused task again, due now (or makes one queued for its signal wait's deadline due now): its
+   * run waits for a signal and one came (`Kernel.signal` calls it). Any other task is `InvalidTaskState`.
+   */
+  readonly wake: (tenantId: string, taskId: string) => Effect.Effect<Task, TaskNotFound | InvalidTaskState | StoreError>
   /** The tenant's task; another tenant's is `TaskNotFound`, as an id that never existed. */
   readonly get: (tenantId: string, taskId: string) => Effect.Effect<Task, TaskNotFound | StoreError>
   /** The tenant's tasks, newest first. */
@@ -301,6 +314,13 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(PubSub.sliding<void
         if (task === undefined) return Effect.fail(new TaskNotFound({ taskId, tenantId }))
         if (task.status !== "paused") return Effect.fail(new InvalidTaskState({ taskId, status: task.status, expected: "paused" }))
         return Effect.succeed(put(Tasks.responded(task, response, now)))
+      })),
+    wake: (tenantId, taskId) =>
+      wake(Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Task, TaskNotFound | InvalidTaskState> => {
+        const task = ofTenant(tenantId, taskId)
+        if (task === undefined) return Effect.fail(new TaskNotFound({ taskId, tenantId }))
+        const woken = Tasks.woken(task, now)
+        return woken === undefined ? Effect.fail(new InvalidTaskState({ taskId, status: task.status, expected: "paused, or queued for a signal wait's deadline" })) : Effect.succeed(put(woken))
       })),
     get: (tenantId, taskId) =>
       Effect.suspend(() => {

@@ -288,6 +288,37 @@ const lifecycle = (test: Test): void => {
           .toMatchObject({ status: "paused" })
       }))
 
+    test("a task whose run waits for a signal: paused, or queued for the wait's deadline; wake makes it due now", (queue) =>
+      Effect.gen(function*() {
+        const waiting = yield* queue.enqueue(request())
+        expect(yield* Effect.flip(queue.wake(A, waiting.taskId))).toMatchObject({ _tag: "InvalidTaskState", status: "queued" })
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        expect(yield* Effect.flip(queue.wake(A, waiting.taskId))).toMatchObject({ _tag: "InvalidTaskState", status: "running" })
+        yield* queue.finish(waiting.taskId, "w1", { _tag: "paused", ticket: "signal:signal:0", reason: "waiting for signal" })
+        expect(yield* Effect.flip(queue.wake(tenantB.tenantId, waiting.taskId))).toMatchObject({ _tag: "TaskNotFound" })
+        yield* adjust(2 * DAY)
+        const woken = yield* queue.wake(A, waiting.taskId)
+        expect(woken).toMatchObject({ status: "queued", runAt: 2 * DAY, runId: waiting.runId })
+        expect(woken.response).toBeUndefined()
+        expect((yield* queue.claim({ workerId: "w2", limit: 1, leaseSeconds: 10 })).map((t) => t.taskId)).toEqual([waiting.taskId])
+        yield* queue.finish(waiting.taskId, "w2", { _tag: "completed", output: "decided" })
+
+        // A wait with a deadline: queued for it, claimed only then, unless woken sooner.
+        const timed = yield* queue.enqueue(request())
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        const deadline = 2 * DAY + 60 * SECOND
+        const held = yield* queue.finish(timed.taskId, "w1", { _tag: "paused", ticket: "signal:signal:0", reason: "waiting", wakeAt: deadline })
+        expect(held).toMatchObject({ status: "queued", runAt: deadline, outcome: { _tag: "paused", wakeAt: deadline } })
+        expect(yield* queue.claim({ workerId: "w2", limit: 1, leaseSeconds: 10 })).toEqual([])
+        yield* adjust(60 * SECOND)
+        expect((yield* queue.claim({ workerId: "w2", limit: 1, leaseSeconds: 10 })).map((t) => t.taskId)).toEqual([timed.taskId])
+        yield* queue.finish(timed.taskId, "w2", { _tag: "paused", ticket: "signal:signal:0", reason: "waiting", wakeAt: deadline + DAY })
+        expect(yield* queue.wake(A, timed.taskId)).toMatchObject({ status: "queued", runAt: deadline })
+        // A task scheduled for later, not waiting for a signal, is not made due by a wake.
+        const later = yield* queue.enqueue(request({ runAt: 10 * DAY }))
+        expect(yield* Effect.flip(queue.wake(A, later.taskId))).toMatchObject({ _tag: "InvalidTaskState" })
+      }))
+
 }
 
 /** Repeating tasks and retry policies. */

@@ -19,7 +19,8 @@ import type {
   OutputDecodeError,
   PolicyDenied,
   ToolError,
-  UnknownTool
+  UnknownTool,
+  WaitForSignalError
 } from "./Errors.js"
 import type { Json } from "./Json.js"
 import type { TenantContext } from "./Tenant.js"
@@ -130,6 +131,17 @@ export interface PauseOptions<A, I> {
   readonly key?: string | undefined
 }
 
+/** Options of `ctx.waitForSignal`. */
+export interface WaitForSignalOptions {
+  /**
+   * How long to wait; the deadline (now + timeout) is logged when the wait starts, so a run resumed after a crash
+   * waits only what is left. `0`: take a signal already sent, or time out at once. Default: no timeout.
+   */
+  readonly timeout?: Duration.DurationInput | undefined
+  /** Explicit step key (default `signal:<index>`). */
+  readonly key?: string | undefined
+}
+
 /**
  * What a workflow's code can do durably. Each call is one step of the log. `I` is the workflow's input, which
  * `continueAsNew` hands over.
@@ -171,6 +183,23 @@ export interface WorkflowContext<I = unknown> {
   readonly sleep: (duration: Duration.DurationInput) => Effect.Effect<void>
   /** Ends this execution with a ticket; `resume(runId, { response })` continues from here. */
   readonly pauseForHuman: <A = unknown, AI = unknown>(options: PauseOptions<A, AI>) => Effect.Effect<A>
+  /**
+   * Takes the oldest signal named `name` sent to this run (`Kernel.signal`) and not taken yet, decoded with `schema`;
+   * waits for one when none is there, until `options.timeout` (`SignalTimeout`). A signal sent before the code gets
+   * here is not lost: it waits in the run's log. Logged, so a replay takes the same signal at the same point. A payload
+   * that does not decode is `InvalidSignalPayload` (the signal is taken: the next wait takes the next one). The
+   * execution waits in its process, reading the log for new signals (see the core README's "Signals").
+   *
+   * @example
+   * const decision = yield* ctx.waitForSignal("decision", Schema.Struct({ approve: Schema.Boolean }), { timeout: "1 day" }).pipe(
+   *   Effect.catchTag("SignalTimeout", () => Effect.succeed({ approve: false }))
+   * )
+   */
+  readonly waitForSignal: <A, AI = unknown>(
+    name: string,
+    schema: Schema.Schema<A, AI>,
+    options?: WaitForSignalOptions
+  ) => Effect.Effect<A, WaitForSignalError>
   /**
    * Ends this run and continues the work as a new run of the same workflow and lineage, started with `input` (as
    * Temporal's and DBOS's continue-as-new): a run that would grow without end stays bounded. The run's last event

@@ -77,4 +77,32 @@ describe("Artana.create: a run's events as an AsyncIterable", () => {
       await artana.close()
     }
   })
+
+})
+
+describe("Artana.create: signals", () => {
+  it("signal and waitForSignal in a Promise workflow: the run pauses at the wait, takes the signal once resumed; an ended run refuses one", async () => {
+    const review = Artana.workflow({
+      name: "review",
+      input: Schema.Null,
+      output: Schema.String,
+      run: async (_input, ctx) => {
+        const verdict = await ctx.waitForSignal("verdict", Schema.Struct({ ok: Schema.Boolean }))
+        return verdict.ok ? "accepted" : "rejected"
+      }
+    })
+    const artana = Artana.create({ model: ScriptedModel.layer([]), workflows: [review] })
+    try {
+      expect(await artana.run(review, { runId: "s-1", tenant: acme, input: null })).toMatchObject({ status: "paused", ticket: "signal:signal:0" })
+      expect(await artana.status(ref("s-1"))).toMatchObject({ status: "paused", reason: "waiting for signal \"verdict\"" })
+      const receipt = await artana.signal({ ...ref("s-1"), name: "verdict", payload: { ok: true } })
+      expect(receipt.seq).toBe(4)
+      expect(await artana.resume(ref("s-1"))).toEqual({ status: "completed", runId: "s-1", output: "accepted" })
+      await expect(artana.signal({ ...ref("s-1"), name: "verdict", payload: { ok: false } })).rejects.toMatchObject({ _tag: "SignalRefused", status: "completed" })
+      await expect(artana.signal({ tenantId: "globex", runId: "s-1", name: "verdict", payload: null })).rejects.toMatchObject({ _tag: "RunNotFound" })
+      expect(await artana.replay(review, ref("s-1"))).toEqual({ status: "completed", runId: "s-1", output: "accepted" })
+    } finally {
+      await artana.close()
+    }
+  })
 })

@@ -55,7 +55,11 @@ const fromRunResult = (workflow: Workflow.Any, result: Kernel.RunResult<unknown>
       return { _tag: "outcome", outcome: { _tag: "completed", output: json.json } }
     }
     case "paused":
-      return { _tag: "outcome", outcome: { _tag: "paused", ticket: result.ticket, reason: result.reason } }
+      // A wait for a signal until a deadline: the queue holds the task for that time (`TaskQueue.Outcome`).
+      return {
+        _tag: "outcome",
+        outcome: { _tag: "paused", ticket: result.ticket, reason: result.reason, ...(result.wakeAt === undefined ? {} : { wakeAt: result.wakeAt }) }
+      }
     case "needs_reconciliation":
       return {
         _tag: "outcome",
@@ -209,6 +213,12 @@ export const run = (options: Options): Effect.Effect<never, never, Kernel.Kernel
         const result = yield* Effect.raceFirst(withTimeout(task, execute(task, held.lease)), heartbeat(task, held))
         if (result._tag === "lost") return yield* Effect.logWarning("lost the task to another worker", result.reason)
         yield* finish(task, result.outcome)
+        // A run paused at a signal wait: a signal that came while the task was still ours woke nothing; wake it now.
+        if (result.outcome._tag === "paused") {
+          yield* kernel.wake({ tenantId: task.tenantId, runId: task.runId }).pipe(
+            Effect.catchAll((e) => Effect.logWarning("cannot check the paused run for signals", e.message))
+          )
+        }
       }).pipe(
         Effect.onInterrupt(() =>
           queue.release(task.taskId, workerId).pipe(

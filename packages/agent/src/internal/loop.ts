@@ -50,6 +50,11 @@ export type Carried = typeof Carried.Type
 export const Input = Schema.Struct({ prompt: Schema.String, model: Schema.String, carried: Schema.optional(Carried) })
 export type Input = typeof Input.Type
 
+/** The signal name an agent with `steering` takes as a user message between turns. */
+export const STEERING_SIGNAL = "artana.steer"
+
+export const SteeringMessage = Schema.Struct({ text: Schema.String })
+
 /** Events a run's log may hold before the agent continues as new after a compaction (`continueAsNewAfterEvents`). */
 export const DEFAULT_CONTINUE_AS_NEW_AFTER_EVENTS = 10_000
 
@@ -326,9 +331,26 @@ const loop = <A, I>(
     // The tools of the current turn, as its model step offered them.
     let tools: ReadonlyArray<Tool.Tool> = []
 
+    /**
+     * The steering messages sent since the last turn, taken oldest first (each a logged step) into the history. A
+     * message that does not decode is taken and dropped (its `SignalReceived` is logged).
+     */
+    const steer = (turn: number) =>
+      Effect.gen(function*() {
+        for (let i = 0;; i++) {
+          const taken = yield* Effect.either(ctx.waitForSignal(STEERING_SIGNAL, SteeringMessage, { timeout: 0, key: `turn:${turn}/steer:${i}` }))
+          if (Either.isLeft(taken)) {
+            if (taken.left._tag === "SignalTimeout") return
+            continue
+          }
+          history.push(Chat.user(taken.right.text))
+        }
+      })
+
     /** The turn's prompt: its sections rendered, the history compacted when over the strategy's thresholds. */
     const modelStep = (turn: number) =>
       Effect.gen(function*() {
+        if (o.steering === true) yield* steer(turn)
         const sections = yield* builder.renderSections({ ctx, agent: agent.name, task, turn, history }, previous)
         for (const s of sections) previous.set(s.name, s.text)
         tools = offered()

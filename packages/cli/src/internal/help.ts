@@ -104,6 +104,23 @@ export const commands: ReadonlyArray<CommandDoc> = [
     exitCodes: [0, 2, 5, 7, 8]
   },
   {
+    name: "signal",
+    usage: "RUN NAME [--payload JSON]",
+    summary: "Deliver a durable message to a run, which its code takes with ctx.waitForSignal(NAME)",
+    details: [
+      "The signal is written into the run's hash-chained log: a process waiting in the run reads it there, and a run",
+      "not yet at its wait (paused, or not running anywhere) takes it when it gets there. A run that has ended",
+      "(completed, failed, continued) refuses it and nothing is written (exit 2)."
+    ],
+    arguments: [RUN, { flag: "NAME", description: "the signal's name, as the run's code waits for it" }],
+    options: [{ flag: "--payload JSON", description: "the message, as JSON (default null); the run's code decodes it with its schema" }],
+    examples: [
+      "artana signal order-7 decision --payload '{\"approve\":true}'",
+      "artana signal agent-3 artana.steer --payload '{\"text\":\"Only EMEA, please.\"}'"
+    ],
+    exitCodes: [0, 2, 5, 7, 8]
+  },
+  {
     name: "report",
     usage: "RUN [--from SEQ] [--limit N]",
     summary: "A plan run's timeline: each call allowed or denied and why, files, domains, commands, cost",

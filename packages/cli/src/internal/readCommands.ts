@@ -339,6 +339,14 @@ export const describeEvent = (p: Event.EventPayload): string => {
       return JSON.stringify(p.output)
     case "RunFailed":
       return `${p.errorTag}: ${p.error}`
+    case "SignalSent":
+      return `${p.name}: ${JSON.stringify(p.payload)} (id ${p.signalId})`
+    case "SignalAwaited":
+      return `${p.name}${p.deadline === undefined ? "" : ` until ${new Date(p.deadline).toISOString()}`}`
+    case "SignalReceived":
+      return `${p.name} sent at seq ${p.signalSeq}: ${JSON.stringify(p.payload)}`
+    case "SignalTimedOut":
+      return `${p.name}: none before ${new Date(p.deadline).toISOString()}`
   }
 }
 

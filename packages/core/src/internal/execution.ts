@@ -11,6 +11,7 @@ import * as Ledger from "./ledger.js"
 import * as ModelStep from "./modelStep.js"
 import * as Ownership from "./ownership.js"
 import * as ReplayCursor from "./replayCursor.js"
+import * as Signals from "./signals.js"
 import * as StepEnv from "./stepEnv.js"
 import * as ToolStep from "./toolStep.js"
 import * as WorkflowSteps from "./workflowSteps.js"
@@ -20,6 +21,8 @@ export type { Deps, ExecutionOptions, Fault, Halt } from "./stepEnv.js"
 export const make = (deps: StepEnv.Deps, options: StepEnv.ExecutionOptions) => {
   const { runId, tenant, mode } = options
   const ownership = Ownership.make(runId, options.ownerEpoch, options.lease)
+  // The signals in the run's log (and those senders append while it runs) that no wait took yet.
+  const inbox = Signals.makeInbox()
   const ledger = Ledger.make({
     store: deps.store,
     auditKey: deps.auditKey,
@@ -30,21 +33,28 @@ export const make = (deps: StepEnv.Deps, options: StepEnv.ExecutionOptions) => {
     ownerEpoch: options.ownerEpoch,
     claim: options.claim === true,
     resumed: options.resumed,
-    onRefused: ownership.lose
+    onRefused: ownership.lose,
+    onSignals: inbox.add
   })
   const { log } = options
   // A run taken over is claimed once its whole log was read and verified, before anything runs live (a live step,
   // an in-doubt call run again, a response logged): of two processes resuming it at once, the second fails there.
+  if (log !== undefined) inbox.add(log.first)
   const claimed: ReplayCursor.Log | undefined = log === undefined ? log : {
     first: log.first,
-    next: Effect.tap(log.next, (page) => (Option.isNone(page) ? ledger.claim() : Effect.void))
+    next: Effect.tap(log.next, (page) => (Option.isNone(page) ? ledger.claim() : Effect.sync(() => inbox.add(page.value))))
   }
   const cursor = ReplayCursor.make(runId, claimed, mode)
   const env = StepEnv.make(deps, options, cursor, ledger, ownership)
   const calls = Calls.make(env, ModelStep.make(env), ToolStep.make(env))
   const steps = WorkflowSteps.make(env, options.response)
 
-  const context: WorkflowContext = { runId, tenant, ...calls, ...steps }
+  const waitForSignal = Signals.makeWait(env, inbox, ledger.catchUp, {
+    pollMillis: deps.signalPollMillis ?? Signals.DEFAULT_POLL_MILLIS,
+    holdMillis: deps.signalHoldMillis ?? 0
+  })
+
+  const context: WorkflowContext = { runId, tenant, ...calls, ...steps, waitForSignal }
 
   return {
     context,

@@ -17,8 +17,16 @@ import * as Verify from "../Verify.js"
 import type { VerifyReport } from "../Verify.js"
 import { GENESIS_HASH, hashMatches, newEventHash } from "./hash.js"
 
+/** Signals adopted in one catch-up read at most: a sender's flood cannot hold a page larger than this in memory. */
+const CATCH_UP_PAGE = 1000
+
 /** What an append fails with: the store refused the batch, or the execution writes nothing (a replay). */
-export type AppendError = Errors.InvalidRunState | Errors.SequenceConflict | Errors.OwnershipLost | Errors.StoreError
+export type AppendError =
+  | Errors.InvalidRunState
+  | Errors.SequenceConflict
+  | Errors.OwnershipLost
+  | Errors.StoreError
+  | Errors.LogTampered
 
 export interface LedgerOptions {
   readonly store: EventStore.Service
@@ -37,6 +45,8 @@ export interface LedgerOptions {
   readonly resumed?: string | undefined
   /** Told when the store refuses a batch because another execution wrote first or claimed the run. */
   readonly onRefused: (reason: string) => void
+  /** Told of the signals (`SignalSent`) senders appended after this execution's head, once verified and adopted. */
+  readonly onSignals?: ((events: ReadonlyArray<Event>) => void) | undefined
 }
 
 export const make = (options: LedgerOptions) => {
@@ -108,10 +118,14 @@ export const make = (options: LedgerOptions) => {
       const request = prepare(stepKey, payloads, timestamp)
       const write = alongside.length === 0 ? options.store.append(request) : options.store.appendAll([request, ...alongside])
       return Effect.matchEffect(write, {
-        onFailure: (error) => {
-          // Another execution wrote first or claimed the run: handlers still running here must learn it.
-          if (error._tag !== "StoreError") options.onRefused(error.message)
-          return Effect.fail(error)
+        onFailure: (error): Effect.Effect<void, AppendError> => {
+          // Senders append signals to the run's chain under the same sequence check: a conflict they caused is
+          // settled by adopting their events and writing the batch again after them (see `catchUp`).
+          if (error._tag === "SequenceConflict" && alongside.length === 0) {
+            return Effect.flatMap(catchUp(), (adopted) =>
+              adopted === "foreign" ? refused(error) : adopted === 0 ? refused(error) : appendBatch(stepKey, payloads))
+          }
+          return refused(error)
         },
         onSuccess: () => {
           headSeq += request.events.length
@@ -123,8 +137,52 @@ export const make = (options: LedgerOptions) => {
     })
   }
 
+  /** Another execution wrote first or claimed the run: handlers still running here must learn it. */
+  const refused = (error: AppendError): Effect.Effect<never, AppendError> => {
+    if (error._tag !== "StoreError") options.onRefused(error.message)
+    return Effect.fail(error)
+  }
+
+  /**
+   * Reads what was appended after this execution's head. Signals (`SignalSent` under the run's step key, written by
+   * `Kernel.signal`) are verified (seq, link, hash) and adopted: the head moves past them and `onSignals` hears of
+   * them. Returns how many were adopted, or "foreign" when another writer appended anything else (another execution:
+   * this one must stop). A broken signal is `LogTampered`.
+   */
+  const catchUp = (): Effect.Effect<number | "foreign", AppendError> =>
+    Effect.suspend(() => {
+      if (mode === "replay") return Effect.succeed(0)
+      return Effect.flatMap(
+        Effect.catchTag(options.store.readEvents(tenantId, runId, headSeq + 1, CATCH_UP_PAGE), "RunNotFound", () => Effect.succeed([])),
+        (page): Effect.Effect<number | "foreign", AppendError> => {
+          const adopted: Array<Event> = []
+          let seq = headSeq
+          let hash = headHash
+          for (const event of page) {
+            if (event.payload._tag !== "SignalSent" || event.stepKey !== RUN_STEP_KEY) break
+            if (event.seq !== seq + 1 || event.prevHash !== hash || event.type !== event.payload._tag || !hashMatches(event, options.auditKey)) {
+              return Effect.fail(new Errors.LogTampered({ runId, seq: event.seq, reason: "a signal appended after this execution's head does not chain to it" }))
+            }
+            adopted.push(event)
+            seq = event.seq
+            hash = event.hash
+          }
+          if (adopted.length < page.length) return Effect.succeed("foreign")
+          if (adopted.length === 0) return Effect.succeed(0)
+          headSeq = seq
+          headHash = hash
+          options.onSignals?.(adopted)
+          // A full page: more may follow.
+          return page.length === CATCH_UP_PAGE
+            ? Effect.map(catchUp(), (more) => (more === "foreign" ? more : adopted.length + more))
+            : Effect.succeed(adopted.length)
+        }
+      )
+    })
+
   return {
     append,
+    catchUp,
     claim,
     prepare,
     head: () => ({ seq: headSeq, hash: headHash })

@@ -61,6 +61,10 @@ export const describe = (events: ReadonlyArray<Event>): string => {
       return `step "${first.name}"`
     case "PauseRequested":
       return `a pause for a human ("${first.reason}")`
+    case "SignalAwaited":
+    case "SignalReceived":
+    case "SignalTimedOut":
+      return `a wait for signal "${first.name}"`
     case undefined:
       return "nothing"
     default:
@@ -85,6 +89,8 @@ const isSettled = (events: ReadonlyArray<Event>): boolean => {
       return has(events, "HumanResponded")
     case "ModelRequested":
       return has(events, "ModelCompleted", "ModelFailed", "PolicyDenied", "BudgetExceeded")
+    case "SignalAwaited":
+      return has(events, "SignalReceived", "SignalTimedOut")
     default:
       return true
   }

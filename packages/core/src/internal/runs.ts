@@ -19,6 +19,7 @@ import type * as Workflow from "../Workflow.js"
 import * as ContinueAsNew from "./continueAsNew.js"
 import { decodeKernelFailure, drive, toJson } from "./drive.js"
 import * as Execution from "./execution.js"
+import * as Signals from "./signals.js"
 import { headEvent, lastEventOf, type ReadError, verifiedEvents } from "./ledger.js"
 
 /** What the kernel's operations on runs share. */
@@ -78,10 +79,25 @@ const settled = <I, O, E>(
         return { result: { status: "needs_reconciliation", runId: info.runId, stepKey: required?.event.stepKey ?? "", tool: required?.payload.tool ?? "" } as const }
       }
       case "paused": {
-        if (response === undefined) {
-          const pause = (yield* lastEvent("PauseRequested"))?.payload
-          return { result: { status: "paused", runId: info.runId, ticket: pause?.ticket ?? "", reason: pause?.reason ?? "" } as const }
+        const pause = yield* lastEvent("PauseRequested")
+        const paused = { status: "paused", runId: info.runId, ticket: pause?.payload.ticket ?? "", reason: pause?.payload.reason ?? "" } as const
+        // A run paused at a signal wait goes on once a signal of its name came or its deadline passed; a resume before
+        // that writes nothing (see `Signals.pausedWait`).
+        const wait = pause === undefined ? undefined : yield* Signals.pausedWait(store, info, pause.event)
+        if (wait !== undefined) {
+          // `resume` without a response brings `null` to a paused run: only a real one is refused.
+          if (response !== undefined && response.payload !== null) {
+            return yield* new Errors.InvalidRunState({
+              runId: info.runId,
+              status: `paused, waiting for signal "${wait.name}"`,
+              expected: "paused for a person (send the signal with Kernel.signal, then resume without a response)"
+            })
+          }
+          if (wait.wake === undefined) return { result: wait.deadline === undefined ? paused : { ...paused, wakeAt: wait.deadline } }
+          // Not a person's answer: no later pause may take it.
+          return { resumed: wait.wake, signalWait: true }
         }
+        if (response === undefined) return { result: paused }
         return { resumed }
       }
       case "running":
@@ -125,6 +141,7 @@ export const continueRun = <I, O, E>(
       const state = yield* settled(runtime, workflow, info, response)
       if ("result" in state) return state.result
       resumed = state.resumed
+      if ("signalWait" in state) response = undefined
     }
     const pull = yield* Stream.toPull(verifiedEvents(deps.store, deps.auditKey, info))
     const next = Effect.matchEffect(pull, {

@@ -34,6 +34,10 @@ export interface Deps {
   readonly enforceBudget: boolean
   /** How an idempotent tool that does not say is logged. */
   readonly idempotentToolDurability: Durability
+  /** How often a `ctx.waitForSignal` reads the run's log for new signals (default `Signals.DEFAULT_POLL_MILLIS`). */
+  readonly signalPollMillis?: number | undefined
+  /** How long a `ctx.waitForSignal` waits in its process before it pauses the run (default 0: it pauses at once). */
+  readonly signalHoldMillis?: number | undefined
 }
 
 /** Faults that end an execution without writing anything: the run stays resumable. */
@@ -48,7 +52,13 @@ export type Fault =
   | Errors.LogTampered
 
 export type Halt =
-  | { readonly _tag: "Paused"; readonly ticket: string; readonly reason: string }
+  | {
+    readonly _tag: "Paused"
+    readonly ticket: string
+    readonly reason: string
+    /** A signal wait's deadline: resume the run then (a worker queues its task for it). */
+    readonly wakeAt?: number | undefined
+  }
   | {
     readonly _tag: "NeedsReconciliation"
     readonly stepKey: string

@@ -127,7 +127,21 @@ export const finished = (task: Task, outcome: Outcome, now: number): Task => {
     const attempts = task.attempts + 1
     return { ...rest, status: "queued", attempts, runId: runIdOf(task.taskId, attempts), runAt: now + backoffMillis(task, attempts), expiresAt: now + backoffMillis(task, attempts) + DAY_SECONDS * 1000, outcome, updatedAt: now }
   }
+  if (outcome._tag === "paused" && outcome.wakeAt !== undefined) {
+    // A wait for a signal with a deadline: queued for the deadline (a signal may wake it sooner: `woken`).
+    const runAt = Math.max(now, outcome.wakeAt)
+    return { ...rest, status: "queued", runAt, expiresAt: runAt + (task.expiresAfterSeconds ?? DAY_SECONDS) * 1000, outcome, updatedAt: now }
+  }
   return { ...rest, status: statusOf(outcome), attempts: outcome._tag === "failed" ? task.attempts + 1 : task.attempts, outcome, updatedAt: now }
+}
+
+/** A paused task, or one queued for its signal wait's deadline, made due now (its run's signal came); else undefined. */
+export const woken = (task: Task, now: number): Task | undefined => {
+  const waiting = task.status === "paused" || (task.status === "queued" && task.outcome?._tag === "paused" && task.outcome.wakeAt !== undefined)
+  if (!waiting) return undefined
+  const { deadlineAt: _deadline, ...rest } = task
+  const runAt = task.status === "paused" ? now : Math.min(task.runAt, now)
+  return { ...rest, status: "queued", runAt, expiresAt: Math.max(task.expiresAt, now + (task.expiresAfterSeconds ?? DAY_SECONDS) * 1000), updatedAt: now }
 }
 
 /**
