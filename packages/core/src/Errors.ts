@@ -279,6 +279,9 @@ export type ArtanaError =
   | OwnershipLost
   | StepMayBeRunning
   | SchemaMismatch
+  | SignalRefused
+  | SignalTimeout
+  | InvalidSignalPayload
 
 const tags = new Set<string>([
   "SequenceConflict",
@@ -304,7 +307,10 @@ const tags = new Set<string>([
   "LogTampered",
   "OwnershipLost",
   "StepMayBeRunning",
-  "SchemaMismatch"
+  "SchemaMismatch",
+  "SignalRefused",
+  "SignalTimeout",
+  "InvalidSignalPayload"
 ])
 
 /** True for any error of @artana/core. */
