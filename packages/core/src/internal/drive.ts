@@ -76,7 +76,13 @@ export const drive = <I, O, E>(
     if (halted !== undefined) {
       switch (halted._tag) {
         case "Paused":
-          return { status: "paused", runId, ticket: halted.ticket, reason: halted.reason } as const
+          return {
+            status: "paused",
+            runId,
+            ticket: halted.ticket,
+            reason: halted.reason,
+            ...(halted.approval === undefined ? {} : { approval: halted.approval })
+          } as const
         case "NeedsReconciliation":
           return {
             status: "needs_reconciliation",

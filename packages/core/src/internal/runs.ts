@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as Approval from "../Approval.js"
 import * as Errors from "../Errors.js"
 import { type Event, type EventPayload, RUN_STEP_KEY, type RunInfo } from "../Event.js"
 import { reconciliationPath } from "../EventStore.js"
@@ -78,8 +79,22 @@ const settled = <I, O, E>(
         return { result: { status: "needs_reconciliation", runId: info.runId, stepKey: required?.event.stepKey ?? "", tool: required?.payload.tool ?? "" } as const }
       }
       case "paused": {
+        const head = yield* Effect.mapError(headEvent(store, auditKey, info), readFailure)
+        if (head.payload._tag === "ApprovalRequested") {
+          // Waiting for a decision on a tool call, which `decideApproval` writes; a response answers no approval.
+          const approval = Approval.requestOf(head.stepKey, head.payload)
+          if (response !== undefined) {
+            return yield* new Errors.InvalidRunState({
+              runId: info.runId,
+              status: `paused for approval ${approval.approvalId} (a call to tool "${approval.tool}")`,
+              expected: "paused for a human response (decide an approval with approve or reject)"
+            })
+          }
+          return { result: { status: "paused", runId: info.runId, ticket: approval.approvalId, reason: Approval.reasonOf(approval), approval } as const }
+        }
         if (response === undefined) {
-          const pause = (yield* lastEvent("PauseRequested"))?.payload
+          // The head is the pause, as a rule (read once: O(1) in the run's length).
+          const pause = head.payload._tag === "PauseRequested" ? head.payload : (yield* lastEvent("PauseRequested"))?.payload
           return { result: { status: "paused", runId: info.runId, ticket: pause?.ticket ?? "", reason: pause?.reason ?? "" } as const }
         }
         return { resumed }

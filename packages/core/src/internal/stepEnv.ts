@@ -5,6 +5,7 @@
  * swallow: `halted` is checked again when the code returns.
  */
 import * as Effect from "effect/Effect"
+import type { ApprovalRequest } from "../Approval.js"
 import * as Errors from "../Errors.js"
 import type { Event, EventPayload, WaitingOn } from "../Event.js"
 import type * as EventStore from "../EventStore.js"
@@ -48,7 +49,13 @@ export type Fault =
   | Errors.LogTampered
 
 export type Halt =
-  | { readonly _tag: "Paused"; readonly ticket: string; readonly reason: string }
+  | {
+    readonly _tag: "Paused"
+    readonly ticket: string
+    readonly reason: string
+    /** Set when the run waits for a tool call's approval (the ticket is its id). */
+    readonly approval?: ApprovalRequest | undefined
+  }
   | {
     readonly _tag: "NeedsReconciliation"
     readonly stepKey: string
