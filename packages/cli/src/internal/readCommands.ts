@@ -339,6 +339,10 @@ export const describeEvent = (p: Event.EventPayload): string => {
       return JSON.stringify(p.output)
     case "RunFailed":
       return `${p.errorTag}: ${p.error}`
+    case "ApprovalRequested":
+      return `${p.tool} ${p.arguments} waits for approval${p.approvers === undefined ? "" : ` by ${p.approvers.join(" or ")}`} (${p.approvalId})`
+    case "ApprovalDecided":
+      return `${p.decision} by ${p.approver}${p.arguments === undefined ? "" : `, arguments edited to ${p.arguments}`}${p.reason === undefined ? "" : `: ${p.reason}`}`
   }
 }
 
