@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { artana, artanaJson, cleanup, tempDir } from "./helpers.js"
+import { artana, artanaJson, cleanup, planWorkspace } from "./helpers.js"
 
 afterAll(cleanup)
 
@@ -20,14 +20,7 @@ const PLAN = `steps:
   - { id: save, tool: fs.write, args: { path: workspace/out/summary.txt, content: "draft" } }
 `
 
-const workspace = () => {
-  const dir = tempDir()
-  fs.mkdirSync(path.join(dir, "workspace/out"), { recursive: true })
-  fs.writeFileSync(path.join(dir, "workspace/notes.txt"), "Q3 revenue: 1.2M EUR\n")
-  fs.writeFileSync(path.join(dir, "policy.yaml"), POLICY)
-  fs.writeFileSync(path.join(dir, "plan.yaml"), PLAN)
-  return dir
-}
+const workspace = () => planWorkspace(PLAN, POLICY)
 
 const summary = (cwd: string) => path.join(cwd, "workspace/out/summary.txt")
 
