@@ -83,7 +83,8 @@ const settled = <I, O, E>(
         if (head.payload._tag === "ApprovalRequested") {
           // Waiting for a decision on a tool call, which `decideApproval` writes; a response answers no approval.
           const approval = Approval.requestOf(head.stepKey, head.payload)
-          if (response !== undefined) {
+          // (`resume` of a paused run without a response brings a null one.)
+          if (response !== undefined && response.payload !== null) {
             return yield* new Errors.InvalidRunState({
               runId: info.runId,
               status: `paused for approval ${approval.approvalId} (a call to tool "${approval.tool}")`,
