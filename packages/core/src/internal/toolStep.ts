@@ -238,9 +238,9 @@ export const make = (env: StepEnv) => {
       const after = recorded.slice(recorded.indexOf(decision) + 1)
       const requestedAt = after.findIndex((e) => e.payload._tag === "ToolRequested")
       if (requestedAt >= 0) {
-        const call_ = after.slice(requestedAt)
-        const outcome = outcomeOf(call_, availableTools)
-        return outcome !== undefined ? Effect.succeed(outcome) : inDoubt(call, key, call_, tool)
+        const made = after.slice(requestedAt)
+        const outcome = outcomeOf(made, availableTools)
+        return outcome !== undefined ? Effect.succeed(outcome) : inDoubt(call, key, made, tool)
       }
       if (env.mode === "replay") {
         return env.fault(new Errors.InvalidRunState({ runId, status: `approved at step ${key}, its call not made yet`, expected: "settled (a replay runs no tool)" }))
