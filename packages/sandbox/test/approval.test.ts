@@ -55,9 +55,14 @@ describe("approval: required in the sandbox policy", () => {
       yield* Effect.provide(program, layer)
     }))
 
-  it("a policy's approval must be required or none, named with its line", () => {
-    const parsed = Policy.parse(`default: deny\ntools:\n  fs.read: { allow: true, approval: maybe }\n`, { file: "policy.yaml" })
-    expect(parsed._tag).toBe("Left")
-    if (parsed._tag === "Left") expect(parsed.left.message).toMatch(/^policy\.yaml:3:\d+: tools\.fs\.read\.approval: /)
+  it("a policy's approval is required or none (absent: none), named with its line when it is neither", () => {
+    const parse = (rule: string) => Policy.parse(`default: deny\ntools:\n  fs.read: { allow: true${rule} }\n`, { file: "policy.yaml" })
+    const required = parse(", approval: required, approvers: [ops]")
+    expect(required._tag === "Right" && required.right.document.tools["fs.read"]).toMatchObject({ approval: "required", approvers: ["ops"] })
+    const absent = parse("")
+    expect(absent._tag === "Right" && absent.right.document.tools["fs.read"]?.approval).toBeUndefined()
+    const maybe = parse(", approval: maybe")
+    expect(maybe._tag).toBe("Left")
+    if (maybe._tag === "Left") expect(maybe.left.message).toMatch(/^policy\.yaml:3:\d+: tools\.fs\.read\.approval: .*"required"/)
   })
 })
