@@ -275,7 +275,9 @@ const decideAndResume = (decision: Approval.DecideRequest, workflow: Workflow.An
 /**
  * Approves a pending tool call and continues its run with it: `decide`, then `resume` (the handler runs with the
  * approved arguments; an agent or chat loop goes on). Edited `arguments` are checked against the tool's parameters
- * first: invalid ones are refused (`InvalidToolArguments`) and nothing is written.
+ * first: invalid ones are refused (`InvalidToolArguments`) and nothing is written. The decision is written before the
+ * run resumes: a kernel that does not know the run's workflow (neither registered nor given) then fails with
+ * `WorkflowNotFound`, and the run goes on wherever it is resumed (a chat: `Artana.chat` again under its run id).
  */
 export function approve<I, O, E>(
   options: ApproveOptions<Workflow.Workflow<I, O, E>> & { readonly workflow: Workflow.Workflow<I, O, E> }
