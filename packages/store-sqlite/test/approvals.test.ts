@@ -109,6 +109,14 @@ describe("per-tool approvals on SQLite", () => {
       expect(again.message).toContain("alice approved it")
       expect((yield* readRun(db, "pay-1")).info.headSeq).toBe(done.info.headSeq)
       expect(handlerRuns(log)).toHaveLength(1)
+
+      // A replay in this process (no model reply scripted, no handler may run): the same output, nothing written.
+      const replayer = client(db, log, [])
+      const replayed = yield* Effect.promise(() => replayer.replay(payout(log), { tenantId: "acme", runId: "pay-1" }))
+      yield* Effect.promise(() => replayer.close())
+      expect(replayed).toEqual({ status: "completed", runId: "pay-1", output: "Done" })
+      expect((yield* readRun(db, "pay-1")).info.headSeq).toBe(done.info.headSeq)
+      expect(handlerRuns(log)).toHaveLength(1)
     }), 240_000)
 
   it.live("two approvers at once, in two processes: exactly one decision is written and the handler runs at most once", () =>
