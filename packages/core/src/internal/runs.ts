@@ -79,8 +79,10 @@ const settled = <I, O, E>(
         return { result: { status: "needs_reconciliation", runId: info.runId, stepKey: required?.event.stepKey ?? "", tool: required?.payload.tool ?? "" } as const }
       }
       case "paused": {
-        const head = yield* Effect.mapError(headEvent(store, auditKey, info), readFailure)
-        if (head.payload._tag === "ApprovalRequested") {
+        // A head that cannot be read (a log cut or broken) is reported by the read that follows, as before.
+        const read = yield* Effect.either(headEvent(store, auditKey, info))
+        const head = Either.isRight(read) ? read.right : undefined
+        if (head?.payload._tag === "ApprovalRequested") {
           // Waiting for a decision on a tool call, which `decideApproval` writes; a response answers no approval.
           const approval = Approval.requestOf(head.stepKey, head.payload)
           // (`resume` of a paused run without a response brings a null one.)
@@ -95,7 +97,7 @@ const settled = <I, O, E>(
         }
         if (response === undefined) {
           // The head is the pause, as a rule (read once: O(1) in the run's length).
-          const pause = head.payload._tag === "PauseRequested" ? head.payload : (yield* lastEvent("PauseRequested"))?.payload
+          const pause = head?.payload._tag === "PauseRequested" ? head.payload : (yield* lastEvent("PauseRequested"))?.payload
           return { result: { status: "paused", runId: info.runId, ticket: pause?.ticket ?? "", reason: pause?.reason ?? "" } as const }
         }
         return { resumed }
