@@ -40,7 +40,8 @@ const prints: Record<string, string> = {
   "seed-agent": "EMEA grew 12%",
   "seed-context-builder": "FACT: dates are YYYY-MM-DD",
   "seed-auto-reflect": "fact: book_flight takes dates as YYYY-MM-DD",
-  "trikernel-swap": "RunStarted ModelRequested ModelCompleted RunCompleted"
+  "trikernel-swap": "RunStarted ModelRequested ModelCompleted RunCompleted",
+  "approval": "paused -> Sent 250"
 }
 
 let dir = ""

@@ -14,7 +14,7 @@
  *
  * @since 0.1.0
  */
-import { Artana, type EventStore, type Kernel, type Tenant } from "@artana/core"
+import { type Approval, Artana, type EventStore, type Kernel, type Tenant } from "@artana/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Schema from "effect/Schema"
@@ -44,6 +44,14 @@ export interface Client {
     agent: Agent,
     options: { readonly tenantId: string; readonly runId: string; readonly outputSchema?: Schema.Schema<A, I> | undefined }
   ) => Promise<Kernel.RunResult<AgentOutput<A>>>
+  /** `Artana.approvals`: the tenant's tool calls waiting for approval (an agent's tool with `needsApproval`). */
+  readonly approvals: (filter: Approval.ApprovalsFilter) => Promise<ReadonlyArray<Approval.PendingApproval>>
+  /**
+   * `Artana.decide`: approves (optionally with edited arguments; pass the tool as `tool`, an agent's tools being values
+   * the kernel's registry does not hold) or rejects a pending call. `run` with the run's id then continues the agent
+   * with the decision.
+   */
+  readonly decide: (decision: Approval.DecideRequest) => Promise<Approval.Decided>
   /** `SubAgent.lineage`: the tree of runs `runId` belongs to. */
   readonly lineage: (run: Kernel.RunRef) => Promise<SubAgent.RunTree>
   /** Releases the store (closes the database). */
@@ -64,6 +72,8 @@ export const create = <S = never>(options: Options<S>): Client => {
   return {
     run: (agent, o) => run(Effect.flatMap(Artana.tenant(o.tenant), (tenant) => agent.run({ ...o, tenant }))),
     replay: (agent, o) => run(agent.replay(o)),
+    approvals: (filter) => run(Artana.approvals(filter)),
+    decide: (decision) => run(Artana.decide(decision)),
     lineage: (r) => run(SubAgent.lineage(r)),
     close
   }

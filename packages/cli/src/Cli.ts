@@ -7,6 +7,10 @@
  * artana reconcile RUN --step ID (--completed JSON | --failed MESSAGE) [--force]
  *                                                  settle the step a crash left in doubt
  * artana signal RUN NAME [--payload JSON]         deliver a durable message to a run (ctx.waitForSignal)
+ * artana approvals [--run RUN] [--tool NAME] [--older-than AGE]
+ *                                                  the tool calls waiting for approval
+ * artana approve ID [--args JSON] [--approver NAME] approve one (with edited arguments)
+ * artana reject ID --reason TEXT [--approver NAME]  reject one
  * artana report RUN [--from SEQ] [--limit N]       timeline, decisions, files, domains, commands, denials, cost
  * artana list-runs [--status S] [--workflow W] [--since T] [--until T] [--limit N] [--after CURSOR]
  * artana show-run RUN [--from SEQ] [--limit N]     a run, its lineage tree and its events
@@ -37,6 +41,7 @@ import * as T from "./internal/terminal.js"
 const PlanCommands = Effect.promise(() => import("./internal/planCommands.js"))
 const ReadCommands = Effect.promise(() => import("./internal/readCommands.js"))
 const SignalCommand = Effect.promise(() => import("./internal/signalCommand.js"))
+const ApprovalCommands = Effect.promise(() => import("./internal/approvalCommands.js"))
 
 const db = Options.text("db").pipe(
   Options.withDescription(Help.common.db.description),
@@ -115,6 +120,45 @@ const reconcile = Command.make(
 ).pipe(described("reconcile"))
 
 
+const approvals = Command.make(
+  "approvals",
+  {
+    ...common,
+    run: Options.text("run").pipe(Options.withDescription(Help.option("approvals", "--run")), Options.optional),
+    tool: Options.text("tool").pipe(Options.withDescription(Help.option("approvals", "--tool")), Options.optional),
+    olderThan: Options.text("older-than").pipe(Options.withDescription(Help.option("approvals", "--older-than")), Options.optional)
+  },
+  (a) =>
+    Effect.flatMap(Effect.zip(ApprovalCommands, auditKey), ([m, key]) =>
+      m.approvals({ ...a, run: Option.getOrUndefined(a.run), tool: Option.getOrUndefined(a.tool), olderThan: Option.getOrUndefined(a.olderThan), auditKey: key }))
+).pipe(described("approvals"))
+
+const approvalArg = (command: string) => Args.text({ name: "ID" }).pipe(Args.withDescription(Help.option(command, "ID")))
+const approver = (command: string) => Options.text("approver").pipe(Options.withDescription(Help.option(command, "--approver")), Options.optional)
+
+const approve = Command.make(
+  "approve",
+  {
+    ...common,
+    id: approvalArg("approve"),
+    args: Options.text("args").pipe(Options.withDescription(Help.option("approve", "--args")), Options.optional),
+    approver: approver("approve")
+  },
+  (a) =>
+    Effect.flatMap(Effect.zip(ApprovalCommands, auditKey), ([m, key]) =>
+      m.approve({ ...a, args: Option.getOrUndefined(a.args), approver: Option.getOrUndefined(a.approver), auditKey: key }))
+).pipe(described("approve"))
+
+const reject = Command.make(
+  "reject",
+  {
+    ...common,
+    id: approvalArg("reject"),
+    reason: Options.text("reason").pipe(Options.withDescription(Help.option("reject", "--reason"))),
+    approver: approver("reject")
+  },
+  (a) => Effect.flatMap(Effect.zip(ApprovalCommands, auditKey), ([m, key]) => m.reject({ ...a, approver: Option.getOrUndefined(a.approver), auditKey: key }))
+).pipe(described("reject"))
 
 const signal = Command.make(
   "signal",
@@ -188,7 +232,7 @@ const verify = Command.make(
 /** The command tree. */
 export const command = Command.make("artana").pipe(
   Command.withDescription("Artana: run tool plans under a deny-by-default policy, replay, report, inspect and verify runs."),
-  Command.withSubcommands([run, replay, reconcile, signal, report, listRuns, showRun, verify])
+  Command.withSubcommands([run, replay, reconcile, signal, approvals, approve, reject, report, listRuns, showRun, verify])
 )
 
 const unstyled = (args: ReadonlyArray<unknown>) => args.map((a) => (typeof a === "string" ? T.strip(a) : a))

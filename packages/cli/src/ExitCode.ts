@@ -9,10 +9,10 @@
  * | 2 | bad input: command line, plan or policy file (malformed YAML, unknown tool or field, wrong type, bad arguments) |
  * | 3 | a step was denied by the policy |
  * | 4 | a step's tool failed (an error, a timeout) |
- * | 5 | not found: the run (for this tenant) or the database |
+ * | 5 | not found: the run or the approval (for this tenant), or the database |
  * | 6 | integrity: `verify` found a broken hash chain, or `replay` diverged from the log (plan mismatch) |
  * | 7 | the store cannot be opened (or its schema is a newer Artana's) or failed |
- * | 8 | the run needs attention: unfinished, paused, in doubt (needs reconciliation), driven by another process, or its call in doubt may still be running |
+ * | 8 | the run needs attention: unfinished, paused (for approval: `artana approve`), in doubt (needs reconciliation), driven by another process, or its call in doubt may still be running |
  *
  * @since 0.1.0
  */
@@ -67,7 +67,11 @@ const BY_TAG: Readonly<Record<string, ExitCode>> = {
   OwnershipLost: NeedsAttention,
   StepMayBeRunning: NeedsAttention,
   // The run has ended: it takes no signal.
-  SignalRefused: BadInput
+  SignalRefused: BadInput,
+  ApprovalRejected: Denied,
+  ApprovalNotFound: NotFound,
+  ApprovalNotPending: NeedsAttention,
+  ApproverNotAllowed: BadInput
 }
 
 /** The exit code for an error tag (a typed error's `_tag`, or a failed run's logged `errorTag`). */

@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import { Errors, type Event, EventStore, Json, Kernel, type Tenant, ToolRegistry, Workflow } from "@artana/core"
+import { type Approval, Errors, type Event, EventStore, Json, Kernel, type Tenant, ToolRegistry, Workflow } from "@artana/core"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Predicate from "effect/Predicate"
@@ -66,6 +66,10 @@ export type Produced =
 export const outputHash = (produced: Produced): string =>
   produced.ok ? Json.hash(produced.result) : Json.hash({ failed: produced.kind, error: produced.error })
 
+/** A step's status from what it produced: a call a person rejected counts as denied, as a policy's denial does. */
+export const stepStatusOf = (produced: Produced): "ok" | "denied" | "failed" =>
+  produced.ok ? "ok" : produced.kind === "denied" || produced.kind === "rejected" ? "denied" : "failed"
+
 /** The input hash of a step: SHA-256 of the canonical JSON of its arguments. */
 export const inputHash = (args: Json.Json): string => Json.hash(args)
 
@@ -80,10 +84,12 @@ export const producedOf = (error: Workflow.ToolCallError): Produced & { readonly
       return { ok: false, kind: "unknown_tool", error: error.message }
     case "ToolError":
       return { ok: false, kind: error.timedOut === true ? "timeout" : "tool_error", error: error.reason }
+    case "ApprovalRejected":
+      return { ok: false, kind: "rejected", error: error.reason }
   }
 }
 
-const TOOL_CALL_ERRORS = new Set(["PolicyDenied", "InvalidToolArguments", "UnknownTool", "ToolError"])
+const TOOL_CALL_ERRORS = new Set(["PolicyDenied", "InvalidToolArguments", "UnknownTool", "ToolError", "ApprovalRejected"])
 
 /** True for the errors a plan step fails with. */
 export const isToolCallError = (u: unknown): u is Workflow.ToolCallError =>
@@ -133,7 +139,7 @@ export const workflow = (options: WorkflowOptions): Workflow.Workflow<Input, Out
           const outcome: StepOutcome = {
             id: step.id,
             tool: step.tool,
-            status: produced.ok ? "ok" : produced.kind === "denied" ? "denied" : "failed",
+            status: stepStatusOf(produced),
             outputHash: outputHash(produced),
             ...(produced.ok ? {} : { error: produced.error })
           }
@@ -191,6 +197,8 @@ export interface LoggedStep {
   readonly finishedAt: number | undefined
   /** Every event of the step, in order (middleware notes included). */
   readonly events: ReadonlyArray<Event.Event>
+  /** The step's call waits for a person's approval (`approval: required`): no decision is logged yet. */
+  readonly awaitingApproval?: boolean | undefined
 }
 
 const parseArgs = (text: string): Json.Json => {
@@ -214,8 +222,10 @@ export const loggedSteps = (events: ReadonlyArray<Event.Event>): ReadonlyArray<L
   }
   const steps: Array<LoggedStep> = []
   for (const [key, stepEvents] of byKey) {
-    const requested = stepEvents.find((e) => e.payload._tag === "ToolRequested")
-    if (requested === undefined || requested.payload._tag !== "ToolRequested") continue
+    // A call that waited for approval: its request is its `ToolRequested` once approved, else its `ApprovalRequested`.
+    const requested = stepEvents.find((e) => e.payload._tag === "ToolRequested") ?? stepEvents.find((e) => e.payload._tag === "ApprovalRequested")
+    if (requested === undefined || (requested.payload._tag !== "ToolRequested" && requested.payload._tag !== "ApprovalRequested")) continue
+    const awaitingApproval = requested.payload._tag === "ApprovalRequested" && !stepEvents.some((e) => e.payload._tag === "ApprovalDecided")
     let produced: Produced | undefined
     let finishedAt: number | undefined
     let denial: LoggedStep["denial"]
@@ -247,7 +257,8 @@ export const loggedSteps = (events: ReadonlyArray<Event.Event>): ReadonlyArray<L
       reconciled,
       startedAt: requested.timestamp,
       finishedAt,
-      events: stepEvents
+      events: stepEvents,
+      ...(awaitingApproval ? { awaitingApproval } : {})
     })
   }
   return steps
@@ -278,6 +289,8 @@ export interface RunOutcome {
   readonly failure?: Failure | undefined
   /** Set when the run needs reconciliation: the step in doubt that waits for a person (`artana reconcile`). */
   readonly inDoubt?: { readonly stepKey: string; readonly tool: string } | undefined
+  /** Set when the run is paused for a step's approval (`approval: required` in the policy): `artana approve` / `reject`. */
+  readonly approval?: Approval.ApprovalRequest | undefined
 }
 
 export interface RunOptions {
@@ -336,6 +349,7 @@ export const run = Effect.fn("PlanRunner.run")(function*(options: RunOptions) {
   if (Either.isRight(result)) {
     const r = result.right
     if (r.status === "needs_reconciliation") return { runId, status: r.status, steps, inDoubt: { stepKey: r.stepKey, tool: r.tool } } satisfies RunOutcome
+    if (r.status === "paused" && r.approval !== undefined) return { runId, status: r.status, steps, approval: r.approval } satisfies RunOutcome
     return { runId, status: r.status, steps: r.status === "completed" && steps.length === 0 ? r.output.steps : steps } satisfies RunOutcome
   }
   const error = result.left

@@ -14,8 +14,11 @@ import * as T from "./internal/terminal.js"
 /** What the policy said about a call: allowed, denied, or nothing (the step never reached it). */
 export type Decision = "allowed" | "denied" | "none"
 
-/** How a step ended; `skipped`: a stopped run never reached it; `in_doubt`: requested, no outcome logged (a crash). */
-export type Status = "ok" | "denied" | "failed" | "skipped" | "in_doubt"
+/**
+ * How a step ended; `skipped`: a stopped run never reached it; `in_doubt`: requested, no outcome logged (a crash);
+ * `awaiting_approval`: its call waits for a person's decision (`artana approve` / `reject`).
+ */
+export type Status = "ok" | "denied" | "failed" | "skipped" | "in_doubt" | "awaiting_approval"
 
 /** What one call touched, as the policy engine recorded it. */
 export interface Touched {
@@ -103,7 +106,7 @@ const unique = (lists: ReadonlyArray<ReadonlyArray<string> | undefined>): Readon
   [...new Set(lists.flatMap((l) => l ?? []))].sort()
 
 const statusOf = (produced: PlanRunner.Produced | undefined): Status =>
-  produced === undefined ? "in_doubt" : produced.ok ? "ok" : produced.kind === "denied" ? "denied" : "failed"
+  produced === undefined ? "in_doubt" : PlanRunner.stepStatusOf(produced)
 
 /** Options of `make`. */
 export interface MakeOptions {
@@ -140,7 +143,7 @@ export const make = (
       }
     }
     const a = audits.get(step.key) ?? {}
-    const status = statusOf(step.produced)
+    const status = step.awaitingApproval === true ? "awaiting_approval" : statusOf(step.produced)
     const deniedBy = step.denial === undefined ? undefined : step.denial.middleware ?? (step.denial.capability === undefined ? undefined : `capability ${step.denial.capability}`)
     // The kernel refuses an unknown tool before any policy sees it; everything else passed the policy or was denied.
     const unknown = step.produced !== undefined && !step.produced.ok && step.produced.kind === "unknown_tool"

@@ -14,6 +14,16 @@ export const cleanup = () => fs.rmSync(root, { recursive: true, force: true })
 /** A fresh directory of its own. */
 export const tempDir = () => fs.mkdtempSync(path.join(root, "t-"))
 
+/** A fresh workspace for `artana run`: `workspace/notes.txt`, an empty `workspace/out`, `policy.yaml` and `plan.yaml`. */
+export const planWorkspace = (plan: string, policy: string) => {
+  const dir = tempDir()
+  fs.mkdirSync(path.join(dir, "workspace/out"), { recursive: true })
+  fs.writeFileSync(path.join(dir, "workspace/notes.txt"), "Q3 revenue: 1.2M EUR\n")
+  fs.writeFileSync(path.join(dir, "policy.yaml"), policy)
+  fs.writeFileSync(path.join(dir, "plan.yaml"), plan)
+  return dir
+}
+
 const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
 const TSCONFIG = fileURLToPath(new URL("./bin/tsconfig.json", import.meta.url))
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { artana, artanaJson, cleanup, tempDir } from "./helpers.js"
+import { artana, artanaJson, cleanup, planWorkspace } from "./helpers.js"
 
 afterAll(cleanup)
 
@@ -17,14 +17,7 @@ tools:
 `
 
 /** A workspace with a policy and a plan; returns its directory. */
-const workspace = (plan: string, policy = POLICY) => {
-  const dir = tempDir()
-  fs.mkdirSync(path.join(dir, "workspace/out"), { recursive: true })
-  fs.writeFileSync(path.join(dir, "workspace/notes.txt"), "Q3 revenue: 1.2M EUR\n")
-  fs.writeFileSync(path.join(dir, "policy.yaml"), policy)
-  fs.writeFileSync(path.join(dir, "plan.yaml"), plan)
-  return dir
-}
+const workspace = (plan: string, policy = POLICY) => planWorkspace(plan, policy)
 
 const PLAN = `on_error: continue
 steps:

@@ -32,6 +32,7 @@ import * as Redacted from "effect/Redacted"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import * as Approval from "./Approval.js"
 import * as Errors from "./Errors.js"
 import type { Event, EventPayload, RunInfo } from "./Event.js"
 import * as EventStore from "./EventStore.js"
@@ -253,6 +254,67 @@ export const reconcile = (options: ReconcileOptions): Effect.Effect<void, Kernel
 export const signal = (request: Kernel.SignalRequest): Effect.Effect<Kernel.SignalReceipt, Kernel.SignalError, Kernel.Kernel> =>
   Effect.flatMap(Kernel.Kernel, (k) => k.signal(request))
 
+// ------------------------------------------------------------------------------------------------ approvals
+
+/** The tenant's pending approvals, filtered by run, tool or age: `Kernel.approvals`. */
+export const approvals = (
+  filter: Approval.ApprovalsFilter
+): Effect.Effect<ReadonlyArray<Approval.PendingApproval>, Errors.StoreError | Errors.LogTampered, Kernel.Kernel> =>
+  Effect.flatMap(Kernel.Kernel, (k) => k.approvals(filter))
+
+/** Records a decision without continuing the run (`Kernel.decideApproval`): for runs a worker drives, or another process resumes. */
+export const decide = (decision: Approval.DecideRequest): Effect.Effect<Approval.Decided, Approval.DecideError, Kernel.Kernel> =>
+  Effect.flatMap(Kernel.Kernel, (k) => k.decideApproval(decision))
+
+/** What `approve` and `reject` take besides the decision: the run's workflow, to type the result (else found by name). */
+interface Continue<W> {
+  readonly workflow?: W | undefined
+}
+
+/** `approve`'s options: the approval, who approves, and optionally edited arguments (a JSON value). */
+export type ApproveOptions<W = Workflow.Any> = Approval.DecisionRef & Continue<W> & {
+  readonly arguments?: Json.Json | undefined
+  /** The tool to check edited arguments against, when the kernel's registry does not hold it. */
+  readonly tool?: Tool | undefined
+}
+
+/** `reject`'s options: the approval, who rejects, and why (the model sees it as the call's result). */
+export type RejectOptions<W = Workflow.Any> = Approval.DecisionRef & Continue<W> & { readonly reason: string }
+
+const decideAndResume = (decision: Approval.DecideRequest, workflow: Workflow.Any | undefined) =>
+  Effect.gen(function*() {
+    const kernel = yield* Kernel.Kernel
+    const decided = yield* kernel.decideApproval(decision)
+    const ref = { tenantId: decision.tenantId, runId: decided.runId }
+    return yield* (workflow === undefined ? kernel.resume(ref) : kernel.resume({ ...ref, workflow }))
+  })
+
+/**
+ * Approves a pending tool call and continues its run with it: `decide`, then `resume` (the handler runs with the
+ * approved arguments; an agent or chat loop goes on). Edited `arguments` are checked against the tool's parameters
+ * first: invalid ones are refused (`InvalidToolArguments`) and nothing is written. The decision is written before the
+ * run resumes: a kernel that does not know the run's workflow (neither registered nor given) then fails with
+ * `WorkflowNotFound`, and the run goes on wherever it is resumed (a chat: `Artana.chat` again under its run id).
+ */
+export function approve<I, O, E>(
+  options: ApproveOptions<Workflow.Workflow<I, O, E>> & { readonly workflow: Workflow.Workflow<I, O, E> }
+): Effect.Effect<Kernel.RunResult<O>, E | Kernel.KernelError | Approval.DecideError, Kernel.Kernel>
+export function approve(options: ApproveOptions): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel>
+export function approve(options: ApproveOptions): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel> {
+  const { workflow, arguments: args, tool, ...ref } = options
+  return decideAndResume({ ...ref, decision: "approve", ...(args === undefined ? {} : { arguments: args }), ...(tool === undefined ? {} : { tool }) }, workflow)
+}
+
+/** Rejects a pending tool call and continues its run: the model sees `ApprovalRejected` (with `reason`) as the call's result. */
+export function reject<I, O, E>(
+  options: RejectOptions<Workflow.Workflow<I, O, E>> & { readonly workflow: Workflow.Workflow<I, O, E> }
+): Effect.Effect<Kernel.RunResult<O>, E | Kernel.KernelError | Approval.DecideError, Kernel.Kernel>
+export function reject(options: RejectOptions): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel>
+export function reject(options: RejectOptions): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel> {
+  const { workflow, reason, ...ref } = options
+  return decideAndResume({ ...ref, decision: "reject", reason }, workflow)
+}
+
 /** Checks a run's hash chain: `Kernel.verify`. */
 export const verify = (
   run: Kernel.RunRef & { readonly head?: Head | undefined }
@@ -308,7 +370,10 @@ export const status = (
       const kept: Array<Event> = []
       const keep = (e: Event) => {
         const tag = e.payload._tag
-        if (tag !== "RunCompleted" && tag !== "RunFailed" && tag !== "RunContinued" && tag !== "PauseRequested" && tag !== "ReconciliationRequired") return
+        if (
+          tag !== "RunCompleted" && tag !== "RunFailed" && tag !== "RunContinued" && tag !== "PauseRequested" && tag !== "ReconciliationRequired" &&
+          tag !== "ApprovalRequested"
+        ) return
         const at = kept.findIndex((x) => x.payload._tag === tag)
         if (at >= 0) kept.splice(at, 1)
         kept.push(e)
@@ -326,6 +391,11 @@ export const status = (
       case "continued":
         return { status: "continued", runId, nextRunId: lastOf(events, "RunContinued")?.payload.nextRunId ?? "" }
       case "paused": {
+        const asked = events[events.length - 1]
+        if (asked?.payload._tag === "ApprovalRequested") {
+          const approval = Approval.requestOf(asked.stepKey, asked.payload)
+          return { status: "paused", runId, ticket: approval.approvalId, reason: Approval.reasonOf(approval), approval }
+        }
         const pause = lastOf(events, "PauseRequested")?.payload
         return { status: "paused", runId, ticket: pause?.ticket ?? "", reason: pause?.reason ?? "" }
       }
@@ -379,6 +449,20 @@ export interface Client {
   readonly readEvents: (run: Kernel.RunRef) => Promise<ReadonlyArray<Event>>
   /** The run's events, verified a page at a time (`Kernel.events`): `for await (const event of client.events(run))`. */
   readonly events: (run: Kernel.RunRef, options?: Kernel.EventsOptions) => AsyncIterable<Event>
+  /** The tenant's pending approvals (`Artana.approvals`). */
+  readonly approvals: (filter: Approval.ApprovalsFilter) => Promise<ReadonlyArray<Approval.PendingApproval>>
+  /** Records a decision without continuing the run (`Artana.decide`). */
+  readonly decide: (decision: Approval.DecideRequest) => Promise<Approval.Decided>
+  /** Approves a pending call and continues its run (`Artana.approve`). */
+  readonly approve: {
+    <I, O, E>(options: ApproveOptions<Workflow.Workflow<I, O, E>> & { readonly workflow: Workflow.Workflow<I, O, E> }): Promise<Kernel.RunResult<O>>
+    (options: ApproveOptions): Promise<Kernel.RunResult<unknown>>
+  }
+  /** Rejects a pending call and continues its run (`Artana.reject`). */
+  readonly reject: {
+    <I, O, E>(options: RejectOptions<Workflow.Workflow<I, O, E>> & { readonly workflow: Workflow.Workflow<I, O, E> }): Promise<Kernel.RunResult<O>>
+    (options: RejectOptions): Promise<Kernel.RunResult<unknown>>
+  }
   /** Releases the store (closes the database). */
   readonly close: () => Promise<void>
 }
@@ -399,6 +483,10 @@ export const create = (options: Options): Client => {
     getRun: (r) => go(getRun(r)),
     listRuns: (tenantId, filter) => go(listRuns(tenantId, filter)),
     readEvents: (r) => go(readEvents(r)),
+    approvals: (f) => go(approvals(f)),
+    decide: (d) => go(decide(d)),
+    approve: (o: ApproveOptions) => go(approve(o)),
+    reject: (o: RejectOptions) => go(reject(o)),
     events: (r, o) => ({
       async *[Symbol.asyncIterator]() {
         yield* await go(Effect.flatMap(Kernel.Kernel, (k) => Stream.toAsyncIterableEffect(k.events(r, o))))

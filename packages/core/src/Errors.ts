@@ -282,6 +282,10 @@ export type ArtanaError =
   | SignalRefused
   | SignalTimeout
   | InvalidSignalPayload
+  | ApprovalRejected
+  | ApprovalNotFound
+  | ApprovalNotPending
+  | ApproverNotAllowed
 
 const tags = new Set<string>([
   "SequenceConflict",
@@ -310,7 +314,11 @@ const tags = new Set<string>([
   "SchemaMismatch",
   "SignalRefused",
   "SignalTimeout",
-  "InvalidSignalPayload"
+  "InvalidSignalPayload",
+  "ApprovalRejected",
+  "ApprovalNotFound",
+  "ApprovalNotPending",
+  "ApproverNotAllowed"
 ])
 
 /** True for any error of @artana/core. */
@@ -467,3 +475,59 @@ export class InvalidSignalPayload extends Schema.TaggedError<InvalidSignalPayloa
 
 /** What a `ctx.waitForSignal` may fail with. */
 export type WaitForSignalError = SignalTimeout | InvalidSignalPayload
+
+// --- Per-tool approvals (issue 16).
+
+/**
+ * A person rejected the call's approval: the handler never ran. A chat loop answers it to the model as the call's
+ * result (`{"error": "ApprovalRejected", "message": ...}`), so the model can react; a direct `ctx.tool` call fails
+ * with it. Logged as the call's `ToolFailed` (kind `rejected`).
+ */
+export class ApprovalRejected extends Schema.TaggedError<ApprovalRejected>()("ApprovalRejected", {
+  tool: Schema.String,
+  reason: Schema.String,
+  approver: Schema.optional(Schema.String)
+}) {
+  override get message() {
+    return `the call to tool "${this.tool}" was rejected${this.approver === undefined ? "" : ` by ${this.approver}`}: ${this.reason}`
+  }
+}
+
+/**
+ * No pending or decided approval has this id for the tenant: a mistyped id, or another tenant's (which behaves exactly
+ * like one that never existed). Nothing was written.
+ */
+export class ApprovalNotFound extends Schema.TaggedError<ApprovalNotFound>()("ApprovalNotFound", {
+  tenantId: Schema.String,
+  approvalId: Schema.String
+}) {
+  override get message() {
+    return `approval ${this.approvalId} not found for tenant ${this.tenantId}: list the tenant's pending approvals ` +
+      `(\`artana approvals --tenant ${this.tenantId}\`, or Artana.approvals)`
+  }
+}
+
+/**
+ * The approval exists but waits for no decision any more: another approver decided it first (two deciding at once:
+ * exactly one decision is written), or the run moved on. Nothing was written.
+ */
+export class ApprovalNotPending extends Schema.TaggedError<ApprovalNotPending>()("ApprovalNotPending", {
+  approvalId: Schema.String,
+  runId: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `approval ${this.approvalId} of run ${this.runId} is not pending: ${this.reason}`
+  }
+}
+
+/** The approver is not among those the tool names (`Tool.make({ approvers })`). Nothing was written. */
+export class ApproverNotAllowed extends Schema.TaggedError<ApproverNotAllowed>()("ApproverNotAllowed", {
+  approvalId: Schema.String,
+  approver: Schema.String,
+  approvers: Schema.Array(Schema.String)
+}) {
+  override get message() {
+    return `${this.approver} may not decide approval ${this.approvalId}: only ${this.approvers.join(", ")} may`
+  }
+}

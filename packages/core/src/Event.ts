@@ -80,7 +80,8 @@ export const ToolCompleted = Schema.TaggedStruct("ToolCompleted", {
   reconciled: Schema.optional(Schema.Boolean)
 })
 
-export const ToolFailureKind = Schema.Literal("denied", "invalid_arguments", "unknown_tool", "tool_error", "timeout")
+/** `rejected`: a person rejected the call's approval (`ApprovalDecided`); the handler never ran. */
+export const ToolFailureKind = Schema.Literal("denied", "invalid_arguments", "unknown_tool", "tool_error", "timeout", "rejected")
 export type ToolFailureKind = typeof ToolFailureKind.Type
 
 export const ToolFailed = Schema.TaggedStruct("ToolFailed", {
@@ -152,6 +153,33 @@ export const RunCompleted = Schema.TaggedStruct("RunCompleted", { output: Json }
  */
 export const RunContinued = Schema.TaggedStruct("RunContinued", { nextRunId: Schema.String, input: Json })
 
+/**
+ * A tool call waits for a person's decision (`Tool.make({ needsApproval })`): written before its `ToolRequested`, as
+ * the last event of its batch, and the run pauses (status `paused`). `arguments` are the call's JSON arguments after
+ * the `beforeTool` middleware (so after PII handling), as the handler would get them. `approvers`: who may decide
+ * (absent: any approver of the tenant).
+ */
+export const ApprovalRequested = Schema.TaggedStruct("ApprovalRequested", {
+  approvalId: Schema.String,
+  tool: Schema.String,
+  arguments: Schema.String,
+  toolCallId: Schema.optional(Schema.String),
+  approvers: Schema.optional(Schema.Array(Schema.String))
+})
+
+/**
+ * A person decided a pending approval: who (`approver`), when (the event's timestamp), and what changed (`arguments`:
+ * the edited JSON arguments the call runs with, when they differ from the requested ones; `reason`: why it was
+ * rejected). A rejection is written with the call's `ToolFailed` (kind `rejected`) in the same batch.
+ */
+export const ApprovalDecided = Schema.TaggedStruct("ApprovalDecided", {
+  approvalId: Schema.String,
+  decision: Schema.Literal("approved", "rejected"),
+  approver: Schema.String,
+  arguments: Schema.optional(Schema.String),
+  reason: Schema.optional(Schema.String)
+})
+
 export const RunFailed = Schema.TaggedStruct("RunFailed", {
   errorTag: Schema.String,
   error: Schema.String,
@@ -218,7 +246,10 @@ export const EventPayload = Schema.Union(
   SignalSent,
   SignalAwaited,
   SignalReceived,
-  SignalTimedOut
+  SignalTimedOut,
+  // Per-tool approvals (issue 16).
+  ApprovalRequested,
+  ApprovalDecided
 )
 export type EventPayload = typeof EventPayload.Type
 export type EventType = EventPayload["_tag"]
@@ -309,7 +340,10 @@ export const statusAfter = (p: EventPayload): RunStatus | undefined => {
     case "ToolFailed":
       return p.reconciled === true ? "running" : undefined
     case "PauseRequested":
+    case "ApprovalRequested":
       return "paused"
+    case "ApprovalDecided":
+      return "running"
     case "ReconciliationRequired":
       return "needs_reconciliation"
     case "RunCompleted":

@@ -16,10 +16,12 @@ import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Tracer from "effect/Tracer"
+import type * as Approval from "./Approval.js"
 import { AssistantMessage, ChatMessage, Usage } from "./Chat.js"
 import * as Errors from "./Errors.js"
 import type { Event, RunInfo, WaitingOn } from "./Event.js"
 import * as EventStore from "./EventStore.js"
+import * as Approvals from "./internal/approvals.js"
 import { chainEnd } from "./internal/continueAsNew.js"
 import type * as Execution from "./internal/execution.js"
 import { verifiedEvents } from "./internal/ledger.js"
@@ -49,6 +51,8 @@ export type RunResult<O> =
     readonly reason: string
     /** Set when the run waits for a signal until a deadline: resume it then, if no signal woke it before. */
     readonly wakeAt?: number | undefined
+    /** Set when the run waits for a tool call's approval (`ticket` is its id): decide it with `Artana.approve`/`reject`. */
+    readonly approval?: Approval.ApprovalRequest | undefined
   }
   | {
     readonly status: "needs_reconciliation"
@@ -188,6 +192,19 @@ export interface Service {
   readonly chat: <A = string, I = unknown>(
     options: ChatRunOptions<A, I>
   ) => Effect.Effect<RunResult<Workflow.ChatResult<A>>, Workflow.ChatError | KernelError>
+  /**
+   * Decides a pending approval (`Tool.make({ needsApproval })`): approve, optionally with edited arguments (checked
+   * against the tool's parameters: the kernel's registered tool, or `tool`), or reject with a reason the model sees.
+   * Writes one batch at the run's head (`ApprovalDecided`, and for a rejection the call's `ToolFailed`) and runs no
+   * code: `resume` then continues the run with the decision (`Artana.approve`/`reject` do both). Of two deciding at
+   * once, exactly one is written; the other fails with `ApprovalNotPending`. Nothing is written on any failure.
+   */
+  readonly decideApproval: (decision: Approval.DecideRequest) => Effect.Effect<Approval.Decided, Approval.DecideError>
+  /**
+   * The tenant's pending approvals (the inbox), filtered by run, tool, or age: the tenant's paused runs, read on the
+   * runs index, whose head event is a pending approval.
+   */
+  readonly approvals: (filter: Approval.ApprovalsFilter) => Effect.Effect<ReadonlyArray<Approval.PendingApproval>, Errors.StoreError | Errors.LogTampered>
   /** A run of one tool call. */
   readonly callTool: (options: {
     readonly runId?: string | undefined
@@ -390,6 +407,8 @@ export const make = (options: Options = {}) =>
           Effect.withSpan("Kernel.signal", { attributes: { runId: request.runId, signal: request.name } })
         ),
       wake: (run) => wake(run),
+      decideApproval: (decision) => Approvals.decide(runtime, decision).pipe(Effect.withSpan("Kernel.decideApproval")),
+      approvals: (filter) => Approvals.list(runtime, filter).pipe(Effect.withSpan("Kernel.approvals")),
       callTool: (options) =>
         execute(callToolWorkflow, { runId: options.runId, tenant: options.tenant, input: { tool: options.tool, args: options.args } })
     }

@@ -38,6 +38,20 @@ export interface ToolContext {
   readonly lease: Lease
 }
 
+/** What a tool's `needsApproval` learns about the call it decides on. */
+export interface ApprovalContext {
+  readonly runId: string
+  readonly tenant: TenantContext
+  readonly stepKey: string
+}
+
+/**
+ * Whether a call waits for a person's approval before it runs: always (`true`), never (`false`, the default), or as
+ * a predicate of the decoded arguments decides (`(args, ctx) => Effect<boolean>`; a predicate that fails or dies asks
+ * for approval: it fails closed).
+ */
+export type NeedsApproval<Args> = boolean | ((args: Args, context: ApprovalContext) => Effect.Effect<boolean, unknown>)
+
 /** A registered tool. `Args` is the decoded argument type, `Result` what the handler returns. */
 export interface Tool<Args = unknown, Result = unknown> {
   readonly name: string
@@ -47,6 +61,13 @@ export interface Tool<Args = unknown, Result = unknown> {
   /** How an idempotent tool's call is logged (see `Durability`); undefined: the kernel's default. */
   readonly durability?: Durability | undefined
   readonly timeout: Duration.Duration | undefined
+  /**
+   * Whether this call waits for a person's approval (see `ToolOptions.needsApproval`); absent: never. The kernel asks
+   * once, live, after the arguments decoded; the log remembers the answer.
+   */
+  needsApproval?(args: Args, context: ApprovalContext): Effect.Effect<boolean>
+  /** Who may decide its approvals (names or roles your application checks); absent or empty: any approver of the tenant. */
+  readonly approvers?: ReadonlyArray<string> | undefined
   /** What the model sees. */
   readonly spec: ToolSpec
   /**
@@ -90,6 +111,15 @@ export interface ToolOptions<Args, ArgsEncoded, Result, ResultEncoded> {
   readonly durability?: Durability | undefined
   /** Deadline for one call; past it the call fails as a timeout. */
   readonly timeout?: Duration.DurationInput | undefined
+  /**
+   * A person approves each call before it runs: the kernel logs a pending approval (`ApprovalRequested`, with the
+   * arguments after the `beforeTool` middleware) before the call's `ToolRequested`, and the run pauses there until
+   * someone approves it (optionally with edited arguments, checked against `parameters`) or rejects it (the model
+   * sees the rejection as the call's result). `true`, or a predicate of the decoded arguments. Default false.
+   */
+  readonly needsApproval?: NeedsApproval<Args> | undefined
+  /** Who may decide this tool's approvals (`Artana.approve({ approver })` is checked against it); default anyone. */
+  readonly approvers?: ReadonlyArray<string> | undefined
   /**
    * The handler: decoded arguments, then the context. May return an Effect or a Promise. Failing with
    * `PolicyDenied` denies the call (logged as a denial); with `WaitingOnRun`, the call waits on a run in doubt (see
@@ -147,6 +177,15 @@ export const jsonSchemaOf = (schema: Schema.Schema.Any): Json.JsonObject => {
 
 const NAME = /^[a-zA-Z0-9_.-]{1,64}$/
 
+/** `needsApproval` as the kernel asks it; undefined: never. A predicate that fails or dies asks for approval. */
+const approvalPredicate = <Args>(
+  rule: NeedsApproval<Args> | undefined
+): ((args: Args, context: ApprovalContext) => Effect.Effect<boolean>) | undefined => {
+  if (rule === undefined || rule === false) return undefined
+  if (rule === true) return () => Effect.succeed(true)
+  return (args, context) => Effect.catchAllCause(Effect.suspend(() => rule(args, context)), () => Effect.succeed(true))
+}
+
 const toToolError = (tool: string, error: unknown): ToolError | PolicyDenied | WaitingOnRun => {
   if (error instanceof ToolError || error instanceof PolicyDenied || error instanceof WaitingOnRun) return error
   const reason = error instanceof Error ? error.message : typeof error === "string" ? error : JSON.stringify(error)
@@ -183,6 +222,7 @@ export const make = <Args, ArgsEncoded, Result = Json.Json, ResultEncoded = Json
   const decodeResult = decodeExact(success as Schema.Schema<Result, unknown>)
   const timeout = options.timeout === undefined ? undefined : Duration.decode(options.timeout)
   const invalid = (path: string, reason: string) => new InvalidToolArguments({ tool: name, path, reason })
+  const needsApproval = approvalPredicate(options.needsApproval)
   return {
     name,
     description: options.description,
@@ -190,6 +230,8 @@ export const make = <Args, ArgsEncoded, Result = Json.Json, ResultEncoded = Json
     idempotent: options.idempotent ?? false,
     durability: options.durability,
     timeout,
+    ...(needsApproval === undefined ? {} : { needsApproval: (args: Args, context: ApprovalContext) => needsApproval(args, context) }),
+    ...(options.approvers === undefined || options.approvers.length === 0 ? {} : { approvers: [...options.approvers] }),
     spec: { name, description: options.description, parameters: jsonSchemaOf(options.parameters) },
     decodeArguments(json) {
       let parsed: unknown

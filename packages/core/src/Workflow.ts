@@ -12,6 +12,7 @@ import type * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { type AssistantMessage, type ChatMessage, type ToolCall, type ToolMessage, type Usage, user } from "./Chat.js"
 import type {
+  ApprovalRejected,
   BudgetExceeded,
   InvalidToolArguments,
   MaxTurnsExceeded,
@@ -121,7 +122,7 @@ export type ModelStepError = ModelError | PolicyDenied | BudgetExceeded
 export type ChatError = ModelError | OutputDecodeError | MaxTurnsExceeded | PolicyDenied | BudgetExceeded
 
 /** Errors a direct tool call may fail with. */
-export type ToolCallError = ToolError | InvalidToolArguments | UnknownTool | PolicyDenied
+export type ToolCallError = ToolError | InvalidToolArguments | UnknownTool | PolicyDenied | ApprovalRejected
 
 /** Options of `pauseForHuman`. */
 export interface PauseOptions<A, I> {

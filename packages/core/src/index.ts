@@ -3,6 +3,7 @@
  *
  * @since 0.1.0
  */
+export * as Approval from "./Approval.js"
 export * as Artana from "./Artana.js"
 export * as Chat from "./Chat.js"
 export * as ChatLoop from "./ChatLoop.js"

@@ -32,6 +32,13 @@ interface Common<Args, Result, ResultEncoded> {
   readonly idempotent?: boolean | undefined
   /** Deadline for one call. */
   readonly timeout?: Duration.DurationInput | undefined
+  /**
+   * A person approves each call before it runs (`true`, or a predicate of the decoded arguments): see core's
+   * `Tool.make({ needsApproval })`. The predicate runs with none of the host's services, as the handler does.
+   */
+  readonly needsApproval?: Tool.NeedsApproval<Args> | undefined
+  /** Who may decide this tool's approvals; default any approver of the tenant. */
+  readonly approvers?: ReadonlyArray<string> | undefined
   readonly handler: (args: Args, context: Tool.ToolContext) => Effect.Effect<Result, unknown> | Promise<Result>
 }
 
@@ -77,10 +84,12 @@ export function defineTool<Args, Result, ResultEncoded>(
 ): Tool.Tool<Args, Result> {
   const parameters = options.parameters
   const handler = isolated(options.handler)
-  if (isEffectSchema(parameters)) return Tool.make({ ...options, parameters, handler })
+  const rule = options.needsApproval
+  const needsApproval: Tool.NeedsApproval<Args> | undefined = typeof rule === "function" ? (args, context) => withoutHost(rule(args, context)) : rule
+  if (isEffectSchema(parameters)) return Tool.make({ ...options, parameters, handler, needsApproval })
   const invalid = invalidSchema(parameters)
   if (invalid !== undefined) throw new Error(`tool "${options.name}": its parameters are not a JSON Schema Ajv can use: ${invalid}`)
-  return Tool.make({ ...options, parameters: fromJsonSchema<Args>(closeObjects(parameters)), handler })
+  return Tool.make({ ...options, parameters: fromJsonSchema<Args>(closeObjects(parameters)), handler, needsApproval })
 }
 
 /**
@@ -90,8 +99,11 @@ export function defineTool<Args, Result, ResultEncoded>(
  */
 const isolated = <Args, Result>(handler: Common<Args, Result, unknown>["handler"]): Common<Args, Result, unknown>["handler"] => (args, context) => {
   const out = handler(args, context)
-  if (!Effect.isEffect(out)) return out
-  return Effect.mapInputContext(out, (host: Context.Context<never>) =>
+  return Effect.isEffect(out) ? withoutHost(out) : out
+}
+
+/** An effect run with none of the host's services, only the current span. */
+const withoutHost = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  Effect.mapInputContext(effect, (host: Context.Context<never>) =>
     Option.match(Context.getOption(host, Tracer.ParentSpan), { onNone: () => Context.empty(), onSome: (span) => Context.make(Tracer.ParentSpan, span) })
   )
-}

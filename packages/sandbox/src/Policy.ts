@@ -46,8 +46,18 @@ const Executable = Schema.String.pipe(
 )
 const PositiveInt = Schema.Number.pipe(Schema.int(), Schema.positive())
 
+/**
+ * Every tool's approval fields: `approval: required` makes each call wait for a person's decision before it runs
+ * (core's `Tool.make({ needsApproval: true })`); `approvers` names who may decide (default: any approver).
+ */
+const ApprovalFields = {
+  approval: Schema.optional(Schema.Literal("required", "none")),
+  approvers: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1))))
+}
+
 const FsRule = Schema.Struct({
   allow: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  ...ApprovalFields,
   /** Globs of the paths the tool may touch, relative to the base directory (`workspace/**`). */
   paths: Schema.optionalWith(Schema.Array(Glob), { default: () => [] }),
   /** Refuse any path with a component starting with `.` (`.env`, `.git/config`). Default true. */
@@ -57,6 +67,7 @@ const FsRule = Schema.Struct({
 
 const HttpRule = Schema.Struct({
   allow: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  ...ApprovalFields,
   /** Exact host names; `*.example.org` for any subdomain of example.org (not example.org itself). */
   domains: Schema.optionalWith(Schema.Array(Domain), { default: () => [] }),
   /** Refuse private, loopback, link-local and other non-public addresses. Default true. Cloud metadata is always refused. */
@@ -74,6 +85,7 @@ const HttpRule = Schema.Struct({
 
 const ShellRule = Schema.Struct({
   allow: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  ...ApprovalFields,
   /** Executable names, looked up on a fixed PATH; or absolute paths, allowed as written. */
   executables: Schema.optionalWith(Schema.Array(Executable), { default: () => [] }),
   /** Arguments refused wherever they appear, as a whole argument or as the name of `--opt=value`. */

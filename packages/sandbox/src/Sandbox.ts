@@ -217,10 +217,17 @@ const ruleFor = <K extends ToolName>(policy: Policy.Policy, tool: K) =>
     onRight: (rule) => Effect.succeed(rule)
   })
 
+/** A tool's approval, as its policy section says (`approval: required`, `approvers`). */
+const approvalOf = (policy: Policy.Policy, tool: ToolName) => {
+  const rule = policy.document.tools[tool]
+  return { needsApproval: rule?.approval === "required", approvers: rule?.approvers }
+}
+
 /** The four tools under `policy`, reaching the network through `transport`. */
 export const tools = (policy: Policy.Policy, transport: Transport.Transport = Transport.system): ReadonlyArray<Tool.Tool> => [
   defineTool({
     name: "fs.read",
+    ...approvalOf(policy, "fs.read"),
     description: "Reads a text file of the workspace (a path relative to the workspace).",
     parameters: FsArgs,
     success: Schema.Struct({ path: Schema.String, content: Schema.String, bytes: Schema.Number }),
@@ -238,6 +245,7 @@ export const tools = (policy: Policy.Policy, transport: Transport.Transport = Tr
   }),
   defineTool({
     name: "fs.write",
+    ...approvalOf(policy, "fs.write"),
     description: "Writes a text file of the workspace (a path relative to the workspace), replacing it.",
     parameters: WriteArgs,
     success: Schema.Struct({ path: Schema.String, bytes: Schema.Number }),
@@ -258,6 +266,7 @@ export const tools = (policy: Policy.Policy, transport: Transport.Transport = Tr
   }),
   defineTool({
     name: "http.get",
+    ...approvalOf(policy, "http.get"),
     description: "GETs a URL of an allowed domain; redirects are followed within the policy. Returns status and body text.",
     parameters: HttpArgs,
     success: Schema.Struct({
@@ -288,6 +297,7 @@ export const tools = (policy: Policy.Policy, transport: Transport.Transport = Tr
   }),
   defineTool({
     name: "shell.run",
+    ...approvalOf(policy, "shell.run"),
     description: "Runs an allowed executable with arguments (argv, never a shell) in the workspace. Returns exit code and output.",
     parameters: ShellArgs,
     success: Schema.Struct({ exitCode: Schema.NullOr(Schema.Number), signal: Schema.NullOr(Schema.String), stdout: Schema.String, stderr: Schema.String }),

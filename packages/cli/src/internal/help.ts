@@ -121,6 +121,57 @@ export const commands: ReadonlyArray<CommandDoc> = [
     exitCodes: [0, 2, 5, 7, 8]
   },
   {
+    name: "approvals",
+    usage: "[--run RUN] [--tool NAME] [--older-than AGE]",
+    summary: "The tenant's tool calls waiting for a person's approval (the approvals inbox)",
+    details: [
+      "A call waits for approval when its tool says so (`needsApproval`, or `approval: required` in the sandbox policy):",
+      "its run is paused before the call runs. Read from the tenant's paused runs on the runs index, each by its last event."
+    ],
+    arguments: [],
+    options: [
+      { flag: "--run RUN", description: "only the approval this run waits for" },
+      { flag: "--tool NAME", description: "only calls of this tool" },
+      { flag: "--older-than AGE", description: "only calls waiting at least this long (90m, 24h, 7d), or requested before a time (as list-runs' --since)" }
+    ],
+    examples: ["artana approvals", "artana approvals --tool shell.run --older-than 1h --format json"],
+    exitCodes: [0, 2, 5, 6, 7]
+  },
+  {
+    name: "approve",
+    usage: "ID [--args JSON] [--approver NAME]",
+    summary: "Approve a tool call waiting for approval (optionally with edited arguments); a plan run then goes on",
+    details: [
+      "The decision is logged in the run's hash chain (who, when, and the edited arguments). Edited arguments are checked",
+      "against the tool's parameters first: arguments it refuses are bad input and nothing is written. Of two people",
+      "deciding one call at once, exactly one decision is written; the other is told who decided. A plan run continues",
+      "at once, with the tools of its logged policy; any other run is resumed by the application that runs its workflow."
+    ],
+    arguments: [{ flag: "ID", description: "the approval's id, as `artana approvals` or a paused `artana run` shows it" }],
+    options: [
+      { flag: "--args JSON", description: "the arguments the call runs with instead of the requested ones (a JSON object)" },
+      { flag: "--approver NAME", description: "who approves, as logged and checked against the tool's approvers (default: $ARTANA_APPROVER, else the OS user)" }
+    ],
+    examples: ["artana approve 'pub-1@3f2a…'", "artana approve 'pub-1@3f2a…' --args '{\"path\":\"workspace/out/q3.txt\",\"content\":\"Q3\"}' --approver ops"],
+    exitCodes: [0, 2, 3, 4, 5, 7, 8]
+  },
+  {
+    name: "reject",
+    usage: "ID --reason TEXT [--approver NAME]",
+    summary: "Reject a tool call waiting for approval; the run sees the reason as the call's failure",
+    details: [
+      "The call never runs: its step fails with the reason (a plan step counts as denied; an agent's model reads it and",
+      "can react). Logged as approve's decision is; a plan run then goes on."
+    ],
+    arguments: [{ flag: "ID", description: "the approval's id, as `artana approvals` shows it" }],
+    options: [
+      { flag: "--reason TEXT", description: "why: the run (and its model) sees it" },
+      { flag: "--approver NAME", description: "who rejects (default: $ARTANA_APPROVER, else the OS user)" }
+    ],
+    examples: ["artana reject 'pub-1@3f2a…' --reason \"not before the audit\""],
+    exitCodes: [0, 2, 3, 4, 5, 7, 8]
+  },
+  {
     name: "report",
     usage: "RUN [--from SEQ] [--limit N]",
     summary: "A plan run's timeline: each call allowed or denied and why, files, domains, commands, cost",
@@ -236,6 +287,7 @@ const columns = (s: T.Style, rows: ReadonlyArray<OptionDoc>): Array<string> => {
 const ENVIRONMENT: ReadonlyArray<OptionDoc> = [
   { flag: "ARTANA_DB", description: "the default --db" },
   { flag: "ARTANA_TENANT", description: "the default --tenant" },
+  { flag: "ARTANA_APPROVER", description: "the default --approver of approve and reject" },
   { flag: "ARTANA_AUDIT_KEY", description: "the HMAC key of the hash chain (never on the command line, which `ps` shows)" },
   { flag: "NO_COLOR, FORCE_COLOR", description: "colours off, or on where there is no terminal" },
   { flag: "DEBUG", description: "as --verbose" }

@@ -27,6 +27,14 @@ export const options = (where: Where): string =>
 export const readOn = (where: Where, command: string, run: string | undefined, flags: ReadonlyArray<readonly [string, string | number | undefined]>): string =>
   `artana ${command}${run === undefined ? "" : ` ${quote(run)}`}${flags.map(([flag, value]) => (value === undefined ? "" : ` ${flag} ${quote(String(value))}`)).join("")}${options(where)}`
 
+/** What a person does about a step waiting for approval: its call, and the exact `artana approve` / `artana reject`. */
+export const approval = (where: Where, pending: { readonly approvalId: string; readonly stepKey: string; readonly tool: string; readonly arguments: string }): string =>
+  [
+    `  step ${stepName(pending.stepKey)} (${pending.tool} ${pending.arguments.length > 120 ? `${pending.arguments.slice(0, 119)}…` : pending.arguments}) waits for approval:`,
+    `  artana approve ${quote(pending.approvalId)}${options(where)} [--args JSON]`,
+    `  artana reject ${quote(pending.approvalId)}${options(where)} --reason TEXT`
+  ].join("\n")
+
 /** A step as a person names it: a plan step's id, else the run's step key. */
 export const stepName = (stepKey: string): string => Plan.stepIdOf(stepKey) ?? stepKey
 

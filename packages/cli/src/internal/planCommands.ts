@@ -101,11 +101,12 @@ export const run = (args: RunArgs) =>
       ? ExitCode.ofSteps(outcome.steps.map((st) => st.status))
       : ExitCode.NeedsAttention
     if (args.format === "json") {
-      yield* Out.json({ runId: outcome.runId, status: outcome.status })
+      yield* Out.json({ runId: outcome.runId, status: outcome.status, ...(outcome.approval === undefined ? {} : { approval: outcome.approval }) })
     } else {
       const counts = ["ok", "denied", "failed"].map((k) => `${outcome.steps.filter((st) => st.status === k).length} ${k}`).join(", ")
       const why = outcome.failure === undefined ? "" : `: ${outcome.failure.message}`
       yield* Out.stdout(`${T.icon(s, outcome.status)} run ${s.bold(outcome.runId)} ${outcome.status}${why} (${counts})`)
+      if (outcome.approval !== undefined) yield* Out.stdout(Hints.approval(args, outcome.approval))
       if (outcome.inDoubt !== undefined) {
         yield* Out.stdout(`  step ${s.bold(Hints.stepName(outcome.inDoubt.stepKey))} (${outcome.inDoubt.tool}) is in doubt: it may or may not have acted, and is never run again silently`)
         yield* Out.stdout(`  check what happened, then settle it: ${Hints.reconcile(args, outcome.runId, outcome.inDoubt.stepKey)}`)

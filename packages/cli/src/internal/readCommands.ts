@@ -347,6 +347,10 @@ export const describeEvent = (p: Event.EventPayload): string => {
       return `${p.name} sent at seq ${p.signalSeq}: ${JSON.stringify(p.payload)}`
     case "SignalTimedOut":
       return `${p.name}: none before ${new Date(p.deadline).toISOString()}`
+    case "ApprovalRequested":
+      return `${p.tool} ${p.arguments} waits for approval${p.approvers === undefined ? "" : ` by ${p.approvers.join(" or ")}`} (${p.approvalId})`
+    case "ApprovalDecided":
+      return `${p.decision} by ${p.approver}${p.arguments === undefined ? "" : `, arguments edited to ${p.arguments}`}${p.reason === undefined ? "" : `: ${p.reason}`}`
   }
 }
 

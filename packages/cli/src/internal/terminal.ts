@@ -76,7 +76,7 @@ export const clip = (text: string, max = 72): string => (text.length <= max ? te
 
 export const timestamp = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z")
 
-export type Status = "ok" | "denied" | "failed" | "skipped" | "in_doubt" | "completed" | "running" | "paused" | "needs_reconciliation" | "continued"
+export type Status = "ok" | "denied" | "failed" | "skipped" | "in_doubt" | "awaiting_approval" | "completed" | "running" | "paused" | "needs_reconciliation" | "continued"
 
 /** The icon of a status, coloured. */
 export const icon = (s: Style, status: Status | string): string => {
@@ -96,6 +96,7 @@ export const icon = (s: Style, status: Status | string): string => {
     case "running":
       return s.cyan("▶")
     case "paused":
+    case "awaiting_approval":
       return s.yellow("‖")
     case "continued":
       return s.cyan("↪")

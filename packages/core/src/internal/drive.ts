@@ -81,7 +81,8 @@ export const drive = <I, O, E>(
             runId,
             ticket: halted.ticket,
             reason: halted.reason,
-            ...(halted.wakeAt === undefined ? {} : { wakeAt: halted.wakeAt })
+            ...(halted.wakeAt === undefined ? {} : { wakeAt: halted.wakeAt }),
+            ...(halted.approval === undefined ? {} : { approval: halted.approval })
           } as const
         case "NeedsReconciliation":
           return {

@@ -49,14 +49,26 @@ export const RECENT_KEYS = 10_000
 
 const New: Lookup = { _tag: "New" }
 
+/**
+ * The event a step's batch leads with: its first, except for a call waiting for approval, whose batch ends with its
+ * `ApprovalRequested` (the run's head while it waits) after the notes of the `beforeTool` middleware.
+ */
+export const leadOf = (events: ReadonlyArray<Event>): Event => {
+  const first = events[0]!
+  if (first.payload._tag !== "MiddlewareNote") return first
+  return events.find((e) => e.payload._tag !== "MiddlewareNote") ?? first
+}
+
 /** Names a step by its first event, for messages. */
 export const describe = (events: ReadonlyArray<Event>): string => {
-  const first = events[0]?.payload
+  const first = events.length === 0 ? undefined : leadOf(events).payload
   switch (first?._tag) {
     case "ModelRequested":
       return `a model call (request ${first.requestHash.slice(0, 12)})`
     case "ToolRequested":
       return `a call to tool "${first.tool}" with ${first.arguments}`
+    case "ApprovalRequested":
+      return `an approval of a call to tool "${first.tool}" with ${first.arguments}`
     case "StepCompleted":
       return `step "${first.name}"`
     case "PauseRequested":
@@ -68,7 +80,7 @@ export const describe = (events: ReadonlyArray<Event>): string => {
     case undefined:
       return "nothing"
     default:
-      return `a ${first._tag} event`
+      return `a ${first?._tag} event`
   }
 }
 
@@ -82,8 +94,9 @@ const has = (events: ReadonlyArray<Event>, a: EventPayload["_tag"], b?: EventPay
 
 /** Whether a step's recorded events settle it: nothing of it is left to run (no call in doubt, no open pause). */
 const isSettled = (events: ReadonlyArray<Event>): boolean => {
-  switch (events[0]?.payload._tag) {
+  switch (events.length === 0 ? undefined : leadOf(events).payload._tag) {
     case "ToolRequested":
+    case "ApprovalRequested":
       return has(events, "ToolCompleted", "ToolFailed")
     case "PauseRequested":
       return has(events, "HumanResponded")

@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
+import * as Approval from "../Approval.js"
 import * as Errors from "../Errors.js"
 import { type Event, type EventPayload, RUN_STEP_KEY, type RunInfo } from "../Event.js"
 import { reconciliationPath } from "../EventStore.js"
@@ -79,6 +80,22 @@ const settled = <I, O, E>(
         return { result: { status: "needs_reconciliation", runId: info.runId, stepKey: required?.event.stepKey ?? "", tool: required?.payload.tool ?? "" } as const }
       }
       case "paused": {
+        // A head that cannot be read (a log cut or broken) is reported by the read that follows, as before.
+        const read = yield* Effect.either(headEvent(store, auditKey, info))
+        const head = Either.isRight(read) ? read.right : undefined
+        if (head?.payload._tag === "ApprovalRequested") {
+          // Waiting for a decision on a tool call, which `decideApproval` writes; a response answers no approval.
+          const approval = Approval.requestOf(head.stepKey, head.payload)
+          // (`resume` of a paused run without a response brings a null one.)
+          if (response !== undefined && response.payload !== null) {
+            return yield* new Errors.InvalidRunState({
+              runId: info.runId,
+              status: `paused for approval ${approval.approvalId} (a call to tool "${approval.tool}")`,
+              expected: "paused for a human response (decide an approval with approve or reject)"
+            })
+          }
+          return { result: { status: "paused", runId: info.runId, ticket: approval.approvalId, reason: Approval.reasonOf(approval), approval } as const }
+        }
         const pause = yield* lastEvent("PauseRequested")
         const paused = { status: "paused", runId: info.runId, ticket: pause?.payload.ticket ?? "", reason: pause?.payload.reason ?? "" } as const
         // A run paused at a signal wait goes on once a signal of its name came or its deadline passed; a resume before

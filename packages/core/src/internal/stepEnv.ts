@@ -5,6 +5,7 @@
  * swallow: `halted` is checked again when the code returns.
  */
 import * as Effect from "effect/Effect"
+import type { ApprovalRequest } from "../Approval.js"
 import * as Errors from "../Errors.js"
 import type { Event, EventPayload, WaitingOn } from "../Event.js"
 import type * as EventStore from "../EventStore.js"
@@ -58,6 +59,8 @@ export type Halt =
     readonly reason: string
     /** A signal wait's deadline: resume the run then (a worker queues its task for it). */
     readonly wakeAt?: number | undefined
+    /** Set when the run waits for a tool call's approval (the ticket is its id). */
+    readonly approval?: ApprovalRequest | undefined
   }
   | {
     readonly _tag: "NeedsReconciliation"

@@ -17,7 +17,7 @@ export type ToolOutcome =
   | { readonly ok: true; readonly json: Json.Json }
   | {
     readonly ok: false
-    readonly error: Errors.ToolError | Errors.InvalidToolArguments | Errors.UnknownTool | Errors.PolicyDenied
+    readonly error: Errors.ToolError | Errors.InvalidToolArguments | Errors.UnknownTool | Errors.PolicyDenied | Errors.ApprovalRejected
   }
 
 /** Runs the handler of a requested call and appends its outcome (`ToolRequested` is already durable). */

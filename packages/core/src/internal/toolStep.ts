@@ -5,6 +5,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Approval from "../Approval.js"
 import * as Errors from "../Errors.js"
 import type { Event, EventPayload } from "../Event.js"
 import type { ToolCallInfo } from "../Middleware.js"
@@ -12,7 +13,7 @@ import { hasCapability } from "../Tenant.js"
 import type { Tool } from "../Tool.js"
 import { canonicalJson } from "./hash.js"
 import * as Interceptors from "./interceptors.js"
-import type { Resolved } from "./replayCursor.js"
+import { leadOf, type Resolved } from "./replayCursor.js"
 import type { StepEnv } from "./stepEnv.js"
 import { runHandler, type ToolOutcome } from "./toolHandler.js"
 
@@ -28,6 +29,17 @@ export interface ToolCallRequest {
 }
 
 type Failure = Extract<ToolOutcome, { ok: false }>["error"]
+type ToolRequestedPayload = Extract<EventPayload, { _tag: "ToolRequested" }>
+type ApprovalRequestedPayload = Extract<EventPayload, { _tag: "ApprovalRequested" }>
+/** A call past the hooks, its arguments decoded, ready to be requested. */
+interface Ready {
+  readonly _tag: "Ready"
+  readonly info: ToolCallInfo
+  readonly args: unknown
+  readonly notes: ReadonlyArray<EventPayload>
+}
+type Prepared = Ready | { readonly _tag: "Done"; readonly outcome: ToolOutcome }
+const done = (outcome: ToolOutcome): Prepared => ({ _tag: "Done", outcome })
 
 /** Arguments given by code match the logged ones: the same text, or the same JSON in another key order. */
 const sameArguments = (logged: string, given: string): boolean => {
@@ -47,6 +59,8 @@ const failureOf = (p: Extract<EventPayload, { _tag: "ToolFailed" }>, requested: 
       return { ok: false, error: new Errors.InvalidToolArguments({ tool: p.tool, path: p.path ?? "$", reason: p.error }) }
     case "unknown_tool":
       return { ok: false, error: new Errors.UnknownTool({ tool: requested.tool, available: tools }) }
+    case "rejected":
+      return { ok: false, error: new Errors.ApprovalRejected({ tool: p.tool, reason: p.error }) }
     case "tool_error":
     case "timeout":
       return { ok: false, error: new Errors.ToolError({ tool: p.tool, reason: p.error, timedOut: p.kind === "timeout" }) }
@@ -103,62 +117,147 @@ export const make = (env: StepEnv) => {
       return rerun(tool, key, first)
     })
 
-  /** A call the log does not hold: checked, passed through the `beforeTool` hooks, made durable, then run. */
-  const newCall = (call: ToolCallRequest, key: string, tool: Tool | undefined): Effect.Effect<ToolOutcome> =>
-    Effect.gen(function*() {
-      const idempotencyKey = `${runId}/${key}`
-      const requested: EventPayload = {
-        _tag: "ToolRequested",
-        tool: call.name,
-        arguments: call.arguments,
-        idempotencyKey,
-        ...(call.toolCallId === undefined ? {} : { toolCallId: call.toolCallId })
-      }
-      const fail = (payloads: ReadonlyArray<EventPayload>, error: Failure) =>
-        Effect.as(env.append(key, [requested, ...payloads]), { ok: false, error } satisfies ToolOutcome)
+  /** The `ToolRequested` of a call at `key`, with `argumentsText` (before any hook). */
+  const requestedOf = (call: ToolCallRequest, key: string, argumentsText: string): ToolRequestedPayload => ({
+    _tag: "ToolRequested",
+    tool: call.name,
+    arguments: argumentsText,
+    idempotencyKey: `${runId}/${key}`,
+    ...(call.toolCallId === undefined ? {} : { toolCallId: call.toolCallId })
+  })
 
-      if (tool === undefined || (call.offered !== undefined && !call.offered.has(call.name) && hasCapability(tenant, tool.requiresCapability))) {
-        const error = new Errors.UnknownTool({ tool: call.name, available: call.offered === undefined ? availableTools() : [...call.offered] })
-        return yield* fail([{ _tag: "ToolFailed", tool: call.name, kind: "unknown_tool", error: error.message }], error)
-      }
-      if (!hasCapability(tenant, tool.requiresCapability)) {
-        const reason = `tenant ${tenant.tenantId} lacks capability "${tool.requiresCapability}"`
-        const error = new Errors.PolicyDenied({ tool: call.name, reason, capability: tool.requiresCapability })
-        return yield* fail([
-          { _tag: "PolicyDenied", tool: call.name, reason, ...(tool.requiresCapability === undefined ? {} : { capability: tool.requiresCapability }) },
-          { _tag: "ToolFailed", tool: call.name, kind: "denied", error: reason }
-        ], error)
-      }
+  /** Logs a call that ends before its handler (refused, invalid) with its request, as one batch. */
+  const refused = (key: string, requested: ToolRequestedPayload, payloads: ReadonlyArray<EventPayload>, error: Failure) =>
+    Effect.as(env.append(key, [requested, ...payloads]), { ok: false, error } satisfies ToolOutcome)
+
+  /**
+   * Passes the call through the `beforeTool` hooks and decodes the arguments they give: `Ready` to run, or `Done`
+   * (refused or invalid, logged with its request).
+   */
+  const prepare = (call: ToolCallRequest, key: string, tool: Tool, requested: ToolRequestedPayload) =>
+    Effect.gen(function*() {
       const notes: Array<EventPayload> = []
       const context = env.callContext(key, notes)
-      const given: ToolCallInfo = { tool: call.name, requiresCapability: tool.requiresCapability, arguments: call.arguments }
+      const given: ToolCallInfo = { tool: call.name, requiresCapability: tool.requiresCapability, arguments: requested.arguments }
       const before = yield* Interceptors.run(deps.interceptors, "before", given, (i) =>
         i.beforeTool === undefined ? undefined : (info) => i.beforeTool!(info, context))
       if (before._tag === "Refused") {
         const error = before.error
         if (error._tag === "BudgetExceeded") return yield* env.budgetExceeded(key, "before_call", [requested, ...notes])
-        return yield* fail([
+        return done(yield* refused(key, requested, [
           ...notes,
           { _tag: "PolicyDenied", tool: call.name, reason: error.reason, middleware: before.interceptor.name },
           { _tag: "ToolFailed", tool: call.name, kind: "denied", error: error.reason }
-        ], error)
+        ], error))
       }
       const info = before.value
       const args = tool.decodeArguments(info.arguments)
       if (Either.isLeft(args)) {
         const error = args.left
-        return yield* fail([...notes, { _tag: "ToolFailed", tool: call.name, kind: "invalid_arguments", error: error.reason, path: error.path }], error)
+        return done(yield* refused(key, requested, [...notes, { _tag: "ToolFailed", tool: call.name, kind: "invalid_arguments", error: error.reason, path: error.path }], error))
       }
+      return { _tag: "Ready", info, args: args.right, notes } satisfies Prepared
+    })
+
+  /** Makes a prepared call durable (`ToolRequested`, with the arguments the hooks gave) and runs its handler. */
+  const request = (tool: Tool, key: string, requested: ToolRequestedPayload, ready: Ready) =>
+    Effect.gen(function*() {
+      const { info, notes } = ready
       const logged: EventPayload = { ...requested, arguments: info.arguments }
       // A call requested by an owner that lost the run would only leave the next owner a call in doubt.
-      yield* env.checkOwnership(call.name)
+      yield* env.checkOwnership(tool.name)
       if (tool.idempotent && (tool.durability ?? deps.idempotentToolDurability) === "one-commit") {
         // One commit: the request goes to the log with the outcome. A crash mid-handler leaves no trace of the call,
         // so the next execution makes it again, with the same idempotency key.
-        return yield* runHandler(env, tool, args.right, key, idempotencyKey, info, [logged, ...notes])
+        return yield* runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, [logged, ...notes])
       }
       yield* env.append(key, [logged, ...notes])
-      return yield* runHandler(env, tool, args.right, key, idempotencyKey, info, [])
+      return yield* runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, [])
+    })
+
+  /** The run pauses for a person's decision on a prepared call: `ApprovalRequested` ends the batch (the run's head). */
+  const askApproval = (call: ToolCallRequest, key: string, tool: Tool, ready: Ready) =>
+    Effect.gen(function*() {
+      const asked = {
+        _tag: "ApprovalRequested",
+        approvalId: Approval.makeId(runId),
+        tool: call.name,
+        arguments: ready.info.arguments,
+        ...(call.toolCallId === undefined ? {} : { toolCallId: call.toolCallId }),
+        ...(tool.approvers === undefined ? {} : { approvers: tool.approvers })
+      } as const
+      yield* env.append(key, [...ready.notes, asked])
+      return yield* pausedFor(key, asked)
+    })
+
+  const pausedFor = (key: string, asked: ApprovalRequestedPayload) => {
+    const approval = Approval.requestOf(key, asked)
+    return env.halt({ _tag: "Paused", ticket: asked.approvalId, reason: Approval.reasonOf(approval), approval })
+  }
+
+  /** A call the log does not hold: checked, passed through the `beforeTool` hooks, approved if it must be, made durable, then run. */
+  const newCall = (call: ToolCallRequest, key: string, tool: Tool | undefined): Effect.Effect<ToolOutcome> =>
+    Effect.gen(function*() {
+      const requested = requestedOf(call, key, call.arguments)
+      if (tool === undefined || (call.offered !== undefined && !call.offered.has(call.name) && hasCapability(tenant, tool.requiresCapability))) {
+        const error = new Errors.UnknownTool({ tool: call.name, available: call.offered === undefined ? availableTools() : [...call.offered] })
+        return yield* refused(key, requested, [{ _tag: "ToolFailed", tool: call.name, kind: "unknown_tool", error: error.message }], error)
+      }
+      if (!hasCapability(tenant, tool.requiresCapability)) {
+        const reason = `tenant ${tenant.tenantId} lacks capability "${tool.requiresCapability}"`
+        const error = new Errors.PolicyDenied({ tool: call.name, reason, capability: tool.requiresCapability })
+        return yield* refused(key, requested, [
+          { _tag: "PolicyDenied", tool: call.name, reason, ...(tool.requiresCapability === undefined ? {} : { capability: tool.requiresCapability }) },
+          { _tag: "ToolFailed", tool: call.name, kind: "denied", error: reason }
+        ], error)
+      }
+      const prepared = yield* prepare(call, key, tool, requested)
+      if (prepared._tag === "Done") return prepared.outcome
+      const needsApproval = tool.needsApproval === undefined ? false : yield* tool.needsApproval(prepared.args, { runId, tenant, stepKey: key })
+      if (needsApproval) return yield* askApproval(call, key, tool, prepared)
+      return yield* request(tool, key, requested, prepared)
+    })
+
+  /**
+   * A call logged as waiting for approval: still waiting (the run pauses again, writing nothing), rejected (the logged
+   * rejection), or approved: its logged call, or, when the decision is the log's last word, the call made now with the
+   * approved arguments (edited ones pass the `beforeTool` hooks and are decoded again).
+   */
+  const approvalStep = (call: ToolCallRequest, key: string, recorded: ReadonlyArray<Event>, tool: Tool | undefined): Effect.Effect<ToolOutcome> =>
+    Effect.suspend(() => {
+      const at = recorded.findIndex((e) => e.payload._tag === "ApprovalRequested")
+      const asked = recorded[at]!.payload
+      if (asked._tag !== "ApprovalRequested") return env.mismatch(key, recorded, `a call to tool "${call.name}"`)
+      const decision = recorded.slice(at + 1).find((e) => e.payload._tag === "ApprovalDecided")
+      if (decision === undefined || decision.payload._tag !== "ApprovalDecided") return pausedFor(key, asked)
+      const decided = decision.payload
+      if (decided.decision === "rejected") {
+        const error = new Errors.ApprovalRejected({ tool: call.name, reason: decided.reason ?? "rejected", approver: decided.approver })
+        return Effect.succeed<ToolOutcome>({ ok: false, error })
+      }
+      const after = recorded.slice(recorded.indexOf(decision) + 1)
+      const requestedAt = after.findIndex((e) => e.payload._tag === "ToolRequested")
+      if (requestedAt >= 0) {
+        const made = after.slice(requestedAt)
+        const outcome = outcomeOf(made, availableTools)
+        return outcome !== undefined ? Effect.succeed(outcome) : inDoubt(call, key, made, tool)
+      }
+      if (env.mode === "replay") {
+        return env.fault(new Errors.InvalidRunState({ runId, status: `approved at step ${key}, its call not made yet`, expected: "settled (a replay runs no tool)" }))
+      }
+      const requested = requestedOf(call, key, decided.arguments ?? asked.arguments)
+      if (tool === undefined) {
+        const error = new Errors.UnknownTool({ tool: call.name, available: availableTools() })
+        return refused(key, requested, [{ _tag: "ToolFailed", tool: call.name, kind: "unknown_tool", error: error.message }], error)
+      }
+      if (decided.arguments !== undefined) {
+        // Edited by a person: the hooks see them (a policy may refuse them) before they are decoded and run.
+        return Effect.flatMap(prepare(call, key, tool, requested), (p) => (p._tag === "Done" ? Effect.succeed(p.outcome) : request(tool, key, requested, p)))
+      }
+      const args = tool.decodeArguments(asked.arguments)
+      if (Either.isLeft(args)) return refused(key, requested, [{ _tag: "ToolFailed", tool: call.name, kind: "invalid_arguments", error: args.left.reason, path: args.left.path }], args.left)
+      const info: ToolCallInfo = { tool: call.name, requiresCapability: tool.requiresCapability, arguments: asked.arguments }
+      return request(tool, key, requested, { _tag: "Ready", info, args: args.right, notes: [] })
     })
 
   /** A tool step. The common replay case (a logged outcome) is answered without entering a generator. */
@@ -177,7 +276,11 @@ export const make = (env: StepEnv) => {
     const toolOf = () => call.value ?? deps.tools.get(call.name)
     if (found._tag === "New") return newCall(call, key, toolOf())
     const recorded = found.events
-    const first = recorded[0]!.payload
+    const first = leadOf(recorded).payload
+    if (first._tag === "ApprovalRequested") {
+      if (first.tool !== call.name || (call.toolCallId === undefined && !sameArguments(first.arguments, call.arguments))) return env.mismatch(key, recorded, actual())
+      return approvalStep(call, key, recorded, toolOf())
+    }
     if (first._tag !== "ToolRequested" || first.tool !== call.name || (call.toolCallId === undefined && !sameArguments(first.arguments, call.arguments))) {
       return env.mismatch(key, recorded, actual())
     }

@@ -1,0 +1,157 @@
+/**
+ * `artana approvals`, `artana approve` and `artana reject`: the tenant's pending tool-call approvals, and a person's
+ * decision on one. A decision is the kernel's `decideApproval` (one batch at the run's head: of two people deciding at
+ * once, exactly one is written); a plan run then goes on at once, with the tools rebuilt from its logged policy, as
+ * `artana run --run-id` would continue it. Any other run is left resumable by the application that runs its workflow.
+ */
+import { Approval, Errors, EventStore, Json, Kernel } from "@artana/core"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as os from "node:os"
+import * as ExitCode from "../ExitCode.js"
+import * as PlanRunner from "../PlanRunner.js"
+import * as Database from "./database.js"
+import * as Hints from "./hints.js"
+import * as Out from "./output.js"
+import type { Common } from "./planCommands.js"
+import { parseTime } from "./readCommands.js"
+import * as Services from "./services.js"
+import * as T from "./terminal.js"
+import * as Toolbox from "./toolbox.js"
+
+export interface ApprovalsArgs extends Common {
+  readonly run: string | undefined
+  readonly tool: string | undefined
+  /** `--older-than`: an age (`90m`, `24h`) or a time (`parseTime`): approvals requested before it. */
+  readonly olderThan: string | undefined
+}
+
+/** `artana approvals [--run RUN] [--tool NAME] [--older-than AGE]`: the tenant's pending approvals, oldest last. */
+export const approvals = (args: ApprovalsArgs) =>
+  Out.command(args, Effect.scoped(Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const before = args.olderThan === undefined ? undefined : yield* parseTime("--older-than", args.olderThan, now)
+    const store = Layer.succeedContext(yield* Layer.build(Database.layer(Database.parse(args.db), { create: false, readOnly: true })))
+    const pending = yield* Effect.flatMap(Kernel.Kernel, (kernel) =>
+      kernel.approvals({ tenantId: args.tenant, runId: args.run, tool: args.tool, olderThan: before === undefined ? undefined : Math.max(0, now - before) })).pipe(
+        Effect.provide(Services.kernel({ store, auditKey: args.auditKey }))
+      )
+    if (args.format === "json") {
+      yield* Out.json({ tenantId: args.tenant, approvals: pending })
+      return ExitCode.Ok
+    }
+    const s = Out.outStyle()
+    if (pending.length === 0) {
+      yield* Out.stdout(`no pending approvals for tenant ${args.tenant}`)
+      return ExitCode.Ok
+    }
+    const rows = pending.map((p) => [
+      p.approvalId,
+      p.tool,
+      T.clip(p.arguments, 60),
+      `waiting ${T.duration(now - p.requestedAt)}`,
+      p.approvers === undefined ? "anyone" : p.approvers.join(", ")
+    ])
+    yield* Out.stdout(T.table(s, ["ID", "TOOL", "ARGUMENTS", "SINCE", "APPROVERS"], rows))
+    yield* Out.stdout(s.dim(`  artana approve ID [--args JSON]${Hints.options(args)}   |   artana reject ID --reason TEXT${Hints.options(args)}`))
+    return ExitCode.Ok
+  })))
+
+export interface DecideArgs extends Common {
+  readonly id: string
+  /** Who decides (`--approver`, `$ARTANA_APPROVER`, else the OS user). */
+  readonly approver: string | undefined
+}
+
+export interface ApproveArgs extends DecideArgs {
+  /** `--args`: edited arguments, as JSON text. */
+  readonly args: string | undefined
+}
+
+export interface RejectArgs extends DecideArgs {
+  readonly reason: string
+}
+
+const badInput = (what: string, reason: string) => new Errors.InvalidInput({ what, reason })
+
+/** `artana approve ID [--args JSON]`: approves the call (with edited arguments), then continues a plan run. */
+export const approve = (args: ApproveArgs) =>
+  Effect.suspend(() => {
+    if (args.args === undefined) return decide(args, { decision: "approve" })
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(args.args)
+    } catch (e) {
+      return Out.command(args, Effect.fail(badInput("--args", `not JSON (${e instanceof Error ? e.message : String(e)}); quote it for the shell, e.g. --args '{"amount":100}'`)))
+    }
+    const json = Json.fromUnknown(parsed)
+    return json.ok ? decide(args, { decision: "approve", arguments: json.json }) : Out.command(args, Effect.fail(badInput("--args", json.error)))
+  })
+
+/** `artana reject ID --reason TEXT`: rejects the call (the run's model or plan sees the reason), then continues a plan run. */
+export const reject = (args: RejectArgs) => decide(args, { decision: "reject", reason: args.reason })
+
+type Choice = { readonly decision: "approve"; readonly arguments?: Json.Json } | { readonly decision: "reject"; readonly reason: string }
+
+const approverOf = (args: DecideArgs): string => {
+  const given = args.approver ?? process.env.ARTANA_APPROVER
+  if (given !== undefined && given.trim() !== "") return given.trim()
+  try {
+    return os.userInfo().username
+  } catch {
+    return ""
+  }
+}
+
+const decide = (args: DecideArgs, choice: Choice) =>
+  Out.command(args, Effect.scoped(Effect.gen(function*() {
+    const approver = approverOf(args)
+    if (approver === "") return yield* badInput("--approver", "say who decides (it is logged): --approver NAME, or $ARTANA_APPROVER")
+    const opened = yield* Layer.build(Database.layer(Database.parse(args.db), { create: false }))
+    const store = Layer.succeedContext(opened)
+    // A plan run's tools are rebuilt from its logged policy: edits are checked against them, and the plan goes on.
+    const runId = Approval.runIdOf(args.id)
+    const first = runId === undefined
+      ? []
+      : yield* Effect.catchTag(Context.get(opened, EventStore.EventStore).readEvents(args.tenant, runId, 1, 1), "RunNotFound", () => Effect.succeed([]))
+    const input = PlanRunner.loggedInput(first)
+    const toolbox = input === undefined ? undefined : yield* Toolbox.fromRecord(input.policy)
+    const tools = toolbox?.tools ?? []
+    const registry = { get: (name: string) => tools.find((t) => t.name === name), list: () => tools }
+    const kernel = Services.kernel({
+      store,
+      tools,
+      middleware: toolbox?.middleware,
+      workflows: [PlanRunner.workflow({ tools: registry })],
+      auditKey: args.auditKey
+    })
+    const decided = yield* Effect.flatMap(Kernel.Kernel, (k) =>
+      k.decideApproval({ tenantId: args.tenant, approvalId: args.id, approver, ...choice })).pipe(
+        // An edit its tool refuses is the command line's fault: bad input, not a failing tool.
+        Effect.catchTag("InvalidToolArguments", (e) => Effect.fail(badInput("--args", e.message))),
+        Effect.provide(kernel)
+      )
+    const s = Out.outStyle()
+    const verb = decided.decision === "approved" ? s.green("approved") : s.yellow("rejected")
+    if (input === undefined) {
+      if (args.format === "json") {
+        yield* Out.json({ ...decided, approver, status: "running" })
+      } else {
+        yield* Out.stdout(`${s.green("✓")} ${decided.tool} at step ${decided.stepKey} of run ${s.bold(decided.runId)} ${verb} by ${approver}`)
+        yield* Out.stdout(s.dim(`  the run is resumable: continue it with the application that runs its workflow`))
+      }
+      return ExitCode.Ok
+    }
+    const tenant = yield* Services.tenant(args.tenant, tools)
+    const outcome = yield* PlanRunner.run({ runId: decided.runId, tenant, input }).pipe(Effect.provide(kernel))
+    if (args.format === "json") {
+      yield* Out.json({ ...decided, approver, status: outcome.status, ...(outcome.approval === undefined ? {} : { next: outcome.approval }) })
+    } else {
+      yield* Out.stdout(`${s.green("✓")} ${decided.tool} at step ${Hints.stepName(decided.stepKey)} of run ${s.bold(decided.runId)} ${verb} by ${approver}`)
+      yield* Out.stdout(`${T.icon(s, outcome.status)} run ${s.bold(outcome.runId)} ${outcome.status}${outcome.failure === undefined ? "" : `: ${outcome.failure.message}`}`)
+      if (outcome.approval !== undefined) yield* Out.stdout(Hints.approval(args, outcome.approval))
+    }
+    return outcome.status === "completed" ? ExitCode.ofSteps(outcome.steps.map((st) => st.status)) : outcome.status === "failed" ? ExitCode.ofTag(outcome.failure?.tag ?? "") : ExitCode.NeedsAttention
+  })))
