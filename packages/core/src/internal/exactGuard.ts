@@ -151,6 +151,16 @@ export const exactGuard = <A, I, R>(schema: Schema.Schema<A, I, R>): (u: unknown
   return (u: unknown): u is A => check(u) === Same
 }
 
+/** `exactGuard(schema)(u)` without building the guard: for a schema met once per call (a workflow's step). */
+export const isExact = <A, I, R>(schema: Schema.Schema<A, I, R>, u: unknown): u is A => checkOf(schema.ast, "decode")(u) === Same
+
+/**
+ * `decodeExact(schema)(u)` without building the decoder: the schema's own decoding is made only when the guard cannot
+ * vouch for `u` (a workflow's step decodes one logged value per call; building both each time was a tenth of a replay).
+ */
+export const decodeExactOnce = <A, I>(schema: Schema.Schema<A, I, never>, u: unknown): Either.Either<A, ParseResult.ParseError> =>
+  isExact(schema, u) ? Either.right(u) : Schema.decodeUnknownEither(schema)(u)
+
 /**
  * `Schema.decodeUnknownEither(schema)`, answering without a parse when the guard vouches for the input. The options
  * may only change what a failing or transformed input gives (`errors`, `onExcessProperty`): the guard's inputs have
