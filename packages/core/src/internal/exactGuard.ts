@@ -71,15 +71,38 @@ const array = (ast: SchemaAST.TupleType, direction: Direction): Check => {
   }
 }
 
-/** Decoding a union takes the first member that accepts: so does this, and that member's verdict is the union's. */
+/** The literal a struct requires of its `_tag`, if it is a struct that does. */
+const tagOf = (ast: SchemaAST.AST): SchemaAST.LiteralValue | undefined => {
+  if (ast._tag !== "TypeLiteral") return undefined
+  const tag = ast.propertySignatures.find((p) => p.name === "_tag")
+  return tag !== undefined && !tag.isOptional && tag.type._tag === "Literal" ? tag.type.literal : undefined
+}
+
+/**
+ * Decoding a union takes the first member that accepts: so does this, and that member's verdict is the union's. A
+ * plain object with a defined `_tag` is tried only against the members that require that `_tag` and the members that
+ * require none, in the union's order: every other member rejects it (a struct rejects a required property of another
+ * literal), so the answer is the same, without trying each member of a union of many (the event payloads).
+ */
 const union = (ast: SchemaAST.Union, direction: Direction): Check => {
   const members = ast.types.map((member) => compile(member, direction))
-  return (u) => {
-    for (let i = 0; i < members.length; i++) {
-      const r = members[i]!(u)
+  const tags = ast.types.map(tagOf)
+  const untagged = members.filter((_, i) => tags[i] === undefined)
+  const byTag = new Map<unknown, ReadonlyArray<Check>>()
+  for (const tag of tags) {
+    if (tag !== undefined && !byTag.has(tag)) byTag.set(tag, members.filter((_, i) => tags[i] === tag || tags[i] === undefined))
+  }
+  const first = (candidates: ReadonlyArray<Check>, u: unknown): Verdict => {
+    for (let i = 0; i < candidates.length; i++) {
+      const r = candidates[i]!(u)
       if (r !== Rejects) return r
     }
     return Rejects
+  }
+  if (byTag.size === 0) return (u) => first(members, u)
+  return (u) => {
+    if (!isRecord(u) || !Object.hasOwn(u, "_tag") || u._tag === undefined) return first(members, u)
+    return first(byTag.get(u._tag) ?? untagged, u)
   }
 }
 
