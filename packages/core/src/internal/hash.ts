@@ -24,12 +24,13 @@ const quoteKey = (key: string): string => {
  * not load under NodeNext; it is small and tested against JSON.stringify.
  */
 export const canonicalJson = (value: unknown): string => {
-  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null"
+  const text = leafJson(value)
+  if (text !== undefined) return text
   if (Array.isArray(value)) {
     let out = "["
     for (let i = 0; i < value.length; i++) {
       const item: unknown = value[i]
-      out += (i === 0 ? "" : ",") + (item === undefined ? "null" : canonicalJson(item))
+      out += (i === 0 ? "" : ",") + (item === undefined ? "null" : leafJson(item) ?? canonicalJson(item))
     }
     return out + "]"
   }
@@ -42,10 +43,29 @@ export const canonicalJson = (value: unknown): string => {
     const key = keys[i]!
     const v = record[key]
     if (v === undefined) continue
-    out += (first ? "" : ",") + quoteKey(key) + ":" + canonicalJson(v)
+    out += (first ? "" : ",") + quoteKey(key) + ":" + (leafJson(v) ?? canonicalJson(v))
     first = false
   }
   return out + "}"
+}
+
+/**
+ * A value that is not an object or an array as `JSON.stringify` writes it ("null" where it writes nothing), or
+ * undefined for an object or an array. Strings without a character to escape, and finite numbers, skip the call.
+ */
+const leafJson = (value: unknown): string | undefined => {
+  switch (typeof value) {
+    case "string":
+      return quote(value)
+    case "number":
+      return Number.isFinite(value) ? String(value) : "null"
+    case "boolean":
+      return value ? "true" : "false"
+    case "object":
+      return value === null ? "null" : undefined
+    default:
+      return JSON.stringify(value) ?? "null"
+  }
 }
 
 /** SHA-256, hex. One-shot `crypto.hash` where Node has it (20.12+), which skips the Hash object. */
