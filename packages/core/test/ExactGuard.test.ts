@@ -66,6 +66,11 @@ describe("exactGuard", () => {
     expect(exactGuard(union)({ _tag: "c", n: 1 })).toBe(false)
     expect(exactGuard(union)({ _tag: undefined, n: "x" })).toBe(false)
     vouchesOnlyForWhatDecodingReturnsUnchanged(union, fc.oneof(fc.jsonValue(), storedValues(union)))
+    // Another discriminant than `_tag`: chat messages by their role.
+    expect(exactGuard(Chat.ChatMessage)({ role: "tool", toolCallId: "c1", name: "echo", content: "{}" })).toBe(true)
+    expect(exactGuard(Chat.ChatMessage)({ role: "tool", content: "{}" })).toBe(false)
+    expect(exactGuard(Chat.ChatMessage)({ role: "assistant", content: null, toolCalls: [{ id: "c1", name: "echo", arguments: "{}" }] })).toBe(true)
+    vouchesOnlyForWhatDecodingReturnsUnchanged(Chat.ChatMessage, storedValues(Chat.ChatMessage))
   })
 
   it("decodeExact fails as decoding does, with the same error", () => {
