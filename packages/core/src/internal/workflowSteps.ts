@@ -14,7 +14,6 @@ import * as Json from "../Json.js"
 import { firstIssue, jsonSchemaOf } from "../Tool.js"
 import type { PauseOptions } from "../Workflow.js"
 import { decodeExactOnce } from "./exactGuard.js"
-import type { Resolved } from "./replayCursor.js"
 import type { StepEnv } from "./stepEnv.js"
 
 export const make = (env: StepEnv, response: { readonly payload: unknown } | undefined) => {
@@ -53,18 +52,7 @@ export const make = (env: StepEnv, response: { readonly payload: unknown } | und
       const halted = env.halted()
       if (halted !== undefined) return env.halt(halted)
       const stepKey = env.cursor.nextKey(kind, key)
-      const answer = (found: Resolved): Effect.Effect<A, E> => {
-        switch (found._tag) {
-          case "Diverged":
-            return env.fault(found.error)
-          case "Recorded":
-            return recorded(name, stepKey, found.events, schema)
-          case "New":
-            return live(name, stepKey, effect, schema)
-        }
-      }
-      const found = env.cursor.lookup(stepKey, () => `step "${name}"`)
-      return found._tag === "Pending" ? Effect.flatMap(env.loaded(found), answer) : answer(found)
+      return env.answer(stepKey, () => `step "${name}"`, (events) => recorded(name, stepKey, events, schema), () => live(name, stepKey, effect, schema))
     })
 
   /** The open pause answered: by the logged response, or by the one this execution brings (then logged). */
