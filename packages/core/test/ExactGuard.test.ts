@@ -53,6 +53,26 @@ describe("exactGuard", () => {
     expect(exactGuard(Json.Json)({ n: Number.NaN })).toBe(false)
   })
 
+  it("answers for a tagged union by its tag, never skipping a member without one", () => {
+    const union = Schema.Union(
+      Schema.Struct({ _tag: Schema.Literal("a"), n: Schema.Number }),
+      Schema.Struct({ n: Schema.String }),
+      Schema.Struct({ _tag: Schema.Literal("a"), n: Schema.String }),
+      Schema.Struct({ _tag: Schema.Literal("b"), n: Schema.String })
+    )
+    // A string `n` matches the untagged member too (which would drop `_tag`): the guard leaves that to decoding.
+    expect(exactGuard(union)({ _tag: "a", n: "x" })).toBe(false)
+    expect(exactGuard(union)({ _tag: "a", n: 1 })).toBe(true)
+    expect(exactGuard(union)({ _tag: "c", n: 1 })).toBe(false)
+    expect(exactGuard(union)({ _tag: undefined, n: "x" })).toBe(false)
+    vouchesOnlyForWhatDecodingReturnsUnchanged(union, fc.oneof(fc.jsonValue(), storedValues(union)))
+    // Another discriminant than `_tag`: chat messages by their role.
+    expect(exactGuard(Chat.ChatMessage)({ role: "tool", toolCallId: "c1", name: "echo", content: "{}" })).toBe(true)
+    expect(exactGuard(Chat.ChatMessage)({ role: "tool", content: "{}" })).toBe(false)
+    expect(exactGuard(Chat.ChatMessage)({ role: "assistant", content: null, toolCalls: [{ id: "c1", name: "echo", arguments: "{}" }] })).toBe(true)
+    vouchesOnlyForWhatDecodingReturnsUnchanged(Chat.ChatMessage, storedValues(Chat.ChatMessage))
+  })
+
   it("decodeExact fails as decoding does, with the same error", () => {
     const schema = Schema.Struct({ a: Schema.Int })
     const input = { a: 1, b: 2 }

@@ -1,11 +1,26 @@
 import { describe, expect, it } from "@effect/vitest"
+import { FastCheck as fc } from "effect"
 import { createHash } from "node:crypto"
 import { type Event, Json } from "@artana/core"
 import { TestLog } from "@artana/core/testing"
+import { canonicalJson } from "../src/internal/hash.js"
 
 describe("Json.canonical and Json.hash", () => {
   it("sorts keys at every depth and writes no whitespace", () => {
     expect(Json.canonical({ b: 1, a: [true, null, { d: "x", c: 2.5 }] })).toBe('{"a":[true,null,{"c":2.5,"d":"x"}],"b":1}')
+  })
+
+  it("is JSON.stringify of the value with its keys sorted, for any JSON (lone surrogates, controls, -0 included)", () => {
+    const sorted = (v: unknown): unknown =>
+      Array.isArray(v)
+        ? v.map(sorted)
+        : v !== null && typeof v === "object"
+        ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(Reflect.get(v, k))]))
+        : v
+    fc.assert(fc.property(fc.jsonValue({ stringUnit: "binary" }), fc.constantFrom(-0, 0.1, 1e-7, 1e21, -1), (value, n) => {
+      const withNumber = { value, n, nested: [n, { n }] }
+      expect(canonicalJson(withNumber)).toBe(JSON.stringify(sorted(withNumber)))
+    }), { numRuns: 300 })
   })
 
   it("writes strings and numbers as JSON.stringify does", () => {

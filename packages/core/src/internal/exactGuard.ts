@@ -71,15 +71,51 @@ const array = (ast: SchemaAST.TupleType, direction: Direction): Check => {
   }
 }
 
-/** Decoding a union takes the first member that accepts: so does this, and that member's verdict is the union's. */
+/** The literal a struct requires of property `key`, if it is a struct that does. */
+const literalOf = (ast: SchemaAST.AST, key: string): SchemaAST.LiteralValue | undefined => {
+  if (ast._tag !== "TypeLiteral") return undefined
+  const p = ast.propertySignatures.find((p) => p.name === key)
+  return p !== undefined && !p.isOptional && p.type._tag === "Literal" ? p.type.literal : undefined
+}
+
+/** The property the union's structs are told apart by: one every struct member requires as a literal (`_tag`, `role`). */
+const discriminantOf = (ast: SchemaAST.Union): string | undefined => {
+  const first = ast.types.find((m) => m._tag === "TypeLiteral")
+  if (first === undefined || first._tag !== "TypeLiteral") return undefined
+  for (const p of first.propertySignatures) {
+    const key = p.name
+    if (typeof key === "string" && ast.types.every((m) => m._tag !== "TypeLiteral" || literalOf(m, key) !== undefined)) return key
+  }
+  return undefined
+}
+
+/**
+ * Decoding a union takes the first member that accepts: so does this, and that member's verdict is the union's. A
+ * plain object with a defined discriminant (`_tag`, `role`) is tried only against the members that require that
+ * value of it and the members that require none, in the union's order: every other member rejects it (a struct
+ * rejects a required property of another literal), so the answer is the same, without trying each member of a union
+ * of many (the event payloads).
+ */
 const union = (ast: SchemaAST.Union, direction: Direction): Check => {
   const members = ast.types.map((member) => compile(member, direction))
-  return (u) => {
-    for (let i = 0; i < members.length; i++) {
-      const r = members[i]!(u)
+  const first = (candidates: ReadonlyArray<Check>, u: unknown): Verdict => {
+    for (let i = 0; i < candidates.length; i++) {
+      const r = candidates[i]!(u)
       if (r !== Rejects) return r
     }
     return Rejects
+  }
+  const key = discriminantOf(ast)
+  if (key === undefined) return (u) => first(members, u)
+  const tags = ast.types.map((member) => literalOf(member, key))
+  const untagged = members.filter((_, i) => tags[i] === undefined)
+  const byTag = new Map<unknown, ReadonlyArray<Check>>()
+  for (const tag of tags) {
+    if (tag !== undefined && !byTag.has(tag)) byTag.set(tag, members.filter((_, i) => tags[i] === tag || tags[i] === undefined))
+  }
+  return (u) => {
+    if (!isRecord(u) || !Object.hasOwn(u, key) || u[key] === undefined) return first(members, u)
+    return first(byTag.get(u[key]) ?? untagged, u)
   }
 }
 
@@ -150,6 +186,16 @@ export const exactGuard = <A, I, R>(schema: Schema.Schema<A, I, R>): (u: unknown
   const check = checkOf(schema.ast, "decode")
   return (u: unknown): u is A => check(u) === Same
 }
+
+/** `exactGuard(schema)(u)` without building the guard: for a schema met once per call (a workflow's step). */
+export const isExact = <A, I, R>(schema: Schema.Schema<A, I, R>, u: unknown): u is A => checkOf(schema.ast, "decode")(u) === Same
+
+/**
+ * `decodeExact(schema)(u)` without building the decoder: the schema's own decoding is made only when the guard cannot
+ * vouch for `u` (a workflow's step decodes one logged value per call; building both each time was a tenth of a replay).
+ */
+export const decodeExactOnce = <A, I>(schema: Schema.Schema<A, I, never>, u: unknown): Either.Either<A, ParseResult.ParseError> =>
+  isExact(schema, u) ? Either.right(u) : Schema.decodeUnknownEither(schema)(u)
 
 /**
  * `Schema.decodeUnknownEither(schema)`, answering without a parse when the guard vouches for the input. The options

@@ -13,7 +13,6 @@ import type * as ModelPort from "../ModelPort.js"
 import { costOf, type Price } from "../Pricing.js"
 import { canonicalJson, sha256 } from "./hash.js"
 import * as Interceptors from "./interceptors.js"
-import type { Resolved } from "./replayCursor.js"
 import type { StepEnv } from "./stepEnv.js"
 
 /** `ModelFailed.kind` of a call refused because nothing prices its model. */
@@ -173,17 +172,11 @@ export const make = (env: StepEnv) => {
         outputFormat: request.outputFormat ?? null,
         maxOutputTokens: request.maxOutputTokens ?? null
       }))
-      const found = env.cursor.lookup(key, () => `a model call (request ${requestHash.slice(0, 12)})`)
-      const answer = (resolved: Resolved) => {
-        switch (resolved._tag) {
-          case "Diverged":
-            return env.fault(resolved.error)
-          case "Recorded":
-            return recordedCall(env, key, resolved.events, requestHash)
-          case "New":
-            return liveCall(key, request, requestHash)
-        }
-      }
-      return found._tag === "Pending" ? Effect.flatMap(env.loaded(found), answer) : answer(found)
+      return env.answer(
+        key,
+        () => `a model call (request ${requestHash.slice(0, 12)})`,
+        (events) => recordedCall(env, key, events, requestHash),
+        () => liveCall(key, request, requestHash)
+      )
     })
 }

@@ -119,7 +119,9 @@ interface Step {
 export const make = (runId: string, log: Log | undefined, mode: "live" | "replay") => {
   // The steps read and not consumed, by key; `order` in the order they first appear (consumed ones skipped).
   const held = new Map<string, Step>()
-  let order: Array<Step> = []
+  // Slots before `cursor` are emptied as the scan passes them: a consumed step's events are garbage at once, not
+  // kept until the array is compacted (held that long, they outlive the young generation and swell the heap).
+  let order: Array<Step | undefined> = []
   let cursor = 0
   let heldEvents = 0
   // The step key of the last event read: its batch may go on in the next page.
@@ -163,7 +165,7 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
     remember(step.key)
   }
   const nextUnconsumed = (): Step | undefined => {
-    while (cursor < order.length && order[cursor]!.consumed) cursor++
+    while (cursor < order.length && order[cursor]!.consumed) order[cursor++] = undefined
     if (cursor > 1024 && cursor * 2 > order.length) {
       order = order.slice(cursor)
       cursor = 0

@@ -3,12 +3,10 @@
  * it has one (completed, failed, waiting for a person or a response), else its verified log is replayed and its
  * code driven on, live or as a replay.
  */
-import * as Chunk from "effect/Chunk"
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
-import * as Stream from "effect/Stream"
 import * as Approval from "../Approval.js"
 import * as Errors from "../Errors.js"
 import { type Event, type EventPayload, RUN_STEP_KEY, type RunInfo } from "../Event.js"
@@ -21,7 +19,7 @@ import * as ContinueAsNew from "./continueAsNew.js"
 import { decodeKernelFailure, drive, toJson } from "./drive.js"
 import * as Execution from "./execution.js"
 import * as Signals from "./signals.js"
-import { headEvent, lastEventOf, type ReadError, verifiedEvents } from "./ledger.js"
+import { headEvent, lastEventOf, type ReadError, verifiedPages } from "./ledger.js"
 
 /** What the kernel's operations on runs share. */
 export interface Runtime {
@@ -125,6 +123,13 @@ const settled = <I, O, E>(
     return { resumed }
   })
 
+/**
+ * Events per page of the log a replay reads. A page lives until the code has consumed its steps: a smaller page dies
+ * young (in V8's young generation, freed for little) rather than being promoted and swelling the heap; a query per
+ * 256 events costs a replay little.
+ */
+const REPLAY_PAGE_SIZE = 256
+
 /** A failure to read a run's log as a kernel error: a run removed meanwhile is a store failure. */
 const readFailure = (error: ReadError) =>
   error._tag === "RunNotFound" ? new Errors.StoreError({ operation: "readEvents", reason: error.message }) : error
@@ -160,11 +165,7 @@ export const continueRun = <I, O, E>(
       resumed = state.resumed
       if ("signalWait" in state) response = undefined
     }
-    const pull = yield* Stream.toPull(verifiedEvents(deps.store, deps.auditKey, info))
-    const next = Effect.matchEffect(pull, {
-      onFailure: Option.match({ onNone: () => Effect.succeed(Option.none<ReadonlyArray<Event>>()), onSome: (e) => Effect.fail(readFailure(e)) }),
-      onSuccess: (page) => Effect.succeed(Option.some(Chunk.toReadonlyArray(page)))
-    })
+    const next = Effect.mapError(verifiedPages(deps.store, deps.auditKey, info, { pageSize: REPLAY_PAGE_SIZE }), readFailure)
     const first = Option.getOrElse(yield* next, (): ReadonlyArray<Event> => [])
     const started = first[0]?.payload
     if (started === undefined || started._tag !== "RunStarted") {

@@ -130,6 +130,25 @@ export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor
       return yield* halt({ _tag: "Failed", error })
     })
 
+  /** A pending lookup, resolved by reading more of the log; a failure to read it halts the execution. */
+  const loaded = (lookup: { readonly next: Effect.Effect<Resolved, Fault> }): Effect.Effect<Resolved> => Effect.catchAll(lookup.next, fault)
+
+  /**
+   * Looks the step up in the log and answers it: a divergence halts the execution, a recorded step goes to `recorded`
+   * with its events, a new one to `fresh` (more of the log is read first when the lookup needs it).
+   */
+  const answer = <A, E>(
+    key: string,
+    actual: () => string,
+    recorded: (events: ReadonlyArray<Event>) => Effect.Effect<A, E>,
+    fresh: () => Effect.Effect<A, E>
+  ): Effect.Effect<A, E> => {
+    const go = (found: Resolved): Effect.Effect<A, E> =>
+      found._tag === "Diverged" ? fault(found.error) : found._tag === "Recorded" ? recorded(found.events) : fresh()
+    const found = cursor.lookup(key, actual)
+    return found._tag === "Pending" ? Effect.flatMap(loaded(found), go) : go(found)
+  }
+
   return {
     deps,
     options,
@@ -144,8 +163,8 @@ export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor
     halt,
     fault,
     append,
-    /** A pending lookup, resolved by reading more of the log; a failure to read it halts the execution. */
-    loaded: (lookup: { readonly next: Effect.Effect<Resolved, Fault> }): Effect.Effect<Resolved> => Effect.catchAll(lookup.next, fault),
+    loaded,
+    answer,
     /** The step's events differ from what the code asks for. */
     mismatch: (key: string, recorded: ReadonlyArray<Event>, actual: string) =>
       fault(new Errors.NonDeterminism({ runId, stepKey: key, expected: describe(recorded), actual })),

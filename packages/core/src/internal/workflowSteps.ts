@@ -13,31 +13,26 @@ import type { Event } from "../Event.js"
 import * as Json from "../Json.js"
 import { firstIssue, jsonSchemaOf } from "../Tool.js"
 import type { PauseOptions } from "../Workflow.js"
-import { decodeExact } from "./exactGuard.js"
+import { decodeExactOnce } from "./exactGuard.js"
 import type { StepEnv } from "./stepEnv.js"
 
 export const make = (env: StepEnv, response: { readonly payload: unknown } | undefined) => {
   const { runId } = env
   let pendingResponse = response
 
-  const step = <A, I, E>(name: string, effect: Effect.Effect<A, E>, schema: Schema.Schema<A, I>, key: string | undefined, kind = "step") =>
+  /** A step the log holds: its logged value, decoded (an exact value is used as it is), or a fault. */
+  const recorded = <A, I>(name: string, stepKey: string, events: ReadonlyArray<Event>, schema: Schema.Schema<A, I>): Effect.Effect<A> => {
+    const first = events[0]!.payload
+    if (first._tag !== "StepCompleted" || first.name !== name) return env.mismatch(stepKey, events, `step "${name}"`)
+    const value = decodeExactOnce(schema, first.value)
+    if (Either.isLeft(value)) {
+      return env.fault(new Errors.InvalidInput({ what: `logged value of step "${name}" (${stepKey})`, reason: firstIssue(value.left).reason }))
+    }
+    return Effect.succeed(value.right)
+  }
+
+  const live = <A, I, E>(name: string, stepKey: string, effect: Effect.Effect<A, E>, schema: Schema.Schema<A, I>) =>
     Effect.gen(function*() {
-      const halted = env.halted()
-      if (halted !== undefined) return yield* env.halt(halted)
-      const stepKey = env.cursor.nextKey(kind, key)
-      const actual = `step "${name}"`
-      let found = env.cursor.lookup(stepKey, () => actual)
-      if (found._tag === "Pending") found = yield* env.loaded(found)
-      if (found._tag === "Diverged") return yield* env.fault(found.error)
-      if (found._tag === "Recorded") {
-        const first = found.events[0]!.payload
-        if (first._tag !== "StepCompleted" || first.name !== name) return yield* env.mismatch(stepKey, found.events, actual)
-        const value = decodeExact(schema)(first.value)
-        if (Either.isLeft(value)) {
-          return yield* env.fault(new Errors.InvalidInput({ what: `logged value of step "${name}" (${stepKey})`, reason: firstIssue(value.left).reason }))
-        }
-        return value.right
-      }
       const value = yield* effect
       const encoded = Either.mapLeft(Schema.encodeEither(schema)(value), (e) => firstIssue(e).reason)
       const json = Either.flatMap(encoded, (u) => {
@@ -49,6 +44,15 @@ export const make = (env: StepEnv, response: { readonly payload: unknown } | und
       }
       yield* env.append(stepKey, [{ _tag: "StepCompleted", name, value: json.right }])
       return value
+    })
+
+  // Replay meets a step per event of a long log: its recorded path builds no generator and no message it does not use.
+  const step = <A, I, E>(name: string, effect: Effect.Effect<A, E>, schema: Schema.Schema<A, I>, key: string | undefined, kind = "step"): Effect.Effect<A, E> =>
+    Effect.suspend(() => {
+      const halted = env.halted()
+      if (halted !== undefined) return env.halt(halted)
+      const stepKey = env.cursor.nextKey(kind, key)
+      return env.answer(stepKey, () => `step "${name}"`, (events) => recorded(name, stepKey, events, schema), () => live(name, stepKey, effect, schema))
     })
 
   /** The open pause answered: by the logged response, or by the one this execution brings (then logged). */
