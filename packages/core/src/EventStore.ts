@@ -100,6 +100,13 @@ export interface Service {
    * seek on an index; see `SqlEventStore`). Without a `limit` the page is every run that follows.
    */
   readonly listRunsPage: (tenantId: string, filter?: ListRunsPageFilter) => Effect.Effect<RunsPage, StoreError | InvalidInput>
+  /**
+   * What a lineage spent: the sum of the costs of the tenant's runs whose root is `rootRunId` (the root itself, its
+   * sub-runs, the runs a continue-as-new chain went on as). Every run of a lineage draws on the root's budget; the
+   * kernel checks the budget against this before a run's first model call. One aggregate query (the SQL stores sum
+   * over their index on the root), however long the chain grew; 0 for a root with no runs.
+   */
+  readonly lineageCostUsd: (tenantId: string, rootRunId: string) => Effect.Effect<number, StoreError>
 }
 
 /** The event log of every run. */
@@ -173,12 +180,6 @@ export const lastEvent = (
     }
     return undefined
   })
-
-/**
- * What a lineage spent: the sum of its runs' costs (`listRuns(tenantId, { rootRunId })`). Every run of a tree draws on
- * the root's budget; the kernel checks the budget against this, and `artana show-run` reports it.
- */
-export const lineageCostUsd = (runs: ReadonlyArray<RunInfo>): number => runs.reduce((sum, r) => sum + r.costUsd, 0)
 
 /**
  * Where a run in `needs_reconciliation` waits for a person: the path from the run down to the step in doubt, one
@@ -399,6 +400,12 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         return run === undefined ? Effect.fail(new RunNotFound({ runId, tenantId })) : Effect.succeed(run.info)
       }),
     listRuns: (tenantId, filter = {}) => Effect.sync(() => listed(tenantId, filter, undefined).map((r) => r.info)),
+    lineageCostUsd: (tenantId, rootRunId) =>
+      Effect.sync(() => {
+        let sum = 0
+        for (const { info } of runs.values()) if (info.tenantId === tenantId && info.rootRunId === rootRunId) sum += info.costUsd
+        return sum
+      }),
     listRunsPage: (tenantId, filter = {}) =>
       Effect.map(
         filter.after === undefined ? Either.right(undefined) : RunCursor.decode(filter.after, "number"),

@@ -237,8 +237,7 @@ export const make = (options: Options = {}) =>
     const workflows = new Map<string, Workflow.Any>()
     for (const w of options.workflows ?? []) workflows.set(w.name, w)
 
-    const lineageSpend = (tenantId: string, rootRunId: string) =>
-      Effect.map(store.listRuns(tenantId, { rootRunId }), EventStore.lineageCostUsd)
+    const lineageSpend = (tenantId: string, rootRunId: string) => store.lineageCostUsd(tenantId, rootRunId)
     const runtime: Runtime = { deps, lineageSpend, services: () => Context.add(built, Kernel, service) }
 
     const findRun = (tenantId: string, runId: string) =>

@@ -412,7 +412,7 @@ export const showRun = (args: ShowArgs) =>
     const family = yield* store.listRuns(args.tenant, { rootRunId: info.rootRunId })
     const lineage = lineageOf(family, info.rootRunId) ?? { runId: info.runId, workflow: info.workflow, status: info.status, children: [] }
     // What the lineage spent: every run of the tree draws on the root's budget (sub-agents, tools that start runs).
-    const lineageCostUsd = EventStore.lineageCostUsd(family)
+    const lineageCostUsd = yield* store.lineageCostUsd(args.tenant, info.rootRunId)
     const reconciliationPath = (yield* waitingPaths(args.tenant, [info])).get(info.runId)
     const { continuedFrom, continuedAs } = yield* continuation(store, info)
     const chain = yield* chainOf(args, info)
