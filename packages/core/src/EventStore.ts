@@ -155,9 +155,9 @@ export interface LastEventOptions {
 }
 
 /**
- * The last event of a run's log (at or before `throughSeq`) that `matches`, or undefined: read backwards from there a
- * page at a time, so finding what a run did last (the step it waits on, the call it was in) costs the pages after that
- * event, not the whole log.
+ * The last event of a run's log (at or before `throughSeq`) that `matches`, or undefined: read backwards from there,
+ * the last event alone first, then a page at a time, so finding what a run did last (its end, the step it waits on,
+ * the call it was in) costs the events after that event, not the whole log: one read of one event when it is the last.
  *
  * @example
  * const marker = yield* EventStore.lastEvent(store, "acme", "report-7", (e) => e.payload._tag === "ReconciliationRequired")
@@ -172,8 +172,9 @@ export const lastEvent = (
   Effect.gen(function*() {
     const through = options.throughSeq ?? (yield* store.getRun(tenantId, runId)).headSeq
     const pageSize = Math.max(1, Math.floor(options.pageSize ?? 100))
-    for (let end = Math.floor(through) + 1; end > 1;) {
-      const start = Math.max(1, end - pageSize)
+    // The first read is the last event alone: what is sought is often it (a finished run's end, a pause).
+    for (let end = Math.floor(through) + 1, size = 1; end > 1; size = pageSize) {
+      const start = Math.max(1, end - size)
       const page = yield* store.readEvents(tenantId, runId, start, end - start)
       for (let i = page.length - 1; i >= 0; i--) if (matches(page[i]!)) return page[i]
       end = start
