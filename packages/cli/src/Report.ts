@@ -86,13 +86,17 @@ export interface Summary extends Touched {
   readonly denials: ReadonlyArray<{ readonly id: string; readonly tool: string; readonly reason: string }>
 }
 
-export interface Report {
+/** The run a report is of: its id, tenant and status, its plan and policy as its log records them. */
+export interface Run {
   readonly runId: string
   readonly tenantId: string
   readonly status: Event.RunStatus
   readonly onError: Plan.OnError | null
   readonly planFile: PlanRunner.FileRecord | null
   readonly policyFile: { readonly file: string; readonly sha256: string } | null
+}
+
+export interface Report extends Run {
   /** Why the run failed, as logged. */
   readonly error: { readonly tag: string; readonly message: string } | null
   readonly steps: ReadonlyArray<StepReport>
@@ -327,13 +331,7 @@ export const toJson = (report: Report) => {
 const short = (hash: string | null) => (hash === null ? "-" : hash.slice(0, 12))
 
 /** What the console form's first lines say: the run, its plan and policy, when it started, how long it took, its cost. */
-export interface Heading {
-  readonly runId: string
-  readonly tenantId: string
-  readonly status: Event.RunStatus
-  readonly onError: Plan.OnError | null
-  readonly planFile: PlanRunner.FileRecord | null
-  readonly policyFile: { readonly file: string; readonly sha256: string } | null
+export interface Heading extends Run {
   readonly startedAt: number
   readonly durationMs: number
   readonly costUsd: number

@@ -20,7 +20,7 @@
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { decodePayload, type Event } from "./Event.js"
+import { decodePayload, Event } from "./Event.js"
 import { StoredEvent, storedPayload } from "./internal/hash.js"
 
 /**
@@ -36,18 +36,7 @@ export const encode = (event: Event): string =>
   `"payload":${storedPayload(event)},"prevHash":${JSON.stringify(event.prevHash)},"hash":${JSON.stringify(event.hash)}}`
 
 /** A line's fields, its payload still as parsed JSON. */
-const Line = Schema.Struct({
-  eventId: Schema.String,
-  runId: Schema.String,
-  tenantId: Schema.String,
-  seq: Schema.Int,
-  timestamp: Schema.Number,
-  type: Schema.String,
-  stepKey: Schema.String,
-  payload: Schema.Unknown,
-  prevHash: Schema.String,
-  hash: Schema.String
-})
+const Line = Schema.Struct({ ...Event.fields, payload: Schema.Unknown })
 const decodeLine = Schema.decodeUnknownEither(Line, { onExcessProperty: "error" })
 
 /**
