@@ -14,6 +14,7 @@
  * artana report RUN [--from SEQ] [--limit N]       timeline, decisions, files, domains, commands, denials, cost
  * artana list-runs [--status S] [--workflow W] [--since T] [--until T] [--limit N] [--after CURSOR]
  * artana show-run RUN [--from SEQ] [--limit N]     a run, its lineage tree and its events
+ * artana export RUN [--out FILE]                   the run's events as JSON lines, verified
  * artana verify RUN [--head SEQ:HASH]              check the run's hash chain
  * ```
  *
@@ -219,6 +220,21 @@ const showRun = Command.make(
       m.showRun({ ...a, from: Option.getOrUndefined(a.from), limit: Option.getOrUndefined(a.limit), auditKey: key }))
 ).pipe(described("show-run"))
 
+const ExportCommand = Effect.promise(() => import("./internal/exportCommand.js"))
+
+const exportRun = Command.make(
+  "export",
+  {
+    db,
+    tenant,
+    verbose,
+    run: runArg,
+    format: Options.choice("format", ["jsonl"]).pipe(Options.withDescription(Help.option("export", "--format jsonl")), Options.withDefault("jsonl")),
+    out: Options.text("out").pipe(Options.withDescription(Help.option("export", "--out FILE")), Options.optional)
+  },
+  (a) => Effect.flatMap(Effect.zip(ExportCommand, auditKey), ([m, key]) => m.exportRun({ ...a, out: Option.getOrUndefined(a.out), auditKey: key }))
+).pipe(described("export"))
+
 const verify = Command.make(
   "verify",
   {
@@ -232,7 +248,7 @@ const verify = Command.make(
 /** The command tree. */
 export const command = Command.make("artana").pipe(
   Command.withDescription("Artana: run tool plans under a deny-by-default policy, replay, report, inspect and verify runs."),
-  Command.withSubcommands([run, replay, reconcile, signal, approvals, approve, reject, report, listRuns, showRun, verify])
+  Command.withSubcommands([run, replay, reconcile, signal, approvals, approve, reject, report, listRuns, showRun, exportRun, verify])
 )
 
 const unstyled = (args: ReadonlyArray<unknown>) => args.map((a) => (typeof a === "string" ? T.strip(a) : a))

@@ -58,6 +58,7 @@ const BY_TAG: Readonly<Record<string, ExitCode>> = {
   PlanMismatch: Integrity,
   NonDeterminism: Integrity,
   ChainBroken: Integrity,
+  LogTampered: Integrity,
   StoreUnavailable: StoreUnavailable,
   StoreError: StoreUnavailable,
   SchemaMismatch: StoreUnavailable,

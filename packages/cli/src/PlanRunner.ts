@@ -6,15 +6,18 @@
  * - `run` checks the plan against the tools, then executes it (or continues the run, when its id exists).
  * - `replay` re-runs a finished plan run over its log: no tool executes, every result comes from the log; a plan
  *   that does not match the log is a `PlanMismatch`; every step's output hash must equal the logged one.
- * - `loggedSteps` reads a plan run's steps back from its events (reports use it).
+ * - `loggedSteps` reads a plan run's steps back from its events, `stepsOf` as they stream by (reports use them).
  *
  * @since 0.1.0
  */
 import { type Approval, Errors, type Event, EventStore, Json, Kernel, type Tenant, ToolRegistry, Workflow } from "@artana/core"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import * as Plan from "./Plan.js"
 
 /** The workflow name of every plan run. */
@@ -211,6 +214,52 @@ const parseArgs = (text: string): Json.Json => {
   }
 }
 
+/**
+ * A plan step from its events (those logged under its key, in order), or undefined when they hold no `ToolRequested`
+ * (a stretch of the log that starts after the step's request).
+ */
+export const loggedStep = (key: string, stepEvents: ReadonlyArray<Event.Event>): LoggedStep | undefined => {
+  const id = Plan.stepIdOf(key)
+  // A call that waited for approval: its request is its `ToolRequested` once approved, else its `ApprovalRequested`.
+  const requested = stepEvents.find((e) => e.payload._tag === "ToolRequested") ?? stepEvents.find((e) => e.payload._tag === "ApprovalRequested")
+  if (id === undefined || requested === undefined || (requested.payload._tag !== "ToolRequested" && requested.payload._tag !== "ApprovalRequested")) return undefined
+  const awaitingApproval = requested.payload._tag === "ApprovalRequested" && !stepEvents.some((e) => e.payload._tag === "ApprovalDecided")
+  let produced: Produced | undefined
+  let finishedAt: number | undefined
+  let denial: LoggedStep["denial"]
+  let reconciled = false
+  for (const e of stepEvents) {
+    const p = e.payload
+    if (p._tag === "ToolCompleted") {
+      produced = { ok: true, result: p.result }
+      finishedAt = e.timestamp
+      reconciled = p.reconciled === true
+    } else if (p._tag === "ToolFailed") {
+      produced = { ok: false, kind: p.kind, error: p.error }
+      finishedAt = e.timestamp
+      reconciled = p.reconciled === true
+    } else if (p._tag === "PolicyDenied") {
+      denial = { reason: p.reason, middleware: p.middleware, capability: p.capability }
+    }
+  }
+  const args = parseArgs(requested.payload.arguments)
+  return {
+    id,
+    key,
+    tool: requested.payload.tool,
+    args,
+    inputHash: inputHash(args),
+    produced,
+    outputHash: produced === undefined ? undefined : outputHash(produced),
+    denial,
+    reconciled,
+    startedAt: requested.timestamp,
+    finishedAt,
+    events: stepEvents,
+    ...(awaitingApproval ? { awaitingApproval } : {})
+  }
+}
+
 /** The steps of a plan run, in the order they were logged. */
 export const loggedSteps = (events: ReadonlyArray<Event.Event>): ReadonlyArray<LoggedStep> => {
   const byKey = new Map<string, Array<Event.Event>>()
@@ -220,49 +269,23 @@ export const loggedSteps = (events: ReadonlyArray<Event.Event>): ReadonlyArray<L
     if (list === undefined) byKey.set(event.stepKey, [event])
     else list.push(event)
   }
-  const steps: Array<LoggedStep> = []
-  for (const [key, stepEvents] of byKey) {
-    // A call that waited for approval: its request is its `ToolRequested` once approved, else its `ApprovalRequested`.
-    const requested = stepEvents.find((e) => e.payload._tag === "ToolRequested") ?? stepEvents.find((e) => e.payload._tag === "ApprovalRequested")
-    if (requested === undefined || (requested.payload._tag !== "ToolRequested" && requested.payload._tag !== "ApprovalRequested")) continue
-    const awaitingApproval = requested.payload._tag === "ApprovalRequested" && !stepEvents.some((e) => e.payload._tag === "ApprovalDecided")
-    let produced: Produced | undefined
-    let finishedAt: number | undefined
-    let denial: LoggedStep["denial"]
-    let reconciled = false
-    for (const e of stepEvents) {
-      const p = e.payload
-      if (p._tag === "ToolCompleted") {
-        produced = { ok: true, result: p.result }
-        finishedAt = e.timestamp
-        reconciled = p.reconciled === true
-      } else if (p._tag === "ToolFailed") {
-        produced = { ok: false, kind: p.kind, error: p.error }
-        finishedAt = e.timestamp
-        reconciled = p.reconciled === true
-      } else if (p._tag === "PolicyDenied") {
-        denial = { reason: p.reason, middleware: p.middleware, capability: p.capability }
-      }
-    }
-    const args = parseArgs(requested.payload.arguments)
-    steps.push({
-      id: Plan.stepIdOf(key)!,
-      key,
-      tool: requested.payload.tool,
-      args,
-      inputHash: inputHash(args),
-      produced,
-      outputHash: produced === undefined ? undefined : outputHash(produced),
-      denial,
-      reconciled,
-      startedAt: requested.timestamp,
-      finishedAt,
-      events: stepEvents,
-      ...(awaitingApproval ? { awaitingApproval } : {})
-    })
-  }
-  return steps
+  return [...byKey].flatMap(([key, stepEvents]) => loggedStep(key, stepEvents) ?? [])
 }
+
+/**
+ * The steps of a plan run as its events stream by (a page at a time, say): each step once the next step's events
+ * begin, or the stream ends. A plan runs one step at a time, so a step's events follow one another (the run's own
+ * events, a resume, may come between them); memory holds one step's events, however long the run.
+ *
+ * @example
+ * const steps = PlanRunner.stepsOf(kernel.events({ tenantId, runId }))
+ */
+export const stepsOf = <E, R>(events: Stream.Stream<Event.Event, E, R>): Stream.Stream<LoggedStep, E, R> =>
+  events.pipe(
+    Stream.filter((event) => Plan.stepIdOf(event.stepKey) !== undefined),
+    Stream.groupAdjacentBy((event) => event.stepKey),
+    Stream.filterMap(([key, stepEvents]) => Option.fromNullable(loggedStep(key, Chunk.toReadonlyArray(stepEvents))))
+  )
 
 /** The input a plan run logged, decoded; undefined when the first event is not a plan run's `RunStarted`. */
 export const loggedInput = (events: ReadonlyArray<Event.Event>): Input | undefined => {
@@ -394,9 +417,10 @@ export const replay = Effect.fn("PlanRunner.replay")(function*(options: ReplayOp
   if (info.status !== "completed" && info.status !== "failed") {
     return yield* new Errors.InvalidRunState({ runId, status: info.status, expected: "completed or failed (only a finished run replays)" })
   }
-  const events = yield* store.readEvents(tenantId, runId)
   if (options.plan !== undefined) yield* Plan.check(options.plan, tools)
-  const logged = new Map(loggedSteps(events).map((s) => [s.id, s]))
+  // The logged output hash of each step, read from the verified log a page at a time.
+  const logged = new Map<string, string | undefined>()
+  yield* Stream.runForEach(stepsOf(kernel.events({ tenantId, runId })), (step) => Effect.sync(() => void logged.set(step.id, step.outputHash)))
   const steps: Array<StepOutcome> = []
   const flow = workflow({ tools, plan: options.plan, observer: collecting(options.observer, steps) })
   const result = yield* Effect.either(kernel.replay(flow, { tenantId, runId }))
@@ -407,7 +431,8 @@ export const replay = Effect.fn("PlanRunner.replay")(function*(options: ReplayOp
       return yield* new PlanMismatch({ runId, stepKey: error.stepKey, expected: error.expected, actual: error.actual })
     }
     if (!isToolCallError(error)) return yield* Effect.fail(error)
-    const runFailed = [...events].reverse().find((e) => e.payload._tag === "RunFailed")?.payload
+    // How the log says the run failed: its last event, read alone.
+    const runFailed = (yield* kernel.lastEvent({ tenantId, runId }, (e) => e.payload._tag === "RunFailed"))?.payload
     if (info.status !== "failed" || runFailed?._tag !== "RunFailed" || runFailed.errorTag !== error._tag) {
       const last = steps[steps.length - 1]
       return yield* new PlanMismatch({
@@ -421,7 +446,7 @@ export const replay = Effect.fn("PlanRunner.replay")(function*(options: ReplayOp
   }
   const replayed: Array<ReplayedStep> = []
   for (const step of steps) {
-    const loggedHash = logged.get(step.id)?.outputHash
+    const loggedHash = logged.get(step.id)
     if (loggedHash !== step.outputHash) {
       return yield* new PlanMismatch({
         runId,

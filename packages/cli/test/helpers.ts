@@ -56,6 +56,23 @@ export const artana = (args: ReadonlyArray<string>, options: { readonly cwd: str
     return Effect.sync(() => child.kill("SIGKILL"))
   })
 
+/**
+ * Runs `artana` as `artana` does, its stdout written to the file `out` (for output larger than a buffer); the result's
+ * `stdout` is empty.
+ */
+export const artanaToFile = (args: ReadonlyArray<string>, out: string, options: { readonly cwd: string; readonly env?: Record<string, string> }) =>
+  Effect.async<Result>((resume) => {
+    const fd = fs.openSync(out, "w")
+    const child = spawn(process.execPath, ["--import", TSX, BIN, ...args], { cwd: options.cwd, env: { ...baseEnv(), ...options.env }, stdio: ["ignore", fd, "pipe"] })
+    let stderr = ""
+    child.stderr?.on("data", (chunk: Buffer) => void (stderr += chunk.toString()))
+    child.on("close", (code) => {
+      fs.closeSync(fd)
+      resume(Effect.succeed({ code, stdout: "", stderr }))
+    })
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
 const quote = (s: string) => `'${s.replace(/'/g, "'\\''")}'`
 
 /**

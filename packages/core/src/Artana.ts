@@ -349,15 +349,21 @@ export type RunState =
   | { readonly status: "continued"; readonly runId: string; readonly nextRunId: string }
   | Stopped
 
-const lastOf = <T extends EventPayload["_tag"]>(events: ReadonlyArray<Event>, tag: T) => {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const e = events[i]!
-    if (e.payload._tag === tag) return { stepKey: e.stepKey, payload: e.payload as Extract<EventPayload, { _tag: T }> }
-  }
-  return undefined
-}
+/** The payload tag a run's status is read from: the event that set it (a settled run's end, its pause, its step in doubt). */
+const statusEvent = {
+  completed: "RunCompleted",
+  failed: "RunFailed",
+  continued: "RunContinued",
+  paused: "PauseRequested",
+  needs_reconciliation: "ReconciliationRequired"
+} as const
 
-/** Where a run stands (`RunState`): its status with what a caller needs to act on it (a ticket, a step in doubt). */
+/**
+ * Where a run stands (`RunState`): its status with what a caller needs to act on it (a ticket, a step in doubt). Read
+ * from the run's record and the one event that set its status (`Kernel.lastEvent`, back from the record's head and
+ * verified so): the head event of a finished run, and of a paused run or one in doubt unless events were logged after
+ * its pause or its step in doubt (then those too, and no more). O(1) in the run's length.
+ */
 export const status = (
   run: Kernel.RunRef
 ): Effect.Effect<RunState, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered, Kernel.Kernel | EventStore.EventStore> =>
@@ -365,49 +371,36 @@ export const status = (
     const info = yield* getRun(run)
     const runId = info.runId
     if (info.status === "running") return { status: "running", runId }
-    // The log a page at a time (verified), keeping the last event of each kind the status needs.
-    const events = yield* Effect.flatMap(Kernel.Kernel, (k) => {
-      const kept: Array<Event> = []
-      const keep = (e: Event) => {
-        const tag = e.payload._tag
-        if (
-          tag !== "RunCompleted" && tag !== "RunFailed" && tag !== "RunContinued" && tag !== "PauseRequested" && tag !== "ReconciliationRequired" &&
-          tag !== "ApprovalRequested"
-        ) return
-        const at = kept.findIndex((x) => x.payload._tag === tag)
-        if (at >= 0) kept.splice(at, 1)
-        kept.push(e)
+    const kernel = yield* Kernel.Kernel
+    const tag = statusEvent[info.status]
+    // A run paused for a tool call's approval has its `ApprovalRequested` where a pause has its `PauseRequested`.
+    const event = yield* kernel.lastEvent(run, (e) => e.payload._tag === tag || (tag === "PauseRequested" && e.payload._tag === "ApprovalRequested"))
+    const payload: EventPayload | undefined = event?.payload
+    switch (payload?._tag) {
+      case "RunCompleted":
+        return { status: "completed", runId, output: payload.output }
+      case "RunFailed": {
+        const base = { status: "failed", runId, errorTag: payload.errorTag, error: payload.error } as const
+        return payload.encoded === undefined ? base : { ...base, encoded: payload.encoded }
       }
-      return Effect.as(Stream.runForEach(k.events(run), (e) => Effect.sync(() => keep(e))), kept)
-    })
-    switch (info.status) {
-      case "completed":
-        return { status: "completed", runId, output: lastOf(events, "RunCompleted")?.payload.output ?? null }
-      case "failed": {
-        const failed = lastOf(events, "RunFailed")?.payload
-        const base = { status: "failed", runId, errorTag: failed?.errorTag ?? "Error", error: failed?.error ?? "" } as const
-        return failed?.encoded === undefined ? base : { ...base, encoded: failed.encoded }
+      case "RunContinued":
+        return { status: "continued", runId, nextRunId: payload.nextRunId }
+      case "PauseRequested":
+        return { status: "paused", runId, ticket: payload.ticket, reason: payload.reason }
+      case "ApprovalRequested": {
+        const approval = Approval.requestOf(event?.stepKey ?? "", payload)
+        return { status: "paused", runId, ticket: approval.approvalId, reason: Approval.reasonOf(approval), approval }
       }
-      case "continued":
-        return { status: "continued", runId, nextRunId: lastOf(events, "RunContinued")?.payload.nextRunId ?? "" }
-      case "paused": {
-        const asked = events[events.length - 1]
-        if (asked?.payload._tag === "ApprovalRequested") {
-          const approval = Approval.requestOf(asked.stepKey, asked.payload)
-          return { status: "paused", runId, ticket: approval.approvalId, reason: Approval.reasonOf(approval), approval }
-        }
-        const pause = lastOf(events, "PauseRequested")?.payload
-        return { status: "paused", runId, ticket: pause?.ticket ?? "", reason: pause?.reason ?? "" }
-      }
-      case "needs_reconciliation": {
-        const required = lastOf(events, "ReconciliationRequired")
-        const awaited = required?.payload.waitingOn?.[0]
-        const base = { status: "needs_reconciliation", runId, stepKey: required?.stepKey ?? "", tool: required?.payload.tool ?? "" } as const
+      case "ReconciliationRequired": {
+        const base = { status: "needs_reconciliation", runId, stepKey: event?.stepKey ?? "", tool: payload.tool } as const
+        const awaited = payload.waitingOn?.[0]
         if (awaited === undefined) return base
         const store = yield* EventStore.EventStore
         return { ...base, waitingOn: yield* EventStore.reconciliationPath(store, run.tenantId, awaited.runId) }
       }
     }
+    // The record says a status its log has no event for: the record was changed (verify reports it).
+    return yield* new Errors.LogTampered({ runId, seq: info.headSeq, reason: `the run record says ${info.status}, but its log has no ${tag} event` })
   })
 
 // ------------------------------------------------------------------------------------------------ Promises

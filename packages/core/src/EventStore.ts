@@ -100,6 +100,13 @@ export interface Service {
    * seek on an index; see `SqlEventStore`). Without a `limit` the page is every run that follows.
    */
   readonly listRunsPage: (tenantId: string, filter?: ListRunsPageFilter) => Effect.Effect<RunsPage, StoreError | InvalidInput>
+  /**
+   * What a lineage spent: the sum of the costs of the tenant's runs whose root is `rootRunId` (the root itself, its
+   * sub-runs, the runs a continue-as-new chain went on as). Every run of a lineage draws on the root's budget; the
+   * kernel checks the budget against this before a run's first model call. One aggregate query (the SQL stores sum
+   * over their index on the root), however long the chain grew; 0 for a root with no runs.
+   */
+  readonly lineageCostUsd: (tenantId: string, rootRunId: string) => Effect.Effect<number, StoreError>
 }
 
 /** The event log of every run. */
@@ -148,9 +155,9 @@ export interface LastEventOptions {
 }
 
 /**
- * The last event of a run's log (at or before `throughSeq`) that `matches`, or undefined: read backwards from there a
- * page at a time, so finding what a run did last (the step it waits on, the call it was in) costs the pages after that
- * event, not the whole log.
+ * The last event of a run's log (at or before `throughSeq`) that `matches`, or undefined: read backwards from there,
+ * the last event alone first, then a page at a time, so finding what a run did last (its end, the step it waits on,
+ * the call it was in) costs the events after that event, not the whole log: one read of one event when it is the last.
  *
  * @example
  * const marker = yield* EventStore.lastEvent(store, "acme", "report-7", (e) => e.payload._tag === "ReconciliationRequired")
@@ -165,20 +172,15 @@ export const lastEvent = (
   Effect.gen(function*() {
     const through = options.throughSeq ?? (yield* store.getRun(tenantId, runId)).headSeq
     const pageSize = Math.max(1, Math.floor(options.pageSize ?? 100))
-    for (let end = Math.floor(through) + 1; end > 1;) {
-      const start = Math.max(1, end - pageSize)
+    // The first read is the last event alone: what is sought is often it (a finished run's end, a pause).
+    for (let end = Math.floor(through) + 1, size = 1; end > 1; size = pageSize) {
+      const start = Math.max(1, end - size)
       const page = yield* store.readEvents(tenantId, runId, start, end - start)
       for (let i = page.length - 1; i >= 0; i--) if (matches(page[i]!)) return page[i]
       end = start
     }
     return undefined
   })
-
-/**
- * What a lineage spent: the sum of its runs' costs (`listRuns(tenantId, { rootRunId })`). Every run of a tree draws on
- * the root's budget; the kernel checks the budget against this, and `artana show-run` reports it.
- */
-export const lineageCostUsd = (runs: ReadonlyArray<RunInfo>): number => runs.reduce((sum, r) => sum + r.costUsd, 0)
 
 /**
  * Where a run in `needs_reconciliation` waits for a person: the path from the run down to the step in doubt, one
@@ -399,6 +401,12 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         return run === undefined ? Effect.fail(new RunNotFound({ runId, tenantId })) : Effect.succeed(run.info)
       }),
     listRuns: (tenantId, filter = {}) => Effect.sync(() => listed(tenantId, filter, undefined).map((r) => r.info)),
+    lineageCostUsd: (tenantId, rootRunId) =>
+      Effect.sync(() => {
+        let sum = 0
+        for (const { info } of runs.values()) if (info.tenantId === tenantId && info.rootRunId === rootRunId) sum += info.costUsd
+        return sum
+      }),
     listRunsPage: (tenantId, filter = {}) =>
       Effect.map(
         filter.after === undefined ? Either.right(undefined) : RunCursor.decode(filter.after, "number"),

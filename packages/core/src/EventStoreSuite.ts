@@ -263,7 +263,7 @@ const handover = (test: Test): void => {
       expect(yield* store.getRun(tenantA.tenantId, old.runId)).toMatchObject({ status: "continued", headSeq: 3, costUsd: 0.25 })
       expect(yield* store.getRun(tenantA.tenantId, next.runId)).toMatchObject({ status: "running", headSeq: 2, rootRunId: old.runId, costUsd: 0.5, ownerEpoch: 1 })
       // The lineage is the chain: its spend is both runs'.
-      expect(EventStore.lineageCostUsd(yield* store.listRuns(tenantA.tenantId, { rootRunId: old.runId }))).toBe(0.75)
+      expect(yield* store.lineageCostUsd(tenantA.tenantId, old.runId)).toBe(0.75)
       expect((yield* store.listRuns(tenantA.tenantId, { status: "continued" })).map((r) => r.runId)).toEqual([old.runId])
     }))
 
@@ -299,6 +299,37 @@ const handover = (test: Test): void => {
       expect((yield* Effect.flip(store.appendAll([stale, fresh.next([successor(old.runId, { rootRunId: old.runId })])])))._tag).toBe("SequenceConflict")
       expect(yield* Effect.flip(store.getRun(tenantA.tenantId, fresh.runId))).toMatchObject({ _tag: "RunNotFound" })
       expect(yield* store.readEvents(tenantA.tenantId, old.runId)).toEqual(old.events)
+    }))
+
+  test("lineageCostUsd sums every run of a lineage: each predecessor of a continue-as-new chain, a sub-run, no other tenant's or lineage's", (store) =>
+    Effect.gen(function*() {
+      // A chain of 12 runs, each continued as the next, each spending $0.125.
+      const links = 12
+      let previous = makeLog(store, "spender", tenantA)
+      yield* previous.append(started(tenantA), modelCompleted(0.125))
+      for (let i = 1; i < links; i++) {
+        const next = makeLog(store, `spender::continued::${i}`, tenantA, T0 + i * 10)
+        yield* previous.append(continued(next.runId))
+        yield* next.append(successor(previous.runId, { rootRunId: "spender" }), modelCompleted(0.125))
+        previous = next
+      }
+      // A sub-run of the last link draws on the same root; a lineage of its own, and the same root id in another
+      // tenant, do not.
+      const child = makeLog(store, "spender::sub", tenantA, T0 + 500)
+      yield* child.append(started(tenantA, "sub", { parentRunId: previous.runId, rootRunId: "spender" }), modelCompleted(0.5))
+      const other = makeLog(store, "other-root", tenantA, T0 + 600)
+      yield* other.append(started(tenantA), modelCompleted(2))
+      const elsewhere = makeLog(store, "spender", tenantB, T0 + 700)
+      yield* elsewhere.append(started(tenantB), modelCompleted(1))
+
+      expect(yield* store.lineageCostUsd(tenantA.tenantId, "spender")).toBeCloseTo(links * 0.125 + 0.5, 9)
+      expect(yield* store.lineageCostUsd(tenantA.tenantId, "other-root")).toBe(2)
+      expect(yield* store.lineageCostUsd(tenantB.tenantId, "spender")).toBe(1)
+      expect(yield* store.lineageCostUsd(tenantA.tenantId, "no-such-root")).toBe(0)
+      // The sum is the runs' own costs, as listed.
+      const listed = yield* store.listRuns(tenantA.tenantId, { rootRunId: "spender" })
+      expect(listed.length).toBe(links + 1)
+      expect(listed.reduce((sum, r) => sum + r.costUsd, 0)).toBeCloseTo(yield* store.lineageCostUsd(tenantA.tenantId, "spender"), 9)
     }))
 
   test("a handover retried after it committed fails with SequenceConflict: one successor, one end", (store) =>
@@ -762,6 +793,39 @@ const kernelOverStore = (name: string, makeLayer: () => Layer.Layer<EventStore.E
         expect(yield* kernel.resume({ tenantId: tenantA.tenantId, runId: "chain-a" })).toEqual(done)
         expect(yield* kernel.replay(chained, { tenantId: tenantA.tenantId, runId: "chain-a" })).toEqual(done)
         expect(ran).toEqual([0, 1, 2])
+      }).pipe(Effect.provide(kernelLayer))
+    })
+
+    it.effect("the budget counts every predecessor's spend: a chain of continued runs is stopped by what the whole chain spent", () => {
+      // Each run's model call costs $0.15 (a million input tokens of gpt-4o-mini); the budget allows $1.
+      const budget = TenantContext.make({ tenantId: tenantA.tenantId, capabilities: [], budgetUsdLimit: 1 })
+      const spender = Workflow.make({
+        name: "spender",
+        input: Schema.Number,
+        output: Schema.Number,
+        run: (n, ctx) =>
+          Effect.gen(function*() {
+            yield* ctx.chat({ messages: [{ role: "user", content: `call ${n}` }] })
+            return n < 20 ? yield* ctx.continueAsNew(n + 1) : n
+          })
+      })
+      const reply = ScriptedModel.text("ok", { usage: { inputTokens: 1_000_000, outputTokens: 0 } })
+      const kernelLayer = Layer.provideMerge(
+        Kernel.layer({ workflows: [spender] }),
+        Layer.mergeAll(makeLayer(), ScriptedModel.layer(Array.from({ length: 20 }, () => reply), { model: "gpt-4o-mini" }), ToolRegistry.layer([]))
+      )
+      return Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        const store = yield* EventStore.EventStore
+        const failed = yield* Effect.flip(kernel.execute(spender, { runId: "spend", tenant: budget, input: 0 }))
+        expect(failed._tag).toBe("BudgetExceeded")
+        // Six runs spent $0.90; the seventh's call passed $1 with what its six predecessors spent, not with its own $0.15.
+        const runs = yield* store.listRuns(tenantA.tenantId, { rootRunId: "spend" })
+        expect(runs.map((r) => r.status).sort()).toEqual([...Array.from({ length: 6 }, () => "continued"), "failed"].sort())
+        const last = yield* store.getRun(tenantA.tenantId, "spend::continued::6")
+        expect(last).toMatchObject({ status: "failed" })
+        expect(last.costUsd).toBeCloseTo(0.15, 9)
+        expect(yield* store.lineageCostUsd(tenantA.tenantId, "spend")).toBeCloseTo(1.05, 9)
       }).pipe(Effect.provide(kernelLayer))
     })
 

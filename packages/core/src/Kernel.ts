@@ -24,7 +24,7 @@ import * as EventStore from "./EventStore.js"
 import * as Approvals from "./internal/approvals.js"
 import { chainEnd } from "./internal/continueAsNew.js"
 import type * as Execution from "./internal/execution.js"
-import { verifiedEvents } from "./internal/ledger.js"
+import { lastVerifiedEvent, verifiedEvents } from "./internal/ledger.js"
 import { reconcile } from "./internal/reconcile.js"
 import { continueRun, type Runtime, startRun } from "./internal/runs.js"
 import * as Signals from "./internal/signals.js"
@@ -171,6 +171,14 @@ export interface Service {
    * must know the whole log is intact acts only once the stream completed.
    */
   readonly events: (run: RunRef, options?: EventsOptions) => Stream.Stream<Event, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered>
+  /**
+   * The run's last event that `matches`, or undefined: read back from the run record's head a page at a time and
+   * verified on the way back (the record's head hash, each event's hash over its stored bytes, its link to the event
+   * after it). It costs the events from the head back to the one found: one when it is the head event, whatever the
+   * run's length. `Artana.status` reads a settled run's end, its pause or its step in doubt so. A log cut before its
+   * record's head, or a broken link, is `LogTampered`.
+   */
+  readonly lastEvent: (run: RunRef, matches: (event: Event) => boolean) => Effect.Effect<Event | undefined, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered>
   /** Checks the run's hash chain against its store record and, if given, an exported head. */
   readonly verify: (run: RunRef & { readonly head?: Head | undefined }) => Effect.Effect<VerifyReport, Errors.RunNotFound | Errors.StoreError>
   /**
@@ -303,8 +311,7 @@ export const make = (options: Options = {}) =>
     const workflows = new Map<string, Workflow.Any>()
     for (const w of options.workflows ?? []) workflows.set(w.name, w)
 
-    const lineageSpend = (tenantId: string, rootRunId: string) =>
-      Effect.map(store.listRuns(tenantId, { rootRunId }), EventStore.lineageCostUsd)
+    const lineageSpend = (tenantId: string, rootRunId: string) => store.lineageCostUsd(tenantId, rootRunId)
     const runtime: Runtime = { deps, lineageSpend, services: () => Context.add(built, Kernel, service) }
 
     const findRun = (tenantId: string, runId: string) =>
@@ -371,6 +378,10 @@ export const make = (options: Options = {}) =>
       }),
       readEvents: (run) => Stream.runCollect(events(run)).pipe(Effect.map(Chunk.toReadonlyArray), Effect.withSpan("Kernel.readEvents")),
       events,
+      lastEvent: (run, matches) =>
+        Effect.flatMap(store.getRun(run.tenantId, run.runId), (info) =>
+          Effect.catchTag(lastVerifiedEvent(store, deps.auditKey, info, matches), "InvalidRunState", (cut) =>
+            Effect.fail(new Errors.LogTampered({ runId: run.runId, seq: info.headSeq, reason: cut.status })))).pipe(Effect.withSpan("Kernel.lastEvent")),
       verify: Effect.fn("Kernel.verify")(function*(run) {
         const info = yield* store.getRun(run.tenantId, run.runId)
         const verifier = Verify.make(run.runId, {

@@ -836,7 +836,16 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
         return pageOf(rows, filter.limit, (r) => r.position, (r) => r.info)
       }).pipe(Effect.withSpan("SqlEventStore.listRunsPage"))
 
-    return { append, appendAll, readEvents, getRun, listRuns, listRunsPage } satisfies Service
+    // One aggregate over the index on (tenant_id, root_run_id): the lineage's runs only, however many the tenant has.
+    const lineageCostUsd = (tenantId: string, rootRunId: string): Effect.Effect<number, StoreError> =>
+      sql`SELECT COALESCE(SUM(cost_usd), 0) AS spent FROM ${runs} WHERE tenant_id = ${tenantId} AND root_run_id = ${rootRunId}`.pipe(
+        Effect.flatMap((rows) => decodeRows("lineageCostUsd", rows, () => `lineage ${rootRunId}`, (row) => num(row, "spent"))),
+        Effect.map((sums) => sums[0] ?? 0),
+        Effect.catchTag("SqlError", (error) => Effect.fail(storeError("lineageCostUsd", error))),
+        Effect.withSpan("SqlEventStore.lineageCostUsd", { attributes: { rootRunId } })
+      )
+
+    return { append, appendAll, readEvents, getRun, listRuns, listRunsPage, lineageCostUsd } satisfies Service
   })
 
 /**

@@ -172,6 +172,34 @@ const checkSchema = (sql: SqlClient.SqlClient, prefix: string) =>
   })
 
 /**
+ * The plan of a statement the store ran, as the database explains it. On PostgreSQL the planner's other ways (a table
+ * scan, a bitmap of the matching rows sorted after) are priced out, as they are once a tenant has many runs: the plan
+ * says whether the database can answer on the index.
+ */
+const explain = (sql: SqlClient.SqlClient, text: string, params: ReadonlyArray<unknown>) =>
+  sql.onDialectOrElse({
+    pg: () =>
+      sql.withTransaction(Effect.gen(function*() {
+        for (const off of ["enable_seqscan", "enable_bitmapscan", "enable_sort"]) yield* sql.unsafe(`SET LOCAL ${off} = off`)
+        const r = yield* sql.unsafe<Record<string, unknown>>(`EXPLAIN ${text}`, params)
+        return r.map((row) => String(Object.values(row)[0])).join("\n")
+      })),
+    orElse: () => Effect.map(sql.unsafe<{ readonly detail: string }>(`EXPLAIN QUERY PLAN ${text}`, params), (r) => r.map((row) => row.detail).join("\n"))
+  })
+
+/** The statements `effect` sends to the database, caught on their way there. */
+const statementsOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const statements: Array<readonly [string, ReadonlyArray<unknown>]> = []
+    const value = yield* Statement.withTransformer(effect, (self) =>
+      Effect.sync(() => {
+        statements.push(self.compile())
+        return self
+      }))
+    return { value, statements }
+  })
+
+/**
  * Registers the migration tests. `database` makes one empty database per test (in the test's scope) and gives a bare
  * client on it and the store layer an application opens.
  */
@@ -366,32 +394,63 @@ export const suite = (name: string, database: Effect.Effect<Database, unknown, S
           ]
           for (const [filter, index] of cases) {
             // The statement the store runs, caught on its way to the database, then explained there.
-            const statements: Array<readonly [string, ReadonlyArray<unknown>]> = []
-            const page = yield* Statement.withTransformer(store.listRunsPage("tenant-1", { ...filter, limit: 50 }), (self) =>
-              Effect.sync(() => {
-                statements.push(self.compile())
-                return self
-              }))
+            const { statements, value: page } = yield* statementsOf(store.listRunsPage("tenant-1", { ...filter, limit: 50 }))
             expect(page.runs.length).toBe(50)
             const listing = statements.find(([text]) => text.includes("ORDER BY"))
             expect(listing).toBeDefined()
             const [text, params] = listing!
-            const plan = yield* sql.onDialectOrElse({
-              // Whether the database can read the page in the index's order: the planner's other ways (a table scan, a
-              // bitmap of the matching rows sorted after) are priced out, as they are once a tenant has many runs.
-              pg: () =>
-                sql.withTransaction(Effect.gen(function*() {
-                  for (const off of ["enable_seqscan", "enable_bitmapscan", "enable_sort"]) yield* sql.unsafe(`SET LOCAL ${off} = off`)
-                  const r = yield* sql.unsafe<Record<string, unknown>>(`EXPLAIN ${text}`, params)
-                  return r.map((row) => String(Object.values(row)[0])).join("\n")
-                })),
-              orElse: () => Effect.map(sql.unsafe<{ readonly detail: string }>(`EXPLAIN QUERY PLAN ${text}`, params), (r) => r.map((row) => row.detail).join("\n"))
-            })
+            const plan = yield* explain(sql, text, params)
             const described = `${JSON.stringify(filter)}:\n${plan}`
             expect(described).toContain(`${db.tablePrefix ?? ""}${index}`)
             // The runs come in the index's order: no sort step, and no scan of the whole table.
             expect(described).not.toMatch(/TEMP B-TREE|Sort|Seq Scan on|SCAN r\b(?! USING)/)
           }
+        }).pipe(Effect.provide(db.store))
+      }))
+
+    it.scoped("lineageCostUsd is one aggregate over the index on the root: a chain of continued runs and sub-runs summed, among thousands of other runs", () =>
+      Effect.gen(function*() {
+        const db = yield* database
+        const runsTable = `${db.tablePrefix ?? ""}runs`
+        yield* Effect.gen(function*() {
+          const store = yield* EventStore
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          // 6,000 runs of other lineages, and a lineage of 300: a chain of 200 continued runs and 100 sub-runs.
+          const row = (runId: string, tenantId: string, rootRunId: string, costUsd: number, i: number) => ({
+            run_id: runId,
+            tenant_id: tenantId,
+            workflow: "spender",
+            parent_run_id: null,
+            root_run_id: rootRunId,
+            status: "continued",
+            head_seq: 1,
+            head_hash: "0".repeat(64),
+            cost_usd: costUsd,
+            created_at: T0 + i,
+            updated_at: T0 + i,
+            owner_epoch: 0
+          })
+          const rows = [
+            ...Array.from({ length: 6000 }, (_, i) => row(`run-${i}`, `tenant-${i % 4}`, `run-${i - (i % 3)}`, 1, i)),
+            ...Array.from({ length: 200 }, (_, i) => row(i === 0 ? "chain" : `chain::continued::${i}`, "tenant-1", "chain", 0.25, 10_000 + i)),
+            ...Array.from({ length: 100 }, (_, i) => row(`chain::sub::${i}`, "tenant-1", "chain", 0.5, 20_000 + i)),
+            // The same root id in another tenant is another lineage.
+            row("chain", "tenant-2", "chain", 1000, 30_000)
+          ]
+          for (let i = 0; i < rows.length; i += 500) yield* sql`INSERT INTO ${sql(runsTable)} ${sql.insert(rows.slice(i, i + 500))}`
+          yield* sql.unsafe(sql.onDialectOrElse({ pg: () => `ANALYZE "${runsTable}"`, orElse: () => "SELECT 1" }))
+
+          const { statements, value: spent } = yield* statementsOf(store.lineageCostUsd("tenant-1", "chain"))
+          expect(spent).toBeCloseTo(200 * 0.25 + 100 * 0.5, 9)
+          expect(yield* store.lineageCostUsd("tenant-2", "chain")).toBe(1000)
+          expect(yield* store.lineageCostUsd("tenant-1", "no-such-root")).toBe(0)
+          // One statement, answered on the index on (tenant_id, root_run_id): no scan of the tenant's runs.
+          expect(statements.length).toBe(1)
+          const [text, params] = statements[0]!
+          expect(text).toMatch(/SUM\(cost_usd\)/)
+          const plan = yield* explain(sql, text, params)
+          expect(plan).toContain(`${db.tablePrefix ?? ""}runs_root_idx`)
+          expect(plan).not.toMatch(/Seq Scan on|SCAN [^ ]*runs\b(?! USING)/)
         }).pipe(Effect.provide(db.store))
       }))
   })

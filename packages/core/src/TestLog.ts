@@ -51,6 +51,43 @@ export const chain = (
 }
 
 /**
+ * Appends a log of `events` events to the new run `runId`, through the store's own `append` in large batches (one
+ * transaction each on a SQL store), hash-chained as the kernel writes it (no audit key; UUID event ids; event `seq`
+ * stamped `Date.now() + seq`): `event(seq)` gives each one's step key and payload, the first a `RunStarted`. Memory
+ * holds a batch, however many events: for tests and benchmarks of long runs of any shape (200,000 events in seconds).
+ */
+export const write = (
+  store: EventStore.Service,
+  options: {
+    readonly runId: string
+    readonly tenantId: string
+    readonly events: number
+    readonly event: (seq: number) => { readonly stepKey: string; readonly payload: EventPayload }
+    readonly batch?: number | undefined
+  }
+): Effect.Effect<void, Errors.SequenceConflict | Errors.OwnershipLost | Errors.StoreError> =>
+  Effect.gen(function*() {
+    const { runId, tenantId, events: total } = options
+    const batch = Math.max(1, options.batch ?? 10_000)
+    let prevHash = GENESIS_HASH
+    let seq = 0
+    const start = Date.now()
+    while (seq < total) {
+      const events: Array<Event> = []
+      const expectedSeq = seq
+      while (seq < total && events.length < batch) {
+        seq++
+        const { stepKey, payload } = options.event(seq)
+        const unhashed = { eventId: crypto.randomUUID(), runId, tenantId, seq, timestamp: start + seq, type: payload._tag, stepKey, payload, prevHash }
+        const hash = newEventHash(unhashed, undefined)
+        events.push({ ...unhashed, hash })
+        prevHash = hash
+      }
+      yield* store.append({ runId, tenantId, expectedSeq, events, ownerEpoch: 1 })
+    }
+  })
+
+/**
  * A long run, written fast: `LongRun.workflow` takes `{ steps }` and runs that many memoized steps (`ctx.step("n", i)`,
  * keys `step:0`, `step:1`, ...), then pauses for a person, then completes with the sum of its steps and the response.
  * `LongRun.write` appends, through the store's own `append` in large batches (one transaction each on a SQL store),
@@ -76,32 +113,20 @@ export const LongRun = {
   write: (
     store: EventStore.Service,
     options: { readonly runId: string; readonly tenant: TenantContext; readonly steps: number; readonly batch?: number | undefined }
-  ): Effect.Effect<void, Errors.SequenceConflict | Errors.OwnershipLost | Errors.StoreError> =>
-    Effect.gen(function*() {
-      const { runId, tenant, steps } = options
-      const tenantId = tenant.tenantId
-      const batch = Math.max(1, options.batch ?? 10_000)
-      const total = steps + 2
-      let prevHash = GENESIS_HASH
-      let seq = 0
-      const start = Date.now()
-      while (seq < total) {
-        const events: Array<Event> = []
-        const expectedSeq = seq
-        while (seq < total && events.length < batch) {
-          seq++
-          const payload: EventPayload = seq === 1
-            ? { _tag: "RunStarted", workflow: "test.long-run", input: { steps }, tenant }
-            : seq === total
-            ? { _tag: "PauseRequested", reason: "approve the sum", ticket: `${runId}-ticket` }
-            : { _tag: "StepCompleted", name: "n", value: seq - 2 }
-          const stepKey = seq === 1 ? RUN_STEP_KEY : seq === total ? `pause:${steps}` : `step:${seq - 2}`
-          const unhashed = { eventId: crypto.randomUUID(), runId, tenantId, seq, timestamp: start + seq, type: payload._tag, stepKey, payload, prevHash }
-          const hash = newEventHash(unhashed, undefined)
-          events.push({ ...unhashed, hash })
-          prevHash = hash
-        }
-        yield* store.append({ runId, tenantId, expectedSeq, events, ownerEpoch: 1 })
-      }
+  ): Effect.Effect<void, Errors.SequenceConflict | Errors.OwnershipLost | Errors.StoreError> => {
+    const { runId, tenant, steps } = options
+    const total = steps + 2
+    return write(store, {
+      runId,
+      tenantId: tenant.tenantId,
+      events: total,
+      batch: options.batch,
+      event: (seq) =>
+        seq === 1
+          ? { stepKey: RUN_STEP_KEY, payload: { _tag: "RunStarted", workflow: "test.long-run", input: { steps }, tenant } }
+          : seq === total
+          ? { stepKey: `pause:${steps}`, payload: { _tag: "PauseRequested", reason: "approve the sum", ticket: `${runId}-ticket` } }
+          : { stepKey: `step:${seq - 2}`, payload: { _tag: "StepCompleted", name: "n", value: seq - 2 } }
     })
+  }
 }

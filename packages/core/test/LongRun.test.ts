@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { EventStore, Kernel, Workflow } from "@artana/core"
+import { Artana, type Event, EventStore, Kernel, Workflow } from "@artana/core"
 import { TestLog } from "@artana/core/testing"
 import { Deferred, Effect, Either, Layer, Schema } from "effect"
 import { kernelLayer, tenant } from "./fixtures.js"
@@ -17,7 +17,7 @@ const recordedStore = Effect.map(EventStore.makeMemory, (store) => {
   return { service, reads }
 })
 
-const withRecordedStore = <A, E>(body: (reads: Reads, store: EventStore.Service) => Effect.Effect<A, E, Kernel.Kernel>) =>
+const withRecordedStore = <A, E>(body: (reads: Reads, store: EventStore.Service) => Effect.Effect<A, E, Kernel.Kernel | EventStore.EventStore>) =>
   Effect.flatMap(recordedStore, ({ reads, service }) =>
     body(reads, service).pipe(Effect.provide(kernelLayer([], [], { store: Layer.succeed(EventStore.EventStore, service) }))))
 
@@ -61,6 +61,49 @@ describe("long runs", () => {
         expect(paused).toEqual({ status: "paused", runId: "paused", ticket: "paused-ticket", reason: "approve the sum" })
         expect(reads.reduce((n, r) => n + r.returned, 0)).toBe(1)
       })))
+
+  it.effect("Artana.status of a long run reads the one event that set its status: its pause, its end", () =>
+    withRecordedStore((reads, store) =>
+      Effect.gen(function*() {
+        const ref = { tenantId: tenant.tenantId, runId: "long" }
+        yield* TestLog.LongRun.write(store, { runId: "long", tenant, steps: STEPS })
+        reads.length = 0
+        expect(yield* Artana.status(ref)).toEqual({ status: "paused", runId: "long", ticket: "long-ticket", reason: "approve the sum" })
+        expect(reads.reduce((n, r) => n + r.returned, 0)).toBe(1)
+        yield* (yield* Kernel.Kernel).resume({ ...ref, workflow: TestLog.LongRun.workflow, response: "yes" })
+        reads.length = 0
+        expect(yield* Artana.status(ref)).toEqual({ status: "completed", runId: "long", output: { sum: TestLog.LongRun.sumOf(STEPS), response: "yes" } })
+        expect(reads.reduce((n, r) => n + r.returned, 0)).toBe(1)
+      })))
+
+  it.effect("Artana.status of a paused run reads back past what was logged after its pause, verified on the way: an altered event there is LogTampered", () => {
+    let forged: number | undefined
+    const forging = Effect.map(recordedStore, ({ reads, service }) => ({
+      reads,
+      service: {
+        ...service,
+        // An event altered in the store: its content no longer hashes to its hash.
+        readEvents: (tenantId: string, runId: string, fromSeq?: number, limit?: number) =>
+          Effect.map(service.readEvents(tenantId, runId, fromSeq, limit), (page) => page.map((e): Event.Event => (e.seq === forged ? { ...e, stepKey: "forged" } : e)))
+      } satisfies EventStore.Service
+    }))
+    return Effect.flatMap(forging, ({ reads, service }) =>
+      Effect.gen(function*() {
+        const ref = { tenantId: tenant.tenantId, runId: "noted" }
+        yield* TestLog.LongRun.write(service, { runId: "noted", tenant, steps: STEPS })
+        // Notes logged after the pause (as a middleware or a signal may log them): the pause is no longer the head.
+        const log = yield* service.readEvents(tenant.tenantId, "noted")
+        const note: Event.EventPayload = { _tag: "MiddlewareNote", middleware: "audit", note: "seen", data: null }
+        const after = TestLog.chain("noted", tenant.tenantId, log, [note, note, note])
+        yield* service.append({ runId: "noted", tenantId: tenant.tenantId, expectedSeq: log.length, events: after })
+        reads.length = 0
+        expect(yield* Artana.status(ref)).toEqual({ status: "paused", runId: "noted", ticket: "noted-ticket", reason: "approve the sum" })
+        // The notes and the pause: not the log before it.
+        expect(reads.reduce((n, r) => n + r.returned, 0)).toBeLessThanOrEqual(4 + 100)
+        forged = log.length + 2
+        expect(yield* Effect.flip(Artana.status(ref))).toMatchObject({ _tag: "LogTampered", runId: "noted", seq: log.length + 2 })
+      }).pipe(Effect.provide(kernelLayer([], [], { store: Layer.succeed(EventStore.EventStore, service) }))))
+  })
 
   it.live("steps run concurrently under explicit keys, logged out of order across a page boundary, replay", () => {
     // RunStarted, then 998 steps (seq 2..999): the concurrent pair is logged at seq 1000 and 1001, across the first page.

@@ -1,8 +1,9 @@
 // The sandbox as a plugin in a real kernel: loaded from a policy file with the plugin SDK, every decision in the
 // run's log (denials before the call, allowed calls noted, denials found while the call ran), read back by Audit.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Layer } from "effect"
-import { Chat, EventStore, type Json, Kernel, Middleware, Tenant, ToolRegistry } from "@artana/core"
+import { Chunk, Effect, Either, Layer, Schema, Stream } from "effect"
+import { Chat, EventStore, type Json, Kernel, Middleware, Tenant, ToolRegistry, Workflow } from "@artana/core"
+import { SqliteStore } from "@artana/store-sqlite"
 import { ScriptedModel } from "@artana/core/testing"
 import { Plugin, Plugins } from "@artana/plugin-sdk"
 import { PluginTest } from "@artana/plugin-sdk/testing"
@@ -151,5 +152,42 @@ describe("the sandbox plugin in a kernel", () => {
         Layer.mergeAll(EventStore.layerMemory, ScriptedModel.layer([]), Sandbox.layer(loaded, { middleware: [{ name: "host" }] }))
       )))
       expect(Audit.records(events)).toMatchObject([{ stepKey: "tool:0", tool: "fs.read", decision: "denied", reason: expect.stringContaining("outside the allowed paths") }])
+    }))
+})
+
+describe("Audit.stream", () => {
+  it.effect("reads the records of a long run's calls from its verified log a page at a time, each once its call ended: the records Audit.records reads from the whole log", () =>
+    Effect.gen(function*() {
+      const loaded = yield* Policy.load(policyFile)
+      // Allowed reads, denied reads, allowed writes, one after the other.
+      const calls = Array.from({ length: 45 }, (_, i): readonly [string, Json.Json] =>
+        i % 3 === 0
+          ? ["fs.read", { path: "workspace/input.txt" }]
+          : i % 3 === 1
+          ? ["fs.read", { path: "secret.txt" }]
+          : ["fs.write", { path: `workspace/out/${i}.txt`, content: `${i}` }])
+      const many = Workflow.make({
+        name: "many-calls",
+        input: Schema.Null,
+        output: Schema.Number,
+        run: (_input, ctx) =>
+          Effect.gen(function*() {
+            for (const [tool, args] of calls) yield* Effect.either(ctx.tool(tool, args))
+            return calls.length
+          })
+      })
+      const filename = path.join(tempFolder("audit-stream"), "artana.db")
+      const layer = Layer.provideMerge(Kernel.layer(), Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), Sandbox.layer(loaded)))
+      const { streamed, whole } = yield* Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        yield* kernel.execute(many, { runId: "many", tenant, input: null })
+        const run = { tenantId: "acme", runId: "many" }
+        const streamed = yield* Stream.runCollect(Audit.stream(kernel.events(run, { pageSize: 7 })))
+        return { streamed: Chunk.toReadonlyArray(streamed), whole: Audit.records(yield* kernel.readEvents(run)) }
+      }).pipe(Effect.provide(layer))
+      expect(streamed).toHaveLength(calls.length)
+      expect(streamed).toEqual(whole)
+      expect(streamed.map((r) => `${r.tool}:${r.decision}`).slice(0, 3)).toEqual(["fs.read:allowed", "fs.read:denied", "fs.write:allowed"])
+      expect(streamed[2]).toMatchObject({ filesWritten: ["workspace/out/2.txt"] })
     }))
 })

@@ -35,12 +35,15 @@ const kernelOn = (db: string) =>
   )
 
 describe("a long run", () => {
-  it.scopedLive(`paused after ${STEPS} steps, resumes in a process with a ${HEAP_MB} MB heap and completes`, () =>
+  it.scopedLive(`paused after ${STEPS} steps, resumes in a process with a ${HEAP_MB} MB heap and completes; its status is read so too`, () =>
     Effect.gen(function*() {
       const { db } = yield* workDir
       const runId = "long"
       // Written fast, in large batches with a valid chain (TestLog.LongRun.write), in a process of its own.
       lastLine(yield* runChild(["write", db, runId, String(STEPS)], TIMEOUT, { script: LONG_RUN }))
+      // Where it stands, read in a process with the same capped heap: its record and its pause, not its log.
+      const statusOf = () => runChild(["status", db, runId, String(STEPS)], TIMEOUT, { script: LONG_RUN, nodeArgs: [`--max-old-space-size=${HEAP_MB}`] })
+      expect(lastLine(yield* statusOf())).toMatchObject({ outcome: "result", result: { status: "paused", runId, ticket: `${runId}-ticket`, reason: "approve the sum" } })
       const resumed = lastLine(
         yield* runChild(["resume", db, runId, String(STEPS)], TIMEOUT, { script: LONG_RUN, nodeArgs: [`--max-old-space-size=${HEAP_MB}`] })
       )
@@ -54,6 +57,7 @@ describe("a long run", () => {
         const info = yield* (yield* EventStore.EventStore).getRun(tenant.tenantId, runId)
         return { info, report: yield* kernel.verify({ tenantId: tenant.tenantId, runId }) }
       }).pipe(Effect.provide(kernelOn(db)))
+      expect(lastLine(yield* statusOf())).toMatchObject({ outcome: "result", result: { status: "completed", runId, output: { sum: TestLog.LongRun.sumOf(STEPS), response: "approved" } } })
       expect(info).toMatchObject({ status: "completed", headSeq: STEPS + 4 })
       expect(report).toMatchObject({ ok: true, events: STEPS + 4 })
     }), TIMEOUT)

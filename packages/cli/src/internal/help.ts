@@ -240,6 +240,26 @@ export const commands: ReadonlyArray<CommandDoc> = [
     exitCodes: [0, 2, 5, 6, 7]
   },
   {
+    name: "export",
+    usage: "RUN [--format jsonl] [--out FILE]",
+    summary: "A run's events as JSON lines, verified, to keep or check elsewhere",
+    details: [
+      "One event per line, with every field its hash chain covers (eventId, runId, tenantId, seq, timestamp, type,",
+      "stepKey, payload as stored, prevHash, hash): `EventLines.decode` of @artana/core and `Verify` check it on any",
+      "machine. The log is read, checked (as `verify` does) and written a page at a time: memory stays bounded however",
+      "long the run. Nothing of a page is written before the page is checked; a broken chain stops the export (exit 6).",
+      "With --out the lines go to a file beside FILE first, which replaces FILE once the whole log checked; the",
+      "count and head are printed on stderr."
+    ],
+    arguments: [RUN],
+    options: [
+      { flag: "--format jsonl", description: "the format: JSON lines, one event per line (the only one, and the default)" },
+      { flag: "--out FILE", description: "write to FILE, replaced only once the whole log checked (default: stdout)" }
+    ],
+    examples: ["artana export demo-1 > demo-1.jsonl", "artana export agent-7 --tenant acme --out agent-7.jsonl", "artana export demo-1 | jq -c 'select(.type == \"ToolFailed\")'"],
+    exitCodes: [0, 2, 5, 6, 7]
+  },
+  {
     name: "verify",
     usage: "RUN [--head SEQ:HASH]",
     summary: "Check a run's hash chain (with ARTANA_AUDIT_KEY when it was written with one)",
@@ -336,7 +356,8 @@ export const ofCommand = (s: T.Style, doc: CommandDoc): string =>
     ...(doc.arguments.length === 0 ? [] : ["", s.bold("Arguments"), ...columns(s, doc.arguments)]),
     "",
     s.bold("Options"),
-    ...columns(s, [...doc.options, ...Object.values(common)]),
+    // A command with a --format of its own (export) takes no other.
+    ...columns(s, [...doc.options, ...Object.values(common).filter((o) => o !== common.format || !doc.options.some((d) => d.flag.startsWith("--format ")))]),
     "",
     s.bold("Examples"),
     ...doc.examples.map((e) => `  ${e}`),

@@ -57,10 +57,6 @@ const tampered = (s: T.Style, chain: Verify.VerifyReport): string =>
   s.red(s.bold(`✗ TAMPERED: run ${chain.runId}'s hash chain is broken at seq ${chain.firstBrokenSeq ?? "?"}: ${chain.reason ?? "unknown"}.`)) +
   "\n" + s.red(`  The log was changed after it was written: what is shown is what the store holds now, not what ran (see \`artana verify ${chain.runId}\`).`)
 
-/** What a command prints, between two marks when the chain is broken. */
-const marked = (s: T.Style, chain: Verify.VerifyReport, text: string): string =>
-  chain.ok ? text : [tampered(s, chain), "", text, "", tampered(s, chain)].join("\n")
-
 // ------------------------------------------------------------------------------------------------- report
 
 /** What `report` reads of a long run by default: the steps logged in its first and its last events. */
@@ -83,6 +79,12 @@ const stretchOf = (tenantId: string, runId: string, window: Window) => {
   })
 }
 
+/**
+ * `report`: the steps of the stretches asked for, streamed as they are read. The run's first event (its plan) and, for
+ * a failed run, its last (why it failed) are read alone; the stretches a page at a time, each step printed (a table
+ * row, a JSON element) once the next one begins. Memory holds a page, one step's events and the summary, however
+ * long the run or the stretch (`--from 1`: all of it).
+ */
 export const report = (args: ShowArgs) =>
   Out.command(args, Effect.gen(function*() {
     yield* positive("--from", args.from)
@@ -93,20 +95,68 @@ export const report = (args: ShowArgs) =>
     const Toolbox = yield* Effect.promise(() => import("./toolbox.js"))
     const { next, omitted, windows } = windowsOf(info.headSeq, args.from, args.limit, REPORT_HEAD, REPORT_TAIL)
     const whole = windows.length === 1 && windows[0]!.fromSeq === 1 && windows[0]!.limit === undefined
-    // The run's first event holds the plan; the stretches are read a page at a time, and reported as one.
-    const started = windows[0]!.fromSeq === 1 ? [] : yield* store.readEvents(args.tenant, args.run, 1, 1)
-    const events = [...started]
-    for (const window of windows) {
-      yield* Stream.runForEachChunk(stretchOf(args.tenant, info.runId, window), (page) => Effect.sync(() => events.push(...Chunk.toReadonlyArray(page))))
-    }
-    const built = Report.make(info, events, Toolbox.audit, { stretch: !whole })
+    const [first] = yield* store.readEvents(args.tenant, args.run, 1, 1)
+    const failed = info.status === "failed" ? yield* EventStore.lastEvent(store, args.tenant, info.runId, (e) => e.payload._tag === "RunFailed") : undefined
+    const built = Report.builder(info, first, Toolbox.audit, { stretch: !whole, failed })
     if (built instanceof PlanRunner.NotAPlanRun) return yield* built
     const chain = yield* chainOf(args, info)
+    // The stretches, one after the other; the run's first event, in the first one or not, was given to the builder.
+    const steps = Stream.concatAll(Chunk.fromIterable(windows.map((window) => stretchOf(args.tenant, info.runId, window)))).pipe(
+      Stream.mapChunks((page) => Chunk.unsafeFromArray(built.push(Chunk.toReadonlyArray(page))))
+    )
+    const statuses = new Set<string>()
+    const uncontained: Array<string> = []
+    const seen = (page: ReadonlyArray<Report.StepReport>) => {
+      for (const step of page) statuses.add(step.status)
+      uncontained.push(...Report.uncontainedOf(page))
+    }
     const pageCommand = (fromSeq: number, limit: number) => Hints.readOn(args, "report", info.runId, [["--from", fromSeq], ["--limit", limit]])
     if (args.format === "json") {
-      yield* Out.json({ ...Report.toJson(built), ...(whole ? {} : { stretch: { omitted: omitted ?? null, next: next ?? null } }), chain })
+      // One document, written as the steps are read: `steps` first, then what is known once they all went by.
+      yield* Out.stdoutPaced(`{\n  "runId": ${JSON.stringify(info.runId)},\n  "status": ${JSON.stringify(info.status)},\n  "steps": [`)
+      let firstStep = true
+      const write = (page: ReadonlyArray<Report.StepReport>) => {
+        seen(page)
+        const text = page.map((step) => {
+          const line = `${firstStep ? "" : ","}\n    ${JSON.stringify(Report.stepJson(step))}`
+          firstStep = false
+          return line
+        }).join("")
+        return text === "" ? Effect.void : Out.stdoutPaced(text)
+      }
+      yield* Stream.runForEachChunk(steps, (page) => write(Chunk.toReadonlyArray(page)))
+      const { ending, steps: rest } = built.finish()
+      yield* write(rest)
+      const { runId: _runId, status: _status, ...after } = Report.endingJson(ending)
+      const tail = JSON.stringify({ ...after, ...(whole ? {} : { stretch: { omitted: omitted ?? null, next: next ?? null } }), chain }, null, 2)
+      yield* Out.stdoutPaced(`\n  ],\n${tail.slice(tail.indexOf("\n") + 1)}\n`)
     } else {
       const s = Out.outStyle()
+      const heading = Report.renderHeading({
+        ...info,
+        onError: null,
+        planFile: null,
+        policyFile: null,
+        ...headingOf(first),
+        startedAt: first?.timestamp ?? info.createdAt,
+        durationMs: info.updatedAt - (first?.timestamp ?? info.createdAt)
+      }, s)
+      yield* Out.stdoutPaced(`${chain.ok ? "" : `${tampered(s, chain)}\n\n`}${heading}\n`)
+      // A table per page of steps, the header over the first.
+      let header = true
+      const print = (page: ReadonlyArray<Report.StepReport>) => {
+        seen(page)
+        if (page.length === 0 && !header) return Effect.void
+        const text = `${Report.renderSteps(page, s, { header })}\n`
+        header = false
+        return Out.stdoutPaced(text)
+      }
+      yield* Stream.runForEachChunk(steps, (page) => {
+        const reported = Chunk.toReadonlyArray(page)
+        return reported.length === 0 ? Effect.void : print(reported)
+      })
+      const { ending, steps: rest } = built.finish()
+      if (rest.length > 0 || header) yield* print(rest)
       const shown = windows.map((w) => (w.limit === undefined ? `from seq ${w.fromSeq}` : `at seq ${w.fromSeq}–${w.fromSeq + w.limit - 1}`)).join(" and ")
       const notes = whole ? [] : [
         "",
@@ -114,14 +164,23 @@ export const report = (args: ShowArgs) =>
         ...(omitted === undefined ? [] : [s.dim(`  the steps logged at seq ${omitted.fromSeq}–${omitted.toSeq} are not shown: ${pageCommand(omitted.fromSeq, REPORT_HEAD)}`)]),
         ...(next === undefined || args.limit === undefined ? [] : [s.dim(`  more: ${pageCommand(next, args.limit)}`)])
       ]
-      yield* Out.stdout(marked(s, chain, [Report.render(built, s), ...notes].join("\n")))
+      const closing = [Report.renderEnding(ending, uncontained, s), ...notes, ...(chain.ok ? [] : ["", tampered(s, chain)])]
+      yield* Out.stdoutPaced(`${closing.join("\n")}\n`)
       yield* waitingNote(args, info)
     }
     if (!chain.ok) return ExitCode.Integrity
-    return built.status === "completed" || built.status === "failed"
-      ? ExitCode.ofSteps(built.steps.map((step) => step.status))
-      : ExitCode.NeedsAttention
+    return info.status === "completed" || info.status === "failed" ? ExitCode.ofSteps([...statuses]) : ExitCode.NeedsAttention
   }).pipe(Effect.provide(reading(args))))
+
+/** The plan and policy a plan run's first event records, for the report's heading. */
+const headingOf = (first: Event.Event | undefined) => {
+  const input = first === undefined ? undefined : PlanRunner.loggedInput([first])
+  return input === undefined ? {} : {
+    onError: input.plan.onError,
+    planFile: input.planFile ?? null,
+    policyFile: input.policy === undefined ? null : { file: input.policy.file, sha256: input.policy.sha256 }
+  }
+}
 
 // ------------------------------------------------------------------------------------ waiting for a person
 
@@ -424,7 +483,7 @@ export const showRun = (args: ShowArgs) =>
     const family = yield* store.listRuns(args.tenant, { rootRunId: info.rootRunId })
     const lineage = lineageOf(family, info.rootRunId) ?? { runId: info.runId, workflow: info.workflow, status: info.status, children: [] }
     // What the lineage spent: every run of the tree draws on the root's budget (sub-agents, tools that start runs).
-    const lineageCostUsd = EventStore.lineageCostUsd(family)
+    const lineageCostUsd = yield* store.lineageCostUsd(args.tenant, info.rootRunId)
     const reconciliationPath = (yield* waitingPaths(args.tenant, [info])).get(info.runId)
     const { continuedFrom, continuedAs } = yield* continuation(store, info)
     const chain = yield* chainOf(args, info)

@@ -15,7 +15,7 @@ import { type Event, type EventPayload, RUN_STEP_KEY, type RunInfo } from "../Ev
 import * as EventStore from "../EventStore.js"
 import * as Verify from "../Verify.js"
 import type { VerifyReport } from "../Verify.js"
-import { GENESIS_HASH, hashMatches, newEventHash } from "./hash.js"
+import { chainChecker, GENESIS_HASH, hashMatches, newEventHash } from "./hash.js"
 
 /** Signals adopted in one catch-up read at most: a sender's flood cannot hold a page larger than this in memory. */
 const CATCH_UP_PAGE = 1000
@@ -280,45 +280,72 @@ const tampered = (info: RunInfo, report: VerifyReport) =>
   new Errors.LogTampered({ runId: info.runId, seq: report.firstBrokenSeq ?? 0, reason: report.reason ?? "broken" })
 
 /**
- * The run's last event (at its record's head), read alone: O(1) in the run's length. What is verified: it is the
- * event at the record's head seq, its hash is the record's head hash, and it hashes to that hash over its stored
- * bytes (so its payload is what was written, and its `prevHash` is the one it was written after). The chain before
- * it is not read (`Kernel.verify` checks it whole).
+ * The last event of a run's log that `matches` (or undefined), read back from the run record's head a page at a time
+ * (`EventStore.lastEvent`) and verified on the way back, from the head the record vouches for: the event at the head
+ * seq has the record's head hash, each event hashes to its hash over its stored bytes (the audit key's), and each is
+ * linked to the event after it (its hash is that one's prevHash), `seq` without gaps; read back to the start, the
+ * first event's prevHash is the genesis hash. So the event found is the one written, linked to the head. What it costs
+ * is the events from the head back to it: one when it is the head (a finished run's end, a pause nothing followed),
+ * whatever the run's length. The log before it is not read (`Kernel.verify` checks the whole chain). A log cut before
+ * the record's head fails `InvalidRunState` (truncated), any other break `LogTampered`.
  */
-export const headEvent = (store: EventStore.Service, auditKey: string | undefined, info: RunInfo): Effect.Effect<Event, ReadError> =>
-  Effect.flatMap(store.readEvents(info.tenantId, info.runId, info.headSeq, 1), (page): Effect.Effect<Event, ReadError> => {
-    const event = page[0]
-    if (event === undefined || event.seq !== info.headSeq) return Effect.fail(truncated(info, info.headSeq - 1))
-    if (event.hash !== info.headHash) {
-      return Effect.fail(new Errors.LogTampered({ runId: info.runId, seq: event.seq, reason: "the store's run record head hash differs" }))
+export const lastVerifiedEvent = (
+  store: EventStore.Service,
+  auditKey: string | undefined,
+  info: RunInfo,
+  matches: (event: Event) => boolean
+): Effect.Effect<Event | undefined, ReadError> =>
+  Effect.suspend(() => {
+    const hashMatches = chainChecker(auditKey)
+    // The event expected next on the way back: its seq, and the hash the event after it (or the record) links to.
+    let seq = info.headSeq
+    let hash = info.headHash
+    let broken: ReadError | undefined
+    const broke = (error: ReadError) => {
+      broken = error
+      return true
     }
-    if (event.runId !== info.runId || event.type !== event.payload._tag || !hashMatches(event, auditKey)) {
-      return Effect.fail(
-        new Errors.LogTampered({ runId: info.runId, seq: event.seq, reason: "hash does not match the event's content as stored (altered, or written with another audit key)" })
-      )
+    const step = (event: Event): boolean => {
+      if (event.seq !== seq) {
+        return broke(seq === info.headSeq ? truncated(info, event.seq) : new Errors.LogTampered({ runId: info.runId, seq, reason: `expected seq ${seq}, found seq ${event.seq} (an event is missing)` }))
+      }
+      if (event.hash !== hash) {
+        const reason = seq === info.headSeq ? "the store's run record head hash differs" : "hash is not the prevHash of the event after it"
+        return broke(new Errors.LogTampered({ runId: info.runId, seq, reason }))
+      }
+      if (event.runId !== info.runId || event.type !== event.payload._tag || !hashMatches(event, false)) {
+        return broke(new Errors.LogTampered({ runId: info.runId, seq, reason: "hash does not match the event's content as stored (altered, or written with another audit key)" }))
+      }
+      seq--
+      hash = event.prevHash
+      return matches(event)
     }
-    return Effect.succeed(event)
+    return Effect.flatMap(EventStore.lastEvent(store, info.tenantId, info.runId, step, { throughSeq: info.headSeq }), (found) => {
+      if (broken !== undefined) return Effect.fail(broken)
+      if (found !== undefined) return Effect.succeed(found)
+      // Read back to the start: the log must begin at seq 1, linked to the genesis hash.
+      if (seq === info.headSeq && seq > 0) return Effect.fail(truncated(info, 0))
+      if (seq !== 0) return Effect.fail(new Errors.LogTampered({ runId: info.runId, seq, reason: `expected seq ${seq}, found none (an event is missing)` }))
+      if (hash !== GENESIS_HASH) return Effect.fail(new Errors.LogTampered({ runId: info.runId, seq: 1, reason: "prevHash of the first event is not the genesis hash" }))
+      return Effect.succeed(undefined)
+    })
   })
 
 /**
- * The last event with payload `tag`, found without holding the log: the head event when it is one (O(1)), else the
- * verified log read a page at a time, keeping only the last match.
+ * The run's last event (at its record's head), read alone and verified as `lastVerifiedEvent` verifies it: O(1) in
+ * the run's length.
  */
+export const headEvent = (store: EventStore.Service, auditKey: string | undefined, info: RunInfo): Effect.Effect<Event, ReadError> =>
+  Effect.flatMap(lastVerifiedEvent(store, auditKey, info, () => true), (head) => head === undefined ? Effect.fail(truncated(info, 0)) : Effect.succeed(head))
+
+/** The last event with payload `tag`, found as `lastVerifiedEvent` finds it (the head event when it is one: O(1)). */
 export const lastEventOf = <T extends EventPayload["_tag"]>(
   store: EventStore.Service,
   auditKey: string | undefined,
   info: RunInfo,
   tag: T
 ): Effect.Effect<Found<T> | undefined, ReadError> =>
-  Effect.flatMap(headEvent(store, auditKey, info), (head) => {
-    const found = lastOf([head], tag)
-    if (found !== undefined) return Effect.succeed(found)
-    const fold = Stream.runFold(verifiedEvents(store, auditKey, info), Option.none<Found<T>>(), (last, event) => {
-      const found = lastOf([event], tag)
-      return found === undefined ? last : Option.some(found)
-    })
-    return Effect.map(fold, Option.getOrUndefined)
-  })
+  Effect.map(lastVerifiedEvent(store, auditKey, info, (event) => event.payload._tag === tag), (event) => event === undefined ? undefined : lastOf([event], tag))
 
 /** An event with its payload typed by its tag. */
 export interface Found<T extends EventPayload["_tag"]> {

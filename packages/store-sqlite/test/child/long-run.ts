@@ -1,15 +1,16 @@
 // A long run in its own process, for the bounded-memory test (started with a capped heap):
-// `node --max-old-space-size=N --import tsx long-run.ts write|resume|open FILE RUN STEPS`. `write` appends the paused
-// run (`TestLog.LongRun`), `resume` resumes it with a response, `open` only opens the store (a baseline).
+// `node --max-old-space-size=N --import tsx long-run.ts write|resume|status|open FILE RUN STEPS`. `write` appends the
+// paused run (`TestLog.LongRun`), `resume` resumes it with a response, `status` reads where it stands (`Artana.status`),
+// `open` only opens the store (a baseline).
 // Prints one JSON line: {"outcome":"result","result":...,"peakRssMb":...} or {"outcome":"error","error":...}.
-import { EventStore, Kernel, ModelPort, ToolRegistry } from "@artana/core"
+import { Artana, EventStore, Kernel, ModelPort, ToolRegistry } from "@artana/core"
 import { TestLog } from "@artana/core/testing"
 import { Cause, Effect, Exit, Layer } from "effect"
 import { SqliteStore } from "../../src/index.js"
 import { tenant } from "./workflows.js"
 
 const [command, filename, runId, stepsText] = process.argv.slice(2)
-if (filename === undefined || runId === undefined || stepsText === undefined) throw new Error("usage: long-run.ts write|resume|open FILE RUN STEPS")
+if (filename === undefined || runId === undefined || stepsText === undefined) throw new Error("usage: long-run.ts write|resume|status|open FILE RUN STEPS")
 const steps = Number(stepsText)
 
 const noModel = ModelPort.make({ defaultModel: "none", generate: () => Effect.dieMessage("a long run calls no model") })
@@ -25,6 +26,8 @@ const program = Effect.gen(function*() {
       return yield* Effect.flatMap(EventStore.EventStore, (s) => TestLog.LongRun.write(s, { runId, tenant, steps }))
     case "resume":
       return yield* Effect.flatMap(Kernel.Kernel, (k) => k.resume({ tenantId: tenant.tenantId, runId, workflow: TestLog.LongRun.workflow, response: "approved" }))
+    case "status":
+      return yield* Artana.status({ tenantId: tenant.tenantId, runId })
     default:
       return yield* Effect.flatMap(EventStore.EventStore, (s) => s.getRun(tenant.tenantId, runId))
   }
