@@ -81,3 +81,21 @@ describe("per-tool approvals in the kernel", () => {
       expect(yield* Effect.flip(kernel.replay(notify, { tenantId: tenant.tenantId, runId: "n-2" }))).toMatchObject({ _tag: "ApprovalRejected" })
     }).pipe(Effect.provide(layer())))
 })
+
+describe("approvals and signals", () => {
+  it.effect("a signal sent to a run waiting for approval leaves the approval pending, listed and decidable", () =>
+    Effect.gen(function*() {
+      sent.length = 0
+      const kernel = yield* Kernel.Kernel
+      const paused = yield* kernel.execute(notify, { runId: "s-1", tenant, input: { to: "?" } })
+      const approvalId = paused.status === "paused" ? paused.approval!.approvalId : ""
+      // A steering message (or any signal) arrives while the call waits for a person.
+      yield* kernel.signal({ tenantId: tenant.tenantId, runId: "s-1", name: "note", payload: { text: "hurry" } })
+      expect((yield* kernel.approvals({ tenantId: tenant.tenantId, runId: "s-1" })).map((a) => a.approvalId)).toEqual([approvalId])
+      expect(yield* kernel.resume({ tenantId: tenant.tenantId, runId: "s-1" })).toEqual(paused)
+      yield* kernel.decideApproval({ tenantId: tenant.tenantId, approvalId, approver: "ops", decision: "approve" })
+      expect(yield* kernel.resume({ tenantId: tenant.tenantId, runId: "s-1", workflow: notify })).toMatchObject({ status: "completed", output: "sent" })
+      expect(sent).toEqual([{ to: "?", text: "hello" }])
+      expect(yield* kernel.replay(notify, { tenantId: tenant.tenantId, runId: "s-1" })).toMatchObject({ status: "completed", output: "sent" })
+    }).pipe(Effect.provide(layer())))
+})

@@ -20,7 +20,7 @@ type Asked = Extract<EventPayload, { _tag: "ApprovalRequested" }>
 
 /** A read of the run's head as an approval's errors: a run gone or cut is a store failure, a broken one tampered. */
 const readHead = (runtime: Runtime, info: RunInfo) =>
-  Effect.catchTags(Ledger.headEvent(runtime.deps.store, runtime.deps.auditKey, info), {
+  Effect.catchTags(Ledger.ownHeadEvent(runtime.deps.store, runtime.deps.auditKey, info), {
     RunNotFound: (e) => Effect.fail(new Errors.StoreError({ operation: "readEvents", reason: e.message })),
     InvalidRunState: (e) => Effect.fail(new Errors.LogTampered({ runId: info.runId, seq: info.headSeq, reason: e.status }))
   })

@@ -338,6 +338,17 @@ export const lastVerifiedEvent = (
 export const headEvent = (store: EventStore.Service, auditKey: string | undefined, info: RunInfo): Effect.Effect<Event, ReadError> =>
   Effect.flatMap(lastVerifiedEvent(store, auditKey, info, () => true), (head) => head === undefined ? Effect.fail(truncated(info, 0)) : Effect.succeed(head))
 
+/**
+ * The run's last event of its own: the head, or the last event before the signals a sender appended after it
+ * (`SignalSent`, which wait there for the run). What a run paused at stands at (its pause, or a tool call's
+ * approval) is read here, so a signal sent meanwhile hides nothing. Verified as `lastVerifiedEvent` verifies.
+ */
+export const ownHeadEvent = (store: EventStore.Service, auditKey: string | undefined, info: RunInfo): Effect.Effect<Event, ReadError> =>
+  Effect.flatMap(
+    lastVerifiedEvent(store, auditKey, info, (event) => event.payload._tag !== "SignalSent"),
+    (head) => head === undefined ? Effect.fail(truncated(info, 0)) : Effect.succeed(head)
+  )
+
 /** The last event with payload `tag`, found as `lastVerifiedEvent` finds it (the head event when it is one: O(1)). */
 export const lastEventOf = <T extends EventPayload["_tag"]>(
   store: EventStore.Service,

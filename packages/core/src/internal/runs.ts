@@ -19,7 +19,7 @@ import * as ContinueAsNew from "./continueAsNew.js"
 import { decodeKernelFailure, drive, toJson } from "./drive.js"
 import * as Execution from "./execution.js"
 import * as Signals from "./signals.js"
-import { headEvent, lastEventOf, type ReadError, verifiedPages } from "./ledger.js"
+import { headEvent, lastEventOf, ownHeadEvent, type ReadError, verifiedPages } from "./ledger.js"
 
 /** What the kernel's operations on runs share. */
 export interface Runtime {
@@ -79,7 +79,7 @@ const settled = <I, O, E>(
       }
       case "paused": {
         // A head that cannot be read (a log cut or broken) is reported by the read that follows, as before.
-        const read = yield* Effect.either(headEvent(store, auditKey, info))
+        const read = yield* Effect.either(ownHeadEvent(store, auditKey, info))
         const head = Either.isRight(read) ? read.right : undefined
         if (head?.payload._tag === "ApprovalRequested") {
           // Waiting for a decision on a tool call, which `decideApproval` writes; a response answers no approval.
