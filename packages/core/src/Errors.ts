@@ -412,3 +412,20 @@ export class InvalidTenant extends Schema.TaggedError<InvalidTenant>()("InvalidT
       `strings (default none), budgetUsdLimit: a finite number of USD, at least 0 }`
   }
 }
+
+/**
+ * A tool call whose outcome cannot be known: the request was sent and the system that ran it went away before it
+ * answered (an MCP server that died mid-call). A handler fails with it instead of a `ToolError` so the call is never
+ * reported as failed when it may have acted: a non-idempotent tool's step is then in doubt, exactly as after a crash
+ * (`ReconciliationRequired`, the run `needs_reconciliation` until a person reconciles it); an idempotent tool's call
+ * fails as a tool error, which is safe to repeat.
+ */
+export class ToolOutcomeUnknown extends Schema.TaggedError<ToolOutcomeUnknown>()("ToolOutcomeUnknown", {
+  tool: Schema.String,
+  /** What happened, for the person who reconciles the call. */
+  reason: Schema.String
+}) {
+  override get message() {
+    return `tool ${this.tool}: the outcome of the call is unknown (${this.reason}); it may or may not have acted`
+  }
+}
