@@ -10,6 +10,7 @@
  * artana list-runs [--status S] [--workflow W] [--since T] [--until T] [--limit N] [--after CURSOR]
  * artana show-run RUN [--from SEQ] [--limit N]     a run, its lineage tree and its events
  * artana verify RUN [--head SEQ:HASH]              check the run's hash chain
+ * artana mcp pin --policy POLICY [--server NAME]   pin the tools the policy's MCP servers offer now
  * ```
  *
  * Every command takes `--db FILE|postgres://URL` (default `ARTANA_DB`, else `./artana.db`), `--tenant ID` (default
@@ -35,6 +36,7 @@ import * as T from "./internal/terminal.js"
 // only loaded by the commands that use them (and `--help` loads none of this file: see bin.ts).
 const PlanCommands = Effect.promise(() => import("./internal/planCommands.js"))
 const ReadCommands = Effect.promise(() => import("./internal/readCommands.js"))
+const McpCommands = Effect.promise(() => import("./internal/mcpCommands.js"))
 
 const db = Options.text("db").pipe(
   Options.withDescription(Help.common.db.description),
@@ -172,10 +174,23 @@ const verify = Command.make(
   (a) => Effect.flatMap(Effect.zip(ReadCommands, auditKey), ([m, key]) => m.verify({ ...a, head: Option.getOrUndefined(a.head), auditKey: key }))
 ).pipe(described("verify"))
 
+const mcpPin = Command.make(
+  "pin",
+  {
+    format,
+    verbose,
+    policy: Options.text("policy").pipe(Options.withDescription(Help.option("mcp", "--policy"))),
+    server: Options.text("server").pipe(Options.withDescription(Help.option("mcp", "--server")), Options.optional)
+  },
+  (a) => Effect.flatMap(McpCommands, (m) => m.pin({ ...a, server: Option.getOrUndefined(a.server) }))
+).pipe(described("mcp"))
+
+const mcp = Command.make("mcp").pipe(described("mcp"), Command.withSubcommands([mcpPin]))
+
 /** The command tree. */
 export const command = Command.make("artana").pipe(
   Command.withDescription("Artana: run tool plans under a deny-by-default policy, replay, report, inspect and verify runs."),
-  Command.withSubcommands([run, replay, reconcile, report, listRuns, showRun, verify])
+  Command.withSubcommands([run, replay, reconcile, report, listRuns, showRun, verify, mcp])
 )
 
 const unstyled = (args: ReadonlyArray<unknown>) => args.map((a) => (typeof a === "string" ? T.strip(a) : a))

@@ -24,7 +24,10 @@
  *
  * @since 0.1.0
  */
+import { Yaml } from "@artana/plugin-sdk"
+import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
+import { InvalidMcpConfig } from "./McpErrors.js"
 
 const PositiveInt = Schema.Number.pipe(Schema.int(), Schema.positive())
 
@@ -110,3 +113,21 @@ export const capabilities = (config: Config): ReadonlyArray<string> =>
 
 /** The deadline of one call of a server's tool, in milliseconds. */
 export const timeoutOf = (server: Server, tool: string): number => server.tools?.[tool]?.timeout_ms ?? server.timeout_ms ?? 60_000
+
+/** A policy document: its `mcp:` section, and whatever else it holds (the sandbox's rules). */
+const PolicyDocument = Schema.Struct({ mcp: Schema.optional(Config) }, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+
+/**
+ * The `mcp:` section of a policy written in YAML (undefined when it has none), decoded; a problem names the file, the
+ * line, the column and the field.
+ *
+ * @example
+ * const config = McpConfig.fromPolicy(fs.readFileSync("policy.yaml", "utf8"), "policy.yaml")
+ */
+export const fromPolicy = (text: string, file: string): Either.Either<Config | undefined, InvalidMcpConfig> => {
+  const located = (issue: Yaml.Issue) => new InvalidMcpConfig({ file, line: issue.line, column: issue.column, path: issue.path, reason: issue.reason })
+  return Either.flatMap(Either.mapLeft(Yaml.parse(text), located), (source) =>
+    source.value === null || typeof source.value !== "object"
+      ? Either.right(undefined)
+      : Either.map(Either.mapLeft(Yaml.decode(source, PolicyDocument), located), (doc) => doc.mcp))
+}

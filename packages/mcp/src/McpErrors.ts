@@ -19,11 +19,16 @@ export class McpServerError extends Schema.TaggedError<McpServerError>()("McpSer
 
 /** A config (in code or in a policy's `mcp:` section) that does not decode: where, and why. */
 export class InvalidMcpConfig extends Schema.TaggedError<InvalidMcpConfig>()("InvalidMcpConfig", {
+  /** The YAML file it was read from, with the line and column of the problem. */
+  file: Schema.optional(Schema.String),
+  line: Schema.optional(Schema.Number),
+  column: Schema.optional(Schema.Number),
   path: Schema.String,
   reason: Schema.String
 }) {
   override get message() {
-    return `invalid MCP config at ${this.path}: ${this.reason}`
+    const at = this.file === undefined ? "" : `${this.file}${this.line === undefined ? "" : `:${this.line}:${this.column ?? 1}`}: `
+    return `${at}invalid MCP config at ${this.path}: ${this.reason}`
   }
 }
 

@@ -180,6 +180,24 @@ export const commands: ReadonlyArray<CommandDoc> = [
     options: [{ flag: "--head SEQ:HASH", description: "a head exported earlier that the chain must still contain" }],
     examples: ["artana verify demo-1", "artana verify demo-1 --head 12:3f2a…"],
     exitCodes: [0, 2, 5, 6, 7]
+  },
+  {
+    name: "mcp",
+    usage: "pin --policy POLICY [--server NAME]",
+    summary: "Pin the tools the policy's MCP servers offer now: fingerprints written into its mcp: section",
+    details: [
+      "Connects to each server of the policy's mcp: section (a stdio server is started, then stopped), fingerprints",
+      "every tool it offers (name, description, input schema) and writes the fingerprints as the server's pins, keeping",
+      "the file's comments. From then on a tool whose fingerprint differs, or that is new, is withheld from the model",
+      "(and the withholding logged) until a person reviews it and pins again."
+    ],
+    arguments: [],
+    options: [
+      { flag: "--policy POLICY", description: "the policy file (YAML) whose mcp: section names the servers; rewritten with their pins" },
+      { flag: "--server NAME", description: "pin this server only (default: every server of the policy)" }
+    ],
+    examples: ["artana mcp pin --policy policy.yaml", "artana mcp pin --policy policy.yaml --server github --format json"],
+    exitCodes: [0, 2, 4]
   }
 ]
 
