@@ -25,7 +25,7 @@ mcp:
       cwd: ${JSON.stringify(mcpDir)}
 `
 
-describe("artana mcp pin", () => {
+describe("MCP servers in the CLI: artana mcp pin, and plans that call MCP tools", () => {
   it.effect("writes every tool's fingerprint into the policy, keeps its comments, and reports what changed", () =>
     Effect.gen(function*() {
       const cwd = tempDir()
@@ -57,6 +57,45 @@ describe("artana mcp pin", () => {
       expect(second.stdout).toContain("pinned 7 tools of notes (changed: read_note)")
       // The server was asked for its list only, never called.
       expect(fs.existsSync(calls)).toBe(false)
+    }), { timeout: 240_000 })
+
+  it.effect("runs a plan whose steps call MCP tools, logs the tool list, and replays it with no server started", () =>
+    Effect.gen(function*() {
+      const cwd = tempDir()
+      const file = path.join(cwd, "policy.yaml")
+      const calls = path.join(cwd, "calls.jsonl")
+      fs.writeFileSync(file, policy(calls, ""))
+      fs.writeFileSync(path.join(cwd, "plan.yaml"), `steps:
+  - id: write
+    tool: notes.write_note
+    args: { path: a.txt, text: hello }
+  - id: read
+    tool: notes.read_note
+    args: { path: a.txt }
+`)
+      const db = path.join(cwd, "artana.db")
+      const ran = yield* artana(["run", "plan.yaml", "--policy", file, "--db", db, "--run-id", "mcp-1", "--format", "json"], { cwd })
+      expect(ran.stderr).toBe("")
+      expect(JSON.parse(ran.stdout)).toEqual({ runId: "mcp-1", status: "completed" })
+      expect(fs.readFileSync(calls, "utf8").trim().split("\n").map((l) => JSON.parse(l))).toEqual([
+        { tool: "write_note", args: { path: "a.txt", text: "hello" } },
+        { tool: "read_note", args: { path: "a.txt" } }
+      ])
+      const starts = fs.readFileSync(`${calls}.starts`, "utf8")
+
+      const replayed = yield* artana(["replay", "mcp-1", "--db", db, "--format", "json"], { cwd })
+      expect(replayed.stderr).toBe("")
+      expect(JSON.parse(replayed.stdout)).toMatchObject({ runId: "mcp-1", matches: true, steps: [{ id: "write", status: "ok" }, { id: "read", status: "ok" }] })
+      // No server was started for the replay, and none was called.
+      expect(fs.readFileSync(`${calls}.starts`, "utf8")).toBe(starts)
+      expect(fs.readFileSync(calls, "utf8").trim().split("\n")).toHaveLength(2)
+
+      // Arguments the tool's schema refuses are bad input before anything runs.
+      fs.writeFileSync(path.join(cwd, "bad.yaml"), "steps:\n  - tool: notes.write_note\n    args: { path: a.txt }\n")
+      const bad = yield* artana(["run", "bad.yaml", "--policy", file, "--db", db], { cwd })
+      expect(bad.code).toBe(2)
+      expect(bad.stderr).toContain("text")
+      expect(fs.readFileSync(calls, "utf8").trim().split("\n")).toHaveLength(2)
     }), { timeout: 240_000 })
 
   it.effect("a policy without MCP servers is bad input, and the file is left as it was", () =>

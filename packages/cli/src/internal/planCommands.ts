@@ -71,7 +71,7 @@ export interface RunArgs extends Common {
 
 /** `artana run PLAN --policy POLICY`: everything is checked before the store is opened; bad input writes nothing. */
 export const run = (args: RunArgs) =>
-  Out.command(args, Effect.gen(function*() {
+  Out.command(args, Effect.scoped(Effect.gen(function*() {
     const toolbox = yield* Toolbox.fromPolicyFile(args.policy)
     const registry = { get: (name: string) => toolbox.tools.find((t) => t.name === name), list: () => toolbox.tools }
     const plan = yield* Plan.load(args.plan, { tools: registry })
@@ -84,7 +84,12 @@ export const run = (args: RunArgs) =>
     }
     // The id is fixed here (a new UUID unless given) so that an interruption can name the run.
     const runId = args.runId ?? crypto.randomUUID()
-    const input: PlanRunner.Input = { plan, planFile, ...(toolbox.policy === undefined ? {} : { policy: toolbox.policy }) }
+    const input: PlanRunner.Input = {
+      plan,
+      planFile,
+      ...(toolbox.policy === undefined ? {} : { policy: toolbox.policy }),
+      ...(toolbox.mcp === undefined ? {} : { mcp: toolbox.mcp })
+    }
     const outcome = yield* PlanRunner.run({ runId, tenant, input, observer: progress(args.format, "running") }).pipe(
       Effect.onInterrupt(() => whenInterrupted(args, { runId, tenant, input, tools: toolbox.tools })),
       Effect.provide(Services.kernel({
@@ -113,7 +118,7 @@ export const run = (args: RunArgs) =>
       yield* Out.stdout(s.dim(`  artana report ${outcome.runId}${Hints.options(args)}   # the full report`))
     }
     return code
-  }))
+  })))
 
 /** The step a run's log shows requested and not finished: the call this process was making when it stopped. */
 /**
@@ -202,7 +207,7 @@ export const replay = (args: ReplayArgs) =>
       return yield* new PlanRunner.NotAPlanRun({ runId: args.run, workflow: started?._tag === "RunStarted" ? started.workflow : "unknown" })
     }
     // The tools the run was logged with (rebuilt from the logged policy), every handler disabled.
-    const toolbox = yield* Toolbox.fromRecord(input.policy)
+    const toolbox = yield* Toolbox.fromRecord(input.policy, input.mcp)
     const tools = toolbox.tools.map(Services.replayOnly)
     const registry = { get: (name: string) => tools.find((t) => t.name === name), list: () => tools }
     const plan = args.plan === undefined ? undefined : yield* Plan.load(args.plan, { tools: registry })
@@ -289,7 +294,7 @@ export const reconcile = (args: ReconcileArgs) =>
     }
     // A plan run's tools are known (rebuilt from its logged policy): the result must be one its tool can return.
     const input = PlanRunner.loggedInput(yield* store.readEvents(args.tenant, args.run, 1, 1))
-    const toolbox = input === undefined ? undefined : yield* Toolbox.fromRecord(input.policy)
+    const toolbox = input === undefined ? undefined : yield* Toolbox.fromRecord(input.policy, input.mcp)
     // It is logged as the tool would have returned it (fields the tool does not have are dropped).
     if (toolbox !== undefined && outcome.ok) {
       const known = toolbox.tools.find((t) => t.name === tool)
