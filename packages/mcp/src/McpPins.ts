@@ -7,25 +7,22 @@
  */
 import * as Effect from "effect/Effect"
 import type { McpServerError } from "./McpErrors.js"
-import { connectionOf, type Service } from "./McpServers.js"
-import { fingerprint, listed } from "./McpTools.js"
+import type { Service } from "./McpServers.js"
+import { list } from "./McpTools.js"
 
 /** Fingerprints by tool name, per server. */
 export type Pins = Readonly<Record<string, Readonly<Record<string, string>>>>
 
 /**
- * Lists the servers (default all configured) now and fingerprints every tool they offer.
+ * Lists the servers (default all configured) now and fingerprints every tool they offer, withheld ones included.
  *
  * @example
  * const pins = yield* McpPins.current(servers)   // { files: { read_file: "2c26…", write_file: "9f86…" } }
  */
 export const current = (service: Service, servers?: ReadonlyArray<string>): Effect.Effect<Pins, McpServerError> =>
-  Effect.map(
-    Effect.forEach(servers ?? service.config.servers.map((s) => s.name), (name) =>
-      Effect.gen(function*() {
-        const tools = yield* (yield* connectionOf(service, name)).list
-        const pins = Object.fromEntries(tools.map((t) => [t.name, fingerprint(listed(t))] as const).sort(([a], [b]) => a.localeCompare(b)))
-        return [name, pins] as const
-      })),
-    (entries) => Object.fromEntries(entries)
-  )
+  Effect.map(list(service, servers), ({ entries }) => {
+    const pins: Record<string, Record<string, string>> = {}
+    for (const name of servers ?? service.config.servers.map((s) => s.name)) pins[name] = {}
+    for (const entry of [...entries].sort((a, b) => a.tool.name.localeCompare(b.tool.name))) pins[entry.server]![entry.tool.name] = entry.fingerprint
+    return pins
+  })
