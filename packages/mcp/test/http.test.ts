@@ -58,6 +58,27 @@ describe("MCP tools over Streamable HTTP", () => {
     }
   })
 
+  it("a call the server refuses over HTTP (403) is a tool error, not a step in doubt: it never ran", async () => {
+    const calls = path.join(dir, "calls-4.jsonl")
+    const server = await start({ callsFile: calls, token: "t", refuseCalls: true })
+    try {
+      const config = { servers: [{ name: "notes", url: server.url, headers: { Authorization: "Bearer t" } }] }
+      const script = [ScriptedModel.toolCall("notes.write_note", { path: "a.txt", text: "x" }), ScriptedModel.text("refused")]
+      const out = await withKernel({ db: path.join(dir, "4.db"), config, script }, Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        const result = yield* kernel.execute(agent, { runId: "refused", tenant: tenant(), input: "go" })
+        return { result, events: payloads(yield* kernel.readEvents({ tenantId: "acme", runId: "refused" })) }
+      }))
+      expect(out.result).toMatchObject({ status: "completed", output: { answer: "refused" } })
+      expect(out.events.filter((p) => p._tag === "ToolFailed")).toEqual([
+        expect.objectContaining({ tool: "notes.write_note", kind: "tool_error", error: expect.stringContaining("refused the call") })
+      ])
+      expect(callsIn(calls)).toEqual([])
+    } finally {
+      await server.close()
+    }
+  })
+
   it("strips the tools a tenant lacks the capability for, and denies a call to one without calling the server", async () => {
     const calls = path.join(dir, "calls-3.jsonl")
     const server = await start({ callsFile: calls, token: "t" })

@@ -3,7 +3,7 @@
 import { Errors, Json } from "@artana/core"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js"
 import * as Config from "effect/Config"
@@ -142,6 +142,10 @@ export const make = (server: Server, provider: ConfigProvider.ConfigProvider): C
             return new Errors.ToolError({ tool: qualified, reason: e.message, timedOut: e.code === ErrorCode.RequestTimeout })
           }
           if (neverSent(e)) return new Errors.ToolError({ tool: qualified, reason: `server "${server.name}" cannot be reached: ${messageOf(e)}` })
+          // An HTTP 4xx refuses the request itself (a token revoked, a bad request): it did not act.
+          if (e instanceof StreamableHTTPError && e.code !== undefined && e.code >= 400 && e.code < 500) {
+            return new Errors.ToolError({ tool: qualified, reason: `server "${server.name}" refused the call: ${e.message}` })
+          }
           return new Errors.ToolOutcomeUnknown({ tool: qualified, reason: `server "${server.name}" went away during the call: ${messageOf(e)}` })
         }
       })
