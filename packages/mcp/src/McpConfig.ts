@@ -104,12 +104,14 @@ export type Config = typeof Config.Type
 export const isStdio = (server: Server): server is StdioServer => "command" in server
 
 /** The capability a server's tool requires. */
-export const capabilityOf = (server: Server, tool: string): string =>
-  server.tools?.[tool]?.capability ?? server.capability ?? `mcp:${server.name}`
+export const capabilityOf = (server: Server, tool: string): string => server.tools?.[tool]?.capability ?? serverCapability(server)
+
+/** The capability a server's tools require unless their rule says otherwise. */
+const serverCapability = (server: Server): string => server.capability ?? `mcp:${server.name}`
 
 /** Every capability the servers' tools may require: what a host grants tenants knowingly. */
 export const capabilities = (config: Config): ReadonlyArray<string> =>
-  [...new Set(config.servers.flatMap((s) => [capabilityOf(s, ""), ...Object.keys(s.tools ?? {}).map((t) => capabilityOf(s, t))]))].sort()
+  [...new Set(config.servers.flatMap((s) => [serverCapability(s), ...Object.keys(s.tools ?? {}).map((t) => capabilityOf(s, t))]))].sort()
 
 /** The deadline of one call of a server's tool, in milliseconds. */
 export const timeoutOf = (server: Server, tool: string): number => server.tools?.[tool]?.timeout_ms ?? server.timeout_ms ?? 60_000
