@@ -73,6 +73,8 @@ const transportOf = (server: Server) =>
 
 /** Whether a failure to call means the request never reached the server (so it cannot have acted). */
 const neverSent = (e: unknown): boolean => {
+  // The SDK's stdio transport refuses to send once its process is gone (before its close event reached us).
+  if (e instanceof Error && e.message === "Not connected") return true
   for (let cause: unknown = e, depth = 0; cause !== undefined && depth < 5; depth++) {
     if (typeof cause === "object" && cause !== null && "code" in cause && cause.code === "ECONNREFUSED") return true
     cause = typeof cause === "object" && cause !== null && "cause" in cause ? cause.cause : undefined
