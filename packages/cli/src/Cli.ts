@@ -11,6 +11,7 @@
  * artana show-run RUN [--from SEQ] [--limit N]     a run, its lineage tree and its events
  * artana verify RUN [--head SEQ:HASH]              check the run's hash chain
  * artana mcp pin --policy POLICY [--server NAME]   pin the tools the policy's MCP servers offer now
+ * artana mcp serve --policy POLICY [--http HOST:PORT]  serve the policy's tools over MCP, every call a logged run
  * ```
  *
  * Every command takes `--db FILE|postgres://URL` (default `ARTANA_DB`, else `./artana.db`), `--tenant ID` (default
@@ -37,6 +38,7 @@ import * as T from "./internal/terminal.js"
 const PlanCommands = Effect.promise(() => import("./internal/planCommands.js"))
 const ReadCommands = Effect.promise(() => import("./internal/readCommands.js"))
 const McpCommands = Effect.promise(() => import("./internal/mcpCommands.js"))
+const McpServe = Effect.promise(() => import("./internal/mcpServe.js"))
 
 const db = Options.text("db").pipe(
   Options.withDescription(Help.common.db.description),
@@ -185,7 +187,17 @@ const mcpPin = Command.make(
   (a) => Effect.flatMap(McpCommands, (m) => m.pin({ ...a, server: Option.getOrUndefined(a.server) }))
 ).pipe(described("mcp"))
 
-const mcp = Command.make("mcp").pipe(described("mcp"), Command.withSubcommands([mcpPin]))
+const mcpServe = Command.make(
+  "serve",
+  {
+    ...common,
+    policy: Options.text("policy").pipe(Options.withDescription(Help.option("mcp", "--policy"))),
+    http: Options.text("http").pipe(Options.withDescription(Help.option("mcp", "--http")), Options.optional)
+  },
+  (a) => Effect.flatMap(Effect.zip(McpServe, auditKey), ([m, key]) => m.serve({ ...a, http: Option.getOrUndefined(a.http), auditKey: key }))
+).pipe(described("mcp"))
+
+const mcp = Command.make("mcp").pipe(described("mcp"), Command.withSubcommands([mcpPin, mcpServe]))
 
 /** The command tree. */
 export const command = Command.make("artana").pipe(
