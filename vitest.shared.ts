@@ -24,7 +24,9 @@ export default defineConfig({
       { find: /^@artana\/experience$/, replacement: src("experience") },
       { find: /^@artana\/middleware$/, replacement: src("middleware") },
       { find: /^@artana\/model-openai\/testing$/, replacement: src("model-openai", "testing.ts") },
-      { find: /^@artana\/model-openai$/, replacement: src("model-openai") }
+      { find: /^@artana\/model-openai$/, replacement: src("model-openai") },
+      { find: /^@artana\/model-anthropic\/testing$/, replacement: src("model-anthropic", "testing.ts") },
+      { find: /^@artana\/model-anthropic$/, replacement: src("model-anthropic") }
     ]
   },
   test: {

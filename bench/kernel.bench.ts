@@ -11,6 +11,7 @@
 //   stored bytes, and re-runs the code over it, executing nothing) / a bare ordered SELECT of the same rows +
 //   JSON.parse of each payload. Alternated, 15 rounds each. The verification's share is measured on its own
 //   (Verify.verifyEvents over the same 10,000 events read back, timed in each round) and reported in the row's detail.
+// concurrent_100_vs_floor: durable steps/s of 100 runs at once on one file / bare one-event commits/s (kernel/concurrent.ts).
 // Both floors run on the store's own driver (node:sqlite on Node 24+, better-sqlite3 12 on Node 20 and 22; the
 //   baseline names it).
 import { mkdtempSync, rmSync } from "node:fs"
@@ -21,6 +22,7 @@ import { EventStore, Kernel, ToolRegistry, Verify, Workflow } from "@artana/core
 import { ScriptedModel } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
 import { echo, echoOneCommit, tenant } from "./fixtures.js"
+import { concurrent } from "./kernel/concurrent.js"
 import { type BenchResult, median, nowUs, progress } from "./lib.js"
 
 const STEPS = 2000
@@ -146,6 +148,7 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
     })
     const { eventCount, readTimes, replayTimes, verifyTimes } = await Effect.runPromise(Effect.provide(program, layer))
     floor.close()
+    const concurrency = await concurrent()
 
     const step = median(stepTimes)
     const stepFloor = median(floorTimes)
@@ -207,7 +210,8 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
             rounds: replayTimes.length,
             target_max_ratio: 2
           }
-        }
+        },
+        concurrency
       ]
     }
   } finally {

@@ -68,6 +68,7 @@ export const RULES: Readonly<Record<string, PackageRule>> = {
   },
   "@artana/store-postgres": { kind: "adapter", workspace: ["@artana/core"], external: [...EFFECT, "@effect/sql-pg", "pg", "postgres"] },
   "@artana/model-openai": { kind: "adapter", workspace: ["@artana/core"], external: [...EFFECT, "openai", "gpt-tokenizer"] },
+  "@artana/model-anthropic": { kind: "adapter", workspace: ["@artana/core"], external: [...EFFECT, "@anthropic-ai/sdk"] },
   "@artana/middleware": { kind: "library" },
   // DESIGN.md: agent depends on core (and @effect/sql for its SQL MemoryStore); never on experience, which plugs into it.
   "@artana/agent": { kind: "library", workspace: ["@artana/core"], external: [...EFFECT], never: ["@artana/experience"] },

@@ -44,17 +44,17 @@ export const builtIn: PriceTable = {
   "gpt-3.5-turbo": { input: 0.5, cachedInput: 0.5, output: 1.5 }
 }
 
-/** A dated snapshot's suffix: `-2024-08-06`, or the older `-0613`/`-0125`. */
-const SNAPSHOT = /^-(\d{4}-\d{2}-\d{2}|\d{4})$/
+/** A dated snapshot's suffix: `-2024-08-06`, Anthropic's `-20250929`, or the older `-0613`/`-0125`. */
+const SNAPSHOT = /^-(\d{4}-\d{2}-\d{2}|\d{8}|\d{4})$/
 
 /** A usable price: every rate a finite, non-negative number (a `NaN` from a misread setting is no price at all). */
 const isPrice = Schema.is(Price)
 
 /**
  * The price of `model` in `table`: its exact name, else its family's when `model` is a dated snapshot of it
- * (`gpt-4o-2024-08-06` is priced as `gpt-4o`). Only the table's own entries count (a model named `constructor` has
- * no price), only valid prices count, and another model whose name merely starts with a priced one (`o1-pro`, which
- * costs ten times `o1`) has none.
+ * (`gpt-4o-2024-08-06` is priced as `gpt-4o`, `claude-sonnet-4-5-20250929` as `claude-sonnet-4-5`). Only the table's
+ * own entries count (a model named `constructor` has no price), only valid prices count, and another model whose name
+ * merely starts with a priced one (`o1-pro`, which costs ten times `o1`) has none.
  */
 export const priceOf = (model: string, table: PriceTable): Price | undefined => {
   const own = (name: string): Price | undefined => {

@@ -36,6 +36,7 @@ import * as RunCursor from "./internal/runCursor.js"
 import { type AppendBatch, CONFLICT, orConflict, type Tables } from "./internal/sqlAppend.js"
 import * as Codec from "./internal/sqlCodec.js"
 import * as PortableAppend from "./internal/sqlAppendPortable.js"
+import * as GroupCommit from "./internal/groupCommit.js"
 import * as SqliteAppend from "./internal/sqlAppendSqlite.js"
 import { causeText, errorCode, retryWhile, storeError, transactionDefects } from "./SqlErrors.js"
 import * as SqlMigrations from "./SqlMigrations.js"
@@ -654,9 +655,13 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
     const events = sql(t.events)
     // A store package's own append, for this client only (another store's in the same context writes elsewhere).
     const dialect = Option.getOrUndefined(Option.filter(yield* Effect.serviceOption(AppendDialect), (d) => d.client === client))
+    // SQLite has one writer: appends made together are committed together (`internal/groupCommit.ts`).
     const appendBatch: AppendBatch = dialect !== undefined
       ? dialect.make(t)
-      : sql.onDialectOrElse({ sqlite: () => SqliteAppend.make(sql, t), orElse: () => PortableAppend.make(sql, t) })
+      : yield* sql.onDialectOrElse({
+        sqlite: () => GroupCommit.make(sql, SqliteAppend.make(sql, t)),
+        orElse: () => Effect.succeed(PortableAppend.make(sql, t))
+      })
 
     /**
      * A refused batch of a fenced writer: `OwnershipLost` when the run has a newer owner (a conflict of such a writer

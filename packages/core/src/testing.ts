@@ -4,6 +4,7 @@
  *
  * @since 0.1.0
  */
+export * as FakeProvider from "./FakeProvider.js"
 export * as ScriptedModel from "./ScriptedModel.js"
 export { layerMemory as eventStoreMemory } from "./EventStore.js"
 export * as TestLog from "./TestLog.js"

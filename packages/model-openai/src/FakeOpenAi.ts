@@ -10,9 +10,9 @@
  *
  * @since 0.1.0
  */
-import * as Effect from "effect/Effect"
+import { FakeProvider } from "@artana/core/testing"
+import type * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import * as Http from "node:http"
 
 /** Token usage a scripted answer reports. */
 export interface ScriptedUsage {
@@ -49,13 +49,8 @@ export interface HttpError {
   readonly headers: Readonly<Record<string, string>>
 }
 
-/** Never answer: the request stays open until the client gives up. */
-export interface Hang {
-  readonly _tag: "Hang"
-}
-
-/** One scripted reply. */
-export type Reply = Answer | HttpError | Hang
+/** One scripted reply (`Hang`: never answered, the request stays open until the client gives up). */
+export type Reply = Answer | HttpError | FakeProvider.Hang
 
 /** Usage reported when a reply does not set its own. */
 export const defaultUsage: ScriptedUsage = { promptTokens: 10, completionTokens: 5 }
@@ -113,28 +108,14 @@ export const error = (
 })
 
 /** A request the server never answers. */
-export const hang: Reply = { _tag: "Hang" }
+export const hang: Reply = FakeProvider.hang
 
 /** A request as the server received it. */
-export interface RecordedRequest {
-  readonly method: string
-  readonly path: string
-  readonly headers: Http.IncomingHttpHeaders
-  /** The parsed JSON body (`undefined` when it was not JSON). */
-  readonly body: unknown
-  /** Resolves when the client closed the connection before the server answered (a timeout, an interruption). */
-  readonly abandoned: Promise<void>
-}
+export type RecordedRequest = FakeProvider.RecordedRequest
 
-export interface Server {
+export interface Server extends Omit<FakeProvider.Server, "url"> {
   /** The base URL to give the SDK, ending in `/v1`. */
   readonly url: string
-  /** Every request received, in order. */
-  readonly requests: ReadonlyArray<RecordedRequest>
-  /** Replies not yet played. */
-  readonly remaining: () => number
-  /** Stops the server and drops open connections (hung requests included). */
-  readonly close: () => Promise<void>
 }
 
 const completionId = (n: number) => `chatcmpl-fake-${n}`
@@ -195,80 +176,29 @@ const chunks = (answer: Answer, model: string, n: number, includeUsage: boolean)
 
 const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> => typeof u === "object" && u !== null && !Array.isArray(u)
 
-const sendJson = (res: Http.ServerResponse, status: number, body: unknown, headers: Readonly<Record<string, string>> = {}) => {
-  res.writeHead(status, { "content-type": "application/json", ...headers })
-  res.end(JSON.stringify(body))
-}
-
 const errorBody = (message: string, type: string, code: string | null) => ({ error: { message, type, param: null, code } })
 
-/** Starts a server on 127.0.0.1 (a free port) that plays `script`. */
-export const start = (script: ReadonlyArray<Reply>): Promise<Server> => {
-  const requests: Array<RecordedRequest> = []
-  let next = 0
-  const server = Http.createServer((req, res) => {
-    const raw: Array<Buffer> = []
-    req.on("data", (b: Buffer) => raw.push(b))
-    req.on("end", () => {
-      const n = requests.length + 1
-      let body: unknown
-      try {
-        body = JSON.parse(Buffer.concat(raw).toString("utf8"))
-      } catch {
-        body = undefined
-      }
-      let abandon: () => void = () => {}
-      const abandoned = new Promise<void>((resolve) => (abandon = resolve))
-      res.on("close", () => {
-        if (!res.writableEnded) abandon()
-      })
-      const path = (req.url ?? "").split("?")[0] ?? ""
-      requests.push({ method: req.method ?? "", path, headers: req.headers, body, abandoned })
-      if (req.method !== "POST" || path !== "/v1/chat/completions") {
-        return sendJson(res, 404, errorBody(`FakeOpenAi serves POST /v1/chat/completions, not ${req.method} ${path}`, "invalid_request_error", null))
-      }
-      const reply = script[next]
-      if (reply === undefined) {
-        // Not retryable (400), so a test that makes one call too many fails at once and says why.
-        return sendJson(res, 400, errorBody(`FakeOpenAi: the script has ${script.length} replies but request ${n} arrived`, "invalid_request_error", "script_exhausted"))
-      }
-      next++
-      switch (reply._tag) {
-        case "Hang":
-          return
-        case "HttpError":
-          return sendJson(res, reply.status, errorBody(reply.message, reply.type, reply.code), reply.headers)
-        case "Answer": {
-          const model = isRecord(body) && typeof body["model"] === "string" ? body["model"] : "fake-model"
-          if (!(isRecord(body) && body["stream"] === true)) return sendJson(res, 200, completion(reply, model, n))
-          const options = isRecord(body) ? body["stream_options"] : undefined
-          const includeUsage = isRecord(options) && options["include_usage"] === true
-          res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" })
-          for (const c of chunks(reply, model, n, includeUsage)) res.write(`data: ${JSON.stringify(c)}\n\n`)
-          res.end("data: [DONE]\n\n")
-        }
-      }
-    })
-  })
-  return new Promise((resolve, reject) => {
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      if (address === null || typeof address === "string") return reject(new Error(`FakeOpenAi: unexpected address ${address}`))
-      resolve({
-        url: `http://127.0.0.1:${address.port}/v1`,
-        requests,
-        remaining: () => script.length - next,
-        close: () =>
-          new Promise<void>((done, fail) => {
-            server.close((e) => (e === undefined ? done() : fail(e)))
-            server.closeAllConnections()
-          })
-      })
-    })
-  })
+const protocol: FakeProvider.Protocol<Reply> = {
+  path: "/v1/chat/completions",
+  errorBody: (status, message) => errorBody(message, "invalid_request_error", status === 400 ? "script_exhausted" : null),
+  answer: (reply, request, res, n) => {
+    const body = request.body
+    if (reply._tag === "HttpError") return FakeProvider.sendJson(res, reply.status, errorBody(reply.message, reply.type, reply.code), reply.headers)
+    if (reply._tag !== "Answer") return
+    const model = isRecord(body) && typeof body["model"] === "string" ? body["model"] : "fake-model"
+    if (!(isRecord(body) && body["stream"] === true)) return FakeProvider.sendJson(res, 200, completion(reply, model, n))
+    const options = body["stream_options"]
+    const includeUsage = isRecord(options) && options["include_usage"] === true
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" })
+    for (const c of chunks(reply, model, n, includeUsage)) res.write(`data: ${JSON.stringify(c)}\n\n`)
+    res.end("data: [DONE]\n\n")
+  }
 }
+
+/** Starts a server on 127.0.0.1 (a free port) that plays `script`. */
+export const start = (script: ReadonlyArray<Reply>): Promise<Server> =>
+  FakeProvider.start("FakeOpenAi", protocol, script).then((server) => ({ ...server, url: `${server.url}/v1` }))
 
 /** `start` as a scoped resource: the server closes with the scope. */
 export const scoped = (script: ReadonlyArray<Reply>): Effect.Effect<Server, never, Scope.Scope> =>
-  Effect.acquireRelease(Effect.promise(() => start(script)), (server) => Effect.promise(() => server.close()))
+  FakeProvider.scoped(() => start(script))

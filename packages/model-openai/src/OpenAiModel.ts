@@ -4,21 +4,18 @@
  *
  * @since 0.1.0
  */
-import { type Chat, ModelPort, type Pricing } from "@artana/core"
-import * as Config from "effect/Config"
-import * as ConfigError from "effect/ConfigError"
+import { type Chat, ModelPort, ModelTransport, type Pricing } from "@artana/core"
+import type * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import { OpenAI } from "openai"
-import { classify, type Failure, failure } from "./internal/errors.js"
-import { toParams, wireNames } from "./internal/request.js"
+import { classify, provider } from "./internal/errors.js"
+import { toParams } from "./internal/request.js"
 import { accumulate, check, fromCompletion, isFailure, type Reply, toResponse } from "./internal/response.js"
-import { retrying } from "./internal/retry.js"
 import { countMessages } from "./internal/tokens.js"
 
 /** Options of the adapter. Every field is optional; see `layerConfig` for the environment variables. */
@@ -75,11 +72,7 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
     const defaultModel = options.defaultModel ?? "gpt-4o-mini"
     const timeoutMs = Duration.toMillis(options.timeout ?? Duration.seconds(60))
     const stream = options.stream ?? false
-    const policy = {
-      maxRetries: Math.max(0, options.maxRetries ?? 3),
-      baseDelay: Duration.decode(options.retryBaseDelay ?? Duration.millis(500)),
-      maxDelay: Duration.decode(options.retryMaxDelay ?? Duration.seconds(30))
-    }
+    const policy = ModelTransport.retryPolicy("openai", options)
     const hasApiKey = options.apiKey !== undefined
     const client = new OpenAI({
       // The SDK insists on a key; a server that needs none gets no Authorization header at all.
@@ -97,17 +90,10 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
     })
 
     const generate = Effect.fn("OpenAiModel.generate")(function*(request: ModelPort.ModelRequest) {
-      const ctx = { baseURL, model: request.model, hasApiKey, timeoutMs }
-      if (!hasApiKey && options.baseURL === undefined) {
-        return yield* failure(
-          "authentication",
-          "no API key configured for api.openai.com; set OPENAI_API_KEY (read by OpenAiModel.layerConfig) or pass " +
-            "apiKey to OpenAiModel.layer (a local server needs none: set OPENAI_BASE_URL instead)",
-          false
-        ).error
-      }
+      const endpoint = { provider, baseURL, model: request.model, hasApiKey, timeoutMs }
+      if (!hasApiKey && options.baseURL === undefined) return yield* ModelTransport.missingKey(endpoint).error
       // Tool names the API refuses (`fs.read`) travel renamed, and the model's calls are renamed back.
-      const names = wireNames(request.tools.map((t) => t.name))
+      const names = ModelTransport.wireNames(request.tools.map((t) => t.name))
       const params = toParams(request, names)
       // The SDK promise is wrapped once; the AbortSignal cancels the HTTP request when the fiber is interrupted
       // (by the deadline below, or by the caller).
@@ -118,19 +104,19 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
               .create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal })
               .then(accumulate)
             : client.chat.completions.create({ ...params, stream: false }, { signal }).then(fromCompletion),
-        catch: (e) => classify(e, ctx)
+        catch: (e) => classify(e, endpoint)
       })
       const attempt = call.pipe(
         Effect.timeoutFail({
           duration: timeoutMs,
-          onTimeout: () => failure("timeout", `no complete answer from ${baseURL} within ${timeoutMs} ms`, true)
+          onTimeout: () => ModelTransport.failure("timeout", `no complete answer from ${baseURL} within ${timeoutMs} ms`, true)
         }),
         Effect.flatMap((reply) => {
           const checked = check({ ...reply, toolCalls: reply.toolCalls.map((c) => ({ ...c, name: names.fromWire(c.name) })) })
-          return isFailure(checked) ? Effect.fail<Failure>(checked) : Effect.succeed(checked)
+          return isFailure(checked) ? Effect.fail<ModelTransport.Failure>(checked) : Effect.succeed(checked)
         })
       )
-      const result = yield* Effect.mapError(retrying(attempt, policy), (f) => f.error)
+      const result = yield* Effect.mapError(ModelTransport.retrying(attempt, policy), (f) => f.error)
       return yield* toResponse(result.value, request, result.notes)
     })
 
@@ -160,19 +146,7 @@ export const layer = (options: Options = {}): Layer.Layer<ModelPort.ModelPort | 
  * The environment's options: `OPENAI_API_KEY` (redacted), `OPENAI_BASE_URL`, `OPENAI_MODEL`. The key may be
  * missing only when a base URL is set (local servers need none).
  */
-export const fromEnv: Config.Config<Options> = Config.all({
-  apiKey: Config.option(Config.redacted("OPENAI_API_KEY")),
-  baseURL: Config.option(Config.string("OPENAI_BASE_URL")),
-  defaultModel: Config.option(Config.string("OPENAI_MODEL"))
-}).pipe(Config.map((env) => ({
-  apiKey: Option.getOrUndefined(env.apiKey),
-  baseURL: Option.getOrUndefined(env.baseURL),
-  defaultModel: Option.getOrUndefined(env.defaultModel)
-})))
-
-// `Config.unwrap({})` throws in effect 3.22 (a struct of no fields), so no overrides is special-cased.
-const unwrapOverrides = (overrides: Config.Config.Wrap<Options>): Config.Config<Options> =>
-  Config.isConfig(overrides) || Object.keys(overrides).length > 0 ? Config.unwrap(overrides) : Config.succeed({})
+export const fromEnv: Config.Config<Options> = ModelTransport.connectionFromEnv("OPENAI")
 
 /**
  * A layer whose options come from configuration: `fromEnv`, with `overrides` on top (plain values through
@@ -184,24 +158,11 @@ const unwrapOverrides = (overrides: Config.Config.Wrap<Options>): Config.Config<
 export const layerConfig = (
   overrides: Config.Config.Wrap<Options> = {}
 ): Layer.Layer<ModelPort.ModelPort | OpenAiClient, ConfigError.ConfigError> =>
-  Layer.unwrapEffect(
-    Effect.map(
-      Config.all([fromEnv, unwrapOverrides(overrides)]).pipe(
-        Config.mapOrFail(([env, given]) => {
-          const options: Options = {
-            ...given,
-            apiKey: given.apiKey ?? env.apiKey,
-            baseURL: given.baseURL ?? env.baseURL,
-            defaultModel: given.defaultModel ?? env.defaultModel
-          }
-          return options.apiKey === undefined && options.baseURL === undefined
-            ? Either.left(ConfigError.MissingData(
-              ["OPENAI_API_KEY"],
-              "OPENAI_API_KEY is required for api.openai.com; for a local OpenAI-compatible server set OPENAI_BASE_URL instead"
-            ))
-            : Either.right(options)
-        })
-      ),
-      layer
-    )
-  )
+  Layer.unwrapEffect(Effect.map(
+    ModelTransport.optionsConfig(
+      "OPENAI",
+      "OPENAI_API_KEY is required for api.openai.com; for a local OpenAI-compatible server set OPENAI_BASE_URL instead",
+      overrides
+    ),
+    layer
+  ))

@@ -1,44 +1,14 @@
 /**
  * A `ModelRequest` as Chat Completions parameters.
  */
-import type { Chat, Json, ModelPort } from "@artana/core"
+import type { Chat, Json, ModelPort, ModelTransport } from "@artana/core"
 import type {
   ChatCompletionCreateParamsNonStreaming,
   ChatCompletionMessageParam,
   ChatCompletionTool
 } from "openai/resources/chat/completions"
 
-// Function names must match ^[a-zA-Z0-9_-]{1,64}$; Artana's tool names may also hold dots (`fs.read`).
-const FUNCTION_NAME = /^[a-zA-Z0-9_-]{1,64}$/
-
-/** Tool names as sent (`toWire`) and as the model answers them back (`fromWire`). */
-export interface WireNames {
-  readonly toWire: (name: string) => string
-  readonly fromWire: (name: string) => string
-}
-
-/**
- * A reversible renaming of the request's tools to names the API accepts: valid names stay as they are; others
- * get their invalid characters replaced by `_` (`fs.read` -> `fs_read`), with a numeric suffix if that
- * collides with another tool's name.
- */
-export const wireNames = (names: ReadonlyArray<string>): WireNames => {
-  const toWire = new Map<string, string>()
-  const taken = new Set(names.filter((n) => FUNCTION_NAME.test(n)))
-  for (const name of names) {
-    if (FUNCTION_NAME.test(name)) {
-      toWire.set(name, name)
-      continue
-    }
-    const base = name.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 60) || "tool"
-    let candidate = base
-    for (let i = 2; taken.has(candidate); i++) candidate = `${base}_${i}`
-    taken.add(candidate)
-    toWire.set(name, candidate)
-  }
-  const fromWire = new Map([...toWire].map(([original, wire]) => [wire, original]))
-  return { toWire: (name) => toWire.get(name) ?? name, fromWire: (name) => fromWire.get(name) ?? name }
-}
+type WireNames = ModelTransport.WireNames
 
 const identity: WireNames = { toWire: (name) => name, fromWire: (name) => name }
 

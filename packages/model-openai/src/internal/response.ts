@@ -1,12 +1,15 @@
 /**
  * Chat Completions replies (whole or streamed) as one shape, checked, then turned into a `ModelResponse`.
  */
-import type { Chat, ModelPort } from "@artana/core"
+import { type Chat, type ModelPort, ModelTransport } from "@artana/core"
 import * as Effect from "effect/Effect"
 import type { CompletionUsage } from "openai/resources/completions"
 import type { ChatCompletion, ChatCompletionChunk } from "openai/resources/chat/completions"
-import { type Failure, failure } from "./errors.js"
 import { countMessages, countText } from "./tokens.js"
+
+type Failure = ModelTransport.Failure
+
+const { failure } = ModelTransport
 
 interface ToolCall {
   id: string

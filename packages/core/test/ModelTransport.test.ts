@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, TestClock } from "effect"
-import { Errors } from "@artana/core"
-import { type Failure, retryAfterMs } from "../src/internal/errors.js"
-import { retrying } from "../src/internal/retry.js"
+import { Errors, ModelTransport } from "@artana/core"
+
+const { retryAfterMs, retrying } = ModelTransport
 
 const failing = (kinds: ReadonlyArray<Errors.ModelError["kind"]>, retryAfterMs?: number) => {
   let calls = 0
@@ -10,12 +10,12 @@ const failing = (kinds: ReadonlyArray<Errors.ModelError["kind"]>, retryAfterMs?:
     const kind = kinds[calls++]
     if (kind === undefined) return Effect.succeed(`ok after ${calls} calls`)
     const error = new Errors.ModelError({ kind, reason: `${kind} #${calls}`, retryable: kind !== "authentication" })
-    return Effect.fail<Failure>({ error, retryAfterMs })
+    return Effect.fail<ModelTransport.Failure>({ error, retryAfterMs })
   })
   return { attempt, calls: () => calls }
 }
 
-const policy = { maxRetries: 3, baseDelay: Duration.millis(100), maxDelay: Duration.millis(300) }
+const policy = { source: "openai", maxRetries: 3, baseDelay: Duration.millis(100), maxDelay: Duration.millis(300) }
 
 describe("transport retry", () => {
   it.effect("backs off exponentially with jitter, capped, and notes every retry", () =>

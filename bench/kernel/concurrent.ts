@@ -1,0 +1,92 @@
+// concurrent_100_vs_floor (part of `pnpm bench kernel`): durable tool steps per second of RUNS runs stepping at once
+// on one SQLite file (synchronous=FULL, WAL) / bare INSERT commits per second, one event each, of the same rows on
+// the same file: the one-commit-per-event floor. Appends made together are group-committed (one transaction, a
+// savepoint each), so concurrency buys throughput. Rounds alternate Artana and the floor; medians.
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Layer, ManagedRuntime, Schema } from "effect"
+import { Kernel, ToolRegistry, Workflow } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
+import { SqliteStore } from "@artana/store-sqlite"
+import { echo, tenant } from "../fixtures.js"
+import { type BenchResult, median, nowUs, progress } from "../lib.js"
+
+const RUNS = 100
+const STEPS = 10
+const ROUNDS = 5
+/** Floor commits per round: at ~100 fsyncs a second, a round of a second or two. */
+const FLOOR_COMMITS = 200
+
+const steps = Workflow.make({
+  name: "bench.concurrent",
+  input: Schema.Struct({ n: Schema.Number }),
+  output: Schema.Number,
+  run: ({ n }, ctx) =>
+    Effect.gen(function*() {
+      for (let i = 0; i < n; i++) yield* ctx.tool(echo, { i, note: "a durable step of the benchmark" })
+      return n
+    })
+})
+
+export const concurrent = async (): Promise<BenchResult["rows"][number]> => {
+  const dir = mkdtempSync(join(tmpdir(), "artana-bench-concurrent-"))
+  const filename = join(dir, "bench.db")
+  const runtime = ManagedRuntime.make(
+    Layer.provideMerge(Kernel.layer(), Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), ToolRegistry.layer([echo])))
+  )
+  const Sqlite = SqliteStore.driver()
+  const floor = new Sqlite(filename)
+  try {
+    const round = async (prefix: string) => {
+      const t0 = nowUs()
+      await Promise.all(Array.from({ length: RUNS }, (_, r) =>
+        runtime.runPromise(Effect.flatMap(Kernel.Kernel, (k) => k.execute(steps, { runId: `${prefix}-${r}`, tenant, input: { n: STEPS } })))))
+      return (RUNS * STEPS) / ((nowUs() - t0) / 1e6)
+    }
+    await round("warm")
+    floor.pragma("journal_mode = WAL")
+    floor.pragma("synchronous = FULL")
+    const table = (floor.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%events'`).get() as { name: string }).name
+    floor.exec(`CREATE TABLE floor_events AS SELECT * FROM ${table} WHERE 0`)
+    floor.exec(`CREATE UNIQUE INDEX floor_pk ON floor_events (run_id, seq)`)
+    const rows = floor.prepare(`SELECT * FROM ${table} WHERE run_id = 'warm-0' ORDER BY seq`).all() as Array<Record<string, unknown>>
+    const columns = Object.keys(rows[0]!)
+    const insert = floor.prepare(`INSERT INTO floor_events (${columns.join(",")}) VALUES (${columns.map(() => "?").join(",")})`)
+    const floorRound = (r: number) => {
+      const t0 = nowUs()
+      for (let i = 0; i < FLOOR_COMMITS; i++) {
+        const row = rows[i % rows.length]!
+        insert.run(...columns.map((c) => (c === "run_id" ? `floor-${r}-${Math.floor(i / rows.length)}` : row[c])))
+      }
+      return FLOOR_COMMITS / ((nowUs() - t0) / 1e6)
+    }
+    const artana: Array<number> = []
+    const bare: Array<number> = []
+    for (let r = 0; r < ROUNDS; r++) {
+      progress(`concurrent_100_vs_floor round ${r + 1}/${ROUNDS}: ${RUNS} runs x ${STEPS} durable steps at once, then ${FLOOR_COMMITS} bare commits`)
+      if (r % 2 === 0) {
+        artana.push(await round(`r${r}`))
+        bare.push(floorRound(r))
+      } else {
+        bare.push(floorRound(r))
+        artana.push(await round(`r${r}`))
+      }
+    }
+    const stepsPerSecond = median(artana)
+    const commitsPerSecond = median(bare)
+    return {
+      metric: "concurrent_100_vs_floor",
+      value: stepsPerSecond / commitsPerSecond,
+      unit: "ratio",
+      baseline: `bare ${SqliteStore.driverName} INSERT commits per second, one event each (synchronous=FULL, WAL)`,
+      baselineValue: commitsPerSecond,
+      ratio: stepsPerSecond / commitsPerSecond,
+      detail: { steps_per_second: stepsPerSecond, floor_commits_per_second: commitsPerSecond, runs: RUNS, steps_per_run: STEPS, rounds: ROUNDS, target_min_ratio: 5 }
+    }
+  } finally {
+    floor.close()
+    await runtime.dispose()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}

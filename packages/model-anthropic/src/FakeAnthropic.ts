@@ -1,0 +1,191 @@
+/**
+ * A local Anthropic-compatible server for tests and offline examples: `POST /v1/messages`, answered from a script of
+ * replies, one per request, as the Messages API answers (JSON). It records every request, so a test can assert what
+ * the real `@anthropic-ai/sdk` sent.
+ *
+ * @example
+ * const server = await FakeAnthropic.start([FakeAnthropic.toolCall("get_balance", { accountId: "acc-1" }), FakeAnthropic.text("done")])
+ * const model = AnthropicModel.layer({ baseURL: server.url })
+ * // ... run, then: server.requests[1].body, await server.close()
+ *
+ * @since 0.1.0
+ */
+import { FakeProvider } from "@artana/core/testing"
+import type * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+
+/** Token usage a scripted answer reports (Anthropic's `input_tokens` excludes the cache reads and writes). */
+export interface ScriptedUsage {
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly cacheReadTokens?: number | undefined
+  readonly cacheWriteTokens?: number | undefined
+}
+
+/** A tool call a scripted answer makes (`input` is sent as the `tool_use` block's input). */
+export interface ScriptedToolCall {
+  readonly name: string
+  readonly input: unknown
+  readonly id?: string | undefined
+}
+
+/** A 200 answer. */
+export interface Answer {
+  readonly _tag: "Answer"
+  readonly text: string | null
+  readonly toolCalls: ReadonlyArray<ScriptedToolCall>
+  /** The structured answer: a call of the request's answer tool with this input. */
+  readonly output: { readonly input: unknown; readonly name: string | undefined } | undefined
+  readonly stopReason: "end_turn" | "max_tokens" | "tool_use" | "refusal" | "model_context_window_exceeded"
+  readonly usage: ScriptedUsage
+  /** The model the answer says answered; default the request's. */
+  readonly model: string | undefined
+}
+
+/** An HTTP error with an Anthropic error body (`{ type: "error", error: { type, message } }`). */
+export interface HttpError {
+  readonly _tag: "HttpError"
+  readonly status: number
+  readonly message: string
+  readonly type: string
+  readonly headers: Readonly<Record<string, string>>
+}
+
+/** One scripted reply (`Hang`: never answered, the request stays open until the client gives up). */
+export type Reply = Answer | HttpError | FakeProvider.Hang
+
+/** Usage reported when a reply does not set its own. */
+export const defaultUsage: ScriptedUsage = { inputTokens: 10, outputTokens: 5 }
+
+interface AnswerOptions {
+  readonly usage?: ScriptedUsage | undefined
+  readonly stopReason?: Answer["stopReason"] | undefined
+  readonly model?: string | undefined
+}
+
+const answer = (fields: Pick<Answer, "text" | "toolCalls" | "output">, stopReason: Answer["stopReason"], options: AnswerOptions): Reply => ({
+  _tag: "Answer",
+  ...fields,
+  stopReason: options.stopReason ?? stopReason,
+  usage: options.usage ?? defaultUsage,
+  model: options.model
+})
+
+/** A text answer. */
+export const text = (content: string, options: AnswerOptions = {}): Reply =>
+  answer({ text: content, toolCalls: [], output: undefined }, "end_turn", options)
+
+/**
+ * A structured answer: a call of the request's answer tool (the one `tool_choice` names, else the tool `name`, else
+ * the request's last tool) with `value` as its input.
+ */
+export const output = (value: unknown, options: AnswerOptions & { readonly name?: string } = {}): Reply =>
+  answer({ text: null, toolCalls: [], output: { input: value, name: options.name } }, "tool_use", options)
+
+/** An answer calling tools, after an optional text. */
+export const toolCalls = (calls: ReadonlyArray<ScriptedToolCall>, options: AnswerOptions & { readonly text?: string } = {}): Reply =>
+  answer({ text: options.text ?? null, toolCalls: calls, output: undefined }, "tool_use", options)
+
+/** An answer calling one tool. */
+export const toolCall = (name: string, input: unknown, options: AnswerOptions & { readonly id?: string; readonly text?: string } = {}): Reply =>
+  toolCalls([{ name, input, id: options.id }], options)
+
+/** A refusal (`stop_reason: "refusal"`). */
+export const refusal = (said = ""): Reply => answer({ text: said, toolCalls: [], output: undefined }, "refusal", {})
+
+const ERROR_TYPES: Readonly<Record<number, string>> = {
+  400: "invalid_request_error",
+  401: "authentication_error",
+  402: "billing_error",
+  403: "permission_error",
+  404: "not_found_error",
+  413: "request_too_large",
+  429: "rate_limit_error",
+  500: "api_error",
+  504: "timeout_error",
+  529: "overloaded_error"
+}
+
+/** An HTTP error; `retryAfter` sets the `retry-after` header (seconds). */
+export const error = (
+  status: number,
+  options: { readonly message?: string; readonly type?: string; readonly retryAfter?: string; readonly headers?: Readonly<Record<string, string>> } = {}
+): Reply => ({
+  _tag: "HttpError",
+  status,
+  message: options.message ?? `scripted error ${status}`,
+  type: options.type ?? ERROR_TYPES[status] ?? (status >= 500 ? "api_error" : "invalid_request_error"),
+  headers: { ...options.headers, ...(options.retryAfter === undefined ? {} : { "retry-after": options.retryAfter }) }
+})
+
+/** A request the server never answers. */
+export const hang: Reply = FakeProvider.hang
+
+/** A request as the server received it. */
+export type RecordedRequest = FakeProvider.RecordedRequest
+
+/** The server: `url` is its origin, without `/v1` (which the SDK adds). */
+export type Server = FakeProvider.Server
+
+const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/** The answer tool of a request: the one `tool_choice` names, else the last tool. */
+const answerToolOf = (body: unknown): string => {
+  if (!isRecord(body)) return "output"
+  const choice = body["tool_choice"]
+  if (isRecord(choice) && choice["type"] === "tool" && typeof choice["name"] === "string") return choice["name"]
+  const tools = body["tools"]
+  const last = Array.isArray(tools) ? tools[tools.length - 1] : undefined
+  return isRecord(last) && typeof last["name"] === "string" ? last["name"] : "output"
+}
+
+const message = (reply: Answer, body: unknown, n: number) => {
+  const requested = isRecord(body) && typeof body["model"] === "string" ? body["model"] : "claude-fake"
+  const content: Array<unknown> = []
+  if (reply.text !== null && reply.text.length > 0) content.push({ type: "text", text: reply.text, citations: null })
+  reply.toolCalls.forEach((call, i) => {
+    content.push({ type: "tool_use", id: call.id ?? `toolu_${n}_${i}`, name: call.name, input: call.input })
+  })
+  if (reply.output !== undefined) {
+    content.push({ type: "tool_use", id: `toolu_${n}_answer`, name: reply.output.name ?? answerToolOf(body), input: reply.output.input })
+  }
+  return {
+    id: `msg_fake_${n}`,
+    type: "message",
+    role: "assistant",
+    model: reply.model ?? requested,
+    content,
+    stop_reason: reply.stopReason,
+    stop_sequence: null,
+    usage: {
+      input_tokens: reply.usage.inputTokens,
+      output_tokens: reply.usage.outputTokens,
+      cache_read_input_tokens: reply.usage.cacheReadTokens ?? null,
+      cache_creation_input_tokens: reply.usage.cacheWriteTokens ?? null
+    }
+  }
+}
+
+const errorBody = (message: string, type: string) => ({ type: "error", error: { type, message } })
+
+const protocol: FakeProvider.Protocol<Reply> = {
+  path: "/v1/messages",
+  errorBody: (status, message) => errorBody(message, ERROR_TYPES[status] ?? "invalid_request_error"),
+  answer: (reply, request, res, n) => {
+    const headers = { "request-id": `req_fake_${n}` }
+    if (isRecord(request.body) && request.body["stream"] === true) {
+      return FakeProvider.sendJson(res, 400, errorBody("FakeAnthropic does not stream", "invalid_request_error"), headers)
+    }
+    if (reply._tag === "HttpError") {
+      return FakeProvider.sendJson(res, reply.status, errorBody(reply.message, reply.type), { ...headers, ...reply.headers })
+    }
+    if (reply._tag === "Answer") FakeProvider.sendJson(res, 200, message(reply, request.body, n), headers)
+  }
+}
+
+/** Starts a server on 127.0.0.1 (a free port) that plays `script`. */
+export const start = (script: ReadonlyArray<Reply>): Promise<Server> => FakeProvider.start("FakeAnthropic", protocol, script)
+
+/** `start` as a scoped resource: the server closes with the scope. */
+export const scoped = (script: ReadonlyArray<Reply>): Effect.Effect<Server, never, Scope.Scope> =>
+  FakeProvider.scoped(() => start(script))
