@@ -52,6 +52,11 @@ describe("MCP servers in the CLI: artana mcp pin, and plans that call MCP tools"
       // The server rewrote a description: pinning again names the tool that changed.
       const pinnedText = written.replace(JSON.stringify(calls), `${JSON.stringify(calls)}, "(new wording)"`)
       fs.writeFileSync(file, pinnedText)
+      // Until a person pins again, a plan cannot call the changed tool: bad input saying why, and nothing runs.
+      fs.writeFileSync(path.join(cwd, "plan.yaml"), "steps:\n  - tool: notes.read_note\n    args: { path: a.txt }\n")
+      const withheld = yield* artana(["run", "plan.yaml", "--policy", file, "--db", path.join(cwd, "artana.db")], { cwd })
+      expect(withheld.code).toBe(2)
+      expect(withheld.stderr).toContain('tool "notes.read_note" is withheld: changed since it was pinned')
       const second = yield* artana(["mcp", "pin", "--policy", file], { cwd })
       expect(second.code).toBe(0)
       expect(second.stdout).toContain("pinned 7 tools of notes (changed: read_note)")

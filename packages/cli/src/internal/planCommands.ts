@@ -74,7 +74,13 @@ export const run = (args: RunArgs) =>
   Out.command(args, Effect.scoped(Effect.gen(function*() {
     const toolbox = yield* Toolbox.fromPolicyFile(args.policy)
     const registry = { get: (name: string) => toolbox.tools.find((t) => t.name === name), list: () => toolbox.tools }
-    const plan = yield* Plan.load(args.plan, { tools: registry })
+    const plan = yield* Effect.mapError(Plan.load(args.plan, { tools: registry }), (e) => {
+      // A tool the policy's MCP servers offer but the policy withholds (not pinned, changed since pinned): say why.
+      const withheld = e.kind === "unknown_tool" ? toolbox.withheld.find((w) => e.reason.startsWith(`unknown tool "${w.tool}"`)) : undefined
+      return withheld === undefined
+        ? e
+        : new Plan.PlanError({ file: e.file, kind: e.kind, line: e.line, column: e.column, path: e.path, reason: `tool "${withheld.tool}" is withheld: ${withheld.reason}` })
+    })
     const planFile = { file: path.resolve(args.plan), sha256: yield* sha256File(args.plan) }
     const tenant = yield* Services.tenant(args.tenant, toolbox.tools)
     const db = Database.parse(args.db)

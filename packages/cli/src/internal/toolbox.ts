@@ -24,6 +24,8 @@ export interface Toolbox {
   readonly policy: PlanRunner.PolicyRecord | undefined
   /** The MCP servers' tools as the run's input logs them (listed once, when the run starts). */
   readonly mcp: McpTools.ToolList | undefined
+  /** MCP tools withheld from the plan, and why (not pinned, changed since pinned, a schema no validator compiles). */
+  readonly withheld: ReadonlyArray<{ readonly tool: string; readonly reason: string }>
 }
 
 /** A policy file that cannot be used: file, line, column, field and why (the sandbox's own error). */
@@ -52,10 +54,11 @@ const mcpConfig = (file: string, document: unknown) =>
  */
 const mcpTools = (config: McpConfig.Config | undefined, list: McpTools.ToolList | undefined) =>
   Effect.gen(function*() {
-    if (config === undefined) return { tools: [], mcp: undefined }
+    if (config === undefined) return { tools: [], mcp: undefined, withheld: [] }
     const servers = yield* McpServers.make(config)
     const listed = list ?? (yield* McpTools.list(servers))
-    return { tools: McpTools.fromList(servers, listed).tools, mcp: listed }
+    const built = McpTools.fromList(servers, listed)
+    return { tools: built.tools, mcp: listed, withheld: built.withheld }
   })
 
 /** The sandbox's tools and middleware under the policy in `file`, the MCP servers' tools, and the record the run logs of it. */
@@ -66,7 +69,13 @@ export const fromPolicyFile = (file: string): Effect.Effect<Toolbox, PolicyError
     if (!document.ok) return yield* new Policy.PolicyError({ file, field: "$", reason: `the policy is not JSON-compatible: ${document.error}` })
     const toolbox = yield* load(Sandbox.configOf(loaded), file)
     const mcp = yield* mcpTools(yield* mcpConfig(file, loaded.source), undefined)
-    return { tools: [...toolbox.tools, ...mcp.tools], middleware: toolbox.middleware, policy: { file: loaded.file, sha256: loaded.sha256, document: document.json }, mcp: mcp.mcp }
+    return {
+      tools: [...toolbox.tools, ...mcp.tools],
+      middleware: toolbox.middleware,
+      policy: { file: loaded.file, sha256: loaded.sha256, document: document.json },
+      mcp: mcp.mcp,
+      withheld: mcp.withheld
+    }
   })
 
 /**
@@ -78,12 +87,12 @@ export const fromRecord = (
   mcp: McpTools.ToolList | undefined = undefined
 ): Effect.Effect<Toolbox, PolicyError | McpErrors.McpError, Scope.Scope> =>
   Effect.gen(function*() {
-    if (record === undefined) return { tools: [], middleware: [], policy: undefined, mcp: undefined }
+    if (record === undefined) return { tools: [], middleware: [], policy: undefined, mcp: undefined, withheld: [] }
     const toolbox = yield* load({ baseDir: path.dirname(record.file), policy: record.document }, record.file)
     const logged = Json.isObject(record.document) ? record.document.mcp : undefined
     const config = logged === undefined ? undefined : yield* Either.match(McpServers.decodeConfig(logged), { onLeft: Effect.fail, onRight: Effect.succeed })
     const tools = yield* mcpTools(config, mcp ?? { entries: [] })
-    return { ...toolbox, tools: [...toolbox.tools, ...tools.tools], policy: record, mcp }
+    return { ...toolbox, tools: [...toolbox.tools, ...tools.tools], policy: record, mcp, withheld: tools.withheld }
   })
 
 /** Reads the sandbox's audit records of a run (per step key: allowed or denied, why, what it touched). */
