@@ -103,6 +103,40 @@ describe("MCP servers in the CLI: artana mcp pin, and plans that call MCP tools"
       expect(fs.readFileSync(calls, "utf8").trim().split("\n")).toHaveLength(2)
     }), { timeout: 240_000 })
 
+  it.effect("a server that dies mid-step leaves it in doubt; the continued run keeps the tool list it logged", () =>
+    Effect.gen(function*() {
+      const cwd = tempDir()
+      const file = path.join(cwd, "policy.yaml")
+      const calls = path.join(cwd, "calls.jsonl")
+      const db = path.join(cwd, "artana.db")
+      fs.writeFileSync(file, policy(calls, ""))
+      expect((yield* artana(["mcp", "pin", "--policy", file], { cwd })).code).toBe(0)
+      fs.writeFileSync(path.join(cwd, "plan.yaml"), `steps:
+  - id: write
+    tool: notes.write_note
+    args: { path: a.txt, text: hello }
+  - id: boom
+    tool: notes.die
+    args: {}
+  - id: read
+    tool: notes.read_note
+    args: { path: a.txt }
+`)
+      const first = yield* artana(["run", "plan.yaml", "--policy", file, "--db", db, "--run-id", "c1", "--format", "json"], { cwd })
+      expect(first.code).toBe(8)
+      expect(JSON.parse(first.stdout)).toEqual({ runId: "c1", status: "needs_reconciliation" })
+      const settled = yield* artana(["reconcile", "c1", "--db", db, "--step", "boom", "--completed", "{\"content\":[]}", "--force"], { cwd })
+      expect(settled.stderr).toBe("")
+
+      // The server now describes read_note otherwise and nobody pinned it again: a new run would not get it, but
+      // this run continues with the list it logged when it started.
+      fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace(JSON.stringify(calls), `${JSON.stringify(calls)}, "(rewritten)"`))
+      const continued = yield* artana(["run", "plan.yaml", "--policy", file, "--db", db, "--run-id", "c1", "--format", "json"], { cwd })
+      expect(continued.stderr).toBe("")
+      expect(JSON.parse(continued.stdout)).toEqual({ runId: "c1", status: "completed" })
+      expect(fs.readFileSync(calls, "utf8").trim().split("\n").map((l) => JSON.parse(l).tool)).toEqual(["write_note", "die", "read_note"])
+    }), { timeout: 300_000 })
+
   it.effect("a policy without MCP servers is bad input, and the file is left as it was", () =>
     Effect.gen(function*() {
       const cwd = tempDir()

@@ -72,7 +72,7 @@ export interface RunArgs extends Common {
 /** `artana run PLAN --policy POLICY`: everything is checked before the store is opened; bad input writes nothing. */
 export const run = (args: RunArgs) =>
   Out.command(args, Effect.scoped(Effect.gen(function*() {
-    const toolbox = yield* Toolbox.fromPolicyFile(args.policy)
+    const toolbox = yield* Toolbox.fromPolicyFile(args.policy, args.runId === undefined ? undefined : yield* loggedMcpTools(args, args.runId))
     const registry = { get: (name: string) => toolbox.tools.find((t) => t.name === name), list: () => toolbox.tools }
     const plan = yield* Effect.mapError(Plan.load(args.plan, { tools: registry }), (e) => {
       // A tool the policy's MCP servers offer but the policy withholds (not pinned, changed since pinned): say why.
@@ -125,6 +125,19 @@ export const run = (args: RunArgs) =>
     }
     return code
   })))
+
+/**
+ * The MCP tool list a run logged when it started, if it exists and has one: a continued run keeps the tools it was
+ * listed (read-only; any problem with the store is reported later, where the run is opened to be written).
+ */
+const loggedMcpTools = (args: Common, runId: string) =>
+  Effect.scoped(Effect.gen(function*() {
+    const db = Database.parse(args.db)
+    if (db.kind === "sqlite" && !fs.existsSync(db.filename)) return undefined
+    const opened = yield* Layer.build(Database.layer(db, { create: false, readOnly: true }))
+    const events = yield* Context.get(opened, EventStore.EventStore).readEvents(args.tenant, runId, 1, 1)
+    return PlanRunner.loggedInput(events)?.mcp
+  })).pipe(Effect.orElseSucceed(() => undefined))
 
 /** The step a run's log shows requested and not finished: the call this process was making when it stopped. */
 /**

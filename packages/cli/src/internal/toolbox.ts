@@ -62,13 +62,17 @@ const mcpTools = (config: McpConfig.Config | undefined, list: McpTools.ToolList 
   })
 
 /** The sandbox's tools and middleware under the policy in `file`, the MCP servers' tools, and the record the run logs of it. */
-export const fromPolicyFile = (file: string): Effect.Effect<Toolbox, PolicyError | McpErrors.McpError, Scope.Scope> =>
+export const fromPolicyFile = (
+  file: string,
+  /** The MCP tool list a continued run logged: used instead of listing the servers again (once per run). */
+  logged: McpTools.ToolList | undefined = undefined
+): Effect.Effect<Toolbox, PolicyError | McpErrors.McpError, Scope.Scope> =>
   Effect.gen(function*() {
     const loaded = yield* Policy.load(file)
     const document = Json.fromUnknown(loaded.source)
     if (!document.ok) return yield* new Policy.PolicyError({ file, field: "$", reason: `the policy is not JSON-compatible: ${document.error}` })
     const toolbox = yield* load(Sandbox.configOf(loaded), file)
-    const mcp = yield* mcpTools(yield* mcpConfig(file, loaded.source), undefined)
+    const mcp = yield* mcpTools(yield* mcpConfig(file, loaded.source), logged)
     return {
       tools: [...toolbox.tools, ...mcp.tools],
       middleware: toolbox.middleware,
