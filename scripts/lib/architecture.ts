@@ -87,6 +87,13 @@ export const RULES: Readonly<Record<string, PackageRule>> = {
     external: [...EFFECT, "ipaddr.js", "picomatch"],
     mustDependOn: ["@artana/plugin-sdk"]
   },
+  // DESIGN.md: built with the plugin SDK as a third party would, on the official MCP SDK (and the zod it needs).
+  "@artana/mcp": {
+    kind: "library",
+    workspace: ["@artana/core", "@artana/plugin-sdk"],
+    external: [...EFFECT, "@modelcontextprotocol/sdk", "zod"],
+    mustDependOn: ["@artana/plugin-sdk"]
+  },
   "@artana/worker": { kind: "library" },
   "@artana/cli": { kind: "consumer" },
   "@artana/examples": { kind: "consumer" },

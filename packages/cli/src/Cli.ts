@@ -16,6 +16,8 @@
  * artana show-run RUN [--from SEQ] [--limit N]     a run, its lineage tree and its events
  * artana export RUN [--out FILE]                   the run's events as JSON lines, verified
  * artana verify RUN [--head SEQ:HASH]              check the run's hash chain
+ * artana mcp pin --policy POLICY [--server NAME]   pin the tools the policy's MCP servers offer now
+ * artana mcp serve --policy POLICY [--http HOST:PORT]  serve the policy's tools over MCP, every call a logged run
  * ```
  *
  * Every command takes `--db FILE|postgres://URL` (default `ARTANA_DB`, else `./artana.db`), `--tenant ID` (default
@@ -43,6 +45,8 @@ const PlanCommands = Effect.promise(() => import("./internal/planCommands.js"))
 const ReadCommands = Effect.promise(() => import("./internal/readCommands.js"))
 const SignalCommand = Effect.promise(() => import("./internal/signalCommand.js"))
 const ApprovalCommands = Effect.promise(() => import("./internal/approvalCommands.js"))
+const McpCommands = Effect.promise(() => import("./internal/mcpCommands.js"))
+const McpServe = Effect.promise(() => import("./internal/mcpServe.js"))
 
 const db = Options.text("db").pipe(
   Options.withDescription(Help.common.db.description),
@@ -245,10 +249,33 @@ const verify = Command.make(
   (a) => Effect.flatMap(Effect.zip(ReadCommands, auditKey), ([m, key]) => m.verify({ ...a, head: Option.getOrUndefined(a.head), auditKey: key }))
 ).pipe(described("verify"))
 
+const mcpPin = Command.make(
+  "pin",
+  {
+    format,
+    verbose,
+    policy: Options.text("policy").pipe(Options.withDescription(Help.option("mcp", "--policy"))),
+    server: Options.text("server").pipe(Options.withDescription(Help.option("mcp", "--server")), Options.optional)
+  },
+  (a) => Effect.flatMap(McpCommands, (m) => m.pin({ ...a, server: Option.getOrUndefined(a.server) }))
+).pipe(described("mcp"))
+
+const mcpServe = Command.make(
+  "serve",
+  {
+    ...common,
+    policy: Options.text("policy").pipe(Options.withDescription(Help.option("mcp", "--policy"))),
+    http: Options.text("http").pipe(Options.withDescription(Help.option("mcp", "--http")), Options.optional)
+  },
+  (a) => Effect.flatMap(Effect.zip(McpServe, auditKey), ([m, key]) => m.serve({ ...a, http: Option.getOrUndefined(a.http), auditKey: key }))
+).pipe(described("mcp"))
+
+const mcp = Command.make("mcp").pipe(described("mcp"), Command.withSubcommands([mcpPin, mcpServe]))
+
 /** The command tree. */
 export const command = Command.make("artana").pipe(
   Command.withDescription("Artana: run tool plans under a deny-by-default policy, replay, report, inspect and verify runs."),
-  Command.withSubcommands([run, replay, reconcile, signal, approvals, approve, reject, report, listRuns, showRun, exportRun, verify])
+  Command.withSubcommands([run, replay, reconcile, signal, approvals, approve, reject, report, listRuns, showRun, exportRun, verify, mcp])
 )
 
 const unstyled = (args: ReadonlyArray<unknown>) => args.map((a) => (typeof a === "string" ? T.strip(a) : a))

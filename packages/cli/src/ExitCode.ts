@@ -46,6 +46,9 @@ export const meaning = (code: number): string => MEANINGS.get(code) ?? "unknown"
 const BY_TAG: Readonly<Record<string, ExitCode>> = {
   PlanError: BadInput,
   PolicyError: BadInput,
+  InvalidMcpConfig: BadInput,
+  // An MCP server that cannot be started, reached or listed.
+  McpServerError: ToolFailed,
   InvalidInput: BadInput,
   NotAPlanRun: BadInput,
   ValidationError: BadInput,

@@ -18,6 +18,7 @@ import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import { McpTools } from "@artana/mcp"
 import * as Plan from "./Plan.js"
 
 /** The workflow name of every plan run. */
@@ -35,7 +36,9 @@ export type PolicyRecord = typeof PolicyRecord.Type
 export const Input = Schema.Struct({
   plan: Plan.Plan,
   planFile: Schema.optional(FileRecord),
-  policy: Schema.optional(PolicyRecord)
+  policy: Schema.optional(PolicyRecord),
+  /** The tools the policy's MCP servers offered when the run started, with the decisions on them (`@artana/mcp`). */
+  mcp: Schema.optional(McpTools.ToolList)
 })
 export type Input = typeof Input.Type
 

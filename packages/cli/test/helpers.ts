@@ -41,6 +41,13 @@ const baseEnv = (): NodeJS.ProcessEnv => {
   return env
 }
 
+/** The real `artana` command as a process to start (for a client that speaks to it, as an MCP client does). */
+export const artanaProcess = (args: ReadonlyArray<string>) => ({
+  command: process.execPath,
+  args: ["--import", TSX, BIN, ...args],
+  env: Object.fromEntries(Object.entries(baseEnv()).flatMap(([k, v]) => (v === undefined ? [] : [[k, v] as const])))
+})
+
 /** Runs the real `artana` command (src/bin.ts under tsx) as a child process in `cwd`, to its end. */
 export const artana = (args: ReadonlyArray<string>, options: { readonly cwd: string; readonly env?: Record<string, string> }) =>
   Effect.async<Result>((resume) => {

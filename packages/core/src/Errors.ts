@@ -286,6 +286,7 @@ export type ArtanaError =
   | ApprovalNotFound
   | ApprovalNotPending
   | ApproverNotAllowed
+  | ToolOutcomeUnknown
 
 const tags = new Set<string>([
   "SequenceConflict",
@@ -318,7 +319,8 @@ const tags = new Set<string>([
   "ApprovalRejected",
   "ApprovalNotFound",
   "ApprovalNotPending",
-  "ApproverNotAllowed"
+  "ApproverNotAllowed",
+  "ToolOutcomeUnknown"
 ])
 
 /** True for any error of @artana/core. */
@@ -529,5 +531,22 @@ export class ApproverNotAllowed extends Schema.TaggedError<ApproverNotAllowed>()
 }) {
   override get message() {
     return `${this.approver} may not decide approval ${this.approvalId}: only ${this.approvers.join(", ")} may`
+  }
+}
+
+/**
+ * A tool call whose outcome cannot be known: the request was sent and the system that ran it went away before it
+ * answered (an MCP server that died mid-call). A handler fails with it instead of a `ToolError` so the call is never
+ * reported as failed when it may have acted: a non-idempotent tool's step is then in doubt, exactly as after a crash
+ * (`ReconciliationRequired`, the run `needs_reconciliation` until a person reconciles it); an idempotent tool's call
+ * fails as a tool error, which is safe to repeat.
+ */
+export class ToolOutcomeUnknown extends Schema.TaggedError<ToolOutcomeUnknown>()("ToolOutcomeUnknown", {
+  tool: Schema.String,
+  /** What happened, for the person who reconciles the call. */
+  reason: Schema.String
+}) {
+  override get message() {
+    return `tool ${this.tool}: the outcome of the call is unknown (${this.reason}); it may or may not have acted`
   }
 }

@@ -11,7 +11,7 @@ import * as JSONSchema from "effect/JSONSchema"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import type { ToolSpec } from "./Chat.js"
-import { InvalidToolArguments, PolicyDenied, ToolError, WaitingOnRun } from "./Errors.js"
+import { InvalidToolArguments, PolicyDenied, ToolError, ToolOutcomeUnknown, WaitingOnRun } from "./Errors.js"
 import { decodeExact, encodeExact } from "./internal/exactGuard.js"
 import type { Lease } from "./Lease.js"
 import * as Json from "./Json.js"
@@ -81,8 +81,9 @@ export interface Tool<Args = unknown, Result = unknown> {
    * Runs the handler. `PolicyDenied` is a denial only execution could find (a name that resolves to a private
    * address, a file swapped for a link): the kernel logs it as a denial, like a middleware's. `WaitingOnRun` says
    * the call waits on another run that needs reconciliation: the kernel runs it again once that run is settled.
+   * `ToolOutcomeUnknown` says the call may or may not have acted: a non-idempotent tool's step is then in doubt.
    */
-  invoke(args: Args, context: ToolContext): Effect.Effect<Result, ToolError | PolicyDenied | WaitingOnRun>
+  invoke(args: Args, context: ToolContext): Effect.Effect<Result, ToolError | PolicyDenied | WaitingOnRun | ToolOutcomeUnknown>
   encodeResult(result: Result): Either.Either<Json.Json, ToolError>
   decodeResult(json: Json.Json): Either.Either<Result, ToolError>
 }
@@ -186,8 +187,8 @@ const approvalPredicate = <Args>(
   return (args, context) => Effect.catchAllCause(Effect.suspend(() => rule(args, context)), () => Effect.succeed(true))
 }
 
-const toToolError = (tool: string, error: unknown): ToolError | PolicyDenied | WaitingOnRun => {
-  if (error instanceof ToolError || error instanceof PolicyDenied || error instanceof WaitingOnRun) return error
+const toToolError = (tool: string, error: unknown): ToolError | PolicyDenied | WaitingOnRun | ToolOutcomeUnknown => {
+  if (error instanceof ToolError || error instanceof PolicyDenied || error instanceof WaitingOnRun || error instanceof ToolOutcomeUnknown) return error
   const reason = error instanceof Error ? error.message : typeof error === "string" ? error : JSON.stringify(error)
   return new ToolError({ tool, reason: reason ?? String(error), cause: error })
 }

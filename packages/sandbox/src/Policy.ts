@@ -108,6 +108,8 @@ const ShellRule = Schema.Struct({
 /** The policy document, as written (snake_case, YAML's names). */
 export const Document = Schema.Struct({
   default: Schema.optionalWith(Schema.Literal("deny"), { default: () => "deny" as const }),
+  /** The MCP servers of the policy: checked and used by `@artana/mcp` (`McpConfig.fromPolicy`), not by the sandbox. */
+  mcp: Schema.optional(Schema.Unknown),
   tools: Schema.optionalWith(
     Schema.Struct({
       "fs.read": Schema.optional(FsRule),

@@ -268,6 +268,33 @@ export const commands: ReadonlyArray<CommandDoc> = [
     options: [{ flag: "--head SEQ:HASH", description: "a head exported earlier that the chain must still contain" }],
     examples: ["artana verify demo-1", "artana verify demo-1 --head 12:3f2a…"],
     exitCodes: [0, 2, 5, 6, 7]
+  },
+  {
+    name: "mcp",
+    usage: "pin --policy POLICY [--server NAME] | serve --policy POLICY [--http HOST:PORT]",
+    summary: "MCP: pin the tools the policy's MCP servers offer now; serve the policy's tools as an MCP server",
+    details: [
+      "pin: connects to each server of the policy's mcp: section (a stdio server is started, then stopped), fingerprints",
+      "every tool it offers (name, description, input schema) and writes the fingerprints as the server's pins, keeping",
+      "the file's comments. From then on a tool whose fingerprint differs, or that is new, is withheld from the model",
+      "(and the withholding logged) until a person reviews it and pins again.",
+      "serve: serves the policy's tools over MCP (stdio, or Streamable HTTP with --http); every call is a run of its own,",
+      "logged and governed by the policy. On an address other than 127.0.0.1 a bearer token is required: printed once on",
+      "stderr, kept only hashed; a request without it gets 401 and nothing runs."
+    ],
+    arguments: [],
+    options: [
+      { flag: "--policy POLICY", description: "the policy file (YAML); pin: its mcp: section names the servers, and is rewritten with their pins" },
+      { flag: "--server NAME", description: "pin: this server only (default: every server of the policy)" },
+      { flag: "--http HOST:PORT", description: "serve: Streamable HTTP on HOST:PORT (default: stdio); any HOST but 127.0.0.1 requires the printed token" }
+    ],
+    examples: [
+      "artana mcp pin --policy policy.yaml",
+      "artana mcp pin --policy policy.yaml --server github --format json",
+      "artana mcp serve --policy policy.yaml --db runs.db",
+      "artana mcp serve --policy policy.yaml --http 127.0.0.1:8765"
+    ],
+    exitCodes: [0, 2, 4, 7, 130]
   }
 ]
 

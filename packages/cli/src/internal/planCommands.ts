@@ -71,10 +71,16 @@ export interface RunArgs extends Common {
 
 /** `artana run PLAN --policy POLICY`: everything is checked before the store is opened; bad input writes nothing. */
 export const run = (args: RunArgs) =>
-  Out.command(args, Effect.gen(function*() {
-    const toolbox = yield* Toolbox.fromPolicyFile(args.policy)
+  Out.command(args, Effect.scoped(Effect.gen(function*() {
+    const toolbox = yield* Toolbox.fromPolicyFile(args.policy, args.runId === undefined ? undefined : yield* loggedMcpTools(args, args.runId))
     const registry = { get: (name: string) => toolbox.tools.find((t) => t.name === name), list: () => toolbox.tools }
-    const plan = yield* Plan.load(args.plan, { tools: registry })
+    const plan = yield* Effect.mapError(Plan.load(args.plan, { tools: registry }), (e) => {
+      // A tool the policy's MCP servers offer but the policy withholds (not pinned, changed since pinned): say why.
+      const withheld = e.kind === "unknown_tool" ? toolbox.withheld.find((w) => e.reason.startsWith(`unknown tool "${w.tool}"`)) : undefined
+      return withheld === undefined
+        ? e
+        : new Plan.PlanError({ file: e.file, kind: e.kind, line: e.line, column: e.column, path: e.path, reason: `tool "${withheld.tool}" is withheld: ${withheld.reason}` })
+    })
     const planFile = { file: path.resolve(args.plan), sha256: yield* sha256File(args.plan) }
     const tenant = yield* Services.tenant(args.tenant, toolbox.tools)
     const db = Database.parse(args.db)
@@ -84,7 +90,12 @@ export const run = (args: RunArgs) =>
     }
     // The id is fixed here (a new UUID unless given) so that an interruption can name the run.
     const runId = args.runId ?? crypto.randomUUID()
-    const input: PlanRunner.Input = { plan, planFile, ...(toolbox.policy === undefined ? {} : { policy: toolbox.policy }) }
+    const input: PlanRunner.Input = {
+      plan,
+      planFile,
+      ...(toolbox.policy === undefined ? {} : { policy: toolbox.policy }),
+      ...(toolbox.mcp === undefined ? {} : { mcp: toolbox.mcp })
+    }
     const outcome = yield* PlanRunner.run({ runId, tenant, input, observer: progress(args.format, "running") }).pipe(
       Effect.onInterrupt(() => whenInterrupted(args, { runId, tenant, input, tools: toolbox.tools })),
       Effect.provide(Services.kernel({
@@ -114,7 +125,20 @@ export const run = (args: RunArgs) =>
       yield* Out.stdout(s.dim(`  artana report ${outcome.runId}${Hints.options(args)}   # the full report`))
     }
     return code
-  }))
+  })))
+
+/**
+ * The MCP tool list a run logged when it started, if it exists and has one: a continued run keeps the tools it was
+ * listed (read-only; any problem with the store is reported later, where the run is opened to be written).
+ */
+const loggedMcpTools = (args: Common, runId: string) =>
+  Effect.scoped(Effect.gen(function*() {
+    const db = Database.parse(args.db)
+    if (db.kind === "sqlite" && !fs.existsSync(db.filename)) return undefined
+    const opened = yield* Layer.build(Database.layer(db, { create: false, readOnly: true }))
+    const events = yield* Context.get(opened, EventStore.EventStore).readEvents(args.tenant, runId, 1, 1)
+    return PlanRunner.loggedInput(events)?.mcp
+  })).pipe(Effect.orElseSucceed(() => undefined))
 
 /** The step a run's log shows requested and not finished: the call this process was making when it stopped. */
 /**
@@ -203,7 +227,7 @@ export const replay = (args: ReplayArgs) =>
       return yield* new PlanRunner.NotAPlanRun({ runId: args.run, workflow: started?._tag === "RunStarted" ? started.workflow : "unknown" })
     }
     // The tools the run was logged with (rebuilt from the logged policy), every handler disabled.
-    const toolbox = yield* Toolbox.fromRecord(input.policy)
+    const toolbox = yield* Toolbox.fromRecord(input.policy, input.mcp)
     const tools = toolbox.tools.map(Services.replayOnly)
     const registry = { get: (name: string) => tools.find((t) => t.name === name), list: () => tools }
     const plan = args.plan === undefined ? undefined : yield* Plan.load(args.plan, { tools: registry })
@@ -290,7 +314,7 @@ export const reconcile = (args: ReconcileArgs) =>
     }
     // A plan run's tools are known (rebuilt from its logged policy): the result must be one its tool can return.
     const input = PlanRunner.loggedInput(yield* store.readEvents(args.tenant, args.run, 1, 1))
-    const toolbox = input === undefined ? undefined : yield* Toolbox.fromRecord(input.policy)
+    const toolbox = input === undefined ? undefined : yield* Toolbox.fromRecord(input.policy, input.mcp)
     // It is logged as the tool would have returned it (fields the tool does not have are dropped).
     if (toolbox !== undefined && outcome.ok) {
       const known = toolbox.tools.find((t) => t.name === tool)

@@ -51,6 +51,16 @@ export const runHandler = (
         yield* env.append(key, [...notes, { _tag: "ReconciliationRequired", tool: tool.name, idempotencyKey, waitingOn }])
         return yield* env.halt({ _tag: "NeedsReconciliation", stepKey: key, tool: tool.name, waitingOn })
       }
+      if (error._tag === "ToolOutcomeUnknown" && !tool.idempotent) {
+        // The call may have acted: in doubt, as after a crash; a person settles it (`reconcile`).
+        yield* env.append(key, [...notes, { _tag: "ReconciliationRequired", tool: tool.name, idempotencyKey }])
+        return yield* env.halt({ _tag: "NeedsReconciliation", stepKey: key, tool: tool.name })
+      }
+      if (error._tag === "ToolOutcomeUnknown") {
+        // An idempotent call is safe to repeat: a tool error the model or the code may retry.
+        yield* env.append(key, [...notes, { _tag: "ToolFailed", tool: tool.name, kind: "tool_error", error: error.message }])
+        return { ok: false, error: new Errors.ToolError({ tool: tool.name, reason: error.message }) } satisfies ToolOutcome
+      }
       if (error._tag === "PolicyDenied") {
         // Denied by the tool itself, as it ran: logged as a denial, with its reason.
         yield* env.append(key, [
