@@ -37,6 +37,7 @@ import * as EventStore from "./EventStore.js"
 import type * as Json from "./Json.js"
 import * as Kernel from "./Kernel.js"
 import type { Lease } from "./Lease.js"
+import type * as Live from "./Live.js"
 import * as Middleware from "./Middleware.js"
 import type { ModelPort } from "./ModelPort.js"
 import type * as Pricing from "./Pricing.js"
@@ -360,6 +361,11 @@ export interface Client {
   readonly readEvents: (run: Kernel.RunRef) => Promise<ReadonlyArray<Event>>
   /** The run's events, verified a page at a time (`Kernel.events`): `for await (const event of client.events(run))`. */
   readonly events: (run: Kernel.RunRef, options?: Kernel.EventsOptions) => AsyncIterable<Event>
+  /**
+   * The run as it happens (`Kernel.live`): `for await (const e of client.live(run, { after }))`, each event with the
+   * `offset` to reconnect after.
+   */
+  readonly live: (run: Kernel.RunRef, options?: Kernel.LiveOptions) => AsyncIterable<Live.LiveEvent>
   /** Releases the store (closes the database). */
   readonly close: () => Promise<void>
 }
@@ -382,6 +388,11 @@ export const create = (options: Options): Client => {
     events: (r, o) => ({
       async *[Symbol.asyncIterator]() {
         yield* await go(Effect.flatMap(Kernel.Kernel, (k) => Stream.toAsyncIterableEffect(k.events(r, o))))
+      }
+    }),
+    live: (r, o) => ({
+      async *[Symbol.asyncIterator]() {
+        yield* await go(Effect.flatMap(Kernel.Kernel, (k) => Stream.toAsyncIterableEffect(k.live(r, o))))
       }
     }),
     close

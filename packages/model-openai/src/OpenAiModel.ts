@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { type Chat, ModelPort, type Pricing } from "@artana/core"
+import { type Chat, type Errors, ModelPort, type Pricing } from "@artana/core"
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
@@ -14,10 +14,11 @@ import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
 import { OpenAI } from "openai"
 import { classify, type Failure, failure } from "./internal/errors.js"
 import { toParams, wireNames } from "./internal/request.js"
-import { accumulate, check, fromCompletion, isFailure, type Reply, toResponse } from "./internal/response.js"
+import { accumulate, accumulator, check, deltasOf, fromCompletion, isFailure, type Reply, toResponse } from "./internal/response.js"
 import { retrying } from "./internal/retry.js"
 import { countMessages } from "./internal/tokens.js"
 
@@ -38,7 +39,11 @@ export interface Options {
   readonly retryBaseDelay?: Duration.DurationInput | undefined
   /** Cap on any retry delay, including one a server asks for with `retry-after`. Default 30 seconds. */
   readonly retryMaxDelay?: Duration.DurationInput | undefined
-  /** Stream the answer (SSE) and assemble it; the result is the same `ModelResponse`. Default false. */
+  /**
+   * Stream the answer (SSE): `ModelPort.stream` (what the kernel calls) emits its text and tool-call deltas as they
+   * arrive, and `generate` assembles them; the reply is the same `ModelResponse` either way. Default false (the
+   * kernel then gets the whole reply at once).
+   */
   readonly stream?: boolean | undefined
   /**
    * Prices of models the built-in table (OpenAI's) does not know, such as a compatible server's local model
@@ -96,16 +101,22 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
       maxRetries: 0
     })
 
+    const noKey = () =>
+      failure(
+        "authentication",
+        "no API key configured for api.openai.com; set OPENAI_API_KEY (read by OpenAiModel.layerConfig) or pass " +
+          "apiKey to OpenAiModel.layer (a local server needs none: set OPENAI_BASE_URL instead)",
+        false
+      ).error
+    /** The reply checked (refusal, content filter, malformed arguments), its tool calls named back. */
+    const checkedReply = (reply: Reply, names: ReturnType<typeof wireNames>): Effect.Effect<Reply, Failure> => {
+      const checked = check({ ...reply, toolCalls: reply.toolCalls.map((c) => ({ ...c, name: names.fromWire(c.name) })) })
+      return isFailure(checked) ? Effect.fail<Failure>(checked) : Effect.succeed(checked)
+    }
+
     const generate = Effect.fn("OpenAiModel.generate")(function*(request: ModelPort.ModelRequest) {
       const ctx = { baseURL, model: request.model, hasApiKey, timeoutMs }
-      if (!hasApiKey && options.baseURL === undefined) {
-        return yield* failure(
-          "authentication",
-          "no API key configured for api.openai.com; set OPENAI_API_KEY (read by OpenAiModel.layerConfig) or pass " +
-            "apiKey to OpenAiModel.layer (a local server needs none: set OPENAI_BASE_URL instead)",
-          false
-        ).error
-      }
+      if (!hasApiKey && options.baseURL === undefined) return yield* noKey()
       // Tool names the API refuses (`fs.read`) travel renamed, and the model's calls are renamed back.
       const names = wireNames(request.tools.map((t) => t.name))
       const params = toParams(request, names)
@@ -125,19 +136,56 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
           duration: timeoutMs,
           onTimeout: () => failure("timeout", `no complete answer from ${baseURL} within ${timeoutMs} ms`, true)
         }),
-        Effect.flatMap((reply) => {
-          const checked = check({ ...reply, toolCalls: reply.toolCalls.map((c) => ({ ...c, name: names.fromWire(c.name) })) })
-          return isFailure(checked) ? Effect.fail<Failure>(checked) : Effect.succeed(checked)
-        })
+        Effect.flatMap((reply) => checkedReply(reply, names))
       )
       const result = yield* Effect.mapError(retrying(attempt, policy), (f) => f.error)
       return yield* toResponse(result.value, request, result.notes)
     })
 
+    /**
+     * The streamed call: the request is retried (as `generate` retries) until the server starts answering; from the
+     * first chunk on, each delta goes out as it arrives, and a failure ends the call (its deltas are out: a retry
+     * would show them twice). The deadline is between chunks: a server that stops sending for `timeout` fails it.
+     */
+    const streamCall = (request: ModelPort.ModelRequest): Stream.Stream<ModelPort.StreamPart, Errors.ModelError> =>
+      Stream.unwrapScoped(Effect.gen(function*() {
+        const ctx = { baseURL, model: request.model, hasApiKey, timeoutMs }
+        if (!hasApiKey && options.baseURL === undefined) return yield* noKey()
+        const names = wireNames(request.tools.map((t) => t.name))
+        const params = toParams(request, names)
+        // Aborted when the consumer stops (a budget crossed, an interruption): the HTTP request ends with it.
+        const controller = new AbortController()
+        yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
+        const open = Effect.tryPromise({
+          try: (signal) => {
+            signal.addEventListener("abort", () => controller.abort())
+            return client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal: controller.signal })
+          },
+          catch: (e) => classify(e, ctx)
+        }).pipe(Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => failure("timeout", `no answer from ${baseURL} within ${timeoutMs} ms`, true) }))
+        const opened = yield* Effect.mapError(retrying(open, policy), (f) => f.error)
+        const acc = accumulator()
+        const chunks = Stream.fromAsyncIterable(opened.value, (e) => classify(e, ctx).error).pipe(
+          Stream.timeoutFail(() => failure("timeout", `no part of the answer from ${baseURL} within ${timeoutMs} ms`, true).error, timeoutMs),
+          Stream.mapConcat((chunk): ReadonlyArray<ModelPort.StreamPart> => {
+            acc.push(chunk)
+            return deltasOf(chunk).map((d) => (d._tag === "ToolCallDelta" && d.name !== undefined ? { ...d, name: names.fromWire(d.name) } : d))
+          })
+        )
+        const finished = Stream.fromEffect(
+          Effect.gen(function*() {
+            const reply = yield* Effect.mapError(checkedReply(acc.reply(), names), (f) => f.error)
+            return { _tag: "Finished", response: yield* toResponse(reply, request, opened.notes) } satisfies ModelPort.StreamPart
+          })
+        )
+        return Stream.concat(chunks, finished)
+      }))
+
     const port = ModelPort.make({
       defaultModel,
       prices: options.prices,
       generate,
+      stream: stream ? streamCall : undefined,
       countTokens: (messages: ReadonlyArray<Chat.ChatMessage>, model: string) => countMessages(messages, model)
     })
     return { ...port, client, baseURL }
