@@ -7,4 +7,5 @@
 export * as ScriptedModel from "./ScriptedModel.js"
 export { layerMemory as eventStoreMemory } from "./EventStore.js"
 export * as TestLog from "./TestLog.js"
+export * as TestWorkflows from "./TestWorkflows.js"
 export * as TenantIsolation from "./TenantIsolation.js"

@@ -1,9 +1,10 @@
 // A run as it happens: model deltas and log events in one stream, resumable from any offset it gave out.
 import { describe, expect, it } from "@effect/vitest"
-import type { Live} from "@artana/core";
-import { Chat, EventStore, Kernel, Tenant, ToolRegistry, Workflow } from "@artana/core"
-import { ScriptedModel } from "@artana/core/testing"
-import { Chunk, Deferred, Effect, Either, Fiber, Layer, Option, Schema, Stream } from "effect"
+import { Chat, EventStore, Kernel, type Live, Tenant, ToolRegistry } from "@artana/core"
+import { ScriptedModel, TestWorkflows } from "@artana/core/testing"
+import { Chunk, Deferred, Effect, Either, Fiber, Layer, Option, Stream } from "effect"
+
+const { chatThenPause } = TestWorkflows
 
 const tenant = (budgetUsdLimit = 1) => Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit })
 
@@ -12,19 +13,6 @@ const layer = (script: ReadonlyArray<ScriptedModel.Reply>, options: { readonly m
     Kernel.layer(options.kernel),
     Layer.mergeAll(EventStore.layerMemory, ScriptedModel.layer(script, options.model === undefined ? {} : { model: options.model }), ToolRegistry.layer([]))
   )
-
-/** Chats once, then waits for a person: the run stays live, so its deltas are kept. */
-const chatThenPause = Workflow.make({
-  name: "chat-then-pause",
-  input: Schema.String,
-  output: Schema.String,
-  run: (prompt, ctx) =>
-    Effect.gen(function*() {
-      const reply = yield* ctx.chat({ messages: [Chat.user(prompt)] })
-      yield* ctx.pauseForHuman({ reason: "check the answer" })
-      return reply.output
-    })
-})
 
 const texts = (events: ReadonlyArray<Live.LiveEvent>) => events.flatMap((e) => (e._tag === "TextDelta" ? [e.text] : []))
 

@@ -1,9 +1,9 @@
 // PII and streamed replies: with `scrubReplies`, no delta a live reader gets holds a value, not even one split across
 // two deltas, and the deltas spell the logged (scrubbed) reply.
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Layer, Schema, Stream } from "effect"
-import { Chat, EventStore, Kernel, Middleware, Tenant, ToolRegistry, Workflow } from "@artana/core"
-import { ScriptedModel } from "@artana/core/testing"
+import { Chunk, Effect, Layer, Stream } from "effect"
+import { EventStore, Kernel, Middleware, Tenant, ToolRegistry } from "@artana/core"
+import { ScriptedModel, TestWorkflows } from "@artana/core/testing"
 import * as Pii from "../src/Pii.js"
 
 const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1 })
@@ -14,18 +14,8 @@ const layer = (reply: ScriptedModel.Reply, pii: Pii.Options) =>
     Layer.mergeAll(EventStore.layerMemory, ScriptedModel.layer([reply]), ToolRegistry.layer([]), Middleware.layer([Pii.middleware(pii)]))
   )
 
-/** Chats once, then waits for a person: the run stays live, so its deltas are kept for the reader. */
-const chatThenPause = Workflow.make({
-  name: "chat-then-pause",
-  input: Schema.String,
-  output: Schema.String,
-  run: (prompt, ctx) =>
-    Effect.gen(function*() {
-      const reply = yield* ctx.chat({ messages: [Chat.user(prompt)] })
-      yield* ctx.pauseForHuman({ reason: "check the answer" })
-      return reply.output
-    })
-})
+
+const { chatThenPause } = TestWorkflows
 
 /** Runs the workflow; the text deltas a reader gets, and the logged reply. */
 const run = Effect.gen(function*() {

@@ -1,10 +1,13 @@
 // Streaming through the kernel with the real `openai` SDK against a local server that streams slowly.
 import { describe, expect, it } from "@effect/vitest"
-import { Chat, EventStore, Kernel, type Live, ModelPort, Tenant, ToolRegistry, Workflow } from "@artana/core"
+import { Chat, EventStore, Kernel, type Live, ModelPort, Tenant, ToolRegistry } from "@artana/core"
 import { OpenAiModel } from "@artana/model-openai"
 import { FakeOpenAi } from "@artana/model-openai/testing"
-import { Chunk, Effect, Either, Fiber, Layer, Schema, Stream } from "effect"
+import { TestWorkflows } from "@artana/core/testing"
+import { Chunk, Effect, Either, Fiber, Layer, Stream } from "effect"
 import { request, setup } from "./fixtures.js"
+
+const { chatThenPause } = TestWorkflows
 
 const tenant = (budgetUsdLimit = 1) => Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit })
 
@@ -14,18 +17,6 @@ const kernelLayer = (server: FakeOpenAi.Server, kernel: Kernel.Options = {}) =>
     Layer.mergeAll(OpenAiModel.layer({ baseURL: server.url, retryBaseDelay: "1 millis", stream: true }), EventStore.layerMemory, ToolRegistry.layer([]))
   )
 
-/** Chats once, then waits for a person: the run stays live, so its deltas are kept. */
-const chatThenPause = Workflow.make({
-  name: "chat-then-pause",
-  input: Schema.String,
-  output: Schema.String,
-  run: (prompt, ctx) =>
-    Effect.gen(function*() {
-      const reply = yield* ctx.chat({ messages: [Chat.user(prompt)] })
-      yield* ctx.pauseForHuman({ reason: "check the answer" })
-      return reply.output
-    })
-})
 
 const texts = (events: ReadonlyArray<Live.LiveEvent>) => events.flatMap((e) => (e._tag === "TextDelta" ? [e.text] : []))
 

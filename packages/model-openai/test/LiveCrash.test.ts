@@ -9,9 +9,11 @@ import { fileURLToPath } from "node:url"
 import { Kernel, Live, ToolRegistry } from "@artana/core"
 import { OpenAiModel } from "@artana/model-openai"
 import { FakeOpenAi } from "@artana/model-openai/testing"
+import { TestWorkflows } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
 import { Chunk, Deferred, Effect, Either, Fiber, Layer, Stream } from "effect"
-import { chatThenPause } from "./child/streamRun.js"
+
+const { chatThenPause } = TestWorkflows
 
 const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url))
 const CHILD = fileURLToPath(new URL("./child/stream-child.ts", import.meta.url))
