@@ -90,6 +90,11 @@ export interface LiveOptions {
   readonly after?: string | undefined
   /** Events and deltas read per query (default `EventStore.DEFAULT_PAGE_SIZE`). */
   readonly pageSize?: number | undefined
+  /**
+   * Wait for a run that does not exist yet (a caller that starts a run and watches it at once) instead of failing
+   * with `RunNotFound`. Another tenant's run is waited for too, like one that never started: nothing is told.
+   */
+  readonly waitForStart?: boolean | undefined
 }
 
 export interface RunRef {
@@ -336,7 +341,8 @@ export const make = (options: Options = {}) =>
       const after = liveOptions.after === undefined ? Either.right(Live.start) : Live.parseOffset(liveOptions.after)
       if (Either.isLeft(after)) return Stream.fail(new Errors.InvalidInput({ what: "live offset", reason: after.left }))
       const pageSize = Math.max(1, Math.floor(liveOptions.pageSize ?? EventStore.DEFAULT_PAGE_SIZE))
-      return LiveRead.read({ store, live: liveStore, hub, auditKey: deps.auditKey, pollInterval, pageSize }, run.tenantId, run.runId, after.right)
+      const readOptions = { store, live: liveStore, hub, auditKey: deps.auditKey, pollInterval, pageSize, waitForStart: liveOptions.waitForStart === true }
+      return LiveRead.read(readOptions, run.tenantId, run.runId, after.right)
     }
 
     const service: Service = {

@@ -139,4 +139,17 @@ describe("Kernel.live", () => {
       expect(Option.isNone(Option.fromNullable(events.find((e) => e._tag === "ModelCompleted")))).toBe(true)
     }).pipe(Effect.provide(layer([reply], { model: "gpt-4o-mini", kernel: { defaultMaxOutputTokens: 10 } })))
   })
+
+  it.effect("waitForStart: a reader that starts before the run does waits for it, and gets it all", () =>
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const reader = yield* Effect.fork(kernel.live({ tenantId: "acme", runId: "soon" }, { waitForStart: true }).pipe(Stream.runCollect))
+      const refused = yield* Effect.either(Stream.runCollect(kernel.live({ tenantId: "acme", runId: "never" })))
+      expect(Either.isLeft(refused) && refused.left._tag).toBe("RunNotFound")
+      yield* Effect.yieldNow()
+      yield* kernel.chat({ runId: "soon", tenant: tenant(), messages: [Chat.user("hi")] })
+      const events = Chunk.toReadonlyArray(yield* Fiber.join(reader))
+      expect(events[0]?.offset).toBe("1")
+      expect(events.map((e) => e._tag).slice(-2)).toEqual(["ModelCompleted", "Completed"])
+    }).pipe(Effect.provide(layer([ScriptedModel.text("hello", { deltas: 2 })]))))
 })

@@ -7,6 +7,7 @@ import * as Chunk from "effect/Chunk"
 import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as Errors from "../Errors.js"
@@ -66,6 +67,8 @@ export interface ReadOptions {
   /** How often a run written by another process is read again. */
   readonly pollInterval: Duration.Duration
   readonly pageSize: number
+  /** A run not found yet is waited for (it is about to start) rather than `RunNotFound`. */
+  readonly waitForStart: boolean
 }
 
 interface State {
@@ -102,7 +105,13 @@ const reader = (
     Effect.gen(function*() {
       for (;;) {
         const wake = yield* hub.ticket(tenantId, runId)
-        const info = yield* store.getRun(tenantId, runId)
+        const found = yield* Effect.either(store.getRun(tenantId, runId))
+        if (Either.isLeft(found)) {
+          if (!(options.waitForStart && found.left._tag === "RunNotFound" && state.nextSeq === 1)) return yield* Effect.fail(found.left)
+          yield* Effect.race(wake, Effect.sleep(options.pollInterval))
+          continue
+        }
+        const info = found.right
         const read: ReadonlyArray<Event> = info.headSeq >= state.nextSeq
           ? (yield* store.readEvents(tenantId, runId, state.nextSeq, pageSize)).filter((e) => e.seq <= info.headSeq)
           : []
