@@ -22,6 +22,7 @@ import type { Event, RunInfo, WaitingOn } from "./Event.js"
 import * as EventStore from "./EventStore.js"
 import { chainEnd } from "./internal/continueAsNew.js"
 import * as LiveRead from "./internal/live.js"
+import * as LiveTier from "./internal/liveTier.js"
 import type * as Execution from "./internal/execution.js"
 import { verifiedEvents } from "./internal/ledger.js"
 import { reconcile } from "./internal/reconcile.js"
@@ -246,8 +247,9 @@ export const make = (options: Options = {}) =>
     // Every append wakes this process's live readers of the run.
     const hub = LiveRead.makeHub()
     const store = LiveRead.notifying(yield* EventStore.EventStore, hub)
-    // Deltas of streamed calls: the store given (shared by processes), else this process's memory.
-    const liveStore = yield* Effect.flatMap(Effect.serviceOption(LiveStore.LiveStore), Option.match({ onNone: () => LiveStore.makeMemory, onSome: Effect.succeed }))
+    // Deltas of streamed calls: this process's memory, written behind to the store given (shared by processes).
+    const tier = yield* Effect.flatMap(Effect.serviceOption(LiveStore.LiveStore), Option.match({ onNone: () => LiveTier.memoryOnly, onSome: LiveTier.make }))
+    const liveStore = tier.store
     const model = yield* ModelPort
     const tools = yield* ToolRegistry
     const middleware = yield* Effect.serviceOption(Middleware)
@@ -267,7 +269,7 @@ export const make = (options: Options = {}) =>
       defaultMaxOutputTokens: options.defaultMaxOutputTokens ?? 1024,
       enforceBudget: options.enforceBudget ?? true,
       idempotentToolDurability: options.idempotentToolDurability ?? "two-phase",
-      live: { store: liveStore, hub }
+      live: { store: liveStore, hub, flushed: tier.flushed }
     }
     const workflows = new Map<string, Workflow.Any>()
     for (const w of options.workflows ?? []) workflows.set(w.name, w)

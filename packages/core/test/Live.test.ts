@@ -1,6 +1,6 @@
 // A run as it happens: model deltas and log events in one stream, resumable from any offset it gave out.
 import { describe, expect, it } from "@effect/vitest"
-import { Chat, EventStore, Kernel, type Live, Tenant, ToolRegistry } from "@artana/core"
+import { Chat, EventStore, Kernel, type Live, LiveStore, Tenant, ToolRegistry } from "@artana/core"
 import { ScriptedModel, TestWorkflows } from "@artana/core/testing"
 import { Chunk, Deferred, Effect, Either, Fiber, Layer, Option, Stream } from "effect"
 
@@ -152,4 +152,24 @@ describe("Kernel.live", () => {
       expect(events[0]?.offset).toBe("1")
       expect(events.map((e) => e._tag).slice(-2)).toEqual(["ModelCompleted", "Completed"])
     }).pipe(Effect.provide(layer([ScriptedModel.text("hello", { deltas: 2 })]))))
+
+  it.effect("a kernel given a shared LiveStore writes its deltas behind to it: another kernel over the same stores reads them", () =>
+    Effect.gen(function*() {
+      const store = yield* EventStore.makeMemory
+      const shared = yield* LiveStore.makeMemory
+      const kernelOver = (script: ReadonlyArray<ScriptedModel.Reply>) =>
+        Effect.provide(
+          Kernel.Kernel,
+          Layer.provideMerge(
+            Kernel.layer({ livePollInterval: "10 millis" }),
+            Layer.mergeAll(Layer.succeed(EventStore.EventStore, store), Layer.succeed(LiveStore.LiveStore, shared), ScriptedModel.layer(script), ToolRegistry.layer([]))
+          )
+        )
+      const writer = yield* kernelOver([ScriptedModel.text("one two three", { deltas: ["one ", "two ", "three"] })])
+      const reader = yield* kernelOver([])
+      expect((yield* writer.execute(chatThenPause, { runId: "shared", tenant: tenant(), input: "q" })).status).toBe("paused")
+      const seen = yield* liveUntil(reader, "shared", (e) => e._tag === "Paused")
+      expect(texts(seen)).toEqual(["one ", "two ", "three"])
+      expect(seen).toEqual(yield* liveUntil(writer, "shared", (e) => e._tag === "Paused"))
+    }))
 })

@@ -11,6 +11,7 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -153,9 +154,10 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
         if (!hasApiKey && options.baseURL === undefined) return yield* noKey()
         const names = wireNames(request.tools.map((t) => t.name))
         const params = toParams(request, names)
-        // Aborted when the consumer stops (a budget crossed, an interruption): the HTTP request ends with it.
+        // Aborted when the consumer stops early (a budget crossed, an interruption, a failure): the HTTP request ends
+        // with it. Not after a whole answer: its connection goes back to the pool as it is.
         const controller = new AbortController()
-        yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
+        yield* Effect.addFinalizer((exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => controller.abort())))
         const open = Effect.tryPromise({
           try: (signal) => {
             signal.addEventListener("abort", () => controller.abort())

@@ -11,7 +11,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import * as Errors from "../Errors.js"
-import type { Event, RunStatus } from "../Event.js"
+import type { Event, RunInfo, RunStatus } from "../Event.js"
 import type * as EventStore from "../EventStore.js"
 import * as Live from "../Live.js"
 import type * as LiveStore from "../LiveStore.js"
@@ -19,16 +19,43 @@ import * as Verify from "../Verify.js"
 
 /** Wakes the readers of a run when something was written to it in this process. */
 export interface Hub {
-  /** Something was written to the run. */
+  /** Deltas were kept for the run. */
   readonly changed: (tenantId: string, runId: string) => Effect.Effect<void>
+  /** Events were appended to the run's log. */
+  readonly appended: (tenantId: string, runId: string) => Effect.Effect<void>
+  /** How many appends to the run this process has seen: a reader that saw the same number need not read the log again. */
+  readonly logVersion: (tenantId: string, runId: string) => number
   /** Resolves once the run changes after this call (take it before reading, so no change is missed). */
   readonly ticket: (tenantId: string, runId: string) => Effect.Effect<Effect.Effect<void>>
 }
 
 export const makeHub = (): Hub => {
   const waiting = new Map<string, Deferred.Deferred<void>>()
+  // Only runs with readers waiting or read: a count per run, dropped with nothing else (a run's readers are few).
+  const versions = new Map<string, number>()
   const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
+  const changed = (tenantId: string, runId: string): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const key = keyOf(tenantId, runId)
+      const d = waiting.get(key)
+      if (d === undefined) return Effect.void
+      waiting.delete(key)
+      return Deferred.succeed(d, undefined)
+    })
   return {
+    appended: (tenantId, runId) =>
+      Effect.suspend(() => {
+        const key = keyOf(tenantId, runId)
+        if (versions.has(key)) versions.set(key, versions.get(key)! + 1)
+        return changed(tenantId, runId)
+      }),
+    logVersion: (tenantId, runId) => {
+      const key = keyOf(tenantId, runId)
+      const v = versions.get(key)
+      if (v !== undefined) return v
+      versions.set(key, 0)
+      return 0
+    },
     changed: (tenantId, runId) =>
       Effect.suspend(() => {
         const key = keyOf(tenantId, runId)
@@ -53,8 +80,8 @@ export const makeHub = (): Hub => {
 /** The store, waking the hub's readers after every append. */
 export const notifying = (store: EventStore.Service, hub: Hub): EventStore.Service => ({
   ...store,
-  append: (request) => Effect.tap(store.append(request), () => hub.changed(request.tenantId, request.runId)),
-  appendAll: (requests) => Effect.tap(store.appendAll(requests), () => Effect.forEach(requests, (r) => hub.changed(r.tenantId, r.runId), { discard: true }))
+  append: (request) => Effect.tap(store.append(request), () => hub.appended(request.tenantId, request.runId)),
+  appendAll: (requests) => Effect.tap(store.appendAll(requests), () => Effect.forEach(requests, (r) => hub.appended(r.tenantId, r.runId), { discard: true }))
 })
 
 const ended = (status: RunStatus) => status === "completed" || status === "failed" || status === "continued"
@@ -101,18 +128,27 @@ const reader = (
   // Per reader: the chain is verified once, as the reader's pages go by.
   const verifier = Verify.make(runId, { auditKey: options.auditKey })
   let verifiedThrough = 0
+  // The run's record as last read, the hub's log version then, and whether this process's write woke the reader.
+  let cached: RunInfo | undefined
+  let cachedVersion = -1
+  let woken = false
   const step = (state: State) =>
     Effect.gen(function*() {
       for (;;) {
         const wake = yield* hub.ticket(tenantId, runId)
-        const found = yield* Effect.either(store.getRun(tenantId, runId))
+        // Woken by this process's deltas alone, the log is as last read: only the deltas are read again.
+        const version = hub.logVersion(tenantId, runId)
+        const logKnown = cached !== undefined && woken && version === cachedVersion
+        const found = logKnown && cached !== undefined ? Either.right(cached) : yield* Effect.either(store.getRun(tenantId, runId))
         if (Either.isLeft(found)) {
           if (!(options.waitForStart && found.left._tag === "RunNotFound" && state.nextSeq === 1)) return yield* Effect.fail(found.left)
-          yield* Effect.race(wake, Effect.sleep(options.pollInterval))
+          woken = yield* Effect.raceFirst(Effect.as(wake, true), Effect.as(Effect.sleep(options.pollInterval), false))
           continue
         }
         const info = found.right
-        const read: ReadonlyArray<Event> = info.headSeq >= state.nextSeq
+        cached = info
+        cachedVersion = version
+        const read: ReadonlyArray<Event> = !logKnown && info.headSeq >= state.nextSeq
           ? (yield* store.readEvents(tenantId, runId, state.nextSeq, pageSize)).filter((e) => e.seq <= info.headSeq)
           : []
         const broken = verifier.push(read.filter((e) => e.seq > verifiedThrough))
@@ -143,7 +179,7 @@ const reader = (
         if (done) return [chunk, Option.none<State>()] as const
         if (items.length > 0) return [chunk, Option.some(next)] as const
         // Nothing new: wait for a write in this process, or poll (another process may be writing).
-        yield* Effect.race(wake, Effect.sleep(options.pollInterval))
+        woken = yield* Effect.raceFirst(Effect.as(wake, true), Effect.as(Effect.sleep(options.pollInterval), false))
       }
     })
   return Stream.paginateChunkEffect({ after, nextSeq: 1 } satisfies State, step)

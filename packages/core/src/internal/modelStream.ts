@@ -75,5 +75,7 @@ export const run = (
       }),
       Effect.catchAll((error) => Effect.sync(() => void (ended = { _tag: "Failed", error })))
     )
+    // The call's events come after its deltas for every reader: the deltas are in the shared store first.
+    yield* env.deps.live.flushed
     return ended ?? { _tag: "Failed", error: new Errors.ModelError({ kind: "server_error", reason: "the model's stream ended without a reply", retryable: true }) }
   })

@@ -36,8 +36,12 @@ export interface Deps {
   readonly enforceBudget: boolean
   /** How an idempotent tool that does not say is logged. */
   readonly idempotentToolDurability: Durability
-  /** Where streamed calls keep their deltas while the run is live, and the wake-up of this process's readers. */
-  readonly live: { readonly store: LiveStore.Service; readonly hub: Hub }
+  /**
+   * Where streamed calls keep their deltas while the run is live, the wake-up of this process's readers, and the wait
+   * until every delta kept is in the shared store (before the call's events are appended: a reader in another process
+   * must find a call's deltas before the events after them).
+   */
+  readonly live: { readonly store: LiveStore.Service; readonly hub: Hub; readonly flushed: Effect.Effect<void> }
 }
 
 /** Faults that end an execution without writing anything: the run stays resumable. */
