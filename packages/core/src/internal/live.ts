@@ -56,14 +56,7 @@ export const makeHub = (): Hub => {
       versions.set(key, 0)
       return 0
     },
-    changed: (tenantId, runId) =>
-      Effect.suspend(() => {
-        const key = keyOf(tenantId, runId)
-        const d = waiting.get(key)
-        if (d === undefined) return Effect.void
-        waiting.delete(key)
-        return Deferred.succeed(d, undefined)
-      }),
+    changed,
     ticket: (tenantId, runId) =>
       Effect.suspend(() => {
         const key = keyOf(tenantId, runId)
