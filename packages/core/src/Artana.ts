@@ -39,6 +39,7 @@ import * as EventStore from "./EventStore.js"
 import type * as Json from "./Json.js"
 import * as Kernel from "./Kernel.js"
 import type { Lease } from "./Lease.js"
+import type * as Live from "./Live.js"
 import * as Middleware from "./Middleware.js"
 import type { ModelPort } from "./ModelPort.js"
 import type * as Pricing from "./Pricing.js"
@@ -456,6 +457,11 @@ export interface Client {
     <I, O, E>(options: RejectOptions<Workflow.Workflow<I, O, E>> & { readonly workflow: Workflow.Workflow<I, O, E> }): Promise<Kernel.RunResult<O>>
     (options: RejectOptions): Promise<Kernel.RunResult<unknown>>
   }
+  /**
+   * The run as it happens (`Kernel.live`): `for await (const e of client.live(run, { after }))`, each event with the
+   * `offset` to reconnect after.
+   */
+  readonly live: (run: Kernel.RunRef, options?: Kernel.LiveOptions) => AsyncIterable<Live.LiveEvent>
   /** Releases the store (closes the database). */
   readonly close: () => Promise<void>
 }
@@ -483,6 +489,11 @@ export const create = (options: Options): Client => {
     events: (r, o) => ({
       async *[Symbol.asyncIterator]() {
         yield* await go(Effect.flatMap(Kernel.Kernel, (k) => Stream.toAsyncIterableEffect(k.events(r, o))))
+      }
+    }),
+    live: (r, o) => ({
+      async *[Symbol.asyncIterator]() {
+        yield* await go(Effect.flatMap(Kernel.Kernel, (k) => Stream.toAsyncIterableEffect(k.live(r, o))))
       }
     }),
     close

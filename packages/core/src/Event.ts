@@ -135,7 +135,8 @@ export const PolicyDenied = Schema.TaggedStruct("PolicyDenied", {
 export const BudgetExceeded = Schema.TaggedStruct("BudgetExceeded", {
   limitUsd: Schema.Number,
   spentUsd: Schema.Number,
-  phase: Schema.Literal("before_call", "after_call")
+  /** `during_call`: a streamed reply crossed the limit; the stream was stopped there. */
+  phase: Schema.Literal("before_call", "after_call", "during_call")
 })
 
 /** A note a middleware writes about what it did (PII findings, spend, rewrites). */

@@ -23,6 +23,8 @@ import type { Event, RunInfo, WaitingOn } from "./Event.js"
 import * as EventStore from "./EventStore.js"
 import * as Approvals from "./internal/approvals.js"
 import { chainEnd } from "./internal/continueAsNew.js"
+import * as LiveRead from "./internal/live.js"
+import * as LiveTier from "./internal/liveTier.js"
 import type * as Execution from "./internal/execution.js"
 import { lastVerifiedEvent, verifiedEvents } from "./internal/ledger.js"
 import { reconcile } from "./internal/reconcile.js"
@@ -30,6 +32,8 @@ import { continueRun, type Runtime, startRun } from "./internal/runs.js"
 import * as Signals from "./internal/signals.js"
 import * as Json from "./Json.js"
 import type { Lease } from "./Lease.js"
+import * as Live from "./Live.js"
+import * as LiveStore from "./LiveStore.js"
 import { Middleware } from "./Middleware.js"
 import { ModelPort } from "./ModelPort.js"
 import * as Pricing from "./Pricing.js"
@@ -91,6 +95,19 @@ export interface StartOptions<I> {
 export interface EventsOptions {
   /** Events read per query (default `EventStore.DEFAULT_PAGE_SIZE`). */
   readonly pageSize?: number | undefined
+}
+
+/** Options of `Kernel.live`. */
+export interface LiveOptions {
+  /** The last offset the reader saw: the stream starts right after it. Absent: from the run's start. */
+  readonly after?: string | undefined
+  /** Events and deltas read per query (default `EventStore.DEFAULT_PAGE_SIZE`). */
+  readonly pageSize?: number | undefined
+  /**
+   * Wait for a run that does not exist yet (a caller that starts a run and watches it at once) instead of failing
+   * with `RunNotFound`. Another tenant's run is waited for too, like one that never started: nothing is told.
+   */
+  readonly waitForStart?: boolean | undefined
 }
 
 export interface RunRef {
@@ -179,6 +196,14 @@ export interface Service {
    * record's head, or a broken link, is `LogTampered`.
    */
   readonly lastEvent: (run: RunRef, matches: (event: Event) => boolean) => Effect.Effect<Event | undefined, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered>
+  /**
+   * The run as it happens: its log events and its streamed model calls' deltas (`Live.LiveEvent`), in order, after the
+   * offset `after`, following the run until it completes, fails or continues as new (a paused run's stream waits).
+   * A reader that reconnects with the last offset it saw gets everything after it, once. Deltas are kept in the
+   * `LiveStore` while the run is live; after that the logged reply (`ModelCompleted`) stands for them. The log part is
+   * verified as `events` verifies it.
+   */
+  readonly live: (run: RunRef, options?: LiveOptions) => Stream.Stream<Live.LiveEvent, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered | Errors.InvalidInput>
   /** Checks the run's hash chain against its store record and, if given, an exported head. */
   readonly verify: (run: RunRef & { readonly head?: Head | undefined }) => Effect.Effect<VerifyReport, Errors.RunNotFound | Errors.StoreError>
   /**
@@ -254,6 +279,11 @@ export interface Options extends Pricing.Options {
    * at once. `Duration.infinity`: it never pauses (it waits in its process, as `ctx.sleep` does).
    */
   readonly signalWaitHold?: Duration.DurationInput | undefined
+  /**
+   * How often `live` reads a run again when nothing woke it (a run written by another process). Default 200 ms; a
+   * run written in this process wakes its readers at once.
+   */
+  readonly livePollInterval?: Duration.DurationInput | undefined
 }
 
 const chatOutput = <A, I>(outputSchema: Schema.Schema<A, I> | undefined) =>
@@ -285,7 +315,12 @@ const callToolWorkflow = Workflow.make({
 /** Builds the kernel from its ports. */
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
-    const store = yield* EventStore.EventStore
+    // Every append wakes this process's live readers of the run.
+    const hub = LiveRead.makeHub()
+    const store = LiveRead.notifying(yield* EventStore.EventStore, hub)
+    // Deltas of streamed calls: this process's memory, written behind to the store given (shared by processes).
+    const tier = yield* Effect.flatMap(Effect.serviceOption(LiveStore.LiveStore), Option.match({ onNone: () => LiveTier.memoryOnly, onSome: LiveTier.make }))
+    const liveStore = tier.store
     const model = yield* ModelPort
     const tools = yield* ToolRegistry
     const middleware = yield* Effect.serviceOption(Middleware)
@@ -306,7 +341,8 @@ export const make = (options: Options = {}) =>
       enforceBudget: options.enforceBudget ?? true,
       idempotentToolDurability: options.idempotentToolDurability ?? "two-phase",
       signalPollMillis: options.signalPollInterval === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalPollInterval)),
-      signalHoldMillis: options.signalWaitHold === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalWaitHold))
+      signalHoldMillis: options.signalWaitHold === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalWaitHold)),
+      live: { store: liveStore, hub, flushed: tier.flushed }
     }
     const workflows = new Map<string, Workflow.Any>()
     for (const w of options.workflows ?? []) workflows.set(w.name, w)
@@ -325,13 +361,24 @@ export const make = (options: Options = {}) =>
         )
       )
 
-    const execute = <I, O, E>(workflow: Workflow.Workflow<I, O, E>, start: StartOptions<I>): Effect.Effect<RunResult<O>, E | KernelError> =>
-      Effect.gen(function*() {
-        const runId = start.runId ?? crypto.randomUUID()
+    /** Deltas are kept while the run is live: once an execution leaves it ended, they go. */
+    const dropDeltasIfEnded = (tenantId: string, runId: string) =>
+      Effect.ignore(Effect.gen(function*() {
+        const info = yield* store.getRun(tenantId, runId)
+        if (info.status === "completed" || info.status === "failed" || info.status === "continued") {
+          yield* liveStore.drop(tenantId, runId)
+          yield* hub.changed(tenantId, runId)
+        }
+      }))
+
+    const execute = <I, O, E>(workflow: Workflow.Workflow<I, O, E>, start: StartOptions<I>): Effect.Effect<RunResult<O>, E | KernelError> => {
+      const runId = start.runId ?? crypto.randomUUID()
+      return Effect.gen(function*() {
         const existing = yield* findRun(start.tenant.tenantId, runId)
         if (Option.isSome(existing)) return yield* continueRun(runtime, workflow, existing.value, "live", undefined, start.lease)
         return yield* startRun(runtime, workflow, start, runId)
-      }).pipe(Effect.withSpan("Kernel.execute", { attributes: { workflow: workflow.name } }))
+      }).pipe(Effect.ensuring(dropDeltasIfEnded(start.tenant.tenantId, runId)), Effect.withSpan("Kernel.execute", { attributes: { workflow: workflow.name } }))
+    }
 
     const workflowFor = (info: RunInfo) => {
       const w = workflows.get(info.workflow)
@@ -354,7 +401,7 @@ export const make = (options: Options = {}) =>
         // A run that continued as new is resumed where its work goes on: the last run of its chain.
         const info = yield* chainEnd(store, yield* store.getRun(run.tenantId, run.runId))
         // A given workflow is checked by name like a registered one (continueRun: NonDeterminism on another name).
-        return yield* resumeWith(info, run.workflow ?? (yield* workflowFor(info)), run)
+        return yield* Effect.ensuring(resumeWith(info, run.workflow ?? (yield* workflowFor(info)), run), dropDeltasIfEnded(info.tenantId, info.runId))
       }).pipe(Effect.withSpan("Kernel.resume"))
     }
 
@@ -365,6 +412,14 @@ export const make = (options: Options = {}) =>
 
     const wake = (run: RunRef) =>
       Option.match(queue, { onNone: () => Effect.succeed(false), onSome: (q) => Signals.wakeTask(store, q, run) })
+    const pollInterval = Duration.decode(options.livePollInterval ?? Duration.millis(200))
+    const live = (run: RunRef, liveOptions: LiveOptions = {}) => {
+      const after = liveOptions.after === undefined ? Either.right(Live.start) : Live.parseOffset(liveOptions.after)
+      if (Either.isLeft(after)) return Stream.fail(new Errors.InvalidInput({ what: "live offset", reason: after.left }))
+      const pageSize = Math.max(1, Math.floor(liveOptions.pageSize ?? EventStore.DEFAULT_PAGE_SIZE))
+      const readOptions = { store, live: liveStore, hub, auditKey: deps.auditKey, pollInterval, pageSize, waitForStart: liveOptions.waitForStart === true }
+      return LiveRead.read(readOptions, run.tenantId, run.runId, after.right)
+    }
 
     const service: Service = {
       execute,
@@ -382,6 +437,7 @@ export const make = (options: Options = {}) =>
         Effect.flatMap(store.getRun(run.tenantId, run.runId), (info) =>
           Effect.catchTag(lastVerifiedEvent(store, deps.auditKey, info, matches), "InvalidRunState", (cut) =>
             Effect.fail(new Errors.LogTampered({ runId: run.runId, seq: info.headSeq, reason: cut.status })))).pipe(Effect.withSpan("Kernel.lastEvent")),
+      live,
       verify: Effect.fn("Kernel.verify")(function*(run) {
         const info = yield* store.getRun(run.tenantId, run.runId)
         const verifier = Verify.make(run.runId, {

@@ -16,7 +16,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { BudgetExceeded, PolicyDenied, ToolError } from "./Errors.js"
 import type { Json } from "./Json.js"
-import type { ModelRequest, ModelResponse } from "./ModelPort.js"
+import type { ModelDelta, ModelRequest, ModelResponse } from "./ModelPort.js"
 import type { TenantContext } from "./Tenant.js"
 
 /** What an interceptor knows about the call it wraps. */
@@ -38,6 +38,16 @@ export interface ToolCallInfo {
   readonly arguments: string
 }
 
+/**
+ * What a middleware does to the deltas of one streamed call: `push` takes a delta and returns what to pass on now (it
+ * may hold text back: a value that may go on in the next delta), `flush` returns what it still holds when the reply
+ * ends. What the passed deltas spell must be what `afterModel` makes of the whole reply, which stays the logged truth.
+ */
+export interface DeltaHook {
+  readonly push: (delta: ModelDelta) => ReadonlyArray<ModelDelta>
+  readonly flush: () => ReadonlyArray<ModelDelta>
+}
+
 /** Errors an interceptor may fail with. */
 export type InterceptorError = PolicyDenied | BudgetExceeded
 
@@ -49,6 +59,8 @@ export interface Interceptor {
     response: ModelResponse,
     context: CallContext
   ) => Effect.Effect<ModelResponse, InterceptorError>
+  /** Called once per streamed model call, after `beforeModel`: the hook its deltas pass through, in the chain's order. */
+  readonly modelDeltas?: (request: ModelRequest, context: CallContext) => Effect.Effect<DeltaHook>
   readonly beforeTool?: (call: ToolCallInfo, context: CallContext) => Effect.Effect<ToolCallInfo, InterceptorError>
   readonly afterTool?: (call: ToolCallInfo, result: Json, context: CallContext) => Effect.Effect<Json, InterceptorError | ToolError>
 }

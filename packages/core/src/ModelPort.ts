@@ -8,6 +8,8 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
 import type { AssistantMessage, ChatMessage, ToolSpec, Usage } from "./Chat.js"
 import { ModelError } from "./Errors.js"
 import type { Json, JsonObject } from "./Json.js"
@@ -44,10 +46,45 @@ export interface ModelResponse {
   readonly notes?: ReadonlyArray<ProviderNote> | undefined
 }
 
+/** A piece of the answer's text, as the model produced it. */
+export const TextDelta = Schema.TaggedStruct("TextDelta", { text: Schema.String })
+export type TextDelta = typeof TextDelta.Type
+
+/**
+ * A piece of a tool call: `index` names the call within the reply; `id` and `name` come with its first piece,
+ * `arguments` is the next piece of its JSON text.
+ */
+export const ToolCallDelta = Schema.TaggedStruct("ToolCallDelta", {
+  index: Schema.Int,
+  id: Schema.optional(Schema.String),
+  name: Schema.optional(Schema.String),
+  arguments: Schema.String
+})
+export type ToolCallDelta = typeof ToolCallDelta.Type
+
+/** A piece of a reply while it streams. */
+export const ModelDelta = Schema.Union(TextDelta, ToolCallDelta)
+export type ModelDelta = typeof ModelDelta.Type
+
+/** The end of a streamed call: the whole reply, exactly as `generate` would have answered. */
+export interface Finished {
+  readonly _tag: "Finished"
+  readonly response: ModelResponse
+}
+
+/** What a streamed call emits: deltas, then one `Finished`. */
+export type StreamPart = ModelDelta | Finished
+
 export interface Service {
   /** The model used when a request names none. */
   readonly defaultModel: string
   readonly generate: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError>
+  /**
+   * The same call, streamed: the reply's deltas as they come, then `Finished` with the reply assembled exactly as
+   * `generate` returns it (the reply is the source of truth; the deltas are a preview of it). A provider that does
+   * not stream emits `Finished` alone.
+   */
+  readonly stream: (request: ModelRequest) => Stream.Stream<StreamPart, ModelError>
   /** Tokens a message list takes for `model` (compaction and budget estimates use it). */
   readonly countTokens: (messages: ReadonlyArray<ChatMessage>, model?: string) => Effect.Effect<number>
   /** The provider's own prices (see `Pricing`): after the deployment's, before the built-in table. */
@@ -61,6 +98,11 @@ export class ModelPort extends Context.Tag("@artana/core/ModelPort")<ModelPort, 
 export interface ProviderOptions {
   readonly defaultModel: string
   readonly generate: (request: ModelRequest) => Effect.Effect<ModelResponse, ModelError>
+  /**
+   * The provider's streamed call (optional): deltas, then exactly one `Finished`. Absent, `stream` answers with
+   * `generate`'s reply in one `Finished`.
+   */
+  readonly stream?: ((request: ModelRequest) => Stream.Stream<StreamPart, ModelError>) | undefined
   readonly countTokens?: ((messages: ReadonlyArray<ChatMessage>, model: string) => Effect.Effect<number>) | undefined
   /** The provider's own prices, for models the built-in table does not know. */
   readonly prices?: PriceTable | undefined
@@ -80,28 +122,73 @@ export const approximateTokens = (messages: ReadonlyArray<ChatMessage>): number 
  * Builds a `ModelPort` from a provider's `generate`. Shared logic lives here, once: a tracing span, and every
  * tool call the model returns must carry an id and a name, or the call fails as `malformed_tool_call`.
  */
-export const make = (options: ProviderOptions): Service => ({
-  defaultModel: options.defaultModel,
-  prices: options.prices,
-  generate: Effect.fn("ModelPort.generate")(function*(request: ModelRequest) {
-    const response = yield* options.generate(request)
+export const make = (options: ProviderOptions): Service => {
+  const checked = (response: ModelResponse): Effect.Effect<ModelResponse, ModelError> => {
     for (const call of response.message.toolCalls ?? []) {
       if (call.id.length === 0 || call.name.length === 0) {
-        return yield* new ModelError({
+        return Effect.fail(new ModelError({
           kind: "malformed_tool_call",
           reason: `the model returned a tool call without ${call.id.length === 0 ? "an id" : "a name"}`,
           retryable: true
-        })
+        }))
       }
     }
     // Tool calls naming unknown tools are kept: the kernel answers the model with an error so the loop recovers.
-    return response
-  }),
+    return Effect.succeed(response)
+  }
+  const generate = Effect.fn("ModelPort.generate")(function*(request: ModelRequest) {
+    return yield* checked(yield* options.generate(request))
+  })
+  const provided = options.stream
+  const stream = (request: ModelRequest): Stream.Stream<StreamPart, ModelError> =>
+    provided === undefined
+      ? Stream.fromEffect(Effect.map(generate(request), (response): StreamPart => ({ _tag: "Finished", response })))
+      : Stream.suspend(() => {
+        // Exactly one `Finished`, last: a provider stream that ends without one (or goes on after it) is a bad reply.
+        let finished = false
+        const parts = Stream.mapEffect(provided(request), (part): Effect.Effect<StreamPart, ModelError> => {
+          if (finished) return Effect.fail(new ModelError({ kind: "server_error", reason: "the model's stream went on after its reply ended", retryable: true }))
+          if (part._tag !== "Finished") return Effect.succeed(part)
+          finished = true
+          return Effect.map(checked(part.response), (response) => ({ _tag: "Finished", response }))
+        })
+        const end = Stream.suspend(() =>
+          finished ? Stream.empty : Stream.fail(new ModelError({ kind: "server_error", reason: "the model's stream ended before its reply did", retryable: true }))
+        )
+        return Stream.concat(parts, end).pipe(Stream.withSpan("ModelPort.stream"))
+      })
+  return {
+  defaultModel: options.defaultModel,
+  prices: options.prices,
+  generate,
+  stream,
   countTokens: (messages, model) =>
     options.countTokens === undefined
       ? Effect.succeed(approximateTokens(messages))
       : options.countTokens(messages, model ?? options.defaultModel)
-})
+  }
+}
+
+/**
+ * Folds deltas into the text and tool calls they spell (text appends; tool-call pieces merge by index), as a
+ * provider's streaming client assembles a reply. A reader of a live run uses it to show a reply as it grows.
+ */
+export const foldDeltas = (deltas: Iterable<ModelDelta>): { readonly text: string; readonly toolCalls: ReadonlyArray<{ readonly id: string; readonly name: string; readonly arguments: string }> } => {
+  let text = ""
+  const calls = new Map<number, { id: string; name: string; arguments: string }>()
+  for (const d of deltas) {
+    if (d._tag === "TextDelta") {
+      text += d.text
+      continue
+    }
+    const call = calls.get(d.index) ?? { id: "", name: "", arguments: "" }
+    calls.set(d.index, call)
+    if (d.id !== undefined) call.id = d.id
+    if (d.name !== undefined) call.name = d.name
+    call.arguments += d.arguments
+  }
+  return { text, toolCalls: [...calls.entries()].sort(([a], [b]) => a - b).map(([, c]) => c) }
+}
 
 /** A layer providing `ModelPort` from a provider's options. */
 export const layer = (options: ProviderOptions): Layer.Layer<ModelPort> => Layer.succeed(ModelPort, make(options))

@@ -18,6 +18,7 @@ import * as Effect from "effect/Effect"
 import { type Chat, Errors, type Json, type Middleware } from "@artana/core"
 import { detect } from "./internal/pii/detect.js"
 import { mapJson } from "./internal/pii/json.js"
+import { deltaHook } from "./internal/pii/stream.js"
 import * as internal from "./internal/pii/kinds.js"
 
 /**
@@ -108,8 +109,21 @@ export const makeScrubber = (options: ScrubOptions = {}): Scrubber => {
     return placeholder
   }
 
+  /**
+   * Placeholders already in a text (a reply scrubbed earlier, sent back in the conversation) keep their numbers:
+   * numbering goes on after them, so a process that rebuilds it from the messages never hands one out twice.
+   */
+  const reserve = (text: string) => {
+    for (const placeholder of text.match(PLACEHOLDER) ?? []) {
+      const kind = kindOfPlaceholder(placeholder)
+      const n = Number(placeholder.slice(placeholder.lastIndexOf("_") + 1, -1))
+      if (kind !== undefined && n > (counters.get(kind) ?? 0)) counters.set(kind, n)
+    }
+  }
+
   return {
     scrub: (text) => {
+      if (text.includes("<")) reserve(text)
       const found = detect(text, enabled)
       if (found.length === 0) return { text, findings: [] }
       const findings: Array<Finding> = []
@@ -159,6 +173,12 @@ export interface Options {
    * messages held are restored.
    */
   readonly restoreToolArguments?: boolean | undefined
+  /**
+   * Scrub the model's replies too (default false): the logged reply (`ModelCompleted`) holds placeholders, and so
+   * does every delta of a streamed reply, a value split across deltas included (see the README). For a model that
+   * may write personal data of its own (from its training, or a tool's result it was given unscrubbed).
+   */
+  readonly scrubReplies?: boolean | undefined
   /** Runs whose numbering is cached in this process (least recently used first out). Default 1,000. */
   readonly maxCachedRuns?: number | undefined
 }
@@ -335,5 +355,26 @@ export const middleware = (options: Options = {}): Middleware.Interceptor => {
       return { ...call, arguments: restored }
     })
 
-  return options.restoreToolArguments === true ? { name: NAME, beforeModel, beforeTool } : { name: NAME, beforeModel }
+  const afterModel: NonNullable<Middleware.Interceptor["afterModel"]> = (_request, response, ctx) =>
+    Effect.gen(function*() {
+      const tally = makeTally()
+      const message = scrubMessage(scrubberFor(ctx), response.message, tally)
+      const { data, total } = summary(tally)
+      if (total === 0 || message.role !== "assistant") return response
+      yield* ctx.note(NAME, "scrubbed_reply", data)
+      return { ...response, message }
+    })
+
+  const modelDeltas: NonNullable<Middleware.Interceptor["modelDeltas"]> = (_request, ctx) =>
+    Effect.sync(() => {
+      const scrubber = scrubberFor(ctx)
+      return deltaHook((text) => scrub(text, scrubOptions), (text) => scrubber.scrub(text).text, (json) => scrubJsonText(scrubber, json, makeTally()))
+    })
+
+  return {
+    name: NAME,
+    beforeModel,
+    ...(options.restoreToolArguments === true ? { beforeTool } : {}),
+    ...(options.scrubReplies === true ? { afterModel, modelDeltas } : {})
+  }
 }

@@ -37,6 +37,8 @@ export interface Answer {
   readonly finishReason: "stop" | "length" | "tool_calls" | "content_filter"
   /** `null`: report no usage at all, as some OpenAI-compatible servers do. */
   readonly usage: ScriptedUsage | null
+  /** Streamed, the text goes in this many chunks (default 3). */
+  readonly pieces?: number | undefined
 }
 
 /** An HTTP error with an OpenAI error body (`{ error: { message, type, code } }`). */
@@ -55,7 +57,7 @@ export type Reply = Answer | HttpError | FakeProvider.Hang
 /** Usage reported when a reply does not set its own. */
 export const defaultUsage: ScriptedUsage = { promptTokens: 10, completionTokens: 5 }
 
-type AnswerOptions = Partial<Pick<Answer, "usage" | "finishReason">>
+type AnswerOptions = Partial<Pick<Answer, "usage" | "finishReason" | "pieces">>
 
 /** A text answer. */
 export const text = (content: string, options: AnswerOptions = {}): Reply => ({
@@ -64,7 +66,8 @@ export const text = (content: string, options: AnswerOptions = {}): Reply => ({
   toolCalls: [],
   refusal: null,
   finishReason: options.finishReason ?? "stop",
-  usage: options.usage === undefined ? defaultUsage : options.usage
+  usage: options.usage === undefined ? defaultUsage : options.usage,
+  ...(options.pieces === undefined ? {} : { pieces: options.pieces })
 })
 
 /** An answer whose content is `value` as JSON (structured output). */
@@ -163,7 +166,7 @@ const chunks = (answer: Answer, model: string, n: number, includeUsage: boolean)
   const base = { id: completionId(n), object: "chat.completion.chunk", created: Math.floor(Date.now() / 1000), model }
   const chunk = (delta: unknown, finishReason: string | null = null) => ({ ...base, choices: [{ index: 0, delta, finish_reason: finishReason, logprobs: null }] })
   const out: Array<unknown> = [chunk({ role: "assistant", content: answer.content === null ? null : "" })]
-  for (const piece of pieces(answer.content ?? "", 3)) out.push(chunk({ content: piece }))
+  for (const piece of pieces(answer.content ?? "", answer.pieces ?? 3)) out.push(chunk({ content: piece }))
   if (answer.refusal !== null) for (const piece of pieces(answer.refusal, 2)) out.push(chunk({ refusal: piece }))
   toolCallsOf(answer, n).forEach((call, index) => {
     out.push(chunk({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.function.name, arguments: "" } }] }))
@@ -178,7 +181,16 @@ const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> => typeof 
 
 const errorBody = (message: string, type: string, code: string | null) => ({ error: { message, type, param: null, code } })
 
-const protocol: FakeProvider.Protocol<Reply> = {
+/** Options of `start`. */
+export interface StartOptions {
+  /**
+   * Awaited before each chunk of a streamed answer is sent (`request` from 1, `chunk` from 0, of `chunks`): a test
+   * streams slowly, or holds a stream where it wants.
+   */
+  readonly beforeChunk?: ((at: { readonly request: number; readonly chunk: number; readonly chunks: number }) => Promise<void>) | undefined
+}
+
+const protocolOf = (startOptions: StartOptions): FakeProvider.Protocol<Reply> => ({
   path: "/v1/chat/completions",
   errorBody: (status, message) => errorBody(message, "invalid_request_error", status === 400 ? "script_exhausted" : null),
   answer: (reply, request, res, n) => {
@@ -190,15 +202,28 @@ const protocol: FakeProvider.Protocol<Reply> = {
     const options = body["stream_options"]
     const includeUsage = isRecord(options) && options["include_usage"] === true
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" })
-    for (const c of chunks(reply, model, n, includeUsage)) res.write(`data: ${JSON.stringify(c)}\n\n`)
-    res.end("data: [DONE]\n\n")
+    const all = chunks(reply, model, n, includeUsage)
+    const pace = startOptions.beforeChunk
+    if (pace === undefined) {
+      for (const c of all) res.write(`data: ${JSON.stringify(c)}\n\n`)
+      return res.end("data: [DONE]\n\n")
+    }
+    void (async () => {
+      for (const [i, c] of all.entries()) {
+        await pace({ request: n, chunk: i, chunks: all.length })
+        // The client went away (an abort, a killed process): nothing more to send.
+        if (res.destroyed) return
+        res.write(`data: ${JSON.stringify(c)}\n\n`)
+      }
+      res.end("data: [DONE]\n\n")
+    })()
   }
-}
+})
 
 /** Starts a server on 127.0.0.1 (a free port) that plays `script`. */
-export const start = (script: ReadonlyArray<Reply>): Promise<Server> =>
-  FakeProvider.start("FakeOpenAi", protocol, script).then((server) => ({ ...server, url: `${server.url}/v1` }))
+export const start = (script: ReadonlyArray<Reply>, startOptions: StartOptions = {}): Promise<Server> =>
+  FakeProvider.start("FakeOpenAi", protocolOf(startOptions), script).then((server) => ({ ...server, url: `${server.url}/v1` }))
 
 /** `start` as a scoped resource: the server closes with the scope. */
-export const scoped = (script: ReadonlyArray<Reply>): Effect.Effect<Server, never, Scope.Scope> =>
-  FakeProvider.scoped(() => start(script))
+export const scoped = (script: ReadonlyArray<Reply>, options: StartOptions = {}): Effect.Effect<Server, never, Scope.Scope> =>
+  FakeProvider.scoped(() => start(script, options))

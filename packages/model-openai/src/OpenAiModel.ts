@@ -4,18 +4,20 @@
  *
  * @since 0.1.0
  */
-import { type Chat, ModelPort, ModelTransport, type Pricing } from "@artana/core"
+import { type Chat, type Errors, ModelPort, ModelTransport, type Pricing } from "@artana/core"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
 import { OpenAI } from "openai"
 import { classify, provider } from "./internal/errors.js"
 import { toParams } from "./internal/request.js"
-import { accumulate, check, fromCompletion, isFailure, type Reply, toResponse } from "./internal/response.js"
+import { accumulate, accumulator, check, deltasOf, fromCompletion, isFailure, type Reply, toResponse } from "./internal/response.js"
 import { countMessages } from "./internal/tokens.js"
 
 /** Options of the adapter. Every field is optional; see `layerConfig` for the environment variables. */
@@ -89,6 +91,12 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
       maxRetries: 0
     })
 
+    /** The reply checked (refusal, content filter, malformed arguments), its tool calls named back. */
+    const checkedReply = (reply: Reply, names: ReturnType<typeof ModelTransport.wireNames>): Effect.Effect<Reply, ModelTransport.Failure> => {
+      const checked = check({ ...reply, toolCalls: reply.toolCalls.map((c) => ({ ...c, name: names.fromWire(c.name) })) })
+      return isFailure(checked) ? Effect.fail<ModelTransport.Failure>(checked) : Effect.succeed(checked)
+    }
+
     const generate = Effect.fn("OpenAiModel.generate")(function*(request: ModelPort.ModelRequest) {
       const endpoint = { provider, baseURL, model: request.model, hasApiKey, timeoutMs }
       if (!hasApiKey && options.baseURL === undefined) return yield* ModelTransport.missingKey(endpoint).error
@@ -111,19 +119,57 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
           duration: timeoutMs,
           onTimeout: () => ModelTransport.failure("timeout", `no complete answer from ${baseURL} within ${timeoutMs} ms`, true)
         }),
-        Effect.flatMap((reply) => {
-          const checked = check({ ...reply, toolCalls: reply.toolCalls.map((c) => ({ ...c, name: names.fromWire(c.name) })) })
-          return isFailure(checked) ? Effect.fail<ModelTransport.Failure>(checked) : Effect.succeed(checked)
-        })
+        Effect.flatMap((reply) => checkedReply(reply, names))
       )
       const result = yield* Effect.mapError(ModelTransport.retrying(attempt, policy), (f) => f.error)
       return yield* toResponse(result.value, request, result.notes)
     })
 
+    /**
+     * The streamed call: the request is retried (as `generate` retries) until the server starts answering; from the
+     * first chunk on, each delta goes out as it arrives, and a failure ends the call (its deltas are out: a retry
+     * would show them twice). The deadline is between chunks: a server that stops sending for `timeout` fails it.
+     */
+    const streamCall = (request: ModelPort.ModelRequest): Stream.Stream<ModelPort.StreamPart, Errors.ModelError> =>
+      Stream.unwrapScoped(Effect.gen(function*() {
+        const endpoint = { provider, baseURL, model: request.model, hasApiKey, timeoutMs }
+        if (!hasApiKey && options.baseURL === undefined) return yield* ModelTransport.missingKey(endpoint).error
+        const names = ModelTransport.wireNames(request.tools.map((t) => t.name))
+        const params = toParams(request, names)
+        // Aborted when the consumer stops early (a budget crossed, an interruption, a failure): the HTTP request ends
+        // with it. Not after a whole answer: its connection goes back to the pool as it is.
+        const controller = new AbortController()
+        yield* Effect.addFinalizer((exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => controller.abort())))
+        const open = Effect.tryPromise({
+          try: (signal) => {
+            signal.addEventListener("abort", () => controller.abort())
+            return client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal: controller.signal })
+          },
+          catch: (e) => classify(e, endpoint)
+        }).pipe(Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => ModelTransport.failure("timeout", `no answer from ${baseURL} within ${timeoutMs} ms`, true) }))
+        const opened = yield* Effect.mapError(ModelTransport.retrying(open, policy), (f) => f.error)
+        const acc = accumulator()
+        const chunks = Stream.fromAsyncIterable(opened.value, (e) => classify(e, endpoint).error).pipe(
+          Stream.timeoutFail(() => ModelTransport.failure("timeout", `no part of the answer from ${baseURL} within ${timeoutMs} ms`, true).error, timeoutMs),
+          Stream.mapConcat((chunk): ReadonlyArray<ModelPort.StreamPart> => {
+            acc.push(chunk)
+            return deltasOf(chunk).map((d) => (d._tag === "ToolCallDelta" && d.name !== undefined ? { ...d, name: names.fromWire(d.name) } : d))
+          })
+        )
+        const finished = Stream.fromEffect(
+          Effect.gen(function*() {
+            const reply = yield* Effect.mapError(checkedReply(acc.reply(), names), (f) => f.error)
+            return { _tag: "Finished", response: yield* toResponse(reply, request, opened.notes) } satisfies ModelPort.StreamPart
+          })
+        )
+        return Stream.concat(chunks, finished)
+      }))
+
     const port = ModelPort.make({
       defaultModel,
       prices: options.prices,
       generate,
+      stream: stream ? streamCall : undefined,
       countTokens: (messages: ReadonlyArray<Chat.ChatMessage>, model: string) => countMessages(messages, model)
     })
     return { ...port, client, baseURL }

@@ -1,11 +1,11 @@
 /**
  * Artana's embedded store: one SQLite file, in WAL mode with `synchronous=FULL`, holding every store service.
- * The layer provides the `EventStore`, the `TaskQueue` and the `SqlClient` they run on, so later services
- * (memory) share the same connection.
+ * The layer provides the `EventStore`, the `TaskQueue`, the `LiveStore` (deltas of streamed calls) and the
+ * `SqlClient` they run on, so later services (memory) share the same connection.
  *
  * @since 0.1.0
  */
-import { Errors, EventStore, SqlEventStore, SqlTaskQueue, type TaskQueue } from "@artana/core"
+import { Errors, EventStore, LiveStore, SqlEventStore, SqlLiveStore, SqlTaskQueue, type TaskQueue } from "@artana/core"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -48,7 +48,7 @@ export interface Options {
 }
 
 /** The services `layer` provides. */
-export type Services = EventStore.EventStore | TaskQueue.TaskQueue | SqlClient.SqlClient | SqliteClient.SqliteClient
+export type Services = EventStore.EventStore | TaskQueue.TaskQueue | LiveStore.LiveStore | SqlClient.SqlClient | SqliteClient.SqliteClient
 
 const STORE = "sqlite"
 
@@ -296,8 +296,13 @@ export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnava
   const taskQueue = SqlTaskQueue.layer({ tablePrefix: options.tablePrefix }).pipe(
     Layer.catchAll((error) => Layer.fail(error._tag === "StoreError" ? unusable(error) : error))
   )
+  // Deltas of streamed model calls, in the file: a reader in another process follows a run as it streams. A read-only
+  // open writes no deltas and may find a file without their table: they stay in its memory.
+  const liveStore = options.readOnly === true
+    ? LiveStore.layerMemory
+    : SqlLiveStore.layer({ tablePrefix: options.tablePrefix }).pipe(Layer.catchAll((error) => Layer.fail(error._tag === "StoreError" ? unusable(error) : error)))
   // One after the other: a database that refuses the first store's tables fails the layer once, with its reason.
-  return Layer.provideMerge(Layer.provideMerge(taskQueue, eventStore), layerClient(options))
+  return Layer.provideMerge(Layer.provideMerge(Layer.provideMerge(liveStore, taskQueue), eventStore), layerClient(options))
 }
 
 /** A connection as `driver()` opens it: the part of better-sqlite3's `Database` both drivers offer. */

@@ -3,7 +3,6 @@
  * budget, passed through the middleware chain, sent, priced again by what it cost, and logged as one batch.
  */
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Schema from "effect/Schema"
 import type { AssistantMessage, Usage } from "../Chat.js"
 import * as Errors from "../Errors.js"
@@ -13,6 +12,7 @@ import type * as ModelPort from "../ModelPort.js"
 import { costOf, type Price } from "../Pricing.js"
 import { canonicalJson, sha256 } from "./hash.js"
 import * as Interceptors from "./interceptors.js"
+import * as ModelStream from "./modelStream.js"
 import type { StepEnv } from "./stepEnv.js"
 
 /** `ModelFailed.kind` of a call refused because nothing prices its model. */
@@ -97,7 +97,7 @@ export const make = (env: StepEnv) => {
       // A count the tokenizer cannot give is priced at the whole budget: refused, not waved through.
       const estimateUsd = costOf({ inputTokens: promptTokens, outputTokens }, price) ?? Number.POSITIVE_INFINITY
       const spentUsd = env.spentUsd()
-      if (spentUsd + estimateUsd <= tenant.budgetUsdLimit) return outputTokens
+      if (spentUsd + estimateUsd <= tenant.budgetUsdLimit) return { outputTokens, promptTokens }
       notes.push({
         _tag: "MiddlewareNote",
         middleware: "kernel",
@@ -130,14 +130,25 @@ export const make = (env: StepEnv) => {
       const price = deps.priceOf(before.value.model)
       const assumed = yield* checkBudget(key, before.value, price, requestedOf(before.value), notes)
       // The reply may not cost more than the estimate: the output tokens it assumed are sent as the model's cap.
-      const sent = assumed === undefined || before.value.maxOutputTokens !== undefined ? before.value : { ...before.value, maxOutputTokens: assumed }
+      const sent = assumed === undefined || before.value.maxOutputTokens !== undefined ? before.value : { ...before.value, maxOutputTokens: assumed.outputTokens }
       const requested = requestedOf(sent)
-      const generated = yield* Effect.either(deps.model.generate(sent))
-      if (Either.isLeft(generated)) {
-        yield* env.append(key, [requested, ...notes, { _tag: "ModelFailed", kind: generated.left.kind, error: generated.left.reason }])
-        return yield* Effect.fail(generated.left)
+      // A server may stream past the cap: the output so far (4 characters a token) is priced as it comes.
+      const overBudget = (outputChars: number): number | undefined => {
+        if (assumed === undefined || price === undefined) return undefined
+        const costUsd = costOf({ inputTokens: assumed.promptTokens, outputTokens: Math.ceil(outputChars / 4) }, price) ?? Number.POSITIVE_INFINITY
+        return env.spentUsd() + costUsd > tenant.budgetUsdLimit ? costUsd : undefined
       }
-      const after = yield* Interceptors.run(deps.interceptors, "after", generated.right, (i) =>
+      const streamed = yield* ModelStream.run(env, key, sent, context, overBudget)
+      if (streamed._tag === "OverBudget") {
+        env.spend(Number.isFinite(streamed.costUsd) ? streamed.costUsd : 0)
+        const note: EventPayload = { _tag: "MiddlewareNote", middleware: "kernel", note: "stream_stopped", data: { outputChars: streamed.outputChars, estimateUsd: Number.isFinite(streamed.costUsd) ? streamed.costUsd : null } }
+        return yield* env.budgetExceeded(key, "during_call", [requested, ...notes, note])
+      }
+      if (streamed._tag === "Failed") {
+        yield* env.append(key, [requested, ...notes, { _tag: "ModelFailed", kind: streamed.error.kind, error: streamed.error.reason }])
+        return yield* Effect.fail(streamed.error)
+      }
+      const after = yield* Interceptors.run(deps.interceptors, "after", streamed.response, (i) =>
         i.afterModel === undefined ? undefined : (r) => i.afterModel!(sent, r, context))
       if (after._tag === "Refused") return yield* refused(key, "after_call", [requested, ...notes], after.error, after.interceptor.name)
       const response = after.value

@@ -10,6 +10,7 @@ import * as Errors from "../Errors.js"
 import type { Event, EventPayload, WaitingOn } from "../Event.js"
 import type * as EventStore from "../EventStore.js"
 import type { Lease } from "../Lease.js"
+import type * as LiveStore from "../LiveStore.js"
 import type { CallContext, Interceptor } from "../Middleware.js"
 import type * as ModelPort from "../ModelPort.js"
 import type { Price } from "../Pricing.js"
@@ -17,6 +18,7 @@ import type { TenantContext } from "../Tenant.js"
 import type * as ToolRegistry from "../ToolRegistry.js"
 import type { Durability } from "../Tool.js"
 import type { Ledger } from "./ledger.js"
+import type { Hub } from "./live.js"
 import type { Ownership } from "./ownership.js"
 import type { Log, ReplayCursor, Resolved } from "./replayCursor.js"
 import { describe } from "./replayCursor.js"
@@ -39,6 +41,12 @@ export interface Deps {
   readonly signalPollMillis?: number | undefined
   /** How long a `ctx.waitForSignal` waits in its process before it pauses the run (default 0: it pauses at once). */
   readonly signalHoldMillis?: number | undefined
+  /**
+   * Where streamed calls keep their deltas while the run is live, the wake-up of this process's readers, and the wait
+   * until every delta kept is in the shared store (before the call's events are appended: a reader in another process
+   * must find a call's deltas before the events after them).
+   */
+  readonly live: { readonly store: LiveStore.Service; readonly hub: Hub; readonly flushed: Effect.Effect<void> }
 }
 
 /** Faults that end an execution without writing anything: the run stays resumable. */
@@ -123,7 +131,7 @@ export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor
   const append = (stepKey: string, payloads: ReadonlyArray<EventPayload>): Effect.Effect<void> =>
     Effect.catchAll(ledger.append(stepKey, payloads), (error) => fault(error))
 
-  const budgetExceeded = (stepKey: string, phase: "before_call" | "after_call", before: ReadonlyArray<EventPayload>) =>
+  const budgetExceeded = (stepKey: string, phase: "before_call" | "during_call" | "after_call", before: ReadonlyArray<EventPayload>) =>
     Effect.gen(function*() {
       const error = new Errors.BudgetExceeded({ runId, limitUsd: tenant.budgetUsdLimit, spentUsd })
       yield* append(stepKey, [...before, { _tag: "BudgetExceeded", limitUsd: tenant.budgetUsdLimit, spentUsd, phase }])

@@ -45,8 +45,26 @@ export const fromCompletion = (completion: ChatCompletion): Reply => {
   }
 }
 
-/** Folds a stream of chunks into one reply: text and refusal deltas append, tool-call deltas merge by index. */
-export const accumulate = async (stream: AsyncIterable<ChatCompletionChunk>): Promise<Reply> => {
+/** The deltas one chunk carries (text, then tool-call pieces), for a caller that streams them on. */
+export const deltasOf = (chunk: ChatCompletionChunk): ReadonlyArray<ModelPort.ModelDelta> => {
+  const choice = chunk.choices.find((c) => c.index === 0)
+  if (choice === undefined) return []
+  const out: Array<ModelPort.ModelDelta> = []
+  if (choice.delta.content) out.push({ _tag: "TextDelta", text: choice.delta.content })
+  for (const d of choice.delta.tool_calls ?? []) {
+    out.push({
+      _tag: "ToolCallDelta",
+      index: d.index,
+      ...(d.id ? { id: d.id } : {}),
+      ...(d.function?.name ? { name: d.function.name } : {}),
+      arguments: d.function?.arguments ?? ""
+    })
+  }
+  return out
+}
+
+/** Folds chunks into one reply as they come: text and refusal deltas append, tool-call deltas merge by index. */
+export const accumulator = () => {
   let model = ""
   let hasChoice = false
   let content: string | null = null
@@ -54,27 +72,38 @@ export const accumulate = async (stream: AsyncIterable<ChatCompletionChunk>): Pr
   let finishReason: string | null = null
   let usage: CompletionUsage | undefined
   const calls = new Map<number, ToolCall>()
-  for await (const chunk of stream) {
-    if (chunk.model) model = chunk.model
-    // With include_usage the last chunk carries the usage and no choices; some servers put it on every chunk.
-    if (chunk.usage) usage = chunk.usage
-    const choice = chunk.choices.find((c) => c.index === 0)
-    if (choice === undefined) continue
-    hasChoice = true
-    const delta = choice.delta
-    if (delta.content) content = (content ?? "") + delta.content
-    if (delta.refusal) refusal = (refusal ?? "") + delta.refusal
-    for (const d of delta.tool_calls ?? []) {
-      const call = calls.get(d.index) ?? { id: "", name: "", arguments: "" }
-      calls.set(d.index, call)
-      if (d.id) call.id = d.id
-      if (d.function?.name) call.name = d.function.name
-      if (d.function?.arguments) call.arguments += d.function.arguments
+  return {
+    push: (chunk: ChatCompletionChunk): void => {
+      if (chunk.model) model = chunk.model
+      // With include_usage the last chunk carries the usage and no choices; some servers put it on every chunk.
+      if (chunk.usage) usage = chunk.usage
+      const choice = chunk.choices.find((c) => c.index === 0)
+      if (choice === undefined) return
+      hasChoice = true
+      const delta = choice.delta
+      if (delta.content) content = (content ?? "") + delta.content
+      if (delta.refusal) refusal = (refusal ?? "") + delta.refusal
+      for (const d of delta.tool_calls ?? []) {
+        const call = calls.get(d.index) ?? { id: "", name: "", arguments: "" }
+        calls.set(d.index, call)
+        if (d.id) call.id = d.id
+        if (d.function?.name) call.name = d.function.name
+        if (d.function?.arguments) call.arguments += d.function.arguments
+      }
+      if (choice.finish_reason) finishReason = choice.finish_reason
+    },
+    reply: (): Reply => {
+      const toolCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => ({ ...call }))
+      return { model, hasChoice, content, refusal, toolCalls, finishReason, usage }
     }
-    if (choice.finish_reason) finishReason = choice.finish_reason
   }
-  const toolCalls = [...calls.entries()].sort(([a], [b]) => a - b).map(([, call]) => call)
-  return { model, hasChoice, content, refusal, toolCalls, finishReason, usage }
+}
+
+/** Folds a whole stream of chunks into one reply. */
+export const accumulate = async (stream: AsyncIterable<ChatCompletionChunk>): Promise<Reply> => {
+  const acc = accumulator()
+  for await (const chunk of stream) acc.push(chunk)
+  return acc.reply()
 }
 
 const excerpt = (text: string): string => (text.length > 200 ? `${text.slice(0, 200)}...` : text)

@@ -1,0 +1,179 @@
+/**
+ * A run's live stream: its log events and the deltas its streamed model calls keep in the `LiveStore`, merged in
+ * position order, from an offset on, following the run until it ends. In the kernel's process a write wakes the
+ * readers of its run at once; a run written by another process is polled.
+ */
+import * as Chunk from "effect/Chunk"
+import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import * as Errors from "../Errors.js"
+import type { Event, RunInfo, RunStatus } from "../Event.js"
+import type * as EventStore from "../EventStore.js"
+import * as Live from "../Live.js"
+import type * as LiveStore from "../LiveStore.js"
+import * as Verify from "../Verify.js"
+
+/** Wakes the readers of a run when something was written to it in this process. */
+export interface Hub {
+  /** Deltas were kept for the run. */
+  readonly changed: (tenantId: string, runId: string) => Effect.Effect<void>
+  /** Events were appended to the run's log. */
+  readonly appended: (tenantId: string, runId: string) => Effect.Effect<void>
+  /** How many appends to the run this process has seen: a reader that saw the same number need not read the log again. */
+  readonly logVersion: (tenantId: string, runId: string) => number
+  /** Resolves once the run changes after this call (take it before reading, so no change is missed). */
+  readonly ticket: (tenantId: string, runId: string) => Effect.Effect<Effect.Effect<void>>
+}
+
+export const makeHub = (): Hub => {
+  const waiting = new Map<string, Deferred.Deferred<void>>()
+  // Only runs with readers waiting or read: a count per run, dropped with nothing else (a run's readers are few).
+  const versions = new Map<string, number>()
+  const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
+  const changed = (tenantId: string, runId: string): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const key = keyOf(tenantId, runId)
+      const d = waiting.get(key)
+      if (d === undefined) return Effect.void
+      waiting.delete(key)
+      return Deferred.succeed(d, undefined)
+    })
+  return {
+    appended: (tenantId, runId) =>
+      Effect.suspend(() => {
+        const key = keyOf(tenantId, runId)
+        if (versions.has(key)) versions.set(key, versions.get(key)! + 1)
+        return changed(tenantId, runId)
+      }),
+    logVersion: (tenantId, runId) => {
+      const key = keyOf(tenantId, runId)
+      const v = versions.get(key)
+      if (v !== undefined) return v
+      versions.set(key, 0)
+      return 0
+    },
+    changed,
+    ticket: (tenantId, runId) =>
+      Effect.suspend(() => {
+        const key = keyOf(tenantId, runId)
+        const d = waiting.get(key)
+        if (d !== undefined) return Effect.succeed(Deferred.await(d))
+        return Effect.map(Deferred.make<void>(), (made) => {
+          waiting.set(key, made)
+          return Deferred.await(made)
+        })
+      })
+  }
+}
+
+/** The store, waking the hub's readers after every append. */
+export const notifying = (store: EventStore.Service, hub: Hub): EventStore.Service => ({
+  ...store,
+  append: (request) => Effect.tap(store.append(request), () => hub.appended(request.tenantId, request.runId)),
+  appendAll: (requests) => Effect.tap(store.appendAll(requests), () => Effect.forEach(requests, (r) => hub.appended(r.tenantId, r.runId), { discard: true }))
+})
+
+const ended = (status: RunStatus) => status === "completed" || status === "failed" || status === "continued"
+
+export interface ReadOptions {
+  readonly store: EventStore.Service
+  readonly live: LiveStore.Service
+  readonly hub: Hub
+  readonly auditKey: string | undefined
+  /** How often a run written by another process is read again. */
+  readonly pollInterval: Duration.Duration
+  readonly pageSize: number
+  /** A run not found yet is waited for (it is about to start) rather than `RunNotFound`. */
+  readonly waitForStart: boolean
+}
+
+interface State {
+  /** The last position emitted (or the reader's offset). */
+  readonly after: Live.Position
+  /** The next log seq to read. */
+  readonly nextSeq: number
+}
+
+/**
+ * The live stream of a run after `after`. Every log event is read (from seq 1) and its chain verified before anything
+ * after it is emitted; events and deltas at or before `after` are not emitted. Ends after the run's last event once it
+ * completed, failed or continued.
+ */
+export const read = (
+  options: ReadOptions,
+  tenantId: string,
+  runId: string,
+  after: Live.Position
+): Stream.Stream<Live.LiveEvent, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered> =>
+  Stream.suspend(() => reader(options, tenantId, runId, after))
+
+const reader = (
+  options: ReadOptions,
+  tenantId: string,
+  runId: string,
+  after: Live.Position
+): Stream.Stream<Live.LiveEvent, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered> => {
+  const { hub, live, pageSize, store } = options
+  // Per reader: the chain is verified once, as the reader's pages go by.
+  const verifier = Verify.make(runId, { auditKey: options.auditKey })
+  let verifiedThrough = 0
+  // The run's record as last read, the hub's log version then, and whether this process's write woke the reader.
+  let cached: RunInfo | undefined
+  let cachedVersion = -1
+  let woken = false
+  const step = (state: State) =>
+    Effect.gen(function*() {
+      for (;;) {
+        const wake = yield* hub.ticket(tenantId, runId)
+        // Woken by this process's deltas alone, the log is as last read: only the deltas are read again.
+        const version = hub.logVersion(tenantId, runId)
+        const logKnown = cached !== undefined && woken && version === cachedVersion
+        const found = logKnown && cached !== undefined ? Either.right(cached) : yield* Effect.either(store.getRun(tenantId, runId))
+        if (Either.isLeft(found)) {
+          if (!(options.waitForStart && found.left._tag === "RunNotFound" && state.nextSeq === 1)) return yield* Effect.fail(found.left)
+          woken = yield* Effect.raceFirst(Effect.as(wake, true), Effect.as(Effect.sleep(options.pollInterval), false))
+          continue
+        }
+        const info = found.right
+        cached = info
+        cachedVersion = version
+        const read: ReadonlyArray<Event> = !logKnown && info.headSeq >= state.nextSeq
+          ? (yield* store.readEvents(tenantId, runId, state.nextSeq, pageSize)).filter((e) => e.seq <= info.headSeq)
+          : []
+        const broken = verifier.push(read.filter((e) => e.seq > verifiedThrough))
+        if (broken !== undefined) {
+          return yield* new Errors.LogTampered({ runId, seq: broken.firstBrokenSeq ?? state.nextSeq, reason: broken.reason ?? "broken chain" })
+        }
+        const lastRead = read[read.length - 1]
+        if (lastRead !== undefined) verifiedThrough = Math.max(verifiedThrough, lastRead.seq)
+        const logEnd = lastRead === undefined ? state.nextSeq - 1 : lastRead.seq
+        // A full page may end before the log does: deltas kept after its last event wait for the next page's events.
+        const fullPage = read.length === pageSize && logEnd < info.headSeq
+        const deltas = yield* live.read(tenantId, runId, state.after, fullPage ? logEnd : info.headSeq, pageSize)
+        const lastDelta = deltas[deltas.length - 1]
+        // A full page of deltas may end before the events read: those after it come next time.
+        const bound = deltas.length === pageSize && lastDelta !== undefined ? lastDelta : undefined
+        const items: Array<{ readonly at: Live.Position; readonly event: Live.LiveEvent }> = []
+        for (const e of read) {
+          const at = { seq: e.seq, n: 0 }
+          if (Live.compare(at, state.after) > 0 && (bound === undefined || Live.compare(at, bound) < 0)) items.push({ at, event: Live.fromEvent(e) })
+        }
+        for (const d of deltas) items.push({ at: d, event: Live.fromDelta(d) })
+        items.sort((a, b) => Live.compare(a.at, b.at))
+        const last = items[items.length - 1]
+        const nextSeq = bound === undefined ? logEnd + 1 : Math.min(logEnd + 1, bound.seq + 1)
+        const next: State = { after: last === undefined ? state.after : last.at, nextSeq }
+        const done = ended(info.status) && bound === undefined && nextSeq > info.headSeq
+        const chunk = Chunk.unsafeFromArray(items.map((i) => i.event))
+        if (done) return [chunk, Option.none<State>()] as const
+        if (items.length > 0) return [chunk, Option.some(next)] as const
+        // Nothing new: wait for a write in this process, or poll (another process may be writing).
+        woken = yield* Effect.raceFirst(Effect.as(wake, true), Effect.as(Effect.sleep(options.pollInterval), false))
+      }
+    })
+  return Stream.paginateChunkEffect({ after, nextSeq: 1 } satisfies State, step)
+}

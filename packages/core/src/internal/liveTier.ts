@@ -1,0 +1,124 @@
+/**
+ * The kernel's `LiveStore` in front of a shared one: deltas are kept in this process's memory at once (its readers get
+ * them without waiting for a disk) and written behind to the shared store, the deltas that queued while the last write
+ * was in flight in one batch (one transaction), so a stream of small deltas does not cost a commit each. Readers read
+ * both. A write that fails makes the next `append` fail (the model step then faults, and the run stays resumable).
+ */
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type { StoreError } from "../Errors.js"
+import * as Live from "../Live.js"
+import type { StoredDelta } from "../Live.js"
+import * as LiveStore from "../LiveStore.js"
+
+/** A store with its write-behind: `flushed` waits until every delta appended so far is in the shared store. */
+export interface Tier {
+  readonly store: LiveStore.Service
+  readonly flushed: Effect.Effect<void>
+}
+
+/** Memory alone: nothing to wait for. */
+export const memoryOnly: Effect.Effect<Tier> = Effect.map(LiveStore.makeMemory, (store) => ({ store, flushed: Effect.void }))
+
+/** How long a write to the shared store waits for more deltas to write with it. */
+const WINDOW = Duration.millis(50)
+
+export const make = (shared: LiveStore.Service): Effect.Effect<Tier> =>
+  Effect.gen(function*() {
+    const memory = yield* LiveStore.makeMemory
+    const lock = yield* Effect.makeSemaphore(1)
+    let pending: Array<{ readonly tenantId: string; readonly runId: string; readonly deltas: ReadonlyArray<StoredDelta> }> = []
+    let flushing = false
+    let failed: StoreError | undefined
+    let idle: Array<Deferred.Deferred<void>> = []
+
+    // Cut short by `flushed` (a call ended: its deltas must be in the shared store before its events).
+    let now = yield* Deferred.make<void>()
+    /**
+     * Writes what queued, batch after batch, until nothing is left. Each batch waits up to `WINDOW` for more deltas: a
+     * commit may block the event loop (a synchronous SQLite driver's fsync), so deltas are written a few at a time,
+     * not one by one, and this process's readers (served from memory) never wait for it.
+     */
+    const flush: Effect.Effect<void> = Effect.suspend(() => Effect.raceFirst(Effect.sleep(WINDOW), Deferred.await(now))).pipe(
+      Effect.zipRight(Effect.suspend(() => write))
+    )
+    const write: Effect.Effect<void> = Effect.suspend(() => {
+      const batch = pending
+      pending = []
+      if (batch.length === 0) {
+        flushing = false
+        const waiting = idle
+        idle = []
+        return Effect.forEach(waiting, (d) => Deferred.succeed(d, undefined), { discard: true })
+      }
+      const byRun = new Map<string, { tenantId: string; runId: string; deltas: Array<StoredDelta> }>()
+      for (const b of batch) {
+        const key = `${b.tenantId}\u0000${b.runId}`
+        const entry = byRun.get(key) ?? { tenantId: b.tenantId, runId: b.runId, deltas: [] }
+        entry.deltas.push(...b.deltas)
+        byRun.set(key, entry)
+      }
+      return lock.withPermits(1)(
+        Effect.forEach(byRun.values(), (r) => shared.append(r.tenantId, r.runId, r.deltas), { discard: true }).pipe(
+          Effect.catchAll((error) => Effect.sync(() => void (failed = error)))
+        )
+      ).pipe(Effect.zipRight(Effect.suspend(() => (pending.length === 0 ? write : flush))))
+    })
+
+    const service: LiveStore.Service = {
+      append: (tenantId, runId, deltas) =>
+        Effect.suspend(() => {
+          if (failed !== undefined) {
+            const error = failed
+            failed = undefined
+            return Effect.fail(error)
+          }
+          return Effect.zipRight(
+            memory.append(tenantId, runId, deltas),
+            Effect.suspend(() => {
+              pending.push({ tenantId, runId, deltas })
+              if (flushing) return Effect.void
+              flushing = true
+              return Effect.asVoid(Effect.forkDaemon(flush))
+            })
+          )
+        }),
+      read: (tenantId, runId, after, throughSeq, limit) =>
+        Effect.flatMap(memory.read(tenantId, runId, Live.start, Number.MAX_SAFE_INTEGER, 1), (first) => {
+          const here = memory.read(tenantId, runId, after, throughSeq, limit)
+          // Past the first delta this process kept for the run, every later one is this process's: memory has them all.
+          if (first[0] !== undefined && Live.compare(first[0], after) <= 0) return here
+          return Effect.map(Effect.zip(shared.read(tenantId, runId, after, throughSeq, limit), here), ([kept, mine]) => {
+            if (kept.length === 0) return mine
+            if (mine.length === 0) return kept
+            const all = new Map<string, StoredDelta>()
+            for (const d of [...kept, ...mine]) all.set(Live.offsetOf(d), d)
+            return [...all.values()].sort(Live.compare).slice(0, limit)
+          })
+        }),
+      nextIndex: (tenantId, runId, seq) =>
+        Effect.map(Effect.zip(shared.nextIndex(tenantId, runId, seq), memory.nextIndex(tenantId, runId, seq)), ([a, b]) => Math.max(a, b)),
+      drop: (tenantId, runId) =>
+        Effect.zipRight(
+          memory.drop(tenantId, runId),
+          // After any write of the run in flight, and with its queued deltas taken out: nothing is written back after.
+          lock.withPermits(1)(Effect.suspend(() => {
+            pending = pending.filter((p) => p.tenantId !== tenantId || p.runId !== runId)
+            return shared.drop(tenantId, runId)
+          }))
+        )
+    }
+    const flushed: Effect.Effect<void> = Effect.suspend(() => {
+      if (!flushing) return Effect.void
+      return Effect.flatMap(Deferred.make<void>(), (d) => {
+        idle.push(d)
+        const cut = now
+        return Effect.flatMap(Deferred.make<void>(), (next) => {
+          now = next
+          return Effect.zipRight(Deferred.succeed(cut, undefined), Deferred.await(d))
+        })
+      })
+    })
+    return { store: service, flushed }
+  })
