@@ -19,7 +19,7 @@ import * as ContinueAsNew from "./continueAsNew.js"
 import { decodeKernelFailure, drive, toJson } from "./drive.js"
 import * as Execution from "./execution.js"
 import * as Signals from "./signals.js"
-import { headEvent, lastEventOf, ownHeadEvent, type ReadError, verifiedPages } from "./ledger.js"
+import { headEvent, lastEventOf, lastOf, ownHeadEvent, type ReadError, verifiedPages } from "./ledger.js"
 
 /** What the kernel's operations on runs share. */
 export interface Runtime {
@@ -47,15 +47,24 @@ const settled = <I, O, E>(
   Effect.gen(function*() {
     const { store, auditKey } = runtime.deps
     const lastEvent = <T extends EventPayload["_tag"]>(tag: T) => Effect.mapError(lastEventOf(store, auditKey, info, tag), readFailure)
+    // A finished run's end is its head event: a record whose status its head does not say was edited (LogTampered).
+    const endEvent = <T extends "RunCompleted" | "RunFailed">(tag: T) =>
+      Effect.mapError(
+        Effect.flatMap(headEvent(store, auditKey, info), (head) =>
+          head.payload._tag === tag
+            ? Effect.succeed(lastOf([head], tag)!)
+            : Effect.fail(new Errors.LogTampered({ runId: info.runId, seq: head.seq, reason: `the run record says ${info.status}, but its log ends with ${head.type}` }))),
+        readFailure
+      )
     const resumed = info.status === "running" ? "recovery: the run was left running" : undefined
     switch (info.status) {
       case "completed": {
-        const output = workflow.decodeOutput((yield* lastEvent("RunCompleted"))?.payload.output)
+        const output = workflow.decodeOutput((yield* endEvent("RunCompleted")).payload.output)
         if (Either.isLeft(output)) return yield* new Errors.InvalidInput({ what: `logged output of run ${info.runId}`, reason: firstIssue(output.left).reason })
         return { result: { status: "completed", runId: info.runId, output: output.right } as const }
       }
       case "failed": {
-        const failed = (yield* lastEvent("RunFailed"))?.payload
+        const failed = (yield* endEvent("RunFailed")).payload
         // The original typed error, when the workflow (or the kernel, for a budget) logged it encoded.
         const original = failed?.encoded === undefined ? undefined : workflow.decodeError(failed.encoded)
         if (original !== undefined && Either.isRight(original)) return yield* Effect.fail(original.right)
@@ -94,7 +103,8 @@ const settled = <I, O, E>(
           }
           return { result: { status: "paused", runId: info.runId, ticket: approval.approvalId, reason: Approval.reasonOf(approval), approval } as const }
         }
-        const pause = yield* lastEvent("PauseRequested")
+        // The head is the pause, as a rule (read once: O(1) in the run's length).
+        const pause = head?.payload._tag === "PauseRequested" ? { event: head, payload: head.payload } : yield* lastEvent("PauseRequested")
         const paused = { status: "paused", runId: info.runId, ticket: pause?.payload.ticket ?? "", reason: pause?.payload.reason ?? "" } as const
         // A run paused at a signal wait goes on once a signal of its name came or its deadline passed; a resume before
         // that writes nothing (see `Signals.pausedWait`).
