@@ -1,6 +1,6 @@
 // What the durable-step benchmarks share: their tenant and the tool each step calls.
 import { Effect, Schema } from "effect"
-import { Tenant, Tool } from "@artana/core"
+import { Tenant, Tool, Workflow } from "@artana/core"
 
 export const tenant = Tenant.TenantContext.make({ tenantId: "bench", capabilities: [], budgetUsdLimit: 1 })
 
@@ -22,3 +22,16 @@ export const echoOneCommit = Tool.make({
   durability: "one-commit",
   handler: (args) => Effect.succeed({ ok: true, i: args.i })
 })
+
+/** A workflow of `n` durable steps, each a call of `tool` (by default `echo`): the benchmarks' unit of durability. */
+export const stepsWorkflow = (name: string, tool: typeof echo = echo) =>
+  Workflow.make({
+    name,
+    input: Schema.Struct({ n: Schema.Number }),
+    output: Schema.Number,
+    run: ({ n }, ctx) =>
+      Effect.gen(function*() {
+        for (let i = 0; i < n; i++) yield* ctx.tool(tool, { i, note: "a durable step of the benchmark" })
+        return n
+      })
+  })

@@ -24,14 +24,14 @@ import { join } from "node:path"
 import { DBOS } from "@dbos-inc/dbos-sdk"
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph"
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite"
-import { Effect, Exit, Layer, ManagedRuntime, Schema, Scope } from "effect"
+import { Effect, Exit, Layer, ManagedRuntime, Scope } from "effect"
 import pg from "pg"
-import { Kernel, ToolRegistry, Workflow } from "@artana/core"
+import { Kernel, ToolRegistry } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { PostgresStore } from "@artana/store-postgres"
 import { PgTest } from "@artana/store-postgres/testing"
 import { SqliteStore } from "@artana/store-sqlite"
-import { echo, echoOneCommit, tenant } from "./fixtures.js"
+import { echo, echoOneCommit, stepsWorkflow, tenant } from "./fixtures.js"
 import { type BenchResult, median, nowUs, progress } from "./lib.js"
 
 const STEPS = 100
@@ -39,20 +39,8 @@ const ROUNDS = 9
 const WARMUP_RUNS = 5
 const CONCURRENCY = [1, 8] as const
 
-/** Artana's side: a workflow of `n` tool steps of `tool`. */
-const stepsOf = (name: string, tool: typeof echo) =>
-  Workflow.make({
-    name,
-    input: Schema.Struct({ n: Schema.Number }),
-    output: Schema.Number,
-    run: ({ n }, ctx) =>
-      Effect.gen(function*() {
-        for (let i = 0; i < n; i++) yield* ctx.tool(tool, { i, note: "a durable step of the benchmark" })
-        return n
-      })
-  })
-const twoPhase = stepsOf("bench.peers.two_phase", echo)
-const oneCommit = stepsOf("bench.peers.one_commit", echoOneCommit)
+const twoPhase = stepsWorkflow("bench.peers.two_phase")
+const oneCommit = stepsWorkflow("bench.peers.one_commit", echoOneCommit)
 
 /** Runs `workers` runs of `workflow` at once on `runtime`; microseconds per step. */
 const artanaRound = async <R, E>(

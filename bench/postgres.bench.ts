@@ -8,13 +8,13 @@
 //
 // The server: ARTANA_BENCH_PG_URL when set, else a throwaway cluster with PostgreSQL's durable defaults
 // (fsync and synchronous_commit on), started from /usr/lib/postgresql/*/bin and removed after.
-import { Effect, Exit, Layer, Schema, Scope } from "effect"
+import { Effect, Exit, Layer, Scope } from "effect"
 import pg from "pg"
-import { Kernel, ToolRegistry, Workflow } from "@artana/core"
+import { Kernel, ToolRegistry } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { PostgresStore } from "@artana/store-postgres"
 import { PgTest } from "@artana/store-postgres/testing"
-import { echo, tenant } from "./fixtures.js"
+import { echo, stepsWorkflow, tenant } from "./fixtures.js"
 import { type BenchResult, median, nowUs, progress } from "./lib.js"
 
 const CONCURRENCY = [1, 4, 8] as const
@@ -25,16 +25,7 @@ const ROUNDS = 11
 const WARMUP_STEPS = 3000
 
 
-const steps = Workflow.make({
-  name: "bench.steps",
-  input: Schema.Struct({ n: Schema.Number }),
-  output: Schema.Number,
-  run: ({ n }, ctx) =>
-    Effect.gen(function*() {
-      for (let i = 0; i < n; i++) yield* ctx.tool(echo, { i, note: "a durable step of the benchmark" })
-      return n
-    })
-})
+const steps = stepsWorkflow("bench.steps")
 
 const COLUMNS = ["run_id", "seq", "event_id", "tenant_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"] as const
 

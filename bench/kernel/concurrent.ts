@@ -5,11 +5,11 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Layer, ManagedRuntime, Schema } from "effect"
-import { Kernel, ToolRegistry, Workflow } from "@artana/core"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { Kernel, ToolRegistry } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
-import { echo, tenant } from "../fixtures.js"
+import { echo, stepsWorkflow, tenant } from "../fixtures.js"
 import { type BenchResult, median, nowUs, progress } from "../lib.js"
 
 const RUNS = 100
@@ -18,16 +18,7 @@ const ROUNDS = 5
 /** Floor commits per round: at ~100 fsyncs a second, a round of a second or two. */
 const FLOOR_COMMITS = 200
 
-const steps = Workflow.make({
-  name: "bench.concurrent",
-  input: Schema.Struct({ n: Schema.Number }),
-  output: Schema.Number,
-  run: ({ n }, ctx) =>
-    Effect.gen(function*() {
-      for (let i = 0; i < n; i++) yield* ctx.tool(echo, { i, note: "a durable step of the benchmark" })
-      return n
-    })
-})
+const steps = stepsWorkflow("bench.concurrent")
 
 export const concurrent = async (): Promise<BenchResult["rows"][number]> => {
   const dir = mkdtempSync(join(tmpdir(), "artana-bench-concurrent-"))
