@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { Errors, EventStore, SqlErrors, SqlEventStore, SqlTaskQueue, type TaskQueue } from "@artana/core"
+import { Errors, EventStore, type LiveStore, SqlErrors, SqlEventStore, SqlLiveStore, SqlTaskQueue, type TaskQueue } from "@artana/core"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
@@ -64,6 +64,7 @@ export interface Options {
 export type Services =
   | EventStore.EventStore
   | TaskQueue.TaskQueue
+  | LiveStore.LiveStore
   | SqlClient.SqlClient
   | PgClient.PgClient
   | SqlEventStore.PreparedStatements
@@ -428,8 +429,13 @@ export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnava
   const taskQueue = Layer.unwrapEffect(
     Effect.map(PgClient.PgClient, (pg) => SqlTaskQueue.layer({ tablePrefix: options.tablePrefix, listen: pg.listen }))
   ).pipe(Layer.catchAll((error) => Layer.fail(error._tag === "StoreError" ? unavailable(url, error.cause ?? error, timeoutMs) : error)))
+  // Deltas of streamed model calls, in the database while their run is live: a kernel on another pool (a reader in
+  // another process or on another machine) follows a run as it streams.
+  const liveStore = SqlLiveStore.layer({ tablePrefix: options.tablePrefix }).pipe(
+    Layer.catchAll((error) => Layer.fail(error._tag === "StoreError" ? unavailable(url, error.cause ?? error, timeoutMs) : error))
+  )
   // One after the other: a database that refuses the first store's tables fails the layer once, with its reason.
-  return Layer.provideMerge(Layer.provideMerge(taskQueue, eventStore), layerClient(options))
+  return Layer.provideMerge(Layer.provideMerge(Layer.provideMerge(liveStore, taskQueue), eventStore), layerClient(options))
 }
 
 /**
