@@ -21,7 +21,7 @@ describe("Json.canonical and Json.hash", () => {
       const withNumber = { value, n, nested: [n, { n }] }
       expect(canonicalJson(withNumber)).toBe(JSON.stringify(sorted(withNumber)))
     }), { numRuns: 300 })
-  })
+  }, 120_000) // 300 generated values: seconds when quiet, more on a busy machine
 
   it("writes strings and numbers as JSON.stringify does", () => {
     const value = { s: "é\u2028\"\n", n: 1e21, m: -0.000001, i: 10 }
