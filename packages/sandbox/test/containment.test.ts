@@ -219,6 +219,24 @@ describe("shell.run is contained: what a program tries, the sandbox refuses", ()
     expect(result.stdout).not.toContain(String(2 * 1024 ** 3))
   }, 60_000)
 
+  it("the limits in force inside are the policy's (never looser), soft and hard, and nothing inside can raise them", async () => {
+    const result = await ran("sh", ["-c", "cat /proc/self/limits; for f in t v f c; do (ulimit -$f unlimited) 2>/dev/null && echo raised-$f; done; exit 0"], {
+      timeout_ms: 4_500, max_memory_bytes: 1_073_741_824, max_file_bytes: 1_000_000
+    })
+    const limit = (name: string) => {
+      const found = new RegExp(`^Max ${name}\\s+(\\S+)\\s+(\\S+)`, "m").exec(result.stdout)
+      if (found === null) throw new Error(`no "${name}" in ${result.stdout}`)
+      expect(found[2]).toBe(found[1])
+      return Number(found[1])
+    }
+    expect(limit("cpu time")).toBe(5)
+    expect(limit("address space")).toBe(1_073_741_824)
+    expect(limit("file size")).toBeLessThanOrEqual(1_000_000)
+    expect(limit("file size")).toBeGreaterThan(1_000_000 - 1024)
+    expect(limit("core file size")).toBe(0)
+    expect(result.stdout).not.toContain("raised")
+  }, 60_000)
+
   it("a repository's hooks and configuration are read-only inside, though the repository is within fs.write", async () => {
     const repo = path.join(base, "workspace/out/repo")
     execFileSync("git", ["init", "-q", repo])
