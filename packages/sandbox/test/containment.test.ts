@@ -265,6 +265,36 @@ describe("shell.run is contained: what a program tries, the sandbox refuses", ()
     expect(Audit.Record.fields.containment).toBeDefined()
   })
 
+  it("http.get's allowed hosts grant shell.run no network: the record and the reason say so, and a command reaches none", async () => {
+    const open = policy()
+    const withHttp: Policy.Policy = {
+      ...open,
+      document: {
+        ...open.document,
+        tools: {
+          ...open.document.tools,
+          "http.get": { allow: true, domains: ["127.0.0.1", "localhost"], block_private: false, max_bytes: 1_048_576, timeout_ms: 5_000, max_redirects: 0, allow_metadata: false }
+        }
+      }
+    }
+    expect(Sandbox.decide(withHttp, "http.get", { url: "http://127.0.0.1/" }).ok).toBe(true)
+    const decision = Sandbox.decide(withHttp, "shell.run", { command: "node", args: [] })
+    expect(decision).toMatchObject({ ok: true, containment: { mechanism: "bubblewrap", network: false } })
+    expect(decision.reason).toContain("no network")
+    expect(decision.reason).toContain("http.get's hosts (127.0.0.1, localhost) are for http.get only")
+    expect(Sandbox.decide(policy(), "shell.run", { command: "true", args: [] }).reason).toContain("no network")
+    const l = await listener()
+    try {
+      const tool = Sandbox.tools(withHttp).find((t) => t.name === "shell.run")!
+      const outcome = await Effect.runPromise(tool.invoke({ command: "node", args: ["-e", NODE_PROBE, hex("[]"), hex("[]"), String(l.port)] }, context))
+      expect(JSON.stringify(outcome)).not.toContain("CONNECTED")
+      expect(JSON.stringify(outcome)).toContain("net")
+      expect(l.accepted()).toBe(0)
+    } finally {
+      await l.close()
+    }
+  }, 60_000)
+
   it("where bwrap cannot be had, shell.run is refused with what to do; `containment: none` runs it uncontained", () => {
     // A mount namespace of its own where /usr/bin/bwrap is an empty, non-executable file (root only: CI and this machine).
     const empty = path.join(outside, "no-bwrap")
