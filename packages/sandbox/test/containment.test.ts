@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest"
 import { Effect, Either } from "effect"
 import { Audit, type Policy, Sandbox } from "@artana/sandbox"
-import { execFileSync } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
@@ -217,6 +217,42 @@ describe("shell.run is contained: what a program tries, the sandbox refuses", ()
   it("memory is held to max_memory_bytes", async () => {
     const result = await ran("node", ["-e", "try { const b = Buffer.alloc(2 * 1024 ** 3); console.log(b.length) } catch (e) { console.log(e.code || e.message) }"], { max_memory_bytes: 1_073_741_824 })
     expect(result.stdout).not.toContain(String(2 * 1024 ** 3))
+  }, 60_000)
+
+  it("a new PID namespace: the command sees only its own processes and cannot signal the host's", async () => {
+    const result = await ran("sh", ["-c", `echo $$; ls /proc | grep -c '^[0-9][0-9]*$'; kill -0 ${process.pid} 2>/dev/null && echo SIGNALLED; exit 0`])
+    const [own, count] = result.stdout.trim().split("\n").map(Number)
+    expect(own).toBeLessThanOrEqual(3)
+    expect(count).toBeLessThan(6)
+    expect(result.stdout).not.toContain("SIGNALLED")
+  }, 60_000)
+
+  it("a caller killed with SIGKILL takes its sandboxed command with it (--die-with-parent)", async () => {
+    const mark = `61.${process.pid}`
+    const script = `
+      import { Effect } from "effect"
+      import { Tenant } from "@artana/core"
+      import { Sandbox } from "@artana/sandbox"
+      const tool = Sandbox.tools(JSON.parse(process.argv[1])).find((t) => t.name === "shell.run")
+      const tenant = Tenant.TenantContext.make({ tenantId: "t", capabilities: [], budgetUsdLimit: 1 })
+      const lease = { expiresAt: () => Number.POSITIVE_INFINITY, signal: new AbortController().signal }
+      Effect.runPromise(tool.invoke({ command: "sh", args: ["-c", "sleep ${mark}"] }, { runId: "r", tenant, idempotencyKey: "k", stepKey: "tool:0", fence: 1, signal: new AbortController().signal, lease }))
+    `
+    const sleeping = () => execFileSync("ps", ["-e", "-o", "args="], { encoding: "utf8" }).split("\n").some((line) => line.trim() === `sleep ${mark}`)
+    const until = async (what: () => boolean) => {
+      for (let i = 0; i < 200 && !what(); i++) await new Promise((resolve) => setTimeout(resolve, 100))
+      return what()
+    }
+    const child = spawn("node", ["--input-type=module", "-e", script, JSON.stringify(policy())], {
+      cwd: fileURLToPath(new URL("..", import.meta.url)), stdio: "ignore", env: { PATH: process.env.PATH }
+    })
+    try {
+      expect(await until(sleeping)).toBe(true)
+      child.kill("SIGKILL")
+      expect(await until(() => !sleeping())).toBe(true)
+    } finally {
+      child.kill("SIGKILL")
+    }
   }, 60_000)
 
   it("the limits in force inside are the policy's (never looser), soft and hard, and nothing inside can raise them", async () => {
