@@ -287,6 +287,20 @@ describe("shell.run is contained: what a program tries, the sandbox refuses", ()
     expect(fs.readFileSync(path.join(repo, ".git/config"), "utf8")).toBe(config)
   }, 60_000)
 
+  it("a repository's hooks are writable inside when fs.write allows its hidden files (deny_hidden: false)", async () => {
+    const repo = path.join(base, "workspace/out/open-repo")
+    execFileSync("git", ["init", "-q", repo])
+    const open = policy()
+    const hidden: Policy.Policy = {
+      ...open,
+      document: { ...open.document, tools: { ...open.document.tools, "fs.write": { allow: true, paths: ["workspace/out/**"], deny_hidden: false, max_bytes: 1_048_576 } } }
+    }
+    const tool = Sandbox.tools(hidden).find((t) => t.name === "shell.run")!
+    await Effect.runPromise(tool.invoke({ command: "sh", args: ["-c", "echo 'exit 0' > workspace/out/open-repo/.git/hooks/post-checkout"] }, context))
+    expect(fs.readFileSync(path.join(repo, ".git/hooks/post-checkout"), "utf8")).toBe("exit 0\n")
+    fs.rmSync(repo, { recursive: true, force: true })
+  }, 60_000)
+
   it("the log records how the step was contained; without bwrap's sandbox and without `containment: none`, shell.run is refused", () => {
     const decision = Sandbox.decide(policy(), "shell.run", { command: "true", args: [] })
     expect(decision).toMatchObject({
