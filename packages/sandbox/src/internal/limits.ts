@@ -91,6 +91,36 @@ export const probeLimits = (run: (script: string) => string | undefined): Units 
 /** The pids cgroup folders that can hold a child's processes: cgroup v1's pids hierarchy, or v2's with pids enabled. */
 const PIDS_ROOTS = ["/sys/fs/cgroup/pids", "/sys/fs/cgroup"]
 
+/** How old an empty call cgroup must be before another process removes it (one left by a caller that was killed). */
+export const STALE_MS = 10 * 60_000
+let swept = false
+
+/**
+ * Removes the empty call cgroups under `root` that callers killed before they could remove theirs left behind (older
+ * than STALE_MS): once per process, at its first call. A cgroup with processes cannot be removed (EBUSY), and a new
+ * one is never older than the moment its shell joins it.
+ */
+const sweep = (root: string): void => {
+  if (swept) return
+  swept = true
+  let names: Array<string>
+  try {
+    names = fs.readdirSync(root)
+  } catch {
+    return
+  }
+  const now = Date.now()
+  for (const name of names) {
+    if (!name.startsWith("artana-sandbox-")) continue
+    const dir = path.join(root, name)
+    try {
+      if (now - fs.statSync(dir).mtimeMs >= STALE_MS) fs.rmdirSync(dir)
+    } catch {
+      // in use (EBUSY), gone, or not this user's to remove
+    }
+  }
+}
+
 /** A pids cgroup of `max` processes for one call, when the host lets this process make one. */
 export const pidsCgroup = (max: number): Cgroup | undefined => {
   for (const root of PIDS_ROOTS) {
@@ -105,6 +135,7 @@ export const pidsCgroup = (max: number): Cgroup | undefined => {
       }
       if (!controllers.split(/\s+/).includes("pids")) continue
     }
+    sweep(root)
     const dir = path.join(root, `artana-sandbox-${randomUUID()}`)
     try {
       fs.mkdirSync(dir)
