@@ -1,10 +1,13 @@
 // `pnpm bench shell`: what containment costs a `shell.run` call, and what a git decision costs.
 //
 // contained_true_vs_bare_spawn: shell.run of `true` through the tool (the check, then bubblewrap with its binds, the
-//   prlimit limits and the pids cgroup) / a bare `spawn("/usr/bin/true")` awaited to its close, in the same process.
+//   limits set by the shell that becomes bwrap, and the pids cgroup) / a bare `spawn("/usr/bin/true")` awaited to its close, in the same process.
 //   The two alternate round by round (the order flips each round); medians of ROUNDS rounds of CALLS calls each.
 //   Targets: at most 3x, and under 20 ms a call.
 // uncontained_true_vs_bare_spawn: the same through the tool with `containment: none` (the check and a plain spawn).
+// bwrap_floor_vs_bare_spawn: the least sandbox bubblewrap makes, spawned bare (`bwrap --ro-bind /usr /usr` and the
+//   /bin, /lib... links, then `true`: a mount namespace and nothing of the policy), in the same rounds: what any
+//   bwrap-per-call design pays before containing anything (its pivot_root and namespace setup and teardown).
 // git_decision_ms: Sandbox.decide of `git -C workspace/repo status` (what the middleware does before each call), in a
 //   repository of a few commits; contained (the policy's default) and, for the record of what containment replaced,
 //   with `containment: none`.
@@ -37,6 +40,21 @@ const bare = () =>
     const child = spawn("/usr/bin/true", [], { stdio: "ignore" })
     child.on("error", reject)
     child.on("close", () => resolve())
+  })
+
+/** /bin, /lib... as the host has them (links of a merged /usr, or folders), for bwrap. */
+const systemLinks = (): Array<string> =>
+  ["/bin", "/sbin", "/lib", "/lib64"].flatMap((p) => {
+    const stat = fs.lstatSync(p, { throwIfNoEntry: false })
+    if (stat === undefined) return []
+    return stat.isSymbolicLink() ? ["--symlink", fs.readlinkSync(p), p] : ["--ro-bind", p, p]
+  })
+
+const floor = (links: ReadonlyArray<string>) =>
+  new Promise<void>((resolve, reject) => {
+    const child = spawn("bwrap", ["--ro-bind", "/usr", "/usr", ...links, "/usr/bin/true"], { stdio: "ignore" })
+    child.on("error", reject)
+    child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`bwrap exited with ${code}`))))
   })
 
 export default async (machine: BenchResult["machine"]): Promise<BenchResult> => {
@@ -78,20 +96,25 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
     await timed(() => call(contained))
     await timed(bare)
     await timed(() => call(uncontained))
+    const links = systemLinks()
+    await timed(() => floor(links))
     const c: Array<number> = []
     const u: Array<number> = []
     const b: Array<number> = []
+    const f: Array<number> = []
     for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 === 0 ? ["c", "u", "b"] : ["b", "u", "c"]
+      const order = round % 2 === 0 ? ["c", "u", "f", "b"] : ["b", "f", "u", "c"]
       for (const which of order) {
         if (which === "c") c.push(await timed(() => call(contained)))
         else if (which === "u") u.push(await timed(() => call(uncontained)))
+        else if (which === "f") f.push(await timed(() => floor(links)))
         else b.push(await timed(bare))
       }
     }
     const cm = median(c)
     const um = median(u)
     const bm = median(b)
+    const fm = median(f)
 
     progress(`git decisions: ${DECISIONS} each`)
     const decision = (containment: "bubblewrap" | "none") => {
@@ -132,6 +155,15 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
           baselineValue: bm,
           ratio: um / bm,
           detail: { uncontained_median_ms: um / 1000, bare_median_ms: bm / 1000 }
+        },
+        {
+          metric: "bwrap_floor_vs_bare_spawn",
+          value: fm / bm,
+          unit: "ratio",
+          baseline,
+          baselineValue: bm,
+          ratio: fm / bm,
+          detail: { bwrap_floor_median_ms: fm / 1000, bare_median_ms: bm / 1000 }
         },
         {
           metric: "git_decision_ms",

@@ -151,13 +151,19 @@ export const decide = (policy: Policy.Policy, tool: ToolName, args: unknown): De
         const containment = recordOf(policy.baseDir, rule, read, write)
         return {
           ok: true,
-          reason: `${d.name} is an allowed executable (${d.executable})${containment.mechanism === "none" ? "; UNCONTAINED (containment: none)" : ", run inside bubblewrap"}`,
+          reason: `${d.name} is an allowed executable (${d.executable})${containment.mechanism === "none" ? "; UNCONTAINED (containment: none)" : `, run inside bubblewrap with no network${httpHosts(policy)}`}`,
           containment,
           commands: [[a.command, ...a.args].map(quoted).join(" ")],
           ...(d.reads.length === 0 ? {} : { filesRead: d.reads.map((p) => rel(policy, p)) })
         }
       })
   }
+}
+
+/** What a contained command's reason says of http.get's allowed hosts: they are not a way out for commands. */
+const httpHosts = (policy: Policy.Policy): string => {
+  const http = ruleOrUndefined(policy, "http.get")
+  return http === undefined || http.domains.length === 0 ? "" : ` (http.get's hosts (${http.domains.join(", ")}) are for http.get only)`
 }
 
 const ruleOrUndefined = <K extends ToolName>(policy: Policy.Policy, tool: K): Rule<K> | undefined => Either.getOrUndefined(Policy.ruleOf(policy, tool))

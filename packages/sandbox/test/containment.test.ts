@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest"
 import { Effect, Either } from "effect"
 import { Audit, type Policy, Sandbox } from "@artana/sandbox"
-import { execFileSync } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as path from "node:path"
@@ -219,6 +219,60 @@ describe("shell.run is contained: what a program tries, the sandbox refuses", ()
     expect(result.stdout).not.toContain(String(2 * 1024 ** 3))
   }, 60_000)
 
+  it("a new PID namespace: the command sees only its own processes and cannot signal the host's", async () => {
+    const result = await ran("sh", ["-c", `echo $$; ls /proc | grep -c '^[0-9][0-9]*$'; kill -0 ${process.pid} 2>/dev/null && echo SIGNALLED; exit 0`])
+    const [own, count] = result.stdout.trim().split("\n").map(Number)
+    expect(own).toBeLessThanOrEqual(3)
+    expect(count).toBeLessThan(6)
+    expect(result.stdout).not.toContain("SIGNALLED")
+  }, 60_000)
+
+  it("a caller killed with SIGKILL takes its sandboxed command with it (--die-with-parent)", async () => {
+    const mark = `61.${process.pid}`
+    const script = `
+      import { Effect } from "effect"
+      import { Tenant } from "@artana/core"
+      import { Sandbox } from "@artana/sandbox"
+      const tool = Sandbox.tools(JSON.parse(process.argv[1])).find((t) => t.name === "shell.run")
+      const tenant = Tenant.TenantContext.make({ tenantId: "t", capabilities: [], budgetUsdLimit: 1 })
+      const lease = { expiresAt: () => Number.POSITIVE_INFINITY, signal: new AbortController().signal }
+      Effect.runPromise(tool.invoke({ command: "sh", args: ["-c", "sleep ${mark}"] }, { runId: "r", tenant, idempotencyKey: "k", stepKey: "tool:0", fence: 1, signal: new AbortController().signal, lease }))
+    `
+    const sleeping = () => execFileSync("ps", ["-e", "-o", "args="], { encoding: "utf8" }).split("\n").some((line) => line.trim() === `sleep ${mark}`)
+    const until = async (what: () => boolean) => {
+      for (let i = 0; i < 200 && !what(); i++) await new Promise((resolve) => setTimeout(resolve, 100))
+      return what()
+    }
+    const child = spawn("node", ["--input-type=module", "-e", script, JSON.stringify(policy())], {
+      cwd: fileURLToPath(new URL("..", import.meta.url)), stdio: "ignore", env: { PATH: process.env.PATH }
+    })
+    try {
+      expect(await until(sleeping)).toBe(true)
+      child.kill("SIGKILL")
+      expect(await until(() => !sleeping())).toBe(true)
+    } finally {
+      child.kill("SIGKILL")
+    }
+  }, 60_000)
+
+  it("the limits in force inside are the policy's (never looser), soft and hard, and nothing inside can raise them", async () => {
+    const result = await ran("sh", ["-c", "cat /proc/self/limits; for f in t v f c; do (ulimit -$f unlimited) 2>/dev/null && echo raised-$f; done; exit 0"], {
+      timeout_ms: 4_500, max_memory_bytes: 1_073_741_824, max_file_bytes: 1_000_000
+    })
+    const limit = (name: string) => {
+      const found = new RegExp(`^Max ${name}\\s+(\\S+)\\s+(\\S+)`, "m").exec(result.stdout)
+      if (found === null) throw new Error(`no "${name}" in ${result.stdout}`)
+      expect(found[2]).toBe(found[1])
+      return Number(found[1])
+    }
+    expect(limit("cpu time")).toBe(5)
+    expect(limit("address space")).toBe(1_073_741_824)
+    expect(limit("file size")).toBeLessThanOrEqual(1_000_000)
+    expect(limit("file size")).toBeGreaterThan(1_000_000 - 1024)
+    expect(limit("core file size")).toBe(0)
+    expect(result.stdout).not.toContain("raised")
+  }, 60_000)
+
   it("a repository's hooks and configuration are read-only inside, though the repository is within fs.write", async () => {
     const repo = path.join(base, "workspace/out/repo")
     execFileSync("git", ["init", "-q", repo])
@@ -231,6 +285,20 @@ describe("shell.run is contained: what a program tries, the sandbox refuses", ()
     expect(codes[2]).toBe(0)
     expect(fs.existsSync(hook)).toBe(false)
     expect(fs.readFileSync(path.join(repo, ".git/config"), "utf8")).toBe(config)
+  }, 60_000)
+
+  it("a repository's hooks are writable inside when fs.write allows its hidden files (deny_hidden: false)", async () => {
+    const repo = path.join(base, "workspace/out/open-repo")
+    execFileSync("git", ["init", "-q", repo])
+    const open = policy()
+    const hidden: Policy.Policy = {
+      ...open,
+      document: { ...open.document, tools: { ...open.document.tools, "fs.write": { allow: true, paths: ["workspace/out/**"], deny_hidden: false, max_bytes: 1_048_576 } } }
+    }
+    const tool = Sandbox.tools(hidden).find((t) => t.name === "shell.run")!
+    await Effect.runPromise(tool.invoke({ command: "sh", args: ["-c", "echo 'exit 0' > workspace/out/open-repo/.git/hooks/post-checkout"] }, context))
+    expect(fs.readFileSync(path.join(repo, ".git/hooks/post-checkout"), "utf8")).toBe("exit 0\n")
+    fs.rmSync(repo, { recursive: true, force: true })
   }, 60_000)
 
   it("the log records how the step was contained; without bwrap's sandbox and without `containment: none`, shell.run is refused", () => {
@@ -246,6 +314,36 @@ describe("shell.run is contained: what a program tries, the sandbox refuses", ()
     })
     expect(Audit.Record.fields.containment).toBeDefined()
   })
+
+  it("http.get's allowed hosts grant shell.run no network: the record and the reason say so, and a command reaches none", async () => {
+    const open = policy()
+    const withHttp: Policy.Policy = {
+      ...open,
+      document: {
+        ...open.document,
+        tools: {
+          ...open.document.tools,
+          "http.get": { allow: true, domains: ["127.0.0.1", "localhost"], block_private: false, max_bytes: 1_048_576, timeout_ms: 5_000, max_redirects: 0, allow_metadata: false }
+        }
+      }
+    }
+    expect(Sandbox.decide(withHttp, "http.get", { url: "http://127.0.0.1/" }).ok).toBe(true)
+    const decision = Sandbox.decide(withHttp, "shell.run", { command: "node", args: [] })
+    expect(decision).toMatchObject({ ok: true, containment: { mechanism: "bubblewrap", network: false } })
+    expect(decision.reason).toContain("no network")
+    expect(decision.reason).toContain("http.get's hosts (127.0.0.1, localhost) are for http.get only")
+    expect(Sandbox.decide(policy(), "shell.run", { command: "true", args: [] }).reason).toContain("no network")
+    const l = await listener()
+    try {
+      const tool = Sandbox.tools(withHttp).find((t) => t.name === "shell.run")!
+      const outcome = await Effect.runPromise(tool.invoke({ command: "node", args: ["-e", NODE_PROBE, hex("[]"), hex("[]"), String(l.port)] }, context))
+      expect(JSON.stringify(outcome)).not.toContain("CONNECTED")
+      expect(JSON.stringify(outcome)).toContain("net")
+      expect(l.accepted()).toBe(0)
+    } finally {
+      await l.close()
+    }
+  }, 60_000)
 
   it("where bwrap cannot be had, shell.run is refused with what to do; `containment: none` runs it uncontained", () => {
     // A mount namespace of its own where /usr/bin/bwrap is an empty, non-executable file (root only: CI and this machine).

@@ -2,17 +2,17 @@
 // minimal system (/usr, the /lib* and /bin links or folders, the /etc pieces executables need), fs.read's paths bound
 // read-only, fs.write's paths bound read-write, a private /tmp (the home is in it), no other file of the host, new
 // namespaces for everything (PID, network, IPC, UTS, user, cgroup), no capabilities, and the process killed with its
-// parent. Resource limits are set by `prlimit` (util-linux) on the bwrap process and inherited by everything inside:
-// CPU seconds, address space, file size; the number of processes by a `pids` cgroup when one can be created (RLIMIT_NPROC
+// parent. Resource limits are set by the shell that becomes bwrap (limits.ts) and inherited by everything inside: CPU
+// seconds, address space, file size; the number of processes by a `pids` cgroup when one can be created (RLIMIT_NPROC
 // does not hold for root), else by RLIMIT_NPROC.
 import { spawnSync } from "node:child_process"
-import { randomUUID } from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import picomatch from "picomatch"
 import type { FsRule, ShellRule } from "../Policy.js"
 import type { Containment } from "./decision.js"
 import { matcherOf } from "./fsGuard.js"
+import { type Cgroup, pidsCgroup, probeLimits, prologue, removeCgroup, SH, type Units } from "./limits.js"
 
 
 /** The folders the sandbox's system is made of, bound read-only (or recreated as the links they are). */
@@ -37,29 +37,43 @@ const which = (name: string): string | undefined => TOOL_PATH.map((d) => path.jo
 })
 
 /** Whether containment can be had here, and with what; probed once per process (a sandbox that cannot start is none). */
-export type Availability = { readonly ok: true; readonly bwrap: string; readonly prlimit: string } | { readonly ok: false; readonly reason: string }
+export type Availability = { readonly ok: true; readonly bwrap: string; readonly units: Units } | { readonly ok: false; readonly reason: string }
 
 let probed: Availability | undefined
 
 const INSTALL = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap), or set `containment: none` in shell.run's rule to run commands uncontained (the report then warns)"
 
-/** Whether bubblewrap (and prlimit) can contain a process on this machine. */
+/**
+ * Whether bubblewrap can contain a process on this machine: a minimal sandbox is started the way every call starts
+ * one (the shell setting limits, then bwrap), and the limits are read back inside it, which also measures the units of
+ * the shell's `ulimit`.
+ */
 export const availability = (): Availability => {
   if (probed !== undefined) return probed
   const bwrap = which("bwrap")
-  const prlimit = which("prlimit")
   if (process.platform !== "linux") {
     probed = { ok: false, reason: `shell.run runs only inside an OS sandbox, and this platform (${process.platform}) has none that Artana supports (bubblewrap on Linux): set \`containment: none\` in shell.run's rule to run commands uncontained (the report then warns)` }
-  } else if (bwrap === undefined) {
-    probed = { ok: false, reason: `shell.run runs only inside an OS sandbox, and bwrap is not installed (looked in ${TOOL_PATH.join(":")}): ${INSTALL}` }
-  } else if (prlimit === undefined) {
-    probed = { ok: false, reason: `shell.run's resource limits are set with prlimit, which is not installed (util-linux): install util-linux, or set \`containment: none\`` }
-  } else {
-    const tried = spawnSync(bwrap, [...namespaces(), "--ro-bind", "/usr", "/usr", ...systemLinks(), "--", "/usr/bin/true"], { stdio: ["ignore", "ignore", "pipe"], timeout: 10_000, encoding: "utf8" })
-    probed = tried.status === 0
-      ? { ok: true, bwrap, prlimit }
-      : { ok: false, reason: `shell.run runs only inside an OS sandbox, and bwrap cannot start one here (${(tried.stderr ?? "").trim() || tried.error?.message || `exit ${tried.status}`}; are user namespaces allowed? sysctl kernel.unprivileged_userns_clone / user.max_user_namespaces): ${INSTALL}` }
+    return probed
   }
+  if (bwrap === undefined) {
+    probed = { ok: false, reason: `shell.run runs only inside an OS sandbox, and bwrap is not installed (looked in ${TOOL_PATH.join(":")}): ${INSTALL}` }
+    return probed
+  }
+  let failure = ""
+  const units = probeLimits((script) => {
+    const tried = spawnSync(SH, ["-c", script, "sh", bwrap, ...namespaces(), "--ro-bind", "/usr", "/usr", ...systemLinks(), "--proc", "/proc", "--", "/usr/bin/cat", "/proc/self/limits"], { stdio: ["ignore", "pipe", "pipe"], timeout: 10_000, encoding: "utf8" })
+    if (tried.status === 0) {
+      failure = ""
+      return tried.stdout
+    }
+    failure = (tried.stderr ?? "").trim() || tried.error?.message || `exit ${tried.status}`
+    return undefined
+  })
+  probed = units !== undefined
+    ? { ok: true, bwrap, units }
+    : failure !== ""
+      ? { ok: false, reason: `shell.run runs only inside an OS sandbox, and bwrap cannot start one here (${failure}; are user namespaces allowed? sysctl kernel.unprivileged_userns_clone / user.max_user_namespaces): ${INSTALL}` }
+      : { ok: false, reason: `shell.run's resource limits are set by ${SH}'s ulimit, and the limits it set did not hold inside the sandbox: make ${SH} a POSIX shell (dash, bash), or set \`containment: none\`` }
   return probed
 }
 
@@ -174,66 +188,6 @@ export interface Contained {
   readonly processes: "cgroup" | "rlimit"
 }
 
-/** The pids cgroup folders that can hold a child's processes: cgroup v1's pids hierarchy, or v2's with pids enabled. */
-const PIDS_ROOTS = ["/sys/fs/cgroup/pids", "/sys/fs/cgroup"]
-
-const pidsCgroup = (max: number): string | undefined => {
-  for (const root of PIDS_ROOTS) {
-    if (!fs.existsSync(path.join(root, "pids.max")) && !fs.existsSync(path.join(root, "cgroup.procs"))) continue
-    if (root === "/sys/fs/cgroup") {
-      let controllers = ""
-      try {
-        controllers = fs.readFileSync(path.join(root, "cgroup.subtree_control"), "utf8")
-      } catch {
-        continue
-      }
-      if (!controllers.split(/\s+/).includes("pids")) continue
-    }
-    const dir = path.join(root, `artana-sandbox-${randomUUID()}`)
-    try {
-      fs.mkdirSync(dir)
-      fs.writeFileSync(path.join(dir, "pids.max"), String(max))
-      return dir
-    } catch {
-      try {
-        fs.rmdirSync(dir)
-      } catch {
-        // never made
-      }
-    }
-  }
-  return undefined
-}
-
-/** Cgroups whose removal waits for their last processes to go; removed at the latest when this process exits. */
-const pending = new Set<string>()
-let exitHook = false
-
-const rmdirNow = (dir: string): boolean => {
-  try {
-    fs.rmdirSync(dir)
-    return true
-  } catch (e) {
-    return e instanceof Error && "code" in e && e.code === "ENOENT"
-  }
-}
-
-/** Removes a call's cgroup once its processes are gone (they die with the sandbox's PID namespace). */
-const removeCgroup = (dir: string, tries = 50): void => {
-  if (rmdirNow(dir)) {
-    pending.delete(dir)
-    return
-  }
-  pending.add(dir)
-  if (!exitHook) {
-    exitHook = true
-    process.once("exit", () => {
-      for (const left of pending) rmdirNow(left)
-    })
-  }
-  if (tries > 0) setTimeout(() => removeCgroup(dir, tries - 1), 20).unref()
-}
-
 /**
  * The bwrap command line for a checked command: the system, the policy's paths (hidden entries masked where the rule
  * denies them, repositories' hooks and configuration read-only unless fs.write allows hidden files there), a private
@@ -310,22 +264,25 @@ export const containedCommand = (
     "--chdir", cwd,
     "--", executable, ...args
   ]
-  const cgroup = pidsCgroup(rule.max_processes)
-  const prlimit = [
-    `--cpu=${Math.ceil(rule.timeout_ms / 1000)}`,
-    `--as=${rule.max_memory_bytes}`,
-    `--fsize=${rule.max_file_bytes}`,
-    `--core=0`,
-    ...(cgroup === undefined ? [`--nproc=${rule.max_processes}`] : [])
-  ]
-  if (cgroup === undefined) {
-    return { file: tools.prlimit, args: [...prlimit, "--", tools.bwrap, ...bwrap], cleanup: () => {}, processes: "rlimit" }
+  const cgroup: Cgroup | undefined = pidsCgroup(rule.max_processes)
+  const limits = {
+    cpuSeconds: Math.ceil(rule.timeout_ms / 1000),
+    memoryBytes: rule.max_memory_bytes,
+    fileBytes: rule.max_file_bytes,
+    processes: cgroup === undefined ? rule.max_processes : undefined
   }
-  // The shell joins the cgroup, then becomes prlimit, which becomes bwrap: every process inside is counted.
+  let script: string
+  try {
+    script = prologue(tools.units, limits, cgroup)
+  } catch (e) {
+    if (cgroup !== undefined) removeCgroup(cgroup.dir)
+    throw e
+  }
+  // The shell joins the cgroup (every process inside is counted), sets the limits, then becomes bwrap.
   return {
-    file: "/bin/sh",
-    args: ["-c", "echo $$ > \"$0/cgroup.procs\" && exec \"$@\"", cgroup, tools.prlimit, ...prlimit, "--", tools.bwrap, ...bwrap],
-    cleanup: () => removeCgroup(cgroup),
-    processes: "cgroup"
+    file: SH,
+    args: ["-c", script, cgroup?.dir ?? "sh", tools.bwrap, ...bwrap],
+    cleanup: cgroup === undefined ? () => {} : () => removeCgroup(cgroup.dir),
+    processes: cgroup === undefined ? "rlimit" : "cgroup"
   }
 }
