@@ -1,6 +1,6 @@
 // What the `artana ui` tests share: a store seeded with a lineage (sub-runs, a continue-as-new successor, model spend),
 // a run whose log a test edits by hand, and the real `artana ui` process, started and waited for until it listens.
-import { type Event, EventStore, Tenant } from "@artana/core"
+import { type Errors, type Event, EventStore, Tenant } from "@artana/core"
 import { TestLog } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
 import { Effect } from "effect"
@@ -39,7 +39,7 @@ export const LINEAGE: ReadonlyArray<{ readonly runId: string; readonly parent?: 
  * Seeds the store: the lineage of `research` (each run one model step and its end), `long` continued as its successor,
  * and `tampered`, a completed run of steps whose seq 2 a test then edits by hand.
  */
-export const seed = Effect.gen(function*() {
+export const seed: Effect.Effect<void, Errors.SequenceConflict | Errors.OwnershipLost | Errors.StoreError, EventStore.EventStore> = Effect.gen(function*() {
   const store = yield* EventStore.EventStore
   const append = (runId: string, payloads: ReadonlyArray<Event.EventPayload>, at: number) =>
     store.append({ runId, tenantId: "acme", expectedSeq: 0, events: TestLog.chain(runId, "acme", [], payloads, at) })
@@ -51,14 +51,14 @@ export const seed = Effect.gen(function*() {
   }
   yield* append("long", [started("chain"), { _tag: "StepCompleted", name: "page", value: 1 }, { _tag: "RunContinued", nextRunId: "long::continued::1", input: { page: 2 } }], at + 1000)
   yield* append("long::continued::1", [
-    { ...started("chain", { rootRunId: "long" }), continuedFrom: { runId: "long", chainRunId: "long", generation: 1 } },
+    { _tag: "RunStarted", workflow: "chain", input: null, tenant: acme, rootRunId: "long", continuedFrom: { runId: "long", chainRunId: "long", generation: 1 } },
     { _tag: "RunCompleted", output: "all pages" }
   ], at + 2000)
   yield* append("tampered", [started("steps"), { _tag: "StepCompleted", name: "one", value: 1 }, { _tag: "StepCompleted", name: "two", value: 2 }, { _tag: "RunCompleted", output: 3 }], at + 3000)
 })
 
 /** A SQLite file seeded with `seed`. */
-export const seededSqlite = (file: string) => Effect.provide(seed, SqliteStore.layer({ filename: file }))
+export const seededSqlite = (file: string): Effect.Effect<void, unknown> => Effect.provide(seed, SqliteStore.layer({ filename: file }))
 
 /** Edits seq 2 of `tampered` as a person with the file would: its chain then breaks there. */
 export const tamper = (file: string) => {
