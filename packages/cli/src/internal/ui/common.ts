@@ -15,6 +15,8 @@ export interface AppOptions {
   readonly allowActions: boolean
   readonly approver: string
   readonly auditKey: Redacted.Redacted<string> | undefined
+  /** After a decision on a run that is not a plan run, resume it (`Inspector.Options.resumeAfterDecision`). */
+  readonly resumeAfterDecision: boolean
   readonly guard: Guard
 }
 

@@ -44,6 +44,15 @@ const bearer = (header: string | undefined): string | undefined => {
   return m === null ? undefined : m[1]
 }
 
+/** The host of an `Origin` header, or undefined when it is not a URL. */
+const hostOf = (origin: string): string | undefined => {
+  try {
+    return new URL(origin).host
+  } catch {
+    return undefined
+  }
+}
+
 export const guard = (g: Guard): MiddlewareHandler => async (c, next) => {
   const hosts = g.hosts()
   const host = c.req.header("host") ?? ""
@@ -65,7 +74,7 @@ export const guard = (g: Guard): MiddlewareHandler => async (c, next) => {
   }
   if (c.req.method === "POST") {
     const origin = c.req.header("origin")
-    if (origin !== undefined && origin !== "null" && new URL(origin).host !== host) {
+    if (origin !== undefined && origin !== "null" && hostOf(origin) !== host) {
       return c.text("artana ui: an action must come from its own pages", 403)
     }
     const body = await c.req.parseBody()
