@@ -83,7 +83,7 @@ const resumeRows = (dir: string): ReadonlyArray<Row> => {
  * Fills `db` with `RUNS` runs: one run written by the kernel, copied in SQL (every table with a `run_id` column, its
  * ids suffixed) so that the file holds what that many runs hold, in seconds.
  */
-const fill = (db: string) => {
+export const fill = (db: string) => {
   const Sqlite = SqliteStore.driver()
   const sqlite = new Sqlite(db)
   const Name = Schema.Array(Schema.Struct({ name: Schema.String }))

@@ -18,6 +18,7 @@
  * artana verify RUN [--head SEQ:HASH]              check the run's hash chain
  * artana mcp pin --policy POLICY [--server NAME]   pin the tools the policy's MCP servers offer now
  * artana mcp serve --policy POLICY [--http HOST:PORT]  serve the policy's tools over MCP, every call a logged run
+ * artana ui [--port N] [--host H] [--allow-actions] a local web inspector of the store's runs
  * ```
  *
  * Every command takes `--db FILE|postgres://URL` (default `ARTANA_DB`, else `./artana.db`), `--tenant ID` (default
@@ -272,10 +273,24 @@ const mcpServe = Command.make(
 
 const mcp = Command.make("mcp").pipe(described("mcp"), Command.withSubcommands([mcpPin, mcpServe]))
 
+const UiCommand = Effect.promise(() => import("./internal/ui/command.js"))
+
+const ui = Command.make(
+  "ui",
+  {
+    ...common,
+    port: Options.integer("port").pipe(Options.withDescription(Help.option("ui", "--port")), Options.withDefault(8484)),
+    host: Options.text("host").pipe(Options.withDescription(Help.option("ui", "--host")), Options.withDefault("127.0.0.1")),
+    allowActions: Options.boolean("allow-actions").pipe(Options.withDescription(Help.option("ui", "--allow-actions"))),
+    approver: Options.text("approver").pipe(Options.withDescription(Help.option("ui", "--approver")), Options.optional)
+  },
+  (a) => Effect.flatMap(Effect.zip(UiCommand, auditKey), ([m, key]) => m.ui({ ...a, approver: Option.getOrUndefined(a.approver), auditKey: key }))
+).pipe(described("ui"))
+
 /** The command tree. */
 export const command = Command.make("artana").pipe(
   Command.withDescription("Artana: run tool plans under a deny-by-default policy, replay, report, inspect and verify runs."),
-  Command.withSubcommands([run, replay, reconcile, signal, approvals, approve, reject, report, listRuns, showRun, exportRun, verify, mcp])
+  Command.withSubcommands([run, replay, reconcile, signal, approvals, approve, reject, report, listRuns, showRun, exportRun, verify, mcp, ui])
 )
 
 const unstyled = (args: ReadonlyArray<unknown>) => args.map((a) => (typeof a === "string" ? T.strip(a) : a))

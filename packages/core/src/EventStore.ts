@@ -48,6 +48,11 @@ export interface ListRunsFilter {
   /** Runs created before this time (ms since the epoch). */
   readonly createdUntil?: number | undefined
   readonly limit?: number | undefined
+  /**
+   * Runs that cost at least this much (USD, the run's own cost). A filter on the listed range, not an index: a page
+   * reads the runs of the other filters until it has `limit` that cost enough (`artana ui`'s cost filter).
+   */
+  readonly minCostUsd?: number | undefined
 }
 
 /** Filters for `listRunsPage`: those of `listRuns`, and where to start. */
@@ -318,6 +323,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         (filter.rootRunId === undefined || r.rootRunId === filter.rootRunId) &&
         (filter.createdSince === undefined || r.createdAt >= filter.createdSince) &&
         (filter.createdUntil === undefined || r.createdAt < filter.createdUntil) &&
+        (filter.minCostUsd === undefined || r.costUsd >= filter.minCostUsd) &&
         (after === undefined || r.createdAt < after.createdAt || (r.createdAt === after.createdAt && order > Number(after.key)))
       )
       .sort((a, b) => b.info.createdAt - a.info.createdAt || a.order - b.order)

@@ -762,6 +762,28 @@ const listing = (test: Test): void => {
           expect(error.message).toContain("cursor")
         }
       }))
+
+    test("listRunsPage keeps the runs that cost at least minCostUsd, paged with the other filters", (store) =>
+      Effect.gen(function*() {
+        const specs: ReadonlyArray<readonly [string, number, ReadonlyArray<number>]> = [
+          ["free", 1000, []],
+          ["cheap", 2000, [0.01]],
+          ["dear", 3000, [0.25, 0.5]],
+          ["mid", 4000, [0.125]],
+          ["dearer", 5000, [1]]
+        ]
+        for (const [runId, at, costs] of specs) {
+          yield* makeLog(store, runId, tenantA, T0 + at).append(started(tenantA, "alpha"), ...costs.map(modelCompleted))
+        }
+        yield* makeLog(store, "other", tenantB, T0 + 6000).append(started(tenantB, "alpha"), modelCompleted(5))
+        const ids = (runs: ReadonlyArray<RunInfo>) => runs.map((r) => r.runId)
+        expect(ids(yield* store.listRuns(tenantA.tenantId, { minCostUsd: 0.1 }))).toEqual(["dearer", "mid", "dear"])
+        const first = yield* store.listRunsPage(tenantA.tenantId, { minCostUsd: 0.1, limit: 2 })
+        expect(ids(first.runs)).toEqual(["dearer", "mid"])
+        expect(ids((yield* store.listRunsPage(tenantA.tenantId, { minCostUsd: 0.1, limit: 2, after: first.next })).runs)).toEqual(["dear"])
+        expect(ids(yield* store.listRuns(tenantA.tenantId, { minCostUsd: 0 }))).toEqual(["dearer", "mid", "dear", "cheap", "free"])
+        expect(ids(yield* store.listRuns(tenantA.tenantId, { minCostUsd: 0.01, createdUntil: T0 + 4000 }))).toEqual(["dear", "cheap"])
+      }))
 }
 
 /** The kernel over the store: what a tenant may do with another tenant's run id. */

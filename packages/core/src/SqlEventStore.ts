@@ -803,6 +803,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
       if (filter.rootRunId !== undefined) where.push(sql`r.root_run_id = ${filter.rootRunId}`)
       if (filter.createdSince !== undefined) where.push(sql`r.created_at >= ${filter.createdSince}`)
       if (filter.createdUntil !== undefined) where.push(sql`r.created_at < ${filter.createdUntil}`)
+      if (filter.minCostUsd !== undefined) where.push(sql`r.cost_usd >= ${filter.minCostUsd}`)
       // After the cursor in (created_at DESC, key ASC): the bound on created_at is the index range, the rest a filter.
       if (after !== undefined) {
         where.push(sql`r.created_at <= ${after.createdAt}`, sql`(r.created_at < ${after.createdAt} OR ${keyColumn} > ${after.key})`)

@@ -4,11 +4,12 @@
  * once, exactly one is written); a plan run then goes on at once, with the tools rebuilt from its logged policy, as
  * `artana run --run-id` would continue it. Any other run is left resumable by the application that runs its workflow.
  */
-import { Approval, Errors, EventStore, Json, Kernel } from "@artana/core"
+import { Approval, Errors, type Event, EventStore, Json, Kernel } from "@artana/core"
 import * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
 import * as os from "node:os"
 import * as ExitCode from "../ExitCode.js"
 import * as PlanRunner from "../PlanRunner.js"
@@ -93,9 +94,9 @@ export const approve = (args: ApproveArgs) =>
 /** `artana reject ID --reason TEXT`: rejects the call (the run's model or plan sees the reason), then continues a plan run. */
 export const reject = (args: RejectArgs) => decide(args, { decision: "reject", reason: args.reason })
 
-type Choice = { readonly decision: "approve"; readonly arguments?: Json.Json } | { readonly decision: "reject"; readonly reason: string }
+export type Choice = { readonly decision: "approve"; readonly arguments?: Json.Json } | { readonly decision: "reject"; readonly reason: string }
 
-const approverOf = (args: DecideArgs): string => {
+export const approverOf = (args: { readonly approver: string | undefined }): string => {
   const given = args.approver ?? process.env.ARTANA_APPROVER
   if (given !== undefined && given.trim() !== "") return given.trim()
   try {
@@ -105,37 +106,65 @@ const approverOf = (args: DecideArgs): string => {
   }
 }
 
-const decide = (args: DecideArgs, choice: Choice) =>
-  Out.command(args, Effect.scoped(Effect.gen(function*() {
-    const approver = approverOf(args)
-    if (approver === "") return yield* badInput("--approver", "say who decides (it is logged): --approver NAME, or $ARTANA_APPROVER")
-    const opened = yield* Layer.build(Database.layer(Database.parse(args.db), { create: false }))
-    const store = Layer.succeedContext(opened)
+/** What a decision did: the decision, and the plan run's outcome after it (absent for a run of another workflow). */
+export interface Continued {
+  readonly decided: Approval.Decided
+  readonly outcome: PlanRunner.RunOutcome | undefined
+}
+
+/** What deciding and continuing may fail with. */
+export type DecideFailure =
+  | Approval.DecideError
+  | Errors.InvalidInput
+  | Effect.Effect.Error<ReturnType<typeof Toolbox.fromRecord>>
+  | Effect.Effect.Error<ReturnType<typeof PlanRunner.run>>
+
+/**
+ * Decides an approval on an opened store and, for a plan run, goes on with the plan (its tools rebuilt from its logged
+ * policy), as `artana run --run-id` would continue it: `outcome` is then the plan run's; absent for any other run,
+ * which the application that runs its workflow resumes. `artana approve`/`reject` and `artana ui` decide through it.
+ */
+export const decideAndContinue = (options: {
+  readonly store: Layer.Layer<EventStore.EventStore>
+  readonly tenant: string
+  readonly id: string
+  readonly approver: string
+  readonly choice: Choice
+  readonly auditKey: Redacted.Redacted<string> | undefined
+}): Effect.Effect<Continued, DecideFailure, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { store, tenant: tenantId, id, approver, choice, auditKey } = options
     // A plan run's tools are rebuilt from its logged policy: edits are checked against them, and the plan goes on.
-    const runId = Approval.runIdOf(args.id)
-    const first = runId === undefined
-      ? []
-      : yield* Effect.catchTag(Context.get(opened, EventStore.EventStore).readEvents(args.tenant, runId, 1, 1), "RunNotFound", () => Effect.succeed([]))
+    const runId = Approval.runIdOf(id)
+    const readFirst = Effect.flatMap(EventStore.EventStore, (s) => s.readEvents(tenantId, runId ?? "", 1, 1)).pipe(
+      Effect.catchTag("RunNotFound", () => Effect.succeed<ReadonlyArray<Event.Event>>([])),
+      Effect.provide(store)
+    )
+    const first = runId === undefined ? [] : yield* readFirst
     const input = PlanRunner.loggedInput(first)
     const toolbox = input === undefined ? undefined : yield* Toolbox.fromRecord(input.policy)
     const tools = toolbox?.tools ?? []
     const registry = { get: (name: string) => tools.find((t) => t.name === name), list: () => tools }
-    const kernel = Services.kernel({
-      store,
-      tools,
-      middleware: toolbox?.middleware,
-      workflows: [PlanRunner.workflow({ tools: registry })],
-      auditKey: args.auditKey
-    })
-    const decided = yield* Effect.flatMap(Kernel.Kernel, (k) =>
-      k.decideApproval({ tenantId: args.tenant, approvalId: args.id, approver, ...choice })).pipe(
-        // An edit its tool refuses is the command line's fault: bad input, not a failing tool.
-        Effect.catchTag("InvalidToolArguments", (e) => Effect.fail(badInput("--args", e.message))),
-        Effect.provide(kernel)
-      )
+    const kernel = Services.kernel({ store, tools, middleware: toolbox?.middleware, workflows: [PlanRunner.workflow({ tools: registry })], auditKey })
+    const decided = yield* Effect.flatMap(Kernel.Kernel, (k) => k.decideApproval({ tenantId, approvalId: id, approver, ...choice })).pipe(Effect.provide(kernel))
+    if (input === undefined) return { decided, outcome: undefined }
+    const tenant = yield* Services.tenant(tenantId, tools)
+    const outcome = yield* PlanRunner.run({ runId: decided.runId, tenant, input }).pipe(Effect.provide(kernel))
+    return { decided, outcome }
+  })
+
+const decide = (args: DecideArgs, choice: Choice) =>
+  Out.command(args, Effect.scoped(Effect.gen(function*() {
+    const approver = approverOf(args)
+    if (approver === "") return yield* badInput("--approver", "say who decides (it is logged): --approver NAME, or $ARTANA_APPROVER")
+    const store = Layer.succeedContext(yield* Layer.build(Database.layer(Database.parse(args.db), { create: false })))
+    const { decided, outcome } = yield* decideAndContinue({ store, tenant: args.tenant, id: args.id, approver, choice, auditKey: args.auditKey }).pipe(
+      // An edit its tool refuses is the command line's fault: bad input, not a failing tool.
+      Effect.catchTag("InvalidToolArguments", (e) => Effect.fail(badInput("--args", e.message)))
+    )
     const s = Out.outStyle()
     const verb = decided.decision === "approved" ? s.green("approved") : s.yellow("rejected")
-    if (input === undefined) {
+    if (outcome === undefined) {
       if (args.format === "json") {
         yield* Out.json({ ...decided, approver, status: "running" })
       } else {
@@ -144,8 +173,6 @@ const decide = (args: DecideArgs, choice: Choice) =>
       }
       return ExitCode.Ok
     }
-    const tenant = yield* Services.tenant(args.tenant, tools)
-    const outcome = yield* PlanRunner.run({ runId: decided.runId, tenant, input }).pipe(Effect.provide(kernel))
     if (args.format === "json") {
       yield* Out.json({ ...decided, approver, status: outcome.status, ...(outcome.approval === undefined ? {} : { next: outcome.approval }) })
     } else {

@@ -295,6 +295,30 @@ export const commands: ReadonlyArray<CommandDoc> = [
       "artana mcp serve --policy policy.yaml --http 127.0.0.1:8765"
     ],
     exitCodes: [0, 2, 4, 7, 130]
+  },
+  {
+    name: "ui",
+    usage: "[--port N] [--host HOST] [--allow-actions] [--approver NAME]",
+    summary: "A local web inspector: runs, timelines, cost, lineage, chain status, approvals inbox, live updates",
+    details: [
+      "Serves a web app over the store (SQLite or PostgreSQL) until stopped (Ctrl-C). It binds 127.0.0.1 by default;",
+      "on any other address every request needs the token it prints once on stderr (else 401). It only reads unless",
+      "--allow-actions is given: then the approvals inbox can approve, reject and respond, which resumes plan runs.",
+      "--tenant is the tenant shown first; the runs list has a tenant field to look at another."
+    ],
+    arguments: [],
+    options: [
+      { flag: "--port N", description: "the port to listen on (default 8484; 0: any free port; the address is printed)" },
+      { flag: "--host HOST", description: "the address to bind (default 127.0.0.1); any other requires the printed token" },
+      { flag: "--allow-actions", description: "let the inbox approve, reject and respond (default: read-only; the store opens read-only)" },
+      { flag: "--approver NAME", description: "who decides, logged with each decision (default: $ARTANA_APPROVER, else the OS user)" }
+    ],
+    examples: [
+      "artana ui --db runs.db",
+      "artana ui --db postgres://artana@db/artana --allow-actions --approver ops",
+      "artana ui --host 0.0.0.0 --port 8080"
+    ],
+    exitCodes: [0, 2, 5, 7, 130]
   }
 ]
 

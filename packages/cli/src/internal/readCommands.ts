@@ -35,8 +35,13 @@ const reading = (args: Common) =>
  * The run's hash chain, checked as `artana verify` checks it (the run row's head and record, the audit key), a page at a
  * time: memory holds one page however long the run. `report` and `show-run` print what the store holds either way, and
  * mark a broken chain loudly and exit 6 (integrity): a log changed after it was written must never read as a clean one.
+ * `onPage` sees each page as it is checked (`artana ui` adds up the run's tokens in the same pass).
  */
-const chainOf = (args: Common, info: Event.RunInfo) =>
+export const chainOf = (
+  args: Pick<Common, "tenant" | "auditKey">,
+  info: Event.RunInfo,
+  onPage: (page: ReadonlyArray<Event.Event>) => void = () => undefined
+) =>
   Effect.flatMap(EventStore.EventStore, (store) => {
     const verifier = Verify.make(info.runId, {
       auditKey: args.auditKey === undefined ? undefined : Redacted.value(args.auditKey),
@@ -46,8 +51,11 @@ const chainOf = (args: Common, info: Event.RunInfo) =>
     // Up to the first break: what follows it changes nothing of the report.
     return EventStore.stream(store, args.tenant, info.runId).pipe(
       Stream.chunks,
-      Stream.runFoldWhile<Verify.VerifyReport | undefined, Chunk.Chunk<Event.Event>>(undefined, (broken) => broken === undefined, (_, page) =>
-        verifier.push(Chunk.toReadonlyArray(page))),
+      Stream.runFoldWhile<Verify.VerifyReport | undefined, Chunk.Chunk<Event.Event>>(undefined, (broken) => broken === undefined, (_, page) => {
+        const events = Chunk.toReadonlyArray(page)
+        onPage(events)
+        return verifier.push(events)
+      }),
       Effect.map(() => verifier.finish())
     )
   })

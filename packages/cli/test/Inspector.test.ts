@@ -1,0 +1,87 @@
+// `Inspector.serve` over an application's own kernel (its workflows and tools, a SQLite file), over HTTP: the inbox's
+// respond resumes a run paused for a person with the application's workflow, and an approved tool call's run goes on
+// at once (`resumeAfterDecision`), as `Artana.approve` does. The forms' token is read from the inbox page as a browser
+// would post it.
+import { EventStore, Kernel, Middleware, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
+import { Inspector } from "@artana/cli"
+import { SqliteStore } from "@artana/store-sqlite"
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Schema } from "effect"
+import * as path from "node:path"
+import { cleanup, tempDir } from "./helpers.js"
+
+afterAll(cleanup)
+
+const acme = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 0 })
+
+const sent: Array<string> = []
+const send = Tool.make({
+  name: "send",
+  description: "Sends a message",
+  parameters: Schema.Struct({ to: Schema.String }),
+  needsApproval: () => Effect.succeed(true),
+  handler: ({ to }) => Effect.sync(() => {
+    sent.push(to)
+    return `sent to ${to}`
+  })
+})
+
+const review = Workflow.make({
+  name: "review",
+  input: Schema.Struct({ doc: Schema.String }),
+  output: Schema.Struct({ signed: Schema.Boolean }),
+  run: ({ doc }, ctx) => ctx.pauseForHuman({ reason: `sign off ${doc}`, schema: Schema.Struct({ signed: Schema.Boolean }) })
+})
+
+const notify = Workflow.make({
+  name: "notify",
+  input: Schema.Struct({ to: Schema.String }),
+  output: Schema.String,
+  run: ({ to }, ctx) => ctx.tool(send, { to })
+})
+
+const appLayer = (filename: string) =>
+  Layer.provideMerge(
+    Kernel.layer({ workflows: [review, notify] }),
+    Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), ToolRegistry.layer([send]), Middleware.layer([]))
+  )
+
+const form = { "content-type": "application/x-www-form-urlencoded" }
+
+const post = (url: string, fields: Record<string, string>) =>
+  Effect.promise(() => fetch(url, { method: "POST", headers: form, body: new URLSearchParams(fields), redirect: "manual" }))
+
+describe("Inspector.serve over an application's kernel", () => {
+  it.live("respond resumes a run paused for a person; an approved call's run goes on at once", () =>
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const paused = yield* kernel.execute(review, { runId: "review-1", tenant: acme, input: { doc: "Q3" } })
+      expect(paused.status).toBe("paused")
+      const waiting = yield* kernel.execute(notify, { runId: "notify-1", tenant: acme, input: { to: "bob@example.com" } })
+      expect(waiting.status).toBe("paused")
+
+      const server = yield* Inspector.serve({ tenant: "acme", port: 0, allowActions: true, approver: "ops", resumeAfterDecision: true })
+      const inbox = yield* Effect.promise(() => fetch(`${server.url}inbox`).then((r) => r.text()))
+      expect(inbox).toContain("sign off Q3")
+      expect(inbox).toContain("data-approval=\"notify-1@")
+      const csrf = /name="csrf" value="([^"]+)"/.exec(inbox)![1]!
+      const approvalId = /data-approval="([^"]+)"/.exec(inbox)![1]!
+
+      const responded = yield* post(`${server.url}actions/respond`, { csrf, tenant: "acme", run: "review-1", response: "{\"signed\":true}" })
+      expect(responded.status).toBe(303)
+      expect(responded.headers.get("location")).toBe("/runs/review-1?tenant=acme")
+      const store = yield* EventStore.EventStore
+      expect((yield* store.getRun("acme", "review-1")).status).toBe("completed")
+      const [end] = yield* store.readEvents("acme", "review-1", (yield* store.getRun("acme", "review-1")).headSeq, 1)
+      expect(end?.payload).toEqual({ _tag: "RunCompleted", output: { signed: true } })
+
+      const approved = yield* post(`${server.url}actions/approve`, { csrf, tenant: "acme", id: approvalId, approver: "ops", args: "" })
+      expect(approved.status).toBe(303)
+      expect((yield* store.getRun("acme", "notify-1")).status).toBe("completed")
+      expect(sent).toEqual(["bob@example.com"])
+      const page = yield* Effect.promise(() => fetch(`${server.url}runs/notify-1?tenant=acme`).then((r) => r.text()))
+      expect(page).toContain("data-status=\"completed\"")
+      expect(page).toContain("ApprovalDecided")
+    }).pipe(Effect.provide(appLayer(path.join(tempDir(), "app.db"))), Effect.scoped))
+})
