@@ -34,18 +34,37 @@ interface Proc {
   readonly child: ChildProcess
   readonly exited: Promise<number | null>
   readonly stderr: () => string
+  /** Runs this worker logged it lost (its lease ran out and another worker took the task), from its log lines. */
+  readonly lost: () => ReadonlySet<string>
 }
 
 const startWorker = (url: string, effectsFile: string, workerId: string): Proc => {
   const child = spawn(process.execPath, ["--import", "tsx", WORKER, url, effectsFile, workerId, String(CONCURRENCY)], {
     cwd: REPO_ROOT,
     env: { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG },
-    stdio: ["ignore", "ignore", "pipe"]
+    stdio: ["ignore", "pipe", "pipe"]
   })
   let stderr = ""
-  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr = (stderr + chunk).slice(-4000)))
+  const lost = new Set<string>()
+  let partial = ""
+  const scan = (chunk: string) => {
+    const lines = (partial + chunk).split("\n")
+    partial = lines.pop() ?? ""
+    for (const line of lines) {
+      // Worker.run's warnings when a lease ran out under it: "lost the task to another worker" (its heartbeat found the
+      // task taken) or "finished after losing the task" (the kernel refused its append: OwnershipLost).
+      if (!/lost the task|after losing the task/.test(line)) continue
+      const runId = /runId=(\S+)/.exec(line)?.[1]
+      if (runId !== undefined) lost.add(runId)
+    }
+  }
+  child.stdout?.setEncoding("utf8").on("data", scan)
+  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr = (stderr + chunk).slice(-4000)
+    scan(chunk)
+  })
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
-  return { child, exited, stderr: () => stderr }
+  return { child, exited, stderr: () => stderr, lost: () => lost }
 }
 
 /** One execution of a tool: `<runId>/<stepKey> <workerId> <pid>`. */
@@ -126,25 +145,30 @@ describe.skipIf(pg.url === undefined)(`a fleet of workers on PostgreSQL (${pg.de
       // the same key, on the worker that took the run over. No other step ran twice.
       const byKey = new Map<string, Array<Execution>>()
       for (const e of all) byKey.set(e.key, [...(byKey.get(e.key) ?? []), e])
+      // A live worker gives a run up only when its lease ran out unrenewed (a starved process on a busy machine) and
+      // it says so in its log; the kernel fences it, so it is a handover like the victim's, never two hands at once.
+      const orphanRuns = new Set(orphans.map((t) => t.runId))
+      const lostBy = (workerId: string, runId: string) =>
+        workerId === VICTIM ? orphanRuns.has(runId) : procs.get(workerId)!.lost().has(runId)
+      const lostCount = WORKERS.filter((w) => w !== VICTIM).reduce((n, w) => n + procs.get(w)!.lost().size, 0)
       const repeated = [...byKey.values()].filter((list) => list.length > 1)
-      expect(repeated.length).toBeLessThanOrEqual(CONCURRENCY)
+      expect(repeated.length).toBeLessThanOrEqual(CONCURRENCY + lostCount)
       for (const list of repeated) {
-        expect(list.length).toBe(2)
-        expect(list[0]!.workerId).toBe(VICTIM)
-        expect(list[1]!.workerId).not.toBe(VICTIM)
+        for (let i = 1; i < list.length; i++) {
+          expect(list[i]!.workerId).not.toBe(list[i - 1]!.workerId)
+          expect(lostBy(list[i - 1]!.workerId, list[i]!.runId), `${list[i]!.key} ran again after ${list[i - 1]!.workerId}`).toBe(true)
+        }
       }
 
-      // No run was worked on by two live workers: a run's executions belong to one worker, or to the victim and
-      // then (never interleaved) the one worker that took it over; runs taken over are runs the victim held.
-      const orphanRuns = new Set(orphans.map((t) => t.runId))
+      // No run was worked on by two live workers: a run's executions belong to one worker, or change hands (never
+      // interleaved) only where the worker before gave the run up: the victim's orphans, or a lease that ran out.
       const byRun = new Map<string, Array<string>>()
       for (const e of all) byRun.set(e.runId, [...(byRun.get(e.runId) ?? []), e.workerId])
       for (const [runId, workers] of byRun) {
         const distinct = workers.filter((w, i) => i === 0 || workers[i - 1] !== w)
-        if (distinct.length === 1) continue
-        expect(distinct.length, `run ${runId} changed hands more than once: ${workers.join(",")}`).toBe(2)
-        expect(distinct[0]).toBe(VICTIM)
-        expect(orphanRuns.has(runId)).toBe(true)
+        for (let i = 1; i < distinct.length; i++) {
+          expect(lostBy(distinct[i - 1]!, runId), `run ${runId} left ${distinct[i - 1]} while it held it: ${workers.join(",")}`).toBe(true)
+        }
       }
 
       // No log forked: every run verifies, has no gap, and holds exactly the events of its steps; a RunResumed only
@@ -160,11 +184,12 @@ describe.skipIf(pg.url === undefined)(`a fleet of workers on PostgreSQL (${pg.de
         expect(types.filter((t) => t === "ToolRequested").length).toBeGreaterThanOrEqual(STEPS)
         expect(types.filter((t) => t === "RunCompleted")).toHaveLength(1)
         const resumes = types.filter((t) => t === "RunResumed").length
-        if (resumes > 0) expect(orphanRuns.has(task.runId)).toBe(true)
+        const givenUp = orphanRuns.has(task.runId) || WORKERS.some((w) => w !== VICTIM && lostBy(w, task.runId))
+        if (resumes > 0) expect(givenUp).toBe(true)
         resumed += resumes
       }
       expect(resumed).toBeGreaterThan(0)
-      expect(resumed).toBeLessThanOrEqual(orphans.length)
+      expect(resumed).toBeLessThanOrEqual(orphans.length + lostCount)
 
       // The survivors shut down gracefully on SIGTERM.
       for (const [id, p] of procs) {
