@@ -13,7 +13,7 @@ import { AgentClient } from "@artana/agent"
 import { SqliteStore } from "@artana/store-sqlite"
 import { ArtanaOtel } from "@artana/otel"
 import { afterPause, analyst, beforePause, SECRET_ARGUMENT, SECRET_PROMPT, SECRET_RESULT, tenant } from "./fixtures/agents.js"
-import * as Otlp from "./otlp.js"
+import { OtlpReceiver as Otlp } from "@artana/otel/testing"
 
 const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url))
 const CHILD = fileURLToPath(new URL("./fixtures/resume.ts", import.meta.url))
