@@ -11,6 +11,7 @@ import { promisify } from "node:util"
 import { ScriptedModel } from "@artana/core/testing"
 import { AgentClient } from "@artana/agent"
 import { SqliteStore } from "@artana/store-sqlite"
+import { Pii } from "@artana/middleware"
 import { ArtanaOtel } from "@artana/otel"
 import { afterPause, analyst, beforePause, SECRET_ARGUMENT, SECRET_PROMPT, SECRET_RESULT, tenant } from "./fixtures/agents.js"
 import { OtlpReceiver as Otlp } from "@artana/otel/testing"
@@ -45,6 +46,7 @@ describe("traces of an agent run, paused here and resumed in another process", (
     const client = AgentClient.create({
       store: SqliteStore.layer({ filename }),
       model: ScriptedModel.layer(beforePause),
+      middleware: [Pii.middleware()],
       services: [ArtanaOtel.layer({ url: `${receiver.endpoint}/v1/traces`, protocol: "http/json", serviceName: "artana-test" })]
     })
     let approvalId = ""
@@ -97,6 +99,8 @@ describe("traces of an agent run, paused here and resumed in another process", (
       })
       expect(childrenOf(spans, m).map((s) => s.name)).toContain("artana.append")
     }
+    // The PII scrubber's decision on the first call: its counts, not what it found.
+    expect(models[0]!.attributes).toMatchObject({ "artana.middleware.pii.scrubbed": true, "artana.middleware.pii.scrubbed.counts.email": 1 })
     const [research, wipe, refund] = tools
     expect(research!.attributes).toMatchObject({ "artana.tool.decision": "allowed", "artana.tool.outcome": "ok", "gen_ai.operation.name": "execute_tool" })
     expect(wipe!.attributes).toMatchObject({
@@ -124,7 +128,7 @@ describe("traces of an agent run, paused here and resumed in another process", (
 
     // No content left either process: not the prompt, not a tool's arguments or result, in any span or attribute.
     const wire = receiver.bodies.join("\n")
-    for (const secret of [SECRET_PROMPT, SECRET_ARGUMENT, SECRET_RESULT, "EMEA made 1.2M"]) expect(wire).not.toContain(secret)
+    for (const secret of [SECRET_PROMPT, "jane.roe@example.com", SECRET_ARGUMENT, SECRET_RESULT, "EMEA made 1.2M"]) expect(wire).not.toContain(secret)
   }, 180_000)
 
   it("with content capture on, the spans carry the prompt, the arguments and the results", async () => {

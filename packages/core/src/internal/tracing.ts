@@ -117,6 +117,15 @@ export const append = <A, E, R>(stepKey: string, payloads: ReadonlyArray<EventPa
 /** JSON text of a value for a span attribute. */
 export const json = (value: unknown): string => JSON.stringify(value) ?? "null"
 
+/** The numbers of a note's data, down to `depth` objects deep (the PII scrubber's `{ total, counts: { email } }`). */
+const numbersOf = (data: unknown, prefix: string, depth: number, set: (key: string, value: unknown) => void): void => {
+  if (depth === 0 || typeof data !== "object" || data === null || Array.isArray(data)) return
+  for (const [k, v] of Object.entries(data)) {
+    if (typeof v === "number") set(`${prefix}.${k}`, v)
+    else numbersOf(v, `${prefix}.${k}`, depth - 1, set)
+  }
+}
+
 /**
  * What a batch the kernel appends decided, as attributes of the current span: denials (with their reason and the
  * middleware), budget stops, and middleware notes' numbers (PII counts); never a note's text.
@@ -140,11 +149,7 @@ export const decisionsOf = (payloads: ReadonlyArray<EventPayload>): Record<strin
         break
       case "MiddlewareNote":
         set(`artana.middleware.${p.middleware}.${p.note}`, true)
-        if (typeof p.data === "object" && p.data !== null && !Array.isArray(p.data)) {
-          for (const [k, v] of Object.entries(p.data)) {
-            if (typeof v === "number") set(`artana.middleware.${p.middleware}.${p.note}.${k}`, v)
-          }
-        }
+        numbersOf(p.data, `artana.middleware.${p.middleware}.${p.note}`, 2, set)
         break
     }
   }
