@@ -8,6 +8,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
+import { Artana, Tenant } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { AgentClient } from "@artana/agent"
 import { SqliteStore } from "@artana/store-sqlite"
@@ -29,7 +30,7 @@ const one = (spans: ReadonlyArray<Otlp.Span>, predicate: (s: Otlp.Span) => boole
 /** The spans of `root`'s trace under it, by name, one level at a time. */
 const childrenOf = (spans: ReadonlyArray<Otlp.Span>, parent: Otlp.Span) => spans.filter((s) => s.parentSpanId === parent.spanId && s.traceId === parent.traceId)
 
-describe("traces of an agent run, paused here and resumed in another process", () => {
+describe("traces exported over OTLP/HTTP", () => {
   let receiver: Otlp.Receiver
   let dir: string
   beforeAll(async () => {
@@ -41,7 +42,7 @@ describe("traces of an agent run, paused here and resumed in another process", (
     rmSync(dir, { recursive: true, force: true })
   })
 
-  it("exports the tree, the GenAI attributes, the links across the resume and to the sub-agent, and no content", async () => {
+  it("an agent run paused here and resumed in another process: the tree, the GenAI attributes, the links across the resume and to the sub-agent, and no content", async () => {
     const filename = join(dir, "artana.db")
     const client = AgentClient.create({
       store: SqliteStore.layer({ filename }),
@@ -152,5 +153,29 @@ describe("traces of an agent run, paused here and resumed in another process", (
     const refund = one(named(spans, "artana.tool"), (s) => s.attributes["artana.tool.outcome"] === "ok")
     expect(String(refund.attributes["gen_ai.tool.call.arguments"])).toContain(SECRET_ARGUMENT)
     expect(String(refund.attributes["gen_ai.tool.call.result"])).toContain(SECRET_RESULT)
+  }, 120_000)
+
+  it("a budget stop annotates the model step that crossed it, and the run's span ends in error", async () => {
+    const artana = Artana.create({
+      model: ScriptedModel.layer([ScriptedModel.text("expensive", { costUsd: 5 })]),
+      services: [ArtanaOtel.layer({ url: `${receiver.endpoint}/v1/traces`, protocol: "http/json", serviceName: "artana-budget" })]
+    })
+    const poor = Tenant.TenantContext.make({ tenantId: "poor", capabilities: [], budgetUsdLimit: 1 })
+    try {
+      await expect(artana.chat({ runId: "b-1", tenant: poor, prompt: "Think hard" })).rejects.toMatchObject({ _tag: "BudgetExceeded" })
+    } finally {
+      await artana.close()
+    }
+    const spans = receiver.spans.filter((s) => s.service === "artana-budget")
+    const runSpan = one(named(spans, "artana.run"), (s) => s.attributes["artana.run_id"] === "b-1")
+    expect(runSpan.statusCode).toBe(2)
+    const model = one(childrenOf(spans, runSpan), (s) => s.name === "artana.model")
+    expect(model.attributes).toMatchObject({
+      "artana.cost_usd": 5,
+      "artana.budget.exceeded": true,
+      "artana.budget.phase": "after_call",
+      "artana.budget.limit_usd": 1,
+      "artana.budget.spent_usd": 5
+    })
   }, 120_000)
 })
