@@ -98,7 +98,9 @@ export const RULES: Readonly<Record<string, PackageRule>> = {
   "@artana/cli": { kind: "consumer" },
   "@artana/examples": { kind: "consumer" },
   "@artana/packaging": { kind: "consumer" },
-  "@artana/bench": { kind: "consumer" }
+  "@artana/bench": { kind: "consumer" },
+  // DESIGN.md: the optional OpenTelemetry export: core (its tracing reference) and Effect's own OTLP exporter only.
+  "@artana/otel": { kind: "library", workspace: ["@artana/core"], external: [...EFFECT, "@effect/opentelemetry"] }
 }
 
 // ---------------------------------------------------------------------------------------------------------

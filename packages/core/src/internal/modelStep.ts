@@ -14,6 +14,7 @@ import { canonicalJson, sha256 } from "./hash.js"
 import * as Interceptors from "./interceptors.js"
 import * as ModelStream from "./modelStream.js"
 import type { StepEnv } from "./stepEnv.js"
+import * as Tracing from "./tracing.js"
 
 /** `ModelFailed.kind` of a call refused because nothing prices its model. */
 const UNPRICED = "budget_unpriced"
@@ -145,6 +146,7 @@ export const make = (env: StepEnv) => {
         return yield* env.budgetExceeded(key, "during_call", [requested, ...notes, note])
       }
       if (streamed._tag === "Failed") {
+        yield* Tracing.annotate(() => ({ "error.type": streamed.error.kind }))
         yield* env.append(key, [requested, ...notes, { _tag: "ModelFailed", kind: streamed.error.kind, error: streamed.error.reason }])
         return yield* Effect.fail(streamed.error)
       }
@@ -159,6 +161,14 @@ export const make = (env: StepEnv) => {
         return yield* failed(env, new Errors.BudgetUnpriced({ runId, model: response.model }))
       }
       env.spend(costUsd)
+      yield* Tracing.annotate(() => ({
+        "gen_ai.request.model": sent.model,
+        "gen_ai.response.model": response.model,
+        "gen_ai.usage.input_tokens": response.usage.inputTokens,
+        "gen_ai.usage.output_tokens": response.usage.outputTokens,
+        "artana.cost_usd": costUsd
+      }))
+      yield* Tracing.annotateContent(() => ({ "gen_ai.input.messages": Tracing.json(sent.messages), "gen_ai.output.messages": Tracing.json([response.message]) }))
       for (const n of response.notes ?? []) notes.push({ _tag: "MiddlewareNote", middleware: n.source, note: n.note, data: n.data })
       const payloads: Array<EventPayload> = [
         requested,
@@ -187,7 +197,7 @@ export const make = (env: StepEnv) => {
         key,
         () => `a model call (request ${requestHash.slice(0, 12)})`,
         (events) => recordedCall(env, key, events, requestHash),
-        () => liveCall(key, request, requestHash)
+        () => Tracing.span("artana.model", { "gen_ai.operation.name": "chat", "gen_ai.request.model": request.model, "artana.step_key": key }, liveCall(key, request, requestHash))
       )
     })
 }

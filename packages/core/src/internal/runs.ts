@@ -19,6 +19,7 @@ import * as ContinueAsNew from "./continueAsNew.js"
 import { decodeKernelFailure, drive, toJson } from "./drive.js"
 import * as Execution from "./execution.js"
 import * as Signals from "./signals.js"
+import * as Tracing from "./tracing.js"
 import { headEvent, lastEventOf, lastOf, ownHeadEvent, type ReadError, verifiedPages } from "./ledger.js"
 
 /** What the kernel's operations on runs share. */
@@ -215,7 +216,17 @@ export const continueRun = <I, O, E>(
       recorded: recorded?.payload._tag === "RunContinued" ? recorded.payload : undefined
     }, mode, lease, (next, nextMode) => continueRun(runtime, workflow, next, nextMode, undefined, lease))
     const end = recorded?.payload._tag === "RunCompleted" || recorded?.payload._tag === "RunFailed" ? recorded.payload : undefined
-    return yield* drive(runtime.services(), workflow, exec, input.right, mode, end, continuation)
+    const traced = {
+      runId: info.runId,
+      rootRunId: info.rootRunId,
+      parentRunId: started.parentRunId,
+      tenant: started.tenant,
+      mode,
+      epoch: mode === "live" ? info.ownerEpoch + 1 : info.ownerEpoch,
+      workflow: workflow.name,
+      resumed: resumed ?? (response === undefined ? undefined : "response")
+    }
+    return yield* Tracing.execution(traced, withStatus(drive(runtime.services(), workflow, exec, input.right, mode, end, continuation)))
   }))
 
 /** Starts a new run under `runId`: its `RunStarted` creates it, as its first owner's. */
@@ -255,5 +266,10 @@ export const startRun = <I, O, E>(
     yield* exec.appendOrFail(RUN_STEP_KEY, [started])
     const continuation = ContinueAsNew.make(runtime, workflow, exec, { runId, rootRunId, started, recorded: undefined }, "live", start.lease, (next, nextMode) =>
       continueRun(runtime, workflow, next, nextMode, undefined, start.lease))
-    return yield* drive(runtime.services(), workflow, exec, start.input, "live", undefined, continuation)
+    const traced = { runId, rootRunId, parentRunId: start.parentRunId, tenant: start.tenant, mode: "live", epoch: 1, workflow: workflow.name } as const
+    return yield* Tracing.execution(traced, withStatus(drive(runtime.services(), workflow, exec, start.input, "live", undefined, continuation)))
   })
+
+/** The execution's span says how it ended (a failure: its error, as Effect records it). */
+const withStatus = <O, E>(driven: Effect.Effect<RunResult<O>, E>): Effect.Effect<RunResult<O>, E> =>
+  Effect.tap(driven, (result) => Tracing.annotate(() => ({ "artana.status": result.status })))

@@ -22,6 +22,7 @@ import type { Hub } from "./live.js"
 import type { Ownership } from "./ownership.js"
 import type { Log, ReplayCursor, Resolved } from "./replayCursor.js"
 import { describe } from "./replayCursor.js"
+import * as Tracing from "./tracing.js"
 
 export interface Deps {
   readonly store: EventStore.Service
@@ -127,9 +128,12 @@ export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor
     })
   const fault = (error: Fault) => halt({ _tag: "Fault", error })
 
-  /** Appends a step's batch; a failure halts the execution. */
+  /**
+   * Appends a step's batch (under an `artana.append` span); a failure halts the execution. What the batch decided
+   * (a denial, a budget stop, middleware notes' counts) annotates the step's span.
+   */
   const append = (stepKey: string, payloads: ReadonlyArray<EventPayload>): Effect.Effect<void> =>
-    Effect.catchAll(ledger.append(stepKey, payloads), (error) => fault(error))
+    Tracing.append(stepKey, payloads, Effect.catchAll(ledger.append(stepKey, payloads), (error) => fault(error)))
 
   const budgetExceeded = (stepKey: string, phase: "before_call" | "during_call" | "after_call", before: ReadonlyArray<EventPayload>) =>
     Effect.gen(function*() {

@@ -16,6 +16,7 @@ import * as Interceptors from "./interceptors.js"
 import { leadOf, type Resolved } from "./replayCursor.js"
 import type { StepEnv } from "./stepEnv.js"
 import { runHandler, type ToolOutcome } from "./toolHandler.js"
+import * as Tracing from "./tracing.js"
 
 export interface ToolCallRequest {
   readonly name: string
@@ -78,6 +79,44 @@ const outcomeOf = (recorded: ReadonlyArray<Event>, availableTools: () => Readonl
   }
   return undefined
 }
+
+/** The policy's decision on a call, by its outcome (a call paused for approval ends in the span's interruption). */
+const decisionOf = (outcome: ToolOutcome): string => {
+  if (outcome.ok) return "allowed"
+  switch (outcome.error._tag) {
+    case "PolicyDenied":
+      return "denied"
+    case "UnknownTool":
+      return "unknown_tool"
+    case "InvalidToolArguments":
+      return "invalid_arguments"
+    case "ApprovalRejected":
+      return "rejected"
+    default:
+      return "allowed"
+  }
+}
+
+/** A live tool step under its `artana.tool` span: the tool, its idempotency, the decision and the outcome. */
+const traced = (call: ToolCallRequest, key: string, idempotencyKey: string, tool: Tool | undefined, effect: Effect.Effect<ToolOutcome>) =>
+  Tracing.span(
+    "artana.tool",
+    {
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": call.name,
+      "artana.step_key": key,
+      "artana.tool.idempotent": tool?.idempotent ?? false,
+      "artana.tool.idempotency_key": idempotencyKey
+    },
+    effect,
+    {
+      attributes: (outcome) => ({ "artana.tool.decision": decisionOf(outcome), "artana.tool.outcome": outcome.ok ? "ok" : outcome.error._tag }),
+      content: (outcome) => ({
+        "gen_ai.tool.call.arguments": call.arguments,
+        ...(outcome.ok ? { "gen_ai.tool.call.result": Tracing.json(outcome.json) } : { "artana.tool.error": outcome.error.message })
+      })
+    }
+  )
 
 export const make = (env: StepEnv) => {
   const { deps, tenant, runId } = env
@@ -186,6 +225,7 @@ export const make = (env: StepEnv) => {
         ...(call.toolCallId === undefined ? {} : { toolCallId: call.toolCallId }),
         ...(tool.approvers === undefined ? {} : { approvers: tool.approvers })
       } as const
+      yield* Tracing.annotate(() => ({ "artana.tool.decision": "approval_requested", "artana.approval_id": asked.approvalId }))
       yield* env.append(key, [...ready.notes, asked])
       return yield* pausedFor(key, asked)
     })
@@ -246,17 +286,23 @@ export const make = (env: StepEnv) => {
         return env.fault(new Errors.InvalidRunState({ runId, status: `approved at step ${key}, its call not made yet`, expected: "settled (a replay runs no tool)" }))
       }
       const requested = requestedOf(call, key, decided.arguments ?? asked.arguments)
+      return traced(call, key, requested.idempotencyKey, tool, approvedCall(call, key, tool, requested, decided.arguments, asked.arguments))
+    })
+
+  /** An approved call made now, with the approved arguments (edited ones pass the `beforeTool` hooks). */
+  const approvedCall = (call: ToolCallRequest, key: string, tool: Tool | undefined, requested: ToolRequestedPayload, edited: string | undefined, asked: string): Effect.Effect<ToolOutcome> =>
+    Effect.suspend(() => {
       if (tool === undefined) {
         const error = new Errors.UnknownTool({ tool: call.name, available: availableTools() })
         return refused(key, requested, [{ _tag: "ToolFailed", tool: call.name, kind: "unknown_tool", error: error.message }], error)
       }
-      if (decided.arguments !== undefined) {
+      if (edited !== undefined) {
         // Edited by a person: the hooks see them (a policy may refuse them) before they are decoded and run.
         return Effect.flatMap(prepare(call, key, tool, requested), (p) => (p._tag === "Done" ? Effect.succeed(p.outcome) : request(tool, key, requested, p)))
       }
-      const args = tool.decodeArguments(asked.arguments)
+      const args = tool.decodeArguments(asked)
       if (Either.isLeft(args)) return refused(key, requested, [{ _tag: "ToolFailed", tool: call.name, kind: "invalid_arguments", error: args.left.reason, path: args.left.path }], args.left)
-      const info: ToolCallInfo = { tool: call.name, requiresCapability: tool.requiresCapability, arguments: asked.arguments }
+      const info: ToolCallInfo = { tool: call.name, requiresCapability: tool.requiresCapability, arguments: asked }
       return request(tool, key, requested, { _tag: "Ready", info, args: args.right, notes: [] })
     })
 
@@ -274,7 +320,7 @@ export const make = (env: StepEnv) => {
   const stepOf = (call: ToolCallRequest, key: string, actual: () => string, found: Resolved): Effect.Effect<ToolOutcome> => {
     if (found._tag === "Diverged") return env.fault(found.error)
     const toolOf = () => call.value ?? deps.tools.get(call.name)
-    if (found._tag === "New") return newCall(call, key, toolOf())
+    if (found._tag === "New") return traced(call, key, `${runId}/${key}`, toolOf(), newCall(call, key, toolOf()))
     const recorded = found.events
     const first = leadOf(recorded).payload
     if (first._tag === "ApprovalRequested") {
@@ -285,7 +331,7 @@ export const make = (env: StepEnv) => {
       return env.mismatch(key, recorded, actual())
     }
     const outcome = outcomeOf(recorded, availableTools)
-    return outcome !== undefined ? Effect.succeed(outcome) : inDoubt(call, key, recorded, toolOf())
+    return outcome !== undefined ? Effect.succeed(outcome) : traced(call, key, first.idempotencyKey, toolOf(), inDoubt(call, key, recorded, toolOf()))
   }
   return step
 }

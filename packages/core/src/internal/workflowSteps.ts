@@ -15,6 +15,7 @@ import { firstIssue, jsonSchemaOf } from "../Tool.js"
 import type { PauseOptions } from "../Workflow.js"
 import { decodeExactOnce } from "./exactGuard.js"
 import type { StepEnv } from "./stepEnv.js"
+import * as Tracing from "./tracing.js"
 
 export const make = (env: StepEnv, response: { readonly payload: unknown } | undefined) => {
   const { runId } = env
@@ -52,7 +53,8 @@ export const make = (env: StepEnv, response: { readonly payload: unknown } | und
       const halted = env.halted()
       if (halted !== undefined) return env.halt(halted)
       const stepKey = env.cursor.nextKey(kind, key)
-      return env.answer(stepKey, () => `step "${name}"`, (events) => recorded(name, stepKey, events, schema), () => live(name, stepKey, effect, schema))
+      return env.answer(stepKey, () => `step "${name}"`, (events) => recorded(name, stepKey, events, schema), () =>
+        Tracing.span("artana.step", { "artana.step.name": name, "artana.step_key": stepKey }, live(name, stepKey, effect, schema)))
     })
 
   /** The open pause answered: by the logged response, or by the one this execution brings (then logged). */
@@ -83,7 +85,7 @@ export const make = (env: StepEnv, response: { readonly payload: unknown } | und
         return yield* env.fault(new Errors.InvalidHumanResponse({ runId, ticket, reason: json === undefined || json.ok ? "does not encode" : json.error }))
       }
       pendingResponse = undefined
-      yield* env.append(key, [{ _tag: "HumanResponded", ticket, payload: json.json }])
+      yield* Tracing.span("artana.resume", { "artana.step_key": key, "artana.pause.ticket": ticket }, env.append(key, [{ _tag: "HumanResponded", ticket, payload: json.json }]))
       return value.right
     })
 
@@ -102,12 +104,16 @@ export const make = (env: StepEnv, response: { readonly payload: unknown } | und
         return yield* answered(pause, key, found.events, first.ticket, first.reason)
       }
       const ticket = crypto.randomUUID()
-      yield* env.append(key, [{
-        _tag: "PauseRequested",
-        reason: pause.reason,
-        ticket,
-        ...(pause.schema === undefined ? {} : { responseSchema: jsonSchemaOf(pause.schema) })
-      }])
+      const requested = Effect.zipRight(
+        Tracing.annotateContent(() => ({ "artana.pause.reason": pause.reason })),
+        env.append(key, [{
+          _tag: "PauseRequested",
+          reason: pause.reason,
+          ticket,
+          ...(pause.schema === undefined ? {} : { responseSchema: jsonSchemaOf(pause.schema) })
+        }])
+      )
+      yield* Tracing.span("artana.pause", { "artana.step_key": key, "artana.pause.ticket": ticket }, requested)
       return yield* env.halt({ _tag: "Paused", ticket, reason: pause.reason })
     })
 
