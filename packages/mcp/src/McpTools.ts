@@ -91,6 +91,7 @@ const governed = (service: Service, server: McpConfig.Server, tool: Listed): Too
     requiresCapability: McpConfig.capabilityOf(server, tool.name),
     idempotent: idempotentOf(server, tool),
     timeout: timeoutMs,
+    ...McpConfig.approvalOf(server, tool.name),
     handler: (args, context) =>
       Effect.gen(function*() {
         const connection = yield* Effect.mapError(connectionOf(service, server.name), (e) => new Errors.ToolError({ tool: name, reason: e.message }))
