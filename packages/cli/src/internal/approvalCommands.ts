@@ -117,7 +117,7 @@ const decide = (args: DecideArgs, choice: Choice) =>
       ? []
       : yield* Effect.catchTag(Context.get(opened, EventStore.EventStore).readEvents(args.tenant, runId, 1, 1), "RunNotFound", () => Effect.succeed([]))
     const input = PlanRunner.loggedInput(first)
-    const toolbox = input === undefined ? undefined : yield* Toolbox.fromRecord(input.policy)
+    const toolbox = input === undefined ? undefined : yield* Toolbox.fromRecord(input.policy, input.mcp)
     const tools = toolbox?.tools ?? []
     const registry = { get: (name: string) => tools.find((t) => t.name === name), list: () => tools }
     const kernel = Services.kernel({
