@@ -11,12 +11,13 @@ import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { Effect, Layer, Schema } from "effect"
-import { type Event, EventStore, Kernel, Middleware, Tenant, Tool, ToolRegistry } from "@artana/core"
+import { type Event, EventStore, Kernel, Middleware, Tenant, ToolRegistry } from "@artana/core"
 import type { ScriptedModel } from "@artana/core/testing"
 import { AutonomousAgent, MemoryStore } from "@artana/agent"
 import { McpServers, McpTools } from "@artana/mcp"
 import { CapabilityGuard, Pii } from "@artana/middleware"
 import { SqliteStore } from "@artana/store-sqlite"
+import { computeGrowth } from "./analyst.js"
 import { chooseModel } from "./model.js"
 import { runMain } from "./runMain.js"
 
@@ -50,15 +51,6 @@ export const filesServer = (folder: string, command: string = process.execPath) 
 })
 
 // --- the agent ---------------------------------------------------------------------------------------------------
-
-const computeGrowth = Tool.make({
-  name: "compute_growth",
-  description: "Growth between the first and the last of a series of values, in percent.",
-  parameters: Schema.Struct({ values: Schema.Array(Schema.Number).pipe(Schema.minItems(2)) }),
-  success: Schema.Struct({ growthPct: Schema.Number }),
-  idempotent: true,
-  handler: ({ values }) => Effect.succeed({ growthPct: Math.round(((values[values.length - 1]! / values[0]!) - 1) * 1000) / 10 })
-})
 
 export const FileReport = Schema.Struct({
   headline: Schema.String,

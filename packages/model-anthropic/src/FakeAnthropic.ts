@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import { FakeProvider } from "@artana/core/testing"
+import { FakeProvider, ScriptedModel } from "@artana/core/testing"
 import type * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 
@@ -180,12 +180,7 @@ const message = (reply: Answer, body: unknown, n: number) => {
 const errorBody = (message: string, type: string) => ({ type: "error", error: { type, message } })
 
 // Text and tool inputs arrive in a few pieces, so a client must really accumulate deltas.
-const pieces = (s: string, count: number): Array<string> => {
-  const size = Math.max(1, Math.ceil(s.length / count))
-  const out: Array<string> = []
-  for (let i = 0; i < s.length; i += size) out.push(s.slice(i, i + size))
-  return out
-}
+const { pieces } = ScriptedModel
 
 /** The Messages API's server-sent events for `reply`, as [event name, data]. */
 const events = (reply: Answer, body: unknown, n: number): Array<readonly [string, unknown]> => {

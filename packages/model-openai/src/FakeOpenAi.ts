@@ -11,7 +11,7 @@
  *
  * @since 0.1.0
  */
-import { FakeProvider } from "@artana/core/testing"
+import { FakeProvider, ScriptedModel } from "@artana/core/testing"
 import * as Responses from "./internal/fakeResponses.js"
 import type * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
@@ -157,12 +157,7 @@ const completion = (answer: Answer, model: string, n: number) => {
 }
 
 // Text arrives in a few pieces and tool arguments in two, so a client must really accumulate deltas.
-const pieces = (s: string, count: number): Array<string> => {
-  const size = Math.max(1, Math.ceil(s.length / count))
-  const out: Array<string> = []
-  for (let i = 0; i < s.length; i += size) out.push(s.slice(i, i + size))
-  return out
-}
+const { pieces } = ScriptedModel
 
 const chunks = (answer: Answer, model: string, n: number, includeUsage: boolean): Array<unknown> => {
   const base = { id: completionId(n), object: "chat.completion.chunk", created: Math.floor(Date.now() / 1000), model }

@@ -3,7 +3,10 @@
  * events a streamed one is made of (`response.created`, `response.output_item.added`, `response.output_text.delta`,
  * `response.function_call_arguments.delta`, ..., `response.completed` or `response.incomplete`).
  */
+import { ScriptedModel } from "@artana/core/testing"
 import type { Answer, ScriptedUsage } from "../FakeOpenAi.js"
+
+const { pieces } = ScriptedModel
 
 const usageOf = (usage: ScriptedUsage) => ({
   input_tokens: usage.promptTokens,
@@ -46,13 +49,6 @@ export const response = (answer: Answer, model: string, n: number) => {
     tools: [],
     ...(answer.usage === null ? {} : { usage: usageOf(answer.usage) })
   }
-}
-
-const pieces = (s: string, count: number): Array<string> => {
-  const size = Math.max(1, Math.ceil(s.length / count))
-  const out: Array<string> = []
-  for (let i = 0; i < s.length; i += size) out.push(s.slice(i, i + size))
-  return out
 }
 
 /** The events of a streamed answer, as [event type, data]; text in `answer.pieces` (default 3), arguments in two. */
