@@ -40,7 +40,7 @@ const queryRevenue = Tool.make({
   handler: ({ region, year }) => Effect.succeed({ region, year, quarters: year === 2024 ? REVENUE[region]! : [] })
 })
 
-const computeGrowth = Tool.make({
+export const computeGrowth = Tool.make({
   name: "compute_growth",
   description: "Growth between the first and the last of a series of values, in percent.",
   parameters: Schema.Struct({ values: Schema.Array(Schema.Number).pipe(Schema.minItems(2)) }),

@@ -55,6 +55,18 @@ export interface FinishInput {
 /** Errors a hook may fail with: the run then fails with them. A hook that must not fail the run catches its own. */
 export type FinishError = ExtensionError | Errors.StoreError | Workflow.ModelStepError
 
+/** What a `runTools` hook is given. */
+export interface ToolsInput {
+  /** The run's durable context: list tools in a logged step (`ctx.step`), so a resume or a replay reads the list. */
+  readonly ctx: Workflow.WorkflowContext
+  readonly agent: string
+  readonly task: string
+  /** The model of the run. */
+  readonly model: string
+  /** A step key for this extension: `tools:<extension>:<name>`, so its steps never collide with the loop's. */
+  readonly key: (name: string) => string
+}
+
 export interface Extension {
   /** Names the extension (in step keys and errors); unique within an agent. */
   readonly name: string
@@ -62,6 +74,17 @@ export interface Extension {
   readonly sections?: ReadonlyArray<ContextSection> | undefined
   /** Tools added to the agent's tools (skills, with progressive skills). */
   readonly tools?: ReadonlyArray<Tool.Tool> | undefined
+  /**
+   * Tools of one run, known only once it runs (an MCP server's, listed when the run starts): called once at the start
+   * of each run (a continued run calls it again), before the first turn; the tools join the agent's (skills too, with
+   * progressive skills). Whatever it learns from the world must be logged (a `ctx.step`), so a resumed or replayed run
+   * gets the same tools without asking again. A tool named like another fails the run (`ExtensionError`), and so does a
+   * failure of the hook, with its message.
+   *
+   * @example
+   * runTools: ({ ctx, key }) => Effect.map(McpTools.load(ctx, { key: key("list") }), (mcp) => mcp.tools)
+   */
+  readonly runTools?: ((input: ToolsInput) => Effect.Effect<ReadonlyArray<Tool.Tool>, Error>) | undefined
   /**
    * Runs once the run's outcome is known: after the final answer decoded, or after the loop failed with
    * `MaxTurnsExceeded`, `OutputDecodeError` or `ContextOverflow` (not after a budget stop or a kernel fault, where

@@ -42,8 +42,8 @@ export const hang: Hang = { _tag: "Hang" }
 
 /** How a provider's fake speaks; its replies are tagged, and `Hang` is never answered. */
 export interface Protocol<R extends { readonly _tag: string }> {
-  /** The one route served, `POST <path>`. */
-  readonly path: string
+  /** The route served, `POST <path>` (or the routes: the answer reads the request's `path`). */
+  readonly path: string | ReadonlyArray<string>
   /** The body of an error answer in the provider's format. */
   readonly errorBody: (status: number, message: string) => unknown
   /** Writes the answer to `reply` (the `n`th request, from 1; never a `Hang`). */
@@ -81,8 +81,9 @@ export const start = <R extends { readonly _tag: string }>(name: string, protoco
       const path = (req.url ?? "").split("?")[0] ?? ""
       const recorded = { method: req.method ?? "", path, headers: req.headers, body: parse(Buffer.concat(raw)), abandoned }
       requests.push(recorded)
-      if (req.method !== "POST" || path !== protocol.path) {
-        return sendJson(res, 404, protocol.errorBody(404, `${name} serves POST ${protocol.path}, not ${req.method} ${path}`))
+      const served: ReadonlyArray<string> = typeof protocol.path === "string" ? [protocol.path] : protocol.path
+      if (req.method !== "POST" || !served.includes(path)) {
+        return sendJson(res, 404, protocol.errorBody(404, `${name} serves POST ${served.join(", POST ")}, not ${req.method} ${path}`))
       }
       const reply = script[next]
       if (reply === undefined) {

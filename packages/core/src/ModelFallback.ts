@@ -2,7 +2,8 @@
  * A `ModelPort` that falls back: each call goes to the first model; when it fails with one of the listed kinds (a rate
  * limit, an outage), the next one answers, and so on. The kernel logs the model that actually answered
  * (`ModelCompleted.model`) and prices the call by it; a `fallback` note in the log says which model failed and why.
- * Replay reads the log, so a replayed run never calls any of them.
+ * Replay reads the log, so a replayed run never calls any of them. A streamed call (`stream`, what the kernel uses)
+ * falls back the same way until the first delta; after it, a failure fails the call (the deltas are out).
  *
  * @example
  * const model = ModelFallback.layer([OpenAiModel.layer({ defaultModel: "gpt-4o-mini" }), AnthropicModel.layer({ defaultModel: "claude-haiku-4-5" })], {
@@ -14,6 +15,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
 import { ModelError } from "./Errors.js"
 import * as ModelPort from "./ModelPort.js"
 import type { PriceTable } from "./Pricing.js"
@@ -43,45 +45,79 @@ export const make = (models: readonly [ModelPort.Service, ...Array<ModelPort.Ser
   let prices: PriceTable = {}
   for (const m of [...models].reverse()) prices = { ...prices, ...m.prices }
 
+  const sentTo = (i: number, model: ModelPort.Service, request: ModelPort.ModelRequest): ModelPort.ModelRequest =>
+    i === 0 ? request : { ...request, model: model.defaultModel }
+
+  // The fallback, if model `i` failed with `error` and the next model is to get the call: its note.
+  const handOn = (i: number, sent: ModelPort.ModelRequest, error: ModelError): ModelPort.ProviderNote | undefined => {
+    const next = models[i + 1]
+    if (next === undefined || !kinds.has(error.kind)) return undefined
+    return { source: "fallback", note: "fallback", data: { from: sent.model, to: next.defaultModel, kind: error.kind, reason: error.reason } }
+  }
+
+  // The last failure, naming the models that failed before it.
+  const finalError = (error: ModelError, failed: ReadonlyArray<string>): ModelError =>
+    failed.length === 0 ? error : new ModelError({
+      kind: error.kind,
+      reason: `${error.reason} (after falling back from ${failed.join(", ")})`,
+      retryable: error.retryable,
+      ...(error.cause === undefined ? {} : { cause: error.cause })
+    })
+
+  const withNotes = (response: ModelPort.ModelResponse, notes: ReadonlyArray<ModelPort.ProviderNote>): ModelPort.ModelResponse =>
+    notes.length === 0 ? response : { ...response, notes: [...notes, ...(response.notes ?? [])] }
+
   // Model `i` answers the request, or hands it on to model `i + 1` with a `fallback` note.
   const attempt = (
     i: number,
-    model: ModelPort.Service,
     request: ModelPort.ModelRequest,
     notes: ReadonlyArray<ModelPort.ProviderNote>,
     failed: ReadonlyArray<string>
   ): Effect.Effect<ModelPort.ModelResponse, ModelError> =>
     Effect.gen(function*() {
-      const sent = i === 0 ? request : { ...request, model: model.defaultModel }
+      const model = models[i]!
+      const sent = sentTo(i, model, request)
       const result = yield* Effect.either(model.generate(sent))
-      if (result._tag === "Right") {
-        const response = result.right
-        return notes.length === 0 ? response : { ...response, notes: [...notes, ...(response.notes ?? [])] }
-      }
-      const error = result.left
-      const next = models[i + 1]
-      if (next !== undefined && kinds.has(error.kind)) {
-        const note = { from: sent.model, to: next.defaultModel, kind: error.kind, reason: error.reason }
-        return yield* attempt(i + 1, next, request, [...notes, { source: "fallback", note: "fallback", data: note }], [
-          ...failed,
-          `"${sent.model}" (${error.kind})`
-        ])
-      }
-      if (failed.length === 0) return yield* error
-      return yield* new ModelError({
-        kind: error.kind,
-        reason: `${error.reason} (after falling back from ${failed.join(", ")})`,
-        retryable: error.retryable,
-        ...(error.cause === undefined ? {} : { cause: error.cause })
-      })
+      if (result._tag === "Right") return withNotes(result.right, notes)
+      const note = handOn(i, sent, result.left)
+      if (note === undefined) return yield* finalError(result.left, failed)
+      return yield* attempt(i + 1, request, [...notes, note], [...failed, `"${sent.model}" (${result.left.kind})`])
     })
 
-  const generate = Effect.fn("ModelFallback.generate")((request: ModelPort.ModelRequest) => attempt(0, primary, request, [], []))
+  // The same, streamed. A model that fails before its first delta hands the call on, as `generate` does; once a delta
+  // is out (readers of the live run have seen it), a failure is the call's: another model's answer would follow a
+  // half answer of this one.
+  const streamed = (
+    i: number,
+    request: ModelPort.ModelRequest,
+    notes: ReadonlyArray<ModelPort.ProviderNote>,
+    failed: ReadonlyArray<string>
+  ): Stream.Stream<ModelPort.StreamPart, ModelError> =>
+    Stream.suspend(() => {
+      const model = models[i]!
+      const sent = sentTo(i, model, request)
+      let started = false
+      return model.stream(sent).pipe(
+        Stream.map((part): ModelPort.StreamPart => {
+          if (part._tag === "Finished") return { _tag: "Finished", response: withNotes(part.response, notes) }
+          started = true
+          return part
+        }),
+        Stream.catchAll((error) => {
+          const note = started ? undefined : handOn(i, sent, error)
+          if (note === undefined) return Stream.fail(finalError(error, failed))
+          return streamed(i + 1, request, [...notes, note], [...failed, `"${sent.model}" (${error.kind})`])
+        })
+      )
+    })
+
+  const generate = Effect.fn("ModelFallback.generate")((request: ModelPort.ModelRequest) => attempt(0, request, [], []))
 
   return ModelPort.make({
     defaultModel: primary.defaultModel,
     prices,
     generate,
+    stream: (request) => streamed(0, request, [], []),
     countTokens: (messages, model) => primary.countTokens(messages, model)
   })
 }

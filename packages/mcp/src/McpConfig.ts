@@ -11,7 +11,7 @@
  *       capability: files:read            # default mcp:files
  *       timeout_ms: 30000
  *       tools:
- *         write_file: { capability: files:write, idempotent: false }
+ *         write_file: { capability: files:write, idempotent: false, approval: required, approvers: [ann] }
  *       pins:                             # written by `artana mcp pin`
  *         read_file: 2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae
  *     - name: github
@@ -36,8 +36,19 @@ export const ServerName = Schema.String.pipe(
   Schema.pattern(/^[a-zA-Z0-9_-]{1,32}$/, { message: () => "a server name is 1 to 32 letters, digits, _ or -" })
 )
 
+/**
+ * Approvals, as the sandbox policy writes them: `approval: required` makes every call wait for a person's decision
+ * before it reaches the server (core's `Tool.make({ needsApproval: true })`); `approvers` names who may decide
+ * (default: any approver).
+ */
+const ApprovalFields = {
+  approval: Schema.optional(Schema.Literal("required", "none")),
+  approvers: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1))))
+}
+
 /** How one of the server's tools is governed; unset fields fall back to the server's. */
 export const ToolRule = Schema.Struct({
+  ...ApprovalFields,
   /** The capability a tenant needs to see and call the tool. */
   capability: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
   /** Safe to run again after a crash (overrides the server's `idempotentHint`/`readOnlyHint`). */
@@ -48,6 +59,8 @@ export type ToolRule = typeof ToolRule.Type
 
 const Common = {
   name: ServerName,
+  /** Approvals for every tool of the server unless its rule says otherwise. Default: none. */
+  ...ApprovalFields,
   /** The capability every tool of the server requires unless its rule says otherwise. Default `mcp:<name>`. */
   capability: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
   /**
@@ -112,6 +125,12 @@ const serverCapability = (server: Server): string => server.capability ?? `mcp:$
 /** Every capability the servers' tools may require: what a host grants tenants knowingly. */
 export const capabilities = (config: Config): ReadonlyArray<string> =>
   [...new Set(config.servers.flatMap((s) => [serverCapability(s), ...Object.keys(s.tools ?? {}).map((t) => capabilityOf(s, t))]))].sort()
+
+/** Whether calls of a server's tool wait for approval, and who may decide: the tool's rule, else the server's. */
+export const approvalOf = (server: Server, tool: string): { readonly needsApproval: boolean; readonly approvers: ReadonlyArray<string> | undefined } => {
+  const rule = server.tools?.[tool]
+  return { needsApproval: (rule?.approval ?? server.approval) === "required", approvers: rule?.approvers ?? server.approvers }
+}
 
 /** The deadline of one call of a server's tool, in milliseconds. */
 export const timeoutOf = (server: Server, tool: string): number => server.tools?.[tool]?.timeout_ms ?? server.timeout_ms ?? 60_000

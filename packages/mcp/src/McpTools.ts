@@ -91,6 +91,7 @@ const governed = (service: Service, server: McpConfig.Server, tool: Listed): Too
     requiresCapability: McpConfig.capabilityOf(server, tool.name),
     idempotent: idempotentOf(server, tool),
     timeout: timeoutMs,
+    ...McpConfig.approvalOf(server, tool.name),
     handler: (args, context) =>
       Effect.gen(function*() {
         const connection = yield* Effect.mapError(connectionOf(service, server.name), (e) => new Errors.ToolError({ tool: name, reason: e.message }))
@@ -191,3 +192,25 @@ export const load = (ctx: Workflow.WorkflowContext, options: LoadOptions = {}): 
     const logged = yield* ctx.step("mcp.tools", list(service, options.servers), ToolList, { key: options.key })
     return fromList(service, logged)
   })
+
+/**
+ * The servers' tools as an agent extension (`@artana/agent`'s `Extension`, by its shape: this package does not import
+ * the agent): each run of the agent lists them once, in a logged step keyed `tools:<name>:list`, and offers them with
+ * its own tools; a resumed or replayed run takes them from its log.
+ *
+ * @example
+ * const analyst = AutonomousAgent.make({ name: "analyst", instructions, extensions: [McpTools.agentExtension()] })
+ */
+export const agentExtension = (options: { readonly name?: string | undefined; readonly servers?: ReadonlyArray<string> | undefined } = {}): AgentExtension => ({
+  name: options.name ?? "mcp",
+  runTools: ({ ctx, key }) => Effect.map(load(ctx, { servers: options.servers, key: key("list") }), (loaded) => loaded.tools)
+})
+
+/** What `agentExtension` returns: an agent `Extension` with `runTools`. */
+export interface AgentExtension {
+  readonly name: string
+  readonly runTools: (input: {
+    readonly ctx: Workflow.WorkflowContext
+    readonly key: (name: string) => string
+  }) => Effect.Effect<ReadonlyArray<Tool.Tool>, McpServerError>
+}

@@ -4,18 +4,21 @@
  *
  * @since 0.1.0
  */
-import { ModelPort, ModelTransport, type Pricing } from "@artana/core"
+import { type Errors, ModelPort, ModelTransport, type Pricing } from "@artana/core"
 import Anthropic from "@anthropic-ai/sdk"
 import type * as Config from "effect/Config"
 import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import * as Stream from "effect/Stream"
 import { classify, provider } from "./internal/errors.js"
 import { answerTool, toParams } from "./internal/request.js"
 import { isFailure, toResponse } from "./internal/response.js"
+import { accumulator } from "./internal/stream.js"
 
 /** Options of the adapter. Every field is optional; see `layerConfig` for the environment variables. */
 export interface Options {
@@ -43,6 +46,11 @@ export interface Options {
    * rate. The deployment's own `prices` (kernel options) win over both.
    */
   readonly prices?: Pricing.PriceTable | undefined
+  /**
+   * Stream the answer (Messages API server-sent events): text and tool-input deltas go to the kernel's live readers as
+   * they come, and the reply is the same `ModelResponse`. Default false.
+   */
+  readonly stream?: boolean | undefined
 }
 
 /**
@@ -132,7 +140,52 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
       return isFailure(response) ? yield* response.error : response
     })
 
-    const port = ModelPort.make({ defaultModel, prices: { ...prices, ...options.prices }, generate })
+    /**
+     * The streamed call: the request is retried (as `generate` retries) until the server starts answering; from then on
+     * each delta goes out as it arrives, and a failure ends the call (its deltas are out: a retry would show them twice).
+     * The deadline is between events: a server that goes quiet for `timeout` fails it.
+     */
+    const streamCall = (request: ModelPort.ModelRequest): Stream.Stream<ModelPort.StreamPart, Errors.ModelError> =>
+      Stream.unwrapScoped(Effect.gen(function*() {
+        const endpoint = { provider, baseURL, model: request.model, hasApiKey, timeoutMs }
+        if (!hasApiKey && options.baseURL === undefined) return yield* ModelTransport.missingKey(endpoint).error
+        const names = ModelTransport.wireNames(request.tools.map((t) => t.name))
+        const answer = answerTool(request, names)
+        const params = toParams(request, names, answer, maxTokens)
+        // Aborted when the consumer stops early (a budget crossed, an interruption, a failure): the HTTP request ends
+        // with it. Not after a whole answer: its connection goes back to the pool as it is.
+        const controller = new AbortController()
+        yield* Effect.addFinalizer((exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => controller.abort())))
+        const open = Effect.tryPromise({
+          try: (signal) => {
+            signal.addEventListener("abort", () => controller.abort())
+            return client.messages.create({ ...params, stream: true }, { signal: controller.signal })
+          },
+          catch: (e) => classify(e, endpoint)
+        }).pipe(Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => ModelTransport.failure("timeout", `no answer from ${baseURL} within ${timeoutMs} ms`, true) }))
+        const opened = yield* Effect.mapError(ModelTransport.retrying(open, policy), (f) => f.error)
+        const acc = accumulator(names, answer)
+        const deltas = Stream.fromAsyncIterable(opened.value, (e) => classify(e, endpoint).error).pipe(
+          Stream.timeoutFail(() => ModelTransport.failure("timeout", `no part of the answer from ${baseURL} within ${timeoutMs} ms`, true).error, timeoutMs),
+          Stream.mapConcat(acc.push)
+        )
+        const finished = Stream.fromEffect(Effect.suspend(() => {
+          const message = acc.message()
+          if ("error" in message) return Effect.fail(message.error)
+          const response = toResponse(message, request, names, answer, opened.notes)
+          return isFailure(response)
+            ? Effect.fail(response.error)
+            : Effect.succeed<ModelPort.StreamPart>({ _tag: "Finished", response })
+        }))
+        return Stream.concat(deltas, finished)
+      }))
+
+    const port = ModelPort.make({
+      defaultModel,
+      prices: { ...prices, ...options.prices },
+      generate,
+      stream: options.stream === true ? streamCall : undefined
+    })
     return { ...port, client, baseURL }
   })
 

@@ -1,7 +1,7 @@
 /**
  * A local Anthropic-compatible server for tests and offline examples: `POST /v1/messages`, answered from a script of
- * replies, one per request, as the Messages API answers (JSON). It records every request, so a test can assert what
- * the real `@anthropic-ai/sdk` sent.
+ * replies, one per request, as the Messages API answers: JSON, or server-sent events when the request asks for
+ * `stream: true`. It records every request, so a test can assert what the real `@anthropic-ai/sdk` sent.
  *
  * @example
  * const server = await FakeAnthropic.start([FakeAnthropic.toolCall("get_balance", { accountId: "acc-1" }), FakeAnthropic.text("done")])
@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import { FakeProvider } from "@artana/core/testing"
+import { FakeProvider, ScriptedModel } from "@artana/core/testing"
 import type * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 
@@ -40,6 +40,10 @@ export interface Answer {
   readonly usage: ScriptedUsage
   /** The model the answer says answered; default the request's. */
   readonly model: string | undefined
+  /** Streamed, the text (and each tool input) goes in this many pieces (default 3). */
+  readonly pieces?: number | undefined
+  /** Streamed, an `error` event (`overloaded_error`) replaces the rest of the stream after this many events. */
+  readonly failAfter?: number | undefined
 }
 
 /** An HTTP error with an Anthropic error body (`{ type: "error", error: { type, message } }`). */
@@ -61,6 +65,8 @@ interface AnswerOptions {
   readonly usage?: ScriptedUsage | undefined
   readonly stopReason?: Answer["stopReason"] | undefined
   readonly model?: string | undefined
+  readonly pieces?: number | undefined
+  readonly failAfter?: number | undefined
 }
 
 const answer = (fields: Pick<Answer, "text" | "toolCalls" | "output">, stopReason: Answer["stopReason"], options: AnswerOptions): Reply => ({
@@ -68,7 +74,9 @@ const answer = (fields: Pick<Answer, "text" | "toolCalls" | "output">, stopReaso
   ...fields,
   stopReason: options.stopReason ?? stopReason,
   usage: options.usage ?? defaultUsage,
-  model: options.model
+  model: options.model,
+  ...(options.pieces === undefined ? {} : { pieces: options.pieces }),
+  ...(options.failAfter === undefined ? {} : { failAfter: options.failAfter })
 })
 
 /** A text answer. */
@@ -141,7 +149,10 @@ const answerToolOf = (body: unknown): string => {
 
 const message = (reply: Answer, body: unknown, n: number) => {
   const requested = isRecord(body) && typeof body["model"] === "string" ? body["model"] : "claude-fake"
-  const content: Array<unknown> = []
+  const content: Array<
+    | { readonly type: "text"; readonly text: string; readonly citations: null }
+    | { readonly type: "tool_use"; readonly id: string; readonly name: string; readonly input: unknown }
+  > = []
   if (reply.text !== null && reply.text.length > 0) content.push({ type: "text", text: reply.text, citations: null })
   reply.toolCalls.forEach((call, i) => {
     content.push({ type: "tool_use", id: call.id ?? `toolu_${n}_${i}`, name: call.name, input: call.input })
@@ -168,18 +179,57 @@ const message = (reply: Answer, body: unknown, n: number) => {
 
 const errorBody = (message: string, type: string) => ({ type: "error", error: { type, message } })
 
+// Text and tool inputs arrive in a few pieces, so a client must really accumulate deltas.
+const { pieces } = ScriptedModel
+
+/** The Messages API's server-sent events for `reply`, as [event name, data]. */
+const events = (reply: Answer, body: unknown, n: number): Array<readonly [string, unknown]> => {
+  const whole = message(reply, body, n)
+  const count = reply.pieces ?? 3
+  const out: Array<readonly [string, unknown]> = [
+    ["message_start", { type: "message_start", message: { ...whole, content: [], stop_reason: null, usage: { ...whole.usage, output_tokens: 1 } } }]
+  ]
+  whole.content.forEach((block, index) => {
+    if (block.type === "text") {
+      out.push(["content_block_start", { type: "content_block_start", index, content_block: { type: "text", text: "", citations: null } }])
+      for (const text of pieces(block.text, count)) out.push(["content_block_delta", { type: "content_block_delta", index, delta: { type: "text_delta", text } }])
+    } else {
+      out.push(["content_block_start", { type: "content_block_start", index, content_block: { type: "tool_use", id: block.id, name: block.name, input: {} } }])
+      for (const partial_json of pieces(JSON.stringify(block.input), count)) {
+        out.push(["content_block_delta", { type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json } }])
+      }
+    }
+    out.push(["content_block_stop", { type: "content_block_stop", index }])
+  })
+  out.push(["message_delta", {
+    type: "message_delta",
+    delta: { stop_reason: whole.stop_reason, stop_sequence: null, container: null, stop_details: null },
+    usage: { ...whole.usage, input_tokens: null }
+  }])
+  out.push(["message_stop", { type: "message_stop" }])
+  return out
+}
+
+const stream = (res: Parameters<FakeProvider.Protocol<Reply>["answer"]>[2], reply: Answer, body: unknown, n: number, headers: Readonly<Record<string, string>>): void => {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive", ...headers })
+  const all = events(reply, body, n)
+  const sent = reply.failAfter === undefined ? all : all.slice(0, reply.failAfter)
+  for (const [event, data] of sent) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
+  if (sent.length < all.length) res.write(`event: error\ndata: ${JSON.stringify(errorBody("Overloaded", "overloaded_error"))}\n\n`)
+  res.end()
+}
+
 const protocol: FakeProvider.Protocol<Reply> = {
   path: "/v1/messages",
   errorBody: (status, message) => errorBody(message, ERROR_TYPES[status] ?? "invalid_request_error"),
   answer: (reply, request, res, n) => {
     const headers = { "request-id": `req_fake_${n}` }
-    if (isRecord(request.body) && request.body["stream"] === true) {
-      return FakeProvider.sendJson(res, 400, errorBody("FakeAnthropic does not stream", "invalid_request_error"), headers)
-    }
     if (reply._tag === "HttpError") {
       return FakeProvider.sendJson(res, reply.status, errorBody(reply.message, reply.type), { ...headers, ...reply.headers })
     }
-    if (reply._tag === "Answer") FakeProvider.sendJson(res, 200, message(reply, request.body, n), headers)
+    if (reply._tag !== "Answer") return
+    if (isRecord(request.body) && request.body["stream"] === true) return stream(res, reply, request.body, n, headers)
+    FakeProvider.sendJson(res, 200, message(reply, request.body, n), headers)
   }
 }
 

@@ -1,6 +1,7 @@
 /**
- * A local OpenAI-compatible server for tests and offline examples: `POST /v1/chat/completions`, answered as JSON
- * or as an SSE stream (when the request asks for `stream: true`), from a script of replies, one per request.
+ * A local OpenAI-compatible server for tests and offline examples: `POST /v1/chat/completions` and `POST /v1/responses`
+ * (the Responses API), answered as JSON or as an SSE stream (when the request asks for `stream: true`), from a script of
+ * replies, one per request, whichever endpoint asks.
  * It records every request, so a test can assert what the real `openai` SDK sent.
  *
  * @example
@@ -10,7 +11,8 @@
  *
  * @since 0.1.0
  */
-import { FakeProvider } from "@artana/core/testing"
+import { FakeProvider, ScriptedModel } from "@artana/core/testing"
+import * as Responses from "./internal/fakeResponses.js"
 import type * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 
@@ -155,12 +157,7 @@ const completion = (answer: Answer, model: string, n: number) => {
 }
 
 // Text arrives in a few pieces and tool arguments in two, so a client must really accumulate deltas.
-const pieces = (s: string, count: number): Array<string> => {
-  const size = Math.max(1, Math.ceil(s.length / count))
-  const out: Array<string> = []
-  for (let i = 0; i < s.length; i += size) out.push(s.slice(i, i + size))
-  return out
-}
+const { pieces } = ScriptedModel
 
 const chunks = (answer: Answer, model: string, n: number, includeUsage: boolean): Array<unknown> => {
   const base = { id: completionId(n), object: "chat.completion.chunk", created: Math.floor(Date.now() / 1000), model }
@@ -190,33 +187,51 @@ export interface StartOptions {
   readonly beforeChunk?: ((at: { readonly request: number; readonly chunk: number; readonly chunks: number }) => Promise<void>) | undefined
 }
 
+/** Writes `events` as server-sent events, each awaited on `pace` when given; `done` ends the stream. */
+const sendEvents = (
+  res: Parameters<FakeProvider.Protocol<Reply>["answer"]>[2],
+  all: ReadonlyArray<unknown>,
+  n: number,
+  pace: StartOptions["beforeChunk"],
+  line: (event: unknown) => string,
+  done: string
+): void => {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" })
+  if (pace === undefined) {
+    for (const c of all) res.write(line(c))
+    return void res.end(done)
+  }
+  void (async () => {
+    for (const [i, c] of all.entries()) {
+      await pace({ request: n, chunk: i, chunks: all.length })
+      // The client went away (an abort, a killed process): nothing more to send.
+      if (res.destroyed) return
+      res.write(line(c))
+    }
+    res.end(done)
+  })()
+}
+
+const RESPONSES = "/v1/responses"
+
 const protocolOf = (startOptions: StartOptions): FakeProvider.Protocol<Reply> => ({
-  path: "/v1/chat/completions",
+  path: ["/v1/chat/completions", RESPONSES],
   errorBody: (status, message) => errorBody(message, "invalid_request_error", status === 400 ? "script_exhausted" : null),
   answer: (reply, request, res, n) => {
     const body = request.body
     if (reply._tag === "HttpError") return FakeProvider.sendJson(res, reply.status, errorBody(reply.message, reply.type, reply.code), reply.headers)
     if (reply._tag !== "Answer") return
     const model = isRecord(body) && typeof body["model"] === "string" ? body["model"] : "fake-model"
-    if (!(isRecord(body) && body["stream"] === true)) return FakeProvider.sendJson(res, 200, completion(reply, model, n))
-    const options = body["stream_options"]
-    const includeUsage = isRecord(options) && options["include_usage"] === true
-    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" })
-    const all = chunks(reply, model, n, includeUsage)
-    const pace = startOptions.beforeChunk
-    if (pace === undefined) {
-      for (const c of all) res.write(`data: ${JSON.stringify(c)}\n\n`)
-      return res.end("data: [DONE]\n\n")
+    const streamed = isRecord(body) && body["stream"] === true
+    if (request.path === RESPONSES) {
+      if (!streamed) return FakeProvider.sendJson(res, 200, Responses.response(reply, model, n))
+      const line = (e: unknown) => `event: ${isRecord(e) ? String(e["type"]) : "message"}\ndata: ${JSON.stringify(e)}\n\n`
+      return sendEvents(res, Responses.events(reply, model, n), n, startOptions.beforeChunk, line, "")
     }
-    void (async () => {
-      for (const [i, c] of all.entries()) {
-        await pace({ request: n, chunk: i, chunks: all.length })
-        // The client went away (an abort, a killed process): nothing more to send.
-        if (res.destroyed) return
-        res.write(`data: ${JSON.stringify(c)}\n\n`)
-      }
-      res.end("data: [DONE]\n\n")
-    })()
+    if (!streamed) return FakeProvider.sendJson(res, 200, completion(reply, model, n))
+    const options = isRecord(body) ? body["stream_options"] : undefined
+    const includeUsage = isRecord(options) && options["include_usage"] === true
+    sendEvents(res, chunks(reply, model, n, includeUsage), n, startOptions.beforeChunk, (c) => `data: ${JSON.stringify(c)}\n\n`, "data: [DONE]\n\n")
   }
 })
 

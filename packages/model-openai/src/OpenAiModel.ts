@@ -18,7 +18,32 @@ import { OpenAI } from "openai"
 import { classify, provider } from "./internal/errors.js"
 import { toParams } from "./internal/request.js"
 import { accumulate, accumulator, check, deltasOf, fromCompletion, isFailure, type Reply, toResponse } from "./internal/response.js"
+import { fromResponse, type StreamFolder, streamFolder, toResponsesParams } from "./internal/responses.js"
 import { countMessages } from "./internal/tokens.js"
+import type { ChatCompletionChunk } from "openai/resources/chat/completions"
+
+/** A streamed call once the server started answering: its events as deltas, and the reply they fold into. */
+interface Opened {
+  /** `onError` names what the SDK's iterator throws; `timeoutMs` is the deadline between two events. */
+  readonly deltas: (onError: (e: unknown) => Errors.ModelError, timeoutMs: number, onTimeout: () => Errors.ModelError) => Stream.Stream<ModelPort.ModelDelta, Errors.ModelError>
+  readonly reply: () => Reply | ModelTransport.Failure
+}
+
+const opened = <E>(events: AsyncIterable<E>, push: (event: E) => ReadonlyArray<ModelPort.ModelDelta>, reply: Opened["reply"]): Opened => ({
+  deltas: (onError, timeoutMs, onTimeout) =>
+    Stream.fromAsyncIterable(events, onError).pipe(Stream.timeoutFail(onTimeout, timeoutMs), Stream.mapConcat(push)),
+  reply
+})
+
+/** The reply a Responses stream folded into: its terminal event's response, or why there is none. */
+const foldedReply = (folder: StreamFolder): Reply | ModelTransport.Failure => {
+  const failed = folder.failure()
+  if (failed !== undefined) return ModelTransport.failure("server_error", `the response failed: ${failed}`, true)
+  const response = folder.response()
+  return response === undefined
+    ? ModelTransport.failure("server_error", "the stream ended before the response did", true)
+    : fromResponse(response)
+}
 
 /** Options of the adapter. Every field is optional; see `layerConfig` for the environment variables. */
 export interface Options {
@@ -39,6 +64,11 @@ export interface Options {
   readonly retryMaxDelay?: Duration.DurationInput | undefined
   /** Stream the answer (SSE) and assemble it; the result is the same `ModelResponse`. Default false. */
   readonly stream?: boolean | undefined
+  /**
+   * The API spoken: `"chat"` (Chat Completions, `POST /chat/completions`, which every OpenAI-compatible server serves)
+   * or `"responses"` (the Responses API, `POST /responses`, which OpenAI's newer models favour). Default `"chat"`.
+   */
+  readonly api?: "chat" | "responses" | undefined
   /**
    * Prices of models the built-in table (OpenAI's) does not know, such as a compatible server's local model
    * (`{ "llama3.2": Pricing.free }`): the kernel refuses a model it cannot price under a budget.
@@ -74,6 +104,7 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
     const defaultModel = options.defaultModel ?? "gpt-4o-mini"
     const timeoutMs = Duration.toMillis(options.timeout ?? Duration.seconds(60))
     const stream = options.stream ?? false
+    const api = options.api ?? "chat"
     const policy = ModelTransport.retryPolicy("openai", options)
     const hasApiKey = options.apiKey !== undefined
     const client = new OpenAI({
@@ -91,6 +122,39 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
       maxRetries: 0
     })
 
+    /** One whole answer, in the configured API, streamed and folded when `stream` is on. */
+    const wholeReply = async (request: ModelPort.ModelRequest, names: ModelTransport.WireNames, signal: AbortSignal): Promise<Reply | ModelTransport.Failure> => {
+      if (api === "chat") {
+        const params = toParams(request, names)
+        return stream
+          ? accumulate(await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal }))
+          : fromCompletion(await client.chat.completions.create({ ...params, stream: false }, { signal }))
+      }
+      const params = toResponsesParams(request, names)
+      if (!stream) return fromResponse(await client.responses.create({ ...params, stream: false }, { signal }))
+      const folder = streamFolder(names)
+      for await (const event of await client.responses.create({ ...params, stream: true }, { signal })) folder.push(event)
+      return foldedReply(folder)
+    }
+
+    /** The streamed call's events, opened: each event's deltas, and the reply once they ended. */
+    const openStream = (request: ModelPort.ModelRequest, names: ModelTransport.WireNames, signal: AbortSignal) =>
+      api === "chat"
+        ? client.chat.completions.create({ ...toParams(request, names), stream: true, stream_options: { include_usage: true } }, { signal }).then(
+          (chunks) => {
+            const acc = accumulator()
+            const push = (chunk: ChatCompletionChunk) => {
+              acc.push(chunk)
+              return deltasOf(chunk).map((d) => (d._tag === "ToolCallDelta" && d.name !== undefined ? { ...d, name: names.fromWire(d.name) } : d))
+            }
+            return opened(chunks, push, () => acc.reply())
+          }
+        )
+        : client.responses.create({ ...toResponsesParams(request, names), stream: true }, { signal }).then((events) => {
+          const folder = streamFolder(names)
+          return opened(events, folder.push, () => foldedReply(folder))
+        })
+
     /** The reply checked (refusal, content filter, malformed arguments), its tool calls named back. */
     const checkedReply = (reply: Reply, names: ReturnType<typeof ModelTransport.wireNames>): Effect.Effect<Reply, ModelTransport.Failure> => {
       const checked = check({ ...reply, toolCalls: reply.toolCalls.map((c) => ({ ...c, name: names.fromWire(c.name) })) })
@@ -102,16 +166,10 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
       if (!hasApiKey && options.baseURL === undefined) return yield* ModelTransport.missingKey(endpoint).error
       // Tool names the API refuses (`fs.read`) travel renamed, and the model's calls are renamed back.
       const names = ModelTransport.wireNames(request.tools.map((t) => t.name))
-      const params = toParams(request, names)
       // The SDK promise is wrapped once; the AbortSignal cancels the HTTP request when the fiber is interrupted
       // (by the deadline below, or by the caller).
       const call = Effect.tryPromise({
-        try: (signal): Promise<Reply> =>
-          stream
-            ? client.chat.completions
-              .create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal })
-              .then(accumulate)
-            : client.chat.completions.create({ ...params, stream: false }, { signal }).then(fromCompletion),
+        try: (signal) => wholeReply(request, names, signal),
         catch: (e) => classify(e, endpoint)
       })
       const attempt = call.pipe(
@@ -119,7 +177,7 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
           duration: timeoutMs,
           onTimeout: () => ModelTransport.failure("timeout", `no complete answer from ${baseURL} within ${timeoutMs} ms`, true)
         }),
-        Effect.flatMap((reply) => checkedReply(reply, names))
+        Effect.flatMap((reply) => ("error" in reply ? Effect.fail(reply) : checkedReply(reply, names)))
       )
       const result = yield* Effect.mapError(ModelTransport.retrying(attempt, policy), (f) => f.error)
       return yield* toResponse(result.value, request, result.notes)
@@ -135,31 +193,30 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
         const endpoint = { provider, baseURL, model: request.model, hasApiKey, timeoutMs }
         if (!hasApiKey && options.baseURL === undefined) return yield* ModelTransport.missingKey(endpoint).error
         const names = ModelTransport.wireNames(request.tools.map((t) => t.name))
-        const params = toParams(request, names)
         // Aborted when the consumer stops early (a budget crossed, an interruption, a failure): the HTTP request ends
         // with it. Not after a whole answer: its connection goes back to the pool as it is.
         const controller = new AbortController()
         yield* Effect.addFinalizer((exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => controller.abort())))
         const open = Effect.tryPromise({
-          try: (signal) => {
+          try: (signal): Promise<Opened> => {
             signal.addEventListener("abort", () => controller.abort())
-            return client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal: controller.signal })
+            return openStream(request, names, controller.signal)
           },
           catch: (e) => classify(e, endpoint)
         }).pipe(Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => ModelTransport.failure("timeout", `no answer from ${baseURL} within ${timeoutMs} ms`, true) }))
-        const opened = yield* Effect.mapError(ModelTransport.retrying(open, policy), (f) => f.error)
-        const acc = accumulator()
-        const chunks = Stream.fromAsyncIterable(opened.value, (e) => classify(e, endpoint).error).pipe(
-          Stream.timeoutFail(() => ModelTransport.failure("timeout", `no part of the answer from ${baseURL} within ${timeoutMs} ms`, true).error, timeoutMs),
-          Stream.mapConcat((chunk): ReadonlyArray<ModelPort.StreamPart> => {
-            acc.push(chunk)
-            return deltasOf(chunk).map((d) => (d._tag === "ToolCallDelta" && d.name !== undefined ? { ...d, name: names.fromWire(d.name) } : d))
-          })
+        const started = yield* Effect.mapError(ModelTransport.retrying(open, policy), (f) => f.error)
+        const { deltas, reply } = started.value
+        const chunks = deltas(
+          (e) => classify(e, endpoint).error,
+          timeoutMs,
+          () => ModelTransport.failure("timeout", `no part of the answer from ${baseURL} within ${timeoutMs} ms`, true).error
         )
         const finished = Stream.fromEffect(
           Effect.gen(function*() {
-            const reply = yield* Effect.mapError(checkedReply(acc.reply(), names), (f) => f.error)
-            return { _tag: "Finished", response: yield* toResponse(reply, request, opened.notes) } satisfies ModelPort.StreamPart
+            const folded = reply()
+            if ("error" in folded) return yield* folded.error
+            const checked = yield* Effect.mapError(checkedReply(folded, names), (f) => f.error)
+            return { _tag: "Finished", response: yield* toResponse(checked, request, started.notes) } satisfies ModelPort.StreamPart
           })
         )
         return Stream.concat(chunks, finished)

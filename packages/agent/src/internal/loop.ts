@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { ContextOverflow, ServiceMissing, SubAgentFailed } from "../AgentErrors.js"
+import { ContextOverflow, ExtensionError, ServiceMissing, SubAgentFailed } from "../AgentErrors.js"
 import type { Agent, AgentOutput, AgentTool, RunError } from "../AutonomousAgent.js"
 import * as CompactionStrategy from "../CompactionStrategy.js"
 import { ContextBuilder, type PromptParts, type RenderedSection } from "../ContextBuilder.js"
@@ -109,6 +109,35 @@ const skillsOf = (agent: Agent, env: Env, runModel: string): ReadonlyArray<Skill
     isSubAgent(t) ? Skills.make(subAgentTool(t, env, runModel)) : Skills.of(t)
   )
 
+/**
+ * The extensions' tools of this run (`Extension.runTools`), in the extensions' order, as skills; a failing hook or a
+ * tool named like another of the agent's fails the run with an `ExtensionError`.
+ */
+const runTools = (agent: Agent, ctx: Workflow.WorkflowContext, task: string, model: string): Effect.Effect<ReadonlyArray<Skills.Skill>, ExtensionError> =>
+  Effect.gen(function*() {
+    const o = agent.options
+    const taken = new Set([
+      ...reserved,
+      ...[...(o.tools ?? []), ...(o.extensions ?? []).flatMap((e) => e.tools ?? [])].map((t) => (isSubAgent(t) ? t.name : Skills.of(t).tool.name))
+    ])
+    const out: Array<Skills.Skill> = []
+    for (const extension of o.extensions ?? []) {
+      if (extension.runTools === undefined) continue
+      const failed = (reason: string, cause?: unknown) =>
+        new ExtensionError({ extension: extension.name, reason, ...(cause === undefined ? {} : { cause }) })
+      const tools = yield* Effect.mapError(
+        extension.runTools({ ctx, agent: agent.name, task, model, key: (name) => `tools:${extension.name}:${name}` }),
+        (e) => failed(`its run tools could not be had: ${e.message}`, e)
+      )
+      for (const tool of tools) {
+        if (taken.has(tool.name)) return yield* failed(`its run tool "${tool.name}" is named like another tool of the agent; rename one`)
+        taken.add(tool.name)
+        out.push(Skills.of(tool))
+      }
+    }
+    return out
+  })
+
 /** A sub-agent as a kernel tool: its call runs the child agent as a child run. */
 const subAgentTool = (sub: SubAgent.SubAgentTool, env: Env, parentModel: string): Tool.Tool =>
   Tool.make({
@@ -193,7 +222,7 @@ const loop = <A, I>(
     const model = input.model
     const task = input.prompt
     const builder = builderOf(agent, env.memory)
-    const skills = skillsOf(agent, env, model)
+    const skills = [...skillsOf(agent, env, model), ...(yield* runTools(agent, ctx, task, model))]
     const skillByName = new Map(skills.map((s) => [s.tool.name, s]))
     // Loaded skills' instructions and examples, shown in the skills list while they are loaded.
     const guides = new Map(skills.map((s) => [s.tool.name, Skills.guideOf(s)]))

@@ -142,7 +142,7 @@ export const decideAndContinue = (options: {
     )
     const first = runId === undefined ? [] : yield* readFirst
     const input = PlanRunner.loggedInput(first)
-    const toolbox = input === undefined ? undefined : yield* Toolbox.fromRecord(input.policy)
+    const toolbox = input === undefined ? undefined : yield* Toolbox.fromRecord(input.policy, input.mcp)
     const tools = toolbox?.tools ?? []
     const registry = { get: (name: string) => tools.find((t) => t.name === name), list: () => tools }
     const kernel = Services.kernel({ store, tools, middleware: toolbox?.middleware, workflows: [PlanRunner.workflow({ tools: registry })], auditKey })
