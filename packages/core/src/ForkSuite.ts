@@ -14,12 +14,15 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import { RunNotFound, StoreError } from "./Errors.js"
-import type { EventPayload } from "./Event.js"
+import * as Chat from "./Chat.js"
+import type { Event, EventPayload } from "./Event.js"
 import * as EventStore from "./EventStore.js"
+import * as Fork from "./Fork.js"
 import * as Kernel from "./Kernel.js"
 import * as ScriptedModel from "./ScriptedModel.js"
 import { TenantContext } from "./Tenant.js"
 import { chain } from "./TestLog.js"
+import * as Tool from "./Tool.js"
 import * as ToolRegistry from "./ToolRegistry.js"
 import * as Workflow from "./Workflow.js"
 
@@ -62,8 +65,154 @@ const pulling = <E = never>(requests: ReadonlyArray<EventStore.AppendRequest>, f
   })
 }
 
+// --- a run with one step of each kind, forked at each of its events
+
+const tourTenant = TenantContext.make({ tenantId: "fork-t", capabilities: [], budgetUsdLimit: 1 })
+
+/** Every handler run, by tool: a fork runs live only what follows its prefix. */
+const ran: Array<string> = []
+
+const lookup = Tool.make({
+  name: "lookup",
+  description: "Reads a balance",
+  parameters: Schema.Struct({ account: Schema.String }),
+  success: Schema.Struct({ balance: Schema.Number }),
+  idempotent: true,
+  handler: () => Effect.sync(() => (ran.push("lookup"), { balance: 100 }))
+})
+
+const pay = Tool.make({
+  name: "pay",
+  description: "Pays (a person approves it)",
+  parameters: Schema.Struct({ amount: Schema.Number }),
+  needsApproval: true,
+  handler: ({ amount }) => Effect.sync(() => (ran.push("pay"), `paid ${amount}`))
+})
+
+/** One of each kind of step, under explicit keys. */
+const tour = Workflow.make({
+  name: "fork.tour",
+  input: Schema.Struct({ topic: Schema.String }),
+  output: Schema.String,
+  run: ({ topic }, ctx) =>
+    Effect.gen(function*() {
+      const reply = yield* ctx.modelStep({ messages: [Chat.user(topic)], key: "ask" })
+      const { balance } = yield* ctx.tool(lookup, { account: "acc-1" }, { key: "balance" })
+      const picked = yield* ctx.step("pick", Effect.succeed(balance / 10), Schema.Number, { key: "pick" })
+      const answer = yield* ctx.pauseForHuman({ reason: "confirm", schema: Schema.String, key: "confirm" })
+      const paid = yield* ctx.tool(pay, { amount: picked }, { key: "pay" })
+      const go = yield* ctx.waitForSignal("go", Schema.String, { key: "go" })
+      return [reply.message.content, balance, picked, answer, paid, go].join("|")
+    })
+})
+
+const replies = Array.from({ length: 40 }, () => ScriptedModel.text("hello", { costUsd: 0.01 }))
+
+
+const ref = (runId: string) => ({ tenantId: tourTenant.tenantId, runId })
+
+/** Answers whatever the run waits for (the human, the approval, the signal) until it completes. */
+const finish = (first: Kernel.RunResult<string>) =>
+  Effect.gen(function*() {
+    const kernel = yield* Kernel.Kernel
+    let result = first
+    for (let i = 0; i < 10 && result.status === "paused"; i++) {
+      const { runId } = result
+      if (result.approval !== undefined) {
+        yield* kernel.decideApproval({ tenantId: tourTenant.tenantId, approvalId: result.approval.approvalId, approver: "ops", decision: "approve" })
+        result = yield* kernel.resume({ ...ref(runId), workflow: tour })
+      } else if (result.reason.includes("signal")) {
+        yield* kernel.signal({ ...ref(runId), name: "go", payload: "go" })
+        result = yield* kernel.resume({ ...ref(runId), workflow: tour })
+      } else result = yield* kernel.resume({ ...ref(runId), workflow: tour, response: "yes" })
+    }
+    return result
+  })
+
+const original = (runId: string) =>
+  Effect.gen(function*() {
+    const kernel = yield* Kernel.Kernel
+    const done = yield* finish(yield* kernel.execute(tour, { runId, tenant: tourTenant, input: { topic: "hi" } }))
+    expect(done).toEqual({ status: "completed", runId, output: "hello|100|10|yes|paid 10|go" })
+    return yield* kernel.readEvents(ref(runId))
+  })
+
+/**
+ * Where a fork asked to end at an event of each type ends: `at` that event, or `before` its step (the step is cut off
+ * whole and runs live in the fork), or before the run's end.
+ */
+const expected: Record<string, "at" | "before"> = {
+  RunStarted: "at",
+  ModelRequested: "before",
+  ModelCompleted: "at",
+  ToolRequested: "before",
+  ToolCompleted: "at",
+  StepCompleted: "at",
+  PauseRequested: "at",
+  RunResumed: "at",
+  HumanResponded: "at",
+  ApprovalRequested: "before",
+  ApprovalDecided: "before",
+  SignalAwaited: "at",
+  SignalSent: "at",
+  SignalReceived: "at",
+  RunCompleted: "before"
+}
+
+/** The seq a fork asked for `at` ends at, by the table. */
+const cutFor = (events: ReadonlyArray<Event>, at: Event): number => {
+  if (at.type === "RunCompleted") return at.seq - 1
+  if (expected[at.type] === "at") {
+    // The approval's step is still open after its decision's run resumed: that is cut off too.
+    const open = events.find((e) => e.stepKey === "pay" && e.type === "ApprovalRequested")!
+    const settled = events.find((e) => e.stepKey === "pay" && e.type === "ToolCompleted")!
+    return at.seq > open.seq && at.seq < settled.seq ? open.seq - 1 : at.seq
+  }
+  return events.find((e) => e.stepKey === at.stepKey)!.seq - 1
+}
+
+
 export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore.EventStore, unknown>): void => {
+  const tourLayer = () =>
+    Layer.provideMerge(Kernel.layer({ workflows: [tour] }), Layer.mergeAll(makeLayer(), ScriptedModel.layer(replies), ToolRegistry.layer([lookup, pay])))
   describe(`fork over the EventStore: ${name}`, () => {
+  it.effect("a fork at every event: the prefix up to its step boundary, re-chained; the fork completes; the original is untouched", () =>
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const log = yield* original("tour")
+      const types = new Set(log.map((e) => e.type))
+      // The run has every kind of event the table speaks of.
+      expect([...types].sort()).toEqual(Object.keys(expected).sort())
+      // Two points that cut back to one boundary are one fork: the second finds it (driven to its end already).
+      const seen = new Set<number>()
+      for (const at of log) {
+        ran.length = 0
+        const forked = yield* kernel.forkLog({ ...ref("tour"), atSeq: at.seq })
+        const cut = cutFor(log, at)
+        expect([at.seq, at.type, forked.forkedFrom.seq, forked.created]).toEqual([at.seq, at.type, cut, !seen.has(cut)])
+        expect(forked.runId).toBe(Fork.forkRunId("tour", cut))
+        const copied = (yield* kernel.readEvents(ref(forked.runId))).slice(0, cut)
+        // The prefix as recorded, under the fork's id and chain; its RunStarted says where it came from.
+        expect(copied.map((e) => [e.seq, e.type, e.stepKey])).toEqual(log.slice(0, cut).map((e) => [e.seq, e.type, e.stepKey]))
+        expect(copied.slice(1).map((e) => e.payload)).toEqual(log.slice(1, cut).map((e) => e.payload))
+        expect(copied[0]!.payload).toMatchObject({ _tag: "RunStarted", workflow: "fork.tour", forkedFrom: { runId: "tour", seq: cut } })
+        expect(copied.every((e, i) => e.runId === forked.runId && e.hash !== log[i]!.hash)).toBe(true)
+        expect((yield* kernel.verify(ref(forked.runId))).ok).toBe(true)
+        // Driven on by the code, the fork ends as the original did, running live only what follows its prefix.
+        const done = yield* finish(yield* kernel.fork({ ...ref("tour"), atSeq: at.seq, workflow: tour }))
+        expect(done).toEqual({ status: "completed", runId: forked.runId, output: "hello|100|10|yes|paid 10|go" })
+        const handlers = [
+          ...(cut < log.find((e) => e.type === "ToolCompleted" && e.stepKey === "balance")!.seq ? ["lookup"] : []),
+          ...(cut < log.find((e) => e.type === "ToolCompleted" && e.stepKey === "pay")!.seq ? ["pay"] : [])
+        ]
+        expect(ran).toEqual(seen.has(cut) ? [] : handlers)
+        seen.add(cut)
+      }
+      // The original: the same events, its chain intact.
+      expect((yield* kernel.readEvents(ref("tour"))).map((e) => e.hash)).toEqual(log.map((e) => e.hash))
+      expect((yield* kernel.verify(ref("tour"))).ok).toBe(true)
+    }).pipe(Effect.provide(tourLayer())), 600_000)
+
     it.effect("appendPaged writes every batch in one transaction, or none: a refused batch or a failed pull leaves nothing", () =>
       Effect.gen(function*() {
         const store = yield* EventStore.EventStore

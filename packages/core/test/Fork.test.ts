@@ -1,8 +1,9 @@
-// Forks (`Kernel.fork`): a fork at every event of a run that has a model step, a tool step, a memoized step, a pause,
-// an approval and a signal; overrides that change what follows; the original untouched; tenancy; idempotence.
+// Forks (`Kernel.fork`) on the in-memory store: overrides that change what follows; refused overrides; tenancy;
+// idempotence and spend. The fork at every event of a run is core's ForkSuite (run here, on SQLite and on PostgreSQL).
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
-import { Chat, Errors, type Event, EventStore, Fork, Kernel, Tool, Workflow } from "@artana/core"
+import { Chat, Errors, EventStore, Kernel, Tool, Workflow } from "@artana/core"
+import { ForkSuite } from "@artana/core/testing/suites"
 import { ScriptedModel } from "@artana/core/testing"
 import { kernelLayer, tenant } from "./fixtures.js"
 
@@ -27,7 +28,7 @@ const pay = Tool.make({
 })
 
 /** One of each kind of step, under explicit keys. */
-export const tour = Workflow.make({
+const tour = Workflow.make({
   name: "fork.tour",
   input: Schema.Struct({ topic: Schema.String }),
   output: Schema.String,
@@ -74,78 +75,10 @@ const original = (runId: string) =>
     return yield* kernel.readEvents(ref(runId))
   })
 
-/**
- * Where a fork asked to end at an event of each type ends: `at` that event, or `before` its step (the step is cut off
- * whole and runs live in the fork), or before the run's end.
- */
-const expected: Record<string, "at" | "before"> = {
-  RunStarted: "at",
-  ModelRequested: "before",
-  ModelCompleted: "at",
-  ToolRequested: "before",
-  ToolCompleted: "at",
-  StepCompleted: "at",
-  PauseRequested: "at",
-  RunResumed: "at",
-  HumanResponded: "at",
-  ApprovalRequested: "before",
-  ApprovalDecided: "before",
-  SignalAwaited: "at",
-  SignalSent: "at",
-  SignalReceived: "at",
-  RunCompleted: "before"
-}
-
-/** The seq a fork asked for `at` ends at, by the table. */
-const cutFor = (events: ReadonlyArray<Event.Event>, at: Event.Event): number => {
-  if (at.type === "RunCompleted") return at.seq - 1
-  if (expected[at.type] === "at") {
-    // The approval's step is still open after its decision's run resumed: that is cut off too.
-    const open = events.find((e) => e.stepKey === "pay" && e.type === "ApprovalRequested")!
-    const settled = events.find((e) => e.stepKey === "pay" && e.type === "ToolCompleted")!
-    return at.seq > open.seq && at.seq < settled.seq ? open.seq - 1 : at.seq
-  }
-  return events.find((e) => e.stepKey === at.stepKey)!.seq - 1
-}
+// The fork at every event, the long fork, the copy's atomicity: the suite every store runs.
+ForkSuite.suite("memory", () => EventStore.layerMemory)
 
 describe("Kernel.fork", () => {
-  it.effect("a fork at every event: the prefix up to its step boundary, re-chained; the fork completes; the original is untouched", () =>
-    Effect.gen(function*() {
-      const kernel = yield* Kernel.Kernel
-      const log = yield* original("tour")
-      const types = new Set(log.map((e) => e.type))
-      // The run has every kind of event the table speaks of.
-      expect([...types].sort()).toEqual(Object.keys(expected).sort())
-      // Two points that cut back to one boundary are one fork: the second finds it (driven to its end already).
-      const seen = new Set<number>()
-      for (const at of log) {
-        ran.length = 0
-        const forked = yield* kernel.forkLog({ ...ref("tour"), atSeq: at.seq })
-        const cut = cutFor(log, at)
-        expect([at.seq, at.type, forked.forkedFrom.seq, forked.created]).toEqual([at.seq, at.type, cut, !seen.has(cut)])
-        expect(forked.runId).toBe(Fork.forkRunId("tour", cut))
-        const copied = (yield* kernel.readEvents(ref(forked.runId))).slice(0, cut)
-        // The prefix as recorded, under the fork's id and chain; its RunStarted says where it came from.
-        expect(copied.map((e) => [e.seq, e.type, e.stepKey])).toEqual(log.slice(0, cut).map((e) => [e.seq, e.type, e.stepKey]))
-        expect(copied.slice(1).map((e) => e.payload)).toEqual(log.slice(1, cut).map((e) => e.payload))
-        expect(copied[0]!.payload).toMatchObject({ _tag: "RunStarted", workflow: "fork.tour", forkedFrom: { runId: "tour", seq: cut } })
-        expect(copied.every((e, i) => e.runId === forked.runId && e.hash !== log[i]!.hash)).toBe(true)
-        expect((yield* kernel.verify(ref(forked.runId))).ok).toBe(true)
-        // Driven on by the code, the fork ends as the original did, running live only what follows its prefix.
-        const done = yield* finish(yield* kernel.fork({ ...ref("tour"), atSeq: at.seq, workflow: tour }))
-        expect(done).toEqual({ status: "completed", runId: forked.runId, output: "hello|100|10|yes|paid 10|go" })
-        const handlers = [
-          ...(cut < log.find((e) => e.type === "ToolCompleted" && e.stepKey === "balance")!.seq ? ["lookup"] : []),
-          ...(cut < log.find((e) => e.type === "ToolCompleted" && e.stepKey === "pay")!.seq ? ["pay"] : [])
-        ]
-        expect(ran).toEqual(seen.has(cut) ? [] : handlers)
-        seen.add(cut)
-      }
-      // The original: the same events, its chain intact.
-      expect((yield* kernel.readEvents(ref("tour"))).map((e) => e.hash)).toEqual(log.map((e) => e.hash))
-      expect((yield* kernel.verify(ref("tour"))).ok).toBe(true)
-    }).pipe(Effect.provide(layer())), 120_000)
-
   it.effect("an override replaces a step's result, and what follows runs on it", () =>
     Effect.gen(function*() {
       const kernel = yield* Kernel.Kernel
