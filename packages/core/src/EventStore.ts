@@ -364,35 +364,22 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
     return undefined
   }
 
-  /** Applies every batch, or none: a refused one puts back what the ones before it changed. */
-  const appendAll = (requests: ReadonlyArray<AppendRequest>): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError> => {
+  /**
+   * A transaction over the in-memory runs: `apply` applies a batch, remembering first what its run was; `undo` puts
+   * back every run it changed.
+   */
+  const transaction = () => {
     const before = new Map<string, { readonly info: RunInfo; readonly length: number } | undefined>()
-    for (const request of requests) {
-      const key = keyOf(request.tenantId, request.runId)
-      if (!before.has(key)) {
-        const run = runs.get(key)
-        before.set(key, run === undefined ? undefined : { info: run.info, length: run.log.length })
-      }
-      const refused = apply(request)
-      if (refused === undefined) continue
-      for (const [k, was] of before) {
-        if (was === undefined) runs.delete(k)
-        else {
-          const run = runs.get(k)!
-          run.info = was.info
-          run.log.length = was.length
+    return {
+      apply: (request: AppendRequest) => {
+        const key = keyOf(request.tenantId, request.runId)
+        if (!before.has(key)) {
+          const run = runs.get(key)
+          before.set(key, run === undefined ? undefined : { info: run.info, length: run.log.length })
         }
-      }
-      return Effect.fail(refused)
-    }
-    return Effect.void
-  }
-
-  /** `appendPaged`: each batch applied as it comes; a refusal or a failure of `next` puts back what the ones before changed. */
-  const appendPaged = <E>(next: Effect.Effect<Option.Option<AppendRequest>, E>): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError | E> =>
-    Effect.suspend(() => {
-      const before = new Map<string, { readonly info: RunInfo; readonly length: number } | undefined>()
-      const undo = Effect.sync(() => {
+        return apply(request)
+      },
+      undo: () => {
         for (const [k, was] of before) {
           if (was === undefined) runs.delete(k)
           else {
@@ -401,20 +388,34 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
             run.log.length = was.length
           }
         }
-      })
+      }
+    }
+  }
+
+  /** Applies every batch, or none: a refused one puts back what the ones before it changed. */
+  const appendAll = (requests: ReadonlyArray<AppendRequest>): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError> => {
+    const tx = transaction()
+    for (const request of requests) {
+      const refused = tx.apply(request)
+      if (refused === undefined) continue
+      tx.undo()
+      return Effect.fail(refused)
+    }
+    return Effect.void
+  }
+
+  /** `appendPaged`: each batch applied as it comes; a refusal or a failure of `next` puts back what the ones before changed. */
+  const appendPaged = <E>(next: Effect.Effect<Option.Option<AppendRequest>, E>): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError | E> =>
+    Effect.suspend(() => {
+      const tx = transaction()
       const loop: Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError | E> = Effect.flatMap(next, Option.match({
         onNone: () => Effect.void,
         onSome: (request) => {
-          const key = keyOf(request.tenantId, request.runId)
-          if (!before.has(key)) {
-            const run = runs.get(key)
-            before.set(key, run === undefined ? undefined : { info: run.info, length: run.log.length })
-          }
-          const refused = apply(request)
+          const refused = tx.apply(request)
           return refused === undefined ? loop : Effect.fail(refused)
         }
       }))
-      return Effect.onError(loop, () => undo)
+      return Effect.onError(loop, () => Effect.sync(tx.undo))
     })
 
   return {

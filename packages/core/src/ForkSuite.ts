@@ -108,7 +108,6 @@ const tour = Workflow.make({
 
 const replies = Array.from({ length: 40 }, () => ScriptedModel.text("hello", { costUsd: 0.01 }))
 
-
 const ref = (runId: string) => ({ tenantId: tourTenant.tenantId, runId })
 
 /** Answers whatever the run waits for (the human, the approval, the signal) until it completes. */
@@ -136,6 +135,14 @@ const original = (runId: string) =>
     expect(done).toEqual({ status: "completed", runId, output: "hello|100|10|yes|paid 10|go" })
     return yield* kernel.readEvents(ref(runId))
   })
+
+/**
+ * The run the suite forks at each of its events, for a store's own fork tests: its workflow (a model step "ask", an
+ * idempotent tool step "balance", a memoized step "pick", a pause "confirm", a tool step "pay" that needs approval, a
+ * signal wait "go"), its tools and model replies, the handlers run so far (`ran`), `original` (runs it to the end
+ * with the kernel in context, answering every wait) and `finish` (answers a run's waits until it completes).
+ */
+export const Tour = { workflow: tour, tools: [lookup, pay], replies, ran, tenant: tourTenant, original, finish }
 
 /**
  * Where a fork asked to end at an event of each type ends: `at` that event, or `before` its step (the step is cut off

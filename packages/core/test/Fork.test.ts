@@ -1,79 +1,15 @@
 // Forks (`Kernel.fork`) on the in-memory store: overrides that change what follows; refused overrides; tenancy;
 // idempotence and spend. The fork at every event of a run is core's ForkSuite (run here, on SQLite and on PostgreSQL).
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Schema } from "effect"
-import { Chat, Errors, EventStore, Kernel, Tool, Workflow } from "@artana/core"
+import { Effect } from "effect"
+import { Errors, EventStore, Kernel } from "@artana/core"
 import { ForkSuite } from "@artana/core/testing/suites"
-import { ScriptedModel } from "@artana/core/testing"
-import { kernelLayer, tenant } from "./fixtures.js"
+import { kernelLayer } from "./fixtures.js"
 
-/** Every handler run, by tool: a fork runs live only what follows its prefix. */
-const ran: Array<string> = []
-
-const lookup = Tool.make({
-  name: "lookup",
-  description: "Reads a balance",
-  parameters: Schema.Struct({ account: Schema.String }),
-  success: Schema.Struct({ balance: Schema.Number }),
-  idempotent: true,
-  handler: () => Effect.sync(() => (ran.push("lookup"), { balance: 100 }))
-})
-
-const pay = Tool.make({
-  name: "pay",
-  description: "Pays (a person approves it)",
-  parameters: Schema.Struct({ amount: Schema.Number }),
-  needsApproval: true,
-  handler: ({ amount }) => Effect.sync(() => (ran.push("pay"), `paid ${amount}`))
-})
-
-/** One of each kind of step, under explicit keys. */
-const tour = Workflow.make({
-  name: "fork.tour",
-  input: Schema.Struct({ topic: Schema.String }),
-  output: Schema.String,
-  run: ({ topic }, ctx) =>
-    Effect.gen(function*() {
-      const reply = yield* ctx.modelStep({ messages: [Chat.user(topic)], key: "ask" })
-      const { balance } = yield* ctx.tool(lookup, { account: "acc-1" }, { key: "balance" })
-      const picked = yield* ctx.step("pick", Effect.succeed(balance / 10), Schema.Number, { key: "pick" })
-      const answer = yield* ctx.pauseForHuman({ reason: "confirm", schema: Schema.String, key: "confirm" })
-      const paid = yield* ctx.tool(pay, { amount: picked }, { key: "pay" })
-      const go = yield* ctx.waitForSignal("go", Schema.String, { key: "go" })
-      return [reply.message.content, balance, picked, answer, paid, go].join("|")
-    })
-})
-
-const replies = Array.from({ length: 40 }, () => ScriptedModel.text("hello", { costUsd: 0.01 }))
-const layer = () => kernelLayer(replies, [lookup, pay], { kernel: { workflows: [tour] } })
+const { finish, original, ran, replies, tenant, tools, workflow: tour } = ForkSuite.Tour
+const layer = () => kernelLayer(replies, tools, { kernel: { workflows: [tour] } })
 
 const ref = (runId: string) => ({ tenantId: tenant.tenantId, runId })
-
-/** Answers whatever the run waits for (the human, the approval, the signal) until it completes. */
-const finish = (first: Kernel.RunResult<string>) =>
-  Effect.gen(function*() {
-    const kernel = yield* Kernel.Kernel
-    let result = first
-    for (let i = 0; i < 10 && result.status === "paused"; i++) {
-      const { runId } = result
-      if (result.approval !== undefined) {
-        yield* kernel.decideApproval({ tenantId: tenant.tenantId, approvalId: result.approval.approvalId, approver: "ops", decision: "approve" })
-        result = yield* kernel.resume({ ...ref(runId), workflow: tour })
-      } else if (result.reason.includes("signal")) {
-        yield* kernel.signal({ ...ref(runId), name: "go", payload: "go" })
-        result = yield* kernel.resume({ ...ref(runId), workflow: tour })
-      } else result = yield* kernel.resume({ ...ref(runId), workflow: tour, response: "yes" })
-    }
-    return result
-  })
-
-const original = (runId: string) =>
-  Effect.gen(function*() {
-    const kernel = yield* Kernel.Kernel
-    const done = yield* finish(yield* kernel.execute(tour, { runId, tenant, input: { topic: "hi" } }))
-    expect(done).toEqual({ status: "completed", runId, output: "hello|100|10|yes|paid 10|go" })
-    return yield* kernel.readEvents(ref(runId))
-  })
 
 // The fork at every event, the long fork, the copy's atomicity: the suite every store runs.
 ForkSuite.suite("memory", () => EventStore.layerMemory)
