@@ -2,7 +2,7 @@
 // idempotence and spend. The fork at every event of a run is core's ForkSuite (run here, on SQLite and on PostgreSQL).
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { Errors, EventStore, Kernel } from "@artana/core"
+import { Errors, EventStore, Kernel, type Middleware } from "@artana/core"
 import { ForkSuite } from "@artana/core/testing/suites"
 import { kernelLayer } from "./fixtures.js"
 
@@ -86,4 +86,18 @@ describe("Kernel.fork", () => {
       expect(source.costUsd).toBe(0.01)
       expect(yield* store.lineageCostUsd(tenant.tenantId, a.runId)).toBe(0.01)
     }).pipe(Effect.provide(layer())), 60_000)
+
+  it.effect("a step's notes written before its request stay with it: a fork at a note is cut back before the step", () => {
+    // A middleware that notes every tool call: for a call that needs approval, its note leads the approval's batch.
+    const noting: Middleware.Interceptor = { name: "noting", beforeTool: (call, ctx) => Effect.as(ctx.note("noting", "seen", { tool: call.tool }), call) }
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const log = yield* original("noted")
+      const note = log.find((e) => e.type === "MiddlewareNote" && e.stepKey === "pay")!
+      expect(log[note.seq]).toMatchObject({ type: "ApprovalRequested", stepKey: "pay" })
+      const forked = yield* kernel.forkLog({ ...ref("noted"), atSeq: note.seq })
+      expect(forked.forkedFrom.seq).toBe(note.seq - 1)
+      expect(yield* finish(yield* kernel.fork({ ...ref("noted"), atSeq: note.seq, workflow: tour }))).toMatchObject({ status: "completed", output: "hello|100|10|yes|paid 10|go" })
+    }).pipe(Effect.provide(kernelLayer(replies, tools, { middleware: [noting], kernel: { workflows: [tour] } })))
+  }, 60_000)
 })
