@@ -19,6 +19,7 @@
  * artana mcp pin --policy POLICY [--server NAME]   pin the tools the policy's MCP servers offer now
  * artana mcp serve --policy POLICY [--http HOST:PORT]  serve the policy's tools over MCP, every call a logged run
  * artana ui [--port N] [--host H] [--allow-actions] a local web inspector of the store's runs
+ * artana fork RUN (--at SEQ | --step KEY) [--set STEP=JSON] [--id FORK]  a new run from a prefix of RUN's log
  * ```
  *
  * Every command takes `--db FILE|postgres://URL` (default `ARTANA_DB`, else `./artana.db`), `--tenant ID` (default
@@ -48,6 +49,7 @@ const SignalCommand = Effect.promise(() => import("./internal/signalCommand.js")
 const ApprovalCommands = Effect.promise(() => import("./internal/approvalCommands.js"))
 const McpCommands = Effect.promise(() => import("./internal/mcpCommands.js"))
 const McpServe = Effect.promise(() => import("./internal/mcpServe.js"))
+const ForkCommand = Effect.promise(() => import("./internal/forkCommand.js"))
 
 const db = Options.text("db").pipe(
   Options.withDescription(Help.common.db.description),
@@ -271,6 +273,21 @@ const mcpServe = Command.make(
   (a) => Effect.flatMap(Effect.zip(McpServe, auditKey), ([m, key]) => m.serve({ ...a, http: Option.getOrUndefined(a.http), auditKey: key }))
 ).pipe(described("mcp"))
 
+const fork = Command.make(
+  "fork",
+  {
+    ...common,
+    run: runArg,
+    at: Options.integer("at").pipe(Options.withDescription(Help.option("fork", "--at")), Options.optional),
+    step: Options.text("step").pipe(Options.withDescription(Help.option("fork", "--step")), Options.optional),
+    set: Options.text("set").pipe(Options.withDescription(Help.option("fork", "--set")), Options.repeated),
+    id: Options.text("id").pipe(Options.withDescription(Help.option("fork", "--id")), Options.optional)
+  },
+  (a) =>
+    Effect.flatMap(Effect.zip(ForkCommand, auditKey), ([m, key]) =>
+      m.fork({ ...a, at: Option.getOrUndefined(a.at), step: Option.getOrUndefined(a.step), id: Option.getOrUndefined(a.id), auditKey: key }))
+).pipe(described("fork"))
+
 const mcp = Command.make("mcp").pipe(described("mcp"), Command.withSubcommands([mcpPin, mcpServe]))
 
 const UiCommand = Effect.promise(() => import("./internal/ui/command.js"))
@@ -290,7 +307,7 @@ const ui = Command.make(
 /** The command tree. */
 export const command = Command.make("artana").pipe(
   Command.withDescription("Artana: run tool plans under a deny-by-default policy, replay, report, inspect and verify runs."),
-  Command.withSubcommands([run, replay, reconcile, signal, approvals, approve, reject, report, listRuns, showRun, exportRun, verify, mcp, ui])
+  Command.withSubcommands([run, replay, reconcile, signal, approvals, approve, reject, report, listRuns, showRun, exportRun, verify, mcp, ui, fork])
 )
 
 const unstyled = (args: ReadonlyArray<unknown>) => args.map((a) => (typeof a === "string" ? T.strip(a) : a))

@@ -36,6 +36,7 @@ import * as Approval from "./Approval.js"
 import * as Errors from "./Errors.js"
 import type { Event, EventPayload, RunInfo } from "./Event.js"
 import * as EventStore from "./EventStore.js"
+import type * as Fork from "./Fork.js"
 import type * as Json from "./Json.js"
 import * as Kernel from "./Kernel.js"
 import type { Lease } from "./Lease.js"
@@ -404,6 +405,28 @@ export const status = (
     return yield* new Errors.LogTampered({ runId, seq: info.headSeq, reason: `the run record says ${info.status}, but its log has no ${tag} event` })
   })
 
+// ------------------------------------------------------------------------------------------------ fork
+
+/**
+ * Forks a run and drives the fork on with the current code (`Kernel.fork`): a new run whose log is the run's prefix
+ * up to the last step boundary at or before `atSeq` (or step `atStep`'s end), with `overrides` replacing recorded step
+ * results. The result is the fork's, under its id (`result.runId`).
+ *
+ * @example
+ * const forked = yield* Artana.fork({ tenantId: "acme", runId: "order-7", atStep: "lookup", overrides: { lookup: { balance: 0 } }, workflow: order })
+ */
+export function fork<I, O, E>(
+  request: Kernel.ForkOptions & { readonly workflow: Workflow.Workflow<I, O, E> }
+): Effect.Effect<Kernel.RunResult<O>, E | Kernel.KernelError | Fork.ForkError, Kernel.Kernel>
+export function fork(request: Kernel.ForkOptions): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel>
+export function fork(request: Kernel.ForkOptions): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel> {
+  return Effect.flatMap(Kernel.Kernel, (k) => k.fork(request))
+}
+
+/** Writes a fork's log and runs nothing (`Kernel.forkLog`): a worker, or `resume`, drives it on. */
+export const forkLog = (request: Fork.ForkRequest): Effect.Effect<Fork.Forked, Fork.ForkError, Kernel.Kernel> =>
+  Effect.flatMap(Kernel.Kernel, (k) => k.forkLog(request))
+
 // ------------------------------------------------------------------------------------------------ Promises
 
 /** An Exit as a Promise: its value, or a rejection with the typed error (`error._tag` tells which). */
@@ -462,6 +485,13 @@ export interface Client {
    * `offset` to reconnect after.
    */
   readonly live: (run: Kernel.RunRef, options?: Kernel.LiveOptions) => AsyncIterable<Live.LiveEvent>
+  /** Forks a run and drives the fork on (`Artana.fork`). */
+  readonly fork: {
+    <I, O, E>(request: Kernel.ForkOptions & { readonly workflow: Workflow.Workflow<I, O, E> }): Promise<Kernel.RunResult<O>>
+    (request: Kernel.ForkOptions): Promise<Kernel.RunResult<unknown>>
+  }
+  /** Writes a fork's log and runs nothing (`Artana.forkLog`). */
+  readonly forkLog: (request: Fork.ForkRequest) => Promise<Fork.Forked>
   /** Releases the store (closes the database). */
   readonly close: () => Promise<void>
 }
@@ -496,6 +526,8 @@ export const create = (options: Options): Client => {
         yield* await go(Effect.flatMap(Kernel.Kernel, (k) => Stream.toAsyncIterableEffect(k.live(r, o))))
       }
     }),
+    fork: (o: Kernel.ForkOptions) => go(fork(o)),
+    forkLog: (r) => go(forkLog(r)),
     close
   }
 }

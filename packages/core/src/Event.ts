@@ -21,6 +21,13 @@ export const RUN_STEP_KEY = "run"
 export const ContinuedFrom = Schema.Struct({ runId: Schema.String, chainRunId: Schema.String, generation: Schema.Int })
 export type ContinuedFrom = typeof ContinuedFrom.Type
 
+/**
+ * Where a fork (`Kernel.fork`) came from: its log is `runId`'s events 1..`seq`, copied and re-chained under the fork's
+ * id (its own `RunStarted` first). `overridden`: the step keys whose recorded results the fork replaced (what-if).
+ */
+export const ForkedFrom = Schema.Struct({ runId: Schema.String, seq: Schema.Int, overridden: Schema.optional(Schema.Array(Schema.String)) })
+export type ForkedFrom = typeof ForkedFrom.Type
+
 export const RunStarted = Schema.TaggedStruct("RunStarted", {
   workflow: Schema.String,
   input: Json,
@@ -28,7 +35,9 @@ export const RunStarted = Schema.TaggedStruct("RunStarted", {
   parentRunId: Schema.optional(Schema.String),
   rootRunId: Schema.optional(Schema.String),
   /** Set on a run that continues another (`ctx.continueAsNew`). */
-  continuedFrom: Schema.optional(ContinuedFrom)
+  continuedFrom: Schema.optional(ContinuedFrom),
+  /** Set on a fork (`Kernel.fork`): the run and seq its log was copied from, and the steps whose results it replaced. */
+  forkedFrom: Schema.optional(ForkedFrom)
 })
 
 /**

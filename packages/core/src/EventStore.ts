@@ -112,6 +112,13 @@ export interface Service {
    * over their index on the root), however long the chain grew; 0 for a root with no runs.
    */
   readonly lineageCostUsd: (tenantId: string, rootRunId: string) => Effect.Effect<number, StoreError>
+  /**
+   * Appends the batches `next` gives, one at a time until it gives None, in one transaction: all of them or none (each
+   * checked as `append` checks it; the first refused, or a failure of `next`, fails the whole). Memory holds the batch
+   * being written, however many there are: `Kernel.fork` copies a long prefix into a new run with it, paging through
+   * the source run's log from inside the transaction.
+   */
+  readonly appendPaged: <E>(next: Effect.Effect<Option.Option<AppendRequest>, E>) => Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError | E>
 }
 
 /** The event log of every run. */
@@ -363,33 +370,64 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
     return undefined
   }
 
-  /** Applies every batch, or none: a refused one puts back what the ones before it changed. */
-  const appendAll = (requests: ReadonlyArray<AppendRequest>): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError> => {
+  /**
+   * A transaction over the in-memory runs: `apply` applies a batch, remembering first what its run was; `undo` puts
+   * back every run it changed.
+   */
+  const transaction = () => {
     const before = new Map<string, { readonly info: RunInfo; readonly length: number } | undefined>()
-    for (const request of requests) {
-      const key = keyOf(request.tenantId, request.runId)
-      if (!before.has(key)) {
-        const run = runs.get(key)
-        before.set(key, run === undefined ? undefined : { info: run.info, length: run.log.length })
-      }
-      const refused = apply(request)
-      if (refused === undefined) continue
-      for (const [k, was] of before) {
-        if (was === undefined) runs.delete(k)
-        else {
-          const run = runs.get(k)!
-          run.info = was.info
-          run.log.length = was.length
+    return {
+      apply: (request: AppendRequest) => {
+        const key = keyOf(request.tenantId, request.runId)
+        if (!before.has(key)) {
+          const run = runs.get(key)
+          before.set(key, run === undefined ? undefined : { info: run.info, length: run.log.length })
+        }
+        return apply(request)
+      },
+      undo: () => {
+        for (const [k, was] of before) {
+          if (was === undefined) runs.delete(k)
+          else {
+            const run = runs.get(k)!
+            run.info = was.info
+            run.log.length = was.length
+          }
         }
       }
+    }
+  }
+
+  /** Applies every batch, or none: a refused one puts back what the ones before it changed. */
+  const appendAll = (requests: ReadonlyArray<AppendRequest>): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError> => {
+    const tx = transaction()
+    for (const request of requests) {
+      const refused = tx.apply(request)
+      if (refused === undefined) continue
+      tx.undo()
       return Effect.fail(refused)
     }
     return Effect.void
   }
 
+  /** `appendPaged`: each batch applied as it comes; a refusal or a failure of `next` puts back what the ones before changed. */
+  const appendPaged = <E>(next: Effect.Effect<Option.Option<AppendRequest>, E>): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError | E> =>
+    Effect.suspend(() => {
+      const tx = transaction()
+      const loop: Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError | E> = Effect.flatMap(next, Option.match({
+        onNone: () => Effect.void,
+        onSome: (request) => {
+          const refused = tx.apply(request)
+          return refused === undefined ? loop : Effect.fail(refused)
+        }
+      }))
+      return Effect.onError(loop, () => Effect.sync(tx.undo))
+    })
+
   return {
     append: (request) => Effect.suspend(() => appendAll([request])),
     appendAll: (requests) => Effect.suspend(() => appendAll(requests)),
+    appendPaged,
     readEvents: (tenantId, runId, fromSeq = 1, limit) =>
       Effect.suspend(() => {
         const run = runs.get(keyOf(tenantId, runId))

@@ -21,6 +21,8 @@ import { AssistantMessage, ChatMessage, Usage } from "./Chat.js"
 import * as Errors from "./Errors.js"
 import type { Event, RunInfo, WaitingOn } from "./Event.js"
 import * as EventStore from "./EventStore.js"
+import type * as Fork from "./Fork.js"
+import * as ForkLog from "./internal/fork.js"
 import * as Approvals from "./internal/approvals.js"
 import { chainEnd } from "./internal/continueAsNew.js"
 import * as LiveRead from "./internal/live.js"
@@ -245,7 +247,25 @@ export interface Service {
     readonly tool: string
     readonly args: Json.Json
   }) => Effect.Effect<RunResult<Json.Json>, Workflow.ToolCallError | KernelError>
+  /**
+   * Writes a fork of a run and runs nothing (see `fork`): the new run's log is the source's prefix up to the last step
+   * boundary at or before `atSeq` (or step `atStep`'s end), copied and re-chained under the fork's id in one
+   * transaction, with `overrides` in place. The source is not touched. The same request again returns the same fork.
+   */
+  readonly forkLog: (request: Fork.ForkRequest) => Effect.Effect<Fork.Forked, Fork.ForkError>
+  /**
+   * Forks a run (`forkLog`) and drives the fork on with the current code (given `workflow`, else the one registered
+   * under the source's name): it replays the copied prefix and runs live from its end. The result is the fork's, under
+   * its id. A fork that exists already (the same request again) is continued as `resume` would continue it.
+   */
+  readonly fork: {
+    <I, O, E>(request: ForkOptions & { readonly workflow: Workflow.Workflow<I, O, E> }): Effect.Effect<RunResult<O>, E | KernelError | Fork.ForkError>
+    (request: ForkOptions): Effect.Effect<RunResult<unknown>, unknown>
+  }
 }
+
+/** What `Kernel.fork` takes: the fork's request, and optionally the workflow that drives it (else found by name). */
+export type ForkOptions = Fork.ForkRequest & { readonly workflow?: Workflow.Any | undefined }
 
 /** The durable kernel. */
 export class Kernel extends Context.Tag("@artana/core/Kernel")<Kernel, Service>() {}
@@ -405,6 +425,20 @@ export const make = (options: Options = {}) =>
       }).pipe(Effect.withSpan("Kernel.resume"))
     }
 
+    const forkLog = (request: Fork.ForkRequest) => ForkLog.write(store, deps.auditKey, request).pipe(Effect.withSpan("Kernel.forkLog"))
+    function fork<I, O, E>(request: ForkOptions & { readonly workflow: Workflow.Workflow<I, O, E> }): Effect.Effect<RunResult<O>, E | KernelError | Fork.ForkError>
+    function fork(request: ForkOptions): Effect.Effect<RunResult<unknown>, unknown>
+    function fork(request: ForkOptions): Effect.Effect<RunResult<unknown>, unknown> {
+      return Effect.gen(function*() {
+        const forked = yield* forkLog(request)
+        const info = yield* store.getRun(request.tenantId, forked.runId)
+        const workflow = request.workflow ?? (yield* workflowFor(info))
+        const takeover = forked.created ? `fork of run ${forked.forkedFrom.runId} at seq ${forked.forkedFrom.seq}: its first execution` : undefined
+        // A fork already driven elsewhere to its end (or a pause) is returned as it stands, as `resume` would.
+        return yield* Effect.ensuring(continueRun(runtime, workflow, info, "live", undefined, undefined, takeover), dropDeltasIfEnded(info.tenantId, info.runId))
+      }).pipe(Effect.withSpan("Kernel.fork", { attributes: { runId: request.runId } }))
+    }
+
     const events = (run: RunRef, options: EventsOptions = {}): Stream.Stream<Event, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered> =>
       Stream.unwrap(Effect.map(store.getRun(run.tenantId, run.runId), (info) =>
         Stream.catchTag(verifiedEvents(store, deps.auditKey, info, options), "InvalidRunState", (cut) =>
@@ -477,7 +511,9 @@ export const make = (options: Options = {}) =>
       decideApproval: (decision) => Approvals.decide(runtime, decision).pipe(Effect.withSpan("Kernel.decideApproval")),
       approvals: (filter) => Approvals.list(runtime, filter).pipe(Effect.withSpan("Kernel.approvals")),
       callTool: (options) =>
-        execute(callToolWorkflow, { runId: options.runId, tenant: options.tenant, input: { tool: options.tool, args: options.args } })
+        execute(callToolWorkflow, { runId: options.runId, tenant: options.tenant, input: { tool: options.tool, args: options.args } }),
+      forkLog,
+      fork
     }
     return service
   })

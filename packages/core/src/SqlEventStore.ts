@@ -7,7 +7,7 @@
  * @since 0.1.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -711,6 +711,19 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
       })
     }
 
+    /**
+     * Every batch `next` gives in one transaction, each appended as `append` appends it inside a caller's transaction.
+     * Not retried on a serialization failure: `next` is read once (the caller runs it all again).
+     */
+    const appendPaged = <E>(next: Effect.Effect<Option.Option<AppendRequest>, E>): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError | E> => {
+      const loop: Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError | E> = Effect.flatMap(next, Option.match({
+        onNone: () => Effect.void,
+        onSome: (request) => Effect.zipRight(append(request), loop)
+      }))
+      const isSqlError = (error: unknown): error is SqlError => error instanceof SqlError
+      return Effect.catchIf(transactionDefects(sql.withTransaction(loop)), isSqlError, (error) => Effect.fail(storeError("appendPaged", error)))
+    }
+
     const runExists = (tenantId: string, runId: string) =>
       Effect.map(
         sql`SELECT 1 AS found FROM ${runs} WHERE run_id = ${runId} AND tenant_id = ${tenantId}`,
@@ -846,7 +859,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
         Effect.withSpan("SqlEventStore.lineageCostUsd", { attributes: { rootRunId } })
       )
 
-    return { append, appendAll, readEvents, getRun, listRuns, listRunsPage, lineageCostUsd } satisfies Service
+    return { append, appendAll, readEvents, getRun, listRuns, listRunsPage, lineageCostUsd, appendPaged } satisfies Service
   })
 
 /**

@@ -10,3 +10,4 @@
 export * as EventStoreSuite from "./EventStoreSuite.js"
 export * as TaskQueueSuite from "./TaskQueueSuite.js"
 export * as SqlEventStoreSuite from "./SqlEventStoreSuite.js"
+export * as ForkSuite from "./ForkSuite.js"

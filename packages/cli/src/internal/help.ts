@@ -319,6 +319,30 @@ export const commands: ReadonlyArray<CommandDoc> = [
       "artana ui --host 0.0.0.0 --port 8080"
     ],
     exitCodes: [0, 2, 5, 7, 130]
+  },
+  {
+    name: "fork",
+    usage: "RUN (--at SEQ | --step KEY) [--set STEP=JSON ...] [--id FORK]",
+    summary: "Start a new run from a prefix of a run's log (time travel), optionally with step results replaced (what-if)",
+    details: [
+      "The fork's log is the run's events up to SEQ (or step KEY's end), cut back to the last step boundary: a model call",
+      "without its reply, a tool call without its outcome, an approval or the run's end is left out whole, and runs live in",
+      "the fork. The events are copied and re-chained under the fork's id in one transaction; the run is not touched. The",
+      "CLI runs no workflow code: a plan run's fork goes on with `artana run PLAN --policy POLICY --run-id FORK`; any other",
+      "run's with `Kernel.resume` (or a worker) in the application that runs its workflow. The same fork asked twice is one."
+    ],
+    arguments: [RUN],
+    options: [
+      { flag: "--at SEQ", description: "the last event the fork keeps (cut back to a step boundary)" },
+      { flag: "--step KEY", description: "instead of --at: the fork keeps the run up to this step's end (a step key, or a plan step's id)" },
+      { flag: "--set STEP=JSON", description: "replace a settled step's recorded result with JSON (repeatable); the code decodes it on replay" },
+      { flag: "--id FORK", description: "the fork's run id (default RUN::fork::SEQ, with a hash of the --set values)" }
+    ],
+    examples: [
+      "artana fork demo-1 --at 7",
+      "artana fork demo-1 --step fetch --set 'fetch={\"status\":200,\"body\":\"changed\"}'"
+    ],
+    exitCodes: [0, 2, 5, 6, 7]
   }
 ]
 

@@ -431,7 +431,8 @@ const continuation = (store: EventStore.Service, info: Event.RunInfo) =>
     const [last] = info.status === "continued" ? yield* store.readEvents(info.tenantId, info.runId, info.headSeq, 1) : []
     return {
       continuedFrom: first?.payload._tag === "RunStarted" ? first.payload.continuedFrom : undefined,
-      continuedAs: last?.payload._tag === "RunContinued" ? last.payload.nextRunId : undefined
+      continuedAs: last?.payload._tag === "RunContinued" ? last.payload.nextRunId : undefined,
+      forkedFrom: first?.payload._tag === "RunStarted" ? first.payload.forkedFrom : undefined
     }
   })
 
@@ -493,7 +494,7 @@ export const showRun = (args: ShowArgs) =>
     // What the lineage spent: every run of the tree draws on the root's budget (sub-agents, tools that start runs).
     const lineageCostUsd = yield* store.lineageCostUsd(args.tenant, info.rootRunId)
     const reconciliationPath = (yield* waitingPaths(args.tenant, [info])).get(info.runId)
-    const { continuedFrom, continuedAs } = yield* continuation(store, info)
+    const { continuedFrom, continuedAs, forkedFrom } = yield* continuation(store, info)
     const chain = yield* chainOf(args, info)
     const code = chain.ok ? ExitCode.Ok : ExitCode.Integrity
     const { next, omitted, windows } = windowsOf(info.headSeq, args.from, args.limit, SHOW_HEAD, SHOW_TAIL)
@@ -508,6 +509,7 @@ export const showRun = (args: ShowArgs) =>
         ...(reconciliationPath === undefined ? {} : { reconciliationPath }),
         ...(continuedFrom === undefined ? {} : { continuedFrom }),
         ...(continuedAs === undefined ? {} : { continuedAs }),
+        ...(forkedFrom === undefined ? {} : { forkedFrom }),
         chain,
         omitted: omitted ?? null,
         next: next ?? null
@@ -545,6 +547,11 @@ export const showRun = (args: ShowArgs) =>
       "",
       s.bold("lineage"),
       ...renderLineage(s, lineage, info.runId),
+      ...(forkedFrom === undefined ? [] : [
+        `  forked from ${forkedFrom.runId} at seq ${forkedFrom.seq}${forkedFrom.overridden === undefined ? "" : ` (replaced: ${forkedFrom.overridden.map(Hints.stepName).join(", ")})`}   ${
+          s.dim(Hints.readOn(args, "show-run", forkedFrom.runId, []))
+        }`
+      ]),
       "",
       s.bold("events")
     ]

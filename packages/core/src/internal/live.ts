@@ -74,7 +74,15 @@ export const makeHub = (): Hub => {
 export const notifying = (store: EventStore.Service, hub: Hub): EventStore.Service => ({
   ...store,
   append: (request) => Effect.tap(store.append(request), () => hub.appended(request.tenantId, request.runId)),
-  appendAll: (requests) => Effect.tap(store.appendAll(requests), () => Effect.forEach(requests, (r) => hub.appended(r.tenantId, r.runId), { discard: true }))
+  appendAll: (requests) => Effect.tap(store.appendAll(requests), () => Effect.forEach(requests, (r) => hub.appended(r.tenantId, r.runId), { discard: true })),
+  appendPaged: (next) => {
+    // The runs written, told once the transaction committed.
+    const written = new Map<string, { readonly tenantId: string; readonly runId: string }>()
+    const noted = Effect.tap(next, (page) => {
+      if (page._tag === "Some") written.set(`${page.value.tenantId}\u0000${page.value.runId}`, page.value)
+    })
+    return Effect.tap(store.appendPaged(noted), () => Effect.forEach(written.values(), (r) => hub.appended(r.tenantId, r.runId), { discard: true }))
+  }
 })
 
 const ended = (status: RunStatus) => status === "completed" || status === "failed" || status === "continued"

@@ -93,7 +93,7 @@ const has = (events: ReadonlyArray<Event>, a: EventPayload["_tag"], b?: EventPay
 }
 
 /** Whether a step's recorded events settle it: nothing of it is left to run (no call in doubt, no open pause). */
-const isSettled = (events: ReadonlyArray<Event>): boolean => {
+export const isSettled = (events: ReadonlyArray<Event>): boolean => {
   switch (events.length === 0 ? undefined : leadOf(events).payload._tag) {
     case "ToolRequested":
     case "ApprovalRequested":

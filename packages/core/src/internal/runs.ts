@@ -43,7 +43,8 @@ const settled = <I, O, E>(
   runtime: Runtime,
   workflow: Workflow.Workflow<I, O, E>,
   info: RunInfo,
-  response: { readonly payload: unknown } | undefined
+  response: { readonly payload: unknown } | undefined,
+  takeover: string | undefined
 ) =>
   Effect.gen(function*() {
     const { store, auditKey } = runtime.deps
@@ -57,7 +58,7 @@ const settled = <I, O, E>(
             : Effect.fail(new Errors.LogTampered({ runId: info.runId, seq: head.seq, reason: `the run record says ${info.status}, but its log ends with ${head.type}` }))),
         readFailure
       )
-    const resumed = info.status === "running" ? "recovery: the run was left running" : undefined
+    const resumed = info.status === "running" ? takeover ?? "recovery: the run was left running" : undefined
     switch (info.status) {
       case "completed": {
         const output = workflow.decodeOutput((yield* endEvent("RunCompleted")).payload.output)
@@ -156,7 +157,9 @@ export const continueRun = <I, O, E>(
   info: RunInfo,
   mode: "live" | "replay",
   response: { readonly payload: unknown } | undefined,
-  lease?: Lease | undefined
+  lease?: Lease | undefined,
+  /** Why this execution takes over a run left running (default: a recovery); a fork's first execution says so. */
+  takeover?: string | undefined
 ): Effect.Effect<RunResult<O>, E | KernelError> =>
   Effect.scoped(Effect.gen(function*() {
     const { deps, lineageSpend } = runtime
@@ -171,7 +174,7 @@ export const continueRun = <I, O, E>(
     // Why this execution takes the run over, when it must claim it first.
     let resumed: string | undefined = undefined
     if (mode === "live") {
-      const state = yield* settled(runtime, workflow, info, response)
+      const state = yield* settled(runtime, workflow, info, response, takeover)
       if ("result" in state) return state.result
       resumed = state.resumed
       if ("signalWait" in state) response = undefined
