@@ -28,7 +28,9 @@ export const RunStarted = Schema.TaggedStruct("RunStarted", {
   parentRunId: Schema.optional(Schema.String),
   rootRunId: Schema.optional(Schema.String),
   /** Set on a run that continues another (`ctx.continueAsNew`). */
-  continuedFrom: Schema.optional(ContinuedFrom)
+  continuedFrom: Schema.optional(ContinuedFrom),
+  /** The version of the code that started the run (`Workflow.make({ version })`); absent: `Workflow.DEFAULT_VERSION`. */
+  version: Schema.optional(Schema.String)
 })
 
 /**
@@ -306,7 +308,12 @@ export const RunInfo = Schema.Struct({
   createdAt: Schema.Number,
   updatedAt: Schema.Number,
   /** The run's owner epoch (fencing token): raised by every execution that claims the run; 0 before any claim. */
-  ownerEpoch: Schema.Int
+  ownerEpoch: Schema.Int,
+  /**
+   * The version of the code that started the run (its `RunStarted`'s; `Workflow.DEFAULT_VERSION`, "1", for a run
+   * started before versions were recorded).
+   */
+  version: Schema.String
 })
 export type RunInfo = typeof RunInfo.Type
 
