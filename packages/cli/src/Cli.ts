@@ -18,6 +18,10 @@
  * artana verify RUN [--head SEQ:HASH]              check the run's hash chain
  * artana mcp pin --policy POLICY [--server NAME]   pin the tools the policy's MCP servers offer now
  * artana mcp serve --policy POLICY [--http HOST:PORT]  serve the policy's tools over MCP, every call a logged run
+ * artana replay-test --workflows MODULE [--workflow NAME] [--since T] [--limit N]
+ *                                                  replay stored runs against the current code, report divergences
+ * artana versions [--workflow W] [--all-tenants]   runs per workflow version, and how many are in flight
+ * artana import FILE...                            load exported runs into a store, each chain verified first
  * ```
  *
  * Every command takes `--db FILE|postgres://URL` (default `ARTANA_DB`, else `./artana.db`), `--tenant ID` (default
@@ -187,7 +191,8 @@ const listRuns = Command.make(
     limit: Options.integer("limit").pipe(Options.withDescription(Help.option("list-runs", "--limit")), Options.withDefault(50)),
     after: Options.text("after").pipe(Options.withDescription(Help.option("list-runs", "--after CURSOR")), Options.optional),
     since: Options.text("since").pipe(Options.withDescription(Help.option("list-runs", "--since TIME")), Options.optional),
-    until: Options.text("until").pipe(Options.withDescription(Help.option("list-runs", "--until TIME")), Options.optional)
+    until: Options.text("until").pipe(Options.withDescription(Help.option("list-runs", "--until TIME")), Options.optional),
+    version: Options.text("version").pipe(Options.withDescription(Help.option("list-runs", "--version V")), Options.optional)
   },
   (a) =>
     Effect.flatMap(Effect.zip(ReadCommands, auditKey), ([m, key]) =>
@@ -198,6 +203,7 @@ const listRuns = Command.make(
         after: Option.getOrUndefined(a.after),
         since: Option.getOrUndefined(a.since),
         until: Option.getOrUndefined(a.until),
+        version: Option.getOrUndefined(a.version),
         auditKey: key
       }))
 ).pipe(described("list-runs"))
@@ -272,10 +278,43 @@ const mcpServe = Command.make(
 
 const mcp = Command.make("mcp").pipe(described("mcp"), Command.withSubcommands([mcpPin, mcpServe]))
 
+// Versioning (issue 19): replay-test, versions, import.
+const VersionCommands = Effect.promise(() => import("./internal/versionCommands.js"))
+
+const replayTest = Command.make(
+  "replay-test",
+  {
+    ...common,
+    workflows: Options.text("workflows").pipe(Options.withDescription(Help.option("replay-test", "--workflows MODULE"))),
+    workflow: Options.text("workflow").pipe(Options.withDescription(Help.option("replay-test", "--workflow NAME")), Options.optional),
+    since: Options.text("since").pipe(Options.withDescription(Help.option("replay-test", "--since TIME")), Options.optional),
+    limit: Options.integer("limit").pipe(Options.withDescription(Help.option("replay-test", "--limit N")), Options.withDefault(100))
+  },
+  (a) =>
+    Effect.flatMap(Effect.zip(VersionCommands, auditKey), ([m, key]) =>
+      m.replayTest({ ...a, workflow: Option.getOrUndefined(a.workflow), since: Option.getOrUndefined(a.since), auditKey: key }))
+).pipe(described("replay-test"))
+
+const versions = Command.make(
+  "versions",
+  {
+    ...common,
+    workflow: Options.text("workflow").pipe(Options.withDescription(Help.option("versions", "--workflow W")), Options.optional),
+    allTenants: Options.boolean("all-tenants").pipe(Options.withDescription(Help.option("versions", "--all-tenants")))
+  },
+  (a) => Effect.flatMap(Effect.zip(VersionCommands, auditKey), ([m, key]) => m.versions({ ...a, workflow: Option.getOrUndefined(a.workflow), auditKey: key }))
+).pipe(described("versions"))
+
+const importRuns = Command.make(
+  "import",
+  { ...common, files: Args.text({ name: "FILE" }).pipe(Args.withDescription(Help.option("import", "FILE")), Args.atLeast(1)) },
+  (a) => Effect.flatMap(Effect.zip(VersionCommands, auditKey), ([m, key]) => m.importRuns({ ...a, auditKey: key }))
+).pipe(described("import"))
+
 /** The command tree. */
 export const command = Command.make("artana").pipe(
   Command.withDescription("Artana: run tool plans under a deny-by-default policy, replay, report, inspect and verify runs."),
-  Command.withSubcommands([run, replay, reconcile, signal, approvals, approve, reject, report, listRuns, showRun, exportRun, verify, mcp])
+  Command.withSubcommands([run, replay, reconcile, signal, approvals, approve, reject, report, listRuns, showRun, exportRun, verify, mcp, replayTest, versions, importRuns])
 )
 
 const unstyled = (args: ReadonlyArray<unknown>) => args.map((a) => (typeof a === "string" ? T.strip(a) : a))
