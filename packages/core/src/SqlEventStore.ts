@@ -401,15 +401,7 @@ END $artana$`)
     // start at 0, as if no execution had claimed them yet.
     "4_owner_epoch": Effect.gen(function*() {
       const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-      yield* sql.onDialectOrElse({
-        pg: () => sql.unsafe(`ALTER TABLE "${t.runs}" ADD COLUMN IF NOT EXISTS owner_epoch BIGINT NOT NULL DEFAULT 0`),
-        // SQLite has no ADD COLUMN IF NOT EXISTS, and runs every migration on each open: ask first.
-        orElse: () =>
-          Effect.flatMap(
-            sql`SELECT 1 AS found FROM pragma_table_info(${t.runs}) WHERE name = 'owner_epoch'`,
-            (rows) => rows.length > 0 ? Effect.void : sql.unsafe(`ALTER TABLE ${t.runs} ADD COLUMN owner_epoch INTEGER NOT NULL DEFAULT 0`)
-          )
-      })
+      yield* SqlMigrations.addColumn(sql, t.runs, "owner_epoch", { pg: "BIGINT NOT NULL DEFAULT 0", sqlite: "INTEGER NOT NULL DEFAULT 0" })
     }),
     // `listRuns` at a year's scale: one index per filter a person lists by (the tenant alone, its runs of a status, of
     // a workflow), each in the order runs are listed (newest first, ties in the store's order: SQLite's rowid, which
@@ -436,14 +428,7 @@ END $artana$`)
     // version. Runs started before it are version "1" (`Workflow.DEFAULT_VERSION`), as their RunStarted says nothing.
     "7_run_version": Effect.gen(function*() {
       const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-      yield* sql.onDialectOrElse({
-        pg: () => sql.unsafe(`ALTER TABLE "${t.runs}" ADD COLUMN IF NOT EXISTS version TEXT NOT NULL DEFAULT '1'`),
-        orElse: () =>
-          Effect.flatMap(
-            sql`SELECT 1 AS found FROM pragma_table_info(${t.runs}) WHERE name = 'version'`,
-            (rows) => rows.length > 0 ? Effect.void : sql.unsafe(`ALTER TABLE ${t.runs} ADD COLUMN version TEXT NOT NULL DEFAULT '1'`)
-          )
-      })
+      yield* SqlMigrations.addColumn(sql, t.runs, "version", { pg: "TEXT NOT NULL DEFAULT '1'", sqlite: "TEXT NOT NULL DEFAULT '1'" })
     })
   }
 }

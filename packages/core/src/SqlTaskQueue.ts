@@ -253,14 +253,7 @@ export const migrations = (options: Options = {}): Record<string, SqlMigrations.
     // Tasks from before it are unpinned: their next claim pins them.
     "2_task_version": Effect.gen(function*() {
       const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-      yield* sql.onDialectOrElse({
-        pg: () => sql.unsafe(`ALTER TABLE "${t.tasks}" ADD COLUMN IF NOT EXISTS version TEXT`),
-        orElse: () =>
-          Effect.flatMap(
-            sql`SELECT 1 AS found FROM pragma_table_info(${t.tasks}) WHERE name = 'version'`,
-            (rows) => rows.length > 0 ? Effect.void : sql.unsafe(`ALTER TABLE ${t.tasks} ADD COLUMN version TEXT`)
-          )
-      })
+      yield* SqlMigrations.addColumn(sql, t.tasks, "version", { pg: "TEXT", sqlite: "TEXT" })
     })
   }
 }
