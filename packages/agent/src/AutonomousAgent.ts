@@ -37,6 +37,12 @@ export type AgentTool = Tool.Tool | Skill | SubAgentTool
 export interface Options {
   /** The agent's name: its workflow is `agent:<name>`, its memory id by default. */
   readonly name: string
+  /**
+   * The version of the agent's code, as its workflow's (`Workflow.make({ version })`, default "1"): its runs record
+   * it, and workers continue only runs of versions they have (`Worker.run({ versions })`). Raise it when a change of
+   * the tools, the prompt or the loop would not replay the runs in flight.
+   */
+  readonly version?: string | undefined
   /** Who the agent is and how it works: the identity part of the system prompt. */
   readonly instructions: string
   readonly tools?: ReadonlyArray<AgentTool> | undefined

@@ -20,6 +20,10 @@
  * artana mcp serve --policy POLICY [--http HOST:PORT]  serve the policy's tools over MCP, every call a logged run
  * artana ui [--port N] [--host H] [--allow-actions] a local web inspector of the store's runs
  * artana fork RUN (--at SEQ | --step KEY) [--set STEP=JSON] [--id FORK]  a new run from a prefix of RUN's log
+ * artana replay-test --workflows MODULE [--workflow NAME] [--since T] [--limit N]
+ *                                                  replay stored runs against the current code, report divergences
+ * artana versions [--workflow W] [--all-tenants]   runs per workflow version, and how many are in flight
+ * artana import FILE...                            load exported runs into a store, each chain verified first
  * ```
  *
  * Every command takes `--db FILE|postgres://URL` (default `ARTANA_DB`, else `./artana.db`), `--tenant ID` (default
@@ -190,7 +194,8 @@ const listRuns = Command.make(
     limit: Options.integer("limit").pipe(Options.withDescription(Help.option("list-runs", "--limit")), Options.withDefault(50)),
     after: Options.text("after").pipe(Options.withDescription(Help.option("list-runs", "--after CURSOR")), Options.optional),
     since: Options.text("since").pipe(Options.withDescription(Help.option("list-runs", "--since TIME")), Options.optional),
-    until: Options.text("until").pipe(Options.withDescription(Help.option("list-runs", "--until TIME")), Options.optional)
+    until: Options.text("until").pipe(Options.withDescription(Help.option("list-runs", "--until TIME")), Options.optional),
+    version: Options.text("version").pipe(Options.withDescription(Help.option("list-runs", "--version V")), Options.optional)
   },
   (a) =>
     Effect.flatMap(Effect.zip(ReadCommands, auditKey), ([m, key]) =>
@@ -201,6 +206,7 @@ const listRuns = Command.make(
         after: Option.getOrUndefined(a.after),
         since: Option.getOrUndefined(a.since),
         until: Option.getOrUndefined(a.until),
+        version: Option.getOrUndefined(a.version),
         auditKey: key
       }))
 ).pipe(described("list-runs"))
@@ -303,11 +309,43 @@ const ui = Command.make(
   },
   (a) => Effect.flatMap(Effect.zip(UiCommand, auditKey), ([m, key]) => m.ui({ ...a, approver: Option.getOrUndefined(a.approver), auditKey: key }))
 ).pipe(described("ui"))
+// Versioning (issue 19): replay-test, versions, import.
+const VersionCommands = Effect.promise(() => import("./internal/versionCommands.js"))
+
+const replayTest = Command.make(
+  "replay-test",
+  {
+    ...common,
+    workflows: Options.text("workflows").pipe(Options.withDescription(Help.option("replay-test", "--workflows MODULE"))),
+    workflow: Options.text("workflow").pipe(Options.withDescription(Help.option("replay-test", "--workflow NAME")), Options.optional),
+    since: Options.text("since").pipe(Options.withDescription(Help.option("replay-test", "--since TIME")), Options.optional),
+    limit: Options.integer("limit").pipe(Options.withDescription(Help.option("replay-test", "--limit N")), Options.withDefault(100))
+  },
+  (a) =>
+    Effect.flatMap(Effect.zip(VersionCommands, auditKey), ([m, key]) =>
+      m.replayTest({ ...a, workflow: Option.getOrUndefined(a.workflow), since: Option.getOrUndefined(a.since), auditKey: key }))
+).pipe(described("replay-test"))
+
+const versions = Command.make(
+  "versions",
+  {
+    ...common,
+    workflow: Options.text("workflow").pipe(Options.withDescription(Help.option("versions", "--workflow W")), Options.optional),
+    allTenants: Options.boolean("all-tenants").pipe(Options.withDescription(Help.option("versions", "--all-tenants")))
+  },
+  (a) => Effect.flatMap(Effect.zip(VersionCommands, auditKey), ([m, key]) => m.versions({ ...a, workflow: Option.getOrUndefined(a.workflow), auditKey: key }))
+).pipe(described("versions"))
+
+const importRuns = Command.make(
+  "import",
+  { ...common, files: Args.text({ name: "FILE" }).pipe(Args.withDescription(Help.option("import", "FILE")), Args.atLeast(1)) },
+  (a) => Effect.flatMap(Effect.zip(VersionCommands, auditKey), ([m, key]) => m.importRuns({ ...a, auditKey: key }))
+).pipe(described("import"))
 
 /** The command tree. */
 export const command = Command.make("artana").pipe(
   Command.withDescription("Artana: run tool plans under a deny-by-default policy, replay, report, inspect and verify runs."),
-  Command.withSubcommands([run, replay, reconcile, signal, approvals, approve, reject, report, listRuns, showRun, exportRun, verify, mcp, ui, fork])
+  Command.withSubcommands([run, replay, reconcile, signal, approvals, approve, reject, report, listRuns, showRun, exportRun, verify, mcp, ui, fork, replayTest, versions, importRuns])
 )
 
 const unstyled = (args: ReadonlyArray<unknown>) => args.map((a) => (typeof a === "string" ? T.strip(a) : a))

@@ -549,6 +549,10 @@ export interface PromiseContext<I = unknown> {
   continueAsNew(input: I): Promise<never>
   /** The number of events in the run's log here, logged (see `WorkflowContext.historyLength`). */
   readonly historyLength: () => Promise<number>
+  /** Whether the run takes the new path of a change (see `WorkflowContext.patched`). */
+  readonly patched: (changeId: string) => Promise<boolean>
+  /** The cleanup phase of a `patched` change (see `WorkflowContext.deprecatePatch`). */
+  readonly deprecatePatch: (changeId: string) => Promise<void>
 }
 
 /**
@@ -557,12 +561,15 @@ export interface PromiseContext<I = unknown> {
  */
 export const workflow = <I, II, O, OI>(options: {
   readonly name: string
+  /** The workflow's version (see `Workflow.make`); default `Workflow.DEFAULT_VERSION`. */
+  readonly version?: string | undefined
   readonly input: Schema.Schema<I, II>
   readonly output: Schema.Schema<O, OI>
   readonly run: (input: I, context: PromiseContext<I>) => Promise<O>
 }): Workflow.Workflow<I, O, unknown> =>
   Workflow.make({
     name: options.name,
+    version: options.version,
     input: options.input,
     output: options.output,
     run: (input, ctx) =>
@@ -580,7 +587,9 @@ export const workflow = <I, II, O, OI>(options: {
           pauseForHuman: (o) => run(ctx.pauseForHuman(o)),
           waitForSignal: (name, schema, o) => run(ctx.waitForSignal(name, schema, o)),
           continueAsNew: (next) => run(ctx.continueAsNew(next)),
-          historyLength: () => run(ctx.historyLength())
+          historyLength: () => run(ctx.historyLength()),
+          patched: (changeId) => run(ctx.patched(changeId)),
+          deprecatePatch: (changeId) => run(ctx.deprecatePatch(changeId))
         }
         return Effect.tryPromise({ try: () => options.run(input, context), catch: (e) => e })
       })

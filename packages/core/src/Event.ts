@@ -37,7 +37,9 @@ export const RunStarted = Schema.TaggedStruct("RunStarted", {
   /** Set on a run that continues another (`ctx.continueAsNew`). */
   continuedFrom: Schema.optional(ContinuedFrom),
   /** Set on a fork (`Kernel.fork`): the run and seq its log was copied from, and the steps whose results it replaced. */
-  forkedFrom: Schema.optional(ForkedFrom)
+  forkedFrom: Schema.optional(ForkedFrom),
+  /** The version of the code that started the run (`Workflow.make({ version })`); absent: `Workflow.DEFAULT_VERSION`. */
+  version: Schema.optional(Schema.String)
 })
 
 /**
@@ -315,7 +317,12 @@ export const RunInfo = Schema.Struct({
   createdAt: Schema.Number,
   updatedAt: Schema.Number,
   /** The run's owner epoch (fencing token): raised by every execution that claims the run; 0 before any claim. */
-  ownerEpoch: Schema.Int
+  ownerEpoch: Schema.Int,
+  /**
+   * The version of the code that started the run (its `RunStarted`'s; `Workflow.DEFAULT_VERSION`, "1", for a run
+   * started before versions were recorded).
+   */
+  version: Schema.String
 })
 export type RunInfo = typeof RunInfo.Type
 

@@ -53,6 +53,8 @@ export interface ListRunsFilter {
    * reads the runs of the other filters until it has `limit` that cost enough (`artana ui`'s cost filter).
    */
   readonly minCostUsd?: number | undefined
+  /** Runs started by this version of their workflow's code (`RunInfo.version`). */
+  readonly version?: string | undefined
 }
 
 /** Filters for `listRunsPage`: those of `listRuns`, and where to start. */
@@ -119,6 +121,48 @@ export interface Service {
    * the source run's log from inside the transaction.
    */
   readonly appendPaged: <E>(next: Effect.Effect<Option.Option<AppendRequest>, E>) => Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError | E>
+  /**
+   * How many runs each version of each workflow started, and how many of them are in flight (running, paused, needing
+   * reconciliation): an old version can be retired (its workers stopped) once none of its runs is in flight. Of one
+   * tenant, or of every tenant when `tenantId` is absent (an operator's view). One aggregate query over the runs.
+   */
+  readonly versionCounts: (filter?: VersionCountsFilter) => Effect.Effect<ReadonlyArray<VersionCount>, StoreError>
+}
+
+/** Filters for `versionCounts`. */
+export interface VersionCountsFilter {
+  /** One tenant's runs; every tenant's when absent. */
+  readonly tenantId?: string | undefined
+  readonly workflow?: string | undefined
+}
+
+/** The runs of one version of one workflow (`versionCounts`), ordered by workflow, then version. */
+export interface VersionCount {
+  readonly workflow: string
+  readonly version: string
+  /** Runs started by this version. */
+  readonly runs: number
+  /** Of them, those in flight: running, paused or needing reconciliation. */
+  readonly inFlight: number
+  /** When the newest of them was created (ms since the epoch). */
+  readonly lastCreatedAt: number
+}
+
+/** The statuses of a run in flight: it may still run code (see `VersionCount.inFlight`). */
+export const IN_FLIGHT: ReadonlyArray<RunStatus> = ["running", "paused", "needs_reconciliation"]
+
+/** Counts runs per workflow and version (the in-memory store's `versionCounts`, and a reference for the others). */
+export const countVersions = (runs: Iterable<RunInfo>): ReadonlyArray<VersionCount> => {
+  const counts = new Map<string, { workflow: string; version: string; runs: number; inFlight: number; lastCreatedAt: number }>()
+  for (const run of runs) {
+    const key = `${run.workflow}\u0000${run.version}`
+    const count = counts.get(key) ?? { workflow: run.workflow, version: run.version, runs: 0, inFlight: 0, lastCreatedAt: 0 }
+    count.runs++
+    if (IN_FLIGHT.includes(run.status)) count.inFlight++
+    count.lastCreatedAt = Math.max(count.lastCreatedAt, run.createdAt)
+    counts.set(key, count)
+  }
+  return [...counts.values()].sort((a, b) => (a.workflow < b.workflow ? -1 : a.workflow > b.workflow ? 1 : a.version < b.version ? -1 : a.version > b.version ? 1 : 0))
 }
 
 /** The event log of every run. */
@@ -271,6 +315,9 @@ export const fenced = (request: AppendRequest, currentEpoch: number): OwnershipL
   })
 }
 
+/** The version of a run whose `RunStarted` records none (as `Workflow.DEFAULT_VERSION`). */
+export const DEFAULT_RUN_VERSION = "1"
+
 /** The run row a new run's first batch creates (shared by every store implementation). */
 export const newRunInfo = (request: AppendRequest): RunInfo | undefined => {
   const first = request.events[0]
@@ -290,7 +337,8 @@ export const newRunInfo = (request: AppendRequest): RunInfo | undefined => {
     costUsd: summary.costUsd,
     createdAt: first.timestamp,
     updatedAt: last.timestamp,
-    ownerEpoch: request.ownerEpoch ?? 0
+    ownerEpoch: request.ownerEpoch ?? 0,
+    version: started.version ?? DEFAULT_RUN_VERSION
   }
 }
 
@@ -326,6 +374,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         r.tenantId === tenantId &&
         (filter.status === undefined || r.status === filter.status) &&
         (filter.workflow === undefined || r.workflow === filter.workflow) &&
+        (filter.version === undefined || r.version === filter.version) &&
         (filter.parentRunId === undefined || r.parentRunId === filter.parentRunId) &&
         (filter.rootRunId === undefined || r.rootRunId === filter.rootRunId) &&
         (filter.createdSince === undefined || r.createdAt >= filter.createdSince) &&
@@ -455,6 +504,14 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
       Effect.map(
         filter.after === undefined ? Either.right(undefined) : RunCursor.decode(filter.after, "number"),
         (after) => pageOf(listed(tenantId, { ...filter, limit: filter.limit === undefined ? undefined : filter.limit + 1 }, after), filter.limit, (r) => ({ createdAt: r.info.createdAt, key: r.order }), (r) => r.info)
+      ),
+    versionCounts: (filter = {}) =>
+      Effect.sync(() =>
+        countVersions(
+          [...runs.values()].map((r) => r.info).filter((r) =>
+            (filter.tenantId === undefined || r.tenantId === filter.tenantId) && (filter.workflow === undefined || r.workflow === filter.workflow)
+          )
+        )
       )
   }
 })

@@ -600,7 +600,8 @@ const runRecords = (test: Test): void => {
           costUsd: 0.25,
           createdAt: T0 + 1,
           updatedAt: T0 + 2,
-          ownerEpoch: 0
+          ownerEpoch: 0,
+          version: "1"
         }
         const created = yield* store.getRun(tenantA.tenantId, log.runId)
         expect(created).toEqual(expected)
@@ -932,6 +933,41 @@ const kernelOverStore = (name: string, makeLayer: () => Layer.Layer<EventStore.E
   })
 }
 
+/** Workflow versions (issue 19): the row keeps its RunStarted's version; listing and counting by version. */
+const versions = (test: Test) =>
+  describe("versions", () => {
+    test("a run's row keeps the version its RunStarted records (\"1\" without one); listRuns filters by it; versionCounts counts runs in flight", (store) =>
+      Effect.gen(function*() {
+        const v = (version: string | undefined, tenant = tenantA, workflow = "review"): EventPayload => {
+          const payload = started(tenant, workflow)
+          return payload._tag === "RunStarted" && version !== undefined ? { ...payload, version } : payload
+        }
+        yield* makeLog(store, "old", tenantA, T0).append(v(undefined))
+        yield* makeLog(store, "v2-running", tenantA, T0 + 10).append(v("2"))
+        const done = makeLog(store, "v2-done", tenantA, T0 + 20)
+        yield* done.append(v("2"))
+        yield* done.append({ _tag: "RunCompleted", output: null })
+        yield* makeLog(store, "v2-paused", tenantA, T0 + 30).append(v("2"), { _tag: "PauseRequested", reason: "ok?", ticket: "t" })
+        yield* makeLog(store, "other-workflow", tenantA, T0 + 40).append(v("2", tenantA, "triage"))
+        yield* makeLog(store, "b-v3", tenantB, T0 + 50).append(v("3", tenantB))
+        expect((yield* store.getRun(tenantA.tenantId, "old")).version).toBe("1")
+        expect((yield* store.getRun(tenantA.tenantId, "v2-done")).version).toBe("2")
+        const listed = yield* store.listRuns(tenantA.tenantId, { version: "2", workflow: "review" })
+        expect(listed.map((r) => r.runId)).toEqual(["v2-paused", "v2-done", "v2-running"])
+        const page = yield* store.listRunsPage(tenantA.tenantId, { version: "1", limit: 10 })
+        expect(page.runs.map((r) => r.runId)).toEqual(["old"])
+        expect(yield* store.versionCounts({ tenantId: tenantA.tenantId })).toEqual([
+          { workflow: "review", version: "1", runs: 1, inFlight: 1, lastCreatedAt: T0 + 1 },
+          { workflow: "review", version: "2", runs: 3, inFlight: 2, lastCreatedAt: T0 + 31 },
+          { workflow: "triage", version: "2", runs: 1, inFlight: 1, lastCreatedAt: T0 + 41 }
+        ])
+        // Every tenant's, for an operator; and one workflow's.
+        const all = yield* store.versionCounts()
+        expect(all.map((c) => `${c.workflow}@${c.version}:${c.inFlight}/${c.runs}`)).toEqual(["review@1:1/1", "review@2:2/3", "review@3:1/1", "triage@2:1/1"])
+        expect((yield* store.versionCounts({ workflow: "triage" })).map((c) => c.version)).toEqual(["2"])
+      }))
+  })
+
 /**
  * Registers the contract tests for the store that `makeLayer` builds. `makeLayer` is called once per test.
  */
@@ -945,6 +981,7 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore.Even
     runRecords(test)
     listing(test)
     handover(test)
+    versions(test)
   })
   kernelOverStore(name, makeLayer)
 }

@@ -24,12 +24,15 @@ import {
   EventStore,
   fenced,
   fenceOf,
+  IN_FLIGHT,
   invalidBatch,
   type ListRunsFilter,
   type ListRunsPageFilter,
   pageOf,
   type RunsPage,
-  type Service
+  type Service,
+  type VersionCount,
+  type VersionCountsFilter
 } from "./EventStore.js"
 import { GENESIS_HASH, StoredEvent } from "./internal/hash.js"
 import * as RunCursor from "./internal/runCursor.js"
@@ -261,7 +264,8 @@ const runFromRow = (row: Fields): RunInfo => {
     costUsd: num(row, "cost_usd"),
     createdAt: num(row, "created_at"),
     updatedAt: num(row, "updated_at"),
-    ownerEpoch: num(row, "owner_epoch")
+    ownerEpoch: num(row, "owner_epoch"),
+    version: text(row, "version")
   }
 }
 
@@ -397,15 +401,7 @@ END $artana$`)
     // start at 0, as if no execution had claimed them yet.
     "4_owner_epoch": Effect.gen(function*() {
       const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-      yield* sql.onDialectOrElse({
-        pg: () => sql.unsafe(`ALTER TABLE "${t.runs}" ADD COLUMN IF NOT EXISTS owner_epoch BIGINT NOT NULL DEFAULT 0`),
-        // SQLite has no ADD COLUMN IF NOT EXISTS, and runs every migration on each open: ask first.
-        orElse: () =>
-          Effect.flatMap(
-            sql`SELECT 1 AS found FROM pragma_table_info(${t.runs}) WHERE name = 'owner_epoch'`,
-            (rows) => rows.length > 0 ? Effect.void : sql.unsafe(`ALTER TABLE ${t.runs} ADD COLUMN owner_epoch INTEGER NOT NULL DEFAULT 0`)
-          )
-      })
+      yield* SqlMigrations.addColumn(sql, t.runs, "owner_epoch", { pg: "BIGINT NOT NULL DEFAULT 0", sqlite: "INTEGER NOT NULL DEFAULT 0" })
     }),
     // `listRuns` at a year's scale: one index per filter a person lists by (the tenant alone, its runs of a status, of
     // a workflow), each in the order runs are listed (newest first, ties in the store's order: SQLite's rowid, which
@@ -427,6 +423,12 @@ END $artana$`)
     "6_compact_chain": Effect.gen(function*() {
       const sql = (yield* SqlClient.SqlClient).withoutTransforms()
       yield* sql.onDialectOrElse({ pg: () => compactChainPg(sql, t), orElse: () => compactChainSqlite(sql, t) })
+    }),
+    // The version of the code that started each run (issue 19): `list-runs --version`, the count of runs in flight per
+    // version. Runs started before it are version "1" (`Workflow.DEFAULT_VERSION`), as their RunStarted says nothing.
+    "7_run_version": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      yield* SqlMigrations.addColumn(sql, t.runs, "version", { pg: "TEXT NOT NULL DEFAULT '1'", sqlite: "TEXT NOT NULL DEFAULT '1'" })
     })
   }
 }
@@ -621,7 +623,7 @@ export const migrate = (options: Options = {}): Effect.Effect<void, StoreError |
   const t = tables(options)
   // The columns the queries use: a table changed outside Artana is refused on open, not on the first query.
   const columns = {
-    [t.runs]: ["run_id", "tenant_id", "workflow", "parent_run_id", "root_run_id", "status", "head_seq", "head_hash", "cost_usd", "created_at", "updated_at", "owner_epoch"],
+    [t.runs]: ["run_id", "tenant_id", "workflow", "parent_run_id", "root_run_id", "status", "head_seq", "head_hash", "cost_usd", "created_at", "updated_at", "owner_epoch", "version"],
     [t.events]: ["run_id", "seq", "event_id", "tenant_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"]
   }
   return SqlMigrations.run({ name: "event_store", tablePrefix: options.tablePrefix, migrations: migrations(options), columns })
@@ -799,7 +801,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
     const runColumns = sql.literal(sql.onDialectOrElse({
       pg: () => {
         const head = "h.seq IS NOT NULL AND h.seq >= r.head_seq"
-        return `r.run_id, r.tenant_id, r.workflow, r.parent_run_id, r.root_run_id, r.status, r.cost_usd, r.created_at, r.owner_epoch, CASE WHEN ${head} THEN h.seq ELSE r.head_seq END AS head_seq, CASE WHEN ${head} THEN h.hash ELSE r.head_hash END AS head_hash, CASE WHEN ${head} THEN h.timestamp ELSE r.updated_at END AS updated_at`
+        return `r.run_id, r.tenant_id, r.workflow, r.parent_run_id, r.root_run_id, r.status, r.cost_usd, r.created_at, r.owner_epoch, r.version, CASE WHEN ${head} THEN h.seq ELSE r.head_seq END AS head_seq, CASE WHEN ${head} THEN h.hash ELSE r.head_hash END AS head_hash, CASE WHEN ${head} THEN h.timestamp ELSE r.updated_at END AS updated_at`
       },
       orElse: () => "r.*"
     }))
@@ -812,6 +814,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
       const where = [sql`r.tenant_id = ${tenantId}`]
       if (filter.status !== undefined) where.push(sql`r.status = ${filter.status}`)
       if (filter.workflow !== undefined) where.push(sql`r.workflow = ${filter.workflow}`)
+      if (filter.version !== undefined) where.push(sql`r.version = ${filter.version}`)
       if (filter.parentRunId !== undefined) where.push(sql`r.parent_run_id = ${filter.parentRunId}`)
       if (filter.rootRunId !== undefined) where.push(sql`r.root_run_id = ${filter.rootRunId}`)
       if (filter.createdSince !== undefined) where.push(sql`r.created_at >= ${filter.createdSince}`)
@@ -859,7 +862,29 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
         Effect.withSpan("SqlEventStore.lineageCostUsd", { attributes: { rootRunId } })
       )
 
-    return { append, appendAll, readEvents, getRun, listRuns, listRunsPage, lineageCostUsd, appendPaged } satisfies Service
+    // An operator's count (`artana versions`): one scan of the runs, grouped in the database.
+    const versionCounts = (filter: VersionCountsFilter = {}): Effect.Effect<ReadonlyArray<VersionCount>, StoreError> => {
+      const where = [sql`1 = 1`]
+      if (filter.tenantId !== undefined) where.push(sql`tenant_id = ${filter.tenantId}`)
+      if (filter.workflow !== undefined) where.push(sql`workflow = ${filter.workflow}`)
+      return sql`SELECT workflow, version, COUNT(*) AS runs, SUM(CASE WHEN ${sql.in("status", IN_FLIGHT)} THEN 1 ELSE 0 END) AS in_flight,
+  MAX(created_at) AS last_created_at FROM ${runs} WHERE ${sql.and(where)} GROUP BY workflow, version ORDER BY workflow, version`.pipe(
+        Effect.flatMap((rows) =>
+          decodeRows("versionCounts", rows, (row) => `workflow ${String(row.workflow)}`, (row) => ({
+            workflow: text(row, "workflow"),
+            version: text(row, "version"),
+            // PostgreSQL's COUNT and SUM are bigint and numeric, which come back as text.
+            runs: Number(row.runs),
+            inFlight: Number(row.in_flight),
+            lastCreatedAt: num(row, "last_created_at")
+          }))
+        ),
+        Effect.catchTag("SqlError", (error) => Effect.fail(storeError("versionCounts", error))),
+        Effect.withSpan("SqlEventStore.versionCounts")
+      )
+    }
+
+    return { append, appendAll, readEvents, getRun, listRuns, listRunsPage, lineageCostUsd, appendPaged, versionCounts } satisfies Service
   })
 
 /**

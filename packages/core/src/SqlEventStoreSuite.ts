@@ -82,7 +82,9 @@ const oldRun = (
       createdAt: first.timestamp,
       updatedAt: last.timestamp,
       // Runs from before owner epochs read back at epoch 0 (the migration's default).
-      ownerEpoch: 0
+      ownerEpoch: 0,
+      // And runs from before versions at version "1" (migration 7's default).
+      version: "1"
     }
   }
 }

@@ -227,3 +227,23 @@ export const run = (options: Options): Effect.Effect<void, StoreError | SchemaMi
     transactionDefects,
     Effect.catchTag("SqlError", (error) => Effect.fail(storeError(`migrate ${options.name}`, error)))
   )
+
+/**
+ * Adds a column to a table unless it is there: PostgreSQL's `ADD COLUMN IF NOT EXISTS`; SQLite, which has no such
+ * clause and runs every migration at each open, asks `pragma_table_info` first. `definition` follows the column's
+ * name (`TEXT NOT NULL DEFAULT '1'`), per dialect.
+ */
+export const addColumn = (
+  sql: SqlClient.SqlClient,
+  table: string,
+  column: string,
+  definition: { readonly pg: string; readonly sqlite: string }
+): Effect.Effect<void, SqlError> =>
+  sql.onDialectOrElse({
+    pg: () => Effect.asVoid(sql.unsafe(`ALTER TABLE "${table}" ADD COLUMN IF NOT EXISTS ${column} ${definition.pg}`)),
+    orElse: () =>
+      Effect.flatMap(
+        sql`SELECT 1 AS found FROM pragma_table_info(${table}) WHERE name = ${column}`,
+        (rows) => rows.length > 0 ? Effect.void : Effect.asVoid(sql.unsafe(`ALTER TABLE ${table} ADD COLUMN ${column} ${definition.sqlite}`))
+      )
+  })

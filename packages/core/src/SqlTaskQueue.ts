@@ -26,6 +26,7 @@ import * as Json from "./Json.js"
 import * as SqlMigrations from "./SqlMigrations.js"
 import { storeError as sqlStoreError, transactionDefects } from "./SqlErrors.js"
 import {
+  type ClaimVersions,
   type EnqueueRequest,
   InvalidTask,
   InvalidTaskState,
@@ -132,6 +133,7 @@ const taskFromRow = (row: Row): Task => {
   const workerId = optText(row, "worker_id")
   const leaseExpiresAt = optNum(row, "lease_expires_at")
   const deadlineAt = optNum(row, "deadline_at")
+  const version = optText(row, "version")
   const { input, tenant, ...schedule } = payload
   return {
     taskId: text(row, "task_id"),
@@ -153,6 +155,7 @@ const taskFromRow = (row: Row): Task => {
     ...(deadlineAt === undefined ? {} : { deadlineAt }),
     ...(response === undefined ? {} : { response: decoded("response", decodeResponse(response)) }),
     ...(outcome === undefined ? {} : { outcome: decoded("outcome", decodeOutcome(outcome)) }),
+    ...(version === undefined ? {} : { version }),
     createdAt: num(row, "created_at"),
     updatedAt: num(row, "updated_at")
   }
@@ -203,6 +206,7 @@ const rowOf = (task: Task) => ({
   deadline_at: task.deadlineAt ?? null,
   response: task.response === undefined ? null : JSON.stringify(task.response),
   outcome: task.outcome === undefined ? null : encodeOutcome(task.outcome),
+  version: task.version ?? null,
   created_at: task.createdAt,
   updated_at: task.updatedAt
 })
@@ -244,6 +248,12 @@ export const migrations = (options: Options = {}): Record<string, SqlMigrations.
       yield* sql`CREATE UNIQUE INDEX IF NOT EXISTS ${sql(`${t.prefix}tasks_series_idx`)} ON ${sql(t.tasks)} (series_id, occurrence)`
       yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${t.prefix}tasks_due_idx`)} ON ${sql(t.tasks)} (status, run_at)`
       yield* sql`CREATE INDEX IF NOT EXISTS ${sql(`${t.prefix}tasks_tenant_created_idx`)} ON ${sql(t.tasks)} (tenant_id, created_at)`
+    }),
+    // The version of its workflow a task runs with, pinned by its first claim (issue 19, `ClaimRequest.versions`).
+    // Tasks from before it are unpinned: their next claim pins them.
+    "2_task_version": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      yield* SqlMigrations.addColumn(sql, t.tasks, "version", { pg: "TEXT", sqlite: "TEXT" })
     })
   }
 }
@@ -254,7 +264,7 @@ export const migrate = (options: Options = {}): Effect.Effect<void, StoreError |
   // The columns the queries use: a table changed outside Artana is refused on open, not on the first query.
   const columns = {
     [t.tasks]: ["task_id", "tenant_id", "workflow", "payload", "status", "run_id", "run_at", "expires_at", "idempotency_key", "series_id",
-      "occurrence", "attempts", "timeout_ms", "worker_id", "lease_expires_at", "deadline_at", "response", "outcome", "created_at", "updated_at"]
+      "occurrence", "attempts", "timeout_ms", "worker_id", "lease_expires_at", "deadline_at", "response", "outcome", "created_at", "updated_at", "version"]
   }
   return SqlMigrations.run({ name: "task_queue", tablePrefix: options.tablePrefix, migrations: migrations(options), columns })
 }
@@ -384,6 +394,17 @@ WHERE status = 'running' AND deadline_at IS NOT NULL AND deadline_at <= ${now} A
     // SKIP LOCKED lets concurrent claimers pass over each other's rows instead of queueing behind them.
     const skipLocked = sql.onDialectOrElse({ pg: () => sql`FOR UPDATE SKIP LOCKED`, orElse: () => sql`` })
 
+    // Versions (`ClaimRequest.versions`): a pinned task of a listed workflow only when its version is accepted, and an
+    // unpinned one pinned to the claimer's start version in the same statement (as `Tasks.accepts` and `Tasks.pinned`).
+    const acceptedVersions = (versions: ReadonlyArray<ClaimVersions>) =>
+      versions.length === 0 ? sql`` : sql` AND (version IS NULL OR NOT ${sql.in("workflow", versions.map((v) => v.workflow))}${
+        versions.reduce((acc, v) => sql`${acc} OR (workflow = ${v.workflow} AND ${sql.in("version", v.accepts)})`, sql``)
+      })`
+    const pinVersion = (versions: ReadonlyArray<ClaimVersions>) =>
+      versions.length === 0 ? sql`` : sql`, version = COALESCE(version, CASE${
+        versions.reduce((acc, v) => sql`${acc} WHEN workflow = ${v.workflow} THEN ${v.start}`, sql``)
+      } END)`
+
     const claim: Service["claim"] = (request) =>
       Effect.gen(function*() {
         const now = request.now ?? (yield* Clock.currentTimeMillis)
@@ -392,13 +413,14 @@ WHERE status = 'running' AND deadline_at IS NOT NULL AND deadline_at <= ${now} A
         yield* expire(now)
         if (request.workflows !== undefined && request.workflows.length === 0) return []
         const only = request.workflows === undefined ? sql`` : sql`AND ${sql.in("workflow", request.workflows)}`
+        const versions = request.versions ?? []
         const rows = yield* sql`UPDATE ${tasks} SET status = 'running', worker_id = ${request.workerId},
   lease_expires_at = ${now + request.leaseSeconds * 1000},
   deadline_at = COALESCE(deadline_at, ${now} + timeout_ms),
-  updated_at = ${now}
+  updated_at = ${now}${pinVersion(versions)}
 WHERE task_id IN (
   SELECT task_id FROM ${tasks}
-  WHERE ((status = 'queued' AND run_at <= ${now} AND expires_at > ${now}) OR (status = 'running' AND lease_expires_at <= ${now})) ${only}
+  WHERE ((status = 'queued' AND run_at <= ${now} AND expires_at > ${now}) OR (status = 'running' AND lease_expires_at <= ${now})) ${only}${acceptedVersions(versions)}
   ORDER BY run_at, created_at LIMIT ${limit} ${skipLocked}
 ) RETURNING *`
         const claimed = yield* decodeRows("claim", rows)

@@ -87,6 +87,11 @@ export interface Task {
   readonly response?: Json.Json | undefined
   /** How the task ended (or paused). */
   readonly outcome?: Outcome | undefined
+  /**
+   * The version of its workflow the task runs with: set by its first claim (the claimer's `ClaimVersions.start`), so
+   * only a claimer that accepts it continues the task's run (see `ClaimRequest.versions`). Absent until claimed.
+   */
+  readonly version?: string | undefined
   readonly createdAt: number
   readonly updatedAt: number
 }
@@ -127,6 +132,22 @@ export interface ClaimRequest {
    * workflows share one queue this way: a task waits for a worker that knows its workflow.
    */
   readonly workflows?: ReadonlyArray<string> | undefined
+  /**
+   * Per workflow, the versions this claimer runs (issue 19): a task pinned to a version (`Task.version`, set by its
+   * first claim) is claimed only by a claimer that accepts it, and a task not pinned yet is pinned to the claimer's
+   * `start` version by the claim itself. So a rolling deploy never hands a run started by old code to new code. A
+   * workflow left out is claimed whatever its version (as without `versions`).
+   */
+  readonly versions?: ReadonlyArray<ClaimVersions> | undefined
+}
+
+/** The versions of one workflow a claimer runs (`ClaimRequest.versions`). */
+export interface ClaimVersions {
+  readonly workflow: string
+  /** The version it starts a task's run with: a task it claims unpinned is pinned to it. */
+  readonly start: string
+  /** The versions of runs it continues, `start` among them. */
+  readonly accepts: ReadonlyArray<string>
 }
 
 /** Filters for `list` (always within one tenant). */
@@ -284,8 +305,10 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(PubSub.sliding<void
       Effect.map(Clock.currentTimeMillis, (clock) => {
         const now = request.now ?? clock
         expireAt(now)
-        const due = [...tasks.values()].filter((t) => Tasks.claimable(t, now) && Tasks.runs(request.workflows, t)).sort((a, b) => a.runAt - b.runAt || a.createdAt - b.createdAt)
-        return due.slice(0, Math.max(0, request.limit)).map((t) => put(Tasks.claimed(t, request.workerId, request.leaseSeconds, now)))
+        const due = [...tasks.values()]
+          .filter((t) => Tasks.claimable(t, now) && Tasks.runs(request.workflows, t) && Tasks.accepts(request.versions, t))
+          .sort((a, b) => a.runAt - b.runAt || a.createdAt - b.createdAt)
+        return due.slice(0, Math.max(0, request.limit)).map((t) => put(Tasks.pinned(Tasks.claimed(t, request.workerId, request.leaseSeconds, now), request.versions)))
       }),
     heartbeat: (taskId, workerId, leaseSeconds) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {

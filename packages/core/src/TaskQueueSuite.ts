@@ -424,6 +424,37 @@ const wakeups = (test: Test): void => {
       }).pipe(Effect.scoped))
 }
 
+/** Workflow versions (issue 19): a task is pinned by its first claim; only claimers that accept its version continue it. */
+const versions = (test: Test): void => {
+  test("a claim pins the task to the claimer's start version; after it, only claimers accepting that version take it over", (queue) =>
+    Effect.gen(function*() {
+      const v1 = [{ workflow: "review", start: "1", accepts: ["1"] }]
+      const v2 = [{ workflow: "review", start: "2", accepts: ["2"] }]
+      const old = yield* queue.enqueue(request())
+      const [claimed] = yield* queue.claim({ workerId: "old", limit: 1, leaseSeconds: 10, versions: v1 })
+      expect(claimed).toMatchObject({ taskId: old.taskId, version: "1" })
+      // The old worker dies; its lease expires. A new worker does not take the task over; an old one does.
+      yield* adjust(10 * SECOND)
+      const fresh = yield* queue.enqueue(request())
+      const taken = yield* queue.claim({ workerId: "new", limit: 10, leaseSeconds: 10, versions: v2 })
+      expect(taken.map((t) => [t.taskId, t.version])).toEqual([[fresh.taskId, "2"]])
+      expect(yield* queue.get(A, old.taskId)).toMatchObject({ status: "running", workerId: "old", version: "1" })
+      const [again] = yield* queue.claim({ workerId: "old-2", limit: 10, leaseSeconds: 10, versions: v1 })
+      expect(again).toMatchObject({ taskId: old.taskId, workerId: "old-2", version: "1" })
+      // Released (a paused task answered, a shutdown), it stays pinned; a claimer accepting both versions takes it.
+      yield* queue.release(old.taskId, "old-2")
+      expect(yield* queue.claim({ workerId: "new", limit: 10, leaseSeconds: 10, versions: v2 })).toEqual([])
+      const both = [{ workflow: "review", start: "2", accepts: ["1", "2"] }]
+      const [bridged] = yield* queue.claim({ workerId: "bridge", limit: 10, leaseSeconds: 10, versions: both })
+      expect(bridged).toMatchObject({ taskId: old.taskId, version: "1" })
+      // A workflow a claimer lists no versions for is claimed whatever its version, and stays unpinned.
+      const other = yield* queue.enqueue(request({ workflow: "other" }))
+      const [any] = yield* queue.claim({ workerId: "new", limit: 10, leaseSeconds: 10, versions: v2 })
+      expect(any).toMatchObject({ taskId: other.taskId })
+      expect(any!.version).toBeUndefined()
+    }))
+}
+
 /**
  * Registers the contract tests for the queue that `makeLayer` builds. `makeLayer` is called once per test.
  */
@@ -436,5 +467,6 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
     lifecycle(test)
     repeatsAndRetries(test)
     wakeups(test)
+    versions(test)
   })
 }

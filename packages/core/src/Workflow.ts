@@ -219,11 +219,36 @@ export interface WorkflowContext<I = unknown> {
    * number): decide on it to `continueAsNew` before a run grows too long.
    */
   readonly historyLength: () => Effect.Effect<number>
+  /**
+   * Whether this run takes the new path of a change to the code (as Temporal's `patched`): true for a new run and for
+   * a run that reaches this point after the change, false for a run replayed over a log that passed this point before
+   * it. The first true is logged as a marker (a `StepCompleted` named `patched`, step key `patched:<changeId>`, outside
+   * the positional step keys), so a replay answers the same; the answer holds for the rest of the execution. See the
+   * core README's "Versioning" for the three phases (patched, deprecated, removed).
+   *
+   * @example
+   * const greeting = (yield* ctx.patched("polite-greeting"))
+   *   ? yield* ctx.step("greet", Effect.succeed("good day"), Schema.String)
+   *   : yield* ctx.step("greet", Effect.succeed("hello"), Schema.String)
+   */
+  readonly patched: (changeId: string) => Effect.Effect<boolean>
+  /**
+   * The cleanup phase of a `patched(changeId)` (as Temporal's `deprecatePatch`): the code keeps only the new path, a
+   * run with the marker replays, and a new run still logs it (so code still calling `patched` replays it on the new
+   * path). Deploy it once no run that took the old path can be replayed or resumed; remove it once no run of the
+   * `patched` code is in flight (a marker nothing asks for is skipped by a replay).
+   */
+  readonly deprecatePatch: (changeId: string) => Effect.Effect<void>
 }
 
 /** A workflow definition. Its input and output cross the log, so both are given as schemas. */
 export interface Workflow<I, O, E> {
   readonly name: string
+  /**
+   * The version of the code: a run records the version that started it (`RunStarted.version`, the runs row), and a
+   * worker continues only runs of the versions it has (`Worker.run({ versions })`). See the core README's "Versioning".
+   */
+  readonly version: string
   run(input: I, context: WorkflowContext<I>): Effect.Effect<O, E>
   decodeInput(input: unknown): Either.Either<I, ParseResult.ParseError>
   encodeInput(input: I): Either.Either<unknown, ParseResult.ParseError>
@@ -266,6 +291,12 @@ export type Any = Workflow<unknown, unknown, unknown>
  */
 export const make = <I, II, O, OI, E, EI = never>(options: {
   readonly name: string
+  /**
+   * The version of the code (any text: `"2"`, a date, a build id). Default `DEFAULT_VERSION` (`"1"`), which is also
+   * the version of runs started before versions were recorded. Raise it for a change old runs cannot replay, and let
+   * workers of the old version finish them; a change guarded by `ctx.patched` keeps the version.
+   */
+  readonly version?: string | undefined
   readonly input: Schema.Schema<I, II>
   readonly output: Schema.Schema<O, OI>
   /** What the run may fail with, logged encoded (see above). */
@@ -273,6 +304,7 @@ export const make = <I, II, O, OI, E, EI = never>(options: {
   readonly run: (input: I, context: WorkflowContext<I>) => Effect.Effect<O, E>
 }): Workflow<I, O, E> => ({
   name: options.name,
+  version: options.version ?? DEFAULT_VERSION,
   run: options.run,
   decodeInput: Schema.decodeUnknownEither(options.input),
   encodeInput: Schema.encodeEither(options.input),
@@ -281,3 +313,6 @@ export const make = <I, II, O, OI, E, EI = never>(options: {
   encodeError: options.error === undefined ? Schema.encodeUnknownEither(Schema.Never) : Schema.encodeEither(options.error),
   decodeError: options.error === undefined ? Schema.decodeUnknownEither(Schema.Never) : Schema.decodeUnknownEither(options.error)
 })
+
+/** The version of a workflow that declares none, and of runs whose `RunStarted` records none (started before versions). */
+export const DEFAULT_VERSION = "1"

@@ -34,7 +34,30 @@ export interface Options {
   readonly heartbeatInterval?: Duration.DurationInput | undefined
   /** Names this worker in the queue and the logs. Default a random UUID. */
   readonly workerId?: string | undefined
+  /**
+   * The versions of runs this worker continues, besides its workflows' own (`Workflow.make({ version })`): a task's
+   * run is pinned to the version of the worker that first claimed it, and only a worker that has that version takes
+   * it over, so a rolling deploy never hands a run of old code to new code. Name an older version here only when this
+   * code replays its runs (a change guarded by `ctx.patched`). A plain list applies to every workflow of the worker;
+   * a record, per workflow name. Default: each workflow's own version only.
+   *
+   * @example
+   * Worker.run({ workflows: [approveV3], concurrency: 4, versions: ["2"] }) // runs v3, and continues v2's runs
+   */
+  readonly versions?: ReadonlyArray<string> | Readonly<Record<string, ReadonlyArray<string>>> | undefined
 }
+
+/** What the worker claims, per workflow: the version it starts runs with and the versions it continues. */
+export const claimVersions = (
+  workflows: ReadonlyArray<Workflow.Any>,
+  versions: Options["versions"]
+): ReadonlyArray<TaskQueue.ClaimVersions> =>
+  workflows.map((w) => {
+    const extra = versions === undefined ? [] : isList(versions) ? versions : versions[w.name] ?? []
+    return { workflow: w.name, start: w.version, accepts: [...new Set([w.version, ...extra])] }
+  })
+
+const isList = (versions: NonNullable<Options["versions"]>): versions is ReadonlyArray<string> => Array.isArray(versions)
 
 /** What one execution of a task came to: an outcome to finish the task with, or the task was lost to another worker. */
 type Result = { readonly _tag: "outcome"; readonly outcome: TaskQueue.Outcome } | { readonly _tag: "lost"; readonly reason: string }
@@ -134,8 +157,10 @@ export const run = (options: Options): Effect.Effect<never, never, Kernel.Kernel
     const concurrency = Math.max(1, Math.floor(options.concurrency))
     const workflows = new Map<string, Workflow.Any>()
     for (const w of options.workflows) workflows.set(w.name, w)
-    // Claims only what this worker can run: a task of another workflow waits for a worker that knows it.
+    // Claims only what this worker can run: a task of another workflow waits for a worker that knows it, a task pinned
+    // to another version for a worker that has it.
     const names = [...workflows.keys()]
+    const versions = claimVersions([...workflows.values()], options.versions)
 
     /** Drives the task's run: a new or crashed run through `execute`, a paused one with its response through `resume`. */
     const execute = (task: TaskQueue.Task, lease: Lease.Lease): Effect.Effect<Result> => {
@@ -240,7 +265,7 @@ export const run = (options: Options): Effect.Effect<never, never, Kernel.Kernel
     const poll = Effect.gen(function*() {
       const free = concurrency - running.size
       if (free <= 0) return 0
-      const tasks = yield* queue.claim({ workerId, limit: free, leaseSeconds, workflows: names }).pipe(
+      const tasks = yield* queue.claim({ workerId, limit: free, leaseSeconds, workflows: names, versions }).pipe(
         Effect.catchAll((e) => Effect.as(Effect.logError("claim failed", e.message), []))
       )
       for (const task of tasks) {

@@ -201,6 +201,7 @@ export const workflowOf = <A, I>(
 ): Workflow.Workflow<Input, AgentOutput<A>, RunError> =>
   Workflow.make({
     name: workflowName(agent.name),
+    version: agent.options.version,
     input: Input,
     // Without an output schema the output is the answer's text (A is string then, as `run` types it).
     output: outputSchemaOf(outputSchema ?? (Schema.String as unknown as Schema.Schema<A, I>)),

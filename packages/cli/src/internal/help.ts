@@ -191,7 +191,7 @@ export const commands: ReadonlyArray<CommandDoc> = [
   },
   {
     name: "list-runs",
-    usage: "[--status S] [--workflow W] [--since TIME] [--until TIME] [--limit N] [--after CURSOR]",
+    usage: "[--status S] [--workflow W] [--since TIME] [--until TIME] [--limit N] [--after CURSOR] [--version V]",
     summary: "The tenant's runs, newest first, a page at a time, and where a person is needed",
     details: [
       "Runs in needs_reconciliation are listed with the path to the step in doubt and the `artana reconcile` that settles it.",
@@ -206,7 +206,8 @@ export const commands: ReadonlyArray<CommandDoc> = [
       { flag: "--since TIME", description: "only runs created at or after TIME: an ISO date or time (2026-11-01, 2026-11-01T09:30:00Z), ms since the epoch, or an age (90m, 24h, 7d, 2w)" },
       { flag: "--until TIME", description: "only runs created before TIME (as --since)" },
       { flag: "--limit N", description: "at most N runs on the page (default 50)" },
-      { flag: "--after CURSOR", description: "the page after the one that printed CURSOR (its next page cursor)" }
+      { flag: "--after CURSOR", description: "the page after the one that printed CURSOR (its next page cursor)" },
+      { flag: "--version V", description: "only runs started by version V of their workflow's code (see `artana versions`)" }
     ],
     examples: [
       "artana list-runs",
@@ -343,6 +344,63 @@ export const commands: ReadonlyArray<CommandDoc> = [
       "artana fork demo-1 --step fetch --set 'fetch={\"status\":200,\"body\":\"changed\"}'"
     ],
     exitCodes: [0, 2, 5, 6, 7]
+  },
+  // Versioning (issue 19).
+  {
+    name: "replay-test",
+    usage: "--workflows MODULE [--workflow NAME] [--since TIME] [--limit N]",
+    summary: "Replay stored runs against the current code of your workflows: nothing runs, every divergence is reported",
+    details: [
+      "Loads MODULE (an ES module, as your application runs it) exporting `workflows`, an array of Workflow.make(...)",
+      "values (or a default export), and optionally `tools`. Each run of the tenant (newest first, up to --limit) is",
+      "replayed with the code of its workflow: every result comes from the log, no tool or model is called, nothing is",
+      "written. A run whose log the code no longer matches is reported with both sides (recorded, now) and the command",
+      "exits 6; a run of a workflow MODULE does not export is skipped. Run it in CI on runs exported from production",
+      "(`artana export`, then `artana import` into a file of the CI's) before deploying a change."
+    ],
+    arguments: [],
+    options: [
+      { flag: "--workflows MODULE", description: "the ES module exporting `workflows` (and optionally `tools`): the code to replay with" },
+      { flag: "--workflow NAME", description: "only runs of this workflow" },
+      { flag: "--since TIME", description: "only runs created at or after TIME (as list-runs' --since)" },
+      { flag: "--limit N", description: "at most N runs, newest first (default 100)" }
+    ],
+    examples: [
+      "artana replay-test --db sample.db --workflows dist/workflows.js",
+      "artana replay-test --db postgres://ci@localhost/artana --tenant acme --workflows dist/workflows.js --workflow approve --since 7d --format json"
+    ],
+    exitCodes: [0, 2, 5, 6, 7]
+  },
+  {
+    name: "versions",
+    usage: "[--workflow W] [--all-tenants]",
+    summary: "Runs per workflow version, and how many are in flight: when an old version can be retired",
+    details: [
+      "A run records the version of the code that started it (Workflow.make({ version }); \"1\" by default). A version",
+      "none of whose runs is running, paused or needs reconciliation can be retired: no worker needs its code any more."
+    ],
+    arguments: [],
+    options: [
+      { flag: "--workflow W", description: "only this workflow's versions" },
+      { flag: "--all-tenants", description: "count every tenant's runs (an operator's view), not only --tenant's" }
+    ],
+    examples: ["artana versions --all-tenants", "artana versions --tenant acme --workflow approve --format json"],
+    exitCodes: [0, 2, 5, 7]
+  },
+  {
+    name: "import",
+    usage: "FILE... ",
+    summary: "Load runs exported with `artana export` into a store, each chain verified first",
+    details: [
+      "Each FILE (JSON lines of one run) is decoded and its hash chain verified (with ARTANA_AUDIT_KEY when the run was",
+      "written with one) before anything is written: a file edited after its export is refused whole (exit 6). The run",
+      "keeps its id, tenant and events as exported, and is verified again once stored. A run already in the store is",
+      "refused. Creates the SQLite file when it does not exist."
+    ],
+    arguments: [{ flag: "FILE", description: "a file `artana export` wrote (one or more)" }],
+    options: [],
+    examples: ["artana import sample/*.jsonl --db ci.db"],
+    exitCodes: [0, 2, 6, 7]
   }
 ]
 

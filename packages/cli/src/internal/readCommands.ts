@@ -232,6 +232,8 @@ export interface ListArgs extends Common {
   /** `--since`, `--until`: as given (`parseTime`). */
   readonly since: string | undefined
   readonly until: string | undefined
+  /** `--version`: only runs started by this version of their workflow. */
+  readonly version?: string | undefined
 }
 
 const UNITS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }
@@ -256,8 +258,8 @@ export const listRuns = (args: ListArgs) =>
     const now = yield* Clock.currentTimeMillis
     const createdSince = args.since === undefined ? undefined : yield* parseTime("--since", args.since, now)
     const createdUntil = args.until === undefined ? undefined : yield* parseTime("--until", args.until, now)
-    const filtered = args.status !== undefined || args.workflow !== undefined || createdSince !== undefined || createdUntil !== undefined
-    const page = yield* store.listRunsPage(args.tenant, { status: args.status, workflow: args.workflow, createdSince, createdUntil, limit: args.limit, after: args.after })
+    const filtered = args.status !== undefined || args.workflow !== undefined || createdSince !== undefined || createdUntil !== undefined || args.version !== undefined
+    const page = yield* store.listRunsPage(args.tenant, { status: args.status, workflow: args.workflow, createdSince, createdUntil, limit: args.limit, after: args.after, version: args.version })
     const runs = page.runs
     // The same command, one page on: every filter as given, and the cursor.
     const nextCommand = page.next === undefined ? undefined : Hints.readOn(args, "list-runs", undefined, [
@@ -265,6 +267,7 @@ export const listRuns = (args: ListArgs) =>
       ["--workflow", args.workflow],
       ["--since", args.since],
       ["--until", args.until],
+      ["--version", args.version],
       ["--limit", args.limit === 50 ? undefined : args.limit],
       ["--after", page.next]
     ])
@@ -283,7 +286,7 @@ export const listRuns = (args: ListArgs) =>
     if (runs.length === 0) {
       const since = createdSince === undefined ? "" : ` created since ${T.timestamp(createdSince)}`
       const until = createdUntil === undefined ? "" : ` created before ${T.timestamp(createdUntil)}`
-      yield* Out.stdout(`no ${args.after === undefined ? "" : "more "}runs for tenant ${args.tenant}${args.status === undefined ? "" : ` with status ${args.status}`}${args.workflow === undefined ? "" : ` of workflow ${args.workflow}`}${since}${until}`)
+      yield* Out.stdout(`no ${args.after === undefined ? "" : "more "}runs for tenant ${args.tenant}${args.status === undefined ? "" : ` with status ${args.status}`}${args.workflow === undefined ? "" : ` of workflow ${args.workflow}`}${args.version === undefined ? "" : ` of version ${args.version}`}${since}${until}`)
       if (others.length > 0 && !filtered) {
         yield* Out.stdout(`tenants with runs in ${Database.describe(Database.parse(args.db))}: ${others.map((t) => `${t.tenantId} (${t.runs})`).join(", ")}`)
         yield* Out.stdout(s.dim(`  artana list-runs${Hints.options({ ...args, tenant: others[0]!.tenantId })}`))

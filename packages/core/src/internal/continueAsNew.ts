@@ -93,7 +93,8 @@ export const make = <I, O, E>(
         tenant: started.tenant,
         ...(started.parentRunId === undefined ? {} : { parentRunId: started.parentRunId }),
         rootRunId,
-        continuedFrom: { runId, chainRunId, generation }
+        continuedFrom: { runId, chainRunId, generation },
+        version: workflow.version
       }
       // The successor's first owner is this execution: its RunStarted creates it with epoch 1, as a new run's does.
       const first = Ledger.make({

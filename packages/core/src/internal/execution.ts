@@ -10,6 +10,7 @@ import * as Calls from "./calls.js"
 import * as Ledger from "./ledger.js"
 import * as ModelStep from "./modelStep.js"
 import * as Ownership from "./ownership.js"
+import * as Patches from "./patches.js"
 import * as ReplayCursor from "./replayCursor.js"
 import * as Signals from "./signals.js"
 import * as StepEnv from "./stepEnv.js"
@@ -54,7 +55,7 @@ export const make = (deps: StepEnv.Deps, options: StepEnv.ExecutionOptions) => {
     holdMillis: deps.signalHoldMillis ?? 0
   })
 
-  const context: WorkflowContext = { runId, tenant, ...calls, ...steps, waitForSignal }
+  const context: WorkflowContext = { runId, tenant, ...calls, ...steps, waitForSignal, ...Patches.make(env) }
 
   return {
     context,

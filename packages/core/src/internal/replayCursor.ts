@@ -49,6 +49,20 @@ export const RECENT_KEYS = 10_000
 
 const New: Lookup = { _tag: "New" }
 
+/** The step key of the marker `ctx.patched(id)` / `ctx.deprecatePatch(id)` log (a `StepCompleted` named `patched`). */
+export const patchKey = (patchId: string): string => `${PATCH_KEY_PREFIX}${patchId}`
+export const PATCH_KEY_PREFIX = "patched:"
+/** The name of a patch marker's `StepCompleted` (its value is the patch id). */
+export const PATCH_STEP_NAME = "patched"
+
+/**
+ * What the log says of a patch marker the code asks for: recorded (the run reached this point with the patched code),
+ * `Passed` (the log goes on past this point without it: the run passed it before the change), or new (the run is here
+ * for the first time).
+ */
+export type Probed = Resolved | { readonly _tag: "Passed" }
+export type Probe = Probed | { readonly _tag: "Pending"; readonly next: Effect.Effect<Probed, LoadError> }
+
 /**
  * The event a step's batch leads with: its first, except for a call waiting for approval, whose batch ends with its
  * `ApprovalRequested` (the run's head while it waits) after the notes of the `beforeTool` middleware.
@@ -109,6 +123,16 @@ export const isSettled = (events: ReadonlyArray<Event>): boolean => {
   }
 }
 
+/**
+ * Whether a held step is a patch marker: never "the next step" a divergence names, since code that no longer calls
+ * `patched` (the patch removed) leaves its marker unconsumed, and replays on.
+ */
+const isMarker = (step: Step): boolean => {
+  if (!step.key.startsWith(PATCH_KEY_PREFIX)) return false
+  const first = step.events[0]!.payload
+  return first._tag === "StepCompleted" && first.name === PATCH_STEP_NAME
+}
+
 /** A step of the log held by the cursor: its events read so far. */
 interface Step {
   readonly key: string
@@ -127,6 +151,8 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
   // The step key of the last event read: its batch may go on in the next page.
   let lastKey: string | undefined
   let done = log === undefined
+  // The log holds the run's end (`RunCompleted`, `RunFailed`, `RunContinued`): its code ran past every point of it.
+  let ended = false
   let pages = 0
   // The last RECENT_KEYS keys consumed or written (a ring, and a set over it).
   const recent = new Set<string>()
@@ -146,7 +172,11 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
     for (let i = 0; i < page.length; i++) {
       const event = page[i]!
       lastKey = event.stepKey
-      if (event.stepKey === RUN_STEP_KEY) continue
+      if (event.stepKey === RUN_STEP_KEY) {
+        const tag = event.payload._tag
+        if (tag === "RunCompleted" || tag === "RunFailed" || tag === "RunContinued") ended = true
+        continue
+      }
       const step = held.get(event.stepKey)
       if (step === undefined) {
         const created: Step = { key: event.stepKey, events: [event], consumed: false }
@@ -165,7 +195,8 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
     remember(step.key)
   }
   const nextUnconsumed = (): Step | undefined => {
-    while (cursor < order.length && order[cursor]!.consumed) order[cursor++] = undefined
+    // A patch marker the code has not asked for yet stays held (a later `patched` finds it by key).
+    while (cursor < order.length && (order[cursor]!.consumed || isMarker(order[cursor]!))) order[cursor++] = undefined
     if (cursor > 1024 && cursor * 2 > order.length) {
       order = order.slice(cursor)
       cursor = 0
@@ -208,12 +239,12 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
       // Its events may go on in the pages not read yet: until the log ends, a step is whole once it is settled and
       // its last batch is followed by another's.
       if (!done && (lastKey === key || !isSettled(recorded.events))) return pending(key, actual)
-      const next = nextUnconsumed()!
+      const next = nextUnconsumed()
       // A settled step may be met out of the log's order (steps run concurrently, each under its own explicit key,
       // are logged in the order they finished); one that would run anything (a tool call in doubt, an unanswered
       // pause, a model call without a result) may not: the code changed its order, and it would run before the
       // steps that preceded it in the log.
-      if (next !== recorded && !isSettled(recorded.events)) {
+      if (next !== undefined && next !== recorded && !isSettled(recorded.events)) {
         return diverged(key, `${describe(next.events)} at step ${next.key}`, `${actual()} at step ${key}`)
       }
       consume(recorded)
@@ -231,6 +262,37 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
     return New
   }
 
+  /**
+   * Looks up the marker of a patch (`ctx.patched`): recorded, `Passed` when the log goes on past this point without
+   * it (a step of the code not consumed yet, or the run's end), or new. A marker is looked for ahead in the log as an
+   * out-of-order step is (concurrent code may have logged it after a step it precedes here), within
+   * `READ_AHEAD_EVENTS`; `readAhead: false` (`deprecatePatch`, which takes the new path either way) does not.
+   */
+  const probe = (key: string, readAhead: boolean): Probe => {
+    if (held.has(key)) {
+      const found = lookup(key, () => `the marker of patch ${key}`)
+      return found._tag === "Pending" ? { _tag: "Pending", next: found.next } : found
+    }
+    const next = nextUnconsumed()
+    if (next !== undefined || ended) {
+      if (!done && !ended && readAhead && heldEvents < READ_AHEAD_EVENTS) return pendingProbe(key, readAhead)
+      return { _tag: "Passed" }
+    }
+    if (!done) return pendingProbe(key, readAhead)
+    return New
+  }
+  const pendingProbe = (key: string, readAhead: boolean): Probe => {
+    const seen = pages
+    return {
+      _tag: "Pending",
+      next: Effect.flatMap(load(seen), () =>
+        Effect.suspend(() => {
+          const found = probe(key, readAhead)
+          return found._tag === "Pending" ? found.next : Effect.succeed(found)
+        }))
+    }
+  }
+
   /** The first step the log holds that the code did not ask for (reading the rest of the log), or undefined. */
   const unconsumed = (): Effect.Effect<{ readonly key: string; readonly description: string } | undefined, LoadError> =>
     Effect.suspend(() => {
@@ -242,6 +304,7 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
 
   return {
     lookup,
+    probe,
     /** The step's key: the explicit one, else `<kind>:<n>` by the order in which the code asks for steps. */
     nextKey: (kind: string, explicit: string | undefined): string => {
       const index = counter++

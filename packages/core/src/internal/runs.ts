@@ -264,6 +264,7 @@ export const startRun = <I, O, E>(
       workflow: workflow.name,
       input: input.right,
       tenant: start.tenant,
+      version: workflow.version,
       ...(start.parentRunId === undefined ? {} : { parentRunId: start.parentRunId, rootRunId })
     } as const
     yield* exec.appendOrFail(RUN_STEP_KEY, [started])

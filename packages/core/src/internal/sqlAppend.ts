@@ -115,5 +115,6 @@ export const runRow = (info: RunInfo, head: "genesis" | "batch") => ({
   cost_usd: info.costUsd,
   created_at: info.createdAt,
   updated_at: head === "genesis" ? info.createdAt : info.updatedAt,
-  owner_epoch: info.ownerEpoch
+  owner_epoch: info.ownerEpoch,
+  version: info.version
 })

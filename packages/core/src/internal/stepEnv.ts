@@ -143,7 +143,7 @@ export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor
     })
 
   /** A pending lookup, resolved by reading more of the log; a failure to read it halts the execution. */
-  const loaded = (lookup: { readonly next: Effect.Effect<Resolved, Fault> }): Effect.Effect<Resolved> => Effect.catchAll(lookup.next, fault)
+  const loaded = <R = Resolved>(lookup: { readonly next: Effect.Effect<R, Fault> }): Effect.Effect<R> => Effect.catchAll(lookup.next, fault)
 
   /**
    * Looks the step up in the log and answers it: a divergence halts the execution, a recorded step goes to `recorded`

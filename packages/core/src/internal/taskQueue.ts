@@ -3,7 +3,7 @@
  * same transitions in its statements.
  */
 import type * as Json from "../Json.js"
-import type { EnqueueRequest, ListFilter, Outcome, Task, TaskStatus } from "../TaskQueue.js"
+import type { ClaimVersions, EnqueueRequest, ListFilter, Outcome, Task, TaskStatus } from "../TaskQueue.js"
 
 export const DAY_SECONDS = 24 * 60 * 60
 export const DEFAULT_BACKOFF_SECONDS = 1
@@ -101,6 +101,20 @@ export const timedOut = (seconds?: number): Outcome => ({
 export const runs = (workflows: ReadonlyArray<string> | undefined, task: Task): boolean =>
   workflows === undefined || workflows.includes(task.workflow)
 
+/** True when a claimer with `versions` (see `ClaimRequest.versions`) may claim the task: it accepts its pinned version. */
+export const accepts = (versions: ReadonlyArray<ClaimVersions> | undefined, task: Task): boolean => {
+  if (task.version === undefined) return true
+  const own = versions?.find((v) => v.workflow === task.workflow)
+  return own === undefined || own.accepts.includes(task.version)
+}
+
+/** The claimed task pinned to the claimer's start version, when it was not pinned yet. */
+export const pinned = (task: Task, versions: ReadonlyArray<ClaimVersions> | undefined): Task => {
+  if (task.version !== undefined) return task
+  const own = versions?.find((v) => v.workflow === task.workflow)
+  return own === undefined ? task : { ...task, version: own.start }
+}
+
 export const statusOf = (outcome: Outcome): TaskStatus => {
   switch (outcome._tag) {
     case "completed":
@@ -157,7 +171,8 @@ export const nextRunAt = (task: Pick<Task, "runAt">, intervalSeconds: number, no
 export const nextOccurrence = (task: Task, taskId: string, now: number): Task | undefined => {
   if (task.repeatIntervalSeconds === undefined) return undefined
   if (task.status !== "completed" && task.status !== "failed") return undefined
-  const { outcome: _o, idempotencyKey: _k, ...rest } = task
+  // A new task with a new run: any version may start it.
+  const { outcome: _o, idempotencyKey: _k, version: _v, ...rest } = task
   const runAt = nextRunAt(task, task.repeatIntervalSeconds, now)
   return {
     ...rest,
