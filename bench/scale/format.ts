@@ -39,7 +39,7 @@ const task: Chat.ChatMessage = { role: "user", content: "Find the invoices of ac
 const Remembered = Schema.Struct({ turn: Schema.Number, invoices: Schema.Array(Schema.String), overdue: Schema.Boolean })
 
 /** An agent's loop: a model step, the tool call it asked for, and a memoized step of its own, each turn. */
-const agent = Workflow.make({
+export const agent = Workflow.make({
   name: "bench.agent",
   input: Schema.Struct({ turns: Schema.Number }),
   output: Schema.Number,
@@ -67,7 +67,7 @@ const script = (turns: number) =>
       costUsd: 0
     }))
 
-const layerOf = (store: Layer.Layer<EventStore.EventStore, unknown>, turns: number) =>
+export const layerOf = (store: Layer.Layer<EventStore.EventStore, unknown>, turns: number) =>
   Layer.provideMerge(Kernel.layer({ prices: { "bench-model": Pricing.free } }), Layer.mergeAll(store, ScriptedModel.layer(script(turns)), ToolRegistry.layer([echo])))
 
 interface Size {
@@ -91,7 +91,8 @@ const sizeRow = (metric: string, size: Size, how: string): Row => {
   }
 }
 
-const sqlite = async (): Promise<Array<Row>> => {
+/** The SQLite rows (size and replay), alone: `replay.local.ts`-style drivers and profiles run it without PostgreSQL. */
+export const sqlite = async (): Promise<Array<Row>> => {
   const dir = mkdtempSync(join(tmpdir(), "artana-bench-format-"))
   const filename = join(dir, "bench.db")
   try {
