@@ -67,7 +67,7 @@ const script = (turns: number) =>
       costUsd: 0
     }))
 
-export const layerOf = (store: Layer.Layer<EventStore.EventStore, unknown>, turns: number) =>
+const layerOf = (store: Layer.Layer<EventStore.EventStore, unknown>, turns: number) =>
   Layer.provideMerge(Kernel.layer({ prices: { "bench-model": Pricing.free } }), Layer.mergeAll(store, ScriptedModel.layer(script(turns)), ToolRegistry.layer([echo])))
 
 interface Size {
