@@ -39,7 +39,7 @@ const task: Chat.ChatMessage = { role: "user", content: "Find the invoices of ac
 const Remembered = Schema.Struct({ turn: Schema.Number, invoices: Schema.Array(Schema.String), overdue: Schema.Boolean })
 
 /** An agent's loop: a model step, the tool call it asked for, and a memoized step of its own, each turn. */
-const agent = Workflow.make({
+export const agent = Workflow.make({
   name: "bench.agent",
   input: Schema.Struct({ turns: Schema.Number }),
   output: Schema.Number,
@@ -91,7 +91,8 @@ const sizeRow = (metric: string, size: Size, how: string): Row => {
   }
 }
 
-const sqlite = async (): Promise<Array<Row>> => {
+/** The SQLite rows (size and replay), alone: `replay.local.ts`-style drivers and profiles run it without PostgreSQL. */
+export const sqlite = async (): Promise<Array<Row>> => {
   const dir = mkdtempSync(join(tmpdir(), "artana-bench-format-"))
   const filename = join(dir, "bench.db")
   try {

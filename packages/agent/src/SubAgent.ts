@@ -8,7 +8,8 @@
  * reconciliation makes the parent wait too (core's `Errors.WaitingOnRun`): once the step in doubt is settled, resuming
  * the root runs the call again, which continues the child and hands the parent its real output.
  *
- * `lineage` reads the tree of runs (root, sub-agents, their sub-agents) back from the store.
+ * `lineage` reads the tree of runs (root, sub-agents, their sub-agents) back from the store, a page of rows at most;
+ * `lineagePage` pages the runs of a lineage too large for one.
  *
  * @since 0.1.0
  */
@@ -64,19 +65,32 @@ export interface RunTree {
   readonly children: ReadonlyArray<RunTree>
 }
 
+/** A lineage's tree as `lineage` reads it: `next` when the lineage has more runs than it read (see `lineage`). */
+export interface LineageTree extends RunTree {
+  /** The cursor of the lineage's runs left out of the tree, for `lineagePage({ after: next })`; absent when none. */
+  readonly next?: string | undefined
+}
+
 /**
- * The whole tree `runId` belongs to, from its root: every run of the lineage, children in the order they started.
+ * The tree `runId` belongs to, from its root: the runs of the lineage, children in the order they started. A lineage
+ * of at most `limit` runs (default `EventStore.LINEAGE_SAMPLE`, 1,000) is read whole; a larger one (a long
+ * continue-as-new chain, a fan-out of sub-agents) is drawn from its newest `limit` runs and the path from `runId` up
+ * to the root, and `next` pages the rest with `lineagePage`: memory holds a page of run rows, however large the
+ * lineage.
  *
  * @example
  * const tree = yield* SubAgent.lineage({ tenantId: "acme", runId: "report-7::sub_agent::report-7/turn:2/tool:0" })
  * // tree.run.runId === "report-7", tree.children[0].run.runId === "report-7::sub_agent::..."
  */
-export const lineage = (run: { readonly tenantId: string; readonly runId: string }): Effect.Effect<RunTree, Errors.RunNotFound | Errors.StoreError, EventStore.EventStore> =>
+export const lineage = (
+  run: { readonly tenantId: string; readonly runId: string },
+  options: { readonly limit?: number | undefined } = {}
+): Effect.Effect<LineageTree, Errors.RunNotFound | Errors.StoreError, EventStore.EventStore> =>
   Effect.gen(function*() {
     const store = yield* EventStore.EventStore
     const info = yield* store.getRun(run.tenantId, run.runId)
     const root = info.rootRunId === info.runId ? info : yield* store.getRun(run.tenantId, info.rootRunId)
-    const runs = yield* store.listRuns(run.tenantId, { rootRunId: root.runId })
+    const { runs, next } = yield* EventStore.lineageSample(store, info, options)
     const byParent = new Map<string, Array<Event.RunInfo>>()
     for (const r of [...runs].sort((a, b) => a.createdAt - b.createdAt)) {
       if (r.parentRunId === undefined) continue
@@ -84,8 +98,23 @@ export const lineage = (run: { readonly tenantId: string; readonly runId: string
       siblings.push(r)
       byParent.set(r.parentRunId, siblings)
     }
-    const tree = (r: Event.RunInfo): RunTree => ({ run: r, children: (byParent.get(r.runId) ?? []).map(tree) })
-    return tree(root)
+    // The depth bound guards against a corrupt row naming its own descendant as parent.
+    const tree = (r: Event.RunInfo, depth: number): RunTree => ({ run: r, children: depth > 64 ? [] : (byParent.get(r.runId) ?? []).map((c) => tree(c, depth + 1)) })
+    return next === undefined ? tree(root, 0) : { ...tree(root, 0), next }
+  })
+
+/**
+ * The runs of `runId`'s lineage a page at a time, newest first (`EventStore.listRunsPage` on the root): at most
+ * `limit` (default 1,000) after the cursor `after` (a `next` of `lineage` or of the page before), and the next cursor.
+ */
+export const lineagePage = (
+  run: { readonly tenantId: string; readonly runId: string },
+  options: { readonly after?: string | undefined; readonly limit?: number | undefined } = {}
+): Effect.Effect<EventStore.RunsPage, Errors.RunNotFound | Errors.StoreError | Errors.InvalidInput, EventStore.EventStore> =>
+  Effect.gen(function*() {
+    const store = yield* EventStore.EventStore
+    const info = yield* store.getRun(run.tenantId, run.runId)
+    return yield* store.listRunsPage(run.tenantId, { rootRunId: info.rootRunId, after: options.after, limit: options.limit ?? EventStore.LINEAGE_SAMPLE })
   })
 
 /** The tree as indented lines: `runId  workflow  status  $cost`, children indented under their parent. */

@@ -12,7 +12,7 @@
  * artana approve ID [--args JSON] [--approver NAME] approve one (with edited arguments)
  * artana reject ID --reason TEXT [--approver NAME]  reject one
  * artana report RUN [--from SEQ] [--limit N]       timeline, decisions, files, domains, commands, denials, cost
- * artana list-runs [--status S] [--workflow W] [--since T] [--until T] [--limit N] [--after CURSOR]
+ * artana list-runs [--status S] [--workflow W] [--since T] [--until T] [--limit N] [--after CURSOR] [--root RUN]
  * artana show-run RUN [--from SEQ] [--limit N]     a run, its lineage tree and its events
  * artana export RUN [--out FILE]                   the run's events as JSON lines, verified
  * artana verify RUN [--head SEQ:HASH]              check the run's hash chain
@@ -195,7 +195,8 @@ const listRuns = Command.make(
     after: Options.text("after").pipe(Options.withDescription(Help.option("list-runs", "--after CURSOR")), Options.optional),
     since: Options.text("since").pipe(Options.withDescription(Help.option("list-runs", "--since TIME")), Options.optional),
     until: Options.text("until").pipe(Options.withDescription(Help.option("list-runs", "--until TIME")), Options.optional),
-    version: Options.text("version").pipe(Options.withDescription(Help.option("list-runs", "--version V")), Options.optional)
+    version: Options.text("version").pipe(Options.withDescription(Help.option("list-runs", "--version V")), Options.optional),
+    root: Options.text("root").pipe(Options.withDescription(Help.option("list-runs", "--root RUN")), Options.optional)
   },
   (a) =>
     Effect.flatMap(Effect.zip(ReadCommands, auditKey), ([m, key]) =>
@@ -207,6 +208,7 @@ const listRuns = Command.make(
         since: Option.getOrUndefined(a.since),
         until: Option.getOrUndefined(a.until),
         version: Option.getOrUndefined(a.version),
+        root: Option.getOrUndefined(a.root),
         auditKey: key
       }))
 ).pipe(described("list-runs"))

@@ -67,7 +67,7 @@ describe("artana --help", () => {
       expect(reconcile.stdout).toContain("artana reconcile crash-1 --step slow --failed")
       expect(reconcile.stdout).toMatch(/^\s+8 {2}the run needs attention/m)
       for (const filler of FILLER) expect(reconcile.stdout).not.toContain(filler)
-      expect((yield* artana(["help", "list-runs"], { cwd })).stdout.split("\n")[0]).toBe("artana list-runs [--status S] [--workflow W] [--since TIME] [--until TIME] [--limit N] [--after CURSOR] [--version V]")
+      expect((yield* artana(["help", "list-runs"], { cwd })).stdout.split("\n")[0]).toBe("artana list-runs [--status S] [--workflow W] [--since TIME] [--until TIME] [--limit N] [--after CURSOR] [--version V] [--root RUN]")
 
       const missing = yield* artana(["report"], { cwd })
       expect(missing.code).toBe(2)

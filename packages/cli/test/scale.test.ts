@@ -218,3 +218,62 @@ describe("artana report of a long plan run", () => {
       expect((all.json as Reported).summary).toMatchObject({ steps: STEPS, ok: STEPS })
     }))
 })
+
+describe("artana show-run of a run in a lineage of 100,000 runs", () => {
+  const LINEAGE = 100_000
+  let lineageDb = ""
+  beforeAll(async () => {
+    lineageDb = path.join(dir, "lineage.db")
+    const acme = tenant("acme")
+    await Effect.runPromise(Effect.gen(function*() {
+      const store = yield* EventStore.EventStore
+      const root = TestLog.chain("root", "acme", [], [{ _tag: "RunStarted", workflow: "alpha", input: null, tenant: acme }], created(0))
+      yield* store.append({ runId: "root", tenantId: "acme", expectedSeq: 0, events: root })
+      const child = TestLog.chain("root::child", "acme", [], [
+        { _tag: "RunStarted", workflow: "beta", input: null, tenant: acme, parentRunId: "root", rootRunId: "root" }
+      ], created(1))
+      yield* store.append({ runId: "root::child", tenantId: "acme", expectedSeq: 0, events: child })
+    }).pipe(Effect.provide(SqliteStore.layer({ filename: lineageDb }))))
+    // The rest of the lineage in bulk: copies of the child's row (no events of their own), created after it.
+    const Sqlite = SqliteStore.driver()
+    const db = new Sqlite(lineageDb)
+    const columns = (db.prepare(`SELECT name FROM pragma_table_info('runs')`).all() as ReadonlyArray<{ readonly name: string }>).map((c) => c.name)
+    const select = columns.map((c) => (c === "run_id" ? `'bulk-' || n.i` : c === "created_at" ? `created_at + n.i` : c)).join(", ")
+    db.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) INSERT INTO runs (${columns.join(", ")}) SELECT ${select} FROM runs, n WHERE run_id = 'root::child'`
+    ).run(LINEAGE - 2)
+    db.close()
+  }, 600_000)
+
+  it.live("draws the tree from a page of the lineage (the newest runs and the path to the run) and prints the command that pages the rest", () =>
+    Effect.gen(function*() {
+      // A heap far below what 100,000 run rows and their tree take.
+      const capped = { NODE_OPTIONS: "--max-old-space-size=48" }
+      const shown = yield* artana(["show-run", "root::child", "--db", lineageDb, "--tenant", "acme"], { cwd: dir, env: capped })
+      expect(shown.stderr).toBe("")
+      expect(shown.code).toBe(0)
+      const lines = shown.stdout.split("\n")
+      const tree = lines.slice(lines.indexOf("lineage") + 1, lines.indexOf("events"))
+      expect(tree.length).toBeLessThanOrEqual(104)
+      expect(tree[0]).toContain("root  alpha")
+      expect(tree.some((l) => l.includes("root::child") && l.includes("this run"))).toBe(true)
+      expect(shown.stdout).toContain("its tree of more than")
+      const more = /the rest: artana list-runs --root root --after (\S+) --tenant acme --db (\S+)/.exec(shown.stdout)
+      expect(more?.[2]).toBe(lineageDb)
+
+      const json = yield* artanaJson(["show-run", "root::child", "--db", lineageDb, "--tenant", "acme"], { cwd: dir, env: capped })
+      const doc = json.json as { lineageNext: string | null; lineage: { runId: string; children: ReadonlyArray<{ runId: string }> } }
+      expect(doc.lineageNext).toBe(more?.[1])
+      expect(doc.lineage.runId).toBe("root")
+      expect(doc.lineage.children.length).toBeLessThanOrEqual(101)
+      expect(doc.lineage.children.map((c) => c.runId)).toContain("root::child")
+
+      // The cursor pages the rest of the lineage, and only it.
+      const page = yield* artanaJson(["list-runs", "--root", "root", "--after", doc.lineageNext ?? "", "--limit", "1000", "--db", lineageDb, "--tenant", "acme"], { cwd: dir })
+      const listed = page.json as Listed
+      expect(listed.runs).toHaveLength(1000)
+      expect(listed.runs.every((r) => r.rootRunId === "root")).toBe(true)
+      expect(listed.runs[0]!.runId).toBe(`bulk-${LINEAGE - 2 - 100}`)
+      expect(listed.next).not.toBeNull()
+    }), 300_000)
+})

@@ -534,3 +534,34 @@ export const pageOf = <Row>(
 
 /** In-memory `EventStore` layer. */
 export const layerMemory: Layer.Layer<EventStore> = Layer.effect(EventStore, makeMemory)
+
+/** Runs `lineageSample` reads at most by default: a page of rows, however many runs the lineage holds. */
+export const LINEAGE_SAMPLE = 1000
+
+/**
+ * The runs to draw `run`'s lineage tree from, in bounded memory: the whole lineage (the runs whose root is `run`'s
+ * root: sub-runs, continue-as-new successors) when it has at most `limit` runs (default `LINEAGE_SAMPLE`), else its
+ * newest `limit` and the path from `run` up to the root (a `getRun` per level, at most 64), with `next`: the cursor of
+ * the rest, for `listRunsPage({ rootRunId, after: next })` (`artana list-runs --root ROOT --after NEXT`). One page of
+ * run rows in memory, however large the lineage (a continue-as-new chain of a hundred thousand runs).
+ */
+export const lineageSample = (
+  store: Service,
+  info: RunInfo,
+  options: { readonly limit?: number | undefined } = {}
+): Effect.Effect<RunsPage, StoreError> =>
+  Effect.gen(function*() {
+    const limit = Math.max(1, Math.floor(options.limit ?? LINEAGE_SAMPLE))
+    // No `after`: the page cannot be refused as a cursor no page gave out.
+    const page = yield* Effect.catchTag(store.listRunsPage(info.tenantId, { rootRunId: info.rootRunId, limit }), "InvalidInput", Effect.die)
+    if (page.next === undefined) return page
+    const held = new Map(page.runs.map((r) => [r.runId, r]))
+    let at: RunInfo | undefined = info
+    // The bound guards against a corrupt row naming its own descendant as parent.
+    for (let depth = 0; at !== undefined && depth <= 64; depth++) {
+      held.set(at.runId, at)
+      const up: string | undefined = at.parentRunId ?? (at.runId === info.rootRunId ? undefined : info.rootRunId)
+      at = up === undefined ? undefined : held.get(up) ?? Option.getOrUndefined(yield* Effect.option(store.getRun(info.tenantId, up)))
+    }
+    return { runs: [...held.values()], next: page.next }
+  })

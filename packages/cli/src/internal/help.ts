@@ -191,7 +191,7 @@ export const commands: ReadonlyArray<CommandDoc> = [
   },
   {
     name: "list-runs",
-    usage: "[--status S] [--workflow W] [--since TIME] [--until TIME] [--limit N] [--after CURSOR] [--version V]",
+    usage: "[--status S] [--workflow W] [--since TIME] [--until TIME] [--limit N] [--after CURSOR] [--version V] [--root RUN]",
     summary: "The tenant's runs, newest first, a page at a time, and where a person is needed",
     details: [
       "Runs in needs_reconciliation are listed with the path to the step in doubt and the `artana reconcile` that settles it.",
@@ -207,7 +207,8 @@ export const commands: ReadonlyArray<CommandDoc> = [
       { flag: "--until TIME", description: "only runs created before TIME (as --since)" },
       { flag: "--limit N", description: "at most N runs on the page (default 50)" },
       { flag: "--after CURSOR", description: "the page after the one that printed CURSOR (its next page cursor)" },
-      { flag: "--version V", description: "only runs started by version V of their workflow's code (see `artana versions`)" }
+      { flag: "--version V", description: "only runs started by version V of their workflow's code (see `artana versions`)" },
+      { flag: "--root RUN", description: "only the runs of the lineage rooted at RUN (its sub-runs and continue-as-new chain); show-run names the rest of a lineage too large to draw" }
     ],
     examples: [
       "artana list-runs",
@@ -226,7 +227,9 @@ export const commands: ReadonlyArray<CommandDoc> = [
       "A run of more than 100 events shows its first 50 and last 50 and the command that shows the rest;",
       "--from and --limit show that stretch instead. Events are read and printed a page at a time, so memory stays",
       "bounded however long the run. `--format json`: one document whose `events` are the events shown, `omitted`",
-      "the stretch left out ({ fromSeq, toSeq, events } or null), `next` the --from of the following page (or null)."
+      "the stretch left out ({ fromSeq, toSeq, events } or null), `next` the --from of the following page (or null).",
+      "The lineage tree is drawn from at most 100 of the lineage's runs (the newest, and the path from the root to this",
+      "run); a larger lineage says so and prints the `list-runs --root` command that pages the rest (`lineageNext` in JSON)."
     ],
     arguments: [RUN],
     options: [

@@ -234,6 +234,8 @@ export interface ListArgs extends Common {
   readonly until: string | undefined
   /** `--version`: only runs started by this version of their workflow. */
   readonly version?: string | undefined
+  /** `--root`: only the runs of this lineage. */
+  readonly root?: string | undefined
 }
 
 const UNITS: Readonly<Record<string, number>> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }
@@ -258,8 +260,17 @@ export const listRuns = (args: ListArgs) =>
     const now = yield* Clock.currentTimeMillis
     const createdSince = args.since === undefined ? undefined : yield* parseTime("--since", args.since, now)
     const createdUntil = args.until === undefined ? undefined : yield* parseTime("--until", args.until, now)
-    const filtered = args.status !== undefined || args.workflow !== undefined || createdSince !== undefined || createdUntil !== undefined || args.version !== undefined
-    const page = yield* store.listRunsPage(args.tenant, { status: args.status, workflow: args.workflow, createdSince, createdUntil, limit: args.limit, after: args.after, version: args.version })
+    const filtered = args.status !== undefined || args.workflow !== undefined || createdSince !== undefined || createdUntil !== undefined || args.root !== undefined || args.version !== undefined
+    const page = yield* store.listRunsPage(args.tenant, {
+      status: args.status,
+      workflow: args.workflow,
+      createdSince,
+      createdUntil,
+      limit: args.limit,
+      after: args.after,
+      rootRunId: args.root,
+      version: args.version
+    })
     const runs = page.runs
     // The same command, one page on: every filter as given, and the cursor.
     const nextCommand = page.next === undefined ? undefined : Hints.readOn(args, "list-runs", undefined, [
@@ -269,6 +280,7 @@ export const listRuns = (args: ListArgs) =>
       ["--until", args.until],
       ["--version", args.version],
       ["--limit", args.limit === 50 ? undefined : args.limit],
+      ["--root", args.root],
       ["--after", page.next]
     ])
     const paths = yield* waitingPaths(args.tenant, runs)
@@ -352,6 +364,9 @@ const lineageOf = (runs: ReadonlyArray<Event.RunInfo>, rootRunId: string): Linea
   const root = runs.find((r) => r.runId === rootRunId)
   return root === undefined ? undefined : node(root, 0)
 }
+
+/** Runs of a lineage the tree is drawn from, at most: a larger lineage is paged with `list-runs --root`. */
+export const LINEAGE_SHOWN = 100
 
 const renderLineage = (s: T.Style, tree: Lineage, current: string): Array<string> => {
   const lines: Array<string> = []
@@ -492,8 +507,9 @@ export const showRun = (args: ShowArgs) =>
     yield* positive("--limit", args.limit)
     const store = yield* EventStore.EventStore
     const info = yield* store.getRun(args.tenant, args.run)
-    const family = yield* store.listRuns(args.tenant, { rootRunId: info.rootRunId })
-    const lineage = lineageOf(family, info.rootRunId) ?? { runId: info.runId, workflow: info.workflow, status: info.status, children: [] }
+    const family = yield* EventStore.lineageSample(store, info, { limit: LINEAGE_SHOWN })
+    const lineage = lineageOf(family.runs, info.rootRunId) ?? { runId: info.runId, workflow: info.workflow, status: info.status, children: [] }
+    const lineageMore = family.next === undefined ? undefined : Hints.readOn(args, "list-runs", undefined, [["--root", info.rootRunId], ["--after", family.next]])
     // What the lineage spent: every run of the tree draws on the root's budget (sub-agents, tools that start runs).
     const lineageCostUsd = yield* store.lineageCostUsd(args.tenant, info.rootRunId)
     const reconciliationPath = (yield* waitingPaths(args.tenant, [info])).get(info.runId)
@@ -508,6 +524,7 @@ export const showRun = (args: ShowArgs) =>
       const head = JSON.stringify({
         run: info,
         lineage,
+        lineageNext: family.next ?? null,
         lineageCostUsd,
         ...(reconciliationPath === undefined ? {} : { reconciliationPath }),
         ...(continuedFrom === undefined ? {} : { continuedFrom }),
@@ -538,8 +555,8 @@ export const showRun = (args: ShowArgs) =>
       `  tenant    ${info.tenantId}`,
       `  created   ${T.timestamp(info.createdAt)}   updated ${T.timestamp(info.updatedAt)}   took ${T.duration(info.updatedAt - info.createdAt)}`,
       `  events    ${info.headSeq}   head ${s.dim(info.headHash)}`,
-      family.length > 1
-        ? `  cost      $${info.costUsd.toFixed(6)} this run   $${lineageCostUsd.toFixed(6)} its tree of ${family.length} runs (charged to the root's budget)`
+      family.runs.length > 1
+        ? `  cost      $${info.costUsd.toFixed(6)} this run   $${lineageCostUsd.toFixed(6)} its tree of ${family.next === undefined ? "" : "more than "}${family.runs.length} runs (charged to the root's budget)`
         : `  cost      $${info.costUsd.toFixed(6)}`,
       ...(reconciliationPath === undefined ? [] : (() => {
         const { todo, where } = Hints.waiting(args, info.runId, reconciliationPath, info.workflow === PlanRunner.WORKFLOW)
@@ -555,6 +572,7 @@ export const showRun = (args: ShowArgs) =>
           s.dim(Hints.readOn(args, "show-run", forkedFrom.runId, []))
         }`
       ]),
+      ...(lineageMore === undefined ? [] : [`  ${s.dim(`… drawn from ${family.runs.length} of the lineage's runs (the newest, and the path to this run); the rest: ${lineageMore}`)}`]),
       "",
       s.bold("events")
     ]

@@ -10,7 +10,7 @@ import type { Event, EventPayload } from "../Event.js"
 import type { InterceptorError } from "../Middleware.js"
 import type * as ModelPort from "../ModelPort.js"
 import { costOf, type Price } from "../Pricing.js"
-import { canonicalJson, sha256 } from "./hash.js"
+import * as RequestHash from "./requestHash.js"
 import * as Interceptors from "./interceptors.js"
 import * as ModelStream from "./modelStream.js"
 import type { StepEnv } from "./stepEnv.js"
@@ -186,13 +186,7 @@ export const make = (env: StepEnv) => {
       const halted = env.halted()
       if (halted !== undefined) return env.halt(halted)
       const key = env.cursor.nextKey("model", explicitKey)
-      const requestHash = sha256(canonicalJson({
-        model: request.model,
-        messages: request.messages,
-        tools: request.tools,
-        outputFormat: request.outputFormat ?? null,
-        maxOutputTokens: request.maxOutputTokens ?? null
-      }))
+      const requestHash = RequestHash.requestHash(request)
       return env.answer(
         key,
         () => `a model call (request ${requestHash.slice(0, 12)})`,
