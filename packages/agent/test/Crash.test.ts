@@ -249,5 +249,5 @@ describe.concurrent("crash recovery of agents (SIGKILLed processes, SQLite on di
       }
       expect(toldByTool(after.logs.get(runId)!, "delegate")).toBe("manager: clerk: delivered to board")
       expect(toldByTool(after.logs.get(managerId)!, "assign")).toBe("clerk: delivered to board")
-    }), 180_000)
+    }), 360_000)
 })
