@@ -130,12 +130,20 @@ export interface ResumeOptions extends RunRef {
 export interface SignalRequest extends RunRef {
   readonly name: string
   readonly payload: unknown
+  /**
+   * The signal's de-duplication key (its `signalId`; a UUID when absent): a signal whose id the run's log already
+   * holds is not written again, and the receipt names the one written first. A sender that retries after a timeout
+   * (or a webhook delivered twice) passes the same id, and the run takes the message once.
+   */
+  readonly id?: string | undefined
 }
 
 /** Where a signal was written: its id and its seq in the run's log. */
 export interface SignalReceipt {
   readonly signalId: string
   readonly seq: number
+  /** True when a signal of this id was already in the run's log: nothing was written, `seq` is the first one's. */
+  readonly duplicate?: boolean | undefined
 }
 
 /** What `Kernel.signal` may fail with: the run has ended (`SignalRefused`), is another tenant's or none, ... */

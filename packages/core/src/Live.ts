@@ -164,6 +164,19 @@ export const fromEvent = (event: Event): LiveEvent => {
       return { _tag: "Failed", ...base, errorTag: p.errorTag, error: p.error }
     case "RunContinued":
       return { _tag: "Continued", ...base, nextRunId: p.nextRunId }
+    case "ApprovalRequested":
+      return { _tag: "ApprovalPending", ...base, approvalId: p.approvalId, tool: p.tool, arguments: p.arguments }
+    case "ApprovalDecided":
+      return {
+        _tag: "ApprovalDecided",
+        ...base,
+        approvalId: p.approvalId,
+        decision: p.decision,
+        by: p.approver,
+        ...(p.reason === undefined ? {} : { reason: p.reason })
+      }
+    case "SignalSent":
+      return { _tag: "SignalReceived", ...base, name: p.name, payload: p.payload }
     default:
       return { _tag: "Logged", ...base, type: p._tag }
   }

@@ -194,16 +194,37 @@ const ended = (status: string) => status === "completed" || status === "failed" 
 /** Times a sender re-reads the run after an execution's append got in before its signal. */
 const SEND_ATTEMPTS = 50
 
-/** Appends a `SignalSent` after the run's head (read again when an execution's append gets in first). */
+/** The seq of the run's `SignalSent` of id `signalId` between `fromSeq` and `throughSeq`, if there is one. */
+const sentWithId = (store: EventStore.Service, tenantId: string, runId: string, signalId: string, fromSeq: number, throughSeq: number) =>
+  EventStore.stream(store, tenantId, runId, { fromSeq }).pipe(
+    Stream.takeWhile((e) => e.seq <= throughSeq),
+    Stream.filter((e) => e.payload._tag === "SignalSent" && e.payload.signalId === signalId),
+    Stream.runHead,
+    Effect.map((found) => (found._tag === "Some" ? found.value.seq : undefined))
+  )
+
+/**
+ * Appends a `SignalSent` after the run's head (read again when an execution's append gets in first). A keyed signal
+ * (`id`) is looked for in the log first, the whole log once and on a retry only what was appended since: when its id
+ * is there, nothing is written (also when the run has ended since: a sender retrying is told it got through).
+ */
 export const send = (store: EventStore.Service, auditKey: string | undefined, request: SignalRequest): Effect.Effect<SignalReceipt, SendError> =>
   Effect.gen(function*() {
     const { tenantId, runId, name } = request
     const json = Json.fromUnknown(request.payload)
     if (!json.ok) return yield* new Errors.InvalidInput({ what: `payload of signal "${name}"`, reason: json.error })
     if (name.length === 0) return yield* new Errors.InvalidInput({ what: "signal name", reason: "empty" })
-    const signalId = crypto.randomUUID()
+    if (request.id !== undefined && request.id.length === 0) return yield* new Errors.InvalidInput({ what: "signal id", reason: "empty: pass none for a fresh id" })
+    const signalId = request.id ?? crypto.randomUUID()
+    // A keyed signal: the log read so far (through `checked`) holds no signal of its id.
+    let checked = request.id === undefined ? Number.MAX_SAFE_INTEGER : 0
     for (let attempt = 1;; attempt++) {
       const info = yield* store.getRun(tenantId, runId)
+      if (checked < info.headSeq) {
+        const sent = yield* sentWithId(store, tenantId, runId, signalId, checked + 1, info.headSeq)
+        if (sent !== undefined) return { signalId, seq: sent, duplicate: true }
+        checked = info.headSeq
+      }
       if (ended(info.status)) return yield* new Errors.SignalRefused({ runId, name, status: info.status })
       const ledger = Ledger.make({
         store,
