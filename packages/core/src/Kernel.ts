@@ -37,6 +37,7 @@ import * as LiveStore from "./LiveStore.js"
 import { Middleware } from "./Middleware.js"
 import { ModelPort } from "./ModelPort.js"
 import * as Pricing from "./Pricing.js"
+import * as RunNotices from "./RunNotices.js"
 import { TaskQueue } from "./TaskQueue.js"
 import type { TenantContext } from "./Tenant.js"
 import { ToolRegistry } from "./ToolRegistry.js"
@@ -334,6 +335,8 @@ export const make = (options: Options = {}) =>
     const middleware = yield* Effect.serviceOption(Middleware)
     // The queue whose tasks drive runs, when the kernel shares its store: `reconcile` asks it whether a worker holds one.
     const queue = yield* Effect.serviceOption(TaskQueue)
+    // Notices of writes to runs across processes (PostgreSQL: LISTEN/NOTIFY), when the store gives them.
+    const notices = Option.getOrUndefined(yield* Effect.serviceOption(RunNotices.RunNotices))
     // The services the kernel was built with, and the kernel itself: workflow code runs with them, so a workflow that
     // needs one (an agent: the kernel, the model, its memory) reads it at run time and stays a plain value.
     // Not the span or scope current while the kernel was built: each run's code nests under its own caller's span.
@@ -350,7 +353,8 @@ export const make = (options: Options = {}) =>
       idempotentToolDurability: options.idempotentToolDurability ?? "two-phase",
       signalPollMillis: options.signalPollInterval === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalPollInterval)),
       signalHoldMillis: options.signalWaitHold === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalWaitHold)),
-      live: { store: liveStore, hub, flushed: tier.flushed }
+      live: { store: liveStore, hub, flushed: tier.flushed },
+      notices
     }
     const workflows = new Map<string, Workflow.Any>()
     for (const w of options.workflows ?? []) workflows.set(w.name, w)
@@ -474,6 +478,8 @@ export const make = (options: Options = {}) =>
       },
       signal: (request) =>
         Signals.send(store, deps.auditKey, request).pipe(
+          // A run waiting for it in another process reads its log now, not at its next poll.
+          Effect.tap((receipt) => (notices === undefined || receipt.duplicate === true ? Effect.void : notices.notify(request.tenantId, request.runId))),
           // The signal is written: a failure to wake the run's task only delays the run (a worker's `wake` after it
           // paused, or a resume, picks it up), so it is logged, and the sender is not told to send it again.
           Effect.tap(() =>

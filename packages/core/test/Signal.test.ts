@@ -302,3 +302,19 @@ describe("signals with an id (de-duplication)", () => {
       expect(Either.isLeft(empty) && empty.left._tag).toBe("InvalidInput")
     }).pipe(Effect.provide(kernelLayer([], []))))
 })
+
+describe("a waiting run is woken by a write to it, not by its poll", () => {
+  /** Waits hold the run and poll once an hour: only a wake-up gets a signal to them in a test's time. */
+  const slowPoll = kernelLayer([], [], { kernel: { signalWaitHold: Duration.infinity, signalPollInterval: "1 hour" } })
+
+  it.live("a signal sent in the kernel's process wakes the wait that holds its run at once", () =>
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const fiber = yield* Effect.fork(kernel.execute(approval, { runId: "prompt", tenant, input: {} }))
+      // The run is at its wait (its SignalAwaited is logged) before the signal is sent.
+      while (!(yield* Effect.orElseSucceed(logOf("prompt"), () => [])).some((e) => e.payload._tag === "SignalAwaited")) yield* Effect.sleep("10 millis")
+      yield* kernel.signal({ ...ref("prompt"), name: "decision", payload: { approve: true, by: "dee" } })
+      const done = yield* Fiber.join(fiber).pipe(Effect.timeoutFail({ duration: "30 seconds", onTimeout: () => new Error("the wait was not woken") }))
+      expect(done).toMatchObject({ status: "completed", output: "approved by dee" })
+    }).pipe(Effect.provide(slowPoll)))
+})

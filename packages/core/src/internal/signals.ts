@@ -118,13 +118,25 @@ export const makeWait = (
     })
 
   /**
-   * Waits in this process, reading the log every `pollMillis`, until a signal comes or the deadline passes; after
-   * `holdMillis` without either, the run pauses (`pause`).
+   * Resolves once the run is written to after this call: by this process (its live hub), or by another one when the
+   * kernel has `RunNotices` (on PostgreSQL, a NOTIFY). Taken before the log is read, so no write is missed.
+   */
+  const written = Effect.gen(function*() {
+    const here = yield* env.deps.live.hub.ticket(env.tenant.tenantId, runId)
+    const notices = env.deps.notices
+    if (notices === undefined) return here
+    return Effect.raceFirst(here, yield* notices.ticket(env.tenant.tenantId, runId))
+  })
+
+  /**
+   * Waits in this process until a signal comes or the deadline passes, reading the log again when the run is written
+   * to (`written`) and at least every `pollMillis`; after `holdMillis` without either, the run pauses (`pause`).
    */
   const waitFor = <A, I>(key: string, name: string, schema: Schema.Schema<A, I>, deadline: number | undefined) =>
     Effect.gen(function*() {
       const holdUntil = (yield* Clock.currentTimeMillis) + holdMillis
       while (true) {
+        const wake = yield* written
         const received = yield* takeSignal(key, name)
         if (received !== undefined) return yield* decode(schema, received)
         const now = yield* Clock.currentTimeMillis
@@ -134,7 +146,7 @@ export const makeWait = (
         }
         if (now >= holdUntil) return yield* pause(key, name, schema, deadline, [])
         yield* env.checkOwnership(`(waiting for signal "${name}")`)
-        yield* Effect.sleep(Duration.millis(Math.min(pollMillis, holdUntil - now, deadline === undefined ? Infinity : deadline - now)))
+        yield* Effect.raceFirst(wake, Effect.sleep(Duration.millis(Math.min(pollMillis, holdUntil - now, deadline === undefined ? Infinity : deadline - now))))
       }
     })
 
@@ -236,7 +248,10 @@ export const send = (store: EventStore.Service, auditKey: string | undefined, re
         // The run's current epoch, claiming nothing: a sender is no owner, and fences no one.
         ownerEpoch: info.ownerEpoch,
         claim: false,
-        onRefused: () => {}
+        onRefused: () => {},
+        // A keyed signal is not written after another sender's signal of its id: the append fails, and the loop
+        // finds that one in the log.
+        adopts: (e) => request.id === undefined || e.payload._tag !== "SignalSent" || e.payload.signalId !== signalId
       })
       const written = yield* Effect.either(ledger.append(RUN_STEP_KEY, [{ _tag: "SignalSent", signalId, name, payload: json.json }]))
       if (Either.isRight(written)) return { signalId, seq: ledger.head().seq }
