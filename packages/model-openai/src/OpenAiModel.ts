@@ -149,15 +149,26 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
         }).pipe(Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => ModelTransport.failure("timeout", `no answer from ${baseURL} within ${timeoutMs} ms`, true) }))
         const opened = yield* Effect.mapError(ModelTransport.retrying(open, policy), (f) => f.error)
         const acc = accumulator()
-        const chunks = Stream.fromAsyncIterable(opened.value, (e) => classify(e, endpoint).error).pipe(
-          Stream.timeoutFail(() => ModelTransport.failure("timeout", `no part of the answer from ${baseURL} within ${timeoutMs} ms`, true).error, timeoutMs),
+        // The deadline between chunks is one timer, pushed back by each chunk (not a timeout per pull: a fiber and a
+        // timer per delta, on the path of every delta): when it fires, the request is aborted and the stream fails.
+        let idle = false
+        const deadline = setTimeout(() => {
+          idle = true
+          controller.abort()
+        }, timeoutMs)
+        yield* Effect.addFinalizer(() => Effect.sync(() => clearTimeout(deadline)))
+        const timedOut = () => ModelTransport.failure("timeout", `no part of the answer from ${baseURL} within ${timeoutMs} ms`, true).error
+        const chunks = Stream.fromAsyncIterable(opened.value, (e) => (idle ? timedOut() : classify(e, endpoint).error)).pipe(
           Stream.mapConcat((chunk): ReadonlyArray<ModelPort.StreamPart> => {
+            deadline.refresh()
             acc.push(chunk)
             return deltasOf(chunk).map((d) => (d._tag === "ToolCallDelta" && d.name !== undefined ? { ...d, name: names.fromWire(d.name) } : d))
           })
         )
         const finished = Stream.fromEffect(
           Effect.gen(function*() {
+            // The SDK ends an aborted stream quietly: a stream the deadline cut is no reply.
+            if (idle) return yield* Effect.fail(timedOut())
             const reply = yield* Effect.mapError(checkedReply(acc.reply(), names), (f) => f.error)
             return { _tag: "Finished", response: yield* toResponse(reply, request, opened.notes) } satisfies ModelPort.StreamPart
           })

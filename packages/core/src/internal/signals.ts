@@ -122,7 +122,7 @@ export const makeWait = (
    * kernel has `RunNotices` (on PostgreSQL, a NOTIFY). Taken before the log is read, so no write is missed.
    */
   const written = Effect.gen(function*() {
-    const here = yield* env.deps.live.hub.ticket(env.tenant.tenantId, runId)
+    const here = (yield* env.deps.live.hub.ticket(env.tenant.tenantId, runId)).await
     const notices = env.deps.notices
     if (notices === undefined) return here
     return Effect.raceFirst(here, yield* notices.ticket(env.tenant.tenantId, runId))
