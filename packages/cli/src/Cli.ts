@@ -6,7 +6,7 @@
  * artana replay RUN [--plan PLAN]                  re-run a plan run over its log (no tool executes)
  * artana reconcile RUN --step ID (--completed JSON | --failed MESSAGE) [--force]
  *                                                  settle the step a crash left in doubt
- * artana signal RUN NAME [--payload JSON]         deliver a durable message to a run (ctx.waitForSignal)
+ * artana signal RUN NAME [--payload JSON] [--id ID] deliver a durable message to a run (ctx.waitForSignal)
  * artana approvals [--run RUN] [--tool NAME] [--older-than AGE]
  *                                                  the tool calls waiting for approval
  * artana approve ID [--args JSON] [--approver NAME] approve one (with edited arguments)
@@ -178,9 +178,10 @@ const signal = Command.make(
     ...common,
     run: runArg,
     name: Args.text({ name: "NAME" }).pipe(Args.withDescription(Help.option("signal", "NAME"))),
-    payload: Options.text("payload").pipe(Options.withDescription(Help.option("signal", "--payload JSON")), Options.optional)
+    payload: Options.text("payload").pipe(Options.withDescription(Help.option("signal", "--payload JSON")), Options.optional),
+    id: Options.text("id").pipe(Options.withDescription(Help.option("signal", "--id ID")), Options.optional)
   },
-  (a) => Effect.flatMap(Effect.zip(SignalCommand, auditKey), ([m, key]) => m.signal({ ...a, payload: Option.getOrUndefined(a.payload), auditKey: key }))
+  (a) => Effect.flatMap(Effect.zip(SignalCommand, auditKey), ([m, key]) => m.signal({ ...a, payload: Option.getOrUndefined(a.payload), id: Option.getOrUndefined(a.id), auditKey: key }))
 ).pipe(described("signal"))
 
 const statuses = ["running", "paused", "completed", "failed", "needs_reconciliation", "continued"] as const

@@ -55,4 +55,21 @@ describe("artana signal", () => {
       expect(shown.code).toBe(0)
       expect(shown.stdout).toMatch(/SignalSent.*decision: \{"approve":true\}/)
     }), 120_000)
+
+  it.live("--id: the same id sent twice is delivered once; the second send says so", () =>
+    Effect.gen(function*() {
+      const dir = tempDir()
+      const db = path.join(dir, "runs.db")
+      expect((yield* inKernel(db, (k) => k.execute(decide, { runId: "d-2", tenant: tenant("acme"), input: null }))).status).toBe("paused")
+      const send = (format: ReadonlyArray<string>) =>
+        artana(["signal", "d-2", "decision", "--payload", `{"approve":true}`, "--id", "hook-7", "--db", db, "--tenant", "acme", ...format], { cwd: dir })
+      const first = yield* send(["--format", "json"])
+      expect(first.code).toBe(0)
+      expect(JSON.parse(first.stdout)).toMatchObject({ signalId: "hook-7", seq: 3, duplicate: false })
+      const again = yield* send([])
+      expect(again.code).toBe(0)
+      expect(again.stdout).toMatch(/of id hook-7 was already delivered to run d-2 \(seq 3\): not sent again/)
+      const events = yield* inKernel(db, (k) => k.readEvents({ tenantId: "acme", runId: "d-2" }))
+      expect(events.filter((e) => e.type === "SignalSent")).toHaveLength(1)
+    }), 120_000)
 })

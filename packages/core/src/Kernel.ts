@@ -39,6 +39,7 @@ import * as LiveStore from "./LiveStore.js"
 import { Middleware } from "./Middleware.js"
 import { ModelPort } from "./ModelPort.js"
 import * as Pricing from "./Pricing.js"
+import * as RunNotices from "./RunNotices.js"
 import { TaskQueue } from "./TaskQueue.js"
 import type { TenantContext } from "./Tenant.js"
 import { ToolRegistry } from "./ToolRegistry.js"
@@ -132,12 +133,20 @@ export interface ResumeOptions extends RunRef {
 export interface SignalRequest extends RunRef {
   readonly name: string
   readonly payload: unknown
+  /**
+   * The signal's de-duplication key (its `signalId`; a UUID when absent): a signal whose id the run's log already
+   * holds is not written again, and the receipt names the one written first. A sender that retries after a timeout
+   * (or a webhook delivered twice) passes the same id, and the run takes the message once.
+   */
+  readonly id?: string | undefined
 }
 
 /** Where a signal was written: its id and its seq in the run's log. */
 export interface SignalReceipt {
   readonly signalId: string
   readonly seq: number
+  /** True when a signal of this id was already in the run's log: nothing was written, `seq` is the first one's. */
+  readonly duplicate?: boolean | undefined
 }
 
 /** What `Kernel.signal` may fail with: the run has ended (`SignalRefused`), is another tenant's or none, ... */
@@ -346,6 +355,8 @@ export const make = (options: Options = {}) =>
     const middleware = yield* Effect.serviceOption(Middleware)
     // The queue whose tasks drive runs, when the kernel shares its store: `reconcile` asks it whether a worker holds one.
     const queue = yield* Effect.serviceOption(TaskQueue)
+    // Notices of writes to runs across processes (PostgreSQL: LISTEN/NOTIFY), when the store gives them.
+    const notices = Option.getOrUndefined(yield* Effect.serviceOption(RunNotices.RunNotices))
     // The services the kernel was built with, and the kernel itself: workflow code runs with them, so a workflow that
     // needs one (an agent: the kernel, the model, its memory) reads it at run time and stays a plain value.
     // Not the span or scope current while the kernel was built: each run's code nests under its own caller's span.
@@ -362,7 +373,8 @@ export const make = (options: Options = {}) =>
       idempotentToolDurability: options.idempotentToolDurability ?? "two-phase",
       signalPollMillis: options.signalPollInterval === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalPollInterval)),
       signalHoldMillis: options.signalWaitHold === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalWaitHold)),
-      live: { store: liveStore, hub, flushed: tier.flushed }
+      live: { store: liveStore, hub, flushed: tier.flushed },
+      notices
     }
     const workflows = new Map<string, Workflow.Any>()
     for (const w of options.workflows ?? []) workflows.set(w.name, w)
@@ -500,6 +512,8 @@ export const make = (options: Options = {}) =>
       },
       signal: (request) =>
         Signals.send(store, deps.auditKey, request).pipe(
+          // A run waiting for it in another process reads its log now, not at its next poll.
+          Effect.tap((receipt) => (notices === undefined || receipt.duplicate === true ? Effect.void : notices.notify(request.tenantId, request.runId))),
           // The signal is written: a failure to wake the run's task only delays the run (a worker's `wake` after it
           // paused, or a resume, picks it up), so it is logged, and the sender is not told to send it again.
           Effect.tap(() =>

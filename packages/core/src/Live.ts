@@ -77,7 +77,9 @@ export const ApprovalDecided = Schema.TaggedStruct("ApprovalDecided", {
   approvalId: Schema.String,
   decision: Schema.Literal("approved", "rejected"),
   by: Schema.optional(Schema.String),
-  reason: Schema.optional(Schema.String)
+  reason: Schema.optional(Schema.String),
+  /** The edited arguments the call runs with, when the approver changed them. */
+  arguments: Schema.optional(Schema.String)
 })
 /** A message delivered into the run. */
 export const SignalReceived = Schema.TaggedStruct("SignalReceived", { ...fields, name: Schema.String, payload: Json })
@@ -164,6 +166,20 @@ export const fromEvent = (event: Event): LiveEvent => {
       return { _tag: "Failed", ...base, errorTag: p.errorTag, error: p.error }
     case "RunContinued":
       return { _tag: "Continued", ...base, nextRunId: p.nextRunId }
+    case "ApprovalRequested":
+      return { _tag: "ApprovalPending", ...base, approvalId: p.approvalId, tool: p.tool, arguments: p.arguments }
+    case "ApprovalDecided":
+      return {
+        _tag: "ApprovalDecided",
+        ...base,
+        approvalId: p.approvalId,
+        decision: p.decision,
+        by: p.approver,
+        ...(p.reason === undefined ? {} : { reason: p.reason }),
+        ...(p.arguments === undefined ? {} : { arguments: p.arguments })
+      }
+    case "SignalSent":
+      return { _tag: "SignalReceived", ...base, name: p.name, payload: p.payload }
     default:
       return { _tag: "Logged", ...base, type: p._tag }
   }

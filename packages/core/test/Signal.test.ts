@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Either, Fiber, Schema, TestClock } from "effect"
-import { EventStore, Kernel, Tenant, Verify, Workflow } from "@artana/core"
+import { type Event, EventStore, Kernel, Tenant, Verify, Workflow } from "@artana/core"
 import { kernelLayer, tenant } from "./fixtures.js"
 
 const Decision = Schema.Struct({ approve: Schema.Boolean, by: Schema.String })
@@ -250,4 +250,71 @@ describe("signals", () => {
       yield* kernel.signal({ ...ref("c1::continued::1"), name: "decision", payload: "go" })
       expect(yield* kernel.resume({ ...ref("c1"), workflow: chain })).toEqual({ status: "completed", runId: "c1::continued::1", output: "go" })
     }).pipe(Effect.provide(kernelLayer([], []))))
+})
+
+describe("signals with an id (de-duplication)", () => {
+  /** Pauses, then takes two "note" signals (the second within a minute, else "none"). */
+  const twoNotes = Workflow.make({
+    name: "two-notes",
+    input: Schema.Null,
+    output: Schema.Array(Schema.String),
+    run: (_i, ctx) =>
+      Effect.gen(function*() {
+        yield* ctx.pauseForHuman({ reason: "hold" })
+        const a = yield* ctx.waitForSignal("note", Schema.String)
+        const b = yield* ctx.waitForSignal("note", Schema.String)
+        return [a, b]
+      })
+  })
+  const sentIds = (log: ReadonlyArray<Event.Event>) => log.flatMap((e) => (e.payload._tag === "SignalSent" ? [e.payload.signalId] : []))
+
+  it.effect("the same id sent twice (also at once) is written and delivered once; another id is a new signal", () =>
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      expect((yield* kernel.execute(twoNotes, { runId: "dedup", tenant, input: null })).status).toBe("paused")
+      const first = yield* kernel.signal({ ...ref("dedup"), name: "note", payload: "one", id: "msg-1" })
+      expect(first).toMatchObject({ signalId: "msg-1" })
+      expect(first.duplicate).toBeUndefined()
+      // A retry, and two more at once: nothing written, each told where the first one is.
+      const again = yield* Effect.all([
+        kernel.signal({ ...ref("dedup"), name: "note", payload: "one (retried)", id: "msg-1" }),
+        kernel.signal({ ...ref("dedup"), name: "note", payload: "one (retried)", id: "msg-1" }),
+        kernel.signal({ ...ref("dedup"), name: "note", payload: "one (retried)", id: "msg-1" })
+      ], { concurrency: "unbounded" })
+      expect(again).toEqual([0, 1, 2].map(() => ({ signalId: "msg-1", seq: first.seq, duplicate: true })))
+      expect(sentIds(yield* logOf("dedup"))).toEqual(["msg-1"])
+      // Resumed, the run takes the one signal and waits for a second: the duplicates were never delivered.
+      const waiting = yield* kernel.resume({ ...ref("dedup"), workflow: twoNotes })
+      expect(waiting.status).toBe("paused")
+      // Two different ids sent at once: both written.
+      yield* Effect.all([
+        kernel.signal({ ...ref("dedup"), name: "note", payload: "two", id: "msg-2" }),
+        kernel.signal({ ...ref("dedup"), name: "other", payload: "x", id: "msg-3" })
+      ], { concurrency: "unbounded" })
+      const done = yield* kernel.resume({ ...ref("dedup"), workflow: twoNotes })
+      expect(done).toMatchObject({ status: "completed", output: ["one", "two"] })
+      expect([...sentIds(yield* logOf("dedup"))].sort()).toEqual(["msg-1", "msg-2", "msg-3"])
+      // After the run ended: a retry of a delivered id is told it got through; a new id is refused.
+      expect(yield* kernel.signal({ ...ref("dedup"), name: "note", payload: "two", id: "msg-2" })).toMatchObject({ duplicate: true })
+      const refused = yield* Effect.either(kernel.signal({ ...ref("dedup"), name: "note", payload: "late", id: "msg-4" }))
+      expect(Either.isLeft(refused) && refused.left._tag).toBe("SignalRefused")
+      const empty = yield* Effect.either(kernel.signal({ ...ref("dedup"), name: "note", payload: "x", id: "" }))
+      expect(Either.isLeft(empty) && empty.left._tag).toBe("InvalidInput")
+    }).pipe(Effect.provide(kernelLayer([], []))))
+})
+
+describe("a waiting run is woken by a write to it, not by its poll", () => {
+  /** Waits hold the run and poll once an hour: only a wake-up gets a signal to them in a test's time. */
+  const slowPoll = kernelLayer([], [], { kernel: { signalWaitHold: Duration.infinity, signalPollInterval: "1 hour" } })
+
+  it.live("a signal sent in the kernel's process wakes the wait that holds its run at once", () =>
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const fiber = yield* Effect.fork(kernel.execute(approval, { runId: "prompt", tenant, input: {} }))
+      // The run is at its wait (its SignalAwaited is logged) before the signal is sent.
+      while (!(yield* Effect.orElseSucceed(logOf("prompt"), () => [])).some((e) => e.payload._tag === "SignalAwaited")) yield* Effect.sleep("10 millis")
+      yield* kernel.signal({ ...ref("prompt"), name: "decision", payload: { approve: true, by: "dee" } })
+      const done = yield* Fiber.join(fiber).pipe(Effect.timeoutFail({ duration: "30 seconds", onTimeout: () => new Error("the wait was not woken") }))
+      expect(done).toMatchObject({ status: "completed", output: "approved by dee" })
+    }).pipe(Effect.provide(slowPoll)))
 })

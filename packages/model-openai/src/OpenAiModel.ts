@@ -24,14 +24,17 @@ import type { ChatCompletionChunk } from "openai/resources/chat/completions"
 
 /** A streamed call once the server started answering: its events as deltas, and the reply they fold into. */
 interface Opened {
-  /** `onError` names what the SDK's iterator throws; `timeoutMs` is the deadline between two events. */
-  readonly deltas: (onError: (e: unknown) => Errors.ModelError, timeoutMs: number, onTimeout: () => Errors.ModelError) => Stream.Stream<ModelPort.ModelDelta, Errors.ModelError>
+  /** `onError` names what the SDK's iterator throws; `onEvent` is called as each event arrives (the idle deadline). */
+  readonly deltas: (onError: (e: unknown) => Errors.ModelError, onEvent: () => void) => Stream.Stream<ModelPort.ModelDelta, Errors.ModelError>
   readonly reply: () => Reply | ModelTransport.Failure
 }
 
 const opened = <E>(events: AsyncIterable<E>, push: (event: E) => ReadonlyArray<ModelPort.ModelDelta>, reply: Opened["reply"]): Opened => ({
-  deltas: (onError, timeoutMs, onTimeout) =>
-    Stream.fromAsyncIterable(events, onError).pipe(Stream.timeoutFail(onTimeout, timeoutMs), Stream.mapConcat(push)),
+  deltas: (onError, onEvent) =>
+    Stream.fromAsyncIterable(events, onError).pipe(Stream.mapConcat((event) => {
+      onEvent()
+      return push(event)
+    })),
   reply
 })
 
@@ -206,13 +209,20 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
         }).pipe(Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => ModelTransport.failure("timeout", `no answer from ${baseURL} within ${timeoutMs} ms`, true) }))
         const started = yield* Effect.mapError(ModelTransport.retrying(open, policy), (f) => f.error)
         const { deltas, reply } = started.value
-        const chunks = deltas(
-          (e) => classify(e, endpoint).error,
-          timeoutMs,
-          () => ModelTransport.failure("timeout", `no part of the answer from ${baseURL} within ${timeoutMs} ms`, true).error
-        )
+        // The deadline between events is one timer, pushed back by each event (not a timeout per pull: a fiber and a
+        // timer per delta, on the path of every delta): when it fires, the request is aborted and the stream fails.
+        let idle = false
+        const deadline = setTimeout(() => {
+          idle = true
+          controller.abort()
+        }, timeoutMs)
+        yield* Effect.addFinalizer(() => Effect.sync(() => clearTimeout(deadline)))
+        const timedOut = () => ModelTransport.failure("timeout", `no part of the answer from ${baseURL} within ${timeoutMs} ms`, true).error
+        const chunks = deltas((e) => (idle ? timedOut() : classify(e, endpoint).error), () => deadline.refresh())
         const finished = Stream.fromEffect(
           Effect.gen(function*() {
+            // The SDK ends an aborted stream quietly: a stream the deadline cut is no reply.
+            if (idle) return yield* Effect.fail(timedOut())
             const folded = reply()
             if ("error" in folded) return yield* folded.error
             const checked = yield* Effect.mapError(checkedReply(folded, names), (f) => f.error)

@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { Errors, EventStore, type LiveStore, SqlErrors, SqlEventStore, SqlLiveStore, SqlTaskQueue, type TaskQueue } from "@artana/core"
+import { Errors, EventStore, type LiveStore, RunNotices, SqlErrors, SqlEventStore, SqlLiveStore, SqlTaskQueue, type TaskQueue } from "@artana/core"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
@@ -69,6 +69,7 @@ export type Services =
   | PgClient.PgClient
   | SqlEventStore.PreparedStatements
   | SqlEventStore.AppendDialect
+  | RunNotices.RunNotices
 
 const STORE = "postgres"
 
@@ -434,9 +435,22 @@ export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnava
   const liveStore = SqlLiveStore.layer({ tablePrefix: options.tablePrefix }).pipe(
     Layer.catchAll((error) => Layer.fail(error._tag === "StoreError" ? unavailable(url, error.cause ?? error, timeoutMs) : error))
   )
+  // Notices of writes to runs (a signal), so that a run waiting for it in another process reads its log at once: NOTIFY
+  // on `artana_<prefix>runs`, heard on the pool's listening connection (one LISTEN per process).
+  const runNotices = Layer.scoped(
+    RunNotices.RunNotices,
+    Effect.flatMap(PgClient.PgClient, (pg) => {
+      const channel = runsChannel(options)
+      // `pg_notify` rather than `PgClient.notify`: its `NOTIFY channel, $1` is no statement PostgreSQL parses.
+      return RunNotices.fromChannel({ send: (payload) => Effect.asVoid(pg`SELECT pg_notify(${channel}, ${payload})`), listen: pg.listen(channel) })
+    })
+  )
   // One after the other: a database that refuses the first store's tables fails the layer once, with its reason.
-  return Layer.provideMerge(Layer.provideMerge(Layer.provideMerge(liveStore, taskQueue), eventStore), layerClient(options))
+  return Layer.provideMerge(Layer.provideMerge(Layer.provideMerge(Layer.merge(liveStore, runNotices), taskQueue), eventStore), layerClient(options))
 }
+
+/** The channel of the `RunNotices` of a store's tables: `artana_<prefix>runs`. */
+export const runsChannel = (options: Pick<Options, "tablePrefix"> = {}): string => `artana_${options.tablePrefix ?? ""}runs`
 
 /**
  * `layer`, configured from the environment: `ARTANA_PG_URL` is the connection URL unless `config` says

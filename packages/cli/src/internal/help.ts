@@ -105,7 +105,7 @@ export const commands: ReadonlyArray<CommandDoc> = [
   },
   {
     name: "signal",
-    usage: "RUN NAME [--payload JSON]",
+    usage: "RUN NAME [--payload JSON] [--id ID]",
     summary: "Deliver a durable message to a run, which its code takes with ctx.waitForSignal(NAME)",
     details: [
       "The signal is written into the run's hash-chained log: a process waiting in the run reads it there, and a run",
@@ -113,7 +113,10 @@ export const commands: ReadonlyArray<CommandDoc> = [
       "(completed, failed, continued) refuses it and nothing is written (exit 2)."
     ],
     arguments: [RUN, { flag: "NAME", description: "the signal's name, as the run's code waits for it" }],
-    options: [{ flag: "--payload JSON", description: "the message, as JSON (default null); the run's code decodes it with its schema" }],
+    options: [
+      { flag: "--payload JSON", description: "the message, as JSON (default null); the run's code decodes it with its schema" },
+      { flag: "--id ID", description: "a de-duplication key: a signal of this id already in the run's log is not written again" }
+    ],
     examples: [
       "artana signal order-7 decision --payload '{\"approve\":true}'",
       "artana signal agent-3 artana.steer --payload '{\"text\":\"Only EMEA, please.\"}'"

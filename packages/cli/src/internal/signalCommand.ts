@@ -19,6 +19,8 @@ export interface SignalArgs extends Out.Reporting {
   readonly name: string
   /** The payload as JSON text; `null` when absent. */
   readonly payload: string | undefined
+  /** The signal's de-duplication key (`Kernel.signal`'s `id`). */
+  readonly id?: string | undefined
   readonly auditKey: Redacted.Redacted<string> | undefined
 }
 
@@ -41,14 +43,16 @@ export const signal = (args: SignalArgs) =>
   Out.command(args, Effect.scoped(Effect.gen(function*() {
     const payload = yield* parsePayload(args.payload)
     const opened = yield* Layer.build(Database.layer(Database.parse(args.db), { create: false }))
-    const receipt = yield* Effect.flatMap(Kernel.Kernel, (kernel) => kernel.signal({ tenantId: args.tenant, runId: args.run, name: args.name, payload })).pipe(
+    const receipt = yield* Effect.flatMap(Kernel.Kernel, (kernel) => kernel.signal({ tenantId: args.tenant, runId: args.run, name: args.name, payload, id: args.id })).pipe(
       Effect.provide(Services.kernel({ store: Layer.succeedContext(opened), auditKey: args.auditKey }))
     )
     if (args.format === "json") {
-      yield* Out.json({ runId: args.run, name: args.name, signalId: receipt.signalId, seq: receipt.seq })
+      yield* Out.json({ runId: args.run, name: args.name, signalId: receipt.signalId, seq: receipt.seq, duplicate: receipt.duplicate === true })
     } else {
       const s = Out.outStyle()
-      yield* Out.stdout(`${s.green("✓")} signal ${s.bold(args.name)} delivered to run ${s.bold(args.run)} (seq ${receipt.seq}, id ${receipt.signalId})`)
+      yield* Out.stdout(receipt.duplicate === true
+        ? `${s.green("✓")} signal ${s.bold(args.name)} of id ${receipt.signalId} was already delivered to run ${s.bold(args.run)} (seq ${receipt.seq}): not sent again`
+        : `${s.green("✓")} signal ${s.bold(args.name)} delivered to run ${s.bold(args.run)} (seq ${receipt.seq}, id ${receipt.signalId})`)
     }
     return ExitCode.Ok
   })))

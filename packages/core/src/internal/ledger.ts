@@ -47,6 +47,8 @@ export interface LedgerOptions {
   readonly onRefused: (reason: string) => void
   /** Told of the signals (`SignalSent`) senders appended after this execution's head, once verified and adopted. */
   readonly onSignals?: ((events: ReadonlyArray<Event>) => void) | undefined
+  /** Whether a signal senders appended may be adopted (default: every one); one that may not ends the catch-up as foreign. */
+  readonly adopts?: ((event: Event) => boolean) | undefined
 }
 
 export const make = (options: LedgerOptions) => {
@@ -159,7 +161,7 @@ export const make = (options: LedgerOptions) => {
           let seq = headSeq
           let hash = headHash
           for (const event of page) {
-            if (event.payload._tag !== "SignalSent" || event.stepKey !== RUN_STEP_KEY) break
+            if (event.payload._tag !== "SignalSent" || event.stepKey !== RUN_STEP_KEY || options.adopts?.(event) === false) break
             if (event.seq !== seq + 1 || event.prevHash !== hash || event.type !== event.payload._tag || !hashMatches(event, options.auditKey)) {
               return Effect.fail(new Errors.LogTampered({ runId, seq: event.seq, reason: "a signal appended after this execution's head does not chain to it" }))
             }

@@ -4,8 +4,7 @@
  * readers of its run at once; a run written by another process is polled.
  */
 import * as Chunk from "effect/Chunk"
-import * as Deferred from "effect/Deferred"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
@@ -17,6 +16,14 @@ import * as Live from "../Live.js"
 import type * as LiveStore from "../LiveStore.js"
 import * as Verify from "../Verify.js"
 
+/** A wake-up taken before reading a run: it fires once the run changes after it was taken. */
+export interface Wake {
+  /** Resolves once the run changed. */
+  readonly await: Effect.Effect<void>
+  /** True once the run changed, false when `millis` passed first: one timer, no fiber (a reader waits once per delta). */
+  readonly within: (millis: number) => Effect.Effect<boolean>
+}
+
 /** Wakes the readers of a run when something was written to it in this process. */
 export interface Hub {
   /** Deltas were kept for the run. */
@@ -25,22 +32,56 @@ export interface Hub {
   readonly appended: (tenantId: string, runId: string) => Effect.Effect<void>
   /** How many appends to the run this process has seen: a reader that saw the same number need not read the log again. */
   readonly logVersion: (tenantId: string, runId: string) => number
-  /** Resolves once the run changes after this call (take it before reading, so no change is missed). */
-  readonly ticket: (tenantId: string, runId: string) => Effect.Effect<Effect.Effect<void>>
+  /** Fires once the run changes after this call (take it before reading, so no change is missed). */
+  readonly ticket: (tenantId: string, runId: string) => Effect.Effect<Wake>
 }
 
+/** The readers of one run waiting for its next change: plain callbacks, called once. */
+interface Waiters {
+  fired: boolean
+  readonly callbacks: Set<() => void>
+}
+
+const wakeOf = (w: Waiters): Wake => ({
+  await: Effect.async<void>((resume) => {
+    if (w.fired) return resume(Effect.void)
+    const callback = () => resume(Effect.void)
+    w.callbacks.add(callback)
+    return Effect.sync(() => void w.callbacks.delete(callback))
+  }),
+  within: (millis) =>
+    Effect.async<boolean>((resume) => {
+      if (w.fired) return resume(Effect.succeed(true))
+      const callback = () => {
+        clearTimeout(timer)
+        resume(Effect.succeed(true))
+      }
+      const timer = setTimeout(() => {
+        w.callbacks.delete(callback)
+        resume(Effect.succeed(false))
+      }, millis)
+      w.callbacks.add(callback)
+      return Effect.sync(() => {
+        clearTimeout(timer)
+        w.callbacks.delete(callback)
+      })
+    })
+})
+
 export const makeHub = (): Hub => {
-  const waiting = new Map<string, Deferred.Deferred<void>>()
+  const waiting = new Map<string, Waiters>()
   // Only runs with readers waiting or read: a count per run, dropped with nothing else (a run's readers are few).
   const versions = new Map<string, number>()
   const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
   const changed = (tenantId: string, runId: string): Effect.Effect<void> =>
-    Effect.suspend(() => {
+    Effect.sync(() => {
       const key = keyOf(tenantId, runId)
-      const d = waiting.get(key)
-      if (d === undefined) return Effect.void
+      const w = waiting.get(key)
+      if (w === undefined) return
       waiting.delete(key)
-      return Deferred.succeed(d, undefined)
+      w.fired = true
+      for (const callback of w.callbacks) callback()
+      w.callbacks.clear()
     })
   return {
     appended: (tenantId, runId) =>
@@ -58,14 +99,14 @@ export const makeHub = (): Hub => {
     },
     changed,
     ticket: (tenantId, runId) =>
-      Effect.suspend(() => {
+      Effect.sync(() => {
         const key = keyOf(tenantId, runId)
-        const d = waiting.get(key)
-        if (d !== undefined) return Effect.succeed(Deferred.await(d))
-        return Effect.map(Deferred.make<void>(), (made) => {
-          waiting.set(key, made)
-          return Deferred.await(made)
-        })
+        let w = waiting.get(key)
+        if (w === undefined) {
+          w = { fired: false, callbacks: new Set() }
+          waiting.set(key, w)
+        }
+        return wakeOf(w)
       })
   }
 }
@@ -126,6 +167,7 @@ const reader = (
   after: Live.Position
 ): Stream.Stream<Live.LiveEvent, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered> => {
   const { hub, live, pageSize, store } = options
+  const pollMillis = Duration.toMillis(Duration.decode(options.pollInterval))
   // Per reader: the chain is verified once, as the reader's pages go by.
   const verifier = Verify.make(runId, { auditKey: options.auditKey })
   let verifiedThrough = 0
@@ -143,7 +185,7 @@ const reader = (
         const found = logKnown && cached !== undefined ? Either.right(cached) : yield* Effect.either(store.getRun(tenantId, runId))
         if (Either.isLeft(found)) {
           if (!(options.waitForStart && found.left._tag === "RunNotFound" && state.nextSeq === 1)) return yield* Effect.fail(found.left)
-          woken = yield* Effect.raceFirst(Effect.as(wake, true), Effect.as(Effect.sleep(options.pollInterval), false))
+          woken = yield* wake.within(pollMillis)
           continue
         }
         const info = found.right
@@ -180,7 +222,7 @@ const reader = (
         if (done) return [chunk, Option.none<State>()] as const
         if (items.length > 0) return [chunk, Option.some(next)] as const
         // Nothing new: wait for a write in this process, or poll (another process may be writing).
-        woken = yield* Effect.raceFirst(Effect.as(wake, true), Effect.as(Effect.sleep(options.pollInterval), false))
+        woken = yield* wake.within(pollMillis)
       }
     })
   return Stream.paginateChunkEffect({ after, nextSeq: 1 } satisfies State, step)

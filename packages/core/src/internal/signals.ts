@@ -118,13 +118,25 @@ export const makeWait = (
     })
 
   /**
-   * Waits in this process, reading the log every `pollMillis`, until a signal comes or the deadline passes; after
-   * `holdMillis` without either, the run pauses (`pause`).
+   * Resolves once the run is written to after this call: by this process (its live hub), or by another one when the
+   * kernel has `RunNotices` (on PostgreSQL, a NOTIFY). Taken before the log is read, so no write is missed.
+   */
+  const written = Effect.gen(function*() {
+    const here = (yield* env.deps.live.hub.ticket(env.tenant.tenantId, runId)).await
+    const notices = env.deps.notices
+    if (notices === undefined) return here
+    return Effect.raceFirst(here, yield* notices.ticket(env.tenant.tenantId, runId))
+  })
+
+  /**
+   * Waits in this process until a signal comes or the deadline passes, reading the log again when the run is written
+   * to (`written`) and at least every `pollMillis`; after `holdMillis` without either, the run pauses (`pause`).
    */
   const waitFor = <A, I>(key: string, name: string, schema: Schema.Schema<A, I>, deadline: number | undefined) =>
     Effect.gen(function*() {
       const holdUntil = (yield* Clock.currentTimeMillis) + holdMillis
       while (true) {
+        const wake = yield* written
         const received = yield* takeSignal(key, name)
         if (received !== undefined) return yield* decode(schema, received)
         const now = yield* Clock.currentTimeMillis
@@ -134,7 +146,7 @@ export const makeWait = (
         }
         if (now >= holdUntil) return yield* pause(key, name, schema, deadline, [])
         yield* env.checkOwnership(`(waiting for signal "${name}")`)
-        yield* Effect.sleep(Duration.millis(Math.min(pollMillis, holdUntil - now, deadline === undefined ? Infinity : deadline - now)))
+        yield* Effect.raceFirst(wake, Effect.sleep(Duration.millis(Math.min(pollMillis, holdUntil - now, deadline === undefined ? Infinity : deadline - now))))
       }
     })
 
@@ -194,16 +206,37 @@ const ended = (status: string) => status === "completed" || status === "failed" 
 /** Times a sender re-reads the run after an execution's append got in before its signal. */
 const SEND_ATTEMPTS = 50
 
-/** Appends a `SignalSent` after the run's head (read again when an execution's append gets in first). */
+/** The seq of the run's `SignalSent` of id `signalId` between `fromSeq` and `throughSeq`, if there is one. */
+const sentWithId = (store: EventStore.Service, tenantId: string, runId: string, signalId: string, fromSeq: number, throughSeq: number) =>
+  EventStore.stream(store, tenantId, runId, { fromSeq }).pipe(
+    Stream.takeWhile((e) => e.seq <= throughSeq),
+    Stream.filter((e) => e.payload._tag === "SignalSent" && e.payload.signalId === signalId),
+    Stream.runHead,
+    Effect.map((found) => (found._tag === "Some" ? found.value.seq : undefined))
+  )
+
+/**
+ * Appends a `SignalSent` after the run's head (read again when an execution's append gets in first). A keyed signal
+ * (`id`) is looked for in the log first, the whole log once and on a retry only what was appended since: when its id
+ * is there, nothing is written (also when the run has ended since: a sender retrying is told it got through).
+ */
 export const send = (store: EventStore.Service, auditKey: string | undefined, request: SignalRequest): Effect.Effect<SignalReceipt, SendError> =>
   Effect.gen(function*() {
     const { tenantId, runId, name } = request
     const json = Json.fromUnknown(request.payload)
     if (!json.ok) return yield* new Errors.InvalidInput({ what: `payload of signal "${name}"`, reason: json.error })
     if (name.length === 0) return yield* new Errors.InvalidInput({ what: "signal name", reason: "empty" })
-    const signalId = crypto.randomUUID()
+    if (request.id !== undefined && request.id.length === 0) return yield* new Errors.InvalidInput({ what: "signal id", reason: "empty: pass none for a fresh id" })
+    const signalId = request.id ?? crypto.randomUUID()
+    // A keyed signal: the log read so far (through `checked`) holds no signal of its id.
+    let checked = request.id === undefined ? Number.MAX_SAFE_INTEGER : 0
     for (let attempt = 1;; attempt++) {
       const info = yield* store.getRun(tenantId, runId)
+      if (checked < info.headSeq) {
+        const sent = yield* sentWithId(store, tenantId, runId, signalId, checked + 1, info.headSeq)
+        if (sent !== undefined) return { signalId, seq: sent, duplicate: true }
+        checked = info.headSeq
+      }
       if (ended(info.status)) return yield* new Errors.SignalRefused({ runId, name, status: info.status })
       const ledger = Ledger.make({
         store,
@@ -215,7 +248,10 @@ export const send = (store: EventStore.Service, auditKey: string | undefined, re
         // The run's current epoch, claiming nothing: a sender is no owner, and fences no one.
         ownerEpoch: info.ownerEpoch,
         claim: false,
-        onRefused: () => {}
+        onRefused: () => {},
+        // A keyed signal is not written after another sender's signal of its id: the append fails, and the loop
+        // finds that one in the log.
+        adopts: (e) => request.id === undefined || e.payload._tag !== "SignalSent" || e.payload.signalId !== signalId
       })
       const written = yield* Effect.either(ledger.append(RUN_STEP_KEY, [{ _tag: "SignalSent", signalId, name, payload: json.json }]))
       if (Either.isRight(written)) return { signalId, seq: ledger.head().seq }

@@ -11,6 +11,7 @@ import type { Event, EventPayload, WaitingOn } from "../Event.js"
 import type * as EventStore from "../EventStore.js"
 import type { Lease } from "../Lease.js"
 import type * as LiveStore from "../LiveStore.js"
+import type * as RunNotices from "../RunNotices.js"
 import type { CallContext, Interceptor } from "../Middleware.js"
 import type * as ModelPort from "../ModelPort.js"
 import type { Price } from "../Pricing.js"
@@ -48,6 +49,8 @@ export interface Deps {
    * must find a call's deltas before the events after them).
    */
   readonly live: { readonly store: LiveStore.Service; readonly hub: Hub; readonly flushed: Effect.Effect<void> }
+  /** Notices of writes to runs from other processes (`RunNotices`), when the kernel was given them. */
+  readonly notices?: RunNotices.Service | undefined
 }
 
 /** Faults that end an execution without writing anything: the run stays resumable. */

@@ -1,0 +1,34 @@
+// The deadline of a streamed call is between chunks: a server that stops sending mid-answer fails the call with a
+// retryable timeout (and its request is aborted), while a slow answer whose chunks keep coming is not cut.
+import { describe, expect, it } from "@effect/vitest"
+import { Chunk, Effect, Either, Stream } from "effect"
+import type { ModelPort } from "@artana/core"
+import { OpenAiModel } from "../src/index.js"
+import { FakeOpenAi } from "../src/testing.js"
+
+const request: ModelPort.ModelRequest = { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }], tools: [] }
+
+const streamOf = (url: string) =>
+  Effect.flatMap(OpenAiModel.make({ baseURL: url, stream: true, timeout: "1 second", maxRetries: 0 }), (m) => Stream.runCollect(m.stream(request)))
+
+describe("a streamed call's deadline", () => {
+  it.scopedLive("a server that stops sending mid-answer fails the call with a timeout", () =>
+    Effect.gen(function*() {
+      const never = new Promise<void>(() => {})
+      const server = yield* FakeOpenAi.scoped([FakeOpenAi.text("one two three four", { pieces: 4 })], {
+        beforeChunk: ({ chunk }) => (chunk === 3 ? never : Promise.resolve())
+      })
+      const result = yield* Effect.either(streamOf(server.url))
+      expect(Either.isLeft(result) && result.left).toMatchObject({ _tag: "ModelError", kind: "timeout", retryable: true })
+    }), 60_000)
+
+  it.scopedLive("chunks that keep coming, each within the deadline, are not cut however long the answer takes", () =>
+    Effect.gen(function*() {
+      const server = yield* FakeOpenAi.scoped([FakeOpenAi.text("a b c d e f g h i j", { pieces: 10 })], {
+        beforeChunk: () => new Promise((r) => setTimeout(r, 150))
+      })
+      const parts = Chunk.toReadonlyArray(yield* streamOf(server.url))
+      expect(parts.flatMap((p) => (p._tag === "TextDelta" ? [p.text] : [])).join("")).toBe("a b c d e f g h i j")
+      expect(parts[parts.length - 1]?._tag).toBe("Finished")
+    }), 60_000)
+})

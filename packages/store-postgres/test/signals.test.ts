@@ -1,0 +1,69 @@
+// Signals on PostgreSQL, between kernels on two pools (as two processes): a run waiting for a signal in one is woken
+// by the NOTIFY the other sends with it (its poll is an hour: only the notice gets the signal to it in a test's
+// time), and a signal sent with the same id by both at once is written once.
+import { describe, expect, it } from "@effect/vitest"
+import { inject } from "vitest"
+import { Context, Duration, Effect, Fiber, Layer, Schema } from "effect"
+import { EventStore, Kernel, Tenant, ToolRegistry, Workflow } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
+import { PostgresStore } from "@artana/store-postgres"
+import { PgTest } from "@artana/store-postgres/testing"
+
+const pg = PgTest.server(inject("artanaPg"))
+const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1 })
+
+/** Waits for a "go" signal and returns its payload. */
+const gate = Workflow.make({
+  name: "gate",
+  input: Schema.Null,
+  output: Schema.String,
+  run: (_i, ctx) => ctx.waitForSignal("go", Schema.String)
+})
+
+/** A kernel on its own pool over `url` whose waits hold the run and poll once an hour; and its event store. */
+const kernelOn = (url: string) =>
+  Effect.map(
+    Layer.build(Kernel.layer({ workflows: [gate], signalWaitHold: Duration.infinity, signalPollInterval: "1 hour" }).pipe(
+      Layer.provideMerge(Layer.mergeAll(PostgresStore.layer({ url, pool: { max: 4 } }), ScriptedModel.layer([]), ToolRegistry.layer([])))
+    )),
+    (context) => ({ kernel: Context.get(context, Kernel.Kernel), store: Context.get(context, EventStore.EventStore) })
+  )
+
+const awaiting = (store: EventStore.Service, runId: string) =>
+  Effect.gen(function*() {
+    while (!(yield* Effect.orElseSucceed(store.readEvents("acme", runId), () => [])).some((e) => e.payload._tag === "SignalAwaited")) {
+      yield* Effect.sleep("20 millis")
+    }
+  })
+
+describe.skipIf(pg.url === undefined)(`signals on PostgreSQL (${pg.description})`, () => {
+  it.scopedLive("a run waiting in one kernel is woken by a signal another kernel (another pool) sends: LISTEN/NOTIFY", () =>
+    Effect.gen(function*() {
+      const url = yield* PgTest.freshDatabase(pg.url!)
+      const a = yield* kernelOn(url)
+      const b = yield* kernelOn(url)
+      const waiting = yield* Effect.fork(a.kernel.execute(gate, { runId: "gated", tenant, input: null }))
+      yield* awaiting(a.store, "gated")
+      yield* b.kernel.signal({ tenantId: "acme", runId: "gated", name: "go", payload: "from b" })
+      const done = yield* Fiber.join(waiting).pipe(Effect.timeoutFail({ duration: "45 seconds", onTimeout: () => new Error("the wait was not woken") }))
+      expect(done).toMatchObject({ status: "completed", output: "from b" })
+    }), 90_000)
+
+  it.scopedLive("the same signal id sent by two kernels at once is written once; the run takes it once", () =>
+    Effect.gen(function*() {
+      const url = yield* PgTest.freshDatabase(pg.url!)
+      const a = yield* kernelOn(url)
+      const b = yield* kernelOn(url)
+      const waiting = yield* Effect.fork(a.kernel.execute(gate, { runId: "once", tenant, input: null }))
+      yield* awaiting(a.store, "once")
+      const receipts = yield* Effect.all(
+        [a, b, a, b].map((k) => k.kernel.signal({ tenantId: "acme", runId: "once", name: "go", payload: "hook", id: "webhook-41" })),
+        { concurrency: "unbounded" }
+      )
+      expect(receipts.filter((r) => r.duplicate !== true)).toHaveLength(1)
+      expect(new Set(receipts.map((r) => `${r.signalId}@${r.seq}`)).size).toBe(1)
+      expect(yield* Fiber.join(waiting).pipe(Effect.timeout("45 seconds"))).toMatchObject({ status: "completed", output: "hook" })
+      const log = yield* b.store.readEvents("acme", "once")
+      expect(log.filter((e) => e.payload._tag === "SignalSent")).toHaveLength(1)
+    }), 90_000)
+})
