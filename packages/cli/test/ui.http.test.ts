@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as http from "node:http"
 import * as path from "node:path"
-import { cleanup, tempDir } from "./helpers.js"
+import { artana, cleanup, tempDir } from "./helpers.js"
 import { acme, seededSqlite, startUi } from "./uiHelpers.js"
 
 afterAll(cleanup)
@@ -103,6 +103,21 @@ describe("artana ui over HTTP", () => {
       expect(done.status).toBe(409)
       expect(done.body).toContain("review")
       expect(done.body).toContain("class=\"notice problem\"")
+    }).pipe(Effect.scoped))
+
+  it.live("a fork's page draws where it came from: the run (a link) and the seq its log was copied from", () =>
+    Effect.gen(function*() {
+      const { db, dir } = yield* seeded()
+      const forked = yield* artana(["fork", "research", "--at", "1", "--db", db, "--tenant", "acme"], { cwd: dir })
+      expect(forked.code, forked.stderr).toBe(0)
+      const ui = yield* startUi(["--db", db, "--tenant", "acme"], dir)
+      const page = yield* get(`${ui.url}runs/${encodeURIComponent("research::fork::1")}?tenant=acme`)
+      expect(page.status, forked.stdout).toBe(200)
+      const line = /<p class="forked" id="forked-from">(.*?)<\/p>/s.exec(page.body)?.[1]
+      expect(line).toContain(`href="/runs/research?tenant=acme"`)
+      expect(line).toContain("at seq 1")
+      // A run that is no fork draws no such line.
+      expect((yield* get(`${ui.url}runs/research?tenant=acme`)).body).not.toContain("forked-from")
     }).pipe(Effect.scoped))
 
   it.live("a running run's page follows it: each event appended by another process arrives as a row, then settled", () =>

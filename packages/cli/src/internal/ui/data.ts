@@ -71,7 +71,10 @@ export const lineage = (tenantId: string, rootRunId: string) =>
       return { run: r, subtreeCostUsd, children, continuedAs }
     }
     const root = byId.get(rootRunId)
-    return { tree: root === undefined ? undefined : node(root, 0), truncated: family.length > LINEAGE_LIMIT, runs: runs.length }
+    // A fork is the root of a lineage of its own; where it came from is in its first event (`RunStarted.forkedFrom`).
+    const first = root === undefined ? [] : yield* Effect.orElseSucceed(store.readEvents(tenantId, rootRunId, 1, 1), () => [])
+    const forkedFrom = first[0]?.payload._tag === "RunStarted" ? first[0].payload.forkedFrom : undefined
+    return { tree: root === undefined ? undefined : node(root, 0), truncated: family.length > LINEAGE_LIMIT, runs: runs.length, forkedFrom }
   })
 
 /** A stretch of a run's log: at most `limit` events from `fromSeq`. */

@@ -57,6 +57,12 @@ const lineageTree = (ctx: PageContext, node: LineageNode, current: string): Html
   </li>${node.continuedAs === undefined ? "" : h`<li class="continued">continued as → <ul class="successor">${lineageTree(ctx, node.continuedAs, current)}</ul></li>`}`
 }
 
+/** The fork's origin, drawn above its tree: the run it was copied from (a link), the seq, the steps it replaced. */
+const forkedFromLine = (ctx: PageContext, from: Event.ForkedFrom): Html =>
+  h`<p class="forked" id="forked-from">⑂ forked from <a href="${runHref(ctx, from.runId)}">${from.runId}</a> at seq ${from.seq}${
+    from.overridden === undefined || from.overridden.length === 0 ? "" : h` <span class="dim">(replaced: ${from.overridden.join(", ")})</span>`
+  }</p>`
+
 const stepsTable = (steps: ReadonlyArray<StepSummary>, startedAt: number): Html =>
   h`<table class="steps">
   <thead><tr><th>Step</th><th>Events</th><th>Tokens in</th><th>Tokens out</th><th>USD</th><th>Started</th><th>Took</th></tr></thead>
@@ -82,7 +88,13 @@ const pager = (ctx: PageContext, info: Event.RunInfo, at: Stretch, shown: number
 
 export interface RunView {
   readonly info: Event.RunInfo
-  readonly lineage: { readonly tree: LineageNode | undefined; readonly truncated: boolean; readonly runs: number }
+  readonly lineage: {
+    readonly tree: LineageNode | undefined
+    readonly truncated: boolean
+    readonly runs: number
+    /** Set when the lineage's root is a fork (`Kernel.fork`): the run and seq it was copied from. */
+    readonly forkedFrom?: Event.ForkedFrom | undefined
+  }
   readonly lineageCostUsd: number
   readonly divergence: Divergence | undefined
   readonly events: ReadonlyArray<Event.Event>
@@ -111,6 +123,7 @@ ${v.divergence === undefined ? "" : h`<section class="divergence" id="divergence
   <p>At step <b>${v.divergence.stepKey}</b> (the run failed at seq ${v.divergence.seq}): the code did not ask for what the log holds.</p>
   <table class="diff"><tr><th>the log holds</th><td><pre>${v.divergence.expected}</pre></td></tr><tr><th>the code asked for</th><td><pre>${v.divergence.actual}</pre></td></tr></table></section>`}
 <section id="lineage"><h2>Lineage</h2>
+${v.lineage.forkedFrom === undefined ? "" : forkedFromLine(ctx, v.lineage.forkedFrom)}
 ${v.lineage.tree === undefined ? h`<p class="dim">The lineage's root is not in this tenant's store.</p>` : h`<ul class="tree">${lineageTree(ctx, v.lineage.tree, info.runId)}</ul>`}
 ${v.lineage.truncated ? h`<p class="dim">Only the first ${v.lineage.runs} runs of the lineage are drawn.</p>` : ""}
 </section>
