@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import type { Event} from "@artana/core";
 import { Chat, Errors, EventStore, Json, Kernel, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
-import { ScriptedModel } from "@artana/core/testing"
+import { ScriptedModel, TestLog } from "@artana/core/testing"
 import { Plan, PlanRunner } from "@artana/cli"
 import { SqliteStore } from "@artana/store-sqlite"
 import { SqlClient } from "@effect/sql"
@@ -91,6 +91,27 @@ describe("artana list-runs", () => {
       expect(help.code).toBe(0)
       expect(help.stdout).toContain("list-runs")
       expect(help.stdout).not.toContain("\u001b[")
+    }))
+})
+
+describe("runs of another version of their workflow's code", () => {
+  it.live("list-runs shows them as WORKFLOW@VERSION, and show-run names the version", () =>
+    Effect.gen(function*() {
+      const versioned = path.join(dir, "versioned.db")
+      yield* Effect.flatMap(EventStore.EventStore, (store) =>
+        Effect.forEach([["old-run", undefined], ["new-run", "2"]] as const, ([runId, version]) =>
+          store.append({
+            runId,
+            tenantId: "acme",
+            expectedSeq: 0,
+            events: TestLog.chain(runId, "acme", [], [{ _tag: "RunStarted", workflow: "greet", input: null, tenant: tenant("acme"), ...(version === undefined ? {} : { version }) }])
+          }))).pipe(Effect.provide(SqliteStore.layer({ filename: versioned })))
+      const listed = yield* artana(["list-runs", "--db", versioned, "--tenant", "acme"], { cwd: dir })
+      expect(listed.code, listed.stderr).toBe(0)
+      const row = (runId: string) => listed.stdout.split("\n").find((l) => l.startsWith(runId))?.split(/\s+/)[1]
+      expect(row("new-run")).toBe("greet@2")
+      expect(row("old-run")).toBe("greet")
+      expect((yield* artana(["show-run", "new-run", "--db", versioned, "--tenant", "acme"], { cwd: dir })).stdout).toMatch(/workflow {2}greet {3}version 2/)
     }))
 })
 

@@ -2,7 +2,7 @@
  * The commands that only read the store: `report`, `list-runs`, `show-run`, `verify`. None of them creates a
  * database or writes to one.
  */
-import { Errors, type Event, EventStore, Kernel, Verify } from "@artana/core"
+import { Errors, type Event, EventStore, Kernel, Verify, Workflow } from "@artana/core"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
@@ -37,6 +37,10 @@ const reading = (args: Common) =>
  * mark a broken chain loudly and exit 6 (integrity): a log changed after it was written must never read as a clean one.
  * `onPage` sees each page as it is checked (`artana ui` adds up the run's tokens in the same pass).
  */
+
+/** A run's workflow as the tables show it: `name`, or `name@version` for a run of a version other than the default. */
+const workflowOf = (r: Event.RunInfo): string => (r.version === Workflow.DEFAULT_VERSION ? r.workflow : `${r.workflow}@${r.version}`)
+
 export const chainOf = (
   args: Pick<Common, "tenant" | "auditKey">,
   info: Event.RunInfo,
@@ -307,7 +311,7 @@ export const listRuns = (args: ListArgs) =>
     }
     const rows = runs.map((r) => [
       r.runId,
-      r.workflow,
+      workflowOf(r),
       `${T.icon(s, r.status)} ${r.status}`,
       String(r.headSeq),
       `$${r.costUsd.toFixed(4)}`,
@@ -551,7 +555,7 @@ export const showRun = (args: ShowArgs) =>
     const out: Array<string> = [
       ...(chain.ok ? [] : [tampered(s, chain), ""]),
       `${T.icon(s, info.status)} ${s.bold(`run ${info.runId}`)}  ${info.status}`,
-      `  workflow  ${info.workflow}`,
+      `  workflow  ${info.workflow}   version ${info.version}`,
       `  tenant    ${info.tenantId}`,
       `  created   ${T.timestamp(info.createdAt)}   updated ${T.timestamp(info.updatedAt)}   took ${T.duration(info.updatedAt - info.createdAt)}`,
       `  events    ${info.headSeq}   head ${s.dim(info.headHash)}`,
