@@ -56,20 +56,29 @@ export const fromChannel = <E>(channel: Channel<E>): Effect.Effect<Service, neve
         waiting.delete(key)
         return Deferred.succeed(d, undefined)
       })
-    yield* channel.listen.pipe(
-      Stream.runForEach(heard),
-      // A listening connection that drops (a server restart) is opened again; polling covers the gap.
-      Effect.retry(Schedule.exponential(Duration.millis(200)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(5))))),
-      Effect.ignore,
-      Effect.forkScoped
-    )
+    // The listener starts with the first ticket, not with the layer: on PostgreSQL it holds a connection of the pool
+    // for the life of the scope, which a process that never waits on a run (or a pool of 2 migrating) must not lose.
+    const scope = yield* Effect.scope
+    let listening = false
+    const listen = Effect.suspend(() => {
+      if (listening) return Effect.void
+      listening = true
+      return channel.listen.pipe(
+        Stream.runForEach(heard),
+        // A listening connection that drops (a server restart) is opened again; polling covers the gap.
+        Effect.retry(Schedule.exponential(Duration.millis(200)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(5))))),
+        Effect.ignore,
+        Effect.forkIn(scope),
+        Effect.asVoid
+      )
+    })
     return {
       notify: (tenantId, runId) =>
         channel.send(encode(tenantId, runId)).pipe(
           Effect.catchAll((e) => Effect.logWarning(`notice of run ${runId} not sent (waiters in other processes poll instead)`, e))
         ),
       ticket: (tenantId, runId) =>
-        Effect.suspend(() => {
+        Effect.zipRight(listen, Effect.suspend(() => {
           const key = keyOf(tenantId, runId)
           const d = waiting.get(key)
           if (d !== undefined) return Effect.succeed(Deferred.await(d))
@@ -77,6 +86,6 @@ export const fromChannel = <E>(channel: Channel<E>): Effect.Effect<Service, neve
             waiting.set(key, made)
             return Deferred.await(made)
           })
-        })
+        }))
     } satisfies Service
   })
