@@ -105,7 +105,7 @@ describe("artana ui over HTTP", () => {
       expect(done.body).toContain("class=\"notice problem\"")
     }).pipe(Effect.scoped))
 
-  it.live("a fork's page draws where it came from: the run (a link) and the seq its log was copied from", () =>
+  it.live("a fork's page draws where it came from (the run, a link, and the seq); the run's page lists its forks", () =>
     Effect.gen(function*() {
       const { db, dir } = yield* seeded()
       const forked = yield* artana(["fork", "research", "--at", "1", "--db", db, "--tenant", "acme"], { cwd: dir })
@@ -116,8 +116,12 @@ describe("artana ui over HTTP", () => {
       const line = /<p class="forked" id="forked-from">(.*?)<\/p>/s.exec(page.body)?.[1]
       expect(line).toContain(`href="/runs/research?tenant=acme"`)
       expect(line).toContain("at seq 1")
-      // A run that is no fork draws no such line.
-      expect((yield* get(`${ui.url}runs/research?tenant=acme`)).body).not.toContain("forked-from")
+      // The run it came from lists it among its forks (the runs' index of forks); a run that is no fork draws no origin.
+      const source = (yield* get(`${ui.url}runs/research?tenant=acme`)).body
+      expect(source).not.toContain("forked-from")
+      const forks = /<div id="forks">(.*?)<\/div>/s.exec(source)?.[1]
+      expect(forks).toContain(`href="/runs/${encodeURIComponent("research::fork::1")}?tenant=acme"`)
+      expect((yield* get(`${ui.url}runs/${encodeURIComponent("research::sub_agent::a")}?tenant=acme`)).body).not.toContain(`id="forks"`)
     }).pipe(Effect.scoped))
 
   it.live("a running run's page follows it: each event appended by another process arrives as a row, then settled", () =>

@@ -322,7 +322,9 @@ export const RunInfo = Schema.Struct({
    * The version of the code that started the run (its `RunStarted`'s; `Workflow.DEFAULT_VERSION`, "1", for a run
    * started before versions were recorded).
    */
-  version: Schema.String
+  version: Schema.String,
+  /** Set on a fork (`Kernel.fork`): the run its log was copied from (its `RunStarted.forkedFrom.runId`). */
+  forkedFrom: Schema.optional(Schema.String)
 })
 export type RunInfo = typeof RunInfo.Type
 

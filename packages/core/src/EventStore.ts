@@ -55,6 +55,8 @@ export interface ListRunsFilter {
   readonly minCostUsd?: number | undefined
   /** Runs started by this version of their workflow's code (`RunInfo.version`). */
   readonly version?: string | undefined
+  /** The forks of this run (`RunInfo.forkedFrom`), on an index of their own: a run's page lists its forks. */
+  readonly forkedFrom?: string | undefined
 }
 
 /** Filters for `listRunsPage`: those of `listRuns`, and where to start. */
@@ -338,7 +340,8 @@ export const newRunInfo = (request: AppendRequest): RunInfo | undefined => {
     createdAt: first.timestamp,
     updatedAt: last.timestamp,
     ownerEpoch: request.ownerEpoch ?? 0,
-    version: started.version ?? DEFAULT_RUN_VERSION
+    version: started.version ?? DEFAULT_RUN_VERSION,
+    ...(started.forkedFrom === undefined ? {} : { forkedFrom: started.forkedFrom.runId })
   }
 }
 
@@ -380,6 +383,7 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         (filter.createdSince === undefined || r.createdAt >= filter.createdSince) &&
         (filter.createdUntil === undefined || r.createdAt < filter.createdUntil) &&
         (filter.minCostUsd === undefined || r.costUsd >= filter.minCostUsd) &&
+        (filter.forkedFrom === undefined || r.forkedFrom === filter.forkedFrom) &&
         (after === undefined || r.createdAt < after.createdAt || (r.createdAt === after.createdAt && order > Number(after.key)))
       )
       .sort((a, b) => b.info.createdAt - a.info.createdAt || a.order - b.order)

@@ -215,6 +215,12 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<EventStore.Even
         expect(ran).toEqual(seen.has(cut) ? [] : handlers)
         seen.add(cut)
       }
+      // The original's forks, listed on their index: each fork's record names the run it was copied from.
+      const store = yield* EventStore.EventStore
+      const forks = yield* store.listRuns(ref("tour").tenantId, { forkedFrom: "tour" })
+      expect(forks.map((r) => r.runId).sort()).toEqual([...seen].map((cut) => Fork.forkRunId("tour", cut)).sort())
+      expect(forks.every((r) => r.forkedFrom === "tour")).toBe(true)
+      expect((yield* store.getRun(ref("tour").tenantId, "tour")).forkedFrom).toBeUndefined()
       // The original: the same events, its chain intact.
       expect((yield* kernel.readEvents(ref("tour"))).map((e) => e.hash)).toEqual(log.map((e) => e.hash))
       expect((yield* kernel.verify(ref("tour"))).ok).toBe(true)

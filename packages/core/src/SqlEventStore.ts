@@ -265,7 +265,8 @@ const runFromRow = (row: Fields): RunInfo => {
     createdAt: num(row, "created_at"),
     updatedAt: num(row, "updated_at"),
     ownerEpoch: num(row, "owner_epoch"),
-    version: text(row, "version")
+    version: text(row, "version"),
+    ...(typeof row.forked_from === "string" ? { forkedFrom: row.forked_from } : {})
   }
 }
 
@@ -429,9 +430,28 @@ END $artana$`)
     "7_run_version": Effect.gen(function*() {
       const sql = (yield* SqlClient.SqlClient).withoutTransforms()
       yield* SqlMigrations.addColumn(sql, t.runs, "version", { pg: "TEXT NOT NULL DEFAULT '1'", sqlite: "TEXT NOT NULL DEFAULT '1'" })
+    }),
+    // Forks (issue 19): the run a fork was copied from, so a run's page lists its forks; and a lineage listed in
+    // creation order on an index of its own (the lineage's runs, not the tenant's, however many the tenant has).
+    "8_run_forks_lineage_order": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      yield* SqlMigrations.addColumn(sql, t.runs, "forked_from", { pg: "TEXT", sqlite: "TEXT" })
+      const tail = sql.onDialectOrElse({ pg: () => ", run_id", orElse: () => "" })
+      const quote = (name: string) => sql.onDialectOrElse({ pg: () => `"${name}"`, orElse: () => name })
+      for (const [name, columns] of RUN_LINEAGE_INDEXES) {
+        yield* sql.unsafe(`CREATE INDEX IF NOT EXISTS ${quote(`${t.prefix}${name}`)} ON ${quote(t.runs)} (${columns}, created_at DESC${tail})`)
+      }
+      // The lineage's list index starts with (tenant_id, root_run_id): the index on those two alone is one more to write.
+      yield* sql.unsafe(`DROP INDEX IF EXISTS ${quote(`${t.prefix}runs_root_idx`)}`)
     })
   }
 }
+
+/** The indexes `listRuns` pages a lineage and a run's forks on (migration 8): name, and the columns before `created_at DESC`. */
+export const RUN_LINEAGE_INDEXES: ReadonlyArray<readonly [string, string]> = [
+  ["runs_root_list_idx", "tenant_id, root_run_id"],
+  ["runs_forks_list_idx", "tenant_id, forked_from"]
+]
 
 /** The indexes `listRuns` pages on (migration 5): name, and the columns before `created_at DESC`. */
 export const RUN_LIST_INDEXES: ReadonlyArray<readonly [string, string]> = [
@@ -623,7 +643,7 @@ export const migrate = (options: Options = {}): Effect.Effect<void, StoreError |
   const t = tables(options)
   // The columns the queries use: a table changed outside Artana is refused on open, not on the first query.
   const columns = {
-    [t.runs]: ["run_id", "tenant_id", "workflow", "parent_run_id", "root_run_id", "status", "head_seq", "head_hash", "cost_usd", "created_at", "updated_at", "owner_epoch", "version"],
+    [t.runs]: ["run_id", "tenant_id", "workflow", "parent_run_id", "root_run_id", "status", "head_seq", "head_hash", "cost_usd", "created_at", "updated_at", "owner_epoch", "version", "forked_from"],
     [t.events]: ["run_id", "seq", "event_id", "tenant_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"]
   }
   return SqlMigrations.run({ name: "event_store", tablePrefix: options.tablePrefix, migrations: migrations(options), columns })
@@ -801,7 +821,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
     const runColumns = sql.literal(sql.onDialectOrElse({
       pg: () => {
         const head = "h.seq IS NOT NULL AND h.seq >= r.head_seq"
-        return `r.run_id, r.tenant_id, r.workflow, r.parent_run_id, r.root_run_id, r.status, r.cost_usd, r.created_at, r.owner_epoch, r.version, CASE WHEN ${head} THEN h.seq ELSE r.head_seq END AS head_seq, CASE WHEN ${head} THEN h.hash ELSE r.head_hash END AS head_hash, CASE WHEN ${head} THEN h.timestamp ELSE r.updated_at END AS updated_at`
+        return `r.run_id, r.tenant_id, r.workflow, r.parent_run_id, r.root_run_id, r.status, r.cost_usd, r.created_at, r.owner_epoch, r.version, r.forked_from, CASE WHEN ${head} THEN h.seq ELSE r.head_seq END AS head_seq, CASE WHEN ${head} THEN h.hash ELSE r.head_hash END AS head_hash, CASE WHEN ${head} THEN h.timestamp ELSE r.updated_at END AS updated_at`
       },
       orElse: () => "r.*"
     }))
@@ -820,6 +840,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
       if (filter.createdSince !== undefined) where.push(sql`r.created_at >= ${filter.createdSince}`)
       if (filter.createdUntil !== undefined) where.push(sql`r.created_at < ${filter.createdUntil}`)
       if (filter.minCostUsd !== undefined) where.push(sql`r.cost_usd >= ${filter.minCostUsd}`)
+      if (filter.forkedFrom !== undefined) where.push(sql`r.forked_from = ${filter.forkedFrom}`)
       // After the cursor in (created_at DESC, key ASC): the bound on created_at is the index range, the rest a filter.
       if (after !== undefined) {
         where.push(sql`r.created_at <= ${after.createdAt}`, sql`(r.created_at < ${after.createdAt} OR ${keyColumn} > ${after.key})`)

@@ -370,7 +370,9 @@ export const suite = (name: string, database: Effect.Effect<Database, unknown, S
             tenant_id: `tenant-${i % 4}`,
             workflow: `workflow-${i % 20}`,
             parent_run_id: null,
-            root_run_id: `run-${i}`,
+            // Lineages of 750 runs a tenant, and runs forked 500 times: what a run's page lists on their indexes.
+            root_run_id: `root-${i % 8}`,
+            forked_from: `run-${i % 12}`,
             status: statuses[i % 5]!,
             head_seq: 1,
             head_hash: "0".repeat(64),
@@ -392,7 +394,10 @@ export const suite = (name: string, database: Effect.Effect<Database, unknown, S
             [{ workflow: "workflow-5", createdUntil: T0 + 2_000_000 }, "runs_workflow_list_idx"],
             [{ after: firstPage.next }, "runs_list_idx"],
             [{ status: "paused", after: firstPage.next }, "runs_status_list_idx"],
-            [{ workflow: "workflow-5", after: firstPage.next }, "runs_workflow_list_idx"]
+            [{ workflow: "workflow-5", after: firstPage.next }, "runs_workflow_list_idx"],
+            [{ rootRunId: "root-1" }, "runs_root_list_idx"],
+            [{ rootRunId: "root-5", after: firstPage.next }, "runs_root_list_idx"],
+            [{ forkedFrom: "run-9" }, "runs_forks_list_idx"]
           ]
           for (const [filter, index] of cases) {
             // The statement the store runs, caught on its way to the database, then explained there.
@@ -446,12 +451,12 @@ export const suite = (name: string, database: Effect.Effect<Database, unknown, S
           expect(spent).toBeCloseTo(200 * 0.25 + 100 * 0.5, 9)
           expect(yield* store.lineageCostUsd("tenant-2", "chain")).toBe(1000)
           expect(yield* store.lineageCostUsd("tenant-1", "no-such-root")).toBe(0)
-          // One statement, answered on the index on (tenant_id, root_run_id): no scan of the tenant's runs.
+          // One statement, answered on the index on (tenant_id, root_run_id, created_at): no scan of the tenant's runs.
           expect(statements.length).toBe(1)
           const [text, params] = statements[0]!
           expect(text).toMatch(/SUM\(cost_usd\)/)
           const plan = yield* explain(sql, text, params)
-          expect(plan).toContain(`${db.tablePrefix ?? ""}runs_root_idx`)
+          expect(plan).toContain(`${db.tablePrefix ?? ""}runs_root_list_idx`)
           expect(plan).not.toMatch(/Seq Scan on|SCAN [^ ]*runs\b(?! USING)/)
         }).pipe(Effect.provide(db.store))
       }))

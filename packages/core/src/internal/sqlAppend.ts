@@ -116,5 +116,6 @@ export const runRow = (info: RunInfo, head: "genesis" | "batch") => ({
   created_at: info.createdAt,
   updated_at: head === "genesis" ? info.createdAt : info.updatedAt,
   owner_epoch: info.ownerEpoch,
-  version: info.version
+  version: info.version,
+  forked_from: info.forkedFrom ?? null
 })

@@ -36,13 +36,13 @@ export const make = (
   const runs = sql(t.runs)
   const EVENT_VALUES = ["seq", "event_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"] as const
   const EVENT_TYPES = ["bigint", "bytea", "double precision", "text", "text", "text", "bytea", "bytea"] as const
-  const RUN_COLUMNS = "run_id, tenant_id, workflow, parent_run_id, root_run_id, status, head_seq, head_hash, cost_usd, created_at, updated_at, owner_epoch, version"
+  const RUN_COLUMNS = "run_id, tenant_id, workflow, parent_run_id, root_run_id, status, head_seq, head_hash, cost_usd, created_at, updated_at, owner_epoch, version, forked_from"
   type PgAppend = "create" | "events" | "run"
   /**
    * Parameters before the events' own: the run's row (create), run, guard and fence (events), and both with the
    * epoch claimed (run).
    */
-  const PARAMS: Record<PgAppend, number> = { create: 13, events: 4, run: 10 }
+  const PARAMS: Record<PgAppend, number> = { create: 14, events: 4, run: 10 }
   const pgText = new Map<string, string>()
   // The run's key and expected seq in each kind's parameters, for the probe of the event the batch follows.
   const KEY: Record<Exclude<PgAppend, "create">, readonly [run: string, tenant: string, seq: string]> = { events: ["$1", "$2", "$3"], run: ["$6", "$7", "$8"] }
@@ -72,7 +72,7 @@ export const make = (
         `NOT EXISTS (SELECT 1 FROM "${t.runs}" WHERE run_id = ${run} AND tenant_id = ${tenant} AND owner_epoch > ${fence}::bigint)`
       switch (kind) {
         case "create":
-          text = `WITH run AS (INSERT INTO "${t.runs}" (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::double precision, $10::double precision, $11::double precision, $12::bigint, $13::text) RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
+          text = `WITH run AS (INSERT INTO "${t.runs}" (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::double precision, $10::double precision, $11::double precision, $12::bigint, $13::text, $14::text) RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
           break
         case "events":
           text = `WITH ${prev(KEY.events)} ${into} SELECT $1::text, $2::text, e.* FROM ${values} WHERE ${follows} AND ${unfenced("$1", "$2", "$4")}`
@@ -121,7 +121,8 @@ export const make = (
         info.createdAt,
         info.updatedAt,
         info.ownerEpoch,
-        info.version
+        info.version,
+        info.forkedFrom ?? null
       )
     } else {
       const summary = Event.summarize(events)

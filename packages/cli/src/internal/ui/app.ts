@@ -72,13 +72,14 @@ export const makeApp = (options: AppOptions): Hono => {
     const effect = Effect.gen(function*() {
       const store = yield* EventStore.EventStore
       const info = yield* store.getRun(ctx.tenant, runId)
-      const [lineage, lineageCostUsd, divergence, events] = yield* Effect.all([
+      const [lineage, forks, lineageCostUsd, divergence, events] = yield* Effect.all([
         Data.lineage(ctx.tenant, info.rootRunId),
+        Data.forksOf(ctx.tenant, runId),
         store.lineageCostUsd(ctx.tenant, info.rootRunId),
         Data.divergence(ctx.tenant, info),
         Data.eventsPage(ctx.tenant, runId, stretch.fromSeq, stretch.limit)
       ])
-      return { info, lineage, lineageCostUsd, divergence, events, steps: Data.stepsOf(events), stretch }
+      return { info, lineage, forks, lineageCostUsd, divergence, events, steps: Data.stepsOf(events), stretch }
     })
     return render(c, effect, (v) => runView(ctx, v))
   })

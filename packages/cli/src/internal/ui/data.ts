@@ -77,6 +77,13 @@ export const lineage = (tenantId: string, rootRunId: string) =>
     return { tree: root === undefined ? undefined : node(root, 0), truncated: family.length > LINEAGE_LIMIT, runs: runs.length, forkedFrom }
   })
 
+/** At most this many of a run's forks are listed on its page (newest first). */
+export const FORKS_LIMIT = 50
+
+/** The forks of `runId` (`Kernel.fork`), newest first, on the runs' index of forks: at most `FORKS_LIMIT`. */
+export const forksOf = (tenantId: string, runId: string) =>
+  Effect.flatMap(EventStore.EventStore, (store) => store.listRuns(tenantId, { forkedFrom: runId, limit: FORKS_LIMIT + 1 }))
+
 /** A stretch of a run's log: at most `limit` events from `fromSeq`. */
 export const eventsPage = (
   tenantId: string,

@@ -5,7 +5,7 @@
  */
 import type { Event } from "@artana/core"
 import { describeEvent } from "../../readCommands.js"
-import type { ChainStatus, Divergence, LineageNode, StepSummary } from "../data.js"
+import { type ChainStatus, type Divergence, FORKS_LIMIT, type LineageNode, type StepSummary } from "../data.js"
 import { duration, h, href, type Html, page, type PageContext, statusBadge, time, usd } from "./html.js"
 
 const runHref = (ctx: PageContext, runId: string, query: Readonly<Record<string, string | number | undefined>> = {}) =>
@@ -63,6 +63,11 @@ const forkedFromLine = (ctx: PageContext, from: Event.ForkedFrom): Html =>
     from.overridden === undefined || from.overridden.length === 0 ? "" : h` <span class="dim">(replaced: ${from.overridden.join(", ")})</span>`
   }</p>`
 
+/** The run's forks, each the root of a lineage of its own: a link, its status and what it spent. */
+const forksList = (ctx: PageContext, forks: ReadonlyArray<Event.RunInfo>): Html =>
+  forks.length === 0 ? h`` : h`<div id="forks"><p>⑂ forks of this run${forks.length > FORKS_LIMIT ? h` (the newest ${FORKS_LIMIT})` : ""}:</p>
+<ul class="tree">${forks.slice(0, FORKS_LIMIT).map((f) => h`<li data-run="${f.runId}"><a href="${runHref(ctx, f.runId)}">${f.runId}</a> ${statusBadge(f.status)} <span class="spend">${usd(f.costUsd)}</span></li>`)}</ul></div>`
+
 const stepsTable = (steps: ReadonlyArray<StepSummary>, startedAt: number): Html =>
   h`<table class="steps">
   <thead><tr><th>Step</th><th>Events</th><th>Tokens in</th><th>Tokens out</th><th>USD</th><th>Started</th><th>Took</th></tr></thead>
@@ -95,6 +100,8 @@ export interface RunView {
     /** Set when the lineage's root is a fork (`Kernel.fork`): the run and seq it was copied from. */
     readonly forkedFrom?: Event.ForkedFrom | undefined
   }
+  /** The run's own forks, newest first (one more than are drawn: the page says when there are more). */
+  readonly forks: ReadonlyArray<Event.RunInfo>
   readonly lineageCostUsd: number
   readonly divergence: Divergence | undefined
   readonly events: ReadonlyArray<Event.Event>
@@ -126,6 +133,7 @@ ${v.divergence === undefined ? "" : h`<section class="divergence" id="divergence
 ${v.lineage.forkedFrom === undefined ? "" : forkedFromLine(ctx, v.lineage.forkedFrom)}
 ${v.lineage.tree === undefined ? h`<p class="dim">The lineage's root is not in this tenant's store.</p>` : h`<ul class="tree">${lineageTree(ctx, v.lineage.tree, info.runId)}</ul>`}
 ${v.lineage.truncated ? h`<p class="dim">Only the first ${v.lineage.runs} runs of the lineage are drawn.</p>` : ""}
+${forksList(ctx, v.forks)}
 </section>
 <section id="steps"><h2>Steps of the events shown</h2>${steps}</section>
 <section id="events"><h2>Timeline</h2>
