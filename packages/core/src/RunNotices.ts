@@ -41,12 +41,8 @@ const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
 export const fromChannel = <E>(channel: Channel<E>): Effect.Effect<Service, never, Scope.Scope> =>
   Effect.gen(function*() {
     const waiting = new Map<string, Deferred.Deferred<void>>()
-    // The listener's own probe: heard, the LISTEN is up (see `listen`).
-    const probe = `probe:${crypto.randomUUID()}`
-    let ready: Deferred.Deferred<void> | undefined
     const heard = (payload: string) =>
       Effect.suspend(() => {
-        if (payload === probe) return ready === undefined ? Effect.void : Effect.asVoid(Deferred.succeed(ready, undefined))
         let parsed: unknown
         try {
           parsed = JSON.parse(payload)
@@ -62,27 +58,19 @@ export const fromChannel = <E>(channel: Channel<E>): Effect.Effect<Service, neve
       })
     // The listener starts with the first ticket, not with the layer: on PostgreSQL it holds a connection of the pool
     // for the life of the scope, which a process that never waits on a run (or a pool of 2 migrating) must not lose.
-    // A ticket is answered once the LISTEN is up (the listener heard its own probe), so a notice sent after it is heard;
-    // at most ten seconds, then polling covers what is missed.
     const scope = yield* Effect.scope
+    let listening = false
     const listen = Effect.suspend(() => {
-      if (ready !== undefined) return Effect.ignore(Effect.timeout(Deferred.await(ready), Duration.seconds(10)))
-      return Effect.gen(function*() {
-        const up = yield* Deferred.make<void>()
-        ready = up
-        yield* channel.listen.pipe(
-          Stream.runForEach(heard),
-          // A listening connection that drops (a server restart) is opened again; polling covers the gap.
-          Effect.retry(Schedule.exponential(Duration.millis(200)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(5))))),
-          Effect.ignore,
-          Effect.forkIn(scope)
-        )
-        yield* channel.send(probe).pipe(
-          Effect.zipRight(Effect.timeout(Deferred.await(up), Duration.millis(250))),
-          Effect.retry({ times: 40 }),
-          Effect.ignore
-        )
-      })
+      if (listening) return Effect.void
+      listening = true
+      return channel.listen.pipe(
+        Stream.runForEach(heard),
+        // A listening connection that drops (a server restart) is opened again; polling covers the gap.
+        Effect.retry(Schedule.exponential(Duration.millis(200)).pipe(Schedule.union(Schedule.spaced(Duration.seconds(5))))),
+        Effect.ignore,
+        Effect.forkIn(scope),
+        Effect.asVoid
+      )
     })
     return {
       notify: (tenantId, runId) =>
