@@ -8,6 +8,7 @@ import { EventStore, Kernel, Tenant, ToolRegistry, Workflow } from "@artana/core
 import { ScriptedModel } from "@artana/core/testing"
 import { PostgresStore } from "@artana/store-postgres"
 import { PgTest } from "@artana/store-postgres/testing"
+import pgDriver from "pg"
 
 const pg = PgTest.server(inject("artanaPg"))
 const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1 })
@@ -36,6 +37,27 @@ const awaiting = (store: EventStore.Service, runId: string) =>
     }
   })
 
+/**
+ * Waits until a session of the database is listening (its last statement a LISTEN): a waiting kernel starts its
+ * listener with its first wait, and a notice sent before the LISTEN is up is not heard (polling covers it, and here
+ * the poll is an hour).
+ */
+const listening = (url: string) =>
+  Effect.acquireUseRelease(
+    Effect.promise(async () => {
+      const client = new pgDriver.Client({ connectionString: url })
+      await client.connect()
+      return client
+    }),
+    (client) =>
+      Effect.gen(function*() {
+        const count = () =>
+          Effect.promise(() => client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'"))
+        while ((yield* count()).rows[0]?.n === 0) yield* Effect.sleep("20 millis")
+      }),
+    (client) => Effect.promise(() => client.end())
+  )
+
 describe.skipIf(pg.url === undefined)(`signals on PostgreSQL (${pg.description})`, () => {
   it.scopedLive("a run waiting in one kernel is woken by a signal another kernel (another pool) sends: LISTEN/NOTIFY", () =>
     Effect.gen(function*() {
@@ -44,6 +66,7 @@ describe.skipIf(pg.url === undefined)(`signals on PostgreSQL (${pg.description})
       const b = yield* kernelOn(url)
       const waiting = yield* Effect.fork(a.kernel.execute(gate, { runId: "gated", tenant, input: null }))
       yield* awaiting(a.store, "gated")
+      yield* listening(url)
       yield* b.kernel.signal({ tenantId: "acme", runId: "gated", name: "go", payload: "from b" })
       const done = yield* Fiber.join(waiting).pipe(Effect.timeoutFail({ duration: "45 seconds", onTimeout: () => new Error("the wait was not woken") }))
       expect(done).toMatchObject({ status: "completed", output: "from b" })
