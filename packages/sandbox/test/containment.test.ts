@@ -220,10 +220,12 @@ describe("shell.run is contained: what a program tries, the sandbox refuses", ()
   }, 60_000)
 
   it("a new PID namespace: the command sees only its own processes and cannot signal the host's", async () => {
-    const result = await ran("sh", ["-c", `echo $$; ls /proc | grep -c '^[0-9][0-9]*$'; kill -0 ${process.pid} 2>/dev/null && echo SIGNALLED; exit 0`])
-    const [own, count] = result.stdout.trim().split("\n").map(Number)
-    expect(own).toBeLessThanOrEqual(3)
-    expect(count).toBeLessThan(6)
+    // Its pid 1 is the sandbox's init (bwrap), and besides it and the launcher (pid 2) only the command's own
+    // processes are there: the shell, ls and grep.
+    const result = await ran("sh", ["-c", `head -c 100 /proc/1/cmdline | tr '\\0\\n' '  '; echo; ls /proc | grep -c '^[0-9][0-9]*$'; kill -0 ${process.pid} 2>/dev/null && echo SIGNALLED; exit 0`])
+    const [init, count] = result.stdout.trim().split("\n")
+    expect(init).toMatch(/^\S*bwrap /)
+    expect(Number(count)).toBeLessThan(6)
     expect(result.stdout).not.toContain("SIGNALLED")
   }, 60_000)
 

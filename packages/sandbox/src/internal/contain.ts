@@ -24,6 +24,9 @@ const ETC = [
 ]
 /** The home inside the sandbox: in its private /tmp, empty at each call. */
 export const SANDBOX_HOME = "/tmp/home"
+/** Where the launcher's shell is copied inside the sandbox, and the fd bwrap copies it from. */
+export const LAUNCHER_PATH = "/.artana-launcher"
+export const LAUNCHER_FD = 7
 
 /** Where the tools of containment are looked up: never the caller's PATH. */
 const TOOL_PATH = ["/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/sbin"]
@@ -178,7 +181,7 @@ export const recordOf = (baseDir: string, rule: ShellRule, read: FsRule | undefi
   }
 }
 
-/** The command line that runs `executable` contained, and what to undo after it. */
+/** The command line that starts a sandbox, and what to undo after it. */
 export interface Contained {
   readonly file: string
   readonly args: ReadonlyArray<string>
@@ -189,19 +192,29 @@ export interface Contained {
 }
 
 /**
- * The bwrap command line for a checked command: the system, the policy's paths (hidden entries masked where the rule
- * denies them, repositories' hooks and configuration read-only unless fs.write allows hidden files there), a private
- * /tmp and home, the resource limits. Throws `Error` with a reason when the bound folders hold too many entries.
+ * A sandbox as the policy makes it for one executable, before anything is started: bwrap's arguments up to the
+ * command, and the limits the shell that becomes bwrap sets. Two specs with the same `key` are the same sandbox.
  */
-export const containedCommand = (
-  tools: Extract<Availability, { ok: true }>,
+export interface Spec {
+  readonly bwrap: ReadonlyArray<string>
+  readonly limits: { readonly cpuSeconds: number; readonly memoryBytes: number; readonly fileBytes: number; readonly maxProcesses: number }
+  readonly cwd: string
+  readonly key: string
+}
+
+/**
+ * The bwrap arguments for a checked command: the system, the policy's paths (hidden entries masked where the rule
+ * denies them, repositories' hooks and configuration read-only unless fs.write allows hidden files there), a private
+ * /tmp and home, the working directory. Computed from the files as they are now (the bound folders are walked).
+ * Throws `Error` with a reason when the bound folders hold too many entries.
+ */
+export const sandboxSpec = (
   baseDir: string,
   rule: ShellRule,
   read: FsRule | undefined,
   write: FsRule | undefined,
-  executable: string,
-  args: ReadonlyArray<string>
-): Contained => {
+  executable: string
+): Spec => {
   const limit = { left: MAX_ENTRIES }
   const cwd = realOr(baseDir)
   let binds: Array<Bind>
@@ -250,7 +263,11 @@ export const containedCommand = (
     ...systemLinks(),
     ...ETC.flatMap((p) => ["--ro-bind-try", p, p]),
     "--proc", "/proc",
+    // /dev read-only (nothing a call leaves there can reach the next), with a /dev/shm and a /dev/mqueue of its own.
     "--dev", "/dev",
+    "--size", String(rule.max_file_bytes), "--perms", "1777", "--tmpfs", "/dev/shm",
+    "--mqueue", "/dev/mqueue",
+    "--remount-ro", "/dev",
     "--size", String(rule.max_file_bytes), "--perms", "1777", "--tmpfs", "/tmp",
     "--dir", SANDBOX_HOME,
     // The working directory, when no bind covers it, is an empty read-only folder holding the binds below it.
@@ -260,17 +277,25 @@ export const containedCommand = (
     ...(inside(cwd) ? [] : ["--remount-ro", cwd]),
     // An executable the policy lists by path outside the system folders is bound read-only where it is.
     ...(underSystem(executable) || inside(exe) ? [] : ["--ro-bind", exe, exe, ...(exe === executable ? [] : ["--ro-bind", exe, executable])]),
+    // The launcher that receives the calls (launcher.ts): a copy of the host's /bin/sh made from fd 7, execute-only,
+    // so that the kernel marks the launcher not dumpable and no command can read or write its memory or its fds.
+    "--perms", "0111", "--file", String(LAUNCHER_FD), LAUNCHER_PATH,
     "--remount-ro", "/",
-    "--chdir", cwd,
-    "--", executable, ...args
+    "--chdir", cwd
   ]
-  const cgroup: Cgroup | undefined = pidsCgroup(rule.max_processes)
-  const limits = {
-    cpuSeconds: Math.ceil(rule.timeout_ms / 1000),
-    memoryBytes: rule.max_memory_bytes,
-    fileBytes: rule.max_file_bytes,
-    processes: cgroup === undefined ? rule.max_processes : undefined
-  }
+  const limits = { cpuSeconds: Math.ceil(rule.timeout_ms / 1000), memoryBytes: rule.max_memory_bytes, fileBytes: rule.max_file_bytes, maxProcesses: rule.max_processes }
+  return { bwrap, limits, cwd, key: JSON.stringify([bwrap, limits]) }
+}
+
+/**
+ * The command line that starts `spec`'s sandbox running `command` (what follows bwrap's `--`): the shell joins a new
+ * pids cgroup (every process inside is counted: the command's `max_processes` and the launcher), sets the limits
+ * every process inside inherits (memory, file size, no core files; RLIMIT_CPU is set per call, by the launcher), then
+ * becomes bwrap.
+ */
+export const startCommand = (tools: Extract<Availability, { ok: true }>, spec: Spec, command: ReadonlyArray<string>): Contained => {
+  const cgroup: Cgroup | undefined = pidsCgroup(spec.limits.maxProcesses + 1)
+  const limits = { ...spec.limits, cpuSeconds: undefined, processes: cgroup === undefined ? spec.limits.maxProcesses + 1 : undefined }
   let script: string
   try {
     script = prologue(tools.units, limits, cgroup)
@@ -278,10 +303,9 @@ export const containedCommand = (
     if (cgroup !== undefined) removeCgroup(cgroup.dir)
     throw e
   }
-  // The shell joins the cgroup (every process inside is counted), sets the limits, then becomes bwrap.
   return {
     file: SH,
-    args: ["-c", script, cgroup?.dir ?? "sh", tools.bwrap, ...bwrap],
+    args: ["-c", script, cgroup?.dir ?? "sh", tools.bwrap, ...spec.bwrap, "--", ...command],
     cleanup: cgroup === undefined ? () => {} : () => removeCgroup(cgroup.dir),
     processes: cgroup === undefined ? "rlimit" : "cgroup"
   }

@@ -28,7 +28,8 @@ export interface Units {
 
 /** A call's limits, in bytes, seconds and processes. */
 export interface Limits {
-  readonly cpuSeconds: number
+  /** RLIMIT_CPU, unless each call sets its own (a long-lived sandbox's launcher must not run out of CPU time). */
+  readonly cpuSeconds: number | undefined
   readonly memoryBytes: number
   readonly fileBytes: number
   /** RLIMIT_NPROC, when no pids cgroup holds the number of processes. */
@@ -49,7 +50,7 @@ export const prologue = (units: Units, limits: Limits, cgroup: Cgroup | undefine
   if (limits.processes !== undefined && units.processes === undefined) throw new Error(`no pids cgroup could be made for max_processes here, and ${SH}'s ulimit cannot set RLIMIT_NPROC: run where a pids cgroup can be made (root, cgroup v1's pids hierarchy or v2 with pids enabled), or make ${SH} dash or bash`)
   return [
     ...(cgroup === undefined ? [] : [cgroup.join === "tasks" ? "echo 0 > \"$0/tasks\"" : "echo $$ > \"$0/cgroup.procs\""]),
-    `ulimit -t ${limits.cpuSeconds}`,
+    ...(limits.cpuSeconds === undefined ? [] : [`ulimit -t ${limits.cpuSeconds}`]),
     `ulimit -v ${Math.floor(limits.memoryBytes / units.memoryBytes)}`,
     `ulimit -f ${Math.floor(limits.fileBytes / units.fileBytes)}`,
     "ulimit -c 0",

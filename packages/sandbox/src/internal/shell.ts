@@ -10,9 +10,10 @@ import * as os from "node:os"
 import * as path from "node:path"
 import type { Readable } from "node:stream"
 import type { FsRule, ShellRule } from "../Policy.js"
-import { availability, containedCommand, SANDBOX_HOME } from "./contain.js"
+import { availability, SANDBOX_HOME, sandboxSpec } from "./contain.js"
 import { exists, real } from "./files.js"
 import { checkRead, matcherOf, physical } from "./fsGuard.js"
+import { type RunOutcome, type RunResult, runContained } from "./launcher.js"
 
 /** The only PATH the sandbox looks executables up on, and gives its children. */
 export const FIXED_PATH = ["/usr/local/bin", "/usr/bin", "/bin"]
@@ -165,16 +166,7 @@ const judgeMissing = (baseDir: string, rule: FsRule, absolute: string): { readon
   return { ok: true }
 }
 
-export interface RunResult {
-  readonly exitCode: number | null
-  readonly signal: string | null
-  readonly stdout: string
-  readonly stderr: string
-}
-
-export type RunOutcome =
-  | { readonly _tag: "ok"; readonly result: RunResult }
-  | { readonly _tag: "error"; readonly reason: string; readonly partial: RunResult }
+export type { RunOutcome, RunResult }
 
 /**
  * The children's environment: nothing of the host's but a fixed PATH and locale, and `home`, an empty directory of
@@ -184,10 +176,16 @@ export type RunOutcome =
  * filters and the repository's configuration run as git runs them: inside the sandbox.
  */
 const environment = (name: string, baseDir: string, home: string): NodeJS.ProcessEnv => ({
-  PATH: FIXED_PATH.join(":"),
-  LANG: "C.UTF-8",
-  HOME: home,
-  ...(name === "git"
+  ...baseEnvironment(home),
+  ...commandEnvironment(name, baseDir)
+})
+
+/** What every command gets: a fixed PATH and locale, and its home. */
+const baseEnvironment = (home: string): Record<string, string> => ({ PATH: FIXED_PATH.join(":"), LANG: "C.UTF-8", HOME: home })
+
+/** What a command adds to it: git's variables for git. */
+const commandEnvironment = (name: string, baseDir: string): Record<string, string> => (
+  name === "git"
     ? {
       GIT_CONFIG_NOSYSTEM: "1",
       GIT_CONFIG_GLOBAL: "/dev/null",
@@ -202,8 +200,8 @@ const environment = (name: string, baseDir: string, home: string): NodeJS.Proces
       GIT_CONFIG_KEY_1: "maintenance.autoDetach",
       GIT_CONFIG_VALUE_1: "false"
     }
-    : {})
-})
+    : {}
+)
 
 /** The fs rules a contained command's sandbox is built from. */
 export interface Visible {
@@ -213,7 +211,8 @@ export interface Visible {
 
 /**
  * Runs a checked command, inside bubblewrap unless the rule says `containment: none`; the timeout, the output cap and
- * `signal` (the call interrupted) kill its whole process group (and with it the sandbox's PID namespace).
+ * `signal` (the call interrupted) kill its whole process group (contained: its sandbox, and with its PID namespace
+ * every process in it).
  */
 export const run = (
   baseDir: string,
@@ -221,35 +220,49 @@ export const run = (
   decision: Extract<CommandDecision, { ok: true }>,
   signal?: AbortSignal,
   visible: Visible = { read: undefined, write: undefined }
+): Promise<RunOutcome> => {
+  if (rule.containment === "none") return runUncontained(baseDir, rule, decision, signal)
+  const empty: RunResult = { exitCode: null, signal: null, stdout: "", stderr: "" }
+  const tools = availability()
+  if (!tools.ok) return Promise.resolve({ _tag: "error", reason: tools.reason, partial: empty })
+  try {
+    const spec = sandboxSpec(baseDir, rule, visible.read, visible.write, decision.executable)
+    return runContained(tools, {
+      policyKey: policyKey(baseDir, rule, visible),
+      spec,
+      env: baseEnvironment(SANDBOX_HOME),
+      extraEnv: commandEnvironment(decision.name, baseDir),
+      argv: [decision.executable, ...decision.args],
+      rule
+    }, signal)
+  } catch (e) {
+    return Promise.resolve({ _tag: "error", reason: e instanceof Error ? e.message : String(e), partial: empty })
+  }
+}
+
+/** What a policy's contained commands share a waiting sandbox by: its base directory and the rules the sandbox is built from. */
+export const policyKey = (baseDir: string, rule: ShellRule, visible: Visible): string => JSON.stringify([baseDir, rule, visible.read ?? null, visible.write ?? null])
+
+/** Runs a command of a `containment: none` rule: a plain spawn, with a home of the call's own. */
+const runUncontained = (
+  baseDir: string,
+  rule: ShellRule,
+  decision: Extract<CommandDecision, { ok: true }>,
+  signal?: AbortSignal
 ): Promise<RunOutcome> =>
   new Promise((resolve) => {
     const empty: RunResult = { exitCode: null, signal: null, stdout: "", stderr: "" }
-    let file = decision.executable
-    let argv: ReadonlyArray<string> = decision.args
+    const file = decision.executable
+    const argv: ReadonlyArray<string> = decision.args
     let home: string
-    let cleanup: () => void
-    if (rule.containment === "none") {
-      // A home of the run's own, removed when the run ends (or when the command cannot start).
-      try {
-        home = fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-home-"))
-      } catch (e) {
-        return resolve({ _tag: "error", reason: `cannot make a home for ${decision.executable} in ${os.tmpdir()}: ${e instanceof Error ? e.message : String(e)}`, partial: empty })
-      }
-      const made = home
-      cleanup = () => fs.rmSync(made, { recursive: true, force: true })
-    } else {
-      const tools = availability()
-      if (!tools.ok) return resolve({ _tag: "error", reason: tools.reason, partial: empty })
-      try {
-        const contained = containedCommand(tools, baseDir, rule, visible.read, visible.write, decision.executable, decision.args)
-        file = contained.file
-        argv = contained.args
-        cleanup = contained.cleanup
-      } catch (e) {
-        return resolve({ _tag: "error", reason: e instanceof Error ? e.message : String(e), partial: empty })
-      }
-      home = SANDBOX_HOME
+    // A home of the run's own, removed when the run ends (or when the command cannot start).
+    try {
+      home = fs.mkdtempSync(path.join(os.tmpdir(), "artana-sandbox-home-"))
+    } catch (e) {
+      return resolve({ _tag: "error", reason: `cannot make a home for ${decision.executable} in ${os.tmpdir()}: ${e instanceof Error ? e.message : String(e)}`, partial: empty })
     }
+    const made = home
+    const cleanup = () => fs.rmSync(made, { recursive: true, force: true })
     const removeHome = cleanup
     let child: ChildProcessByStdio<null, Readable, Readable>
     try {
