@@ -23,13 +23,15 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import * as path from "node:path"
 import { MIDDLEWARE, noteJson } from "./internal/decision.js"
 import { checkRead, checkWrite, overReadCap, readChecked, writeChecked } from "./internal/fsGuard.js"
 import { checkUrlStatic, get } from "./internal/httpGet.js"
 import { availability, recordOf } from "./internal/contain.js"
 import type { Containment } from "./internal/decision.js"
-import { checkCommand, run } from "./internal/shell.js"
+import { hold } from "./internal/launcher.js"
+import { checkCommand, policyKey, run } from "./internal/shell.js"
 import * as Policy from "./Policy.js"
 import * as Transport from "./Transport.js"
 
@@ -366,4 +368,24 @@ export const layer = (
   policy: PolicyInput,
   options: Options & Plugins.LayerOptions = {}
 ): Layer.Layer<ToolRegistry.ToolRegistry | Middleware.Middleware> =>
-  Layer.unwrapEffect(Effect.map(load(policy, options), (loaded) => Plugins.layer([loaded], options)))
+  Layer.unwrapScoped(Effect.zipRight(sandboxes(policy), Effect.map(load(policy, options), (loaded) => Plugins.layer([loaded], options))))
+
+/**
+ * Holds the sandboxes `shell.run` keeps for a policy (one long-lived bubblewrap sandbox per policy, see the README)
+ * for the current scope: when it closes (and no other scope holds the same policy), they are stopped. `layer` does
+ * this for its own scope; a host that uses `tools` or `load` directly holds them with this, or they live until the
+ * process ends.
+ *
+ * @example
+ * yield* Effect.scoped(Effect.gen(function*() {
+ *   yield* Sandbox.sandboxes(policy)
+ *   // ... shell.run calls under `policy` ...
+ * })) // the policy's sandboxes are stopped here
+ */
+export const sandboxes = (policy: PolicyInput): Effect.Effect<void, never, Scope.Scope> => {
+  const p = policyOf(policy)
+  const rule = ruleOrUndefined(p, "shell.run")
+  if (rule === undefined || rule.containment === "none") return Effect.void
+  const key = policyKey(p.baseDir, rule, { read: ruleOrUndefined(p, "fs.read"), write: ruleOrUndefined(p, "fs.write") })
+  return Effect.asVoid(Effect.acquireRelease(Effect.sync(() => hold(key)), (release) => Effect.sync(release)))
+}

@@ -291,13 +291,28 @@ export interface Call {
   readonly rule: ShellRule
 }
 
+/**
+ * Whether an idle launcher's sandbox still runs: its exit not seen yet, and (it may have been killed since the event
+ * loop last ran) its outer process neither a zombie nor gone.
+ */
+const alive = (launcher: Launcher): boolean => {
+  if (launcher.exited !== undefined || launcher.child.pid === undefined) return false
+  try {
+    const stat = fs.readFileSync(`/proc/${launcher.child.pid}/stat`, "utf8")
+    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(")") + 2))
+  } catch {
+    return false
+  }
+}
+
 /** The policy's idle sandbox for this spec, or a new one; stale or dead idle ones are stopped. */
 const take = (tools: Extract<Availability, { ok: true }>, slot: Slot, call: Call): Launcher => {
   let found: Launcher | undefined
   const kept: Array<Launcher> = []
   for (const launcher of slot.idle) {
-    if (found === undefined && launcher.key === call.spec.key && launcher.exited === undefined) found = launcher
-    else if (launcher.key === call.spec.key && launcher.exited === undefined) kept.push(launcher)
+    const usable = launcher.key === call.spec.key && alive(launcher)
+    if (found === undefined && usable) found = launcher
+    else if (usable) kept.push(launcher)
     else stop(launcher)
   }
   slot.idle = kept

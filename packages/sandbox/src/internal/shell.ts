@@ -9,6 +9,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import type { Readable } from "node:stream"
+import { Json } from "@artana/core"
 import type { FsRule, ShellRule } from "../Policy.js"
 import { availability, SANDBOX_HOME, sandboxSpec } from "./contain.js"
 import { exists, real } from "./files.js"
@@ -240,8 +241,14 @@ export const run = (
   }
 }
 
-/** What a policy's contained commands share a waiting sandbox by: its base directory and the rules the sandbox is built from. */
-export const policyKey = (baseDir: string, rule: ShellRule, visible: Visible): string => JSON.stringify([baseDir, rule, visible.read ?? null, visible.write ?? null])
+/**
+ * What a policy's contained commands share sandboxes by: its base directory and the rules the sandbox is built from,
+ * as canonical JSON (the same policy written with its keys in another order is the same policy).
+ */
+export const policyKey = (baseDir: string, rule: ShellRule, visible: Visible): string => {
+  const parsed: unknown = JSON.parse(JSON.stringify([path.resolve(baseDir), rule, visible.read ?? null, visible.write ?? null]))
+  return Json.isJson(parsed) ? Json.canonical(parsed) : JSON.stringify(parsed)
+}
 
 /** Runs a command of a `containment: none` rule: a plain spawn, with a home of the call's own. */
 const runUncontained = (

@@ -1,0 +1,181 @@
+// shell.run's long-lived sandboxes (one per policy, a launcher inside receiving each call): what they promise beyond
+// containment itself. Consecutive calls never see each other's processes or files; the launcher cannot be read or
+// written by a command; a killed launcher is replaced; a timeout kills everything the call started; the sandboxes die
+// with their owner and stop when the scope holding their policy closes. The host's processes are read with `ps`, and
+// this file's sandboxes are told from others by the base folder their bwrap binds.
+import { describe, expect, it } from "vitest"
+import { Effect, Either, Layer } from "effect"
+import { ToolRegistry } from "@artana/core"
+import { type Policy, Sandbox } from "@artana/sandbox"
+import { execFileSync, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { contained, context, tempFolder } from "./fixtures.js"
+
+const base = tempFolder("launcher")
+fs.mkdirSync(path.join(base, "workspace/out"), { recursive: true })
+
+const policy = (over: Partial<Policy.ShellRule> = {}, baseDir = base): Policy.Policy => ({
+  baseDir,
+  document: {
+    default: "deny",
+    tools: {
+      "shell.run": { allow: true, executables: ["sh", "true", "cat"], denied_tokens: [], timeout_ms: 20_000, max_output_bytes: 1_048_576, ...contained, ...over },
+      "fs.read": { allow: true, paths: ["workspace/**"], deny_hidden: true, max_bytes: 1_048_576 },
+      "fs.write": { allow: true, paths: ["workspace/out/**"], deny_hidden: true, max_bytes: 1_048_576 }
+    }
+  }
+})
+
+interface Ran {
+  readonly exitCode: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+const asRan = (u: unknown): Ran => {
+  if (u === null || typeof u !== "object" || !("stdout" in u) || !("stderr" in u) || !("exitCode" in u)) throw new Error("not a run")
+  const { exitCode, stdout, stderr } = u
+  if (typeof stdout !== "string" || typeof stderr !== "string") throw new Error("not a run")
+  return { exitCode: typeof exitCode === "number" ? exitCode : null, stdout, stderr }
+}
+const shellOf = (p: Policy.Policy) => Sandbox.tools(p).find((t) => t.name === "shell.run")!
+const run = async (p: Policy.Policy, command: string, args: ReadonlyArray<string>): Promise<Either.Either<Ran, string>> => {
+  const outcome = await Effect.runPromise(Effect.either(shellOf(p).invoke({ command, args }, context)))
+  return Either.isRight(outcome) ? Either.right(asRan(outcome.right)) : Either.left(outcome.left.message)
+}
+const sh = async (script: string, p: Policy.Policy = policy()): Promise<Ran> => {
+  const result = await run(p, "sh", ["-c", script])
+  if (Either.isLeft(result)) throw new Error(result.left)
+  return result.right
+}
+
+/** The host's processes: pid and command line. */
+const processes = (): ReadonlyArray<{ readonly pid: number; readonly args: string }> =>
+  execFileSync("ps", ["-e", "-o", "pid=,args="], { encoding: "utf8", maxBuffer: 16 * 1024 * 1024 }).split("\n").flatMap((line) => {
+    const found = /^\s*(\d+)\s+(.*)$/.exec(line)
+    return found === null ? [] : [{ pid: Number(found[1]), args: found[2]! }]
+  })
+/** The outer bwrap processes of the sandboxes bound to `folder` (one per sandbox: bwrap's own pid 1 is its child). */
+const sandboxesOf = (folder: string): ReadonlyArray<number> => {
+  const all = processes().filter((p) => /^\S*bwrap /.test(p.args) && p.args.includes(` --chdir ${folder} `))
+  const pids = new Set(all.map((p) => p.pid))
+  const parents = new Map(all.map((p) => [p.pid, Number(execFileSync("ps", ["-o", "ppid=", "-p", String(p.pid)], { encoding: "utf8" }).trim() || 0)]))
+  return all.filter((p) => !pids.has(parents.get(p.pid) ?? 0)).map((p) => p.pid).sort()
+}
+const running = (mark: string) => processes().some((p) => p.args.trim() === `sleep ${mark}`)
+const until = async (what: () => boolean) => {
+  for (let i = 0; i < 200 && !what(); i++) await new Promise((resolve) => setTimeout(resolve, 100))
+  return what()
+}
+
+describe("shell.run's long-lived sandbox", () => {
+  it("runs consecutive calls in the same sandbox, and the second sees nothing the first left: no process, no file in /tmp, HOME or /dev/shm", async () => {
+    const mark = `71.${process.pid}`
+    await sh("true")
+    const before = sandboxesOf(base)
+    expect(before.length).toBeGreaterThan(0)
+    // A clean call leaves the sandbox for the next one.
+    await sh("true")
+    expect(sandboxesOf(base)).toEqual(before)
+    const first = await sh(`sleep ${mark} & setsid sleep ${mark} & echo x > /tmp/left; echo y > "$HOME/left"; echo z > /dev/shm/left; echo started`)
+    expect(first.stdout).toBe("started\n")
+    const second = await sh("ls -A /tmp \"$HOME\" /dev/shm; for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done")
+    expect(second.stdout).not.toContain("left")
+    expect(second.stdout).not.toContain(mark)
+    expect(await until(() => !running(mark))).toBe(true)
+  }, 60_000)
+
+  it("a call that leaves nothing behind keeps its sandbox; one that leaves a file gets the next call a new one", async () => {
+    await sh("true")
+    const kept = sandboxesOf(base)
+    await sh("echo x > /tmp/left")
+    await sh("true")
+    const after = sandboxesOf(base)
+    expect(after.length).toBeGreaterThan(0)
+    expect(after.some((pid) => kept.includes(pid))).toBe(false)
+  }, 60_000)
+
+  it("the launcher's memory, fds and environment are closed to the commands it runs (it is not dumpable)", async () => {
+    // (Its fd numbers can be listed: the folder belongs to root when a process is not dumpable, and the sandbox's user
+    // is root mapped; opening them cannot.)
+    const result = await sh([
+      "cat /proc/$PPID/maps && echo READ-MAPS",
+      "cat /proc/$PPID/environ && echo READ-ENVIRON",
+      "readlink /proc/$PPID/fd/0 && echo READ-FD",
+      "(exec 3</proc/$PPID/fd/0) && echo OPENED-CALLS",
+      "(exec 3>/proc/$PPID/fd/5) && echo OPENED-REPORTS",
+      "(exec 3>/proc/$PPID/mem) && echo OPENED-MEM",
+      "echo parent=$PPID"
+    ].join("; "))
+    expect(result.stdout).toBe("parent=2\n")
+    expect(result.stderr).toContain("Permission denied")
+  }, 60_000)
+
+  it("a killed launcher is replaced: the next call runs in a new sandbox", async () => {
+    await sh("true")
+    const [idle] = sandboxesOf(base)
+    expect(idle).toBeDefined()
+    process.kill(idle!, "SIGKILL")
+    expect(await until(() => !sandboxesOf(base).includes(idle!))).toBe(true)
+    expect(await sh("echo again")).toMatchObject({ exitCode: 0, stdout: "again\n" })
+    // A command that kills its own launcher ends only its own call.
+    const killer = await run(policy(), "sh", ["-c", "kill -9 $PPID; sleep 5"])
+    expect(Either.isRight(killer) ? killer.right.exitCode : null).not.toBe(0)
+    expect(await sh("echo after")).toMatchObject({ exitCode: 0, stdout: "after\n" })
+  }, 60_000)
+
+  it("the timeout kills everything the call started, in its own group or not, and the next call runs", async () => {
+    const mark = `72.${process.pid}`
+    const p = policy({ timeout_ms: 1_500 })
+    const result = await run(p, "sh", ["-c", `setsid sleep ${mark} & (trap '' TERM HUP; sleep ${mark}) & sleep ${mark}`])
+    expect(Either.isLeft(result) ? result.left : "").toContain("timed out after 1500 ms")
+    expect(await until(() => !running(mark))).toBe(true)
+    expect(await sh("echo next", p)).toMatchObject({ exitCode: 0, stdout: "next\n" })
+  }, 60_000)
+
+  it("closing the scope that holds the policy (Sandbox.layer) stops its sandboxes: no process is left behind", async () => {
+    const own = tempFolder("launcher-scope")
+    fs.mkdirSync(path.join(own, "workspace/out"), { recursive: true })
+    const p = policy({}, own)
+    const out = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const context_ = yield* Layer.build(Sandbox.layer(p))
+      const registry = yield* Effect.provide(ToolRegistry.ToolRegistry, Layer.succeedContext(context_))
+      const result = yield* registry.get("shell.run")!.invoke({ command: "sh", args: ["-c", "echo held"] }, context)
+      expect(sandboxesOf(own).length).toBeGreaterThan(0)
+      return asRan(result).stdout
+    })))
+    expect(out).toBe("held\n")
+    expect(await until(() => sandboxesOf(own).length === 0)).toBe(true)
+  }, 60_000)
+
+  it("a caller killed with SIGKILL takes its idle sandbox with it", async () => {
+    const own = tempFolder("launcher-owner")
+    fs.mkdirSync(path.join(own, "workspace/out"), { recursive: true })
+    const script = `
+      import { Effect } from "effect"
+      import { Tenant } from "@artana/core"
+      import { Sandbox } from "@artana/sandbox"
+      const tool = Sandbox.tools(JSON.parse(process.argv[1])).find((t) => t.name === "shell.run")
+      const tenant = Tenant.TenantContext.make({ tenantId: "t", capabilities: [], budgetUsdLimit: 1 })
+      const lease = { expiresAt: () => Number.POSITIVE_INFINITY, signal: new AbortController().signal }
+      await Effect.runPromise(tool.invoke({ command: "true", args: [] }, { runId: "r", tenant, idempotencyKey: "k", stepKey: "tool:0", fence: 1, signal: new AbortController().signal, lease }))
+      console.log("called")
+      setInterval(() => {}, 1000)
+    `
+    const child = spawn("node", ["--input-type=module", "-e", script, JSON.stringify(policy({}, own))], {
+      cwd: fileURLToPath(new URL("..", import.meta.url)), stdio: ["ignore", "pipe", "inherit"], env: { PATH: process.env.PATH }
+    })
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on("data", (d: Buffer) => d.toString().includes("called") && resolve())
+        child.on("exit", () => reject(new Error("the caller ended before its call")))
+      })
+      expect(sandboxesOf(own).length).toBeGreaterThan(0)
+      child.kill("SIGKILL")
+      expect(await until(() => sandboxesOf(own).length === 0)).toBe(true)
+    } finally {
+      child.kill("SIGKILL")
+    }
+  }, 90_000)
+})
