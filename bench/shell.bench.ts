@@ -1,13 +1,17 @@
 // `pnpm bench shell`: what containment costs a `shell.run` call, and what a git decision costs.
 //
-// contained_true_vs_bare_spawn: shell.run of `true` through the tool (the check, then bubblewrap with its binds, the
-//   limits set by the shell that becomes bwrap, and the pids cgroup) / a bare `spawn("/usr/bin/true")` awaited to its close, in the same process.
-//   The two alternate round by round (the order flips each round); medians of ROUNDS rounds of CALLS calls each.
+// contained_true_vs_bare_spawn: shell.run of `true` through the tool (the check and the bind walk, then the call handed
+//   to the launcher in the policy's long-lived bubblewrap sandbox, which runs it with the call's limits, kills what it
+//   left and checks /tmp, HOME, /dev/shm and IPC are clean) / a bare `spawn("/usr/bin/true")` awaited to its close, in
+//   the same process. The sandbox is started by the warm-up calls (its start is what bwrap_floor measures the least
+//   of). The two alternate round by round (the order flips each round); medians of ROUNDS rounds of CALLS calls each.
 //   Targets: at most 3x, and under 20 ms a call.
 // uncontained_true_vs_bare_spawn: the same through the tool with `containment: none` (the check and a plain spawn).
 // bwrap_floor_vs_bare_spawn: the least sandbox bubblewrap makes, spawned bare (`bwrap --ro-bind /usr /usr` and the
 //   /bin, /lib... links, then `true`: a mount namespace and nothing of the policy), in the same rounds: what any
-//   bwrap-per-call design pays before containing anything (its pivot_root and namespace setup and teardown).
+//   bwrap-per-call design pays before containing anything (its pivot_root and namespace setup and teardown); shell.run
+//   pays it once per policy and process, and again only after a call that left something behind, was killed (timeout,
+//   output cap, interruption) or ran when the policy's sandbox would now be built differently.
 // git_decision_ms: Sandbox.decide of `git -C workspace/repo status` (what the middleware does before each call), in a
 //   repository of a few commits; contained (the policy's default) and, for the record of what containment replaced,
 //   with `containment: none`.

@@ -86,6 +86,20 @@ describe("shell.run's long-lived sandbox", () => {
     expect(await until(() => !running(mark))).toBe(true)
   }, 60_000)
 
+  it("where fs.read binds the host's /dev/null (no device inside), what a call left is still killed and its sandbox kept", async () => {
+    const own = tempFolder("launcher-devnull")
+    fs.mkdirSync(path.join(own, "workspace/out"), { recursive: true })
+    const p = policy({}, own)
+    const devNull: Policy.Policy = { ...p, document: { ...p.document, tools: { ...p.document.tools, "fs.read": { allow: true, paths: ["workspace/**", "/dev/null"], deny_hidden: true, max_bytes: 1_048_576 } } } }
+    const mark = `73.${process.pid}`
+    await sh("true", devNull)
+    const before = sandboxesOf(own)
+    await sh(`setsid -f sleep ${mark}; echo started`, devNull)
+    const after = await sh("for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done", devNull)
+    expect(after.stdout).not.toContain(mark)
+    expect(sandboxesOf(own)).toEqual(before)
+  }, 60_000)
+
   it("a call that leaves nothing behind keeps its sandbox; one that leaves a file gets the next call a new one", async () => {
     await sh("true")
     const kept = sandboxesOf(base)

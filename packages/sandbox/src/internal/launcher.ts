@@ -102,7 +102,7 @@ reset() {
   k=0
   until alone; do
     k=$((k+1)); [ "$k" -le 2000 ] || return 1
-    kill -9 -1 2>/dev/null
+    kill -9 -1 2>&-
     [ "$k" -le 50 ] || sleep 0.001
   done
   [ -d ${SANDBOX_HOME} ] && [ ! -L ${SANDBOX_HOME} ] && [ -r ${SANDBOX_HOME} ] && [ -w ${SANDBOX_HOME} ] && [ -x ${SANDBOX_HOME} ] || return 2
@@ -120,7 +120,7 @@ while IFS= read -r n; do
   IFS= read -r t || exit 0
   eval "$s"
   c=$?
-  kill -9 -1 2>/dev/null
+  kill -9 -1 2>&-
   reset; r=$?
   printf %s "$t" >&3; printf %s "$t" >&4; echo "$t $c $r" >&5
   [ "$r" = 0 ] || exit 0
@@ -349,6 +349,8 @@ const converse = (launcher: Launcher, call: Call, signal?: AbortSignal): Promise
   new Promise((resolve) => {
     const { child } = launcher
     const { rule } = call
+    // bwrap's and the launcher's messages from here on (a new sandbox's setup, or this call's end) are this call's.
+    const messagesFrom = launcher.messages.length
     const token = randomBytes(16).toString("hex")
     const marker = Buffer.from(token)
     setRef(child, true)
@@ -405,7 +407,7 @@ const converse = (launcher: Launcher, call: Call, signal?: AbortSignal): Promise
           exitCode: launcher.exited?.code ?? null,
           signal: launcher.exited?.signal ?? null,
           stdout,
-          stderr: stderr + Buffer.concat(launcher.messages).toString("utf8")
+          stderr: stderr + Buffer.concat(launcher.messages.slice(messagesFrom)).toString("utf8")
         }
       resolve({
         outcome: killed === undefined ? { _tag: "ok", result } : { _tag: "error", reason: killed, partial: result },
