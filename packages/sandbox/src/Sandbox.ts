@@ -383,9 +383,19 @@ export const layer = (
  * })) // the policy's sandboxes are stopped here
  */
 export const sandboxes = (policy: PolicyInput): Effect.Effect<void, never, Scope.Scope> => {
-  const p = policyOf(policy)
-  const rule = ruleOrUndefined(p, "shell.run")
-  if (rule === undefined || rule.containment === "none") return Effect.void
-  const key = policyKey(p.baseDir, rule, { read: ruleOrUndefined(p, "fs.read"), write: ruleOrUndefined(p, "fs.write") })
-  return Effect.asVoid(Effect.acquireRelease(Effect.sync(() => hold(key)), (release) => Effect.sync(release)))
+  // The policy as given (for `tools`) and as the plugin decodes it (for `load` and `layer`: defaults filled in).
+  const given = policyOf(policy)
+  const config = Schema.decodeSync(Config)(configOf(policy))
+  const keys = new Set([given, { baseDir: config.baseDir, document: config.policy }].flatMap(shellKey))
+  return Effect.asVoid(Effect.acquireRelease(
+    Effect.sync(() => [...keys].map(hold)),
+    (releases) => Effect.sync(() => releases.forEach((release) => release()))
+  ))
+}
+
+/** The key `shell.run`'s sandboxes are kept under for a policy (none when its commands are not contained). */
+const shellKey = (policy: Policy.Policy): ReadonlyArray<string> => {
+  const rule = ruleOrUndefined(policy, "shell.run")
+  if (rule === undefined || rule.containment === "none") return []
+  return [policyKey(policy.baseDir, rule, { read: ruleOrUndefined(policy, "fs.read"), write: ruleOrUndefined(policy, "fs.write") })]
 }

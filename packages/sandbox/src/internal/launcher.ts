@@ -1,5 +1,5 @@
 // shell.run's long-lived sandboxes. A policy's commands run in a bubblewrap sandbox built from the policy exactly as
-// before (contain.ts), started once and kept: inside it, a launcher (a POSIX shell, see LAUNCHER) receives each call
+// before (contain.ts), started once and kept: inside it, a launcher (a POSIX shell: launcherScript) receives each call
 // on its stdin, runs the command in a subshell with the call's limits, and once the command has exited kills every
 // other process of the sandbox, checks that nothing of the call is left, and reports the exit status. A call so pays
 // for a fork and an exec inside a sandbox that is already set up, not for bwrap's namespaces, mounts, pivot_root and
@@ -20,9 +20,9 @@
 //   writes after the command and all its processes are gone, which no command can know.
 // - limits: memory, file size and core files are set before bwrap and held by everything inside; CPU time per call by
 //   the subshell; the pids cgroup (or RLIMIT_NPROC) counts the command's processes and the launcher.
-// What is shared: the namespaces themselves (the same hostname, an unused loopback, the same user namespace: a key a
-// command adds to its user keyring is seen by the next call of the same policy) and the writable paths, all within
-// what the policy already gives every call.
+// What is shared: the namespaces themselves (the same hostname, an unused loopback, the same user namespace and the
+// launcher's session keyring: a key a command adds to its user or session keyring could be read by the next call of
+// the same policy) and the writable paths, all within what the policy already gives every call.
 //
 // One call at a time per sandbox: a policy keeps its idle sandboxes (at most IDLE_MAX) and starts another when all are
 // busy. A sandbox is replaced when the policy's sandbox would now be built differently (the folders are walked again
