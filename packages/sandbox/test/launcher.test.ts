@@ -163,6 +163,43 @@ describe("shell.run's long-lived sandbox", () => {
     expect(await until(() => sandboxesOf(own).length === 0)).toBe(true)
   }, 60_000)
 
+  it("a caller that exits stops its idle sandbox and removes the sandbox's pids cgroup", async () => {
+    const own = tempFolder("launcher-exit")
+    fs.mkdirSync(path.join(own, "workspace/out"), { recursive: true })
+    const script = `
+      import { Effect } from "effect"
+      import { Tenant } from "@artana/core"
+      import { Sandbox } from "@artana/sandbox"
+      import * as readline from "node:readline"
+      const tool = Sandbox.tools(JSON.parse(process.argv[1])).find((t) => t.name === "shell.run")
+      const tenant = Tenant.TenantContext.make({ tenantId: "t", capabilities: [], budgetUsdLimit: 1 })
+      const lease = { expiresAt: () => Number.POSITIVE_INFINITY, signal: new AbortController().signal }
+      await Effect.runPromise(tool.invoke({ command: "true", args: [] }, { runId: "r", tenant, idempotencyKey: "k", stepKey: "tool:0", fence: 1, signal: new AbortController().signal, lease }))
+      console.log("called")
+      readline.createInterface({ input: process.stdin }).once("line", () => process.exit(0))
+    `
+    const child = spawn("node", ["--input-type=module", "-e", script, JSON.stringify(policy({}, own))], {
+      cwd: fileURLToPath(new URL("..", import.meta.url)), stdio: ["pipe", "pipe", "inherit"], env: { PATH: process.env.PATH }
+    })
+    try {
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on("data", (d: Buffer) => d.toString().includes("called") && resolve())
+        child.on("exit", () => reject(new Error("the caller ended before its call")))
+      })
+      const [sandbox] = sandboxesOf(own)
+      expect(sandbox).toBeDefined()
+      const line = fs.readFileSync(`/proc/${sandbox}/cgroup`, "utf8").split("\n").find((l) => /:pids:|^0::/.test(l))
+      const cgroup = line === undefined ? undefined : path.join(line.startsWith("0::") ? "/sys/fs/cgroup" : "/sys/fs/cgroup/pids", line.slice(line.lastIndexOf(":") + 1))
+      const exited = new Promise((resolve) => child.once("exit", resolve))
+      child.stdin.end("exit\n")
+      await exited
+      expect(sandboxesOf(own)).toEqual([])
+      if (cgroup !== undefined && cgroup.includes("artana-sandbox-")) expect(fs.existsSync(cgroup)).toBe(false)
+    } finally {
+      child.kill("SIGKILL")
+    }
+  }, 90_000)
+
   it("a caller killed with SIGKILL takes its idle sandbox with it", async () => {
     const own = tempFolder("launcher-owner")
     fs.mkdirSync(path.join(own, "workspace/out"), { recursive: true })

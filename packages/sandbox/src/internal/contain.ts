@@ -12,7 +12,7 @@ import picomatch from "picomatch"
 import type { FsRule, ShellRule } from "../Policy.js"
 import type { Containment } from "./decision.js"
 import { matcherOf } from "./fsGuard.js"
-import { type Cgroup, pidsCgroup, probeLimits, prologue, removeCgroup, SH, type Units } from "./limits.js"
+import { type Cgroup, pidsCgroup, probeLimits, prologue, removeCgroup, rmdirNow, SH, type Units } from "./limits.js"
 
 
 /** The folders the sandbox's system is made of, bound read-only (or recreated as the links they are). */
@@ -185,8 +185,10 @@ export const recordOf = (baseDir: string, rule: ShellRule, read: FsRule | undefi
 export interface Contained {
   readonly file: string
   readonly args: ReadonlyArray<string>
-  /** Removes what the call set up on the host (its pids cgroup). */
+  /** Removes what the call set up on the host (its pids cgroup), once its processes are gone. */
   readonly cleanup: () => void
+  /** Tries that now, without waiting: true when nothing is left to remove. */
+  readonly cleanupNow: () => boolean
   /** How the number of processes is held: a pids cgroup or RLIMIT_NPROC. */
   readonly processes: "cgroup" | "rlimit"
 }
@@ -307,6 +309,7 @@ export const startCommand = (tools: Extract<Availability, { ok: true }>, spec: S
     file: SH,
     args: ["-c", script, cgroup?.dir ?? "sh", tools.bwrap, ...spec.bwrap, "--", ...command],
     cleanup: cgroup === undefined ? () => {} : () => removeCgroup(cgroup.dir),
+    cleanupNow: cgroup === undefined ? () => true : () => rmdirNow(cgroup.dir),
     processes: cgroup === undefined ? "rlimit" : "cgroup"
   }
 }

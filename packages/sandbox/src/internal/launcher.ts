@@ -198,6 +198,22 @@ const spawnLauncher = (contained: Contained, spec: Spec, env: NodeJS.ProcessEnv,
     windowsHide: true
   })
 
+/** How long a process that ends waits for its sandboxes to go, to remove their cgroups (else the next one's sweep does). */
+const EXIT_WAIT_MS = 1_000
+
+/** At exit: kills every sandbox, and removes their cgroups as their processes go, for at most EXIT_WAIT_MS. */
+const stopAll = (): void => {
+  for (const launcher of everyLauncher) stop(launcher)
+  let left = [...everyLauncher]
+  const until = Date.now() + EXIT_WAIT_MS
+  const pause = new Int32Array(new SharedArrayBuffer(4))
+  while (left.length > 0) {
+    left = left.filter((launcher) => !launcher.contained.cleanupNow())
+    if (left.length === 0 || Date.now() >= until) break
+    Atomics.wait(pause, 0, 0, 5)
+  }
+}
+
 /** Starts `spec`'s sandbox and its launcher. Throws `Error` when its limits cannot be set here. */
 const start = (tools: Extract<Availability, { ok: true }>, spec: Spec, env: NodeJS.ProcessEnv): Launcher => {
   const contained = startCommand(tools, spec, [LAUNCHER_PATH, "-c", launcherScript(madeUnderTmp(spec.bwrap))])
@@ -213,9 +229,7 @@ const start = (tools: Extract<Availability, { ok: true }>, spec: Spec, env: Node
   everyLauncher.add(launcher)
   if (!exitHook) {
     exitHook = true
-    process.once("exit", () => {
-      for (const l of everyLauncher) stop(l)
-    })
+    process.once("exit", stopAll)
   }
   let kept = 0
   pipeAt(child, 2)?.on("data", (chunk: Buffer) => {

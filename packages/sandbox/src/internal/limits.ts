@@ -157,7 +157,8 @@ export const pidsCgroup = (max: number): Cgroup | undefined => {
 const pending = new Set<string>()
 let exitHook = false
 
-const rmdirNow = (dir: string): boolean => {
+/** Removes an empty cgroup now: true when it is gone (or was), false while processes remain in it. */
+export const rmdirNow = (dir: string): boolean => {
   try {
     fs.rmdirSync(dir)
     return true
