@@ -163,6 +163,17 @@ describe("shell.run's long-lived sandbox", () => {
     expect(await until(() => sandboxesOf(own).length === 0)).toBe(true)
   }, 60_000)
 
+  it("a process with many policies keeps at most eight idle sandboxes, the most recently used", async () => {
+    const folders = Array.from({ length: 10 }, (_, i) => {
+      const own = tempFolder(`launcher-many-${i}`)
+      fs.mkdirSync(path.join(own, "workspace/out"), { recursive: true })
+      return own
+    })
+    for (const own of folders) expect(await sh("true", policy({}, own))).toMatchObject({ exitCode: 0 })
+    expect(await until(() => folders.flatMap(sandboxesOf).length <= 8)).toBe(true)
+    expect(sandboxesOf(folders[9]!).length).toBe(1)
+  }, 120_000)
+
   it("a caller that exits stops its idle sandbox and removes the sandbox's pids cgroup", async () => {
     const own = tempFolder("launcher-exit")
     fs.mkdirSync(path.join(own, "workspace/out"), { recursive: true })

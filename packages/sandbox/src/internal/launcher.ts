@@ -24,8 +24,8 @@
 // launcher's session keyring: a key a command adds to its user or session keyring could be read by the next call of
 // the same policy) and the writable paths, all within what the policy already gives every call.
 //
-// One call at a time per sandbox: a policy keeps its idle sandboxes (at most IDLE_MAX) and starts another when all are
-// busy. A sandbox is replaced when the policy's sandbox would now be built differently (the folders are walked again
+// One call at a time per sandbox: a policy keeps its idle sandboxes (at most IDLE_MAX, and IDLE_TOTAL_MAX for all
+// policies: the least recently used go) and starts another when all are busy. A sandbox is replaced when the policy's sandbox would now be built differently (the folders are walked again
 // at each call: a hidden file appeared, a finer glob matches a new file), when it died (killed, crashed: the next call
 // starts a new one), and after a timeout, an output cap or an interrupted call (the whole sandbox is killed, as one
 // call's process group was). Idle sandboxes do not keep the process alive, die with it (--die-with-parent, an exit
@@ -49,8 +49,9 @@ export type RunOutcome =
   | { readonly _tag: "ok"; readonly result: RunResult }
   | { readonly _tag: "error"; readonly reason: string; readonly partial: RunResult }
 
-/** How many idle sandboxes a policy keeps. */
+/** How many idle sandboxes a policy keeps, and all policies together (the least recently used go first). */
 const IDLE_MAX = 2
+const IDLE_TOTAL_MAX = 8
 
 /** The arguments each of bwrap's options takes (those the policy's sandbox uses). */
 const ARITY: Readonly<Record<string, number>> = {
@@ -152,6 +153,8 @@ interface Launcher {
   exited: { readonly code: number | null; readonly signal: NodeJS.Signals | null } | undefined
   /** Whether its pipes are closed too (all it wrote has been read). */
   closed: boolean
+  /** When it last finished a call (ms since the epoch). */
+  usedAt: number
   /** bwrap's and the launcher's own messages (a bind bwrap could not make), kept for a call whose command never ran. */
   readonly messages: Array<Buffer>
 }
@@ -225,7 +228,7 @@ const start = (tools: Extract<Availability, { ok: true }>, spec: Spec, env: Node
   } finally {
     fs.closeSync(shellFd)
   }
-  const launcher: Launcher = { key: spec.key, child, contained, exited: undefined, closed: false, messages: [] }
+  const launcher: Launcher = { key: spec.key, child, contained, exited: undefined, closed: false, usedAt: Date.now(), messages: [] }
   everyLauncher.add(launcher)
   if (!exitHook) {
     exitHook = true
@@ -289,10 +292,6 @@ export const hold = (policyKey: string): (() => void) => {
   }
 }
 
-/** The outer pids of a policy's idle sandboxes (for tests and diagnostics). */
-export const idle = (policyKey: string): ReadonlyArray<number> =>
-  (slots.get(policyKey)?.idle ?? []).flatMap((l) => (l.child.pid === undefined ? [] : [l.child.pid]))
-
 /** What a call runs and under which rule. */
 export interface Call {
   readonly policyKey: string
@@ -347,9 +346,31 @@ export const runContained = async (tools: Extract<Availability, { ok: true }>, c
   }
   const outcome = await converse(launcher, call, signal)
   const current = slots.get(call.policyKey)
-  if (launcher.exited === undefined && outcome.reusable && current !== undefined && current.idle.length < IDLE_MAX) current.idle.push(launcher)
-  else stop(launcher)
+  if (launcher.exited === undefined && outcome.reusable && current !== undefined && current.idle.length < IDLE_MAX) {
+    launcher.usedAt = Date.now()
+    current.idle.push(launcher)
+    trimIdle()
+  } else {
+    stop(launcher)
+  }
   return outcome.outcome
+}
+
+/** Stops the least recently used idle sandboxes beyond IDLE_TOTAL_MAX (a host with many policies keeps a few). */
+const trimIdle = (): void => {
+  // Each slot's idle list is in the order its sandboxes were last used: the first of some slot is the oldest.
+  let total = [...slots.values()].reduce((n, slot) => n + slot.idle.length, 0)
+  while (total > IDLE_TOTAL_MAX) {
+    let oldest: Slot | undefined
+    for (const slot of slots.values()) {
+      const first = slot.idle[0]
+      if (first !== undefined && (oldest === undefined || first.usedAt < oldest.idle[0]!.usedAt)) oldest = slot
+    }
+    const launcher = oldest?.idle.shift()
+    if (launcher === undefined) return
+    stop(launcher)
+    total--
+  }
 }
 
 /** One output stream of a call: its bytes up to the call's end marker. */
