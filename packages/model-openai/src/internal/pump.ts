@@ -4,12 +4,17 @@
  * without waiting for the Effect side (the retry schedule) to notice that the request succeeded, and without an Effect
  * stage per event.
  *
- * Deltas are coalesced per turn of the event loop: the first delta of a turn is pushed at once (a reader waiting for it
- * gets it without delay), and those the SDK yields after it in the same turn (a network read holding many events) are
- * pushed together when the turn ends (`setImmediate`), so a burst costs the consumer one step, not one per delta.
+ * Deltas are coalesced: a delta that comes when none is held is pushed at once, and the pump then lets the event loop
+ * turn (`setImmediate`) before reading on, so that the consumer's work for it (microtasks: the kernel keeps it, its
+ * readers get it) runs first rather than after the SDK parsed every other event of the same network read. What the
+ * SDK yields from then until the end of the next turn is held and pushed together, so a burst costs the consumer one
+ * step per turn, not one per delta; a stream whose events come one per turn pushes each at once.
  */
 import type * as StreamEmit from "effect/StreamEmit"
 import type { ModelPort } from "@artana/core"
+
+/** Resolves in the next turn of the event loop, once the microtasks queued before it ran. */
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
 /** A streamed answer once the server started it: its events, and what each adds. */
 export interface Events<E> {
@@ -33,9 +38,9 @@ export const pump = <E>(
   onEvent: () => void
 ): Promise<Ended> => {
   let held: Array<ModelPort.ModelDelta> = []
-  let turn = false
+  let holding = false
   const release = () => {
-    turn = false
+    holding = false
     if (held.length === 0) return
     const out = held
     held = []
@@ -48,13 +53,14 @@ export const pump = <E>(
         onEvent()
         const deltas = opened.push(event)
         if (deltas.length === 0) continue
-        if (turn) {
+        if (holding) {
           for (const d of deltas) held.push(d)
           continue
         }
-        turn = true
-        setImmediate(release)
         emit.array(deltas)
+        holding = true
+        await nextTurn()
+        setImmediate(release)
       }
       return { _tag: "Done" }
     } catch (error) {
