@@ -223,7 +223,10 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
             return openStream(request, names, controller.signal).then((events) => {
               reading = controller
               timer.refresh()
-              return events.pump(emit, controller.signal, () => timer.refresh()).then((end) => ({ events, end }))
+              return events.pump(emit, controller.signal, () => timer.refresh()).then((end) => {
+                clearTimeout(timer)
+                return { events, end }
+              })
             })
           }
           const call = Effect.gen(function*() {
