@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
+import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
@@ -146,16 +147,24 @@ export const make = (options: ProviderOptions): Service => {
       : Stream.suspend(() => {
         // Exactly one `Finished`, last: a provider stream that ends without one (or goes on after it) is a bad reply.
         let finished = false
-        const parts = Stream.mapEffect(provided(request), (part): Effect.Effect<StreamPart, ModelError> => {
-          if (finished) return Effect.fail(new ModelError({ kind: "server_error", reason: "the model's stream went on after its reply ended", retryable: true }))
-          if (part._tag !== "Finished") return Effect.succeed(part)
-          finished = true
-          return Effect.map(checked(part.response), (response) => ({ _tag: "Finished", response }))
+        // A chunk at a time (deltas that arrived together pass in one step): only the `Finished` part is checked.
+        const parts = Stream.mapChunksEffect(provided(request), (chunk): Effect.Effect<Chunk.Chunk<StreamPart>, ModelError> => {
+          let out: Effect.Effect<Chunk.Chunk<StreamPart>, ModelError> = Effect.succeed(chunk)
+          for (const part of chunk) {
+            if (finished) return Effect.fail(new ModelError({ kind: "server_error", reason: "the model's stream went on after its reply ended", retryable: true }))
+            if (part._tag !== "Finished") continue
+            finished = true
+            const response = part.response
+            out = Effect.map(checked(response), (ok) => Chunk.map(chunk, (p): StreamPart => (p._tag === "Finished" ? { _tag: "Finished", response: ok } : p)))
+          }
+          return out
         })
         const end = Stream.suspend(() =>
           finished ? Stream.empty : Stream.fail(new ModelError({ kind: "server_error", reason: "the model's stream ended before its reply did", retryable: true }))
         )
-        return Stream.concat(parts, end).pipe(Stream.withSpan("ModelPort.stream"))
+        // No `Stream.withSpan` here: it provides the span to every pull, which cost more than the rest of a delta's
+        // way to a reader (`pnpm bench live`); the kernel's `artana.model` span covers a streamed call.
+        return Stream.concat(parts, end)
       })
   return {
   defaultModel: options.defaultModel,

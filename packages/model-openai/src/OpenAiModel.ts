@@ -10,31 +10,28 @@ import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import * as Stream from "effect/Stream"
+import type * as StreamEmit from "effect/StreamEmit"
 import { OpenAI } from "openai"
 import { classify, provider } from "./internal/errors.js"
 import { toParams } from "./internal/request.js"
 import { accumulate, accumulator, check, deltasOf, fromCompletion, isFailure, type Reply, toResponse } from "./internal/response.js"
+import * as Pump from "./internal/pump.js"
 import { fromResponse, type StreamFolder, streamFolder, toResponsesParams } from "./internal/responses.js"
 import { countMessages } from "./internal/tokens.js"
 import type { ChatCompletionChunk } from "openai/resources/chat/completions"
 
-/** A streamed call once the server started answering: its events as deltas, and the reply they fold into. */
+/** A streamed call once the server started answering: its events pumped as deltas, and the reply they fold into. */
 interface Opened {
-  /** `onError` names what the SDK's iterator throws; `onEvent` is called as each event arrives (the idle deadline). */
-  readonly deltas: (onError: (e: unknown) => Errors.ModelError, onEvent: () => void) => Stream.Stream<ModelPort.ModelDelta, Errors.ModelError>
+  /** Starts reading the events (see `Pump.pump`). */
+  readonly pump: (emit: StreamEmit.EmitOpsPush<never, ModelPort.StreamPart>, signal: AbortSignal, onEvent: () => void) => Promise<Pump.Ended>
   readonly reply: () => Reply | ModelTransport.Failure
 }
 
 const opened = <E>(events: AsyncIterable<E>, push: (event: E) => ReadonlyArray<ModelPort.ModelDelta>, reply: Opened["reply"]): Opened => ({
-  deltas: (onError, onEvent) =>
-    Stream.fromAsyncIterable(events, onError).pipe(Stream.mapConcat((event) => {
-      onEvent()
-      return push(event)
-    })),
+  pump: (emit, signal, onEvent) => Pump.pump({ events, push }, emit, signal, onEvent),
   reply
 })
 
@@ -187,50 +184,76 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
     })
 
     /**
-     * The streamed call: the request is retried (as `generate` retries) until the server starts answering; from the
-     * first chunk on, each delta goes out as it arrives, and a failure ends the call (its deltas are out: a retry
-     * would show them twice). The deadline is between chunks: a server that stops sending for `timeout` fails it.
+     * The streamed call: the request is retried (as `generate` retries) until the server starts answering; from then
+     * on, a plain loop pushes each event's deltas into the stream as it arrives (`Pump`: no Effect work runs between
+     * the server's answer and its first delta, nor per event), and a failure ends the call (its deltas are out: a retry
+     * would show them twice). One timer per attempt is the deadline: for the answer to start, then between events (a
+     * server that stops sending for `timeout` fails the call). The reply is checked and emitted as `Finished` once the
+     * events ended.
      */
     const streamCall = (request: ModelPort.ModelRequest): Stream.Stream<ModelPort.StreamPart, Errors.ModelError> =>
-      Stream.unwrapScoped(Effect.gen(function*() {
-        const endpoint = { provider, baseURL, model: request.model, hasApiKey, timeoutMs }
-        if (!hasApiKey && options.baseURL === undefined) return yield* ModelTransport.missingKey(endpoint).error
-        const names = ModelTransport.wireNames(request.tools.map((t) => t.name))
-        // Aborted when the consumer stops early (a budget crossed, an interruption, a failure): the HTTP request ends
-        // with it. Not after a whole answer: its connection goes back to the pool as it is.
-        const controller = new AbortController()
-        yield* Effect.addFinalizer((exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => controller.abort())))
-        const open = Effect.tryPromise({
-          try: (signal): Promise<Opened> => {
+      Stream.asyncPush<ModelPort.StreamPart, Errors.ModelError>((emit) =>
+        Effect.gen(function*() {
+          // The attempt being read, aborted when the consumer stops early (a budget crossed, an interruption, a
+          // failure): its HTTP request ends with it. Not after a whole answer: its connection goes back to the pool.
+          let reading: AbortController | undefined
+          let whole = false
+          let deadline: ReturnType<typeof setTimeout> | undefined
+          // Whether the last attempt's deadline fired (the SDK ends an aborted stream quietly: that is no reply).
+          let idle = false
+          yield* Effect.addFinalizer(() =>
+            Effect.sync(() => {
+              clearTimeout(deadline)
+              if (!whole) reading?.abort()
+            })
+          )
+          const endpoint = { provider, baseURL, model: request.model, hasApiKey, timeoutMs }
+          const names = ModelTransport.wireNames(request.tools.map((t) => t.name))
+          /** One attempt, as a promise: it rejects when the server does not answer, else resolves once its events ended. */
+          const attempt = (signal: AbortSignal) => {
+            const controller = new AbortController()
             signal.addEventListener("abort", () => controller.abort())
-            return openStream(request, names, controller.signal)
-          },
-          catch: (e) => classify(e, endpoint)
-        }).pipe(Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => ModelTransport.failure("timeout", `no answer from ${baseURL} within ${timeoutMs} ms`, true) }))
-        const started = yield* Effect.mapError(ModelTransport.retrying(open, policy), (f) => f.error)
-        const { deltas, reply } = started.value
-        // The deadline between events is one timer, pushed back by each event (not a timeout per pull: a fiber and a
-        // timer per delta, on the path of every delta): when it fires, the request is aborted and the stream fails.
-        let idle = false
-        const deadline = setTimeout(() => {
-          idle = true
-          controller.abort()
-        }, timeoutMs)
-        yield* Effect.addFinalizer(() => Effect.sync(() => clearTimeout(deadline)))
-        const timedOut = () => ModelTransport.failure("timeout", `no part of the answer from ${baseURL} within ${timeoutMs} ms`, true).error
-        const chunks = deltas((e) => (idle ? timedOut() : classify(e, endpoint).error), () => deadline.refresh())
-        const finished = Stream.fromEffect(
-          Effect.gen(function*() {
-            // The SDK ends an aborted stream quietly: a stream the deadline cut is no reply.
-            if (idle) return yield* Effect.fail(timedOut())
-            const folded = reply()
+            idle = false
+            clearTimeout(deadline)
+            const timer = setTimeout(() => {
+              idle = true
+              controller.abort()
+            }, timeoutMs)
+            deadline = timer
+            return openStream(request, names, controller.signal).then((events) => {
+              reading = controller
+              timer.refresh()
+              return events.pump(emit, controller.signal, () => timer.refresh()).then((end) => {
+                clearTimeout(timer)
+                return { events, end }
+              })
+            })
+          }
+          const call = Effect.gen(function*() {
+            if (!hasApiKey && options.baseURL === undefined) return yield* ModelTransport.missingKey(endpoint).error
+            const open = Effect.tryPromise({
+              try: attempt,
+              catch: (e) => (idle ? ModelTransport.failure("timeout", `no answer from ${baseURL} within ${timeoutMs} ms`, true) : classify(e, endpoint))
+            })
+            const { notes, value: { end, events } } = yield* Effect.mapError(ModelTransport.retrying(open, policy), (f) => f.error)
+            if (idle) return yield* ModelTransport.failure("timeout", `no part of the answer from ${baseURL} within ${timeoutMs} ms`, true).error
+            if (end._tag === "Threw") return yield* classify(end.error, endpoint).error
+            const folded = events.reply()
             if ("error" in folded) return yield* folded.error
             const checked = yield* Effect.mapError(checkedReply(folded, names), (f) => f.error)
-            return { _tag: "Finished", response: yield* toResponse(checked, request, started.notes) } satisfies ModelPort.StreamPart
+            return { _tag: "Finished", response: yield* toResponse(checked, request, notes) } satisfies ModelPort.StreamPart
           })
-        )
-        return Stream.concat(chunks, finished)
-      }))
+          yield* Effect.forkScoped(Effect.matchEffect(call, {
+            onFailure: (error) => Effect.sync(() => emit.fail(error)),
+            onSuccess: (finished) =>
+              Effect.sync(() => {
+                whole = true
+                emit.single(finished)
+                emit.end()
+              })
+          }))
+        })
+      )
 
     const port = ModelPort.make({
       defaultModel,

@@ -31,4 +31,18 @@ describe("a streamed call's deadline", () => {
       expect(parts.flatMap((p) => (p._tag === "TextDelta" ? [p.text] : [])).join("")).toBe("a b c d e f g h i j")
       expect(parts[parts.length - 1]?._tag).toBe("Finished")
     }), 60_000)
+
+  it.scopedLive("a server that does not start answering within the deadline is asked again, and the retry's answer streams", () =>
+    Effect.gen(function*() {
+      const never = new Promise<void>(() => {})
+      // The first request never gets its headers (they go with the first chunk); the second is answered.
+      const server = yield* FakeOpenAi.scoped([FakeOpenAi.text("never sent"), FakeOpenAi.text("the retry's reply", { pieces: 3 })], {
+        beforeChunk: ({ request }) => (request === 1 ? never : Promise.resolve())
+      })
+      const model = yield* OpenAiModel.make({ baseURL: server.url, stream: true, timeout: "1 second", maxRetries: 1, retryBaseDelay: "10 millis" })
+      const parts = Chunk.toReadonlyArray(yield* Stream.runCollect(model.stream(request)))
+      expect(parts.flatMap((p) => (p._tag === "TextDelta" ? [p.text] : [])).join("")).toBe("the retry's reply")
+      const finished = parts[parts.length - 1]
+      expect(finished?._tag === "Finished" && finished.response.notes?.map((n) => n.note)).toEqual(["retry"])
+    }), 60_000)
 })

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { Errors, EventStore, LiveStore, SqlEventStore, SqlLiveStore, SqlTaskQueue, type TaskQueue } from "@artana/core"
+import { Errors, EventStore, LiveStore, RunNotices, SqlEventStore, SqlLiveStore, SqlTaskQueue, type TaskQueue } from "@artana/core"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -21,6 +21,7 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import * as Notices from "./internal/runNotices.js"
 import * as Client from "./internal/sqliteClient.js"
 import * as Driver from "./internal/sqliteDriver.js"
 
@@ -48,7 +49,7 @@ export interface Options {
 }
 
 /** The services `layer` provides. */
-export type Services = EventStore.EventStore | TaskQueue.TaskQueue | LiveStore.LiveStore | SqlClient.SqlClient | SqliteClient.SqliteClient
+export type Services = EventStore.EventStore | TaskQueue.TaskQueue | LiveStore.LiveStore | SqlClient.SqlClient | SqliteClient.SqliteClient | RunNotices.RunNotices
 
 const STORE = "sqlite"
 
@@ -301,8 +302,10 @@ export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnava
   const liveStore = options.readOnly === true
     ? LiveStore.layerMemory
     : SqlLiveStore.layer({ tablePrefix: options.tablePrefix }).pipe(Layer.catchAll((error) => Layer.fail(error._tag === "StoreError" ? unusable(error) : error)))
+  // Notices of other processes' commits to the file, so that a run waiting in this process reads its log at once.
+  const runNotices = Layer.scoped(RunNotices.RunNotices, Notices.make(options.filename, isMemory(options.filename)))
   // One after the other: a database that refuses the first store's tables fails the layer once, with its reason.
-  return Layer.provideMerge(Layer.provideMerge(Layer.provideMerge(liveStore, taskQueue), eventStore), layerClient(options))
+  return Layer.provideMerge(Layer.provideMerge(Layer.provideMerge(Layer.merge(liveStore, runNotices), taskQueue), eventStore), layerClient(options))
 }
 
 /** A connection as `driver()` opens it: the part of better-sqlite3's `Database` both drivers offer. */

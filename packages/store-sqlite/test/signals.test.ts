@@ -155,4 +155,21 @@ describe("signals across processes (SQLite)", () => {
         "RunStarted@run", "SignalAwaited@signal:0", "SignalSent@run", "RunResumed@run", "SignalReceived@signal:0", "RunCompleted@run"
       ])
     }), 120_000)
+
+  it.live("a run whose wait polls once an hour is woken by a signal another process sends: its commit is heard (RunNotices)", () =>
+    Effect.gen(function*() {
+      const db = freshDb()
+      const waiting = start(["execute", "--db", db, "--run", "r5", "--poll-ms", String(3_600_000)])
+      yield* Effect.addFinalizer(() => Effect.sync(() => waiting.process.kill("SIGKILL")))
+      yield* waitForLog(db, "r5", awaiting, waiting)
+      const sent = yield* run(["signal", "--db", db, "--run", "r5", "--payload", JSON.stringify({ approve: true, by: "dee" })])
+      expect(sent.output?.outcome).toBe("result")
+      // Its next poll is an hour away: only the notice of the other process's commit can get the signal to the wait in
+      // the test's time.
+      const woken = yield* Effect.promise(() => waiting.done).pipe(
+        Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => new Error("the waiting process was not woken by the signal") })
+      )
+      expect(woken.output).toEqual({ outcome: "result", result: { status: "completed", runId: "r5", output: "approved by dee" } })
+      expect(shape(yield* logOf(db, "r5"))).toEqual(["RunStarted@run", "SignalAwaited@signal:0", "SignalSent@run", "SignalReceived@signal:0", "RunCompleted@run"])
+    }).pipe(Effect.scoped), 120_000)
 })

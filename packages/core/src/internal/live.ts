@@ -22,6 +22,8 @@ export interface Wake {
   readonly await: Effect.Effect<void>
   /** True once the run changed, false when `millis` passed first: one timer, no fiber (a reader waits once per delta). */
   readonly within: (millis: number) => Effect.Effect<boolean>
+  /** Whether the run changed already. */
+  readonly fired: () => boolean
 }
 
 /** Wakes the readers of a run when something was written to it in this process. */
@@ -43,6 +45,7 @@ interface Waiters {
 }
 
 const wakeOf = (w: Waiters): Wake => ({
+  fired: () => w.fired,
   await: Effect.async<void>((resume) => {
     if (w.fired) return resume(Effect.void)
     const callback = () => resume(Effect.void)
@@ -145,6 +148,8 @@ interface State {
   readonly after: Live.Position
   /** The next log seq to read. */
   readonly nextSeq: number
+  /** The wake-up taken before the read that emitted up to `after`: until it fires, reading again finds nothing new here. */
+  readonly wake?: Wake | undefined
 }
 
 /**
@@ -177,6 +182,8 @@ const reader = (
   let woken = false
   const step = (state: State) =>
     Effect.gen(function*() {
+      // Nothing was written in this process since the last read: wait for a write (or the poll) before reading again.
+      if (state.wake !== undefined) woken = state.wake.fired() || (yield* state.wake.within(pollMillis))
       for (;;) {
         const wake = yield* hub.ticket(tenantId, runId)
         // Woken by this process's deltas alone, the log is as last read: only the deltas are read again.
@@ -216,7 +223,9 @@ const reader = (
         items.sort((a, b) => Live.compare(a.at, b.at))
         const last = items[items.length - 1]
         const nextSeq = bound === undefined ? logEnd + 1 : Math.min(logEnd + 1, bound.seq + 1)
-        const next: State = { after: last === undefined ? state.after : last.at, nextSeq }
+        // Read to the head (no page cut short): the next step may wait for the wake-up before reading again.
+        const complete = bound === undefined && nextSeq > info.headSeq
+        const next: State = { after: last === undefined ? state.after : last.at, nextSeq, wake: complete ? wake : undefined }
         const done = ended(info.status) && bound === undefined && nextSeq > info.headSeq
         const chunk = Chunk.unsafeFromArray(items.map((i) => i.event))
         if (done) return [chunk, Option.none<State>()] as const

@@ -59,19 +59,26 @@ export const run = (
     yield* keep([{ _tag: "ModelStreamStarted", attempt: env.options.ownerEpoch }])
     let chars = 0
     let ended: Streamed | undefined
+    // A chunk at a time: the deltas that arrived together are kept in one append and wake the readers once.
     yield* env.deps.model.stream(sent).pipe(
-      Stream.runForEachWhile((part) => {
-        if (part._tag === "Finished") {
-          ended = { _tag: "Finished", response: part.response }
-          return Effect.as(keep(flushed()), false)
+      Stream.chunks,
+      Stream.runForEachWhile((chunk) => {
+        const out: Array<ModelPort.ModelDelta> = []
+        for (const part of chunk) {
+          if (part._tag === "Finished") {
+            ended = { _tag: "Finished", response: part.response }
+            return Effect.as(keep([...out, ...flushed()]), false)
+          }
+          chars += charsOf(part)
+          const costUsd = overBudget(chars)
+          if (costUsd !== undefined) {
+            // Nothing from the crossing delta on is kept.
+            ended = { _tag: "OverBudget", outputChars: chars, costUsd }
+            return Effect.as(keep(out), false)
+          }
+          for (const d of filtered(part)) out.push(d)
         }
-        chars += charsOf(part)
-        const costUsd = overBudget(chars)
-        if (costUsd !== undefined) {
-          ended = { _tag: "OverBudget", outputChars: chars, costUsd }
-          return Effect.succeed(false)
-        }
-        return Effect.as(keep(filtered(part)), true)
+        return Effect.as(keep(out), true)
       }),
       Effect.catchAll((error) => Effect.sync(() => void (ended = { _tag: "Failed", error })))
     )

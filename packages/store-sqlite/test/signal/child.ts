@@ -1,8 +1,8 @@
 // One process's part of the signal tests: `node --import tsx child.ts <command> --db FILE --run ID [...]`.
-// Commands: `execute` (start or continue the run of `waiter`), `signal --name N --payload JSON`. Prints one JSON line,
+// Commands: `execute` (start or continue the run of `waiter`; `--poll-ms` how often its wait reads the log), `signal --name N --payload JSON`. Prints one JSON line,
 // {"outcome":"result","result":...} or {"outcome":"error","error":{"_tag",...}}, and exits 0 or 3.
 import { parseArgs } from "node:util"
-import { Cause, Effect, Exit, Option, Predicate } from "effect"
+import { Cause, Duration, Effect, Exit, Option, Predicate } from "effect"
 import { Kernel } from "@artana/core"
 import { layer, tenant, waiter } from "./workflows.js"
 
@@ -14,7 +14,8 @@ const { positionals, values } = parseArgs({
     name: { type: "string", default: "decision" },
     payload: { type: "string", default: "null" },
     "timeout-ms": { type: "string" },
-    "pause-first": { type: "boolean", default: false }
+    "pause-first": { type: "boolean", default: false },
+    "poll-ms": { type: "string" }
   }
 })
 const db = values.db ?? ""
@@ -39,7 +40,7 @@ const program = Effect.gen(function*() {
     default:
       return yield* Effect.dieMessage(`unknown command ${String(positionals[0])}`)
   }
-}).pipe(Effect.provide(layer(db)))
+}).pipe(Effect.provide(layer(db, undefined, values["poll-ms"] === undefined ? undefined : Duration.millis(Number(values["poll-ms"])))))
 
 const exit = await Effect.runPromiseExit(program)
 if (Exit.isSuccess(exit)) {

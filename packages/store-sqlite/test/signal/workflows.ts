@@ -25,9 +25,12 @@ export const waiter = Workflow.make({
     })
 })
 
-/** The kernel over a SQLite file; a waiting execution reads its log for signals every 50 ms, and holds the run for `hold` (default: it never pauses). */
-export const layer = (filename: string, hold: Duration.DurationInput = Duration.infinity): Layer.Layer<Kernel.Kernel, unknown> =>
+/**
+ * The kernel over a SQLite file; a waiting execution reads its log for signals every `poll` (default 50 ms), and holds
+ * the run for `hold` (default: it never pauses).
+ */
+export const layer = (filename: string, hold: Duration.DurationInput = Duration.infinity, poll: Duration.DurationInput = "50 millis"): Layer.Layer<Kernel.Kernel, unknown> =>
   Layer.provideMerge(
-    Kernel.layer({ workflows: [waiter], signalPollInterval: "50 millis", signalWaitHold: hold }),
+    Kernel.layer({ workflows: [waiter], signalPollInterval: poll, signalWaitHold: hold }),
     Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), ToolRegistry.layer([]), Middleware.layer([]))
   )
