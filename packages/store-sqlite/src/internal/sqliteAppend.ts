@@ -129,7 +129,7 @@ export const make = (lane: Lane, t: SqlEventStore.Tables): SqlEventStore.AppendB
     const group = pending
     pending = []
     if (group.length === 0) return
-    const written = lane.exclusive((db) => {
+    const write = (db: Database) => {
       try {
         return writeGroup(db, group)
       } catch (cause) {
@@ -137,8 +137,11 @@ export const make = (lane: Lane, t: SqlEventStore.Tables): SqlEventStore.AppendB
         const failed: Outcome = Exit.fail(new SqlError({ cause, message: "Failed to append" }))
         return group.map(() => failed)
       }
-    })
-    Effect.runFork(Effect.map(written, (outcomes) => group.forEach((p, i) => p.answer(outcomes[i]!))))
+    }
+    const answer = (outcomes: ReadonlyArray<Outcome>) => group.forEach((p, i) => p.answer(outcomes[i]!))
+    // The common case, no transaction open: written here and now, without a fiber to wait for the connection.
+    if (lane.idle()) answer(lane.now(write))
+    else Effect.runFork(Effect.map(lane.exclusive(write), answer))
   }
 
   return (request, conflict, inTransaction) =>

@@ -35,6 +35,13 @@ export interface Lane {
   readonly exclusive: <A>(f: (db: Database) => A) => Effect.Effect<A>
   /** Runs `f` on the connection now: for a fiber inside a transaction of this client, which holds the connection. */
   readonly inTransaction: <A>(f: (db: Database) => A) => Effect.Effect<A>
+  /**
+   * No transaction of the client holds the connection: `now` may run a synchronous write, which nothing can enter
+   * before it returns (the client's other statements run one at a time, each synchronously, outside transactions).
+   */
+  readonly idle: () => boolean
+  /** Runs `f` on the connection at once, synchronously: only while `idle()`. */
+  readonly now: <A>(f: (db: Database) => A) => A
 }
 
 /** A connection to a SQLite file: `@effect/sql-sqlite-node`'s `make`, on `Driver.driver()`. */
@@ -124,11 +131,13 @@ export const open = (
 
     const semaphore = yield* Effect.makeSemaphore(1)
     const acquirer = semaphore.withPermits(1)(Effect.succeed(connection))
+    // Transactions holding the connection: none, and a synchronous write cannot land inside one (`Lane.idle`).
+    let transactions = 0
     const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
       Effect.as(
         Effect.zipRight(
-          restore(semaphore.take(1)),
-          Effect.tap(Effect.scope, (s) => Scope.addFinalizer(s, semaphore.release(1)))
+          Effect.zipRight(restore(semaphore.take(1)), Effect.sync(() => transactions++)),
+          Effect.tap(Effect.scope, (s) => Scope.addFinalizer(s, Effect.zipRight(Effect.sync(() => transactions--), semaphore.release(1))))
         ),
         connection
       )
@@ -142,7 +151,9 @@ export const open = (
     })
     const lane: Lane = {
       exclusive: (f) => semaphore.withPermits(1)(Effect.sync(() => f(db))),
-      inTransaction: (f) => Effect.sync(() => f(db))
+      inTransaction: (f) => Effect.sync(() => f(db)),
+      idle: () => transactions === 0,
+      now: (f) => f(db)
     }
     const sqliteClient = Object.assign(client, {
       [SqliteClient.TypeId]: SqliteClient.TypeId,
