@@ -30,12 +30,13 @@ const open = (filename: string) => {
   db.exec("CREATE TABLE IF NOT EXISTS t (run TEXT NOT NULL, seq INTEGER NOT NULL, payload TEXT NOT NULL, PRIMARY KEY (run, seq)) WITHOUT ROWID")
   const insert = db.prepare("INSERT INTO t (run, seq, payload) VALUES (?, ?, ?)")
   /** One group: alone, a plain INSERT; else one transaction. */
-  return (rows: ReadonlyArray<Row>) => {
+  const write = (rows: ReadonlyArray<Row>) => {
     if (rows.length === 1) return void insert.run(rows[0]!.run, rows[0]!.seq, rows[0]!.payload)
     db.exec("BEGIN")
     for (const r of rows) insert.run(r.run, r.seq, r.payload)
     db.exec("COMMIT")
   }
+  return { write, close: () => void db.close() }
 }
 
 /** A group committer: `commit(row)` resolves once the group holding it has committed. */
@@ -54,12 +55,12 @@ const committer = (writeGroup: (rows: ReadonlyArray<Row>) => Promise<void>) => {
 }
 
 const onLoop = (filename: string) => {
-  const write = open(filename)
-  return { writeGroup: (rows: ReadonlyArray<Row>) => Promise.resolve(write(rows)), close: async () => {} }
+  const { close, write } = open(filename)
+  return { writeGroup: (rows: ReadonlyArray<Row>) => Promise.resolve(write(rows)), close: async () => close() }
 }
 
 const offLoop = (filename: string) => {
-  open(filename) // the table
+  open(filename).close() // the table
   const worker = new Worker(new URL("./offloopWorker.mjs", import.meta.url), { workerData: filename })
   const waiting = new Map<number, () => void>()
   let next = 0
