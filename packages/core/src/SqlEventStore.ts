@@ -108,6 +108,8 @@ export {
 } from "./internal/sqlAppend.js"
 // For SQLite append dialects: the statements of SQLite's append (the head trigger's), to run on a driver's own statements.
 export { type SqlitePlan, type SqliteStatement, statements as sqliteStatements } from "./internal/sqlAppendSqlite.js"
+// For group-committing dialects: the appends of one turn of the event loop, gathered (see `internal/groupCommit.ts`).
+export { type Pending as GroupedAppend, turnGroups } from "./internal/groupCommit.js"
 
 const tables = (options: Options): Tables => {
   const prefix = SqlMigrations.checkPrefix(options.tablePrefix)

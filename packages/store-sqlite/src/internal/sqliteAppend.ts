@@ -26,11 +26,7 @@ import type { Lane } from "./sqliteClient.js"
 type Failure = Errors.SequenceConflict | Errors.StoreError | SqlError
 type Outcome = Exit.Exit<void, Failure>
 
-interface Pending {
-  readonly request: EventStore.AppendRequest
-  readonly conflict: () => Errors.SequenceConflict
-  readonly answer: (outcome: Outcome) => void
-}
+type Pending = SqlEventStore.GroupedAppend
 
 const OK: Outcome = Exit.void
 
@@ -124,11 +120,7 @@ export const make = (lane: Lane, t: SqlEventStore.Tables): SqlEventStore.AppendB
     return group.map(() => committed)
   }
 
-  let pending: Array<Pending> = []
-  const flush = () => {
-    const group = pending
-    pending = []
-    if (group.length === 0) return
+  const grouped = SqlEventStore.turnGroups((group) => {
     const write = (db: Database) => {
       try {
         return writeGroup(db, group)
@@ -142,21 +134,12 @@ export const make = (lane: Lane, t: SqlEventStore.Tables): SqlEventStore.AppendB
     // The common case, no transaction open: written here and now, without a fiber to wait for the connection.
     if (lane.idle()) answer(lane.now(write))
     else Effect.runFork(Effect.map(lane.exclusive(write), answer))
-  }
+  })
 
   return (request, conflict, inTransaction) =>
     inTransaction
       ? Effect.flatten(lane.inTransaction((db) => writeOne(db, { request, conflict, answer: () => {} }, true)))
-      : Effect.async<void, Failure>((resume) => {
-        if (pending.length === 0) setImmediate(flush)
-        const entry: Pending = { request, conflict, answer: resume }
-        pending.push(entry)
-        // Interrupted before its group is written: it leaves the group, and nothing of it is written.
-        return Effect.sync(() => {
-          const at = pending.indexOf(entry)
-          if (at !== -1) pending.splice(at, 1)
-        })
-      })
+      : grouped(request, conflict)
 }
 
 /** `write`'s outcome: its conflict, or the driver's error as the `SqlError` the store maps (a conflict, or a `StoreError`). */
