@@ -106,6 +106,10 @@ export {
   prevHashLookup,
   type Tables
 } from "./internal/sqlAppend.js"
+// For SQLite append dialects: the statements of SQLite's append (the head trigger's), to run on a driver's own statements.
+export { type SqlitePlan, type SqliteStatement, statements as sqliteStatements } from "./internal/sqlAppendSqlite.js"
+// For group-committing dialects: the appends of one turn of the event loop, gathered (see `internal/groupCommit.ts`).
+export { type Pending as GroupedAppend, turnGroups } from "./internal/groupCommit.js"
 
 const tables = (options: Options): Tables => {
   const prefix = SqlMigrations.checkPrefix(options.tablePrefix)
@@ -700,6 +704,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
           })
         )
 
+    // Only PostgreSQL's errors are `retryable`: on SQLite the hot append is not wrapped in retries it never takes.
+    const retries = sql.onDialectOrElse({ sqlite: () => false, orElse: () => true })
     const append = (request: AppendRequest): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError> => {
       const last = request.events[request.events.length - 1]
       if (last === undefined) return Effect.void
@@ -712,7 +718,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
         // A serialization failure or a deadlock (PostgreSQL, under REPEATABLE READ or SERIALIZABLE, or a lock cycle)
         // rolled the statement back: outside the caller's transaction it runs again, and a writer that really
         // lost the race then conflicts. Inside one, the caller's transaction is what must start again.
-        const retried = inTransaction ? batch : retryWhile(batch, retryable, RETRIES)
+        const retried = inTransaction || !retries ? batch : retryWhile(batch, retryable, RETRIES)
         return Effect.catchTag(Effect.catchTag(retried, "SqlError", orConflict(sql, "append", conflict)), "SequenceConflict", fencedOrConflict(request))
       })
     }

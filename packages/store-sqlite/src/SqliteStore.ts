@@ -24,6 +24,7 @@ import * as path from "node:path"
 import * as Notices from "./internal/runNotices.js"
 import * as Client from "./internal/sqliteClient.js"
 import * as Driver from "./internal/sqliteDriver.js"
+import * as SqliteAppend from "./internal/sqliteAppend.js"
 
 /** Where the database lives and how hard it works to keep what it acknowledged. */
 export interface Options {
@@ -49,7 +50,14 @@ export interface Options {
 }
 
 /** The services `layer` provides. */
-export type Services = EventStore.EventStore | TaskQueue.TaskQueue | LiveStore.LiveStore | SqlClient.SqlClient | SqliteClient.SqliteClient | RunNotices.RunNotices
+export type Services =
+  | EventStore.EventStore
+  | TaskQueue.TaskQueue
+  | LiveStore.LiveStore
+  | SqlClient.SqlClient
+  | SqliteClient.SqliteClient
+  | SqlEventStore.AppendDialect
+  | RunNotices.RunNotices
 
 const STORE = "sqlite"
 
@@ -225,6 +233,10 @@ const probe = (filename: string): string | undefined => {
  * `SqliteClient` keeps a single connection, so the pragmas hold for every query the client runs.
  */
 export const make = (options: Options): Effect.Effect<SqliteClient.SqliteClient, Errors.StoreUnavailable, Scope.Scope> =>
+  Effect.map(open(options), (opened) => opened.client)
+
+/** `make`, with the client's `Lane` (its connection, for the store's own append). */
+const open = (options: Options): Effect.Effect<{ readonly client: SqliteClient.SqliteClient; readonly lane: Client.Lane }, Errors.StoreUnavailable, Scope.Scope> =>
   Effect.gen(function*() {
     const timeoutMs = toTimeoutMs(options.busyTimeout ?? Duration.seconds(5))
     const readOnly = options.readOnly === true
@@ -233,7 +245,7 @@ export const make = (options: Options): Effect.Effect<SqliteClient.SqliteClient,
     // WAL is switched on below, after busy_timeout: SqliteClient would do it first thing, and on a fresh file
     // opened by several processes at once that switch can fail at once with SQLITE_BUSY.
     const image = readOnly ? yield* imageWhereUnreadable(options.filename) : undefined
-    const client = yield* Client.make({ filename: options.filename, disableWAL: true, readonly: readOnly, image }).pipe(
+    const { client, lane } = yield* Client.open({ filename: options.filename, disableWAL: true, readonly: readOnly, image }).pipe(
       Effect.provideServiceEffect(Reactivity.Reactivity, Reactivity.make),
       Effect.catchAllDefect((cause) => Effect.fail(unavailable(options.filename, cause, timeoutMs, readOnly)))
     )
@@ -248,7 +260,7 @@ export const make = (options: Options): Effect.Effect<SqliteClient.SqliteClient,
         // Reads the schema: a file that is not a database fails here, not on the first read.
         client.unsafe("SELECT count(*) AS tables FROM sqlite_master")
       ], { discard: true }).pipe(failed)
-      return client
+      return { client, lane }
     }
     const synchronous = options.synchronous === "normal" ? "NORMAL" : "FULL"
     yield* enableWal(client, timeoutMs).pipe(failed)
@@ -266,16 +278,22 @@ export const make = (options: Options): Effect.Effect<SqliteClient.SqliteClient,
         reason: `permission denied: this process may not read and write ${options.filename} (to read it, open it with readOnly: true)`
       })
     }
-    return client
+    return { client, lane }
   })
 
-/** The configured client alone, as `SqliteClient` and `SqlClient`. */
+/**
+ * The configured client alone, as `SqliteClient` and `SqlClient`, with the event store's append on it
+ * (`SqlEventStore.AppendDialect`: the driver's own prepared statements, group-committed; see `internal/sqliteAppend.ts`).
+ */
 export const layerClient = (
   options: Options
-): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient, Errors.StoreUnavailable> =>
+): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient | SqlEventStore.AppendDialect, Errors.StoreUnavailable> =>
   Layer.scopedContext(
-    Effect.map(make(options), (client) =>
-      Context.make(SqliteClient.SqliteClient, client).pipe(Context.add(SqlClient.SqlClient, client)))
+    Effect.map(open(options), ({ client, lane }) =>
+      Context.make(SqliteClient.SqliteClient, client).pipe(
+        Context.add(SqlClient.SqlClient, client),
+        Context.add(SqlEventStore.AppendDialect, { client, make: (tables) => SqliteAppend.make(lane, tables) })
+      ))
   )
 
 /**

@@ -20,17 +20,41 @@ import type { AppendBatch } from "./sqlAppend.js"
 
 type Outcome = Exit.Exit<void, SequenceConflict | StoreError | SqlError>
 
-interface Pending {
+/** An append waiting for its group: answered with its own outcome once the group's transaction has committed. */
+export interface Pending {
   readonly request: AppendRequest
   readonly conflict: () => SequenceConflict
   readonly answer: (outcome: Outcome) => void
+}
+
+/**
+ * Gathers the appends made in one turn of the event loop: the first of a turn schedules `write` for the turn's end
+ * (`setImmediate`), which gets every append made before it, each to answer. An append interrupted before its group
+ * is written leaves the group, and nothing of it is written.
+ */
+export const turnGroups = (write: (group: ReadonlyArray<Pending>) => void) => {
+  let pending: Array<Pending> = []
+  const flush = () => {
+    const group = pending
+    pending = []
+    if (group.length > 0) write(group)
+  }
+  return (request: AppendRequest, conflict: () => SequenceConflict): Effect.Effect<void, SequenceConflict | StoreError | SqlError> =>
+    Effect.async((resume) => {
+      if (pending.length === 0) setImmediate(flush)
+      const entry: Pending = { request, conflict, answer: resume }
+      pending.push(entry)
+      return Effect.sync(() => {
+        const at = pending.indexOf(entry)
+        if (at !== -1) pending.splice(at, 1)
+      })
+    })
 }
 
 /** `append`, grouped: appends made in one turn of the event loop share a transaction. */
 export const make = (sql: SqlClient.SqlClient, append: AppendBatch): Effect.Effect<AppendBatch> =>
   Effect.map(Effect.runtime<never>(), (runtime) => {
     const runFork = Runtime.runFork(runtime)
-    let pending: Array<Pending> = []
 
     /** One append on its own; or the group in one transaction, each in a savepoint, answered after the commit. */
     const write = (group: ReadonlyArray<Pending>): Effect.Effect<void> => {
@@ -46,23 +70,6 @@ export const make = (sql: SqlClient.SqlClient, append: AppendBatch): Effect.Effe
       })
     }
 
-    const flush = () => {
-      const group = pending
-      pending = []
-      if (group.length > 0) runFork(write(group))
-    }
-
-    return (request, conflict, inTransaction) =>
-      inTransaction
-        ? append(request, conflict, true)
-        : Effect.async<void, SequenceConflict | StoreError | SqlError>((resume) => {
-          if (pending.length === 0) setImmediate(flush)
-          const entry: Pending = { request, conflict, answer: resume }
-          pending.push(entry)
-          // Interrupted before its group is written: it leaves the group, and nothing of it is written.
-          return Effect.sync(() => {
-            const at = pending.indexOf(entry)
-            if (at !== -1) pending.splice(at, 1)
-          })
-        })
+    const grouped = turnGroups((group) => runFork(write(group)))
+    return (request, conflict, inTransaction) => (inTransaction ? append(request, conflict, true) : grouped(request, conflict))
   })

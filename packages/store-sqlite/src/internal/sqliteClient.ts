@@ -23,13 +23,42 @@ type Prepared = Driver.Statement
 
 const failure = (message: string) => (cause: unknown) => new SqlError({ cause, message })
 
+/**
+ * The client's connection itself, for statements run on the driver's own prepared statements (the store's hot
+ * append, `./sqliteAppend.ts`): none of the client's per-statement work (span, compiling, cache lookup, fibers).
+ */
+export interface Lane {
+  /**
+   * Runs `f` on the connection once no statement or transaction of the client runs, holding them off until it
+   * returns (the client's one permit): `f` runs synchronously, and may run its own transaction.
+   */
+  readonly exclusive: <A>(f: (db: Database) => A) => Effect.Effect<A>
+  /** Runs `f` on the connection now: for a fiber inside a transaction of this client, which holds the connection. */
+  readonly inTransaction: <A>(f: (db: Database) => A) => Effect.Effect<A>
+  /**
+   * No transaction of the client holds the connection: `now` may run a synchronous write, which nothing can enter
+   * before it returns (the client's other statements run one at a time, each synchronously, outside transactions).
+   */
+  readonly idle: () => boolean
+  /** Runs `f` on the connection at once, synchronously: only while `idle()`. */
+  readonly now: <A>(f: (db: Database) => A) => A
+}
+
 /** A connection to a SQLite file: `@effect/sql-sqlite-node`'s `make`, on `Driver.driver()`. */
 export const make = (
   options: SqliteClient.SqliteClientConfig & {
     /** The database's bytes, opened as an in-memory copy (SQLite's deserialize) instead of the file `filename`. */
     readonly image?: Buffer | undefined
   }
-): Effect.Effect<SqliteClient.SqliteClient, never, Scope.Scope | Reactivity.Reactivity> =>
+): Effect.Effect<SqliteClient.SqliteClient, never, Scope.Scope | Reactivity.Reactivity> => Effect.map(open(options), (opened) => opened.client)
+
+/** `make`, with the client's `Lane`. */
+export const open = (
+  options: SqliteClient.SqliteClientConfig & {
+    /** The database's bytes, opened as an in-memory copy (SQLite's deserialize) instead of the file `filename`. */
+    readonly image?: Buffer | undefined
+  }
+): Effect.Effect<{ readonly client: SqliteClient.SqliteClient; readonly lane: Lane }, never, Scope.Scope | Reactivity.Reactivity> =>
   Effect.gen(function*() {
     const compiler = Statement.makeCompilerSqlite(options.transformQueryNames)
     const transformRows = options.transformResultNames === undefined
@@ -102,11 +131,13 @@ export const make = (
 
     const semaphore = yield* Effect.makeSemaphore(1)
     const acquirer = semaphore.withPermits(1)(Effect.succeed(connection))
+    // Transactions holding the connection: none, and a synchronous write cannot land inside one (`Lane.idle`).
+    let transactions = 0
     const transactionAcquirer = Effect.uninterruptibleMask((restore) =>
       Effect.as(
         Effect.zipRight(
-          restore(semaphore.take(1)),
-          Effect.tap(Effect.scope, (s) => Scope.addFinalizer(s, semaphore.release(1)))
+          Effect.zipRight(restore(semaphore.take(1)), Effect.sync(() => transactions++)),
+          Effect.tap(Effect.scope, (s) => Scope.addFinalizer(s, Effect.zipRight(Effect.sync(() => transactions--), semaphore.release(1))))
         ),
         connection
       )
@@ -118,7 +149,13 @@ export const make = (
       spanAttributes: [...(options.spanAttributes === undefined ? [] : Object.entries(options.spanAttributes)), ["db.system.name", "sqlite"]],
       transformRows
     })
-    return Object.assign(client, {
+    const lane: Lane = {
+      exclusive: (f) => semaphore.withPermits(1)(Effect.sync(() => f(db))),
+      inTransaction: (f) => Effect.sync(() => f(db)),
+      idle: () => transactions === 0,
+      now: (f) => f(db)
+    }
+    const sqliteClient = Object.assign(client, {
       [SqliteClient.TypeId]: SqliteClient.TypeId,
       config: options,
       // As the original: each waits for the connection (a transaction another fiber holds ends first).
@@ -131,4 +168,5 @@ export const make = (
           Effect.zipRight(Effect.try({ try: () => db.loadExtension(path), catch: failure("Failed to load extension") }), prepareCache.invalidateAll)
         )
     }) as SqliteClient.SqliteClient
+    return { client: sqliteClient, lane }
   })
