@@ -12,6 +12,7 @@
 //   JSON.parse of each payload. Alternated, 15 rounds each. The verification's share is measured on its own
 //   (Verify.verifyEvents over the same 10,000 events read back, timed in each round) and reported in the row's detail.
 // concurrent_100_vs_floor: durable steps/s of 100 runs at once on one file / bare one-event commits/s (kernel/concurrent.ts).
+// resume_10k_vs_floor: a crashed 10,000-event run resumed to its first new step / the same bare read (kernel/resume.ts).
 // Both floors run on the store's own driver (node:sqlite on Node 24+, better-sqlite3 12 on Node 20 and 22; the
 //   baseline names it).
 import { mkdtempSync, rmSync } from "node:fs"
@@ -23,6 +24,7 @@ import { ScriptedModel } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
 import { echo, echoOneCommit, tenant } from "./fixtures.js"
 import { concurrent } from "./kernel/concurrent.js"
+import { resume10k } from "./kernel/resume.js"
 import { type BenchResult, median, nowUs, progress } from "./lib.js"
 
 const STEPS = 2000
@@ -149,6 +151,7 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
     const { eventCount, readTimes, replayTimes, verifyTimes } = await Effect.runPromise(Effect.provide(program, layer))
     floor.close()
     const concurrency = await concurrent()
+    const resumed = await resume10k()
 
     const step = median(stepTimes)
     const stepFloor = median(floorTimes)
@@ -211,7 +214,8 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
             target_max_ratio: 2
           }
         },
-        concurrency
+        concurrency,
+        resumed
       ]
     }
   } finally {
