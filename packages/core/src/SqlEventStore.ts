@@ -201,7 +201,8 @@ const sqliteText = (kind: typeof Codec.HASH, value: unknown): unknown => {
   if (typeof value !== "string") return value
   if (value.startsWith(SQLITE_TEXT)) return value.slice(SQLITE_TEXT.length)
   const hex = value.toLowerCase()
-  return kind === Codec.UUID ? `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}` : hex
+  // Joined, not concatenated: a rope of nine parts would be flattened (copied) by every later use (the chain's hash).
+  return kind === Codec.UUID ? [hex.slice(0, 8), hex.slice(8, 12), hex.slice(12, 16), hex.slice(16, 20), hex.slice(20)].join("-") : hex
 }
 
 /** A stored hash or event id as text (see `sqlCodec`). */
