@@ -13,6 +13,7 @@
 //   (Verify.verifyEvents over the same 10,000 events read back, timed in each round) and reported in the row's detail.
 // concurrent_100_vs_floor: durable steps/s of 100 runs at once on one file / bare one-event commits/s (kernel/concurrent.ts).
 // step_vs_floor_normal: step_vs_floor on a store opened with synchronous=NORMAL, against its floor at NORMAL (kernel/normal.ts).
+// resume_10k_vs_floor: a crashed 10,000-event run resumed to its first new step / the same bare read (kernel/resume.ts).
 // Both floors run on the store's own driver (node:sqlite on Node 24+, better-sqlite3 12 on Node 20 and 22; the
 //   baseline names it).
 import { mkdtempSync, rmSync } from "node:fs"
@@ -25,6 +26,7 @@ import { SqliteStore } from "@artana/store-sqlite"
 import { echo, echoOneCommit, tenant } from "./fixtures.js"
 import { concurrent } from "./kernel/concurrent.js"
 import { normal } from "./kernel/normal.js"
+import { resume10k } from "./kernel/resume.js"
 import { type BenchResult, median, nowUs, progress } from "./lib.js"
 
 const STEPS = 2000
@@ -152,6 +154,7 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
     floor.close()
     const concurrency = await concurrent()
     const atNormal = await normal()
+    const resumed = await resume10k()
 
     const step = median(stepTimes)
     const stepFloor = median(floorTimes)
@@ -215,7 +218,8 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
           }
         },
         concurrency,
-        atNormal
+        atNormal,
+        resumed
       ]
     }
   } finally {

@@ -6,8 +6,9 @@
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
 import { AssistantMessage, ChatMessage, Usage } from "./Chat.js"
-import { exactGuard } from "./internal/exactGuard.js"
+import { exactCheck, exactGuard } from "./internal/exactGuard.js"
 import { Json } from "./Json.js"
 import { TenantContext } from "./Tenant.js"
 
@@ -295,6 +296,30 @@ export const decodePayload = (json: unknown): Either.Either<EventPayload, string
 
 /** A parsed payload that decoding would return unchanged: used as it is (see `exactGuard`). */
 const isExactPayload = exactGuard(EventPayload)
+
+/** Each payload type's own exact guard (`exactGuard` of that member alone), by its `_tag`. */
+const exactByType: ReadonlyMap<string, (u: unknown) => boolean> = new Map(
+  EventPayload.members.flatMap((member) =>
+    SchemaAST.getPropertySignatures(member.ast).flatMap((p) =>
+      p.name === "_tag" && SchemaAST.isLiteral(p.type) ? [[String(p.type.literal), exactCheck(member.ast)] as const] : []
+    )
+  )
+)
+
+/** A parsed payload that its type's member would decode to itself: a member of the union, so a payload as it is. */
+const isExactOfType = (type: string, json: unknown): json is EventPayload => exactByType.get(type)?.(json) === true
+
+/** Every event type the log may hold (the payloads' tags). */
+export const EVENT_TYPES: ReadonlySet<string> = new Set(exactByType.keys())
+
+/**
+ * `decodePayload` of a payload stored under the event type `type` (a store's `type` column): the common payload, plain
+ * JSON exactly of that type's schema, is checked by that type's own compiled guard, not the whole union's; anything
+ * else (another type's payload, excess keys, a failure) is decoded by the union's schema as `decodePayload` decodes
+ * it, with the same result and error.
+ */
+export const decodeStoredPayload = (type: string, json: unknown): Either.Either<EventPayload, string> =>
+  isExactOfType(type, json) ? Either.right(json) : decodePayload(json)
 
 /**
  * Lifecycle of a run, kept by the store from the events it appends. `continued`: the run ended by continuing as a new

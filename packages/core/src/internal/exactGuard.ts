@@ -187,6 +187,12 @@ export const exactGuard = <A, I, R>(schema: Schema.Schema<A, I, R>): (u: unknown
   return (u: unknown): u is A => check(u) === Same
 }
 
+/** `exactGuard` of a schema given by its AST: true only when decoding `u` would succeed and return `u` itself. */
+export const exactCheck = (ast: SchemaAST.AST): (u: unknown) => boolean => {
+  const check = checkOf(ast, "decode")
+  return (u) => check(u) === Same
+}
+
 /** `exactGuard(schema)(u)` without building the guard: for a schema met once per call (a workflow's step). */
 export const isExact = <A, I, R>(schema: Schema.Schema<A, I, R>, u: unknown): u is A => checkOf(schema.ast, "decode")(u) === Same
 
