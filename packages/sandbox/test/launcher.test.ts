@@ -56,7 +56,7 @@ const processes = (): ReadonlyArray<{ readonly pid: number; readonly args: strin
     const found = /^\s*(\d+)\s+(.*)$/.exec(line)
     return found === null ? [] : [{ pid: Number(found[1]), args: found[2]! }]
   })
-/** The outer bwrap processes of the sandboxes bound to `folder` (one per sandbox: bwrap's own pid 1 is its child). */
+/** The outer bwrap processes of the sandboxes bound to `folder` (one per sandbox: the launcher, its PID 1, is its child). */
 const sandboxesOf = (folder: string): ReadonlyArray<number> => {
   const all = processes().filter((p) => /^\S*bwrap /.test(p.args) && p.args.includes(` --chdir ${folder} `))
   const pids = new Set(all.map((p) => p.pid))
@@ -122,7 +122,7 @@ describe("shell.run's long-lived sandbox", () => {
       "(exec 3>/proc/$PPID/mem) && echo OPENED-MEM",
       "echo parent=$PPID"
     ].join("; "))
-    expect(result.stdout).toBe("parent=2\n")
+    expect(result.stdout).toBe("parent=1\n")
     expect(result.stderr).toContain("Permission denied")
   }, 60_000)
 
@@ -133,10 +133,11 @@ describe("shell.run's long-lived sandbox", () => {
     process.kill(idle!, "SIGKILL")
     expect(await until(() => !sandboxesOf(base).includes(idle!))).toBe(true)
     expect(await sh("echo again")).toMatchObject({ exitCode: 0, stdout: "again\n" })
-    // A command that kills its own launcher ends only its own call.
-    const killer = await run(policy(), "sh", ["-c", "kill -9 $PPID; sleep 5"])
-    expect(Either.isRight(killer) ? killer.right.exitCode : null).not.toBe(0)
+    // A command cannot kill or stop its launcher: it is the sandbox's PID 1, which takes no SIGKILL or SIGSTOP from inside.
+    const [current] = sandboxesOf(base)
+    expect(await sh("kill -9 $PPID; kill -STOP $PPID; echo survived")).toMatchObject({ exitCode: 0, stdout: "survived\n" })
     expect(await sh("echo after")).toMatchObject({ exitCode: 0, stdout: "after\n" })
+    expect(sandboxesOf(base)).toEqual([current])
   }, 60_000)
 
   it("the timeout kills everything the call started, in its own group or not, and the next call runs", async () => {
@@ -240,4 +241,36 @@ describe("shell.run's long-lived sandbox", () => {
       child.kill("SIGKILL")
     }
   }, 90_000)
+
+  it("PID 1 is the launcher, closed to commands: its memory cannot be opened, ptrace cannot attach, and the next call's output is its own", async () => {
+    const attack = await sh([
+      "head -c 17 /proc/1/cmdline; echo",
+      "(exec 3<>/proc/1/mem) && echo OPENED-MEM",
+      "(exec 3</proc/1/environ) && echo OPENED-ENVIRON",
+      "python3 -c 'import ctypes, sys; sys.exit(0 if ctypes.CDLL(None).ptrace(16, 1, 0, 0) == 0 else 1)' && echo ATTACHED",
+      "kill -9 1; kill -STOP 1",
+      "sleep 100 &",
+      "echo parent=$PPID"
+    ].join("\n"))
+    expect(attack.stdout).toBe("/.artana-launcher\nparent=1\n")
+    expect(await sh("sleep 1; echo real output")).toMatchObject({ exitCode: 0, stdout: "real output\n" })
+  }, 60_000)
+
+  it("what a command changes of its launcher (limits, priority, CPU mask, OOM score, autogroup) is not what the next call runs with", async () => {
+    const state = "ulimit -f; ulimit -n; nice; grep Cpus_allowed_list /proc/self/status; cat /proc/self/oom_score_adj; read -r g n v < /proc/self/autogroup; echo $n $v; head -c 9999 /dev/zero > workspace/out/big; echo wrote $?"
+    const baseline = await sh(state)
+    expect(baseline.stdout).toContain("wrote 0\n")
+    for (const attack of [
+      "prlimit --pid $PPID --fsize=2048:2048",
+      "prlimit --pid $PPID --nofile=12:12",
+      "renice -n 19 -p $PPID",
+      "taskset -p 1 $PPID",
+      "echo 1000 > /proc/$PPID/oom_score_adj",
+      "echo 19 > /proc/$PPID/autogroup"
+    ]) {
+      await sh(`${attack} >/dev/null`)
+      expect({ attack, ...(await sh(state)) }).toEqual({ attack, ...baseline })
+    }
+    fs.rmSync(path.join(base, "workspace/out/big"))
+  }, 120_000)
 })

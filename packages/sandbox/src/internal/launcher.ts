@@ -73,6 +73,9 @@ export const madeUnderTmp = (bwrap: ReadonlyArray<string>): ReadonlyArray<string
   return out
 }
 
+/** Clock ticks per second in /proc/PID/stat's CPU times (USER_HZ: 100 on every Linux architecture Node runs on). */
+const USER_HZ = 100
+
 /**
  * The launcher: a loop of shell builtins. At its start it lists what bwrap made in /tmp (`made`: its binds are not
  * looked into). It reads a call (a line count, that many lines of script, the call's token), runs the script (the
@@ -80,7 +83,7 @@ export const madeUnderTmp = (bwrap: ReadonlyArray<string>): ReadonlyArray<string
  * `token status reset` on fd 5. A reset that finds something left exits the launcher after the report. fd 6 is the
  * host's /dev/null, the commands' stdin.
  */
-const launcherScript = (made: ReadonlyArray<string>): string => `
+const launcherScript = (made: ReadonlyArray<string>, cpuSeconds: number): string => `
 exec ${LAUNCHER_FD}<&-
 trap '' HUP INT QUIT PIPE TERM USR1 USR2 ALRM TSTP TTIN TTOU
 made=${quote(["", SANDBOX_HOME, ...made, ""].join("\n"))}
@@ -99,19 +102,33 @@ $f
   done
 }
 w=; walk /tmp; tmp0="$w"
+lines() { sv=; [ -r "$1" ] || return 0; while IFS= read -r sl; do sv="$sv$sl
+"; done < "$1"; }
+state() {
+  lines /proc/self/limits; st="$sv"
+  read -r sl < /proc/self/stat; set -- \${sl##*) }
+  st="$st \${16} \${17} \${38} \${39}"; cpu=$((\${12} + \${13}))
+  while IFS= read -r sl; do case "$sl" in Cpus_allowed*|Mems_allowed*) st="$st $sl";; esac; done < /proc/self/status
+  for f in oom_score_adj autogroup coredump_filter; do lines /proc/self/$f; st="$st $sv"; done
+  lines /proc/keys; st="$st$sv"
+}
+state; st0="$st"
 reset() {
   k=0
   until alone; do
     k=$((k+1)); [ "$k" -le 2000 ] || return 1
     kill -9 -1 2>&-
-    [ "$k" -le 50 ] || sleep 0.001
+    ( : ) 0<&- 3>&- 4>&- 5>&- 6<&-
+    [ "$k" -le 50 ] || sleep 0.001 0<&- 3>&- 4>&- 5>&- 6<&-
   done
   [ -d ${SANDBOX_HOME} ] && [ ! -L ${SANDBOX_HOME} ] && [ -r ${SANDBOX_HOME} ] && [ -w ${SANDBOX_HOME} ] && [ -x ${SANDBOX_HOME} ] || return 2
   [ -d /tmp ] && [ ! -L /tmp ] && [ -w /tmp ] && [ -k /tmp ] || return 2
   w=; walk /tmp; [ "$w" = "$tmp0" ] || return 2
   empty ${SANDBOX_HOME}/* ${SANDBOX_HOME}/.[!.]* ${SANDBOX_HOME}/..?* || return 2
   empty /dev/shm/* /dev/shm/.[!.]* /dev/shm/..?* /dev/mqueue/* /dev/mqueue/.[!.]* /dev/mqueue/..?* || return 3
-  for f in shm sem msg; do x=; { read -r h; read -r x; } < /proc/sysvipc/$f; [ -z "$x" ] || return 4; done
+  for f in sysvipc/shm sysvipc/sem sysvipc/msg net/unix; do x=; { read -r h; read -r x; } < /proc/$f; [ -z "$x" ] || return 4; done
+  state; [ "$st" = "$st0" ] || return 5
+  [ "$cpu" -le ${cpuSeconds * USER_HZ} ] || return 6
   return 0
 }
 while IFS= read -r n; do
@@ -219,7 +236,7 @@ const stopAll = (): void => {
 
 /** Starts `spec`'s sandbox and its launcher. Throws `Error` when its limits cannot be set here. */
 const start = (tools: Extract<Availability, { ok: true }>, spec: Spec, env: NodeJS.ProcessEnv): Launcher => {
-  const contained = startCommand(tools, spec, [LAUNCHER_PATH, "-c", launcherScript(madeUnderTmp(spec.bwrap))])
+  const contained = startCommand(tools, spec, [LAUNCHER_PATH, "-c", launcherScript(madeUnderTmp(spec.bwrap), spec.limits.cpuSeconds)])
   // bwrap copies the launcher from this fd to its end: a file of its own for each sandbox (an offset is shared).
   const shellFd = fs.openSync(fs.realpathSync(SH), "r")
   let child: ChildProcess
