@@ -250,9 +250,11 @@ describe("shell.run's long-lived sandbox", () => {
       "python3 -c 'import ctypes, sys; sys.exit(0 if ctypes.CDLL(None).ptrace(16, 1, 0, 0) == 0 else 1)' && echo ATTACHED",
       "kill -9 1; kill -STOP 1",
       "sleep 100 &",
-      "echo parent=$PPID"
+      "echo parent=$PPID",
+      // The launcher has a CPU-time limit of its own: two calls' worth (timeout_ms 20 s).
+      "grep 'Max cpu time' /proc/1/limits | tr -s ' '"
     ].join("\n"))
-    expect(attack.stdout).toBe("/.artana-launcher\nparent=1\n")
+    expect(attack.stdout).toBe("/.artana-launcher\nparent=1\nMax cpu time 40 40 seconds \n")
     expect(await sh("sleep 1; echo real output")).toMatchObject({ exitCode: 0, stdout: "real output\n" })
   }, 60_000)
 
@@ -262,15 +264,38 @@ describe("shell.run's long-lived sandbox", () => {
     expect(baseline.stdout).toContain("wrote 0\n")
     for (const attack of [
       "prlimit --pid $PPID --fsize=2048:2048",
-      "prlimit --pid $PPID --nofile=12:12",
       "renice -n 19 -p $PPID",
       "taskset -p 1 $PPID",
       "echo 1000 > /proc/$PPID/oom_score_adj",
-      "echo 19 > /proc/$PPID/autogroup"
+      "echo 19 > /proc/$PPID/autogroup",
+      // (last: on a launcher that does not see it, every later call fails)
+      "prlimit --pid $PPID --nofile=12:12"
     ]) {
       await sh(`${attack} >/dev/null`)
-      expect({ attack, ...(await sh(state)) }).toEqual({ attack, ...baseline })
+      expect.soft({ attack, ...(await sh(state)) }).toEqual({ attack, ...baseline })
     }
     fs.rmSync(path.join(base, "workspace/out/big"))
+  }, 120_000)
+
+  it("what a call leaves that no file in /tmp shows (a key in the keyring, a deleted file kept by an fd in flight, the modes of /tmp and HOME) is not what the next call sees", async () => {
+    const keyctl = (code: string) => `python3 -c "import ctypes, platform; add_key, keyctl = {'x86_64': (248, 250), 'aarch64': (217, 219)}[platform.machine()]; libc = ctypes.CDLL(None); ${code}"`
+    const state = [
+      // keyctl(KEYCTL_SEARCH, the user keyring, "user", "artana-key"): whether the key is there to read.
+      keyctl("print('key', libc.syscall(keyctl, 10, -4, b'user', b'artana-key', 0) > 0)"),
+      "stat -c %a /tmp \"$HOME\"",
+      "df -k --output=used /tmp | tail -1"
+    ].join("; ")
+    const baseline = await sh(state)
+    expect(baseline.stdout).toMatch(/^key False\n1777\n755\n\s*0\n$/)
+    for (const attack of [
+      keyctl("libc.syscall(add_key, b'user', b'artana-key', b'secret', 6, -4)"),
+      // A 4 MiB file in /tmp, deleted, its fd sent with both ends of a socketpair into the socketpair: nothing names it.
+      "python3 -c \"import os, socket; a, b = socket.socketpair(); f = os.open('/tmp/held', os.O_CREAT | os.O_WRONLY); os.write(f, b'x' * 4194304); os.unlink('/tmp/held'); socket.send_fds(a, [b'x'], [f, a.fileno(), b.fileno()])\"",
+      "chmod 0750 \"$HOME\"",
+      "chmod 1773 /tmp"
+    ]) {
+      await sh(attack)
+      expect.soft({ attack, ...(await sh(state)) }).toEqual({ attack, ...baseline })
+    }
   }, 120_000)
 })

@@ -37,6 +37,7 @@ import type { Readable, Writable } from "node:stream"
 import type { ShellRule } from "../Policy.js"
 import { type Availability, type Contained, LAUNCHER_FD, LAUNCHER_PATH, SANDBOX_HOME, type Spec, startCommand } from "./contain.js"
 import { SH } from "./limits.js"
+import { launcherPid, pristine } from "./pristine.js"
 
 export interface RunResult {
   readonly exitCode: number | null
@@ -172,6 +173,8 @@ interface Launcher {
   closed: boolean
   /** When it last finished a call (ms since the epoch). */
   usedAt: number
+  /** The launcher's host pid, once read (pristine.ts looks into its sandbox through it). */
+  inside: number | undefined
   /** bwrap's and the launcher's own messages (a bind bwrap could not make), kept for a call whose command never ran. */
   readonly messages: Array<Buffer>
 }
@@ -245,7 +248,7 @@ const start = (tools: Extract<Availability, { ok: true }>, spec: Spec, env: Node
   } finally {
     fs.closeSync(shellFd)
   }
-  const launcher: Launcher = { key: spec.key, child, contained, exited: undefined, closed: false, usedAt: Date.now(), messages: [] }
+  const launcher: Launcher = { key: spec.key, child, contained, exited: undefined, closed: false, usedAt: Date.now(), inside: undefined, messages: [] }
   everyLauncher.add(launcher)
   if (!exitHook) {
     exitHook = true
@@ -363,7 +366,7 @@ export const runContained = async (tools: Extract<Availability, { ok: true }>, c
   }
   const outcome = await converse(launcher, call, signal)
   const current = slots.get(call.policyKey)
-  if (launcher.exited === undefined && outcome.reusable && current !== undefined && current.idle.length < IDLE_MAX) {
+  if (launcher.exited === undefined && outcome.reusable && untouched(launcher) && current !== undefined && current.idle.length < IDLE_MAX) {
     launcher.usedAt = Date.now()
     current.idle.push(launcher)
     trimIdle()
@@ -371,6 +374,13 @@ export const runContained = async (tools: Extract<Availability, { ok: true }>, c
     stop(launcher)
   }
   return outcome.outcome
+}
+
+/** Whether what the launcher cannot check itself is as bwrap made it (pristine.ts). */
+const untouched = (launcher: Launcher): boolean => {
+  const outer = launcher.child.pid
+  launcher.inside ??= outer === undefined ? undefined : launcherPid(outer)
+  return launcher.inside !== undefined && pristine(launcher.inside)
 }
 
 /** Stops the least recently used idle sandboxes beyond IDLE_TOTAL_MAX (a host with many policies keeps a few). */
