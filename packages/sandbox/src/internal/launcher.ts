@@ -6,23 +6,27 @@
 // teardown.
 //
 // What calls could share, and why they do not:
-// - processes: after each call, `kill -9 -1` (every process of the sandbox's PID namespace but its init and the
-//   launcher) until /proc shows no other; if some survive, the launcher exits and the sandbox goes.
+// - processes: after each call, `kill -9 -1` (every process of the sandbox's PID namespace but the launcher, its PID 1)
+//   and a `( : )` whose wait reaps the orphans, until /proc shows no other; if some survive, the launcher exits.
 // - files: /tmp (the home is /tmp/home) and /dev/shm, /dev/mqueue must be as the sandbox started (an empty home,
-//   nothing else), and System V IPC objects none; /dev is read-only. Anything left: the launcher reports the call,
+//   nothing else), and System V IPC objects and unix sockets (fds in flight) none; /dev is read-only. The modes of
+//   /tmp and HOME and /tmp's free space, which builtins cannot read, the host checks (pristine.ts). Anything left: the launcher reports the call,
 //   then exits, and the next call gets a new sandbox. Files written in fs.write's paths stay, as they always did.
 // - the launcher itself: it runs as the commands' user, so it is a copy of /bin/sh that is execute-only
 //   (`--perms 0111 --file`): the kernel marks a process exec'd from a file it cannot read not dumpable, and a command
 //   can then neither ptrace it nor open its /proc/PID/mem, fds or environment (without Yama, a parent is otherwise
-//   writable by its children). It ignores the signals it can; SIGKILL or SIGSTOP from a command ends or stalls only
-//   that call (the host sees the sandbox exit, or times out and kills it) and the next call gets a new sandbox.
+//   writable by its children). It is the sandbox's PID 1 (`--as-pid-1`: bwrap's own init was dumpable, so a command
+//   could write code into it that outlived the reset), which takes no SIGKILL or SIGSTOP from inside.
+// - the launcher's state: what a process of the same user may change of it (limits, nice value and policy, CPU and
+//   node masks, oom_score_adj, autogroup, coredump_filter) and the keys it sees (/proc/keys) are recorded at its start
+//   and compared after each call (`state`); a difference gets the next call a new sandbox.
 // - the outputs: stdout and stderr are pipes of the sandbox; a call's output ends at a 128-bit marker the launcher
 //   writes after the command and all its processes are gone, which no command can know.
 // - limits: memory, file size and core files are set before bwrap and held by everything inside; CPU time per call by
-//   the subshell; the pids cgroup (or RLIMIT_NPROC) counts the command's processes and the launcher.
-// What is shared: the namespaces themselves (the same hostname, an unused loopback, the same user namespace and the
-// launcher's session keyring: a key a command adds to its user or session keyring could be read by the next call of
-// the same policy) and the writable paths, all within what the policy already gives every call.
+//   the subshell, and the launcher's own (LAUNCHER_CPU_CALLS calls' worth) before bwrap; the pids cgroup (or RLIMIT_NPROC) counts the command's processes and the launcher.
+// What is shared: the namespaces themselves (the same hostname, an unused loopback, the same user namespace) and the
+// writable paths, all within what the policy already gives every call, and the host process's own session keyring if
+// it has one (a key added there is seen by the reset, but stays).
 //
 // One call at a time per sandbox: a policy keeps its idle sandboxes (at most IDLE_MAX, and IDLE_TOTAL_MAX for all
 // policies: the least recently used go) and starts another when all are busy. A sandbox is replaced when the policy's sandbox would now be built differently (the folders are walked again
