@@ -10,8 +10,9 @@
 //   and a `( : )` whose wait reaps the orphans, until /proc shows no other; if some survive, the launcher exits.
 // - files: /tmp (the home is /tmp/home) and /dev/shm, /dev/mqueue must be as the sandbox started (an empty home,
 //   nothing else), and System V IPC objects and unix sockets (fds in flight) none; /dev is read-only. The modes of
-//   /tmp and HOME and /tmp's free space, which builtins cannot read, the host checks (pristine.ts). Anything left: the launcher reports the call,
-//   then exits, and the next call gets a new sandbox. Files written in fs.write's paths stay, as they always did.
+//   /tmp and HOME and /tmp's free space, which builtins cannot read, the host checks (pristine.ts). Anything left:
+//   the launcher reports the call, then exits, and the next call gets a new sandbox. Files written in fs.write's
+//   paths stay, as they always did.
 // - the launcher itself: it runs as the commands' user, so it is a copy of /bin/sh that is execute-only
 //   (`--perms 0111 --file`): the kernel marks a process exec'd from a file it cannot read not dumpable, and a command
 //   can then neither ptrace it nor open its /proc/PID/mem, fds or environment (without Yama, a parent is otherwise
@@ -86,7 +87,8 @@ const USER_HZ = 100
  * looked into). It reads a call (a line count, that many lines of script, the call's token), runs the script (the
  * command in a subshell), resets the sandbox, and writes the token at the end of stdout (fd 3) and stderr (fd 4) and
  * `token status reset` on fd 5. A reset that finds something left exits the launcher after the report. fd 6 is the
- * host's /dev/null, the commands' stdin.
+ * host's /dev/null, the commands' stdin. `state` reads what a command could change of the launcher (its lines of
+ * /proc/keys without their usage count and expiry, which change by themselves).
  */
 const launcherScript = (made: ReadonlyArray<string>, cpuSeconds: number): string => `
 exec ${LAUNCHER_FD}<&-
@@ -115,7 +117,8 @@ state() {
   st="$st \${16} \${17} \${38} \${39}"; cpu=$((\${12} + \${13}))
   while IFS= read -r sl; do case "$sl" in Cpus_allowed*|Mems_allowed*) st="$st $sl";; esac; done < /proc/self/status
   for f in oom_score_adj autogroup coredump_filter; do lines /proc/self/$f; st="$st $sv"; done
-  lines /proc/keys; st="$st$sv"
+  [ ! -r /proc/keys ] || while read -r sl sk su su sr; do st="$st
+$sl $sk $sr"; done < /proc/keys
 }
 state; st0="$st"
 reset() {
