@@ -56,7 +56,7 @@ const processes = (): ReadonlyArray<{ readonly pid: number; readonly args: strin
     const found = /^\s*(\d+)\s+(.*)$/.exec(line)
     return found === null ? [] : [{ pid: Number(found[1]), args: found[2]! }]
   })
-/** The outer bwrap processes of the sandboxes bound to `folder` (one per sandbox: bwrap's own pid 1 is its child). */
+/** The outer bwrap processes of the sandboxes bound to `folder` (one per sandbox: the launcher, its PID 1, is its child). */
 const sandboxesOf = (folder: string): ReadonlyArray<number> => {
   const all = processes().filter((p) => /^\S*bwrap /.test(p.args) && p.args.includes(` --chdir ${folder} `))
   const pids = new Set(all.map((p) => p.pid))
@@ -122,7 +122,7 @@ describe("shell.run's long-lived sandbox", () => {
       "(exec 3>/proc/$PPID/mem) && echo OPENED-MEM",
       "echo parent=$PPID"
     ].join("; "))
-    expect(result.stdout).toBe("parent=2\n")
+    expect(result.stdout).toBe("parent=1\n")
     expect(result.stderr).toContain("Permission denied")
   }, 60_000)
 
@@ -133,10 +133,11 @@ describe("shell.run's long-lived sandbox", () => {
     process.kill(idle!, "SIGKILL")
     expect(await until(() => !sandboxesOf(base).includes(idle!))).toBe(true)
     expect(await sh("echo again")).toMatchObject({ exitCode: 0, stdout: "again\n" })
-    // A command that kills its own launcher ends only its own call.
-    const killer = await run(policy(), "sh", ["-c", "kill -9 $PPID; sleep 5"])
-    expect(Either.isRight(killer) ? killer.right.exitCode : null).not.toBe(0)
+    // A command cannot kill or stop its launcher: it is the sandbox's PID 1, which takes no SIGKILL or SIGSTOP from inside.
+    const [current] = sandboxesOf(base)
+    expect(await sh("kill -9 $PPID; kill -STOP $PPID; echo survived")).toMatchObject({ exitCode: 0, stdout: "survived\n" })
     expect(await sh("echo after")).toMatchObject({ exitCode: 0, stdout: "after\n" })
+    expect(sandboxesOf(base)).toEqual([current])
   }, 60_000)
 
   it("the timeout kills everything the call started, in its own group or not, and the next call runs", async () => {
@@ -240,4 +241,61 @@ describe("shell.run's long-lived sandbox", () => {
       child.kill("SIGKILL")
     }
   }, 90_000)
+
+  it("PID 1 is the launcher, closed to commands: its memory cannot be opened, ptrace cannot attach, and the next call's output is its own", async () => {
+    const attack = await sh([
+      "head -c 17 /proc/1/cmdline; echo",
+      "(exec 3<>/proc/1/mem) && echo OPENED-MEM",
+      "(exec 3</proc/1/environ) && echo OPENED-ENVIRON",
+      "python3 -c 'import ctypes, sys; sys.exit(0 if ctypes.CDLL(None).ptrace(16, 1, 0, 0) == 0 else 1)' && echo ATTACHED",
+      "kill -9 1; kill -STOP 1",
+      "sleep 100 &",
+      "echo parent=$PPID",
+      // The launcher has a CPU-time limit of its own: two calls' worth (timeout_ms 20 s).
+      "grep 'Max cpu time' /proc/1/limits | tr -s ' '"
+    ].join("\n"))
+    expect(attack.stdout).toBe("/.artana-launcher\nparent=1\nMax cpu time 40 40 seconds \n")
+    expect(await sh("sleep 1; echo real output")).toMatchObject({ exitCode: 0, stdout: "real output\n" })
+  }, 60_000)
+
+  it("what a command changes of its launcher (limits, priority, CPU mask, OOM score, autogroup) is not what the next call runs with", async () => {
+    const state = "ulimit -f; ulimit -n; nice; grep Cpus_allowed_list /proc/self/status; cat /proc/self/oom_score_adj; read -r g n v < /proc/self/autogroup; echo $n $v; head -c 9999 /dev/zero > workspace/out/big; echo wrote $?"
+    const baseline = await sh(state)
+    expect(baseline.stdout).toContain("wrote 0\n")
+    for (const attack of [
+      "prlimit --pid $PPID --fsize=2048:2048",
+      "renice -n 19 -p $PPID",
+      "taskset -p 1 $PPID",
+      "echo 1000 > /proc/$PPID/oom_score_adj",
+      "echo 19 > /proc/$PPID/autogroup",
+      // (last: on a launcher that does not see it, every later call fails)
+      "prlimit --pid $PPID --nofile=12:12"
+    ]) {
+      await sh(`${attack} >/dev/null`)
+      expect.soft({ attack, ...(await sh(state)) }).toEqual({ attack, ...baseline })
+    }
+    fs.rmSync(path.join(base, "workspace/out/big"))
+  }, 120_000)
+
+  it("what a call leaves that no file in /tmp shows (a key in the keyring, a deleted file kept by an fd in flight, the modes of /tmp and HOME) is not what the next call sees", async () => {
+    const keyctl = (code: string) => `python3 -c "import ctypes, platform; add_key, keyctl = {'x86_64': (248, 250), 'aarch64': (217, 219)}[platform.machine()]; libc = ctypes.CDLL(None); ${code}"`
+    const state = [
+      // keyctl(KEYCTL_SEARCH, the user keyring, "user", "artana-key"): whether the key is there to read.
+      keyctl("print('key', libc.syscall(keyctl, 10, -4, b'user', b'artana-key', 0) > 0)"),
+      "stat -c %a /tmp \"$HOME\"",
+      "df -k --output=used /tmp | tail -1"
+    ].join("; ")
+    const baseline = await sh(state)
+    expect(baseline.stdout).toMatch(/^key False\n1777\n755\n\s*0\n$/)
+    for (const attack of [
+      keyctl("libc.syscall(add_key, b'user', b'artana-key', b'secret', 6, -4)"),
+      // A 4 MiB file in /tmp, deleted, its fd sent with both ends of a socketpair into the socketpair: nothing names it.
+      "python3 -c \"import os, socket; a, b = socket.socketpair(); f = os.open('/tmp/held', os.O_CREAT | os.O_WRONLY); os.write(f, b'x' * 4194304); os.unlink('/tmp/held'); socket.send_fds(a, [b'x'], [f, a.fileno(), b.fileno()])\"",
+      "chmod 0750 \"$HOME\"",
+      "chmod 1773 /tmp"
+    ]) {
+      await sh(attack)
+      expect.soft({ attack, ...(await sh(state)) }).toEqual({ attack, ...baseline })
+    }
+  }, 120_000)
 })

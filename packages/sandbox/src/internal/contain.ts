@@ -27,6 +27,11 @@ export const SANDBOX_HOME = "/tmp/home"
 /** Where the launcher's shell is copied inside the sandbox, and the fd bwrap copies it from. */
 export const LAUNCHER_PATH = "/.artana-launcher"
 export const LAUNCHER_FD = 7
+/**
+ * The launcher's own CPU time (RLIMIT_CPU, set before bwrap), in calls' worth of CPU time: it leaves its sandbox
+ * (cleanly, between calls) once it used one call's worth, and the limit stops it should anything keep it busy.
+ */
+export const LAUNCHER_CPU_CALLS = 2
 
 /** Where the tools of containment are looked up: never the caller's PATH. */
 const TOOL_PATH = ["/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/sbin"]
@@ -261,6 +266,8 @@ export const sandboxSpec = (
   const exe = realOr(executable)
   const bwrap = [
     ...namespaces(),
+    // The launcher is the sandbox's PID 1 (no init of bwrap's, which a command could ptrace or write to): launcher.ts.
+    "--as-pid-1",
     "--ro-bind", "/usr", "/usr",
     ...systemLinks(),
     ...ETC.flatMap((p) => ["--ro-bind-try", p, p]),
@@ -292,12 +299,12 @@ export const sandboxSpec = (
 /**
  * The command line that starts `spec`'s sandbox running `command` (what follows bwrap's `--`): the shell joins a new
  * pids cgroup (every process inside is counted: the command's `max_processes` and the launcher), sets the limits
- * every process inside inherits (memory, file size, no core files; RLIMIT_CPU is set per call, by the launcher), then
+ * every process inside inherits (memory, file size, no core files; RLIMIT_CPU at LAUNCHER_CPU_CALLS calls' worth, each call setting its own in its subshell), then
  * becomes bwrap.
  */
 export const startCommand = (tools: Extract<Availability, { ok: true }>, spec: Spec, command: ReadonlyArray<string>): Contained => {
   const cgroup: Cgroup | undefined = pidsCgroup(spec.limits.maxProcesses + 1)
-  const limits = { ...spec.limits, cpuSeconds: undefined, processes: cgroup === undefined ? spec.limits.maxProcesses + 1 : undefined }
+  const limits = { ...spec.limits, cpuSeconds: LAUNCHER_CPU_CALLS * spec.limits.cpuSeconds, processes: cgroup === undefined ? spec.limits.maxProcesses + 1 : undefined }
   let script: string
   try {
     script = prologue(tools.units, limits, cgroup)

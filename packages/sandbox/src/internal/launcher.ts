@@ -6,23 +6,28 @@
 // teardown.
 //
 // What calls could share, and why they do not:
-// - processes: after each call, `kill -9 -1` (every process of the sandbox's PID namespace but its init and the
-//   launcher) until /proc shows no other; if some survive, the launcher exits and the sandbox goes.
+// - processes: after each call, `kill -9 -1` (every process of the sandbox's PID namespace but the launcher, its PID 1)
+//   and a `( : )` whose wait reaps the orphans, until /proc shows no other; if some survive, the launcher exits.
 // - files: /tmp (the home is /tmp/home) and /dev/shm, /dev/mqueue must be as the sandbox started (an empty home,
-//   nothing else), and System V IPC objects none; /dev is read-only. Anything left: the launcher reports the call,
-//   then exits, and the next call gets a new sandbox. Files written in fs.write's paths stay, as they always did.
+//   nothing else), and System V IPC objects and unix sockets (fds in flight) none; /dev is read-only. The modes of
+//   /tmp and HOME and /tmp's free space, which builtins cannot read, the host checks (pristine.ts). Anything left:
+//   the launcher reports the call, then exits, and the next call gets a new sandbox. Files written in fs.write's
+//   paths stay, as they always did.
 // - the launcher itself: it runs as the commands' user, so it is a copy of /bin/sh that is execute-only
 //   (`--perms 0111 --file`): the kernel marks a process exec'd from a file it cannot read not dumpable, and a command
 //   can then neither ptrace it nor open its /proc/PID/mem, fds or environment (without Yama, a parent is otherwise
-//   writable by its children). It ignores the signals it can; SIGKILL or SIGSTOP from a command ends or stalls only
-//   that call (the host sees the sandbox exit, or times out and kills it) and the next call gets a new sandbox.
+//   writable by its children). It is the sandbox's PID 1 (`--as-pid-1`: bwrap's own init was dumpable, so a command
+//   could write code into it that outlived the reset), which takes no SIGKILL or SIGSTOP from inside.
+// - the launcher's state: what a process of the same user may change of it (limits, nice value and policy, CPU and
+//   node masks, oom_score_adj, autogroup, coredump_filter) and the keys it sees (/proc/keys) are recorded at its start
+//   and compared after each call (`state`); a difference gets the next call a new sandbox.
 // - the outputs: stdout and stderr are pipes of the sandbox; a call's output ends at a 128-bit marker the launcher
 //   writes after the command and all its processes are gone, which no command can know.
 // - limits: memory, file size and core files are set before bwrap and held by everything inside; CPU time per call by
-//   the subshell; the pids cgroup (or RLIMIT_NPROC) counts the command's processes and the launcher.
-// What is shared: the namespaces themselves (the same hostname, an unused loopback, the same user namespace and the
-// launcher's session keyring: a key a command adds to its user or session keyring could be read by the next call of
-// the same policy) and the writable paths, all within what the policy already gives every call.
+//   the subshell, and the launcher's own (LAUNCHER_CPU_CALLS calls' worth) before bwrap; the pids cgroup (or RLIMIT_NPROC) counts the command's processes and the launcher.
+// What is shared: the namespaces themselves (the same hostname, an unused loopback, the same user namespace) and the
+// writable paths, all within what the policy already gives every call, and the host process's own session keyring if
+// it has one (a key added there is seen by the reset, but stays).
 //
 // One call at a time per sandbox: a policy keeps its idle sandboxes (at most IDLE_MAX, and IDLE_TOTAL_MAX for all
 // policies: the least recently used go) and starts another when all are busy. A sandbox is replaced when the policy's sandbox would now be built differently (the folders are walked again
@@ -37,6 +42,7 @@ import type { Readable, Writable } from "node:stream"
 import type { ShellRule } from "../Policy.js"
 import { type Availability, type Contained, LAUNCHER_FD, LAUNCHER_PATH, SANDBOX_HOME, type Spec, startCommand } from "./contain.js"
 import { SH } from "./limits.js"
+import { launcherPid, pristine } from "./pristine.js"
 
 export interface RunResult {
   readonly exitCode: number | null
@@ -73,14 +79,18 @@ export const madeUnderTmp = (bwrap: ReadonlyArray<string>): ReadonlyArray<string
   return out
 }
 
+/** Clock ticks per second in /proc/PID/stat's CPU times (USER_HZ: 100 on every Linux architecture Node runs on). */
+const USER_HZ = 100
+
 /**
  * The launcher: a loop of shell builtins. At its start it lists what bwrap made in /tmp (`made`: its binds are not
  * looked into). It reads a call (a line count, that many lines of script, the call's token), runs the script (the
  * command in a subshell), resets the sandbox, and writes the token at the end of stdout (fd 3) and stderr (fd 4) and
  * `token status reset` on fd 5. A reset that finds something left exits the launcher after the report. fd 6 is the
- * host's /dev/null, the commands' stdin.
+ * host's /dev/null, the commands' stdin. `state` reads what a command could change of the launcher (its lines of
+ * /proc/keys without their usage count and expiry, which change by themselves).
  */
-const launcherScript = (made: ReadonlyArray<string>): string => `
+const launcherScript = (made: ReadonlyArray<string>, cpuSeconds: number): string => `
 exec ${LAUNCHER_FD}<&-
 trap '' HUP INT QUIT PIPE TERM USR1 USR2 ALRM TSTP TTIN TTOU
 made=${quote(["", SANDBOX_HOME, ...made, ""].join("\n"))}
@@ -99,19 +109,34 @@ $f
   done
 }
 w=; walk /tmp; tmp0="$w"
+lines() { sv=; [ -r "$1" ] || return 0; while IFS= read -r sl; do sv="$sv$sl
+"; done < "$1"; }
+state() {
+  lines /proc/self/limits; st="$sv"
+  read -r sl < /proc/self/stat; set -- \${sl##*) }
+  st="$st \${16} \${17} \${38} \${39}"; cpu=$((\${12} + \${13}))
+  while IFS= read -r sl; do case "$sl" in Cpus_allowed*|Mems_allowed*) st="$st $sl";; esac; done < /proc/self/status
+  for f in oom_score_adj autogroup coredump_filter; do lines /proc/self/$f; st="$st $sv"; done
+  [ ! -r /proc/keys ] || while read -r sl sk su su sr; do st="$st
+$sl $sk $sr"; done < /proc/keys
+}
+state; st0="$st"
 reset() {
   k=0
   until alone; do
     k=$((k+1)); [ "$k" -le 2000 ] || return 1
     kill -9 -1 2>&-
-    [ "$k" -le 50 ] || sleep 0.001
+    ( : ) 0<&- 3>&- 4>&- 5>&- 6<&-
+    [ "$k" -le 50 ] || sleep 0.001 0<&- 3>&- 4>&- 5>&- 6<&-
   done
   [ -d ${SANDBOX_HOME} ] && [ ! -L ${SANDBOX_HOME} ] && [ -r ${SANDBOX_HOME} ] && [ -w ${SANDBOX_HOME} ] && [ -x ${SANDBOX_HOME} ] || return 2
   [ -d /tmp ] && [ ! -L /tmp ] && [ -w /tmp ] && [ -k /tmp ] || return 2
   w=; walk /tmp; [ "$w" = "$tmp0" ] || return 2
   empty ${SANDBOX_HOME}/* ${SANDBOX_HOME}/.[!.]* ${SANDBOX_HOME}/..?* || return 2
   empty /dev/shm/* /dev/shm/.[!.]* /dev/shm/..?* /dev/mqueue/* /dev/mqueue/.[!.]* /dev/mqueue/..?* || return 3
-  for f in shm sem msg; do x=; { read -r h; read -r x; } < /proc/sysvipc/$f; [ -z "$x" ] || return 4; done
+  for f in sysvipc/shm sysvipc/sem sysvipc/msg net/unix; do x=; { read -r h; read -r x; } < /proc/$f; [ -z "$x" ] || return 4; done
+  state; [ "$st" = "$st0" ] || return 5
+  [ "$cpu" -le ${cpuSeconds * USER_HZ} ] || return 6
   return 0
 }
 while IFS= read -r n; do
@@ -155,6 +180,8 @@ interface Launcher {
   closed: boolean
   /** When it last finished a call (ms since the epoch). */
   usedAt: number
+  /** The launcher's host pid, once read (pristine.ts looks into its sandbox through it). */
+  inside: number | undefined
   /** bwrap's and the launcher's own messages (a bind bwrap could not make), kept for a call whose command never ran. */
   readonly messages: Array<Buffer>
 }
@@ -219,7 +246,7 @@ const stopAll = (): void => {
 
 /** Starts `spec`'s sandbox and its launcher. Throws `Error` when its limits cannot be set here. */
 const start = (tools: Extract<Availability, { ok: true }>, spec: Spec, env: NodeJS.ProcessEnv): Launcher => {
-  const contained = startCommand(tools, spec, [LAUNCHER_PATH, "-c", launcherScript(madeUnderTmp(spec.bwrap))])
+  const contained = startCommand(tools, spec, [LAUNCHER_PATH, "-c", launcherScript(madeUnderTmp(spec.bwrap), spec.limits.cpuSeconds)])
   // bwrap copies the launcher from this fd to its end: a file of its own for each sandbox (an offset is shared).
   const shellFd = fs.openSync(fs.realpathSync(SH), "r")
   let child: ChildProcess
@@ -228,7 +255,7 @@ const start = (tools: Extract<Availability, { ok: true }>, spec: Spec, env: Node
   } finally {
     fs.closeSync(shellFd)
   }
-  const launcher: Launcher = { key: spec.key, child, contained, exited: undefined, closed: false, usedAt: Date.now(), messages: [] }
+  const launcher: Launcher = { key: spec.key, child, contained, exited: undefined, closed: false, usedAt: Date.now(), inside: undefined, messages: [] }
   everyLauncher.add(launcher)
   if (!exitHook) {
     exitHook = true
@@ -346,7 +373,7 @@ export const runContained = async (tools: Extract<Availability, { ok: true }>, c
   }
   const outcome = await converse(launcher, call, signal)
   const current = slots.get(call.policyKey)
-  if (launcher.exited === undefined && outcome.reusable && current !== undefined && current.idle.length < IDLE_MAX) {
+  if (launcher.exited === undefined && outcome.reusable && untouched(launcher) && current !== undefined && current.idle.length < IDLE_MAX) {
     launcher.usedAt = Date.now()
     current.idle.push(launcher)
     trimIdle()
@@ -354,6 +381,13 @@ export const runContained = async (tools: Extract<Availability, { ok: true }>, c
     stop(launcher)
   }
   return outcome.outcome
+}
+
+/** Whether what the launcher cannot check itself is as bwrap made it (pristine.ts). */
+const untouched = (launcher: Launcher): boolean => {
+  const outer = launcher.child.pid
+  launcher.inside ??= outer === undefined ? undefined : launcherPid(outer)
+  return launcher.inside !== undefined && pristine(launcher.inside)
 }
 
 /** Stops the least recently used idle sandboxes beyond IDLE_TOTAL_MAX (a host with many policies keeps a few). */
