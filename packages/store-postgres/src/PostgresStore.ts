@@ -338,9 +338,11 @@ const preparedStatements = (
             running = undefined
             const lost = queryError instanceof Pg.DatabaseError && queryError.code === LOST_STATEMENT
             // Kept only after an ERROR the server answered on a live connection: not after FATAL (the server
-            // ends the session), nor when it lost the prepared statement.
-            const keep = queryError instanceof Pg.DatabaseError && queryError.severity === "ERROR" && !lost
-            outcome = { release, error: queryError === null || queryError === undefined || keep ? undefined : queryError }
+            // ends the session), nor when it lost the prepared statement, nor when the statement was interrupted
+            // (cancelled: whatever else was sent to its backend, a terminate say, must not reach a later statement).
+            const failure = queryError ?? undefined
+            const keep = failure === undefined || (failure instanceof Pg.DatabaseError && failure.severity === "ERROR" && !lost)
+            outcome = { release, error: interrupted && failure !== undefined ? failure : keep ? undefined : failure }
             giveBack()
             // Every pooled connection may have lost it: again, on another connection, a bounded number of times.
             if (lost && !interrupted && lostRuns++ < LOST_RETRIES) return attempt()
