@@ -217,6 +217,8 @@ const readOnlyConnection = (url: string): Pg.ClientConfig => {
   }
 }
 
+const ignoreError = () => {}
+
 const openPool = (options: Options): Effect.Effect<Opened, Errors.StoreUnavailable, Scope.Scope> =>
   Effect.suspend(() => {
     const url = urlOf(options.url)
@@ -244,6 +246,10 @@ const openPool = (options: Options): Effect.Effect<Opened, Errors.StoreUnavailab
         })
         // An idle connection the server closes is dropped by the pool; the next query opens another.
         pool.on("error", () => {})
+        // A connection that ends while checked out emits "error" (before its query fails, or while a cancel is
+        // pending): without a listener, an uncaught exception. Each connection has one for its whole life, so a
+        // statement does not add and remove its own (the query's callback reports the failure).
+        pool.on("connect", (connection) => connection.on("error", ignoreError))
         return { pool, connection }
       }),
       ({ pool }) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
@@ -302,41 +308,48 @@ const preparedStatements = (
   }
   const run = (text: string, params: ReadonlyArray<unknown>) =>
     Effect.async<number, SqlError>((resume) => {
+      const name = nameOf(text)
+      const values = [...params]
       let interrupted = false
       let cancelling = false
       let running: Pg.PoolClient | undefined
       // Set when the statement is over: how its connection goes back (undefined: kept; an error: dropped).
-      let outcome: { readonly release: (error?: Error) => void; readonly error: Error | undefined; readonly connection: Pg.PoolClient } | undefined
+      let outcome: { readonly release: (error?: Error) => void; readonly error: Error | undefined } | undefined
       // An interrupt waits for the statement to be over (cancelled, failed or committed) before it returns.
       let settled: (() => void) | undefined
-      // A connection that ends while checked out emits "error" (before its query fails, or while a cancel is
-      // pending): without a listener, an uncaught exception. It listens until the connection goes back.
-      const ignore = () => {}
+      // Runs on connections that had lost the prepared statement (each dropped): the statement did not run there.
+      let lostRuns = 0
       const giveBack = () => {
         if (outcome === undefined || cancelling) return
-        outcome.connection.removeListener("error", ignore)
         outcome.release(outcome.error)
         outcome = undefined
         settled?.()
       }
-      pool.connect((error, connection, release) => {
-        if (error !== undefined || connection === undefined) return resume(failed(error))
-        if (interrupted) {
-          release()
-          return settled?.()
-        }
-        running = connection
-        connection.on("error", ignore)
-        connection.query({ name: nameOf(text), text, values: [...params] }, (queryError: Error | null | undefined, result: Pg.QueryResult) => {
-          running = undefined
-          // Kept only after an ERROR the server answered on a live connection: not after FATAL (the server
-          // ends the session), nor when it lost the prepared statement.
-          const keep = queryError instanceof Pg.DatabaseError && queryError.severity === "ERROR" && queryError.code !== LOST_STATEMENT
-          outcome = { release, connection, error: queryError === null || queryError === undefined || keep ? undefined : queryError }
-          giveBack()
-          resume(queryError ? failed(queryError) : Effect.succeed(result.rowCount ?? 0))
+      // The connection's "error" event has a listener from the pool's "connect" (see `openPool`).
+      const attempt = () =>
+        pool.connect((error, connection, release) => {
+          if (error !== undefined || connection === undefined) return resume(failed(error))
+          if (interrupted) {
+            release()
+            return settled?.()
+          }
+          running = connection
+          connection.query({ name, text, values }, (queryError: Error | null | undefined, result: Pg.QueryResult) => {
+            running = undefined
+            const lost = queryError instanceof Pg.DatabaseError && queryError.code === LOST_STATEMENT
+            // Kept only after an ERROR the server answered on a live connection: not after FATAL (the server
+            // ends the session), nor when it lost the prepared statement, nor when the statement was interrupted
+            // (cancelled: whatever else was sent to its backend, a terminate say, must not reach a later statement).
+            const failure = queryError ?? undefined
+            const keep = failure === undefined || (failure instanceof Pg.DatabaseError && failure.severity === "ERROR" && !lost)
+            outcome = { release, error: interrupted && failure !== undefined ? failure : keep ? undefined : failure }
+            giveBack()
+            // Every pooled connection may have lost it: again, on another connection, a bounded number of times.
+            if (lost && !interrupted && lostRuns++ < LOST_RETRIES) return attempt()
+            resume(queryError ? failed(queryError) : Effect.succeed(result.rowCount ?? 0))
+          })
         })
-      })
+      attempt()
       return Effect.suspend(() => {
         interrupted = true
         const connection = running
@@ -354,12 +367,7 @@ const preparedStatements = (
         }).pipe(Effect.timeoutOption(INTERRUPT_WAIT), Effect.asVoid)
       })
     })
-  return {
-    client,
-    // The connection that lost its statement is dropped each time; every pooled connection may have lost it.
-    execute: (text, params) =>
-      SqlErrors.retryWhile(run(text, params), (error) => SqlErrors.errorCode(error) === LOST_STATEMENT, LOST_RETRIES)
-  }
+  return { client, execute: run }
 }
 
 /** How long an interrupted append waits for its statement to be over (as `@effect/sql-pg` waits for its cancel). */
