@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest"
 import { Effect, Either, Layer } from "effect"
 import { ToolRegistry } from "@artana/core"
 import { type Policy, Sandbox } from "@artana/sandbox"
-import { execFileSync, spawn } from "node:child_process"
+import { execFileSync, spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
@@ -298,4 +298,11 @@ describe("shell.run's long-lived sandbox", () => {
       expect.soft({ attack, ...(await sh(state)) }).toEqual({ attack, ...baseline })
     }
   }, 120_000)
+
+  it("a lock a call takes on its stdin (/dev/null) ends with the call: neither the host nor the next call finds /dev/null locked", async () => {
+    const lock = (fd: string) => `python3 -c "import fcntl, sys; fcntl.flock(${fd}, fcntl.LOCK_EX | fcntl.LOCK_NB); print('locked')"`
+    expect(await sh(lock("0"))).toMatchObject({ exitCode: 0, stdout: "locked\n" })
+    expect(spawnSync("flock", ["-n", "/dev/null", "true"]).status).toBe(0)
+    expect(await sh(lock("open('/dev/null')"))).toMatchObject({ exitCode: 0, stdout: "locked\n" })
+  }, 60_000)
 })
