@@ -305,4 +305,17 @@ describe("shell.run's long-lived sandbox", () => {
     expect(spawnSync("flock", ["-n", "/dev/null", "true"]).status).toBe(0)
     expect(await sh(lock("open('/dev/null')"))).toMatchObject({ exitCode: 0, stdout: "locked\n" })
   }, 60_000)
+
+  it("file flags a call sets on its stdout and stderr (O_NONBLOCK, O_ASYNC) are not what the next call writes with", async () => {
+    const flags = "python3 -c \"import fcntl, os; print([fcntl.fcntl(fd, fcntl.F_GETFL) & (os.O_NONBLOCK | 0o20000) for fd in (0, 1, 2)])\""
+    const baseline = await sh(flags)
+    expect(baseline.stdout).toBe("[0, 0, 0]\n")
+    for (const fd of [1, 2]) {
+      await sh(`python3 -c "import fcntl, os; fcntl.fcntl(${fd}, fcntl.F_SETFL, fcntl.fcntl(${fd}, fcntl.F_GETFL) | os.O_NONBLOCK | 0o20000)"`)
+      expect.soft({ fd, ...(await sh(flags)) }).toEqual({ fd, ...baseline })
+    }
+    // A big output after them is whole.
+    const big = await sh("head -c 900000 /dev/zero | tr '\\0' x")
+    expect({ exitCode: big.exitCode, length: big.stdout.length, stderr: big.stderr }).toEqual({ exitCode: 0, length: 900_000, stderr: "" })
+  }, 60_000)
 })

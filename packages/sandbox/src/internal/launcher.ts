@@ -88,7 +88,9 @@ const USER_HZ = 100
  * command in a subshell), resets the sandbox, and writes the token at the end of stdout (fd 3) and stderr (fd 4) and
  * `token status reset` on fd 5. A reset that finds something left exits the launcher after the report. fd 6 is the
  * host's /dev/null, the commands' stdin. `state` reads what a command could change of the launcher (its lines of
- * /proc/keys without their usage count and expiry, which change by themselves).
+ * /proc/keys without their usage count and expiry, which change by themselves; the file flags of its fds, which a
+ * command shares on its stdout and stderr: O_NONBLOCK there would cut the next call's output). `mark` writes the token,
+ * again while the write fails (a full pipe that a command made non-blocking, the sandbox then replaced).
  */
 const launcherScript = (made: ReadonlyArray<string>, cpuSeconds: number): string => `
 exec ${LAUNCHER_FD}<&-
@@ -119,6 +121,7 @@ state() {
   for f in oom_score_adj autogroup coredump_filter; do lines /proc/self/$f; st="$st $sv"; done
   [ ! -r /proc/keys ] || while read -r sl sk su su sr; do st="$st
 $sl $sk $sr"; done < /proc/keys
+  for f in 0 3 4 5 6; do while read -r sl sk; do [ "$sl" != flags: ] || st="$st $f:$sk"; done < /proc/self/fdinfo/$f; done
 }
 state; st0="$st"
 reset() {
@@ -139,6 +142,13 @@ reset() {
   [ "$cpu" -le ${cpuSeconds * USER_HZ} ] || return 6
   return 0
 }
+mark() {
+  k=0
+  until printf %s "$t" 2>&- >&$1; do
+    k=$((k+1)); [ "$k" -le 1000 ] || return 1
+    sleep 0.01 0<&- 3>&- 4>&- 5>&- 6<&-
+  done
+}
 while IFS= read -r n; do
   s=; i=0
   while [ "$i" -lt "$n" ]; do IFS= read -r l || exit 0; s="$s$l
@@ -148,7 +158,7 @@ while IFS= read -r n; do
   c=$?
   kill -9 -1 2>&-
   reset; r=$?
-  printf %s "$t" >&3; printf %s "$t" >&4; echo "$t $c $r" >&5
+  mark 3; mark 4; echo "$t $c $r" >&5
   [ "$r" = 0 ] || exit 0
 done
 `
