@@ -318,4 +318,23 @@ describe("shell.run's long-lived sandbox", () => {
     const big = await sh("head -c 900000 /dev/zero | tr '\\0' x")
     expect({ exitCode: big.exitCode, length: big.stdout.length, stderr: big.stderr }).toEqual({ exitCode: 0, length: 900_000, stderr: "" })
   }, 60_000)
+
+  it("what a call changes of /tmp, HOME and /dev/shm that lists no file (times, extended attributes, a default ACL, modes, inodes) is not what the next call sees", async () => {
+    const xattrs = "python3 -c \"import os; print([os.listxattr(p) for p in ('/tmp', os.environ['HOME'], '/dev/shm')])\""
+    const state = `stat -c %Y /tmp "$HOME" | grep -c 1234567890; stat -c %a /tmp "$HOME" /dev/shm; ${xattrs}; df --output=iused /tmp /dev/shm | tail -2; touch "$HOME/new" && stat -c %a "$HOME/new"; rm -f "$HOME/new"`
+    const baseline = await sh(state)
+    expect(baseline).toMatchObject({ stderr: "", stdout: expect.stringMatching(/^0\n1777\n755\n1777\n\[\[\], \[\], \[\]\]\n\s*\d+\n\s*\d+\n644\n$/) })
+    for (const attack of [
+      "touch -d @1234567890 /tmp \"$HOME\"",
+      "python3 -c \"import os; [os.setxattr(p, 'user.channel', b'1') for p in ('/tmp', os.environ['HOME'], '/dev/shm')]\"",
+      // Extended attributes use inodes of the tmpfs, not blocks: 64 of 64 KiB on HOME.
+      "python3 -c \"import os; [os.setxattr(os.environ['HOME'], 'user.x%d' % i, b'x' * 65000) for i in range(64)]; [os.removexattr(os.environ['HOME'], 'user.x%d' % i) for i in range(64)]\"",
+      // A default ACL on HOME (u::--- g::--- o::---): HOME's mode stays 0755, the next call's new files would be mode 0.
+      "python3 -c \"import os, struct; os.setxattr(os.environ['HOME'], 'system.posix_acl_default', struct.pack('<I', 2) + b''.join(struct.pack('<HHI', t, 0, 0xffffffff) for t in (1, 4, 32)))\"",
+      "chmod 0 /dev/shm"
+    ]) {
+      expect.soft({ attack, ...(await sh(attack)) }).toMatchObject({ attack, exitCode: 0, stderr: "" })
+      expect.soft({ attack, ...(await sh(state)) }).toEqual({ attack, ...baseline })
+    }
+  }, 120_000)
 })

@@ -10,7 +10,8 @@
 //   and a `( : )` whose wait reaps the orphans, until /proc shows no other; if some survive, the launcher exits.
 // - files: /tmp (the home is /tmp/home) and /dev/shm, /dev/mqueue must be as the sandbox started (an empty home,
 //   nothing else), and System V IPC objects and unix sockets (fds in flight) none; /dev is read-only. The modes of
-//   /tmp and HOME and /tmp's free space, which builtins cannot read, the host checks (pristine.ts). Anything left:
+//   /tmp and HOME and /tmp's free space, which builtins cannot read, the host checks (pristine.ts), with the change
+//   times and free inodes it recorded when the launcher was ready. Anything left:
 //   the launcher reports the call, then exits, and the next call gets a new sandbox. Files written in fs.write's
 //   paths stay, as they always did.
 // - the launcher itself: it runs as the commands' user, so it is a copy of /bin/sh that is execute-only
@@ -42,7 +43,7 @@ import type { Readable, Writable } from "node:stream"
 import type { ShellRule } from "../Policy.js"
 import { type Availability, type Contained, LAUNCHER_FD, LAUNCHER_PATH, SANDBOX_HOME, type Spec, startCommand } from "./contain.js"
 import { SH } from "./limits.js"
-import { launcherPid, pristine } from "./pristine.js"
+import { type Baseline, launcherPid, pristine, record } from "./pristine.js"
 
 export interface RunResult {
   readonly exitCode: number | null
@@ -77,6 +78,29 @@ export const madeUnderTmp = (bwrap: ReadonlyArray<string>): ReadonlyArray<string
     i += arity
   }
   return out
+}
+
+/** Where bwrap mounts something under /tmp (a bind, a tmpfs, a file): what is below is not /tmp's tmpfs. */
+const MOUNTS = new Set(["--bind", "--ro-bind", "--ro-bind-try", "--dev-bind", "--file", "--tmpfs"])
+
+/**
+ * The folders bwrap made on /tmp's own tmpfs (its `--dir`s, and the parents it made for its mounts), whose change time
+ * pristine.ts compares: neither a mount nor anything under one (a bound host folder changes with the host).
+ */
+export const foldersOnTmp = (bwrap: ReadonlyArray<string>): ReadonlyArray<string> => {
+  const mounts: Array<string> = []
+  const made = new Set<string>()
+  for (let i = 0; i < bwrap.length; i++) {
+    const arity = ARITY[bwrap[i]!] ?? 0
+    const target = bwrap[i + arity]
+    if (MADE.has(bwrap[i]!) && target !== undefined && target.startsWith("/tmp/")) {
+      if (MOUNTS.has(bwrap[i]!)) mounts.push(target)
+      if (bwrap[i] === "--dir") made.add(target)
+      for (let at = target.lastIndexOf("/"); at > "/tmp".length; at = target.lastIndexOf("/", at - 1)) made.add(target.slice(0, at))
+    }
+    i += arity
+  }
+  return [...made].filter((f) => f !== SANDBOX_HOME && !mounts.some((m) => f === m || f.startsWith(`${m}/`))).sort()
 }
 
 /** Clock ticks per second in /proc/PID/stat's CPU times (USER_HZ: 100 on every Linux architecture Node runs on). */
@@ -124,6 +148,7 @@ $sl $sk $sr"; done < /proc/keys
   for f in 0 3 4 5 6; do while read -r sl sk; do [ "$sl" != flags: ] || st="$st $f:$sk"; done < /proc/self/fdinfo/$f; done
 }
 state; st0="$st"
+echo ready >&5
 reset() {
   k=0
   until alone; do
@@ -193,6 +218,11 @@ interface Launcher {
   usedAt: number
   /** The launcher's host pid, once read (pristine.ts looks into its sandbox through it). */
   inside: number | undefined
+  /** The folders on /tmp's tmpfs that bwrap made (foldersOnTmp), and what they were when the launcher was ready. */
+  readonly folders: ReadonlyArray<string>
+  baseline: Baseline | undefined
+  /** Whether the launcher wrote its ready line (it then waits for its first call). */
+  ready: boolean
   /** bwrap's and the launcher's own messages (a bind bwrap could not make), kept for a call whose command never ran. */
   readonly messages: Array<Buffer>
 }
@@ -266,7 +296,7 @@ const start = (tools: Extract<Availability, { ok: true }>, spec: Spec, env: Node
   } finally {
     fs.closeSync(shellFd)
   }
-  const launcher: Launcher = { key: spec.key, child, contained, exited: undefined, closed: false, usedAt: Date.now(), inside: undefined, messages: [] }
+  const launcher: Launcher = { key: spec.key, child, contained, exited: undefined, closed: false, usedAt: Date.now(), inside: undefined, folders: foldersOnTmp(spec.bwrap), baseline: undefined, ready: false, messages: [] }
   everyLauncher.add(launcher)
   if (!exitHook) {
     exitHook = true
@@ -398,7 +428,7 @@ export const runContained = async (tools: Extract<Availability, { ok: true }>, c
 const untouched = (launcher: Launcher): boolean => {
   const outer = launcher.child.pid
   launcher.inside ??= outer === undefined ? undefined : launcherPid(outer)
-  return launcher.inside !== undefined && pristine(launcher.inside)
+  return launcher.inside !== undefined && launcher.baseline !== undefined && pristine(launcher.inside, launcher.folders, launcher.baseline)
 }
 
 /** Stops the least recently used idle sandboxes beyond IDLE_TOTAL_MAX (a host with many policies keeps a few). */
@@ -463,6 +493,12 @@ const converse = (launcher: Launcher, call: Call, signal?: AbortSignal): Promise
     }
     const onStatus = (chunk: Buffer) => {
       status += chunk.toString("utf8")
+      if (!launcher.ready) {
+        if (!status.startsWith("ready\n")) return
+        status = status.slice("ready\n".length)
+        launcher.ready = true
+        send()
+      }
       const line = new RegExp(`^${token} (\\d+) (\\d+)\\n`).exec(status)
       if (line !== null) reported = { code: Number(line[1]), clean: line[2] === "0" }
       finish()
@@ -502,7 +538,16 @@ const converse = (launcher: Launcher, call: Call, signal?: AbortSignal): Promise
     if (signal?.aborted === true) onAbort()
     signal?.addEventListener("abort", onAbort, { once: true })
     if (launcher.closed) return finish()
-    const script = callScript(call.spec.limits.cpuSeconds, call.extraEnv, call.argv)
-    const stdin = pipeAt(child, 0)
-    if (stdin !== null && "write" in stdin) stdin.write(`${script.split("\n").length}\n${script}\n${token}\n`)
+    if (launcher.ready) send()
+    // A new sandbox: its first call is written once the launcher is ready and the host recorded its folders.
+    function send(): void {
+      if (launcher.baseline === undefined) {
+        const outer = child.pid
+        launcher.inside ??= outer === undefined ? undefined : launcherPid(outer)
+        launcher.baseline = launcher.inside === undefined ? undefined : record(launcher.inside, launcher.folders)
+      }
+      const script = callScript(call.spec.limits.cpuSeconds, call.extraEnv, call.argv)
+      const stdin = pipeAt(child, 0)
+      if (stdin !== null && "write" in stdin) stdin.write(`${script.split("\n").length}\n${script}\n${token}\n`)
+    }
   })
