@@ -337,4 +337,11 @@ describe("shell.run's long-lived sandbox", () => {
       expect.soft({ attack, ...(await sh(state)) }).toEqual({ attack, ...baseline })
     }
   }, 120_000)
+
+  it("an I/O class a call gives its launcher (ionice) is not what the next call runs with", async () => {
+    const baseline = await sh("ionice -p $$")
+    expect(baseline).toMatchObject({ exitCode: 0, stdout: "none: prio 0\n" })
+    expect(await sh("ionice -c 3 -p $PPID && echo set")).toMatchObject({ exitCode: 0, stdout: "set\n" })
+    expect(await sh("ionice -p $$")).toEqual(baseline)
+  }, 60_000)
 })

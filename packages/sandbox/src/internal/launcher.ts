@@ -196,11 +196,21 @@ const quote = (word: string): string => `'${word.replaceAll("'", "'\\''")}'`
  * command adds to the sandbox's (PWD stays as bwrap set it: the working directory), then the command, with stdin from
  * the host's /dev/null (fd 6: a /dev/null bound in by the policy is no device inside), opened anew through
  * /proc/self/fd/6 (a file of the call's own: a lock or flags a command sets on it end with the call), stdout and stderr
- * on fds 3 and 4, and neither the launcher's calls (fd 0) nor its reports (fd 5). A command killed by a signal reports 128 + its
- * number, as bwrap itself did.
+ * on fds 3 and 4, and neither the launcher's calls (fd 0) nor its reports (fd 5); its I/O class is reset (ioClass). A
+ * command killed by a signal reports 128 + its number, as bwrap itself did.
  */
 export const callScript = (cpuSeconds: number, extraEnv: Readonly<Record<string, string>>, argv: ReadonlyArray<string>): string =>
-  `( ulimit -t ${cpuSeconds} && ${Object.entries(extraEnv).map(([k, v]) => `export ${k}=${quote(v)} && `).join("")}exec ${argv.map(quote).join(" ")} </proc/self/fd/6 >&3 2>&4 5>&- 6<&- )`
+  `( ulimit -t ${cpuSeconds} && ${Object.entries(extraEnv).map(([k, v]) => `export ${k}=${quote(v)} && `).join("")}exec ${ioClass()}${argv.map(quote).join(" ")} </proc/self/fd/6 >&3 2>&4 5>&- 6<&- )`
+
+/** util-linux's ionice, which the sandbox has under its read-only /usr. */
+const IONICE = "/usr/bin/ionice"
+let ionice: boolean | undefined
+/**
+ * What resets the command's I/O class, which it would otherwise inherit from the launcher (a command may set the
+ * launcher's with `ionice -p 1`, and /proc shows it nowhere): the command is exec'd through `ionice -c 0` (class none,
+ * as a new process has), when the host has util-linux's ionice.
+ */
+const ioClass = (): string => (ionice ??= fs.existsSync(IONICE)) ? `${IONICE} -c 0 -- ` : ""
 
 /** The host's /dev/null, opened once, given to every sandbox as its fd 6. */
 let devNull: number | undefined
