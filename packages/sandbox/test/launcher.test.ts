@@ -344,4 +344,30 @@ describe("shell.run's long-lived sandbox", () => {
     expect(await sh("ionice -c 3 -p $PPID && echo set")).toMatchObject({ exitCode: 0, stdout: "set\n" })
     expect(await sh("ionice -p $$")).toEqual(baseline)
   }, 60_000)
+
+  it("an fd the host process inherited without close-on-exec does not reach the commands", async () => {
+    const own = tempFolder("launcher-fds")
+    fs.mkdirSync(path.join(own, "workspace/out"), { recursive: true })
+    const secret = path.join(own, "secret")
+    fs.writeFileSync(secret, "host secret\n")
+    const script = `
+      import { Effect } from "effect"
+      import { Tenant } from "@artana/core"
+      import { Sandbox } from "@artana/sandbox"
+      import * as fs from "node:fs"
+      const tool = Sandbox.tools(JSON.parse(process.argv[1])).find((t) => t.name === "shell.run")
+      const tenant = Tenant.TenantContext.make({ tenantId: "t", capabilities: [], budgetUsdLimit: 1 })
+      const lease = { expiresAt: () => Number.POSITIVE_INFINITY, signal: new AbortController().signal }
+      const held = fs.readlinkSync("/proc/self/fd/40") + " " + fs.readFileSync("/proc/self/fdinfo/40", "utf8").split("\\n")[1]
+      const result = await Effect.runPromise(tool.invoke({ command: "sh", args: ["-c", "cat /proc/self/fd/40 2>&-; for f in /proc/self/fd/*; do echo \${f##*/}; done | sort -n | tr '\\\\n' ' '"] }, { runId: "r", tenant, idempotencyKey: "k", stepKey: "tool:0", fence: 1, signal: new AbortController().signal, lease }))
+      console.log(JSON.stringify({ held, stdout: result.stdout }))
+    `
+    // The caller's fd 40 is the secret file, without close-on-exec (as a harness's fd would be; Node marks low fds).
+    const child = spawnSync("bash", ["-c", "exec 40<\"$0\" && exec node --input-type=module -e \"$1\" \"$2\"", secret, script, JSON.stringify(policy({}, own))], {
+      cwd: fileURLToPath(new URL("..", import.meta.url)), stdio: ["ignore", "pipe", "inherit"], env: { PATH: process.env.PATH }, encoding: "utf8", timeout: 60_000
+    })
+    // The command's own: stdin, stdout, stderr, the launcher's output fds 3 and 4 (its stdout and stderr again), and 5: the
+    // folder the shell lists.
+    expect(JSON.parse(child.stdout)).toEqual({ held: `${secret} flags:\t0100000`, stdout: "0 1 2 3 4 5 " })
+  }, 90_000)
 })

@@ -296,6 +296,19 @@ export const sandboxSpec = (
   return { bwrap, limits, cwd, key: JSON.stringify([bwrap, limits]) }
 }
 
+/** bash, which closes fds of any number (dash's redirections take one digit). */
+const BASH = "/bin/bash"
+let bash: boolean | undefined
+/**
+ * The step between the limits and bwrap that closes every fd above LAUNCHER_FD: what the host process inherited
+ * without close-on-exec (a harness's pipe) would otherwise reach every command. It lists /proc/self/fd and closes
+ * each (the folder's own fd, closed already, too); without bash on the host, nothing is closed (README).
+ */
+const closeFds = (): ReadonlyArray<string> =>
+  (bash ??= fs.existsSync(BASH))
+    ? [BASH, "-c", `for f in /proc/self/fd/*; do n=\${f##*/}; [ "$n" -le ${LAUNCHER_FD} ] || eval "exec $n>&-"; done; exec "$@"`, "bash"]
+    : []
+
 /**
  * The command line that starts `spec`'s sandbox running `command` (what follows bwrap's `--`): the shell joins a new
  * pids cgroup (every process inside is counted: the command's `max_processes` and the launcher), sets the limits
@@ -314,7 +327,7 @@ export const startCommand = (tools: Extract<Availability, { ok: true }>, spec: S
   }
   return {
     file: SH,
-    args: ["-c", script, cgroup?.dir ?? "sh", tools.bwrap, ...spec.bwrap, "--", ...command],
+    args: ["-c", script, cgroup?.dir ?? "sh", ...closeFds(), tools.bwrap, ...spec.bwrap, "--", ...command],
     cleanup: cgroup === undefined ? () => {} : () => removeCgroup(cgroup.dir),
     cleanupNow: cgroup === undefined ? () => true : () => rmdirNow(cgroup.dir),
     processes: cgroup === undefined ? "rlimit" : "cgroup"
