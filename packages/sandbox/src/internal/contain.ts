@@ -302,12 +302,15 @@ let bash: boolean | undefined
 /**
  * The step between the limits and bwrap that closes every fd above LAUNCHER_FD: what the host process inherited
  * without close-on-exec (a harness's pipe) would otherwise reach every command. It lists /proc/self/fd and closes
- * each (the folder's own fd, closed already, too); without bash on the host, nothing is closed (README).
+ * each (the folder's own fd, closed already, too), then execs bwrap through `env -u SHLVL` (bash would add SHLVL to
+ * the sandbox's environment); without bash on the host, nothing is closed (README).
  */
-const closeFds = (): ReadonlyArray<string> =>
-  (bash ??= fs.existsSync(BASH))
-    ? [BASH, "-c", `for f in /proc/self/fd/*; do n=\${f##*/}; [ "$n" -le ${LAUNCHER_FD} ] || eval "exec $n>&-"; done; exec "$@"`, "bash"]
+const closeFds = (): ReadonlyArray<string> => {
+  bash ??= fs.existsSync(BASH)
+  return bash
+    ? [BASH, "-c", `for f in /proc/self/fd/*; do n=\${f##*/}; [ "$n" -le ${LAUNCHER_FD} ] || eval "exec $n>&-"; done; exec /usr/bin/env -u SHLVL "$@"`, "bash"]
     : []
+}
 
 /**
  * The command line that starts `spec`'s sandbox running `command` (what follows bwrap's `--`): the shell joins a new

@@ -27,8 +27,9 @@
 // - limits: memory, file size and core files are set before bwrap and held by everything inside; CPU time per call by
 //   the subshell, and the launcher's own (LAUNCHER_CPU_CALLS calls' worth) before bwrap; the pids cgroup (or RLIMIT_NPROC) counts the command's processes and the launcher.
 // What is shared: the namespaces themselves (the same hostname, an unused loopback, the same user namespace) and the
-// writable paths, all within what the policy already gives every call, and the host process's own session keyring if
-// it has one (a key added there is seen by the reset, but stays).
+// writable paths, all within what the policy already gives every call, the host process's own session keyring if
+// it has one (a key added there is seen by the reset, but stays), and the socket options of the stdout and stderr
+// sockets (SO_SNDTIMEO, SO_SNDBUF: no file shows them; their file flags are compared).
 //
 // One call at a time per sandbox: a policy keeps its idle sandboxes (at most IDLE_MAX, and IDLE_TOTAL_MAX for all
 // policies: the least recently used go) and starts another when all are busy. A sandbox is replaced when the policy's sandbox would now be built differently (the folders are walked again
@@ -210,7 +211,10 @@ let ionice: boolean | undefined
  * launcher's with `ionice -p 1`, and /proc shows it nowhere): the command is exec'd through `ionice -c 0` (class none,
  * as a new process has), when the host has util-linux's ionice.
  */
-const ioClass = (): string => (ionice ??= fs.existsSync(IONICE)) ? `${IONICE} -c 0 -- ` : ""
+const ioClass = (): string => {
+  ionice ??= fs.existsSync(IONICE)
+  return ionice ? `${IONICE} -c 0 -- ` : ""
+}
 
 /** The host's /dev/null, opened once, given to every sandbox as its fd 6. */
 let devNull: number | undefined
