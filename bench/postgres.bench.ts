@@ -5,6 +5,10 @@
 //   ToolRequested before the handler and ToolCompleted after) / the floor's wall time for the commits a step
 //   needs (2), measured with N bare `pg` clients each doing autocommit INSERTs of the same rows.
 // commits_per_step_wN: write transactions per tool step, counted by the server (transaction ids assigned).
+// steps_one_commit_vs_floor_wN, commits_per_step_one_commit_wN: the same with the tool's `durability: "one-commit"`
+//   (request and outcome appended together after the handler), against one bare commit per step; in the same rounds.
+// Each row's detail also gives the Node process's CPU per step (`process.cpuUsage`) and the statements sent per step
+// (each one round trip to the server).
 //
 // The server: ARTANA_BENCH_PG_URL when set, else a throwaway cluster with PostgreSQL's durable defaults
 // (fsync and synchronous_commit on), started from /usr/lib/postgresql/*/bin and removed after.
@@ -14,7 +18,7 @@ import { Kernel, ToolRegistry } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { PostgresStore } from "@artana/store-postgres"
 import { PgTest } from "@artana/store-postgres/testing"
-import { echo, stepsWorkflow, tenant } from "./fixtures.js"
+import { echo, echoOneCommit, stepsWorkflow, tenant } from "./fixtures.js"
 import { type BenchResult, median, nowUs, progress } from "./lib.js"
 
 const CONCURRENCY = [1, 4, 8] as const
@@ -26,6 +30,28 @@ const WARMUP_STEPS = 3000
 
 
 const steps = stepsWorkflow("bench.steps")
+const stepsOneCommit = stepsWorkflow("bench.steps_one_commit", echoOneCommit)
+
+/** Statements sent by every `pg` client of this process (each is one round trip to the server). */
+let statements = 0
+const query = pg.Client.prototype.query
+pg.Client.prototype.query = function(this: pg.Client, ...args: Array<unknown>) {
+  statements++
+  return Reflect.apply(query, this, args)
+} as typeof query
+const cpuUs = (): number => {
+  const usage = process.cpuUsage()
+  return usage.user + usage.system
+}
+
+/** One mode's measurements over the rounds, per step. */
+interface Measured {
+  readonly stepUs: Array<number>
+  readonly commitsPerStep: Array<number>
+  readonly cpuUs: Array<number>
+  readonly statements: Array<number>
+}
+const measured = (): Measured => ({ stepUs: [], commitsPerStep: [], cpuUs: [], statements: [] })
 
 const COLUMNS = ["run_id", "seq", "event_id", "tenant_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"] as const
 
@@ -54,15 +80,18 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
       for (const workers of CONCURRENCY) {
         const layer = Layer.provideMerge(
           Kernel.layer(),
-          Layer.mergeAll(PostgresStore.layer({ url, pool: { max: workers + 2 } }), ScriptedModel.layer([]), ToolRegistry.layer([echo]))
+          Layer.mergeAll(PostgresStore.layer({ url, pool: { max: workers + 2 } }), ScriptedModel.layer([]), ToolRegistry.layer([echo, echoOneCommit]))
         )
         const runtime = await Effect.runPromise(Scope.extend(Layer.toRuntime(layer), scope))
-        const execute = (runId: string) =>
-          Effect.runPromise(Effect.provide(Effect.flatMap(Kernel.Kernel, (k) => k.execute(steps, { runId, tenant, input: { n: STEPS_PER_RUN } })), runtime))
-        for (let done = 0; done < WARMUP_STEPS; done += STEPS_PER_RUN) await execute(`warm-${workers}-${done}`)
+        const execute = (runId: string, workflow = steps) =>
+          Effect.runPromise(Effect.provide(Effect.flatMap(Kernel.Kernel, (k) => k.execute(workflow, { runId, tenant, input: { n: STEPS_PER_RUN } })), runtime))
+        for (let done = 0; done < WARMUP_STEPS; done += STEPS_PER_RUN) {
+          await execute(`warm-${workers}-${done}`)
+          await execute(`warm1-${workers}-${done}`, stepsOneCommit)
+        }
         // The tables' statistics, as autovacuum gathers them within a minute of a table's first rows in any database
-        // (this bench is shorter than that). Without them the planner may check a run's fence through another index
-        // that starts with tenant_id and filter every run of the tenant (seen in EXPLAIN on a fresh database).
+        // (this bench is shorter than that). The appends' plans do not depend on them (the fence index, see
+        // store-postgres's test/fencePlan.test.ts); the reads do.
         await admin.query("ANALYZE")
         // The floor writes the very rows a run wrote, into a twin table, over `workers` bare connections.
         await admin.query(`CREATE TABLE IF NOT EXISTS floor_events (LIKE events INCLUDING DEFAULTS INCLUDING INDEXES)`)
@@ -74,19 +103,25 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
         }))
         const insert = `INSERT INTO floor_events (${COLUMNS.join(",")}) VALUES (${COLUMNS.map((_, i) => `$${i + 1}`).join(",")})`
 
-        const stepUs: Array<number> = []
+        const twoPhase = measured()
+        const oneCommit = measured()
         const commitUs: Array<number> = []
-        const commitsPerStep: Array<number> = []
-        for (let round = 0; round < ROUNDS; round++) {
-          progress(`w${workers} round ${round + 1}/${ROUNDS}: ${workers} x ${STEPS_PER_RUN} durable steps, then ${workers} x ${sample.length} bare commits`)
+        const totalSteps = workers * STEPS_PER_RUN
+        const measure = async (into: Measured, run: (w: number) => Promise<unknown>) => {
           const before = await xid(admin)
-          const t0 = nowUs()
-          await Promise.all(Array.from({ length: workers }, (_, w) => execute(`r${round}-w${workers}-${w}`)))
-          const t1 = nowUs()
+          const [c0, q0, t0] = [cpuUs(), statements, nowUs()]
+          await Promise.all(Array.from({ length: workers }, (_, w) => run(w)))
+          const [t1, c1, q1] = [nowUs(), cpuUs(), statements]
           const after = await xid(admin)
-          const totalSteps = workers * STEPS_PER_RUN
-          stepUs.push((t1 - t0) / totalSteps)
-          commitsPerStep.push((after - before - 1) / totalSteps)
+          into.stepUs.push((t1 - t0) / totalSteps)
+          into.cpuUs.push((c1 - c0) / totalSteps)
+          into.statements.push((q1 - q0) / totalSteps)
+          into.commitsPerStep.push((after - before - 1) / totalSteps)
+        }
+        for (let round = 0; round < ROUNDS; round++) {
+          progress(`w${workers} round ${round + 1}/${ROUNDS}: ${workers} x ${STEPS_PER_RUN} durable steps (two-phase, then one-commit), then ${workers} x ${sample.length} bare commits`)
+          await measure(twoPhase, (w) => execute(`r${round}-w${workers}-${w}`))
+          await measure(oneCommit, (w) => execute(`r1-${round}-w${workers}-${w}`, stepsOneCommit))
 
           const t2 = nowUs()
           await Promise.all(clients.map(async (client, w) => {
@@ -99,26 +134,38 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
         }
         await Promise.all(clients.map((c) => c.end()))
 
-        const step = median(stepUs)
-        const floor = 2 * median(commitUs)
-        const commits = median(commitsPerStep)
-        rows.push({
-          metric: `steps_vs_floor_w${workers}`,
-          value: step / floor,
-          unit: "ratio",
-          baseline: `2 bare pg single-row INSERT commits per step, ${workers} connection(s) at once`,
-          baselineValue: floor,
-          ratio: step / floor,
-          detail: { step_us: step, steps_per_second: 1e6 / step, floor_us: floor, rounds: ROUNDS, steps_per_round: workers * STEPS_PER_RUN, target_max_ratio: 1.5 }
-        })
-        rows.push({
-          metric: `commits_per_step_w${workers}`,
-          value: commits,
-          unit: "commits",
-          baseline: "target: at most 2 commits per tool step",
-          baselineValue: 2,
-          ratio: commits / 2
-        })
+        const commit = median(commitUs)
+        for (const [mode, m, commitsPerStep] of [["", twoPhase, 2], ["_one_commit", oneCommit, 1]] as const) {
+          const step = median(m.stepUs)
+          const floor = commitsPerStep * commit
+          rows.push({
+            metric: `steps${mode}_vs_floor_w${workers}`,
+            value: step / floor,
+            unit: "ratio",
+            baseline: `${commitsPerStep} bare pg single-row INSERT commit${commitsPerStep > 1 ? "s" : ""} per step, ${workers} connection(s) at once`,
+            baselineValue: floor,
+            ratio: step / floor,
+            detail: {
+              step_us: step,
+              steps_per_second: 1e6 / step,
+              floor_us: floor,
+              node_cpu_us_per_step: median(m.cpuUs),
+              statements_per_step: median(m.statements),
+              rounds: ROUNDS,
+              steps_per_round: totalSteps,
+              target_max_ratio: 1.5
+            }
+          })
+          const commits = median(m.commitsPerStep)
+          rows.push({
+            metric: `commits_per_step${mode}_w${workers}`,
+            value: commits,
+            unit: "commits",
+            baseline: `target: at most ${commitsPerStep} commit${commitsPerStep > 1 ? "s" : ""} per tool step`,
+            baselineValue: commitsPerStep,
+            ratio: commits / commitsPerStep
+          })
+        }
       }
     } finally {
       await admin.end()

@@ -454,9 +454,27 @@ END $artana$`)
       }
       // The lineage's list index starts with (tenant_id, root_run_id): the index on those two alone is one more to write.
       yield* sql.unsafe(`DROP INDEX IF EXISTS ${quote(`${t.prefix}runs_root_idx`)}`)
+    }),
+    // PostgreSQL's append statements find a run by its key through an index no other query can use (see `FENCE_INDEX`).
+    "9_run_fence_index": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      yield* sql.onDialectOrElse({
+        pg: () => sql.unsafe(`CREATE INDEX IF NOT EXISTS "${t.prefix}${FENCE_INDEX}" ON "${t.runs}" (tenant_id COLLATE "C", run_id COLLATE "C")`),
+        orElse: () => Effect.void
+      })
     })
   }
 }
+
+/**
+ * PostgreSQL's index of the append statements' look-up of a run (the fence check, a status change's UPDATE; migration 9):
+ * its key, (tenant_id, run_id), in the "C" collation, which those statements compare in (`tenant_id = $n COLLATE "C"`:
+ * for text, the same equality as the columns' own collation). No other index of the table is in that collation, so the
+ * planner has no other index to choose for them. Without table statistics (a database's first minute, before
+ * autovacuum's first ANALYZE) it costed every index that starts with tenant_id the same as the primary key on a small
+ * table, picked a run-list index, and each append walked every run of the tenant.
+ */
+export const FENCE_INDEX = "runs_fence_idx"
 
 /** The indexes `listRuns` pages a lineage and a run's forks on (migration 8): name, and the columns before `created_at DESC`. */
 export const RUN_LINEAGE_INDEXES: ReadonlyArray<readonly [string, string]> = [

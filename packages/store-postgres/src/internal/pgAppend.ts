@@ -44,6 +44,8 @@ export const make = (
    */
   const PARAMS: Record<PgAppend, number> = { create: 14, events: 4, run: 10 }
   const pgText = new Map<string, string>()
+  /** A run's key as the fence index holds it (see `SqlEventStore.FENCE_INDEX`). */
+  const byKey = (run: string, tenant: string) => `tenant_id = ${tenant}::text COLLATE "C" AND run_id = ${run}::text COLLATE "C"`
   // The run's key and expected seq in each kind's parameters, for the probe of the event the batch follows.
   const KEY: Record<Exclude<PgAppend, "create">, readonly [run: string, tenant: string, seq: string]> = { events: ["$1", "$2", "$3"], run: ["$6", "$7", "$8"] }
   const pgAppendSql = (kind: PgAppend, rows: number, lookup: boolean): string => {
@@ -68,8 +70,10 @@ export const make = (
       // The writer is not fenced: the run's owner epoch is not above the batch's fence (NULL: no fence). A claim
       // is a "run" batch, whose UPDATE re-checks the row it waited for; a batch of events only is ordered against
       // a claim by the claim's own event (the primary key), so the snapshot's epoch is enough for it.
+      // The run is found through the fence index (`SqlEventStore.FENCE_INDEX`, the only index in the "C" collation), so
+      // the plan does not depend on the table's statistics.
       const unfenced = (run: string, tenant: string, fence: string) =>
-        `NOT EXISTS (SELECT 1 FROM "${t.runs}" WHERE run_id = ${run} AND tenant_id = ${tenant} AND owner_epoch > ${fence}::bigint)`
+        `NOT EXISTS (SELECT 1 FROM "${t.runs}" WHERE ${byKey(run, tenant)} AND owner_epoch > ${fence}::bigint)`
       switch (kind) {
         case "create":
           text = `WITH run AS (INSERT INTO "${t.runs}" (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::double precision, $10::double precision, $11::double precision, $12::bigint, $13::text, $14::text) RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
@@ -78,7 +82,7 @@ export const make = (
           text = `WITH ${prev(KEY.events)} ${into} SELECT $1::text, $2::text, e.* FROM ${values} WHERE ${follows} AND ${unfenced("$1", "$2", "$4")}`
           break
         case "run":
-          text = `WITH ${prev(KEY.run)}, run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), cost_usd = cost_usd + $5::double precision, owner_epoch = COALESCE($10::bigint, owner_epoch) WHERE run_id = $6 AND tenant_id = $7 AND head_seq <= $8::bigint AND owner_epoch <= COALESCE($9::bigint, owner_epoch) AND ${follows} RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
+          text = `WITH ${prev(KEY.run)}, run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), cost_usd = cost_usd + $5::double precision, owner_epoch = COALESCE($10::bigint, owner_epoch) WHERE ${byKey("$6", "$7")} AND head_seq <= $8::bigint AND owner_epoch <= COALESCE($9::bigint, owner_epoch) AND ${follows} RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
           break
       }
       pgText.set(key, text)
