@@ -262,6 +262,21 @@ const openPool = (options: Options): Effect.Effect<Opened, Errors.StoreUnavailab
     )
   })
 
+/**
+ * A statement as `pg` runs it, named when it is prepared. Handing `pg` a query object rather than a config object
+ * saves a copy of the config (`pg` copies every property descriptor of a config on each call) on the hot path.
+ */
+class NamedQuery extends Pg.Query {
+  constructor(
+    readonly name: string | undefined,
+    text: string,
+    values: Array<unknown>,
+    callback: (error: Error | undefined, result: Pg.QueryResult) => void
+  ) {
+    super(text, values, callback)
+  }
+}
+
 /** Server error codes the prepared path handles itself. */
 const LOST_STATEMENT = "26000" // prepared statement does not exist (DEALLOCATE, DISCARD ALL, a pooler)
 
@@ -309,7 +324,8 @@ const preparedStatements = (
   const run = (text: string, params: ReadonlyArray<unknown>) =>
     Effect.async<number, SqlError>((resume) => {
       const name = nameOf(text)
-      const values = [...params]
+      // The caller's array as it is (`pg` only reads it).
+      const values = Array.isArray(params) ? params : [...params]
       let interrupted = false
       let cancelling = false
       let running: Pg.PoolClient | undefined
@@ -334,7 +350,7 @@ const preparedStatements = (
             return settled?.()
           }
           running = connection
-          connection.query({ name, text, values }, (queryError: Error | null | undefined, result: Pg.QueryResult) => {
+          connection.query(new NamedQuery(name, text, values, (queryError, result) => {
             running = undefined
             const lost = queryError instanceof Pg.DatabaseError && queryError.code === LOST_STATEMENT
             // Kept only after an ERROR the server answered on a live connection: not after FATAL (the server
@@ -347,7 +363,7 @@ const preparedStatements = (
             // Every pooled connection may have lost it: again, on another connection, a bounded number of times.
             if (lost && !interrupted && lostRuns++ < LOST_RETRIES) return attempt()
             resume(queryError ? failed(queryError) : Effect.succeed(result.rowCount ?? 0))
-          })
+          }))
         })
       attempt()
       return Effect.suspend(() => {
