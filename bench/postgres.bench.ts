@@ -20,6 +20,7 @@ import { PostgresStore } from "@artana/store-postgres"
 import { PgTest } from "@artana/store-postgres/testing"
 import { echo, echoOneCommit, stepsWorkflow, tenant } from "./fixtures.js"
 import { type BenchResult, median, nowUs, progress } from "./lib.js"
+import { statements } from "./postgres/statements.js"
 
 const CONCURRENCY = [1, 4, 8] as const
 const STEPS_PER_RUN = 200
@@ -32,13 +33,6 @@ const WARMUP_STEPS = 3000
 const steps = stepsWorkflow("bench.steps")
 const stepsOneCommit = stepsWorkflow("bench.steps_one_commit", echoOneCommit)
 
-/** Statements sent by every `pg` client of this process (each is one round trip to the server). */
-let statements = 0
-const query = pg.Client.prototype.query
-pg.Client.prototype.query = function(this: pg.Client, ...args: Array<unknown>) {
-  statements++
-  return Reflect.apply(query, this, args)
-} as typeof query
 const cpuUs = (): number => {
   const usage = process.cpuUsage()
   return usage.user + usage.system
@@ -109,9 +103,9 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
         const totalSteps = workers * STEPS_PER_RUN
         const measure = async (into: Measured, run: (w: number) => Promise<unknown>) => {
           const before = await xid(admin)
-          const [c0, q0, t0] = [cpuUs(), statements, nowUs()]
+          const [c0, q0, t0] = [cpuUs(), statements(), nowUs()]
           await Promise.all(Array.from({ length: workers }, (_, w) => run(w)))
-          const [t1, c1, q1] = [nowUs(), cpuUs(), statements]
+          const [t1, c1, q1] = [nowUs(), cpuUs(), statements()]
           const after = await xid(admin)
           into.stepUs.push((t1 - t0) / totalSteps)
           into.cpuUs.push((c1 - c0) / totalSteps)

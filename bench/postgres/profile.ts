@@ -12,19 +12,13 @@ import { PostgresStore } from "@artana/store-postgres"
 import { PgTest } from "@artana/store-postgres/testing"
 import { echo, echoOneCommit, stepsWorkflow, tenant } from "../fixtures.js"
 import { median, nowUs } from "../lib.js"
+import { statements } from "./statements.js"
 
 const STEPS = 200
 const ROUNDS = Number(process.env.ROUNDS ?? 7)
 const WORKERS = [1, 8] as const
 const MODES = { two_phase: stepsWorkflow("profile.steps"), one_commit: stepsWorkflow("profile.steps1", echoOneCommit) }
 
-/** Statements sent by every `pg` client of this process (each is one round trip). */
-let statements = 0
-const query = pg.Client.prototype.query
-pg.Client.prototype.query = function(this: pg.Client, ...args: Array<unknown>) {
-  statements++
-  return Reflect.apply(query, this, args)
-} as typeof query
 
 /** CPU microseconds (user + system) of the server processes `pids`. */
 const serverCpuUs = (pids: ReadonlyArray<number>): number => {
@@ -83,18 +77,18 @@ for (const workers of WORKERS) {
   }
   for (let round = 0; round < ROUNDS; round++) {
     for (const [mode, workflow] of Object.entries(MODES)) {
-      const [c0, u0, s0, q0, t0] = [cpuUs(), userUs(), serverCpuUs(backends), statements, nowUs()]
+      const [c0, u0, s0, q0, t0] = [cpuUs(), userUs(), serverCpuUs(backends), statements(), nowUs()]
       await Promise.all(Array.from({ length: workers }, (_, w) => execute(workflow, `r${round}-${mode}-${workers}-${w}`)))
-      record(mode, workers * STEPS, nowUs() - t0, cpuUs() - c0, userUs() - u0, serverCpuUs(backends) - s0, statements - q0)
+      record(mode, workers * STEPS, nowUs() - t0, cpuUs() - c0, userUs() - u0, serverCpuUs(backends) - s0, statements() - q0)
     }
-    const [c0, u0, s0, q0, t0] = [cpuUs(), userUs(), serverCpuUs(floorBackends), statements, nowUs()]
+    const [c0, u0, s0, q0, t0] = [cpuUs(), userUs(), serverCpuUs(floorBackends), statements(), nowUs()]
     await Promise.all(floorClients.map(async (client, w) => {
       for (let i = 0; i < STEPS; i++) {
         const row = sample[i % sample.length]
         await client.query("INSERT INTO floor_events (run_id, seq, event_id, tenant_id, timestamp, type, step_key, payload, prev_hash, hash) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)", [`f${workers}-${round}-${w}`, i, row.event_id, row.tenant_id, row.timestamp, row.type, row.step_key, row.payload, row.prev_hash, row.hash])
       }
     }))
-    record("floor_commit", workers * STEPS, nowUs() - t0, cpuUs() - c0, userUs() - u0, serverCpuUs(floorBackends) - s0, statements - q0)
+    record("floor_commit", workers * STEPS, nowUs() - t0, cpuUs() - c0, userUs() - u0, serverCpuUs(floorBackends) - s0, statements() - q0)
   }
   await Promise.all(floorClients.map((c) => c.end()))
   for (const [name, s] of Object.entries(stats)) {
