@@ -30,6 +30,8 @@ export interface Wake {
 export interface Hub {
   /** Deltas were kept for the run. */
   readonly changed: (tenantId: string, runId: string) => Effect.Effect<void>
+  /** `changed` as a plain call (a streamed call's push path). */
+  readonly wake: (tenantId: string, runId: string) => void
   /** Events were appended to the run's log. */
   readonly appended: (tenantId: string, runId: string) => Effect.Effect<void>
   /** How many appends to the run this process has seen: a reader that saw the same number need not read the log again. */
@@ -76,16 +78,16 @@ export const makeHub = (): Hub => {
   // Only runs with readers waiting or read: a count per run, dropped with nothing else (a run's readers are few).
   const versions = new Map<string, number>()
   const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
-  const changed = (tenantId: string, runId: string): Effect.Effect<void> =>
-    Effect.sync(() => {
-      const key = keyOf(tenantId, runId)
-      const w = waiting.get(key)
-      if (w === undefined) return
-      waiting.delete(key)
-      w.fired = true
-      for (const callback of w.callbacks) callback()
-      w.callbacks.clear()
-    })
+  const wake = (tenantId: string, runId: string): void => {
+    const key = keyOf(tenantId, runId)
+    const w = waiting.get(key)
+    if (w === undefined) return
+    waiting.delete(key)
+    w.fired = true
+    for (const callback of w.callbacks) callback()
+    w.callbacks.clear()
+  }
+  const changed = (tenantId: string, runId: string): Effect.Effect<void> => Effect.sync(() => wake(tenantId, runId))
   return {
     appended: (tenantId, runId) =>
       Effect.suspend(() => {
@@ -101,6 +103,7 @@ export const makeHub = (): Hub => {
       return 0
     },
     changed,
+    wake,
     ticket: (tenantId, runId) =>
       Effect.sync(() => {
         const key = keyOf(tenantId, runId)
@@ -184,6 +187,7 @@ const reader = (
     Effect.gen(function*() {
       // Nothing was written in this process since the last read: wait for a write (or the poll) before reading again.
       if (state.wake !== undefined) woken = state.wake.fired() || (yield* state.wake.within(pollMillis))
+
       for (;;) {
         const wake = yield* hub.ticket(tenantId, runId)
         // Woken by this process's deltas alone, the log is as last read: only the deltas are read again.
@@ -211,6 +215,7 @@ const reader = (
         // A full page may end before the log does: deltas kept after its last event wait for the next page's events.
         const fullPage = read.length === pageSize && logEnd < info.headSeq
         const deltas = yield* live.read(tenantId, runId, state.after, fullPage ? logEnd : info.headSeq, pageSize)
+
         const lastDelta = deltas[deltas.length - 1]
         // A full page of deltas may end before the events read: those after it come next time.
         const bound = deltas.length === pageSize && lastDelta !== undefined ? lastDelta : undefined
@@ -233,6 +238,7 @@ const reader = (
         // Nothing new: wait for a write in this process, or poll (another process may be writing).
         woken = yield* wake.within(pollMillis)
       }
+
     })
   return Stream.paginateChunkEffect({ after, nextSeq: 1 } satisfies State, step)
 }
