@@ -463,7 +463,7 @@ export const make = (options: Options = {}) =>
       const after = liveOptions.after === undefined ? Either.right(Live.start) : Live.parseOffset(liveOptions.after)
       if (Either.isLeft(after)) return Stream.fail(new Errors.InvalidInput({ what: "live offset", reason: after.left }))
       const pageSize = Math.max(1, Math.floor(liveOptions.pageSize ?? EventStore.DEFAULT_PAGE_SIZE))
-      const readOptions = { store, live: liveStore, hub, auditKey: deps.auditKey, pollInterval, pageSize, waitForStart: liveOptions.waitForStart === true }
+      const readOptions = { store, live: liveStore, hub, auditKey: deps.auditKey, pollInterval, pageSize, waitForStart: liveOptions.waitForStart === true, notices }
       return LiveRead.read(readOptions, run.tenantId, run.runId, after.right)
     }
 

@@ -1,7 +1,8 @@
 /**
  * A run's live stream: its log events and the deltas its streamed model calls keep in the `LiveStore`, merged in
  * position order, from an offset on, following the run until it ends. In the kernel's process a write wakes the
- * readers of its run at once; a run written by another process is polled.
+ * readers of its run at once; another process's write wakes them through the store's `RunNotices` (SQLite: its commit
+ * is heard; PostgreSQL: a NOTIFY), and polling is the backstop.
  */
 import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
@@ -14,6 +15,7 @@ import type { Event, RunInfo, RunStatus } from "../Event.js"
 import type * as EventStore from "../EventStore.js"
 import * as Live from "../Live.js"
 import type * as LiveStore from "../LiveStore.js"
+import type * as RunNotices from "../RunNotices.js"
 import * as Verify from "../Verify.js"
 
 /** A wake-up taken before reading a run: it fires once the run changes after it was taken. */
@@ -34,6 +36,8 @@ export interface Hub {
   readonly wake: (tenantId: string, runId: string) => void
   /** Events were appended to the run's log. */
   readonly appended: (tenantId: string, runId: string) => Effect.Effect<void>
+  /** `appended` as a plain call: the run's log changed (here, or in another process: a notice was heard). */
+  readonly logChanged: (tenantId: string, runId: string) => void
   /** How many appends to the run this process has seen: a reader that saw the same number need not read the log again. */
   readonly logVersion: (tenantId: string, runId: string) => number
   /** Fires once the run changes after this call (take it before reading, so no change is missed). */
@@ -88,13 +92,14 @@ export const makeHub = (): Hub => {
     w.callbacks.clear()
   }
   const changed = (tenantId: string, runId: string): Effect.Effect<void> => Effect.sync(() => wake(tenantId, runId))
+  const logChanged = (tenantId: string, runId: string): void => {
+    const key = keyOf(tenantId, runId)
+    if (versions.has(key)) versions.set(key, versions.get(key)! + 1)
+    wake(tenantId, runId)
+  }
   return {
-    appended: (tenantId, runId) =>
-      Effect.suspend(() => {
-        const key = keyOf(tenantId, runId)
-        if (versions.has(key)) versions.set(key, versions.get(key)! + 1)
-        return changed(tenantId, runId)
-      }),
+    appended: (tenantId, runId) => Effect.sync(() => logChanged(tenantId, runId)),
+    logChanged,
     logVersion: (tenantId, runId) => {
       const key = keyOf(tenantId, runId)
       const v = versions.get(key)
@@ -144,6 +149,8 @@ export interface ReadOptions {
   readonly pageSize: number
   /** A run not found yet is waited for (it is about to start) rather than `RunNotFound`. */
   readonly waitForStart: boolean
+  /** Notices of other processes' writes (`RunNotices`), when the store gives them: they wake the reader as a write here. */
+  readonly notices?: RunNotices.Service | undefined
 }
 
 interface State {
@@ -165,8 +172,30 @@ export const read = (
   tenantId: string,
   runId: string,
   after: Live.Position
-): Stream.Stream<Live.LiveEvent, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered> =>
-  Stream.suspend(() => reader(options, tenantId, runId, after))
+): Stream.Stream<Live.LiveEvent, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered> => {
+  const { notices } = options
+  if (notices === undefined) return Stream.suspend(() => reader(options, tenantId, runId, after))
+  // The first notice is asked for before the first read, so no write of another process after that read is missed.
+  return Stream.unwrapScoped(Effect.gen(function*() {
+    const first = yield* notices.ticket(tenantId, runId)
+    yield* Effect.forkScoped(relay(notices, options.hub, tenantId, runId, first))
+    return reader(options, tenantId, runId, after)
+  }))
+}
+
+/**
+ * Wakes the run's readers in this process for each notice of another process's write, as a write here would (its log
+ * is read again). The next notice is asked for before the readers are woken: a write after their read is heard.
+ */
+const relay = (notices: RunNotices.Service, hub: Hub, tenantId: string, runId: string, first: Effect.Effect<void>): Effect.Effect<never> =>
+  Effect.gen(function*() {
+    let heard = first
+    for (;;) {
+      yield* heard
+      heard = yield* notices.ticket(tenantId, runId)
+      hub.logChanged(tenantId, runId)
+    }
+  })
 
 const reader = (
   options: ReadOptions,
