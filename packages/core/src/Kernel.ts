@@ -27,6 +27,7 @@ import * as Approvals from "./internal/approvals.js"
 import { chainEnd } from "./internal/continueAsNew.js"
 import * as LiveRead from "./internal/live.js"
 import * as LiveTier from "./internal/liveTier.js"
+import * as LiveNotify from "./internal/liveNotify.js"
 import type * as Execution from "./internal/execution.js"
 import { lastVerifiedEvent, verifiedEvents } from "./internal/ledger.js"
 import { reconcile } from "./internal/reconcile.js"
@@ -344,11 +345,13 @@ const callToolWorkflow = Workflow.make({
 /** Builds the kernel from its ports. */
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
+    // Notices of this process's writes for other processes' live readers (PostgreSQL: NOTIFY), when the store needs them.
+    const tell = yield* LiveNotify.make(Option.getOrUndefined(yield* Effect.serviceOption(RunNotices.RunNotices)))
     // Every append wakes this process's live readers of the run.
     const hub = LiveRead.makeHub()
-    const store = LiveRead.notifying(yield* EventStore.EventStore, hub)
+    const store = LiveRead.notifying(yield* EventStore.EventStore, hub, tell)
     // Deltas of streamed calls: this process's memory, written behind to the store given (shared by processes).
-    const tier = yield* Effect.flatMap(Effect.serviceOption(LiveStore.LiveStore), Option.match({ onNone: () => LiveTier.memoryOnly, onSome: LiveTier.make }))
+    const tier = yield* Effect.flatMap(Effect.serviceOption(LiveStore.LiveStore), Option.match({ onNone: () => LiveTier.memoryOnly, onSome: (shared) => LiveTier.make(shared, tell) }))
     const liveStore = tier.store
     const model = yield* ModelPort
     const tools = yield* ToolRegistry

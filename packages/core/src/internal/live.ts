@@ -122,18 +122,30 @@ export const makeHub = (): Hub => {
   }
 }
 
-/** The store, waking the hub's readers after every append. */
-export const notifying = (store: EventStore.Service, hub: Hub): EventStore.Service => ({
+/**
+ * The store, waking the hub's readers after every append (and telling other processes, when `tell` is given: see
+ * `liveNotify`).
+ */
+export const notifying = (store: EventStore.Service, hub: Hub, tell?: (tenantId: string, runId: string) => void): EventStore.Service => {
+  const appended = tell === undefined ? hub.appended : (tenantId: string, runId: string) =>
+    Effect.sync(() => {
+      hub.logChanged(tenantId, runId)
+      tell(tenantId, runId)
+    })
+  return notifyingWith(store, appended)
+}
+
+const notifyingWith = (store: EventStore.Service, appended: (tenantId: string, runId: string) => Effect.Effect<void>): EventStore.Service => ({
   ...store,
-  append: (request) => Effect.tap(store.append(request), () => hub.appended(request.tenantId, request.runId)),
-  appendAll: (requests) => Effect.tap(store.appendAll(requests), () => Effect.forEach(requests, (r) => hub.appended(r.tenantId, r.runId), { discard: true })),
+  append: (request) => Effect.tap(store.append(request), () => appended(request.tenantId, request.runId)),
+  appendAll: (requests) => Effect.tap(store.appendAll(requests), () => Effect.forEach(requests, (r) => appended(r.tenantId, r.runId), { discard: true })),
   appendPaged: (next) => {
     // The runs written, told once the transaction committed.
     const written = new Map<string, { readonly tenantId: string; readonly runId: string }>()
     const noted = Effect.tap(next, (page) => {
       if (page._tag === "Some") written.set(`${page.value.tenantId}\u0000${page.value.runId}`, page.value)
     })
-    return Effect.tap(store.appendPaged(noted), () => Effect.forEach(written.values(), (r) => hub.appended(r.tenantId, r.runId), { discard: true }))
+    return Effect.tap(store.appendPaged(noted), () => Effect.forEach(written.values(), (r) => appended(r.tenantId, r.runId), { discard: true }))
   }
 })
 

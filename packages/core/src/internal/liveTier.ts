@@ -44,7 +44,8 @@ export const memoryOnly: Effect.Effect<Tier> = Effect.sync(() => {
 /** How long a write to the shared store waits for more deltas to write with it. */
 const WINDOW = Duration.millis(50)
 
-export const make = (shared: LiveStore.Service): Effect.Effect<Tier> =>
+/** `written` is told of each run whose deltas a write behind put in the shared store (see `liveNotify`). */
+export const make = (shared: LiveStore.Service, written?: (tenantId: string, runId: string) => void): Effect.Effect<Tier> =>
   Effect.gen(function*() {
     const memory = Memory.make()
     // The write behind runs in the kernel's runtime (its tracer, its logger), started from a plain call.
@@ -82,7 +83,7 @@ export const make = (shared: LiveStore.Service): Effect.Effect<Tier> =>
         byRun.set(key, entry)
       }
       return lock.withPermits(1)(
-        Effect.forEach(byRun.values(), (r) => shared.append(r.tenantId, r.runId, r.deltas), { discard: true }).pipe(
+        Effect.forEach(byRun.values(), (r) => Effect.tap(shared.append(r.tenantId, r.runId, r.deltas), () => written?.(r.tenantId, r.runId)), { discard: true }).pipe(
           Effect.catchAll((error) => Effect.sync(() => void (failed = error)))
         )
       ).pipe(Effect.zipRight(Effect.suspend(() => (pending.length === 0 ? write : flush))))
