@@ -36,15 +36,7 @@ export interface Service {
 export class LiveStore extends Context.Tag("@artana/core/LiveStore")<LiveStore, Service>() {}
 
 /** Deltas kept in this process's memory. */
-export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
-  const memory = Memory.make()
-  return {
-    append: (tenantId, runId, deltas) => Effect.sync(() => memory.append(tenantId, runId, deltas)),
-    read: (tenantId, runId, after, throughSeq, limit) => Effect.sync(() => memory.read(tenantId, runId, after, throughSeq, limit)),
-    nextIndex: (tenantId, runId, seq) => Effect.sync(() => memory.nextIndex(tenantId, runId, seq)),
-    drop: (tenantId, runId) => Effect.sync(() => memory.drop(tenantId, runId))
-  }
-})
+export const makeMemory: Effect.Effect<Service> = Effect.sync(() => Memory.service(Memory.make()))
 
 /** In-memory `LiveStore` layer. */
 export const layerMemory: Layer.Layer<LiveStore> = Layer.effect(LiveStore, makeMemory)

@@ -2,7 +2,9 @@
  * Deltas kept in this process's memory, as plain synchronous calls: `LiveStore.makeMemory` wraps them in effects, and
  * the kernel's live tier calls them directly on a streamed call's push path (no Effect work per delta).
  */
+import * as Effect from "effect/Effect"
 import { compare, type Position, type StoredDelta } from "../Live.js"
+import type * as LiveStore from "../LiveStore.js"
 
 export interface Memory {
   readonly append: (tenantId: string, runId: string, deltas: ReadonlyArray<StoredDelta>) => void
@@ -57,3 +59,11 @@ export const make = (): Memory => {
     drop: (tenantId, runId) => void runs.delete(keyOf(tenantId, runId))
   }
 }
+
+/** `memory` as a `LiveStore` (each call in `Effect.sync`). */
+export const service = (memory: Memory): LiveStore.Service => ({
+  append: (tenantId, runId, deltas) => Effect.sync(() => memory.append(tenantId, runId, deltas)),
+  read: (tenantId, runId, after, throughSeq, limit) => Effect.sync(() => memory.read(tenantId, runId, after, throughSeq, limit)),
+  nextIndex: (tenantId, runId, seq) => Effect.sync(() => memory.nextIndex(tenantId, runId, seq)),
+  drop: (tenantId, runId) => Effect.sync(() => memory.drop(tenantId, runId))
+})

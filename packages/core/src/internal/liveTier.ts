@@ -28,14 +28,8 @@ export interface Tier {
 /** Memory alone: nothing to wait for. */
 export const memoryOnly: Effect.Effect<Tier> = Effect.sync(() => {
   const memory = Memory.make()
-  const store: LiveStore.Service = {
-    append: (tenantId, runId, deltas) => Effect.sync(() => memory.append(tenantId, runId, deltas)),
-    read: (tenantId, runId, after, throughSeq, limit) => Effect.sync(() => memory.read(tenantId, runId, after, throughSeq, limit)),
-    nextIndex: (tenantId, runId, seq) => Effect.sync(() => memory.nextIndex(tenantId, runId, seq)),
-    drop: (tenantId, runId) => Effect.sync(() => memory.drop(tenantId, runId))
-  }
   return {
-    store,
+    store: Memory.service(memory),
     flushed: Effect.void,
     keep: (tenantId, runId, deltas) => void memory.append(tenantId, runId, deltas)
   }
