@@ -27,6 +27,7 @@ import * as Approvals from "./internal/approvals.js"
 import { chainEnd } from "./internal/continueAsNew.js"
 import * as LiveRead from "./internal/live.js"
 import * as LiveTier from "./internal/liveTier.js"
+import * as LiveNotify from "./internal/liveNotify.js"
 import type * as Execution from "./internal/execution.js"
 import { lastVerifiedEvent, verifiedEvents } from "./internal/ledger.js"
 import { reconcile } from "./internal/reconcile.js"
@@ -344,11 +345,13 @@ const callToolWorkflow = Workflow.make({
 /** Builds the kernel from its ports. */
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
+    // Notices of this process's writes for other processes' live readers (PostgreSQL: NOTIFY), when the store needs them.
+    const tell = yield* LiveNotify.make(Option.getOrUndefined(yield* Effect.serviceOption(RunNotices.RunNotices)))
     // Every append wakes this process's live readers of the run.
     const hub = LiveRead.makeHub()
-    const store = LiveRead.notifying(yield* EventStore.EventStore, hub)
+    const store = LiveRead.notifying(yield* EventStore.EventStore, hub, tell)
     // Deltas of streamed calls: this process's memory, written behind to the store given (shared by processes).
-    const tier = yield* Effect.flatMap(Effect.serviceOption(LiveStore.LiveStore), Option.match({ onNone: () => LiveTier.memoryOnly, onSome: LiveTier.make }))
+    const tier = yield* Effect.flatMap(Effect.serviceOption(LiveStore.LiveStore), Option.match({ onNone: () => LiveTier.memoryOnly, onSome: (shared) => LiveTier.make(shared, tell) }))
     const liveStore = tier.store
     const model = yield* ModelPort
     const tools = yield* ToolRegistry
@@ -373,7 +376,7 @@ export const make = (options: Options = {}) =>
       idempotentToolDurability: options.idempotentToolDurability ?? "two-phase",
       signalPollMillis: options.signalPollInterval === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalPollInterval)),
       signalHoldMillis: options.signalWaitHold === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalWaitHold)),
-      live: { store: liveStore, hub, flushed: tier.flushed },
+      live: { store: liveStore, hub, flushed: tier.flushed, keep: tier.keep },
       notices
     }
     const workflows = new Map<string, Workflow.Any>()
@@ -463,7 +466,7 @@ export const make = (options: Options = {}) =>
       const after = liveOptions.after === undefined ? Either.right(Live.start) : Live.parseOffset(liveOptions.after)
       if (Either.isLeft(after)) return Stream.fail(new Errors.InvalidInput({ what: "live offset", reason: after.left }))
       const pageSize = Math.max(1, Math.floor(liveOptions.pageSize ?? EventStore.DEFAULT_PAGE_SIZE))
-      const readOptions = { store, live: liveStore, hub, auditKey: deps.auditKey, pollInterval, pageSize, waitForStart: liveOptions.waitForStart === true }
+      const readOptions = { store, live: liveStore, hub, auditKey: deps.auditKey, pollInterval, pageSize, waitForStart: liveOptions.waitForStart === true, notices }
       return LiveRead.read(readOptions, run.tenantId, run.runId, after.right)
     }
 

@@ -15,7 +15,6 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Stream from "effect/Stream"
 import { ModelError } from "./Errors.js"
 import * as ModelPort from "./ModelPort.js"
 import type { PriceTable } from "./Pricing.js"
@@ -91,22 +90,23 @@ export const make = (models: readonly [ModelPort.Service, ...Array<ModelPort.Ser
     i: number,
     request: ModelPort.ModelRequest,
     notes: ReadonlyArray<ModelPort.ProviderNote>,
-    failed: ReadonlyArray<string>
-  ): Stream.Stream<ModelPort.StreamPart, ModelError> =>
-    Stream.suspend(() => {
+    failed: ReadonlyArray<string>,
+    sink: ModelPort.DeltaSink
+  ): Effect.Effect<ModelPort.ModelResponse, ModelError> =>
+    Effect.suspend(() => {
       const model = models[i]!
       const sent = sentTo(i, model, request)
       let started = false
-      return model.stream(sent).pipe(
-        Stream.map((part): ModelPort.StreamPart => {
-          if (part._tag === "Finished") return { _tag: "Finished", response: withNotes(part.response, notes) }
-          started = true
-          return part
-        }),
-        Stream.catchAll((error) => {
+      const onward: ModelPort.DeltaSink = (deltas) => {
+        started = true
+        return sink(deltas)
+      }
+      return model.streamTo(sent, onward).pipe(
+        Effect.map((response) => withNotes(response, notes)),
+        Effect.catchAll((error) => {
           const note = started ? undefined : handOn(i, sent, error)
-          if (note === undefined) return Stream.fail(finalError(error, failed))
-          return streamed(i + 1, request, [...notes, note], [...failed, `"${sent.model}" (${error.kind})`])
+          if (note === undefined) return Effect.fail(finalError(error, failed))
+          return streamed(i + 1, request, [...notes, note], [...failed, `"${sent.model}" (${error.kind})`], sink)
         })
       )
     })
@@ -117,7 +117,7 @@ export const make = (models: readonly [ModelPort.Service, ...Array<ModelPort.Ser
     defaultModel: primary.defaultModel,
     prices,
     generate,
-    stream: (request) => streamed(0, request, [], []),
+    streamTo: (request, sink) => streamed(0, request, [], [], sink),
     countTokens: (messages, model) => primary.countTokens(messages, model)
   })
 }

@@ -76,6 +76,13 @@ export interface Finished {
 /** What a streamed call emits: deltas, then one `Finished`. */
 export type StreamPart = ModelDelta | Finished
 
+/**
+ * Where the push path of a streamed call (`streamTo`) hands its deltas, synchronously, as they arrive (deltas that
+ * arrived together in one call). It does not throw. It returns false once it wants no more (a budget crossed): the
+ * provider stops reading then, and the caller interrupts `streamTo`'s effect, which ends the provider's request.
+ */
+export type DeltaSink = (deltas: ReadonlyArray<ModelDelta>) => boolean
+
 export interface Service {
   /** The model used when a request names none. */
   readonly defaultModel: string
@@ -86,6 +93,12 @@ export interface Service {
    * not stream emits `Finished` alone.
    */
   readonly stream: (request: ModelRequest) => Stream.Stream<StreamPart, ModelError>
+  /**
+   * The same streamed call on the push path: each delta goes to `sink` as it arrives (no Effect work between the
+   * provider's answer and the sink), and the effect succeeds with the reply `stream`'s `Finished` carries. The kernel
+   * streams through this; interrupting the effect ends the provider's request.
+   */
+  readonly streamTo: (request: ModelRequest, sink: DeltaSink) => Effect.Effect<ModelResponse, ModelError>
   /** Tokens a message list takes for `model` (compaction and budget estimates use it). */
   readonly countTokens: (messages: ReadonlyArray<ChatMessage>, model?: string) => Effect.Effect<number>
   /** The provider's own prices (see `Pricing`): after the deployment's, before the built-in table. */
@@ -104,6 +117,11 @@ export interface ProviderOptions {
    * `generate`'s reply in one `Finished`.
    */
   readonly stream?: ((request: ModelRequest) => Stream.Stream<StreamPart, ModelError>) | undefined
+  /**
+   * The provider's streamed call on the push path (optional, instead of `stream`): deltas to `sink` as they arrive,
+   * the reply as the effect's value. Given, `stream` is made from it; absent, `streamTo` is made from `stream`.
+   */
+  readonly streamTo?: ((request: ModelRequest, sink: DeltaSink) => Effect.Effect<ModelResponse, ModelError>) | undefined
   readonly countTokens?: ((messages: ReadonlyArray<ChatMessage>, model: string) => Effect.Effect<number>) | undefined
   /** The provider's own prices, for models the built-in table does not know. */
   readonly prices?: PriceTable | undefined
@@ -140,43 +158,98 @@ export const make = (options: ProviderOptions): Service => {
   const generate = Effect.fn("ModelPort.generate")(function*(request: ModelRequest) {
     return yield* checked(yield* options.generate(request))
   })
+  const pushed = options.streamTo
   const provided = options.stream
-  const stream = (request: ModelRequest): Stream.Stream<StreamPart, ModelError> =>
-    provided === undefined
-      ? Stream.fromEffect(Effect.map(generate(request), (response): StreamPart => ({ _tag: "Finished", response })))
-      : Stream.suspend(() => {
-        // Exactly one `Finished`, last: a provider stream that ends without one (or goes on after it) is a bad reply.
-        let finished = false
-        // A chunk at a time (deltas that arrived together pass in one step): only the `Finished` part is checked.
-        const parts = Stream.mapChunksEffect(provided(request), (chunk): Effect.Effect<Chunk.Chunk<StreamPart>, ModelError> => {
-          let out: Effect.Effect<Chunk.Chunk<StreamPart>, ModelError> = Effect.succeed(chunk)
-          for (const part of chunk) {
-            if (finished) return Effect.fail(new ModelError({ kind: "server_error", reason: "the model's stream went on after its reply ended", retryable: true }))
-            if (part._tag !== "Finished") continue
-            finished = true
-            const response = part.response
-            out = Effect.map(checked(response), (ok) => Chunk.map(chunk, (p): StreamPart => (p._tag === "Finished" ? { _tag: "Finished", response: ok } : p)))
-          }
-          return out
-        })
-        const end = Stream.suspend(() =>
-          finished ? Stream.empty : Stream.fail(new ModelError({ kind: "server_error", reason: "the model's stream ended before its reply did", retryable: true }))
-        )
-        // No `Stream.withSpan` here: it provides the span to every pull, which cost more than the rest of a delta's
-        // way to a reader (`pnpm bench live`); the kernel's `artana.model` span covers a streamed call.
-        return Stream.concat(parts, end)
-      })
+  const fromProvider = provided === undefined ? undefined : checkedStream(provided, checked)
+  const streamTo = pushed !== undefined
+    ? (request: ModelRequest, sink: DeltaSink) => Effect.flatMap(pushed(request, sink), checked)
+    : fromProvider !== undefined
+    ? (request: ModelRequest, sink: DeltaSink) => pushedFrom(fromProvider(request), sink)
+    : generate
+  const stream = pushed !== undefined
+    ? (request: ModelRequest) => streamOf(streamTo, request)
+    : fromProvider ?? ((request: ModelRequest): Stream.Stream<StreamPart, ModelError> =>
+      Stream.fromEffect(Effect.map(generate(request), (response): StreamPart => ({ _tag: "Finished", response }))))
   return {
   defaultModel: options.defaultModel,
   prices: options.prices,
   generate,
   stream,
+  streamTo,
   countTokens: (messages, model) =>
     options.countTokens === undefined
       ? Effect.succeed(approximateTokens(messages))
       : options.countTokens(messages, model ?? options.defaultModel)
   }
 }
+
+/**
+ * A provider's stream, checked: exactly one `Finished`, last (a stream that ends without one, or goes on after it, is a
+ * bad reply), its reply through `checked`.
+ */
+const checkedStream = (
+  provided: (request: ModelRequest) => Stream.Stream<StreamPart, ModelError>,
+  checked: (response: ModelResponse) => Effect.Effect<ModelResponse, ModelError>
+) =>
+(request: ModelRequest): Stream.Stream<StreamPart, ModelError> =>
+  Stream.suspend(() => {
+    let finished = false
+    // A chunk at a time (deltas that arrived together pass in one step): only the `Finished` part is checked.
+    const parts = Stream.mapChunksEffect(provided(request), (chunk): Effect.Effect<Chunk.Chunk<StreamPart>, ModelError> => {
+      let out: Effect.Effect<Chunk.Chunk<StreamPart>, ModelError> = Effect.succeed(chunk)
+      for (const part of chunk) {
+        if (finished) return Effect.fail(new ModelError({ kind: "server_error", reason: "the model's stream went on after its reply ended", retryable: true }))
+        if (part._tag !== "Finished") continue
+        finished = true
+        const response = part.response
+        out = Effect.map(checked(response), (ok) => Chunk.map(chunk, (p): StreamPart => (p._tag === "Finished" ? { _tag: "Finished", response: ok } : p)))
+      }
+      return out
+    })
+    const end = Stream.suspend(() =>
+      finished ? Stream.empty : Stream.fail(new ModelError({ kind: "server_error", reason: "the model's stream ended before its reply did", retryable: true }))
+    )
+    // No `Stream.withSpan` here: it provides the span to every pull, which cost more than the rest of a delta's way to a
+    // reader (`pnpm bench live`); the kernel's `artana.model` span covers a streamed call.
+    return Stream.concat(parts, end)
+  })
+
+/** A (checked) stream on the push path: its deltas to `sink` a chunk at a time, its `Finished` reply as the value. */
+const pushedFrom = (parts: Stream.Stream<StreamPart, ModelError>, sink: DeltaSink): Effect.Effect<ModelResponse, ModelError> =>
+  Effect.suspend(() => {
+    let response: ModelResponse | undefined
+    return Stream.runForEachWhile(Stream.chunks(parts), (chunk) =>
+      Effect.sync(() => {
+        const deltas: Array<ModelDelta> = []
+        for (const part of chunk) {
+          if (part._tag === "Finished") response = part.response
+          else deltas.push(part)
+        }
+        return deltas.length === 0 || sink(deltas)
+      })).pipe(
+        Effect.flatMap(() =>
+          response === undefined
+            ? Effect.fail(new ModelError({ kind: "server_error", reason: "the model's stream ended before its reply did", retryable: true }))
+            : Effect.succeed(response)
+        )
+      )
+  })
+
+/** The push path as a stream: the deltas as they come, then the reply as `Finished`. */
+const streamOf = (
+  streamTo: (request: ModelRequest, sink: DeltaSink) => Effect.Effect<ModelResponse, ModelError>,
+  request: ModelRequest
+): Stream.Stream<StreamPart, ModelError> =>
+  Stream.asyncPush<StreamPart, ModelError>((emit) =>
+    Effect.forkScoped(Effect.matchEffect(streamTo(request, (deltas) => emit.array(deltas)), {
+      onFailure: (error) => Effect.sync(() => void emit.fail(error)),
+      onSuccess: (response) =>
+        Effect.sync(() => {
+          emit.single({ _tag: "Finished", response })
+          emit.end()
+        })
+    }))
+  )
 
 /**
  * Folds deltas into the text and tool calls they spell (text appends; tool-call pieces merge by index), as a

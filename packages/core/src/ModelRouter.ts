@@ -16,7 +16,6 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Stream from "effect/Stream"
 import { ModelError } from "./Errors.js"
 import * as ModelPort from "./ModelPort.js"
 import type { PriceTable } from "./Pricing.js"
@@ -81,10 +80,9 @@ export const make = (routes: Routes<ModelPort.Service>, options: Options = {}): 
       const { port, route } = yield* portOf(request.model)
       return noted(yield* port.generate(request), request.model, route)
     }),
-    stream: (request) =>
-      Stream.unwrap(Effect.map(portOf(request.model), ({ port, route }) =>
-        Stream.map(port.stream(request), (part): ModelPort.StreamPart =>
-          part._tag === "Finished" ? { _tag: "Finished", response: noted(part.response, request.model, route) } : part))),
+    streamTo: (request, sink) =>
+      Effect.flatMap(portOf(request.model), ({ port, route }) =>
+        Effect.map(port.streamTo(request, sink), (response) => noted(response, request.model, route))),
     countTokens: (messages, model) => {
       const route = routeOf(names, model)
       const port = route === undefined ? undefined : routes[route]

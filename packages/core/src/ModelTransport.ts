@@ -333,3 +333,9 @@ export const optionsConfig = <O extends Connection>(
         : Either.right(options)
     })
   )
+
+/**
+ * A streamed call on `ModelPort.streamTo`'s push path, for every adapter: `streamed(call, sink)` retries the request
+ * until the server answers, then pumps each SDK event's deltas to the sink from a plain loop (see `internal/deltaPump`).
+ */
+export { type Call as StreamCall, opened, type Opened, streamed } from "./internal/deltaPump.js"

@@ -22,6 +22,11 @@ export interface Service {
   readonly notify: (tenantId: string, runId: string) => Effect.Effect<void>
   /** Resolves once a notice of the run comes after this call (take it before reading the run, so none is missed). */
   readonly ticket: (tenantId: string, runId: string) => Effect.Effect<Effect.Effect<void>>
+  /**
+   * True when other processes hear this store's commits without `notify` (SQLite: the file is watched). Otherwise the
+   * kernel notifies after each write to a run (coalesced per run), so that live readers in other processes wake.
+   */
+  readonly commitsHeard?: boolean | undefined
 }
 
 /** Notices of writes to runs, across processes. */

@@ -11,10 +11,8 @@ import type * as ConfigError from "effect/ConfigError"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import * as Stream from "effect/Stream"
 import { classify, provider } from "./internal/errors.js"
 import { answerTool, toParams } from "./internal/request.js"
 import { isFailure, toResponse } from "./internal/response.js"
@@ -141,50 +139,35 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
     })
 
     /**
-     * The streamed call: the request is retried (as `generate` retries) until the server starts answering; from then on
-     * each delta goes out as it arrives, and a failure ends the call (its deltas are out: a retry would show them twice).
-     * The deadline is between events: a server that goes quiet for `timeout` fails it.
+     * The streamed call, on the push path (`ModelTransport.streamed`, shared with every adapter): retried as `generate`
+     * is until the server starts answering; from then on a plain loop hands each event's deltas to `sink` as it
+     * arrives, and a failure ends the call (its deltas are out: a retry would show them twice). The deadline is then
+     * between events: a server that goes quiet for `timeout` fails it.
      */
-    const streamCall = (request: ModelPort.ModelRequest): Stream.Stream<ModelPort.StreamPart, Errors.ModelError> =>
-      Stream.unwrapScoped(Effect.gen(function*() {
+    const streamTo = (request: ModelPort.ModelRequest, sink: ModelPort.DeltaSink): Effect.Effect<ModelPort.ModelResponse, Errors.ModelError> =>
+      Effect.suspend(() => {
         const endpoint = { provider, baseURL, model: request.model, hasApiKey, timeoutMs }
-        if (!hasApiKey && options.baseURL === undefined) return yield* ModelTransport.missingKey(endpoint).error
+        if (!hasApiKey && options.baseURL === undefined) return ModelTransport.missingKey(endpoint).error
         const names = ModelTransport.wireNames(request.tools.map((t) => t.name))
         const answer = answerTool(request, names)
         const params = toParams(request, names, answer, maxTokens)
-        // Aborted when the consumer stops early (a budget crossed, an interruption, a failure): the HTTP request ends
-        // with it. Not after a whole answer: its connection goes back to the pool as it is.
-        const controller = new AbortController()
-        yield* Effect.addFinalizer((exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => controller.abort())))
-        const open = Effect.tryPromise({
-          try: (signal) => {
-            signal.addEventListener("abort", () => controller.abort())
-            return client.messages.create({ ...params, stream: true }, { signal: controller.signal })
-          },
-          catch: (e) => classify(e, endpoint)
-        }).pipe(Effect.timeoutFail({ duration: timeoutMs, onTimeout: () => ModelTransport.failure("timeout", `no answer from ${baseURL} within ${timeoutMs} ms`, true) }))
-        const opened = yield* Effect.mapError(ModelTransport.retrying(open, policy), (f) => f.error)
-        const acc = accumulator(names, answer)
-        const deltas = Stream.fromAsyncIterable(opened.value, (e) => classify(e, endpoint).error).pipe(
-          Stream.timeoutFail(() => ModelTransport.failure("timeout", `no part of the answer from ${baseURL} within ${timeoutMs} ms`, true).error, timeoutMs),
-          Stream.mapConcat(acc.push)
-        )
-        const finished = Stream.fromEffect(Effect.suspend(() => {
-          const message = acc.message()
-          if ("error" in message) return Effect.fail(message.error)
-          const response = toResponse(message, request, names, answer, opened.notes)
-          return isFailure(response)
-            ? Effect.fail(response.error)
-            : Effect.succeed<ModelPort.StreamPart>({ _tag: "Finished", response })
-        }))
-        return Stream.concat(deltas, finished)
-      }))
+        const open = (signal: AbortSignal) =>
+          client.messages.create({ ...params, stream: true }, { signal }).then((events) => {
+            const acc = accumulator(names, answer)
+            return ModelTransport.opened(events, acc.push, acc.message)
+          })
+        const call = { open, classify: (e: unknown) => classify(e, endpoint), policy, timeoutMs, baseURL }
+        return Effect.flatMap(ModelTransport.streamed(call, sink), ({ notes, value }) => {
+          const response = toResponse(value, request, names, answer, notes)
+          return isFailure(response) ? Effect.fail(response.error) : Effect.succeed(response)
+        })
+      })
 
     const port = ModelPort.make({
       defaultModel,
       prices: { ...prices, ...options.prices },
       generate,
-      stream: options.stream === true ? streamCall : undefined
+      streamTo: options.stream === true ? streamTo : undefined
     })
     return { ...port, client, baseURL }
   })

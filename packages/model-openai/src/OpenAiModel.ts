@@ -12,28 +12,13 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import * as Stream from "effect/Stream"
-import type * as StreamEmit from "effect/StreamEmit"
 import { OpenAI } from "openai"
 import { classify, provider } from "./internal/errors.js"
 import { toParams } from "./internal/request.js"
 import { accumulate, accumulator, check, deltasOf, fromCompletion, isFailure, type Reply, toResponse } from "./internal/response.js"
-import * as Pump from "./internal/pump.js"
 import { fromResponse, type StreamFolder, streamFolder, toResponsesParams } from "./internal/responses.js"
 import { countMessages } from "./internal/tokens.js"
 import type { ChatCompletionChunk } from "openai/resources/chat/completions"
-
-/** A streamed call once the server started answering: its events pumped as deltas, and the reply they fold into. */
-interface Opened {
-  /** Starts reading the events (see `Pump.pump`). */
-  readonly pump: (emit: StreamEmit.EmitOpsPush<never, ModelPort.StreamPart>, signal: AbortSignal, onEvent: () => void) => Promise<Pump.Ended>
-  readonly reply: () => Reply | ModelTransport.Failure
-}
-
-const opened = <E>(events: AsyncIterable<E>, push: (event: E) => ReadonlyArray<ModelPort.ModelDelta>, reply: Opened["reply"]): Opened => ({
-  pump: (emit, signal, onEvent) => Pump.pump({ events, push }, emit, signal, onEvent),
-  reply
-})
 
 /** The reply a Responses stream folded into: its terminal event's response, or why there is none. */
 const foldedReply = (folder: StreamFolder): Reply | ModelTransport.Failure => {
@@ -147,12 +132,12 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
               acc.push(chunk)
               return deltasOf(chunk).map((d) => (d._tag === "ToolCallDelta" && d.name !== undefined ? { ...d, name: names.fromWire(d.name) } : d))
             }
-            return opened(chunks, push, () => acc.reply())
+            return ModelTransport.opened(chunks, push, () => acc.reply())
           }
         )
         : client.responses.create({ ...toResponsesParams(request, names), stream: true }, { signal }).then((events) => {
           const folder = streamFolder(names)
-          return opened(events, folder.push, () => foldedReply(folder))
+          return ModelTransport.opened(events, folder.push, () => foldedReply(folder))
         })
 
     /** The reply checked (refusal, content filter, malformed arguments), its tool calls named back. */
@@ -184,82 +169,25 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
     })
 
     /**
-     * The streamed call: the request is retried (as `generate` retries) until the server starts answering; from then
-     * on, a plain loop pushes each event's deltas into the stream as it arrives (`Pump`: no Effect work runs between
-     * the server's answer and its first delta, nor per event), and a failure ends the call (its deltas are out: a retry
-     * would show them twice). One timer per attempt is the deadline: for the answer to start, then between events (a
-     * server that stops sending for `timeout` fails the call). The reply is checked and emitted as `Finished` once the
-     * events ended.
+     * The streamed call, on the push path (`ModelTransport.streamed`, shared with every adapter): retried as `generate`
+     * is until the server starts answering; from then on a plain loop hands each event's deltas to `sink` as it
+     * arrives, and a failure ends the call. The reply is checked once the events ended.
      */
-    const streamCall = (request: ModelPort.ModelRequest): Stream.Stream<ModelPort.StreamPart, Errors.ModelError> =>
-      Stream.asyncPush<ModelPort.StreamPart, Errors.ModelError>((emit) =>
-        Effect.gen(function*() {
-          // The attempt being read, aborted when the consumer stops early (a budget crossed, an interruption, a
-          // failure): its HTTP request ends with it. Not after a whole answer: its connection goes back to the pool.
-          let reading: AbortController | undefined
-          let whole = false
-          let deadline: ReturnType<typeof setTimeout> | undefined
-          // Whether the last attempt's deadline fired (the SDK ends an aborted stream quietly: that is no reply).
-          let idle = false
-          yield* Effect.addFinalizer(() =>
-            Effect.sync(() => {
-              clearTimeout(deadline)
-              if (!whole) reading?.abort()
-            })
-          )
-          const endpoint = { provider, baseURL, model: request.model, hasApiKey, timeoutMs }
-          const names = ModelTransport.wireNames(request.tools.map((t) => t.name))
-          /** One attempt, as a promise: it rejects when the server does not answer, else resolves once its events ended. */
-          const attempt = (signal: AbortSignal) => {
-            const controller = new AbortController()
-            signal.addEventListener("abort", () => controller.abort())
-            idle = false
-            clearTimeout(deadline)
-            const timer = setTimeout(() => {
-              idle = true
-              controller.abort()
-            }, timeoutMs)
-            deadline = timer
-            return openStream(request, names, controller.signal).then((events) => {
-              reading = controller
-              timer.refresh()
-              return events.pump(emit, controller.signal, () => timer.refresh()).then((end) => {
-                clearTimeout(timer)
-                return { events, end }
-              })
-            })
-          }
-          const call = Effect.gen(function*() {
-            if (!hasApiKey && options.baseURL === undefined) return yield* ModelTransport.missingKey(endpoint).error
-            const open = Effect.tryPromise({
-              try: attempt,
-              catch: (e) => (idle ? ModelTransport.failure("timeout", `no answer from ${baseURL} within ${timeoutMs} ms`, true) : classify(e, endpoint))
-            })
-            const { notes, value: { end, events } } = yield* Effect.mapError(ModelTransport.retrying(open, policy), (f) => f.error)
-            if (idle) return yield* ModelTransport.failure("timeout", `no part of the answer from ${baseURL} within ${timeoutMs} ms`, true).error
-            if (end._tag === "Threw") return yield* classify(end.error, endpoint).error
-            const folded = events.reply()
-            if ("error" in folded) return yield* folded.error
-            const checked = yield* Effect.mapError(checkedReply(folded, names), (f) => f.error)
-            return { _tag: "Finished", response: yield* toResponse(checked, request, notes) } satisfies ModelPort.StreamPart
-          })
-          yield* Effect.forkScoped(Effect.matchEffect(call, {
-            onFailure: (error) => Effect.sync(() => emit.fail(error)),
-            onSuccess: (finished) =>
-              Effect.sync(() => {
-                whole = true
-                emit.single(finished)
-                emit.end()
-              })
-          }))
-        })
-      )
+    const streamTo = (request: ModelPort.ModelRequest, sink: ModelPort.DeltaSink): Effect.Effect<ModelPort.ModelResponse, Errors.ModelError> =>
+      Effect.suspend(() => {
+        const endpoint = { provider, baseURL, model: request.model, hasApiKey, timeoutMs }
+        if (!hasApiKey && options.baseURL === undefined) return ModelTransport.missingKey(endpoint).error
+        const names = ModelTransport.wireNames(request.tools.map((t) => t.name))
+        const call = { open: (signal: AbortSignal) => openStream(request, names, signal), classify: (e: unknown) => classify(e, endpoint), policy, timeoutMs, baseURL }
+        return Effect.flatMap(ModelTransport.streamed(call, sink), ({ notes, value }) =>
+          Effect.flatMap(Effect.mapError(checkedReply(value, names), (f) => f.error), (checked) => toResponse(checked, request, notes)))
+      })
 
     const port = ModelPort.make({
       defaultModel,
       prices: options.prices,
       generate,
-      stream: stream ? streamCall : undefined,
+      streamTo: stream ? streamTo : undefined,
       countTokens: (messages: ReadonlyArray<Chat.ChatMessage>, model: string) => countMessages(messages, model)
     })
     return { ...port, client, baseURL }

@@ -1,7 +1,8 @@
 /**
  * A run's live stream: its log events and the deltas its streamed model calls keep in the `LiveStore`, merged in
  * position order, from an offset on, following the run until it ends. In the kernel's process a write wakes the
- * readers of its run at once; a run written by another process is polled.
+ * readers of its run at once; another process's write wakes them through the store's `RunNotices` (SQLite: its commit
+ * is heard; PostgreSQL: a NOTIFY), and polling is the backstop.
  */
 import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
@@ -14,6 +15,7 @@ import type { Event, RunInfo, RunStatus } from "../Event.js"
 import type * as EventStore from "../EventStore.js"
 import * as Live from "../Live.js"
 import type * as LiveStore from "../LiveStore.js"
+import type * as RunNotices from "../RunNotices.js"
 import * as Verify from "../Verify.js"
 
 /** A wake-up taken before reading a run: it fires once the run changes after it was taken. */
@@ -30,8 +32,12 @@ export interface Wake {
 export interface Hub {
   /** Deltas were kept for the run. */
   readonly changed: (tenantId: string, runId: string) => Effect.Effect<void>
+  /** `changed` as a plain call (a streamed call's push path). */
+  readonly wake: (tenantId: string, runId: string) => void
   /** Events were appended to the run's log. */
   readonly appended: (tenantId: string, runId: string) => Effect.Effect<void>
+  /** `appended` as a plain call: the run's log changed (here, or in another process: a notice was heard). */
+  readonly logChanged: (tenantId: string, runId: string) => void
   /** How many appends to the run this process has seen: a reader that saw the same number need not read the log again. */
   readonly logVersion: (tenantId: string, runId: string) => number
   /** Fires once the run changes after this call (take it before reading, so no change is missed). */
@@ -76,23 +82,24 @@ export const makeHub = (): Hub => {
   // Only runs with readers waiting or read: a count per run, dropped with nothing else (a run's readers are few).
   const versions = new Map<string, number>()
   const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
-  const changed = (tenantId: string, runId: string): Effect.Effect<void> =>
-    Effect.sync(() => {
-      const key = keyOf(tenantId, runId)
-      const w = waiting.get(key)
-      if (w === undefined) return
-      waiting.delete(key)
-      w.fired = true
-      for (const callback of w.callbacks) callback()
-      w.callbacks.clear()
-    })
+  const wake = (tenantId: string, runId: string): void => {
+    const key = keyOf(tenantId, runId)
+    const w = waiting.get(key)
+    if (w === undefined) return
+    waiting.delete(key)
+    w.fired = true
+    for (const callback of w.callbacks) callback()
+    w.callbacks.clear()
+  }
+  const changed = (tenantId: string, runId: string): Effect.Effect<void> => Effect.sync(() => wake(tenantId, runId))
+  const logChanged = (tenantId: string, runId: string): void => {
+    const key = keyOf(tenantId, runId)
+    if (versions.has(key)) versions.set(key, versions.get(key)! + 1)
+    wake(tenantId, runId)
+  }
   return {
-    appended: (tenantId, runId) =>
-      Effect.suspend(() => {
-        const key = keyOf(tenantId, runId)
-        if (versions.has(key)) versions.set(key, versions.get(key)! + 1)
-        return changed(tenantId, runId)
-      }),
+    appended: (tenantId, runId) => Effect.sync(() => logChanged(tenantId, runId)),
+    logChanged,
     logVersion: (tenantId, runId) => {
       const key = keyOf(tenantId, runId)
       const v = versions.get(key)
@@ -101,6 +108,7 @@ export const makeHub = (): Hub => {
       return 0
     },
     changed,
+    wake,
     ticket: (tenantId, runId) =>
       Effect.sync(() => {
         const key = keyOf(tenantId, runId)
@@ -114,18 +122,30 @@ export const makeHub = (): Hub => {
   }
 }
 
-/** The store, waking the hub's readers after every append. */
-export const notifying = (store: EventStore.Service, hub: Hub): EventStore.Service => ({
+/**
+ * The store, waking the hub's readers after every append (and telling other processes, when `tell` is given: see
+ * `liveNotify`).
+ */
+export const notifying = (store: EventStore.Service, hub: Hub, tell?: (tenantId: string, runId: string) => void): EventStore.Service => {
+  const appended = tell === undefined ? hub.appended : (tenantId: string, runId: string) =>
+    Effect.sync(() => {
+      hub.logChanged(tenantId, runId)
+      tell(tenantId, runId)
+    })
+  return notifyingWith(store, appended)
+}
+
+const notifyingWith = (store: EventStore.Service, appended: (tenantId: string, runId: string) => Effect.Effect<void>): EventStore.Service => ({
   ...store,
-  append: (request) => Effect.tap(store.append(request), () => hub.appended(request.tenantId, request.runId)),
-  appendAll: (requests) => Effect.tap(store.appendAll(requests), () => Effect.forEach(requests, (r) => hub.appended(r.tenantId, r.runId), { discard: true })),
+  append: (request) => Effect.tap(store.append(request), () => appended(request.tenantId, request.runId)),
+  appendAll: (requests) => Effect.tap(store.appendAll(requests), () => Effect.forEach(requests, (r) => appended(r.tenantId, r.runId), { discard: true })),
   appendPaged: (next) => {
     // The runs written, told once the transaction committed.
     const written = new Map<string, { readonly tenantId: string; readonly runId: string }>()
     const noted = Effect.tap(next, (page) => {
       if (page._tag === "Some") written.set(`${page.value.tenantId}\u0000${page.value.runId}`, page.value)
     })
-    return Effect.tap(store.appendPaged(noted), () => Effect.forEach(written.values(), (r) => hub.appended(r.tenantId, r.runId), { discard: true }))
+    return Effect.tap(store.appendPaged(noted), () => Effect.forEach(written.values(), (r) => appended(r.tenantId, r.runId), { discard: true }))
   }
 })
 
@@ -141,6 +161,8 @@ export interface ReadOptions {
   readonly pageSize: number
   /** A run not found yet is waited for (it is about to start) rather than `RunNotFound`. */
   readonly waitForStart: boolean
+  /** Notices of other processes' writes (`RunNotices`), when the store gives them: they wake the reader as a write here. */
+  readonly notices?: RunNotices.Service | undefined
 }
 
 interface State {
@@ -162,8 +184,30 @@ export const read = (
   tenantId: string,
   runId: string,
   after: Live.Position
-): Stream.Stream<Live.LiveEvent, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered> =>
-  Stream.suspend(() => reader(options, tenantId, runId, after))
+): Stream.Stream<Live.LiveEvent, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered> => {
+  const { notices } = options
+  if (notices === undefined) return Stream.suspend(() => reader(options, tenantId, runId, after))
+  // The first notice is asked for before the first read, so no write of another process after that read is missed.
+  return Stream.unwrapScoped(Effect.gen(function*() {
+    const first = yield* notices.ticket(tenantId, runId)
+    yield* Effect.forkScoped(relay(notices, options.hub, tenantId, runId, first))
+    return reader(options, tenantId, runId, after)
+  }))
+}
+
+/**
+ * Wakes the run's readers in this process for each notice of another process's write, as a write here would (its log
+ * is read again). The next notice is asked for before the readers are woken: a write after their read is heard.
+ */
+const relay = (notices: RunNotices.Service, hub: Hub, tenantId: string, runId: string, first: Effect.Effect<void>): Effect.Effect<never> =>
+  Effect.gen(function*() {
+    let heard = first
+    for (;;) {
+      yield* heard
+      heard = yield* notices.ticket(tenantId, runId)
+      hub.logChanged(tenantId, runId)
+    }
+  })
 
 const reader = (
   options: ReadOptions,
@@ -184,6 +228,7 @@ const reader = (
     Effect.gen(function*() {
       // Nothing was written in this process since the last read: wait for a write (or the poll) before reading again.
       if (state.wake !== undefined) woken = state.wake.fired() || (yield* state.wake.within(pollMillis))
+
       for (;;) {
         const wake = yield* hub.ticket(tenantId, runId)
         // Woken by this process's deltas alone, the log is as last read: only the deltas are read again.
@@ -211,6 +256,7 @@ const reader = (
         // A full page may end before the log does: deltas kept after its last event wait for the next page's events.
         const fullPage = read.length === pageSize && logEnd < info.headSeq
         const deltas = yield* live.read(tenantId, runId, state.after, fullPage ? logEnd : info.headSeq, pageSize)
+
         const lastDelta = deltas[deltas.length - 1]
         // A full page of deltas may end before the events read: those after it come next time.
         const bound = deltas.length === pageSize && lastDelta !== undefined ? lastDelta : undefined
@@ -233,6 +279,7 @@ const reader = (
         // Nothing new: wait for a write in this process, or poll (another process may be writing).
         woken = yield* wake.within(pollMillis)
       }
+
     })
   return Stream.paginateChunkEffect({ after, nextSeq: 1 } satisfies State, step)
 }

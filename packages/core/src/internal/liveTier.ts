@@ -7,26 +7,43 @@
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Runtime from "effect/Runtime"
 import type { StoreError } from "../Errors.js"
 import * as Live from "../Live.js"
 import type { StoredDelta } from "../Live.js"
-import * as LiveStore from "../LiveStore.js"
+import type * as LiveStore from "../LiveStore.js"
+import * as Memory from "./liveMemory.js"
 
 /** A store with its write-behind: `flushed` waits until every delta appended so far is in the shared store. */
 export interface Tier {
   readonly store: LiveStore.Service
   readonly flushed: Effect.Effect<void>
+  /**
+   * `store.append` as a plain call, for a streamed call's push path: kept in memory at once and queued for the shared
+   * store. Returns the error of a write behind that failed since the last append (nothing is kept then).
+   */
+  readonly keep: (tenantId: string, runId: string, deltas: ReadonlyArray<StoredDelta>) => StoreError | undefined
 }
 
 /** Memory alone: nothing to wait for. */
-export const memoryOnly: Effect.Effect<Tier> = Effect.map(LiveStore.makeMemory, (store) => ({ store, flushed: Effect.void }))
+export const memoryOnly: Effect.Effect<Tier> = Effect.sync(() => {
+  const memory = Memory.make()
+  return {
+    store: Memory.service(memory),
+    flushed: Effect.void,
+    keep: (tenantId, runId, deltas) => void memory.append(tenantId, runId, deltas)
+  }
+})
 
 /** How long a write to the shared store waits for more deltas to write with it. */
 const WINDOW = Duration.millis(50)
 
-export const make = (shared: LiveStore.Service): Effect.Effect<Tier> =>
+/** `written` is told of each run whose deltas a write behind put in the shared store (see `liveNotify`). */
+export const make = (shared: LiveStore.Service, written?: (tenantId: string, runId: string) => void): Effect.Effect<Tier> =>
   Effect.gen(function*() {
-    const memory = yield* LiveStore.makeMemory
+    const memory = Memory.make()
+    // The write behind runs in the kernel's runtime (its tracer, its logger), started from a plain call.
+    const runFork = Runtime.runFork(yield* Effect.runtime<never>())
     const lock = yield* Effect.makeSemaphore(1)
     let pending: Array<{ readonly tenantId: string; readonly runId: string; readonly deltas: ReadonlyArray<StoredDelta> }> = []
     let flushing = false
@@ -60,36 +77,39 @@ export const make = (shared: LiveStore.Service): Effect.Effect<Tier> =>
         byRun.set(key, entry)
       }
       return lock.withPermits(1)(
-        Effect.forEach(byRun.values(), (r) => shared.append(r.tenantId, r.runId, r.deltas), { discard: true }).pipe(
+        Effect.forEach(byRun.values(), (r) => Effect.tap(shared.append(r.tenantId, r.runId, r.deltas), () => written?.(r.tenantId, r.runId)), { discard: true }).pipe(
           Effect.catchAll((error) => Effect.sync(() => void (failed = error)))
         )
       ).pipe(Effect.zipRight(Effect.suspend(() => (pending.length === 0 ? write : flush))))
     })
 
+    const keep = (tenantId: string, runId: string, deltas: ReadonlyArray<StoredDelta>): StoreError | undefined => {
+      if (failed !== undefined) {
+        const error = failed
+        failed = undefined
+        return error
+      }
+      memory.append(tenantId, runId, deltas)
+      pending.push({ tenantId, runId, deltas })
+      if (!flushing) {
+        flushing = true
+        runFork(flush)
+      }
+      return undefined
+    }
     const service: LiveStore.Service = {
       append: (tenantId, runId, deltas) =>
         Effect.suspend(() => {
-          if (failed !== undefined) {
-            const error = failed
-            failed = undefined
-            return Effect.fail(error)
-          }
-          return Effect.zipRight(
-            memory.append(tenantId, runId, deltas),
-            Effect.suspend(() => {
-              pending.push({ tenantId, runId, deltas })
-              if (flushing) return Effect.void
-              flushing = true
-              return Effect.asVoid(Effect.forkDaemon(flush))
-            })
-          )
+          const error = keep(tenantId, runId, deltas)
+          return error === undefined ? Effect.void : Effect.fail(error)
         }),
       read: (tenantId, runId, after, throughSeq, limit) =>
-        Effect.flatMap(memory.read(tenantId, runId, Live.start, Number.MAX_SAFE_INTEGER, 1), (first) => {
-          const here = memory.read(tenantId, runId, after, throughSeq, limit)
+        Effect.suspend(() => {
+          const first = memory.read(tenantId, runId, Live.start, Number.MAX_SAFE_INTEGER, 1)
           // Past the first delta this process kept for the run, every later one is this process's: memory has them all.
-          if (first[0] !== undefined && Live.compare(first[0], after) <= 0) return here
-          return Effect.map(Effect.zip(shared.read(tenantId, runId, after, throughSeq, limit), here), ([kept, mine]) => {
+          if (first[0] !== undefined && Live.compare(first[0], after) <= 0) return Effect.succeed(memory.read(tenantId, runId, after, throughSeq, limit))
+          return Effect.map(shared.read(tenantId, runId, after, throughSeq, limit), (kept) => {
+            const mine = memory.read(tenantId, runId, after, throughSeq, limit)
             if (kept.length === 0) return mine
             if (mine.length === 0) return kept
             const all = new Map<string, StoredDelta>()
@@ -98,10 +118,10 @@ export const make = (shared: LiveStore.Service): Effect.Effect<Tier> =>
           })
         }),
       nextIndex: (tenantId, runId, seq) =>
-        Effect.map(Effect.zip(shared.nextIndex(tenantId, runId, seq), memory.nextIndex(tenantId, runId, seq)), ([a, b]) => Math.max(a, b)),
+        Effect.map(shared.nextIndex(tenantId, runId, seq), (a) => Math.max(a, memory.nextIndex(tenantId, runId, seq))),
       drop: (tenantId, runId) =>
         Effect.zipRight(
-          memory.drop(tenantId, runId),
+          Effect.sync(() => memory.drop(tenantId, runId)),
           // After any write of the run in flight, and with its queued deltas taken out: nothing is written back after.
           lock.withPermits(1)(Effect.suspend(() => {
             pending = pending.filter((p) => p.tenantId !== tenantId || p.runId !== runId)
@@ -120,5 +140,5 @@ export const make = (shared: LiveStore.Service): Effect.Effect<Tier> =>
         })
       })
     })
-    return { store: service, flushed }
+    return { store: service, flushed, keep }
   })

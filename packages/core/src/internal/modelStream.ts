@@ -1,11 +1,15 @@
 /**
- * A model call, streamed: each delta is kept in the `LiveStore` (at the run's head position) and wakes this process's
- * readers as it comes, after the middleware's delta hooks; a budget crossed mid-stream stops the stream there (the
- * provider's HTTP request is interrupted) and no delta after the crossing is kept. The reply is the `Finished` part's,
- * assembled by the provider exactly as a whole reply.
+ * A model call, streamed on the push path (`ModelPort.streamTo`): the provider's loop hands each delta to a plain
+ * callback that applies the budget and the middleware's delta hooks, keeps it in the live tier's memory (written behind
+ * to the shared `LiveStore`, at the run's head position) and wakes this process's readers, with no Effect work per
+ * delta. A budget crossed mid-stream stops the stream there (the provider's call is interrupted, which ends its HTTP
+ * request) and no delta after the crossing is kept. The reply is the provider's, assembled exactly as a whole reply.
  */
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Stream from "effect/Stream"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
 import * as Errors from "../Errors.js"
 import type { DeltaPart } from "../Live.js"
 import type { CallContext, DeltaHook } from "../Middleware.js"
@@ -59,29 +63,55 @@ export const run = (
     yield* keep([{ _tag: "ModelStreamStarted", attempt: env.options.ownerEpoch }])
     let chars = 0
     let ended: Streamed | undefined
-    // A chunk at a time: the deltas that arrived together are kept in one append and wake the readers once.
-    yield* env.deps.model.stream(sent).pipe(
-      Stream.chunks,
-      Stream.runForEachWhile((chunk) => {
-        const out: Array<ModelPort.ModelDelta> = []
-        for (const part of chunk) {
-          if (part._tag === "Finished") {
-            ended = { _tag: "Finished", response: part.response }
-            return Effect.as(keep([...out, ...flushed()]), false)
-          }
-          chars += charsOf(part)
-          const costUsd = overBudget(chars)
-          if (costUsd !== undefined) {
-            // Nothing from the crossing delta on is kept.
-            ended = { _tag: "OverBudget", outputChars: chars, costUsd }
-            return Effect.as(keep(out), false)
-          }
-          for (const d of filtered(part)) out.push(d)
+    let fault: Errors.StoreError | undefined
+    // Set when the call must stop early (a budget crossed, a delta not kept): the provider's call is interrupted.
+    const stop = Deferred.unsafeMake<void>(FiberId.none)
+    /** Keeps deltas in memory (written behind to the shared store) and wakes this process's readers, as plain calls. */
+    const kept = (parts: ReadonlyArray<DeltaPart>): boolean => {
+      if (parts.length === 0) return true
+      const error = env.deps.live.keep(tenant.tenantId, runId, parts.map((part) => ({ seq, n: n++, stepKey: key, part })))
+      if (error !== undefined) {
+        fault = error
+        return false
+      }
+      hub.wake(tenant.tenantId, runId)
+
+      return true
+    }
+    // The push path: from the provider's loop through the budget, the middleware's hooks and the live tier to this
+    // process's readers, with no Effect work per delta. The deltas that arrived together are kept in one append.
+    const sink: ModelPort.DeltaSink = (deltas) => {
+      if (ended !== undefined || fault !== undefined) return false
+
+      const out: Array<ModelPort.ModelDelta> = []
+      for (const part of deltas) {
+        chars += charsOf(part)
+        const costUsd = overBudget(chars)
+        if (costUsd !== undefined) {
+          // Nothing from the crossing delta on is kept.
+          ended = { _tag: "OverBudget", outputChars: chars, costUsd }
+          kept(out)
+          Deferred.unsafeDone(stop, Exit.void)
+          return false
         }
-        return Effect.as(keep(out), true)
-      }),
-      Effect.catchAll((error) => Effect.sync(() => void (ended = { _tag: "Failed", error })))
+        for (const d of filtered(part)) out.push(d)
+      }
+      if (kept(out)) return true
+      Deferred.unsafeDone(stop, Exit.void)
+      return false
+    }
+    const called = yield* Effect.raceFirst(
+      Effect.either(env.deps.model.streamTo(sent, sink)),
+      Effect.as(Deferred.await(stop), undefined)
     )
+    if (fault !== undefined) return yield* env.fault(fault)
+    if (ended === undefined && called !== undefined) {
+      if (Either.isLeft(called)) ended = { _tag: "Failed", error: called.left }
+      else {
+        ended = { _tag: "Finished", response: called.right }
+        yield* keep(flushed())
+      }
+    }
     // The call's events come after its deltas for every reader: the deltas are in the shared store first.
     yield* env.deps.live.flushed
     return ended ?? { _tag: "Failed", error: new Errors.ModelError({ kind: "server_error", reason: "the model's stream ended without a reply", retryable: true }) }

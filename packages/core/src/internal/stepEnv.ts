@@ -20,6 +20,7 @@ import type * as ToolRegistry from "../ToolRegistry.js"
 import type { Durability } from "../Tool.js"
 import type { Ledger } from "./ledger.js"
 import type { Hub } from "./live.js"
+import type * as LiveTier from "./liveTier.js"
 import type { Ownership } from "./ownership.js"
 import type { Log, ReplayCursor, Resolved } from "./replayCursor.js"
 import { describe } from "./replayCursor.js"
@@ -48,7 +49,7 @@ export interface Deps {
    * until every delta kept is in the shared store (before the call's events are appended: a reader in another process
    * must find a call's deltas before the events after them).
    */
-  readonly live: { readonly store: LiveStore.Service; readonly hub: Hub; readonly flushed: Effect.Effect<void> }
+  readonly live: { readonly store: LiveStore.Service; readonly hub: Hub; readonly flushed: Effect.Effect<void>; readonly keep: LiveTier.Tier["keep"] }
   /** Notices of writes to runs from other processes (`RunNotices`), when the kernel was given them. */
   readonly notices?: RunNotices.Service | undefined
 }

@@ -28,7 +28,7 @@ import * as Scope from "effect/Scope"
 const SETTLE_MS = 512
 
 /** Tickets that never fire: nothing another process writes can be heard (an in-memory database, no watcher). */
-const deaf: RunNotices.Service = { notify: () => Effect.void, ticket: () => Effect.succeed(Effect.never) }
+const deaf: RunNotices.Service = { notify: () => Effect.void, ticket: () => Effect.succeed(Effect.never), commitsHeard: true }
 
 /** The notices of the SQLite file `filename`, over this process's connection to it (`SqlClient`). */
 export const make = (filename: string, isMemory: boolean): Effect.Effect<RunNotices.Service, never, SqlClient.SqlClient | Scope.Scope> =>
@@ -109,6 +109,7 @@ export const make = (filename: string, isMemory: boolean): Effect.Effect<RunNoti
 
     return {
       notify: () => Effect.void,
-      ticket: () => Effect.map(start, (watching) => (watching ? Deferred.await(generation) : Effect.never))
+      ticket: () => Effect.map(start, (watching) => (watching ? Deferred.await(generation) : Effect.never)),
+      commitsHeard: true
     } satisfies RunNotices.Service
   })

@@ -1,0 +1,69 @@
+/**
+ * Deltas kept in this process's memory, as plain synchronous calls: `LiveStore.makeMemory` wraps them in effects, and
+ * the kernel's live tier calls them directly on a streamed call's push path (no Effect work per delta).
+ */
+import * as Effect from "effect/Effect"
+import { compare, type Position, type StoredDelta } from "../Live.js"
+import type * as LiveStore from "../LiveStore.js"
+
+export interface Memory {
+  readonly append: (tenantId: string, runId: string, deltas: ReadonlyArray<StoredDelta>) => void
+  readonly read: (tenantId: string, runId: string, after: Position, throughSeq: number, limit: number) => ReadonlyArray<StoredDelta>
+  readonly nextIndex: (tenantId: string, runId: string, seq: number) => number
+  readonly drop: (tenantId: string, runId: string) => void
+}
+
+/** The index of the first delta after `p` in `list` (deltas are kept in position order). */
+const firstAfter = (list: ReadonlyArray<StoredDelta>, p: Position): number => {
+  let lo = 0
+  let hi = list.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (compare(list[mid]!, p) <= 0) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+export const make = (): Memory => {
+  const runs = new Map<string, Array<StoredDelta>>()
+  const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
+  return {
+    append: (tenantId, runId, deltas) => {
+      const key = keyOf(tenantId, runId)
+      const list = runs.get(key) ?? []
+      runs.set(key, list)
+      for (const d of deltas) {
+        // A writer numbers after what is kept; one that did not (a stale writer) is put in its place.
+        const last = list[list.length - 1]
+        if (last === undefined || compare(last, d) < 0) list.push(d)
+        else list.splice(firstAfter(list, d), 0, d)
+      }
+    },
+    read: (tenantId, runId, after, throughSeq, limit) => {
+      const list = runs.get(keyOf(tenantId, runId)) ?? []
+      const out: Array<StoredDelta> = []
+      for (let i = firstAfter(list, after); i < list.length && out.length < limit; i++) {
+        const d = list[i]!
+        if (d.seq > throughSeq) break
+        out.push(d)
+      }
+      return out
+    },
+    nextIndex: (tenantId, runId, seq) => {
+      const list = runs.get(keyOf(tenantId, runId)) ?? []
+      const i = firstAfter(list, { seq, n: Number.MAX_SAFE_INTEGER }) - 1
+      const last = list[i]
+      return last !== undefined && last.seq === seq ? last.n + 1 : 1
+    },
+    drop: (tenantId, runId) => void runs.delete(keyOf(tenantId, runId))
+  }
+}
+
+/** `memory` as a `LiveStore` (each call in `Effect.sync`). */
+export const service = (memory: Memory): LiveStore.Service => ({
+  append: (tenantId, runId, deltas) => Effect.sync(() => memory.append(tenantId, runId, deltas)),
+  read: (tenantId, runId, after, throughSeq, limit) => Effect.sync(() => memory.read(tenantId, runId, after, throughSeq, limit)),
+  nextIndex: (tenantId, runId, seq) => Effect.sync(() => memory.nextIndex(tenantId, runId, seq)),
+  drop: (tenantId, runId) => Effect.sync(() => memory.drop(tenantId, runId))
+})
