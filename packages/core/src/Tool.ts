@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as JSONSchema from "effect/JSONSchema"
 import * as ParseResult from "effect/ParseResult"
-import * as Schema from "effect/Schema"
+import type * as Schema from "effect/Schema"
 import type { ToolSpec } from "./Chat.js"
 import { InvalidToolArguments, PolicyDenied, ToolError, ToolOutcomeUnknown, WaitingOnRun } from "./Errors.js"
 import { decodeExact, encodeExact } from "./internal/exactGuard.js"
@@ -219,7 +219,8 @@ export const make = <Args, ArgsEncoded, Result = Json.Json, ResultEncoded = Json
   const success: Schema.Schema<Result, ResultEncoded> | Schema.Schema<Json.Json> = options.success ?? Json.Json
   const decodeArgs = decodeExact(options.parameters)
   const encodeArgs = encodeExact(options.parameters)
-  const encodeResult = Schema.encodeEither(success as Schema.Schema<Result, unknown>)
+  // Compiled once: a result the schema returns unchanged (plain JSON for the default `Json`) skips the schema's parse.
+  const encodeResult = encodeExact(success as Schema.Schema<Result, unknown>)
   const decodeResult = decodeExact(success as Schema.Schema<Result, unknown>)
   const timeout = options.timeout === undefined ? undefined : Duration.decode(options.timeout)
   const invalid = (path: string, reason: string) => new InvalidToolArguments({ tool: name, path, reason })

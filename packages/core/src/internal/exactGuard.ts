@@ -226,3 +226,10 @@ export const encodeExact = <A, I>(schema: Schema.Schema<A, I, never>) => {
   return (a: A, options?: SchemaAST.ParseOptions): Either.Either<I, ParseResult.ParseError> =>
     exact(a) ? Either.right(a) : encode(a, options)
 }
+
+/**
+ * `encodeExact(schema)(a)` without building the encoder: for a schema met once per call (a workflow's step value),
+ * the schema's own encoding made only when the guard cannot vouch for `a`.
+ */
+export const encodeExactOnce = <A, I>(schema: Schema.Schema<A, I, never>, a: A): Either.Either<I, ParseResult.ParseError> =>
+  checkOf(schema.ast, "encode")(a) === Same ? Either.right(a as A & I) : Schema.encodeEither(schema)(a)

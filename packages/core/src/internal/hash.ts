@@ -218,3 +218,17 @@ export const chainChecker = (auditKey: string | undefined) => {
     return legacyHash(event, payload, auditKey) === event.hash
   }
 }
+
+/**
+ * The event `newEventHash` hashes, built as a `StoredEvent` that carries the payload text it hashed (what a store
+ * writes): the same hash, without `newEventHash`'s side table (a `WeakMap` entry per event written, as much CPU as
+ * the hash itself). `repeated` quotes the run, tenant and type (a writer's `repeatedQuote()`). What the ledger writes.
+ */
+export const newStoredEvent = (event: Omit<Event, "hash">, auditKey: string | undefined, repeated: (text: string) => string = quote): StoredEvent => {
+  const payload = JSON.stringify(event.payload)
+  const hash = hashMaterial(envelope(STORED + event.prevHash, event, payload, repeated), auditKey)
+  return new StoredEvent(event.eventId, event.runId, event.tenantId, event.seq, event.timestamp, event.type, event.stepKey, event.payload, event.prevHash, hash, payload)
+}
+
+/** A quoting function that remembers the few values a writer repeats (its run, tenant and event types). */
+export const writerQuote = (): ((text: string) => string) => repeatedQuote()

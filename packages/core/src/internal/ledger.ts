@@ -9,13 +9,12 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import type * as Types from "effect/Types"
 import * as Errors from "../Errors.js"
 import { type Event, type EventPayload, RUN_STEP_KEY, type RunInfo } from "../Event.js"
 import * as EventStore from "../EventStore.js"
 import * as Verify from "../Verify.js"
 import type { VerifyReport } from "../Verify.js"
-import { chainChecker, GENESIS_HASH, hashMatches, newEventHash } from "./hash.js"
+import { chainChecker, GENESIS_HASH, hashMatches, newStoredEvent, writerQuote } from "./hash.js"
 
 /** Signals adopted in one catch-up read at most: a sender's flood cannot hold a page larger than this in memory. */
 const CATCH_UP_PAGE = 1000
@@ -57,6 +56,8 @@ export const make = (options: LedgerOptions) => {
   let headHash = options.head?.hash ?? GENESIS_HASH
   let claimPending = options.claim
   let resumed = options.resumed
+  // The run, tenant and event types, quoted once for every hash this ledger computes.
+  const quoted = writerQuote()
 
   /** Appends the `RunResumed` of a run taken over, if no batch did yet: the execution's claim. */
   const claim = (): Effect.Effect<void, AppendError> =>
@@ -83,7 +84,8 @@ export const make = (options: LedgerOptions) => {
     let prevHash = headHash
     for (let i = 0; i < payloads.length; i++) {
       const payload = payloads[i]!
-      const event: Types.Mutable<Event> = {
+      // The hash covers every field but `hash` itself; the event keeps the payload text it hashed (what is stored).
+      const event = newStoredEvent({
         eventId: crypto.randomUUID(),
         runId,
         tenantId,
@@ -92,11 +94,8 @@ export const make = (options: LedgerOptions) => {
         type: payload._tag,
         stepKey,
         payload,
-        prevHash,
-        hash: ""
-      }
-      // The hash covers every field but `hash` itself.
-      event.hash = newEventHash(event, options.auditKey)
+        prevHash
+      }, options.auditKey, quoted)
       events.push(event)
       prevHash = event.hash
     }
@@ -119,22 +118,20 @@ export const make = (options: LedgerOptions) => {
     return Effect.flatMap(Clock.currentTimeMillis, (timestamp) => {
       const request = prepare(stepKey, payloads, timestamp)
       const write = alongside.length === 0 ? options.store.append(request) : options.store.appendAll([request, ...alongside])
-      return Effect.matchEffect(write, {
-        onFailure: (error): Effect.Effect<void, AppendError> => {
-          // Senders append signals to the run's chain under the same sequence check: a conflict they caused is
-          // settled by adopting their events and writing the batch again after them (see `catchUp`).
-          if (error._tag === "SequenceConflict" && alongside.length === 0) {
-            return Effect.flatMap(catchUp(), (adopted) =>
-              adopted === "foreign" ? refused(error) : adopted === 0 ? refused(error) : appendBatch(stepKey, payloads))
-          }
-          return refused(error)
-        },
-        onSuccess: () => {
-          headSeq += request.events.length
-          headHash = request.events[request.events.length - 1]?.hash ?? headHash
-          claimPending = false
-          return Effect.void
+      // `map` then `catchAll` rather than `matchEffect`: half the runtime's work, twice a tool step.
+      const written = Effect.map(write, () => {
+        headSeq += request.events.length
+        headHash = request.events[request.events.length - 1]?.hash ?? headHash
+        claimPending = false
+      })
+      return Effect.catchAll(written, (error): Effect.Effect<void, AppendError> => {
+        // Senders append signals to the run's chain under the same sequence check: a conflict they caused is
+        // settled by adopting their events and writing the batch again after them (see `catchUp`).
+        if (error._tag === "SequenceConflict" && alongside.length === 0) {
+          return Effect.flatMap(catchUp(), (adopted) =>
+            adopted === "foreign" ? refused(error) : adopted === 0 ? refused(error) : appendBatch(stepKey, payloads))
         }
+        return refused(error)
       })
     })
   }

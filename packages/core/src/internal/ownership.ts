@@ -29,14 +29,18 @@ export const make = (runId: string, ownerEpoch: number, lease: Lease | undefined
     if (lease.signal.aborted) lost()
     else lease.signal.addEventListener("abort", lost, { once: true })
   }
+  const lost = (): Errors.OwnershipLost | undefined => {
+    if (!ownership.signal.aborted) return undefined
+    const reason = typeof ownership.signal.reason === "string" ? ownership.signal.reason : "it lost the run"
+    return new Errors.OwnershipLost({ runId, ownerEpoch, reason })
+  }
+  // Without a lease only the signal can say the run is lost: no clock to read (twice a tool step).
   const check = (tool: string): Effect.Effect<Errors.OwnershipLost | undefined> =>
-    Effect.map(Clock.currentTimeMillis, (now) => {
-      if (!ownership.signal.aborted && lease !== undefined && now >= lease.expiresAt()) {
+    lease === undefined ? Effect.sync(lost) : Effect.map(Clock.currentTimeMillis, (now) => {
+      if (!ownership.signal.aborted && now >= lease.expiresAt()) {
         lose(`its lease on the run ran out at ${new Date(lease.expiresAt()).toISOString()}, ${now - lease.expiresAt()} ms before the call to tool "${tool}" would have started (the process was paused, or too busy to renew it)`)
       }
-      if (!ownership.signal.aborted) return undefined
-      const reason = typeof ownership.signal.reason === "string" ? ownership.signal.reason : "it lost the run"
-      return new Errors.OwnershipLost({ runId, ownerEpoch, reason })
+      return lost()
     })
   const held: Lease = { expiresAt: () => lease?.expiresAt() ?? Number.POSITIVE_INFINITY, signal: ownership.signal }
   return { signal: ownership.signal, lose, check, lease: held }

@@ -121,6 +121,8 @@ const traced = (call: ToolCallRequest, key: string, idempotencyKey: string, tool
 export const make = (env: StepEnv) => {
   const { deps, tenant, runId } = env
   const availableTools = () => deps.tools.list().map((t) => t.name)
+  /** Whether any interceptor has a `beforeTool` hook: a kernel without one skips the chain. */
+  const hooksBefore = deps.interceptors.some((i) => i.beforeTool !== undefined)
 
   /** Runs the handler again for a logged request, with its logged arguments and idempotency key. */
   const rerun = (tool: Tool, key: string, first: Extract<EventPayload, { _tag: "ToolRequested" }>): Effect.Effect<ToolOutcome> => {
@@ -171,48 +173,50 @@ export const make = (env: StepEnv) => {
 
   /**
    * Passes the call through the `beforeTool` hooks and decodes the arguments they give: `Ready` to run, or `Done`
-   * (refused or invalid, logged with its request).
+   * (refused or invalid, logged with its request). No generator: this runs once per live tool step.
    */
-  const prepare = (call: ToolCallRequest, key: string, tool: Tool, requested: ToolRequestedPayload) =>
-    Effect.gen(function*() {
-      const notes: Array<EventPayload> = []
-      const context = env.callContext(key, notes)
-      const given: ToolCallInfo = { tool: call.name, requiresCapability: tool.requiresCapability, arguments: requested.arguments }
-      const before = yield* Interceptors.run(deps.interceptors, "before", given, (i) =>
-        i.beforeTool === undefined ? undefined : (info) => i.beforeTool!(info, context))
-      if (before._tag === "Refused") {
+  const prepare = (call: ToolCallRequest, key: string, tool: Tool, requested: ToolRequestedPayload): Effect.Effect<Prepared> => {
+    const notes: Array<EventPayload> = []
+    const given: ToolCallInfo = { tool: call.name, requiresCapability: tool.requiresCapability, arguments: requested.arguments }
+    if (!hooksBefore) return decoded(call, key, tool, requested, given, notes)
+    const context = env.callContext(key, notes)
+    return Effect.flatMap(
+      Interceptors.run(deps.interceptors, "before", given, (i) => i.beforeTool === undefined ? undefined : (info) => i.beforeTool!(info, context)),
+      (before): Effect.Effect<Prepared> => {
+        if (before._tag === "Passed") return decoded(call, key, tool, requested, before.value, notes)
         const error = before.error
-        if (error._tag === "BudgetExceeded") return yield* env.budgetExceeded(key, "before_call", [requested, ...notes])
-        return done(yield* refused(key, requested, [
+        if (error._tag === "BudgetExceeded") return env.budgetExceeded(key, "before_call", [requested, ...notes])
+        return Effect.map(refused(key, requested, [
           ...notes,
           { _tag: "PolicyDenied", tool: call.name, reason: error.reason, middleware: before.interceptor.name },
           { _tag: "ToolFailed", tool: call.name, kind: "denied", error: error.reason }
-        ], error))
+        ], error), done)
       }
-      const info = before.value
-      const args = tool.decodeArguments(info.arguments)
-      if (Either.isLeft(args)) {
-        const error = args.left
-        return done(yield* refused(key, requested, [...notes, { _tag: "ToolFailed", tool: call.name, kind: "invalid_arguments", error: error.reason, path: error.path }], error))
-      }
-      return { _tag: "Ready", info, args: args.right, notes } satisfies Prepared
-    })
+    )
+  }
+
+  /** The call's arguments (as the hooks left them) decoded: `Ready`, or `Done` when invalid (logged with its request). */
+  const decoded = (call: ToolCallRequest, key: string, tool: Tool, requested: ToolRequestedPayload, info: ToolCallInfo, notes: Array<EventPayload>): Effect.Effect<Prepared> => {
+    const args = tool.decodeArguments(info.arguments)
+    if (Either.isRight(args)) return Effect.succeed<Prepared>({ _tag: "Ready", info, args: args.right, notes })
+    const error = args.left
+    return Effect.map(refused(key, requested, [...notes, { _tag: "ToolFailed", tool: call.name, kind: "invalid_arguments", error: error.reason, path: error.path }], error), done)
+  }
 
   /** Makes a prepared call durable (`ToolRequested`, with the arguments the hooks gave) and runs its handler. */
-  const request = (tool: Tool, key: string, requested: ToolRequestedPayload, ready: Ready) =>
-    Effect.gen(function*() {
-      const { info, notes } = ready
-      const logged: EventPayload = { ...requested, arguments: info.arguments }
-      // A call requested by an owner that lost the run would only leave the next owner a call in doubt.
-      yield* env.checkOwnership(tool.name)
+  const request = (tool: Tool, key: string, requested: ToolRequestedPayload, ready: Ready): Effect.Effect<ToolOutcome> => {
+    const { info, notes } = ready
+    const logged: EventPayload = { ...requested, arguments: info.arguments }
+    // A call requested by an owner that lost the run would only leave the next owner a call in doubt.
+    return Effect.flatMap(env.checkOwnership(tool.name), () => {
       if (tool.idempotent && (tool.durability ?? deps.idempotentToolDurability) === "one-commit") {
         // One commit: the request goes to the log with the outcome. A crash mid-handler leaves no trace of the call,
         // so the next execution makes it again, with the same idempotency key.
-        return yield* runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, [logged, ...notes])
+        return runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, [logged, ...notes])
       }
-      yield* env.append(key, [logged, ...notes])
-      return yield* runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, [])
+      return Effect.zipRight(env.append(key, [logged, ...notes]), runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, []))
     })
+  }
 
   /** The run pauses for a person's decision on a prepared call: `ApprovalRequested` ends the batch (the run's head). */
   const askApproval = (call: ToolCallRequest, key: string, tool: Tool, ready: Ready) =>
@@ -237,25 +241,28 @@ export const make = (env: StepEnv) => {
 
   /** A call the log does not hold: checked, passed through the `beforeTool` hooks, approved if it must be, made durable, then run. */
   const newCall = (call: ToolCallRequest, key: string, tool: Tool | undefined): Effect.Effect<ToolOutcome> =>
-    Effect.gen(function*() {
+    Effect.suspend(() => {
       const requested = requestedOf(call, key, call.arguments)
       if (tool === undefined || (call.offered !== undefined && !call.offered.has(call.name) && hasCapability(tenant, tool.requiresCapability))) {
         const error = new Errors.UnknownTool({ tool: call.name, available: call.offered === undefined ? availableTools() : [...call.offered] })
-        return yield* refused(key, requested, [{ _tag: "ToolFailed", tool: call.name, kind: "unknown_tool", error: error.message }], error)
+        return refused(key, requested, [{ _tag: "ToolFailed", tool: call.name, kind: "unknown_tool", error: error.message }], error)
       }
       if (!hasCapability(tenant, tool.requiresCapability)) {
         const reason = `tenant ${tenant.tenantId} lacks capability "${tool.requiresCapability}"`
         const error = new Errors.PolicyDenied({ tool: call.name, reason, capability: tool.requiresCapability })
-        return yield* refused(key, requested, [
+        return refused(key, requested, [
           { _tag: "PolicyDenied", tool: call.name, reason, ...(tool.requiresCapability === undefined ? {} : { capability: tool.requiresCapability }) },
           { _tag: "ToolFailed", tool: call.name, kind: "denied", error: reason }
         ], error)
       }
-      const prepared = yield* prepare(call, key, tool, requested)
-      if (prepared._tag === "Done") return prepared.outcome
-      const needsApproval = tool.needsApproval === undefined ? false : yield* tool.needsApproval(prepared.args, { runId, tenant, stepKey: key })
-      if (needsApproval) return yield* askApproval(call, key, tool, prepared)
-      return yield* request(tool, key, requested, prepared)
+      return Effect.flatMap(prepare(call, key, tool, requested), (prepared): Effect.Effect<ToolOutcome> => {
+        if (prepared._tag === "Done") return Effect.succeed(prepared.outcome)
+        if (tool.needsApproval === undefined) return request(tool, key, requested, prepared)
+        return Effect.flatMap(
+          tool.needsApproval(prepared.args, { runId, tenant, stepKey: key }),
+          (needsApproval) => needsApproval ? askApproval(call, key, tool, prepared) : request(tool, key, requested, prepared)
+        )
+      })
     })
 
   /**

@@ -13,7 +13,7 @@ import type { Event } from "../Event.js"
 import * as Json from "../Json.js"
 import { firstIssue, jsonSchemaOf } from "../Tool.js"
 import type { PauseOptions } from "../Workflow.js"
-import { decodeExactOnce } from "./exactGuard.js"
+import { decodeExactOnce, encodeExactOnce } from "./exactGuard.js"
 import type { StepEnv } from "./stepEnv.js"
 import * as Tracing from "./tracing.js"
 
@@ -32,19 +32,16 @@ export const make = (env: StepEnv, response: { readonly payload: unknown } | und
     return Effect.succeed(value.right)
   }
 
-  const live = <A, I, E>(name: string, stepKey: string, effect: Effect.Effect<A, E>, schema: Schema.Schema<A, I>) =>
-    Effect.gen(function*() {
-      const value = yield* effect
-      const encoded = Either.mapLeft(Schema.encodeEither(schema)(value), (e) => firstIssue(e).reason)
+  /** A step run live: its value encoded (through the compiled guard when encoding returns it unchanged) and logged. */
+  const live = <A, I, E>(name: string, stepKey: string, effect: Effect.Effect<A, E>, schema: Schema.Schema<A, I>): Effect.Effect<A, E> =>
+    Effect.flatMap(effect, (value) => {
+      const encoded = Either.mapLeft(encodeExactOnce(schema, value), (e) => firstIssue(e).reason)
       const json = Either.flatMap(encoded, (u) => {
         const r = Json.fromUnknown(u)
         return r.ok ? Either.right(r.json) : Either.left(r.error)
       })
-      if (Either.isLeft(json)) {
-        return yield* Effect.die(new Errors.InvalidInput({ what: `value of step "${name}"`, reason: json.left }))
-      }
-      yield* env.append(stepKey, [{ _tag: "StepCompleted", name, value: json.right }])
-      return value
+      if (Either.isLeft(json)) return Effect.die(new Errors.InvalidInput({ what: `value of step "${name}"`, reason: json.left }))
+      return Effect.as(env.append(stepKey, [{ _tag: "StepCompleted", name, value: json.right }]), value)
     })
 
   // Replay meets a step per event of a long log: its recorded path builds no generator and no message it does not use.
