@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { createHash } from "node:crypto"
 import { FastCheck as fc } from "effect"
 import { Verify } from "@artana/core"
-import { GENESIS_HASH, hashMatches, newEventHash, StoredEvent } from "../src/internal/hash.js"
+import { chainChecker, GENESIS_HASH, hashMatches, newEventHash, StoredEvent } from "../src/internal/hash.js"
 
 // The chain's hash, written out from its definition: SHA-256 of "artana:v2:", the previous hash, and the event
 // without its hash as `JSON.stringify` writes it with its keys in sorted order.
@@ -44,6 +44,32 @@ describe("the hash chain's material", () => {
         expect(Verify.verifyEvents(runId, [...read.slice(0, -1), altered], { auditKey: "key" })).toMatchObject({ ok: false, firstBrokenSeq: last.seq })
       }),
       { numRuns: 200 }
+    )
+  })
+
+  it("one checker verifies events of several runs, tenants and types in any order, and refuses each one altered", () => {
+    const types = fc.constantFrom("StepCompleted", "Step\"Completed", "é", "")
+    const stored = fc.record({ eventId: text, runId: fc.constantFrom("r1", "r\"2", "r1"), tenantId: fc.constantFrom("acme", "t\n"), stepKey: text, type: types, seq: fc.oneof(fc.integer({ min: 1 }), fc.constant(Number.NaN)), timestamp: fc.double(), prevHash: fc.oneof(fc.constant(GENESIS_HASH), text) })
+    fc.assert(
+      fc.property(fc.array(stored, { minLength: 1, maxLength: 8 }), (fields) => {
+        const check = chainChecker(undefined)
+        for (const f of fields) {
+          const payload = { _tag: "StepCompleted", name: f.stepKey, value: f.seq } as const
+          const hash = newEventHash({ ...f, payload }, undefined)
+          const read = (over: Partial<typeof f>) => {
+            const e = { ...f, ...over }
+            return new StoredEvent(e.eventId, e.runId, e.tenantId, e.seq, e.timestamp, e.type, e.stepKey, payload, e.prevHash, hash, JSON.stringify(payload))
+          }
+          expect(check(read({}), false)).toBe(true)
+          expect(check(read({ runId: `${f.runId}x` }), false)).toBe(false)
+          expect(check(read({ tenantId: `${f.tenantId}x` }), false)).toBe(false)
+          expect(check(read({ type: `${f.type}x` }), false)).toBe(false)
+          // A timestamp is hashed as JSON writes it: a change JSON cannot see (a non-finite one, 2^60 + 1) is none.
+          const written = (n: number) => JSON.stringify(n)
+          expect(check(read({ timestamp: f.timestamp + 1 }), false)).toBe(written(f.timestamp + 1) === written(f.timestamp))
+        }
+      }),
+      { numRuns: 300 }
     )
   })
 })

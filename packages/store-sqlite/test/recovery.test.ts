@@ -454,6 +454,15 @@ const TAMPER_CASES: ReadonlyArray<TamperCase> = [
     },
     brokenAt: (last) => last,
     reason: /truncated/
+  },
+  {
+    name: "UPDATE of one event's hash",
+    edit: (sqlite, events, runId) => {
+      // The next row's prev_hash is stored as NULL (the previous row's hash): the forged hash is what it links to.
+      expect(sqlite.prepare(`UPDATE ${events} SET hash = randomblob(32) WHERE run_id = ? AND seq = 4`).run(runId).changes).toBe(1)
+    },
+    brokenAt: () => 4,
+    reason: /hash does not match/
   }
 ]
 

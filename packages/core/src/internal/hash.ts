@@ -120,26 +120,12 @@ const ESCAPED = /[\u0000-\u001f"\\\ud800-\udfff]/
 /** `JSON.stringify(text)`, without its cost for the common text that needs no escape (ids, hashes, keys). */
 const quote = (text: string): string => (ESCAPED.test(text) ? JSON.stringify(text) : `"${text}"`)
 
-/** Quotes text as `quote` does, remembering the few values that repeat in a run's events (its id, tenant, types). */
-const repeatedQuote = (): ((text: string) => string) => {
-  const known = new Map<string, string>()
-  return (text) => {
-    let quoted = known.get(text)
-    if (quoted === undefined) {
-      quoted = quote(text)
-      if (known.size < 64) known.set(text, quoted)
-    }
-    return quoted
-  }
-}
-
 /**
  * `head` and then the event without its hash, its fields in sorted order, its payload as the given text (what
- * `JSON.stringify` of that object writes, numbers included: a non-finite one is `null`). `repeated` quotes the run,
- * tenant and type; `prevHash` is the quoted previous hash. Joined from an array: a template literal of this many parts
- * builds a chain of intermediate strings that hashing then copies flat, which cost a read more than the hash itself.
+ * `JSON.stringify` of that object writes, numbers included: a non-finite one is `null`). Joined from an array. What
+ * verifying reads back builds is `storedMaterial`'s text, which is the same.
  */
-const envelope = (head: string, event: Omit<Event, "hash">, payload: string, repeated = quote, prevHash = quote(event.prevHash)): string =>
+const envelope = (head: string, event: Omit<Event, "hash">, payload: string): string =>
   [
     head,
     '{"eventId":',
@@ -147,19 +133,19 @@ const envelope = (head: string, event: Omit<Event, "hash">, payload: string, rep
     ',"payload":',
     payload,
     ',"prevHash":',
-    prevHash,
+    quote(event.prevHash),
     ',"runId":',
-    repeated(event.runId),
+    quote(event.runId),
     ',"seq":',
     Number.isFinite(event.seq) ? String(event.seq) : "null",
     ',"stepKey":',
     quote(event.stepKey),
     ',"tenantId":',
-    repeated(event.tenantId),
+    quote(event.tenantId),
     ',"timestamp":',
     Number.isFinite(event.timestamp) ? String(event.timestamp) : "null",
     ',"type":',
-    repeated(event.type),
+    quote(event.type),
     "}"
   ].join("")
 
@@ -210,11 +196,10 @@ export const hashMatches = (event: Event, auditKey: string | undefined): boolean
  * event's `prevHash` is the previous event's hash, already checked (a digest, which needs no escape).
  */
 export const chainChecker = (auditKey: string | undefined) => {
-  const repeated = repeatedQuote()
+  const material = storedMaterial()
   return (event: Event, linked: boolean): boolean => {
     const payload = storedPayload(event)
-    const prevHash = linked ? `"${event.prevHash}"` : quote(event.prevHash)
-    if (hashMaterial(envelope(STORED + event.prevHash, event, payload, repeated, prevHash), auditKey) === event.hash) return true
+    if (hashMaterial(material(event, payload, linked), auditKey) === event.hash) return true
     return legacyHash(event, payload, auditKey) === event.hash
   }
 }
@@ -222,13 +207,51 @@ export const chainChecker = (auditKey: string | undefined) => {
 /**
  * The event `newEventHash` hashes, built as a `StoredEvent` that carries the payload text it hashed (what a store
  * writes): the same hash, without `newEventHash`'s side table (a `WeakMap` entry per event written, as much CPU as
- * the hash itself). `repeated` quotes the run, tenant and type (a writer's `repeatedQuote()`). What the ledger writes.
+ * the hash itself). `material`: a writer's `writerMaterial()`, which keeps the parts its run, tenant and types
+ * repeat. What the ledger writes.
  */
-export const newStoredEvent = (event: Omit<Event, "hash">, auditKey: string | undefined, repeated: (text: string) => string = quote): StoredEvent => {
+export const newStoredEvent = (event: Omit<Event, "hash">, auditKey: string | undefined, material?: StoredMaterial): StoredEvent => {
   const payload = JSON.stringify(event.payload)
-  const hash = hashMaterial(envelope(STORED + event.prevHash, event, payload, repeated), auditKey)
+  const text = material === undefined ? envelope(STORED + event.prevHash, event, payload) : material(event, payload, false)
+  const hash = hashMaterial(text, auditKey)
   return new StoredEvent(event.eventId, event.runId, event.tenantId, event.seq, event.timestamp, event.type, event.stepKey, event.payload, event.prevHash, hash, payload)
 }
 
-/** A quoting function that remembers the few values a writer repeats (its run, tenant and event types). */
-export const writerQuote = (): ((text: string) => string) => repeatedQuote()
+/** The hash material of one writer's events (the same text as `envelope`'s, its repeated parts kept). */
+export type StoredMaterial = (event: Omit<Event, "hash">, payload: string, linked: boolean) => string
+
+/** A writer's material builder: keeps the few parts a writer repeats (its run, tenant and event types). */
+export const writerMaterial = (): StoredMaterial => storedMaterial()
+
+/**
+ * `envelope(STORED + prevHash, event, payload)` for the events of one run read in order, the same text built with
+ * less work: the parts around the run, the tenant and the type are kept with their keys and quotes (they repeat in
+ * every event of the run), and the text is concatenated, not joined from an array (hashing flattens it once either
+ * way; the array and its nineteen slots were a third of what verifying a page allocated). `linked`: the event's
+ * `prevHash` is the previous event's hash, already checked (a digest, which needs no escape).
+ */
+const storedMaterial = (): StoredMaterial => {
+  let runId: string | undefined
+  let runPart = ""
+  let tenantId: string | undefined
+  let tenantPart = ""
+  const typeParts = new Map<string, string>()
+  return (event: Omit<Event, "hash">, payload: string, linked: boolean): string => {
+    if (event.runId !== runId) {
+      runId = event.runId
+      runPart = ',"runId":' + quote(runId) + ',"seq":'
+    }
+    if (event.tenantId !== tenantId) {
+      tenantId = event.tenantId
+      tenantPart = ',"tenantId":' + quote(tenantId) + ',"timestamp":'
+    }
+    let typePart = typeParts.get(event.type)
+    if (typePart === undefined) {
+      typePart = ',"type":' + quote(event.type) + "}"
+      if (typeParts.size < 64) typeParts.set(event.type, typePart)
+    }
+    return STORED + event.prevHash + '{"eventId":' + quote(event.eventId) + ',"payload":' + payload + ',"prevHash":' +
+      (linked ? '"' + event.prevHash + '"' : quote(event.prevHash)) + runPart + (Number.isFinite(event.seq) ? String(event.seq) : "null") +
+      ',"stepKey":' + quote(event.stepKey) + tenantPart + (Number.isFinite(event.timestamp) ? String(event.timestamp) : "null") + typePart
+  }
+}

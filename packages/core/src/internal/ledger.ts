@@ -14,7 +14,7 @@ import { type Event, type EventPayload, RUN_STEP_KEY, type RunInfo } from "../Ev
 import * as EventStore from "../EventStore.js"
 import * as Verify from "../Verify.js"
 import type { VerifyReport } from "../Verify.js"
-import { chainChecker, GENESIS_HASH, hashMatches, newStoredEvent, writerQuote } from "./hash.js"
+import { chainChecker, GENESIS_HASH, hashMatches, newStoredEvent, writerMaterial } from "./hash.js"
 
 /** Signals adopted in one catch-up read at most: a sender's flood cannot hold a page larger than this in memory. */
 const CATCH_UP_PAGE = 1000
@@ -56,8 +56,8 @@ export const make = (options: LedgerOptions) => {
   let headHash = options.head?.hash ?? GENESIS_HASH
   let claimPending = options.claim
   let resumed = options.resumed
-  // The run, tenant and event types, quoted once for every hash this ledger computes.
-  const quoted = writerQuote()
+  // The hash material's run, tenant and type parts, built once for every hash this ledger computes.
+  const material = writerMaterial()
 
   /** Appends the `RunResumed` of a run taken over, if no batch did yet: the execution's claim. */
   const claim = (): Effect.Effect<void, AppendError> =>
@@ -95,7 +95,7 @@ export const make = (options: LedgerOptions) => {
         stepKey,
         payload,
         prevHash
-      }, options.auditKey, quoted)
+      }, options.auditKey, material)
       events.push(event)
       prevHash = event.hash
     }

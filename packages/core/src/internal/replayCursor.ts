@@ -154,20 +154,18 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
   // The log holds the run's end (`RunCompleted`, `RunFailed`, `RunContinued`): its code ran past every point of it.
   let ended = false
   let pages = 0
-  // The last RECENT_KEYS keys consumed or written (a ring, and a set over it).
-  const recent = new Set<string>()
-  const ring: Array<string | undefined> = []
-  let ringAt = 0
+  // The keys consumed or written: auto keys in `autoKeys` (no string kept), any other key in `explicitKeys`.
+  const explicitKeys = ExplicitKeys()
+  const autoKeys = AutoKeys()
   let counter = 0
   const lock = Effect.unsafeMakeSemaphore(1)
 
+  let remembered = 0
   const remember = (key: string) => {
-    const evicted = ring[ringAt]
-    if (evicted !== undefined) recent.delete(evicted)
-    ring[ringAt] = key
-    ringAt = (ringAt + 1) % RECENT_KEYS
-    recent.add(key)
+    remembered++
+    if (!autoKeys.remember(key, remembered)) explicitKeys.remember(key, remembered)
   }
+  const used = (key: string): boolean => autoKeys.used(key, remembered) || explicitKeys.used(key, remembered)
   const add = (page: ReadonlyArray<Event>) => {
     for (let i = 0; i < page.length; i++) {
       const event = page[i]!
@@ -234,7 +232,7 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
    */
   const lookup = (key: string, actual: () => string): Lookup => {
     const recorded = held.get(key)
-    if (recent.has(key)) return diverged(key, "a step key used once", `${actual()} reusing it`)
+    if (used(key)) return diverged(key, "a step key used once", `${actual()} reusing it`)
     if (recorded !== undefined) {
       // Its events may go on in the pages not read yet: until the log ends, a step is whole once it is settled and
       // its last batch is followed by another's.
@@ -308,10 +306,95 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
     /** The step's key: the explicit one, else `<kind>:<n>` by the order in which the code asks for steps. */
     nextKey: (kind: string, explicit: string | undefined): string => {
       const index = counter++
-      return explicit ?? `${kind}:${index}`
+      if (explicit !== undefined) return explicit
+      autoKeys.generated(kind, index)
+      return `${kind}:${index}`
     },
     unconsumed
   }
 }
 
 export type ReplayCursor = ReturnType<typeof make>
+
+/**
+ * The window of `RECENT_KEYS` keys consumed or written: a key remembered as the `n`th is in it while fewer than
+ * `RECENT_KEYS` were remembered after it (`remembered`: how many so far).
+ */
+const inWindow = (n: number, remembered: number): boolean => n > 0 && remembered - n < RECENT_KEYS
+
+/** The explicit keys of the window (any key that is not an auto key of it): the strings, with when each was last used. */
+const ExplicitKeys = () => {
+  const last = new Map<string, number>()
+  let queue: Array<string> = []
+  let at: Array<number> = []
+  let head = 0
+  return {
+    remember: (key: string, n: number) => {
+      // Keys that left the window are forgotten (unless used again since).
+      while (head < queue.length && !inWindow(at[head]!, n)) {
+        const old = queue[head]!
+        if (last.get(old) === at[head]) last.delete(old)
+        head++
+      }
+      if (head > 1024 && head * 2 > queue.length) {
+        queue = queue.slice(head)
+        at = at.slice(head)
+        head = 0
+      }
+      last.set(key, n)
+      queue.push(key)
+      at.push(n)
+    },
+    used: (key: string, remembered: number): boolean => last.size > 0 && inWindow(last.get(key) ?? 0, remembered)
+  }
+}
+
+/**
+ * The auto keys (`kind:index`) of the last RECENT_KEYS indexes `nextKey` handed out, and when each was consumed or
+ * written, by index: no key string is kept. Kept as strings, every key of a long run outlived two young collections
+ * (a key stays in the window for 10,000 steps) and was promoted: a resume of 100,000 steps grew its old generation by
+ * about 6 MB of keys that were garbage by then. Slot `index % RECENT_KEYS` holds the kind, the index, and when it was
+ * remembered; a key is taken as that auto key only when it reads `kind:index` exactly (an explicit key that reads the
+ * same is the same key, as before).
+ */
+const AutoKeys = () => {
+  const kinds: Array<string> = []
+  const indexes: Array<number> = []
+  const rememberedAt: Array<number> = []
+  /** The slot of `key` when it is an auto key handed out within the window, else -1. */
+  const slotOf = (key: string): number => {
+    const colon = key.lastIndexOf(":")
+    const digits = key.length - colon - 1
+    if (colon <= 0 || digits < 1 || digits > 15 || (digits > 1 && key.charCodeAt(colon + 1) === 48)) return -1
+    let index = 0
+    for (let i = colon + 1; i < key.length; i++) {
+      const c = key.charCodeAt(i) - 48
+      if (c < 0 || c > 9) return -1
+      index = index * 10 + c
+    }
+    const slot = index % RECENT_KEYS
+    if (indexes[slot] !== index) return -1
+    const kind = kinds[slot]!
+    return kind.length === colon && key.startsWith(kind) ? slot : -1
+  }
+  return {
+    /** `nextKey` handed out `kind:index`. */
+    generated: (kind: string, index: number) => {
+      const slot = index % RECENT_KEYS
+      kinds[slot] = kind
+      indexes[slot] = index
+      rememberedAt[slot] = 0
+    },
+    /** Remembers `key` as the `n`th when it is an auto key of the window; false when it is not one. */
+    remember: (key: string, n: number): boolean => {
+      const slot = slotOf(key)
+      if (slot < 0) return false
+      rememberedAt[slot] = n
+      return true
+    },
+    used: (key: string, remembered: number): boolean => {
+      const slot = slotOf(key)
+      return slot >= 0 && inWindow(rememberedAt[slot]!, remembered)
+    }
+  }
+}
