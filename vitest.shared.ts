@@ -26,7 +26,8 @@ export default defineConfig({
       { find: /^@artana\/model-openai\/testing$/, replacement: src("model-openai", "testing.ts") },
       { find: /^@artana\/model-openai$/, replacement: src("model-openai") },
       { find: /^@artana\/model-anthropic\/testing$/, replacement: src("model-anthropic", "testing.ts") },
-      { find: /^@artana\/model-anthropic$/, replacement: src("model-anthropic") }
+      { find: /^@artana\/model-anthropic$/, replacement: src("model-anthropic") },
+      { find: /^@artana\/sandbox\/Audit$/, replacement: src("sandbox", "Audit.ts") }
     ]
   },
   test: {

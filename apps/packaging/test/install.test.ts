@@ -15,6 +15,7 @@ import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import * as Native from "./native.js"
 import type { Readme } from "./readmes.js"
 import { checkedReadmes, installLines, nameOf, packagesOf } from "./readmes.js"
 import * as Registry from "./registry.js"
@@ -42,9 +43,23 @@ interface Result {
   readonly stderr: string
 }
 
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "artana-install-"))
+const TARBALLS = path.join(tmp, "tarballs")
+
+/** better-sqlite3 for the installs: the workspace's binary as a local prebuild, or a compile against this Node. */
+const native = Native.prepare(ROOT, path.join(tmp, "native"))
+/**
+ * With the prebuild, pnpm's side-effects cache is off: each project unpacks it (a second), and neither reads a build
+ * the machine's shared store may hold for this Node nor writes one there. Without it, a compile per project would
+ * take minutes: the cache stays on.
+ */
+const installEnv = native.prebuilt === undefined ? native.env : { ...native.env, npm_config_side_effects_cache: "false" }
+/** A command may compile better-sqlite3 when there is no prebuild: its time is added to the command's. */
+const COMMAND_MS = native.prebuilt === undefined ? 480_000 + Native.COMPILE_MS : 480_000
+
 /** The environment of a child: nothing of the pnpm script that runs this test (its package, its workspace). */
 const childEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
-  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1", ...extra }
+  const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1", ...installEnv, ...extra }
   for (const key of Object.keys(env)) {
     if (/^(npm_package_|npm_lifecycle_|PNPM_SCRIPT|npm_config_user_agent$|INIT_CWD$|ARTANA_)/.test(key)) delete env[key]
   }
@@ -53,7 +68,7 @@ const childEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
 
 const run = (command: string, args: ReadonlyArray<string>, cwd: string, env: NodeJS.ProcessEnv = childEnv()) =>
   new Promise<Result>((resolve) => {
-    execFile(command, args, { cwd, env, timeout: 480_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(command, args, { cwd, env, timeout: COMMAND_MS, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr })
     })
   })
@@ -76,9 +91,6 @@ const ok = async (command: string, args: ReadonlyArray<string>, cwd: string): Pr
   }
   return result
 }
-
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "artana-install-"))
-const TARBALLS = path.join(tmp, "tarballs")
 
 const publishable = (): ReadonlyArray<{ readonly dir: string; readonly manifest: Manifest }> =>
   fs.readdirSync(path.join(ROOT, "packages")).flatMap((d) => {
@@ -191,13 +203,29 @@ beforeAll(async () => {
     })()
   ])
   installed = projects
-  console.log(`install fixture: ${timings.join(", ")}`)
-})
+  const sqlite = native.prebuilt === undefined ? "better-sqlite3 compiled from source" : `better-sqlite3 from the workspace's ${native.prebuilt}`
+  console.log(`install fixture (${sqlite}): ${timings.join(", ")}`)
+}, native.prebuilt === undefined ? 600_000 + 2 * Native.COMPILE_MS : 600_000)
 
 afterAll(async () => {
   await registry?.close()
   fs.rmSync(tmp, { recursive: true, force: true })
 })
+
+/** The directories of the package `name` installed under `root` (in any `node_modules`, however deep). */
+const packageDirs = (root: string, name: string): ReadonlyArray<string> => {
+  const found: Array<string> = []
+  const walk = (dir: string): void => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      if (!entry.isDirectory()) continue
+      const sub = path.join(dir, entry.name)
+      if (path.basename(dir) === "node_modules" && entry.name === name) found.push(sub)
+      walk(sub)
+    }
+  }
+  walk(root)
+  return found
+}
 
 /** The Effect line the packages are built on: core's peer ranges of `effect` and `@effect/*`. */
 const effectPeers = (): Record<string, string> => {
@@ -295,6 +323,19 @@ describe("the artana CLI installed globally (npm i -g) from its tarball", () => 
     const json = result.stdout.slice(result.stdout.lastIndexOf("[exit", result.stdout.lastIndexOf("[exit") - 1) + "[exit 0]".length, result.stdout.lastIndexOf("[exit"))
     const report = JSON.parse(json.trim()) as { readonly steps: ReadonlyArray<{ readonly id: string; readonly decision: string }> }
     expect(report.steps.map((s) => [s.id, s.decision])).toEqual([["notes", "allowed"], ["count", "allowed"], ["peek", "denied"], ["save", "allowed"]])
+  })
+
+  it("has one better-sqlite3, built for this Node: the workspace's binary unpacked as a prebuilt download (no compile), or compiled against this Node's headers", async () => {
+    const dirs = packageDirs(globalModules, "better-sqlite3")
+    expect(dirs).toHaveLength(1)
+    const binary = path.join(dirs[0]!, "build/Release/better_sqlite3.node")
+    if (native.prebuilt !== undefined) {
+      expect(fs.readFileSync(binary).equals(fs.readFileSync(native.prebuilt))).toBe(true)
+      expect(fs.existsSync(path.join(dirs[0]!, "build/Release/obj.target"))).toBe(false)
+    }
+    const loaded = await run(process.execPath, ["-e", `new (require(${JSON.stringify(dirs[0])}))(":memory:").close()`], tmp)
+    expect(loaded.stderr).toBe("")
+    expect(loaded.code).toBe(0)
   })
 
   it("carries no PostgreSQL driver, and a postgres:// URL says what to install (exit 7, password hidden)", async () => {

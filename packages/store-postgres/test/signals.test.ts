@@ -79,6 +79,8 @@ describe.skipIf(pg.url === undefined)(`signals on PostgreSQL (${pg.description})
       const b = yield* kernelOn(url)
       const waiting = yield* Effect.fork(a.kernel.execute(gate, { runId: "once", tenant, input: null }))
       yield* awaiting(a.store, "once")
+      // As above: a signal sent before the waiting kernel's LISTEN is up is heard only by its hourly poll.
+      yield* listening(url)
       const receipts = yield* Effect.all(
         [a, b, a, b].map((k) => k.kernel.signal({ tenantId: "acme", runId: "once", name: "go", payload: "hook", id: "webhook-41" })),
         { concurrency: "unbounded" }

@@ -109,13 +109,13 @@ export const report = (args: ShowArgs) =>
     yield* positive("--limit", args.limit)
     const store = yield* EventStore.EventStore
     const info = yield* store.getRun(args.tenant, args.run)
-    // The sandbox (its audit reader) is loaded by `report` alone: the other read commands never need it.
-    const Toolbox = yield* Effect.promise(() => import("./toolbox.js"))
+    // The sandbox's audit reader alone (not the sandbox, not the MCP SDK): `report` reads what calls did, it runs none.
+    const Audit = yield* Effect.promise(() => import("@artana/sandbox/Audit"))
     const { next, omitted, windows } = windowsOf(info.headSeq, args.from, args.limit, REPORT_HEAD, REPORT_TAIL)
     const whole = windows.length === 1 && windows[0]!.fromSeq === 1 && windows[0]!.limit === undefined
     const [first] = yield* store.readEvents(args.tenant, args.run, 1, 1)
     const failed = info.status === "failed" ? yield* EventStore.lastEvent(store, args.tenant, info.runId, (e) => e.payload._tag === "RunFailed") : undefined
-    const built = Report.builder(info, first, Toolbox.audit, { stretch: !whole, failed })
+    const built = Report.builder(info, first, Audit.read, { stretch: !whole, failed })
     if (built instanceof PlanRunner.NotAPlanRun) return yield* built
     const chain = yield* chainOf(args, info)
     // The stretches, one after the other; the run's first event, in the first one or not, was given to the builder.
@@ -592,12 +592,12 @@ export const showRun = (args: ShowArgs) =>
     let gap = omitted
     // Steps that ran uncontained (`containment: none`), read from each page's audit; a step whose events straddle two
     // pages is read with the page before's events of it.
-    const Toolbox = yield* Effect.promise(() => import("./toolbox.js"))
+    const Audit = yield* Effect.promise(() => import("@artana/sandbox/Audit"))
     const warnings = new Set<string>()
     let carried: ReadonlyArray<Event.Event> = []
     yield* Stream.runForEachChunk(events, (page) => {
       const pageEvents = [...carried, ...Chunk.toReadonlyArray(page)]
-      for (const warning of Report.containmentWarnings(Toolbox.audit(pageEvents))) warnings.add(warning)
+      for (const warning of Report.containmentWarnings(Audit.read(pageEvents))) warnings.add(warning)
       const lastKey = pageEvents[pageEvents.length - 1]?.stepKey
       carried = pageEvents.filter((e) => e.stepKey === lastKey)
       const rows = Chunk.toReadonlyArray(page).map((e) => [

@@ -8,14 +8,13 @@ import { Json, type Middleware, type Tool } from "@artana/core"
 import type { PluginErrors } from "@artana/plugin-sdk";
 import { Plugin } from "@artana/plugin-sdk"
 import { McpConfig, type McpErrors, McpServers, McpTools } from "@artana/mcp"
-import { Audit, Policy, Sandbox } from "@artana/sandbox"
+import { Policy, Sandbox } from "@artana/sandbox"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import type * as PlanRunner from "../PlanRunner.js"
-import type * as Report from "../Report.js"
 
 export interface Toolbox {
   readonly tools: ReadonlyArray<Tool.Tool>
@@ -98,6 +97,3 @@ export const fromRecord = (
     const tools = yield* mcpTools(config, mcp ?? { entries: [] })
     return { ...toolbox, tools: [...toolbox.tools, ...tools.tools], policy: record, mcp, withheld: tools.withheld }
   })
-
-/** Reads the sandbox's audit records of a run (per step key: allowed or denied, why, what it touched). */
-export const audit: Report.AuditReader = Audit.read

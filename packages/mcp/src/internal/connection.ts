@@ -1,10 +1,7 @@
 // One server's connection: made on first use (a stdio server is started then), made again after it closed (a
 // server that died is started again for the next call), closed with the layer's scope.
 import { Errors, Json } from "@artana/core"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
-import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js"
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js"
 import * as Config from "effect/Config"
 import type * as ConfigProvider from "effect/ConfigProvider"
@@ -12,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import { isStdio, type Server } from "../McpConfig.js"
 import { McpServerError } from "../McpErrors.js"
+import type * as SdkModule from "./sdk.js"
 
 export interface Connection {
   readonly server: Server
@@ -31,6 +29,16 @@ export interface Connection {
 }
 
 const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e))
+
+type Sdk = typeof SdkModule
+
+let sdkLoaded: Promise<Sdk> | undefined
+/** The MCP SDK, loaded on the first connection of the process (see `sdk.ts`). */
+const sdk = (server: string): Effect.Effect<Sdk, McpServerError> =>
+  Effect.tryPromise({
+    try: () => (sdkLoaded ??= import("./sdk.js")),
+    catch: (cause) => new McpServerError({ server, reason: `cannot load the MCP SDK: ${messageOf(cause)}`, cause })
+  })
 
 /** `${NAME}` replaced by the variable's value, read through Effect's `Config` (the environment by default). */
 const interpolate = (server: string, where: string, template: string): Effect.Effect<Redacted.Redacted<string>, McpServerError> =>
@@ -55,7 +63,7 @@ const resolveAll = (server: string, what: string, record: Readonly<Record<string
     (entries) => Object.fromEntries(entries)
   )
 
-const transportOf = (server: Server) =>
+const transportOf = (server: Server, { getDefaultEnvironment, StdioClientTransport, StreamableHTTPClientTransport }: Sdk) =>
   Effect.gen(function*() {
     if (isStdio(server)) {
       const env = yield* resolveAll(server.name, "env", server.env)
@@ -87,15 +95,16 @@ const neverSent = (e: unknown): boolean => {
  * connected (in a tool call, whose own services are emptied by the plugin SDK).
  */
 export const make = (server: Server, provider: ConfigProvider.ConfigProvider): Connection => {
-  let current: Promise<Client> | undefined
+  let current: Promise<{ readonly client: Client; readonly sdk: Sdk }> | undefined
   let closed = false
 
   const connect = Effect.gen(function*() {
     if (closed) return yield* new McpServerError({ server: server.name, reason: "the connections were closed with their layer" })
     if (current === undefined) {
-      const transport = yield* Effect.withConfigProvider(transportOf(server), provider)
-      const client = new Client({ name: "artana", version: "0.1.0" }, { capabilities: {} })
-      const connecting = client.connect(transport).then(() => client)
+      const loaded = yield* sdk(server.name)
+      const transport = yield* Effect.withConfigProvider(transportOf(server, loaded), provider)
+      const client = new loaded.Client({ name: "artana", version: "0.1.0" }, { capabilities: {} })
+      const connecting = client.connect(transport).then(() => ({ client, sdk: loaded }))
       current = connecting
       // A server that went away is connected again (started again) on next use.
       client.onclose = () => {
@@ -113,7 +122,7 @@ export const make = (server: Server, provider: ConfigProvider.ConfigProvider): C
   })
 
   const list = Effect.gen(function*() {
-    const client = yield* connect
+    const { client } = yield* connect
     const tools: Array<McpTool> = []
     let cursor: string | undefined
     do {
@@ -131,7 +140,10 @@ export const make = (server: Server, provider: ConfigProvider.ConfigProvider): C
     Effect.gen(function*() {
       // The schema the arguments were validated with is an object schema: anything else never reaches a server.
       if (!Json.isObject(args)) return yield* new Errors.ToolError({ tool: qualified, reason: "the arguments are not a JSON object" })
-      const client = yield* Effect.mapError(connect, (e) => new Errors.ToolError({ tool: qualified, reason: e.message, cause: e }))
+      const { client, sdk: { ErrorCode, McpError, StreamableHTTPError } } = yield* Effect.mapError(
+        connect,
+        (e) => new Errors.ToolError({ tool: qualified, reason: e.message, cause: e })
+      )
       return yield* Effect.tryPromise({
         try: (interrupted) =>
           client.callTool({ name: tool, arguments: args }, undefined, {
@@ -159,7 +171,7 @@ export const make = (server: Server, provider: ConfigProvider.ConfigProvider): C
     current = undefined
     if (pending === undefined) return
     try {
-      await (await pending).close()
+      await (await pending).client.close()
     } catch {
       // Closing a connection that failed: nothing to release.
     }
