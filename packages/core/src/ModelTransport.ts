@@ -8,32 +8,12 @@
  */
 import * as Config from "effect/Config"
 import * as ConfigError from "effect/ConfigError"
-import * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
-import * as Schedule from "effect/Schedule"
-import { ModelError } from "./Errors.js"
-import type { ProviderNote } from "./ModelPort.js"
+import { type Failure, failure } from "./internal/retrying.js"
 
-/** A failed attempt: the error (its `retryable` flag decides a retry), and the wait the server asked for, if any. */
-export interface Failure {
-  readonly error: ModelError
-  readonly retryAfterMs: number | undefined
-}
-
-/** A failed attempt of `kind`, with the reason a person can act on. */
-export const failure = (
-  kind: ModelError["kind"],
-  reason: string,
-  retryable: boolean,
-  cause?: unknown,
-  retryAfterMs?: number
-): Failure => ({
-  error: new ModelError(cause === undefined ? { kind, reason, retryable } : { kind, reason, retryable, cause }),
-  retryAfterMs
-})
+export { type Failure, failure, type RetryPolicy, retryPolicy, retrying } from "./internal/retrying.js"
 
 /** The provider an adapter talks to, as its failures name it: the fix a person reads in a reason. */
 export interface Provider {
@@ -164,77 +144,6 @@ const byStatus = ({ baseURL, hasApiKey, model, provider: p }: Endpoint, e: HttpE
   }
   return failure("bad_request", `${baseURL} rejected the request (${detail})`, false, cause)
 }
-
-/** How one model call is retried. */
-export interface RetryPolicy {
-  /** Retries after the first attempt. */
-  readonly maxRetries: number
-  /** Delay before the first retry; each next one doubles, with ±20% jitter. */
-  readonly baseDelay: Duration.Duration
-  /** No delay, computed or asked for by `retry-after`, exceeds this. */
-  readonly maxDelay: Duration.Duration
-  /** The `source` of the `retry` notes (the adapter's name: `openai`, `anthropic`). */
-  readonly source: string
-}
-
-/** The policy of the adapter options every adapter shares (`maxRetries`, `retryBaseDelay`, `retryMaxDelay`). */
-export const retryPolicy = (source: string, options: {
-  readonly maxRetries?: number | undefined
-  readonly retryBaseDelay?: Duration.DurationInput | undefined
-  readonly retryMaxDelay?: Duration.DurationInput | undefined
-}): RetryPolicy => ({
-  source,
-  maxRetries: Math.max(0, options.maxRetries ?? 3),
-  baseDelay: Duration.decode(options.retryBaseDelay ?? Duration.millis(500)),
-  maxDelay: Duration.decode(options.retryMaxDelay ?? Duration.seconds(30))
-})
-
-const schedule = (policy: RetryPolicy, notes: Array<ProviderNote>) => {
-  let attempt = 0
-  return Schedule.exponential(policy.baseDelay, 2).pipe(
-    Schedule.jittered,
-    Schedule.intersect(Schedule.recurs(policy.maxRetries)),
-    Schedule.check((failure: Failure) => failure.error.retryable),
-    Schedule.passthrough,
-    Schedule.modifyDelayEffect((failure: Failure, backoff) =>
-      Effect.sync(() => {
-        attempt++
-        const wanted = failure.retryAfterMs === undefined ? backoff : Duration.millis(failure.retryAfterMs)
-        const delay = Duration.min(wanted, policy.maxDelay)
-        const delayMs = Math.round(Duration.toMillis(delay))
-        notes.push({ source: policy.source, note: "retry", data: { attempt, kind: failure.error.kind, delayMs } })
-        return Duration.millis(delayMs)
-      })
-    )
-  )
-}
-
-/**
- * Runs `attempt`, retrying retryable failures under `policy`. Succeeds with the value and the notes of the retries
- * that happened; a final failure says how many attempts were made.
- */
-export const retrying = <A>(
-  attempt: Effect.Effect<A, Failure>,
-  policy: RetryPolicy
-): Effect.Effect<{ readonly value: A; readonly notes: ReadonlyArray<ProviderNote> }, Failure> =>
-  Effect.suspend(() => {
-    const notes: Array<ProviderNote> = []
-    return attempt.pipe(
-      Effect.retry(schedule(policy, notes)),
-      Effect.map((value) => ({ value, notes })),
-      Effect.mapError((failure): Failure => {
-        if (notes.length === 0) return failure
-        const { cause, kind, reason, retryable } = failure.error
-        const error = new ModelError({
-          kind,
-          reason: `${reason} (gave up after ${notes.length + 1} attempts)`,
-          retryable,
-          ...(cause === undefined ? {} : { cause })
-        })
-        return { error, retryAfterMs: failure.retryAfterMs }
-      })
-    )
-  })
 
 /** The wait a server asks for: `retry-after-ms`, else `retry-after` in seconds or as an HTTP date. */
 export const retryAfterMs = (headers: Headers | undefined): number | undefined => {

@@ -13,7 +13,7 @@
 import * as Effect from "effect/Effect"
 import { ModelError } from "../Errors.js"
 import type { DeltaSink, ModelDelta, ProviderNote } from "../ModelPort.js"
-import { type Failure, failure, type RetryPolicy, retrying } from "../ModelTransport.js"
+import { type Failure, failure, type RetryPolicy, retrying } from "./retrying.js"
 
 /** Resolves in the next turn of the event loop, once the microtasks queued before it ran. */
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
