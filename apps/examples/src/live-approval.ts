@@ -67,7 +67,13 @@ const scripted = (paceMs: number): Layer.Layer<ModelPort.ModelPort> =>
       const last = request.messages[request.messages.length - 1]
       return last?.role === "tool" && (last.content ?? "").includes(refusal) ? rejected : approved
     }
-    return { ...approved, generate: (request) => pick(request).generate(request), stream: (request) => pick(request).stream(request) }
+    // Every call of the port picks its script: `streamTo` (the kernel's push path for streamed calls) included.
+    return {
+      ...approved,
+      generate: (request) => pick(request).generate(request),
+      stream: (request) => pick(request).stream(request),
+      streamTo: (request, sink) => pick(request).streamTo(request, sink)
+    }
   })
 
 export interface Options {
