@@ -346,12 +346,12 @@ const callToolWorkflow = Workflow.make({
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
     // Notices of this process's writes for other processes' live readers (PostgreSQL: NOTIFY), when the store needs them.
-    const tell = yield* LiveNotify.make(Option.getOrUndefined(yield* Effect.serviceOption(RunNotices.RunNotices)))
+    const tells = yield* LiveNotify.make(Option.getOrUndefined(yield* Effect.serviceOption(RunNotices.RunNotices)))
     // Every append wakes this process's live readers of the run.
     const hub = LiveRead.makeHub()
-    const store = LiveRead.notifying(yield* EventStore.EventStore, hub, tell)
+    const store = LiveRead.notifying(yield* EventStore.EventStore, hub, tells.appended)
     // Deltas of streamed calls: this process's memory, written behind to the store given (shared by processes).
-    const tier = yield* Effect.flatMap(Effect.serviceOption(LiveStore.LiveStore), Option.match({ onNone: () => LiveTier.memoryOnly, onSome: (shared) => LiveTier.make(shared, tell) }))
+    const tier = yield* Effect.flatMap(Effect.serviceOption(LiveStore.LiveStore), Option.match({ onNone: () => LiveTier.memoryOnly, onSome: (shared) => LiveTier.make(shared, tells.written) }))
     const liveStore = tier.store
     const model = yield* ModelPort
     const tools = yield* ToolRegistry

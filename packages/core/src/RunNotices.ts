@@ -27,6 +27,16 @@ export interface Service {
    * kernel notifies after each write to a run (coalesced per run), so that live readers in other processes wake.
    */
   readonly commitsHeard?: boolean | undefined
+  /**
+   * Registers this process's interest in the run's writes for the scope, before its first read (a live reader). A store
+   * that has it tells of an append only while someone watches the run (PostgreSQL: the append's own statement NOTIFYs
+   * when a watcher holds the run's lock), so writes nobody follows cost no notice. Without it, every write is told.
+   */
+  readonly watch?: ((tenantId: string, runId: string) => Effect.Effect<void, never, Scope.Scope>) | undefined
+  /** True when the store's appends tell watchers themselves (see `watch`): the kernel sends no notice after an append. */
+  readonly appendsTold?: boolean | undefined
+  /** The notice of a write other than an append (deltas written behind), reaching only watchers; default `notify`. */
+  readonly notifyWatchers?: ((tenantId: string, runId: string) => Effect.Effect<void>) | undefined
 }
 
 /** Notices of writes to runs, across processes. */
@@ -37,7 +47,20 @@ export interface Channel<E> {
   readonly send: (payload: string) => Effect.Effect<void, E>
   /** What every process sent, this one's too; the stream is opened once per process, for the life of the scope. */
   readonly listen: Stream.Stream<string, E>
+  /**
+   * See `Service.watch`. A channel with it is one whose store's appends tell the runs watched themselves
+   * (`appendsTold`), and whose `listen` emits `everyRun` each time its LISTEN is (again) up, its watches held again.
+   */
+  readonly watch?: ((tenantId: string, runId: string) => Effect.Effect<void, never, Scope.Scope>) | undefined
+  /** See `Service.notifyWatchers`. */
+  readonly sendWatched?: ((tenantId: string, runId: string) => Effect.Effect<void, E>) | undefined
 }
+
+/**
+ * A message a channel's `listen` may emit once its LISTEN is (again) up: what was sent before may not have been heard,
+ * so every ticket waiting is woken (its waiter reads the run again).
+ */
+export const everyRun = "*"
 
 const encode = (tenantId: string, runId: string): string => JSON.stringify([tenantId, runId])
 const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
@@ -48,6 +71,11 @@ export const fromChannel = <E>(channel: Channel<E>): Effect.Effect<Service, neve
     const waiting = new Map<string, Deferred.Deferred<void>>()
     const heard = (payload: string) =>
       Effect.suspend(() => {
+        if (payload === everyRun) {
+          const all = [...waiting.values()]
+          waiting.clear()
+          return Effect.forEach(all, (d) => Deferred.succeed(d, undefined), { discard: true })
+        }
         let parsed: unknown
         try {
           parsed = JSON.parse(payload)
@@ -77,11 +105,12 @@ export const fromChannel = <E>(channel: Channel<E>): Effect.Effect<Service, neve
         Effect.asVoid
       )
     })
+    const unsent = (runId: string) => (e: E) => Effect.logWarning(`notice of run ${runId} not sent (waiters in other processes poll instead)`, e)
+    const { sendWatched } = channel
     return {
-      notify: (tenantId, runId) =>
-        channel.send(encode(tenantId, runId)).pipe(
-          Effect.catchAll((e) => Effect.logWarning(`notice of run ${runId} not sent (waiters in other processes poll instead)`, e))
-        ),
+      notify: (tenantId, runId) => channel.send(encode(tenantId, runId)).pipe(Effect.catchAll(unsent(runId))),
+      ...(channel.watch === undefined ? {} : { watch: channel.watch, appendsTold: true }),
+      ...(sendWatched === undefined ? {} : { notifyWatchers: (tenantId: string, runId: string) => sendWatched(tenantId, runId).pipe(Effect.catchAll(unsent(runId))) }),
       ticket: (tenantId, runId) =>
         Effect.zipRight(listen, Effect.suspend(() => {
           const key = keyOf(tenantId, runId)

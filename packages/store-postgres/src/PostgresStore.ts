@@ -22,6 +22,7 @@ import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import Pg from "pg"
 import * as PgAppend from "./internal/pgAppend.js"
+import * as RunWatch from "./internal/runWatch.js"
 
 /** The connection pool each process keeps. */
 export interface PoolOptions {
@@ -219,6 +220,17 @@ const readOnlyConnection = (url: string): Pg.ClientConfig => {
 
 const ignoreError = () => {}
 
+/** How every connection of the store is made (the pool's, a cancel's, the runs channel's). */
+const connectionOf = (options: Options): Pg.ClientConfig => {
+  const url = urlOf(options.url)
+  return {
+    connectionString: url,
+    connectionTimeoutMillis: Duration.toMillis(connectTimeoutOf(options)),
+    application_name: options.applicationName ?? "artana",
+    ...(options.readOnly === true ? readOnlyConnection(url) : {})
+  }
+}
+
 const openPool = (options: Options): Effect.Effect<Opened, Errors.StoreUnavailable, Scope.Scope> =>
   Effect.suspend(() => {
     const url = urlOf(options.url)
@@ -231,12 +243,7 @@ const openPool = (options: Options): Effect.Effect<Opened, Errors.StoreUnavailab
     // Measured from when the connection is attempted, not from when the layer was described.
     const started = Date.now()
     const failed = (cause: unknown) => unavailable(url, cause, timeoutMs, Date.now() - started >= timeoutMs * 0.9)
-    const connection: Pg.ClientConfig = {
-      connectionString: url,
-      connectionTimeoutMillis: timeoutMs,
-      application_name: options.applicationName ?? "artana",
-      ...(options.readOnly === true ? readOnlyConnection(url) : {})
-    }
+    const connection = connectionOf(options)
     return Effect.acquireRelease(
       Effect.sync(() => {
         const pool = new Pg.Pool({
@@ -425,7 +432,7 @@ export const layerClient = (
       return Context.make(PgClient.PgClient, client).pipe(
         Context.add(SqlClient.SqlClient, client),
         Context.add(SqlEventStore.PreparedStatements, prepared),
-        Context.add(SqlEventStore.AppendDialect, { client, make: (tables) => PgAppend.make(client.withoutTransforms(), tables, prepared) })
+        Context.add(SqlEventStore.AppendDialect, { client, make: (tables) => PgAppend.make(client.withoutTransforms(), tables, prepared, runsChannel(options)) })
       )
     })
   )
@@ -461,13 +468,11 @@ export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnava
   )
   // Notices of writes to runs (a signal), so that a run waiting for it in another process reads its log at once: NOTIFY
   // on `artana_<prefix>runs`, heard on the pool's listening connection (one LISTEN per process).
+  // A live reader watches its run (`internal/runWatch.ts`): appends to runs nobody watches send no notice.
   const runNotices = Layer.scoped(
     RunNotices.RunNotices,
-    Effect.flatMap(PgClient.PgClient, (pg) => {
-      const channel = runsChannel(options)
-      // `pg_notify` rather than `PgClient.notify`: its `NOTIFY channel, $1` is no statement PostgreSQL parses.
-      return RunNotices.fromChannel({ send: (payload) => Effect.asVoid(pg`SELECT pg_notify(${channel}, ${payload})`), listen: pg.listen(channel) })
-    })
+    Effect.flatMap(PgClient.PgClient, (pg) =>
+      Effect.flatMap(RunWatch.make(connectionOf(options), runsChannel(options), pg), RunNotices.fromChannel))
   )
   // One after the other: a database that refuses the first store's tables fails the layer once, with its reason.
   return Layer.provideMerge(Layer.provideMerge(Layer.provideMerge(Layer.merge(liveStore, runNotices), taskQueue), eventStore), layerClient(options))

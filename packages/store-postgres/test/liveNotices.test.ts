@@ -7,6 +7,7 @@ import { Kernel, type Live, Tenant, ToolRegistry } from "@artana/core"
 import { ScriptedModel, TestWorkflows } from "@artana/core/testing"
 import { PostgresStore } from "@artana/store-postgres"
 import { PgTest } from "@artana/store-postgres/testing"
+import pgDriver from "pg"
 
 const pg = PgTest.server(inject("artanaPg"))
 const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1 })
@@ -44,4 +45,28 @@ describe.skipIf(pg.url === undefined)(`live readers woken by NOTIFY (${pg.descri
       expect(seen[seen.length - 1]?._tag).toBe("Paused")
       expect(seen.filter((e) => e._tag === "ModelCompleted")).toHaveLength(1)
     }), 120_000)
+
+  it.scoped("a run nobody follows is written without a notice: its appends and deltas NOTIFY nothing", () =>
+    Effect.gen(function*() {
+      const url = yield* PgTest.freshDatabase(pg.url!)
+      const writer = yield* kernelOn(url, [ScriptedModel.text("one two three", { deltas: ["one ", "two ", "three"] })])
+      // A bare session listening on the runs channel hears every notice sent on it, in commit order.
+      const heard: Array<string> = []
+      const listener = yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const client = new pgDriver.Client({ connectionString: url })
+          await client.connect()
+          client.on("notification", (n) => void heard.push(n.payload ?? ""))
+          await client.query(`LISTEN "${PostgresStore.runsChannel()}"`)
+          return client
+        }),
+        (client) => Effect.promise(() => client.end())
+      )
+      expect((yield* writer.execute(TestWorkflows.chatThenPause, { runId: "quiet", tenant, input: "q" })).status).toBe("paused")
+      // A marker sent after the run's last commit arrives after every notice the run's writes sent.
+      yield* Effect.promise(() => listener.query("SELECT pg_notify($1, 'marker')", [PostgresStore.runsChannel()]))
+      while (!heard.includes("marker")) yield* Effect.sleep("20 millis")
+      expect(heard).toEqual(["marker"])
+    }), 120_000)
 })
+

@@ -190,6 +190,8 @@ export const read = (
   // The first notice is asked for before the first read, so no write of another process after that read is missed.
   return Stream.unwrapScoped(Effect.gen(function*() {
     const first = yield* notices.ticket(tenantId, runId)
+    // Watched before the first read: a store that tells only watched runs tells this one of every write after it.
+    if (notices.watch !== undefined) yield* notices.watch(tenantId, runId)
     yield* Effect.forkScoped(relay(notices, options.hub, tenantId, runId, first))
     return reader(options, tenantId, runId, after)
   }))

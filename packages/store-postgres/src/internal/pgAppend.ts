@@ -16,6 +16,7 @@ import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
+import * as RunWatch from "./runWatch.js"
 
 /** Batches of at most this many events use a prepared statement (one text per size, so a few per connection). */
 const PREPARED_MAX_ROWS = 8
@@ -26,12 +27,14 @@ const rowCount = (raw: unknown): number =>
 
 /**
  * The event store's append on PostgreSQL, for the tables `t`, over `sql`; `prepared` runs the small batches (the
- * driver's prepared statements of the same pool), or undefined to send everything through `sql`.
+ * driver's prepared statements of the same pool), or undefined to send everything through `sql`. Each statement also
+ * NOTIFYs `channel` at its commit when a reader watches the run (`RunWatch.noteCte`), and only then.
  */
 export const make = (
   sql: SqlClient.SqlClient,
   t: SqlEventStore.Tables,
-  prepared: SqlEventStore.PreparedStatementsService | undefined
+  prepared: SqlEventStore.PreparedStatementsService | undefined,
+  channel: string
 ): SqlEventStore.AppendBatch => {
   const runs = sql(t.runs)
   const EVENT_VALUES = ["seq", "event_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"] as const
@@ -74,15 +77,17 @@ export const make = (
       // the plan does not depend on the table's statistics.
       const unfenced = (run: string, tenant: string, fence: string) =>
         `NOT EXISTS (SELECT 1 FROM "${t.runs}" WHERE ${byKey(run, tenant)} AND owner_epoch > ${fence}::bigint)`
+      // The run's watchers, if any, are told at the commit (read in each statement's condition, so it runs).
+      const note = (run: string, tenant: string) => RunWatch.noteCte(channel, tenant, run)
       switch (kind) {
         case "create":
-          text = `WITH run AS (INSERT INTO "${t.runs}" (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::double precision, $10::double precision, $11::double precision, $12::bigint, $13::text, $14::text) RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
+          text = `WITH run AS (INSERT INTO "${t.runs}" (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::double precision, $10::double precision, $11::double precision, $12::bigint, $13::text, $14::text) RETURNING run_id, tenant_id), ${note("$1", "$2")} ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values} WHERE ${RunWatch.noteRead}`
           break
         case "events":
-          text = `WITH ${prev(KEY.events)} ${into} SELECT $1::text, $2::text, e.* FROM ${values} WHERE ${follows} AND ${unfenced("$1", "$2", "$4")}`
+          text = `WITH ${prev(KEY.events)}, ${note("$1", "$2")} ${into} SELECT $1::text, $2::text, e.* FROM ${values} WHERE ${follows} AND ${unfenced("$1", "$2", "$4")} AND ${RunWatch.noteRead}`
           break
         case "run":
-          text = `WITH ${prev(KEY.run)}, run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), cost_usd = cost_usd + $5::double precision, owner_epoch = COALESCE($10::bigint, owner_epoch) WHERE ${byKey("$6", "$7")} AND head_seq <= $8::bigint AND owner_epoch <= COALESCE($9::bigint, owner_epoch) AND ${follows} RETURNING run_id, tenant_id) ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values}`
+          text = `WITH ${prev(KEY.run)}, run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), cost_usd = cost_usd + $5::double precision, owner_epoch = COALESCE($10::bigint, owner_epoch) WHERE ${byKey("$6", "$7")} AND head_seq <= $8::bigint AND owner_epoch <= COALESCE($9::bigint, owner_epoch) AND ${follows} RETURNING run_id, tenant_id), ${note("$6", "$7")} ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values} WHERE ${RunWatch.noteRead}`
           break
       }
       pgText.set(key, text)
