@@ -2,8 +2,8 @@
 // hour, so only the writer's notices can bring it the run's deltas and events in the test's time.
 import { describe, expect, it } from "@effect/vitest"
 import { inject } from "vitest"
-import { Chunk, Context, Effect, Fiber, Layer, Stream } from "effect"
-import { Kernel, type Live, Tenant, ToolRegistry } from "@artana/core"
+import { Chunk, Context, Deferred, Effect, Fiber, Layer, Schema, Stream } from "effect"
+import { Kernel, type Live, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel, TestWorkflows } from "@artana/core/testing"
 import { PostgresStore } from "@artana/store-postgres"
 import { PgTest } from "@artana/store-postgres/testing"
@@ -46,7 +46,7 @@ describe.skipIf(pg.url === undefined)(`live readers woken by NOTIFY (${pg.descri
       expect(seen.filter((e) => e._tag === "ModelCompleted")).toHaveLength(1)
     }), 120_000)
 
-  it.scoped("a run nobody follows is written without a notice: its appends and deltas NOTIFY nothing", () =>
+  it.scopedLive("a run nobody follows is written without a notice: its appends and deltas NOTIFY nothing", () =>
     Effect.gen(function*() {
       const url = yield* PgTest.freshDatabase(pg.url!)
       const writer = yield* kernelOn(url, [ScriptedModel.text("one two three", { deltas: ["one ", "two ", "three"] })])
@@ -67,6 +67,65 @@ describe.skipIf(pg.url === undefined)(`live readers woken by NOTIFY (${pg.descri
       yield* Effect.promise(() => listener.query("SELECT pg_notify($1, 'marker')", [PostgresStore.runsChannel()]))
       while (!heard.includes("marker")) yield* Effect.sleep("20 millis")
       expect(heard).toEqual(["marker"])
+    }), 120_000)
+
+  it.scopedLive("a reader that joins mid-run and loses its listening connection still follows the run to its end", () =>
+    Effect.gen(function*() {
+      const url = yield* PgTest.freshDatabase(pg.url!)
+      const held = yield* Deferred.make<void>()
+      const echo = Tool.make({ name: "echo", description: "echo", parameters: Schema.Struct({ i: Schema.Number }), idempotent: true, handler: ({ i }) => Effect.succeed(i) })
+      const hold = Tool.make({ name: "hold", description: "waits for the test", parameters: Schema.Struct({}), idempotent: true, handler: () => Effect.as(Deferred.await(held), 0) })
+      const steps = Workflow.make({
+        name: "held-steps",
+        input: Schema.Null,
+        output: Schema.Number,
+        run: (_input, ctx) =>
+          Effect.gen(function*() {
+            for (let i = 0; i < 5; i++) yield* ctx.tool(echo, { i })
+            yield* ctx.tool(hold, {})
+            for (let i = 5; i < 20; i++) yield* ctx.tool(echo, { i })
+            return 20
+          })
+      })
+      const kernelWith = (tools: ReadonlyArray<Tool.Any>) =>
+        Effect.map(
+          Layer.build(Kernel.layer({ livePollInterval: "1 hour", workflows: [steps] }).pipe(
+            Layer.provideMerge(Layer.mergeAll(PostgresStore.layer({ url, pool: { max: 4 }, applicationName: "mid-run" }), ScriptedModel.layer([]), ToolRegistry.layer(tools)))
+          )),
+          (context) => Context.get(context, Kernel.Kernel)
+        )
+      const writer = yield* kernelWith([echo, hold])
+      const reader = yield* kernelWith([])
+      const running = yield* Effect.fork(writer.execute(steps, { runId: "held", tenant, input: null }))
+      const admin = yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const client = new pgDriver.Client({ connectionString: url })
+          await client.connect()
+          return client
+        }),
+        (client) => Effect.promise(() => client.end())
+      )
+      // The run has written its first five steps, and is held at its sixth, when the reader joins.
+      while ((yield* Effect.promise(() => admin.query("SELECT count(*)::int AS n FROM events WHERE run_id = 'held'"))).rows[0].n < 11) {
+        yield* Effect.sleep("20 millis")
+      }
+      const following = yield* Effect.fork(reader.live({ tenantId: "acme", runId: "held" }).pipe(
+        Stream.takeUntil((e) => e._tag === "Completed"),
+        Stream.runCollect,
+        Effect.map(Chunk.toReadonlyArray)
+      ))
+      // Once the reader watches the run (its lock taken), its listening connection is ended by the server.
+      const watching = () => admin.query("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' AND granted")
+      while ((yield* Effect.promise(watching)).rows.length === 0) yield* Effect.sleep("20 millis")
+      yield* Effect.promise(() => admin.query("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' AND granted"))
+      yield* Deferred.succeed(held, undefined)
+      expect((yield* Fiber.join(running)).status).toBe("completed")
+      const seen = yield* Fiber.join(following).pipe(
+        Effect.timeoutFail({ duration: "30 seconds", onTimeout: () => new Error("the reader did not follow the run to its end") }),
+        Effect.ensuring(Fiber.interrupt(following))
+      )
+      expect(seen.filter((e) => e._tag === "ToolCompleted")).toHaveLength(21)
+      expect(seen[seen.length - 1]?._tag).toBe("Completed")
     }), 120_000)
 })
 
