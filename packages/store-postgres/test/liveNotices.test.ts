@@ -87,7 +87,7 @@ describe.skipIf(pg.url === undefined)(`live readers woken by NOTIFY (${pg.descri
             return 20
           })
       })
-      const kernelWith = (tools: ReadonlyArray<Tool.Any>) =>
+      const kernelWith = (tools: ReadonlyArray<Tool.Tool>) =>
         Effect.map(
           Layer.build(Kernel.layer({ livePollInterval: "1 hour", workflows: [steps] }).pipe(
             Layer.provideMerge(Layer.mergeAll(PostgresStore.layer({ url, pool: { max: 4 }, applicationName: "mid-run" }), ScriptedModel.layer([]), ToolRegistry.layer(tools)))
