@@ -36,14 +36,16 @@ export const concurrent = async (): Promise<BenchResult["rows"][number]> => {
   const floor = new Sqlite(filename)
   try {
     // Per round: steps/s, and the commits and appends it made (hardware-independent: how well the appends grouped).
-    const grouping: Array<{ readonly commits: number; readonly appends: number }> = []
+    const grouping: Array<{ readonly commits: number; readonly appends: number; readonly cpuUs: number }> = []
     const round = async (prefix: string) => {
       const before = { ...commits }
+      const c0 = process.cpuUsage()
       const t0 = nowUs()
       await Promise.all(Array.from({ length: RUNS }, (_, r) =>
         runtime.runPromise(Effect.flatMap(Kernel.Kernel, (k) => k.execute(steps, { runId: `${prefix}-${r}`, tenant, input: { n: STEPS } })))))
       const perSecond = (RUNS * STEPS) / ((nowUs() - t0) / 1e6)
-      grouping.push({ commits: commits.count - before.count, appends: commits.appends - before.appends })
+      const cpu = process.cpuUsage(c0)
+      grouping.push({ commits: commits.count - before.count, appends: commits.appends - before.appends, cpuUs: cpu.user + cpu.system })
       return perSecond
     }
     await round("warm")
@@ -96,6 +98,8 @@ export const concurrent = async (): Promise<BenchResult["rows"][number]> => {
         commits_per_step: totalCommits / stepsMeasured,
         appends_per_step: totalAppends / stepsMeasured,
         mean_group_size: totalAppends / totalCommits,
+        // The process's CPU per durable step (the runs' starts and ends included): what bounds steps/s once commits group.
+        cpu_us_per_step: median(measured.map((g) => g.cpuUs / (RUNS * STEPS))),
         runs: RUNS,
         steps_per_run: STEPS,
         rounds: ROUNDS,
