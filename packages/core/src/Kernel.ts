@@ -412,7 +412,7 @@ export const make = (options: Options = {}) =>
         const existing = yield* findRun(start.tenant.tenantId, runId)
         if (Option.isSome(existing)) return yield* continueRun(runtime, workflow, existing.value, "live", undefined, start.lease)
         return yield* startRun(runtime, workflow, start, runId)
-      }).pipe(Effect.ensuring(dropDeltasIfEnded(start.tenant.tenantId, runId)), Effect.withSpan("Kernel.execute", { attributes: { workflow: workflow.name } }))
+      }).pipe(Effect.ensuring(dropDeltasIfEnded(start.tenant.tenantId, runId)), Effect.withSpan("Kernel.execute", { attributes: { workflow: workflow.name }, captureStackTrace: false }))
     }
 
     const workflowFor = (info: RunInfo) => {
