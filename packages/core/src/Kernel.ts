@@ -442,7 +442,7 @@ export const make = (options: Options = {}) =>
         // A run that continued as new is resumed where its work goes on: the last run of its chain.
         const info = yield* chainEnd(store, yield* store.getRun(run.tenantId, run.runId))
         // A given workflow is checked by name like a registered one (continueRun: NonDeterminism on another name).
-        return yield* Effect.ensuring(resumeWith(info, run.workflow ?? (yield* workflowFor(info)), run), dropDeltasIfEnded(info.tenantId, info.runId))
+        return yield* Effect.onExit(resumeWith(info, run.workflow ?? (yield* workflowFor(info)), run), dropDeltasAfter(info.tenantId, info.runId))
       }).pipe(Effect.withSpan("Kernel.resume"))
     }
 
@@ -456,7 +456,7 @@ export const make = (options: Options = {}) =>
         const workflow = request.workflow ?? (yield* workflowFor(info))
         const takeover = forked.created ? `fork of run ${forked.forkedFrom.runId} at seq ${forked.forkedFrom.seq}: its first execution` : undefined
         // A fork already driven elsewhere to its end (or a pause) is returned as it stands, as `resume` would.
-        return yield* Effect.ensuring(continueRun(runtime, workflow, info, "live", undefined, undefined, takeover), dropDeltasIfEnded(info.tenantId, info.runId))
+        return yield* Effect.onExit(continueRun(runtime, workflow, info, "live", undefined, undefined, takeover), dropDeltasAfter(info.tenantId, info.runId))
       }).pipe(Effect.withSpan("Kernel.fork", { attributes: { runId: request.runId } }))
     }
 
