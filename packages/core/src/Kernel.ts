@@ -9,6 +9,7 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -397,14 +398,19 @@ export const make = (options: Options = {}) =>
       )
 
     /** Deltas are kept while the run is live: once an execution leaves it ended, they go. */
+    const dropDeltas = (tenantId: string, runId: string) =>
+      Effect.ignore(Effect.zipRight(liveStore.drop(tenantId, runId), hub.changed(tenantId, runId)))
     const dropDeltasIfEnded = (tenantId: string, runId: string) =>
       Effect.ignore(Effect.gen(function*() {
         const info = yield* store.getRun(tenantId, runId)
-        if (info.status === "completed" || info.status === "failed" || info.status === "continued") {
-          yield* liveStore.drop(tenantId, runId)
-          yield* hub.changed(tenantId, runId)
-        }
+        if (info.status === "completed" || info.status === "failed" || info.status === "continued") yield* dropDeltas(tenantId, runId)
       }))
+    /**
+     * `dropDeltasIfEnded`, after an execution: its result says whether the run ended (completed, or continued as new)
+     * or waits (paused, needs reconciliation), so only a failed or interrupted execution reads the run to know.
+     */
+    const dropDeltasAfter = (tenantId: string, runId: string) => <O, E>(exit: Exit.Exit<RunResult<O>, E>) =>
+      Exit.isFailure(exit) ? dropDeltasIfEnded(tenantId, runId) : exit.value.status === "completed" ? dropDeltas(tenantId, runId) : Effect.void
 
     const execute = <I, O, E>(workflow: Workflow.Workflow<I, O, E>, start: StartOptions<I>): Effect.Effect<RunResult<O>, E | KernelError> => {
       const runId = start.runId ?? crypto.randomUUID()
@@ -412,7 +418,7 @@ export const make = (options: Options = {}) =>
         const existing = yield* findRun(start.tenant.tenantId, runId)
         if (Option.isSome(existing)) return yield* continueRun(runtime, workflow, existing.value, "live", undefined, start.lease)
         return yield* startRun(runtime, workflow, start, runId)
-      }).pipe(Effect.ensuring(dropDeltasIfEnded(start.tenant.tenantId, runId)), Effect.withSpan("Kernel.execute", { attributes: { workflow: workflow.name } }))
+      }).pipe(Effect.onExit(dropDeltasAfter(start.tenant.tenantId, runId)), Effect.withSpan("Kernel.execute", { attributes: { workflow: workflow.name }, captureStackTrace: false }))
     }
 
     const workflowFor = (info: RunInfo) => {
@@ -436,7 +442,7 @@ export const make = (options: Options = {}) =>
         // A run that continued as new is resumed where its work goes on: the last run of its chain.
         const info = yield* chainEnd(store, yield* store.getRun(run.tenantId, run.runId))
         // A given workflow is checked by name like a registered one (continueRun: NonDeterminism on another name).
-        return yield* Effect.ensuring(resumeWith(info, run.workflow ?? (yield* workflowFor(info)), run), dropDeltasIfEnded(info.tenantId, info.runId))
+        return yield* Effect.onExit(resumeWith(info, run.workflow ?? (yield* workflowFor(info)), run), dropDeltasAfter(info.tenantId, info.runId))
       }).pipe(Effect.withSpan("Kernel.resume"))
     }
 
@@ -450,7 +456,7 @@ export const make = (options: Options = {}) =>
         const workflow = request.workflow ?? (yield* workflowFor(info))
         const takeover = forked.created ? `fork of run ${forked.forkedFrom.runId} at seq ${forked.forkedFrom.seq}: its first execution` : undefined
         // A fork already driven elsewhere to its end (or a pause) is returned as it stands, as `resume` would.
-        return yield* Effect.ensuring(continueRun(runtime, workflow, info, "live", undefined, undefined, takeover), dropDeltasIfEnded(info.tenantId, info.runId))
+        return yield* Effect.onExit(continueRun(runtime, workflow, info, "live", undefined, undefined, takeover), dropDeltasAfter(info.tenantId, info.runId))
       }).pipe(Effect.withSpan("Kernel.fork", { attributes: { runId: request.runId } }))
     }
 

@@ -835,7 +835,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
         return run
       }).pipe(
         Effect.catchTag("SqlError", (error) => Effect.fail(storeError("getRun", error))),
-        Effect.withSpan("SqlEventStore.getRun", { attributes: { runId } })
+        Effect.withSpan("SqlEventStore.getRun", { attributes: { runId }, captureStackTrace: false })
       )
 
     // Runs created in the same millisecond come back in creation order, as the in-memory store's stable sort
@@ -911,7 +911,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
         Effect.flatMap((rows) => decodeRows("lineageCostUsd", rows, () => `lineage ${rootRunId}`, (row) => num(row, "spent"))),
         Effect.map((sums) => sums[0] ?? 0),
         Effect.catchTag("SqlError", (error) => Effect.fail(storeError("lineageCostUsd", error))),
-        Effect.withSpan("SqlEventStore.lineageCostUsd", { attributes: { rootRunId } })
+        Effect.withSpan("SqlEventStore.lineageCostUsd", { attributes: { rootRunId }, captureStackTrace: false })
       )
 
     // An operator's count (`artana versions`): one scan of the runs, grouped in the database.

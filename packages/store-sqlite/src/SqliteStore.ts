@@ -47,6 +47,12 @@ export interface Options {
    * The file must exist. Default false.
    */
   readonly readOnly?: boolean | undefined
+  /**
+   * Called after each commit of the event store's appends (see the README's "Group commit"), with the number of
+   * appends that commit made durable: 1 for an append committed alone, the group's size for a group. For metrics
+   * (how well appends group, commits per step); it runs inside the write, so it must be cheap and must not throw.
+   */
+  readonly onGroupCommit?: ((appends: number) => void) | undefined
 }
 
 /** The services `layer` provides. */
@@ -292,7 +298,7 @@ export const layerClient = (
     Effect.map(open(options), ({ client, lane }) =>
       Context.make(SqliteClient.SqliteClient, client).pipe(
         Context.add(SqlClient.SqlClient, client),
-        Context.add(SqlEventStore.AppendDialect, { client, make: (tables) => SqliteAppend.make(lane, tables) })
+        Context.add(SqlEventStore.AppendDialect, { client, make: (tables) => SqliteAppend.make(lane, tables, options.onGroupCommit) })
       ))
   )
 

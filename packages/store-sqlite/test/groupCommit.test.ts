@@ -25,6 +25,24 @@ const step = (name: string) => ({ _tag: "StepCompleted", name, value: name }) as
 const openStore = (filename: string) =>
   Effect.map(Layer.build(SqliteStore.layer({ filename })), (context) => Context.get(context, EventStore.EventStore))
 
+/** `runs` runs appending at once, each its start and then `steps` steps one after the other: each run's log, by run id. */
+const runsAppending = (store: EventStore.Service, runs: number, steps: number) =>
+  Effect.map(
+    Effect.all(Array.from({ length: runs }, (_, r) =>
+      Effect.gen(function*() {
+        const runId = `run-${r}`
+        const log = TestLog.chain(runId, "acme", [], [started])
+        yield* store.append({ runId, tenantId: "acme", expectedSeq: 0, events: log })
+        for (let i = 1; i <= steps; i++) {
+          const events = TestLog.chain(runId, "acme", log, [step(`s${i}`)])
+          yield* store.append({ runId, tenantId: "acme", expectedSeq: log.length, events })
+          log.push(...events)
+        }
+        return [runId, log] as const
+      })), { concurrency: "unbounded" }),
+    (entries) => new Map(entries)
+  )
+
 describe("SQLite group commit", () => {
   it.scoped("appends made together are written together, and one the store refuses fails alone", () =>
     Effect.gen(function*() {
@@ -52,21 +70,12 @@ describe("SQLite group commit", () => {
   it.scoped("100 runs appending at once: every run's log is whole, in order, and verifies", () =>
     Effect.gen(function*() {
       const store = yield* openStore(tempDb())
-      const STEPS = 20
-      yield* Effect.all(Array.from({ length: 100 }, (_, r) =>
-        Effect.gen(function*() {
-          const runId = `run-${r}`
-          const log = TestLog.chain(runId, "acme", [], [started])
-          yield* store.append({ runId, tenantId: "acme", expectedSeq: 0, events: log })
-          for (let i = 1; i <= STEPS; i++) {
-            const events = TestLog.chain(runId, "acme", log, [step(`s${i}`)])
-            yield* store.append({ runId, tenantId: "acme", expectedSeq: log.length, events })
-            log.push(...events)
-          }
-          const stored = yield* store.readEvents("acme", runId)
-          expect(stored).toEqual(log)
-          expect(Verify.verifyEvents(runId, stored).ok).toBe(true)
-        })), { concurrency: "unbounded", discard: true })
+      const logs = yield* runsAppending(store, 100, 20)
+      for (const [runId, log] of logs) {
+        const stored = yield* store.readEvents("acme", runId)
+        expect(stored).toEqual(log)
+        expect(Verify.verifyEvents(runId, stored).ok).toBe(true)
+      }
       expect((yield* store.listRuns("acme")).length).toBe(100)
     }))
 
@@ -104,4 +113,37 @@ describe("SQLite group commit", () => {
         expect(Verify.verifyEvents(runId, stored).ok).toBe(true)
       }
     }), 120_000)
+})
+
+// `onGroupCommit`: the store says how many appends each of its commits made durable, so a program can see how well
+// its appends group (commits per step, the mean group's size) without timing anything.
+const observedStore = (filename: string) =>
+  Effect.gen(function*() {
+    const commits: Array<number> = []
+    const context = yield* Layer.build(SqliteStore.layer({ filename, onGroupCommit: (appends) => commits.push(appends) }))
+    return { store: Context.get(context, EventStore.EventStore), commits }
+  })
+
+describe("SQLite group commit, observed", () => {
+  it.scoped("each commit reports the appends it made durable: they add up to every acknowledged append, in fewer commits", () =>
+    Effect.gen(function*() {
+      const { commits, store } = yield* observedStore(tempDb())
+      const RUNS = 50
+      const STEPS = 10
+      yield* runsAppending(store, RUNS, STEPS)
+      expect(commits.reduce((n, c) => n + c, 0)).toBe(RUNS * (STEPS + 1))
+      expect(commits.every((c) => c >= 1)).toBe(true)
+      // Made together, committed together: at least one commit held more than one append.
+      expect(commits.length).toBeLessThan(RUNS * (STEPS + 1))
+    }))
+
+  it.scoped("an append the store refuses is not counted: only what a commit made durable is", () =>
+    Effect.gen(function*() {
+      const { commits, store } = yield* observedStore(tempDb())
+      const first = TestLog.chain("a", "acme", [], [started])
+      yield* store.append({ runId: "a", tenantId: "acme", expectedSeq: 0, events: first })
+      const refused = yield* Effect.either(store.append({ runId: "a", tenantId: "acme", expectedSeq: 0, events: first }))
+      expect(Either.isLeft(refused) && refused.left._tag).toBe("SequenceConflict")
+      expect(commits).toEqual([1])
+    }))
 })

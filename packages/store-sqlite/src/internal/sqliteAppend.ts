@@ -33,8 +33,8 @@ const OK: Outcome = Exit.void
 /** More distinct statements than this (batches of many sizes) and the cache starts again. */
 const CACHE_LIMIT = 64
 
-/** The append for tables `t`, on the connection of `lane`. */
-export const make = (lane: Lane, t: SqlEventStore.Tables): SqlEventStore.AppendBatch => {
+/** The append for tables `t`, on the connection of `lane`; `onCommit` hears the number of appends each commit made durable. */
+export const make = (lane: Lane, t: SqlEventStore.Tables, onCommit?: (appends: number) => void): SqlEventStore.AppendBatch => {
   const s = SqlEventStore.sqliteStatements(t)
   const cache = new Map<string, Statement>()
   const prepared = (db: Database, text: string): Statement => {
@@ -130,7 +130,13 @@ export const make = (lane: Lane, t: SqlEventStore.Tables): SqlEventStore.AppendB
         return group.map(() => failed)
       }
     }
-    const answer = (outcomes: ReadonlyArray<Outcome>) => group.forEach((p, i) => p.answer(outcomes[i]!))
+    const answer = (outcomes: ReadonlyArray<Outcome>) => {
+      if (onCommit !== undefined) {
+        const written = outcomes.reduce((n, outcome) => (Exit.isSuccess(outcome) ? n + 1 : n), 0)
+        if (written > 0) onCommit(written)
+      }
+      group.forEach((p, i) => p.answer(outcomes[i]!))
+    }
     // The common case, no transaction open: written here and now, without a fiber to wait for the connection.
     if (lane.idle()) answer(lane.now(write))
     else Effect.runFork(Effect.map(lane.exclusive(write), answer))
