@@ -531,7 +531,11 @@ export const make = (options: Options = {}) =>
           Effect.withSpan("Kernel.signal", { attributes: { runId: request.runId, signal: request.name } })
         ),
       wake: (run) => wake(run),
-      decideApproval: (decision) => Approvals.decide(runtime, decision).pipe(Effect.withSpan("Kernel.decideApproval")),
+      decideApproval: (decision) =>
+        Approvals.decide(runtime, decision).pipe(
+          Effect.tap((decided) => Option.match(queue, { onNone: () => Effect.void, onSome: (q) => Signals.wakeDecided(q, { tenantId: decision.tenantId, runId: decided.runId }) })),
+          Effect.withSpan("Kernel.decideApproval")
+        ),
       approvals: (filter) => Approvals.list(runtime, filter).pipe(Effect.withSpan("Kernel.approvals")),
       callTool: (options) =>
         execute(callToolWorkflow, { runId: options.runId, tenant: options.tenant, input: { tool: options.tool, args: options.args } }),

@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { Errors, Json, TaskQueue, type Tenant, type Workflow } from "@artana/core"
+import { type Approval, Errors, Json, Kernel, TaskQueue, type Tenant, type Workflow } from "@artana/core"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -44,6 +44,13 @@ export class WaitTimeout extends Schema.TaggedError<WaitTimeout>()("WaitTimeout"
   }
 }
 
+/** The session was built without a `Kernel` in context, so it cannot read or decide approvals. */
+export class ApprovalsUnavailable extends Schema.TaggedError<ApprovalsUnavailable>()("ApprovalsUnavailable", {}) {
+  override get message() {
+    return "this session has no Kernel: provide Kernel.layer (on the same store) below ArtanaSession.layer to list and decide approvals"
+  }
+}
+
 export interface WaitOptions {
   /** Default: wait as long as it takes. */
   readonly timeout?: Duration.DurationInput | undefined
@@ -77,6 +84,15 @@ export interface Service {
     taskId: string,
     response: Json.Json
   ) => Effect.Effect<void, TaskQueue.TaskNotFound | TaskQueue.InvalidTaskState | Errors.StoreError>
+  /** The tenant's tool calls waiting for a person's decision (the approvals inbox; `Kernel.approvals`). */
+  readonly approvals: (
+    filter: Approval.ApprovalsFilter
+  ) => Effect.Effect<ReadonlyArray<Approval.PendingApproval>, ApprovalsUnavailable | Errors.StoreError | Errors.LogTampered>
+  /**
+   * Approves (optionally with edited arguments) or rejects a pending call (`Kernel.decideApproval`). The decision is
+   * logged in the run's chain and queues the paused task again: a worker continues the run with it.
+   */
+  readonly decide: (decision: Approval.DecideRequest) => Effect.Effect<Approval.Decided, ApprovalsUnavailable | Approval.DecideError>
 }
 
 /** The session API over the task queue. */
@@ -118,9 +134,15 @@ export const resultOf = (task: TaskQueue.Task): Result | undefined => {
   }
 }
 
-/** Builds the session on the `TaskQueue` in context. */
+/**
+ * Builds the session on the `TaskQueue` in context; with a `Kernel` in context too (a worker process has one), it also
+ * lists and decides approvals. A process that only submits needs no kernel.
+ */
 export const make: Effect.Effect<Service, never, TaskQueue.TaskQueue> = Effect.gen(function*() {
   const queue = yield* TaskQueue.TaskQueue
+  const kernel = yield* Effect.serviceOption(Kernel.Kernel)
+  const withKernel = <A, E>(f: (k: Kernel.Service) => Effect.Effect<A, E>): Effect.Effect<A, E | ApprovalsUnavailable> =>
+    Option.match(kernel, { onNone: () => Effect.fail(new ApprovalsUnavailable()), onSome: f })
   const service: Service = {
     submit: Effect.fn("ArtanaSession.submit")(function*(request) {
       const encoded = request.workflow.encodeInput(request.input)
@@ -152,10 +174,12 @@ export const make: Effect.Effect<Service, never, TaskQueue.TaskQueue> = Effect.g
     },
     list: (tenantId, filter) => queue.list(tenantId, filter),
     cancel: (tenantId, taskId) => Effect.asVoid(queue.cancel(tenantId, taskId)),
-    respond: (tenantId, taskId, response) => Effect.asVoid(queue.respond(tenantId, taskId, response))
+    respond: (tenantId, taskId, response) => Effect.asVoid(queue.respond(tenantId, taskId, response)),
+    approvals: (filter) => withKernel((k) => k.approvals(filter)),
+    decide: (decision) => withKernel((k) => k.decideApproval(decision))
   }
   return service
 })
 
-/** `ArtanaSession` on the `TaskQueue` in context. */
+/** `ArtanaSession` on the `TaskQueue` (and, for approvals, the `Kernel`) in context. */
 export const layer: Layer.Layer<ArtanaSession, never, TaskQueue.TaskQueue> = Layer.effect(ArtanaSession, make)

@@ -1,6 +1,6 @@
 // A task whose run waits for a tool call's approval, driven by a worker on SQLite: the task pauses with the approval's
-// id; a response alone decides nothing; after the decision, a response queues the task again and a worker continues
-// the run with it: the approved call runs once.
+// id; a response alone decides nothing; the decision itself (made anywhere: here the kernel, as `artana approve` does)
+// queues the task again, and a worker continues the run with it: the approved call runs once, with no response.
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Schema } from "effect"
 import { Kernel, Tool, ToolRegistry, Workflow } from "@artana/core"
@@ -36,10 +36,9 @@ const layer = () => {
 }
 
 describe("a worker's task waiting for an approval", () => {
-  it.live("pauses with the approval; after the decision, a response lets a worker continue the run", () =>
+  it.live("pauses with the approval; the decision alone lets a worker continue the run", () =>
     Effect.gen(function*() {
       const session = yield* ArtanaSession.ArtanaSession
-      const kernel = yield* Kernel.Kernel
       const worker = yield* Effect.fork(Worker.run({ workflows: [pay], concurrency: 1, pollInterval: "20 millis", leaseSeconds: 5, workerId: "w1" }))
       const wait = (taskId: string) => session.waitForResult(tenant.tenantId, taskId, { timeout: "20 seconds", pollInterval: "20 millis" })
       const taskId = yield* session.submit({ workflow: pay, input: { amount: 70 }, tenant })
@@ -50,10 +49,24 @@ describe("a worker's task waiting for an approval", () => {
       yield* session.respond(tenant.tenantId, taskId, { approved: true })
       expect(yield* wait(taskId)).toMatchObject({ status: "paused", ticket: approvalId })
       expect(paid).toEqual([])
-      yield* kernel.decideApproval({ tenantId: tenant.tenantId, approvalId, approver: "ops", decision: "approve", arguments: { amount: 60 } })
-      yield* session.respond(tenant.tenantId, taskId, null)
+      // The session's inbox lists the call; its decision (the kernel's, as `artana approve` makes it) is all it takes.
+      const inbox = yield* session.approvals({ tenantId: tenant.tenantId })
+      expect(inbox.map((a) => [a.approvalId, a.tool, JSON.parse(a.arguments)])).toEqual([[approvalId, "payout", { amount: 70 }]])
+      yield* session.decide({ tenantId: tenant.tenantId, approvalId, approver: "ops", decision: "approve", arguments: { amount: 60 } })
       expect(yield* wait(taskId)).toMatchObject({ status: "completed", output: "paid" })
       expect(paid).toEqual([{ amount: 60 }])
       yield* Fiber.interrupt(worker)
     }).pipe(Effect.provide(layer())), 60_000)
+})
+
+describe("a session without a kernel", () => {
+  it.effect("submits, and says what it needs to decide approvals", () =>
+    Effect.gen(function*() {
+      const session = yield* ArtanaSession.ArtanaSession
+      const taskId = yield* session.submit({ workflow: pay, input: { amount: 1 }, tenant })
+      expect(taskId).not.toBe("")
+      const error = yield* Effect.flip(session.approvals({ tenantId: tenant.tenantId }))
+      expect(error._tag).toBe("ApprovalsUnavailable")
+      expect(error.message).toContain("provide Kernel.layer")
+    }).pipe(Effect.provide(Layer.provideMerge(ArtanaSession.layer, SqliteStore.layer({ filename: tempDb() }).pipe(Layer.orDie)))), 30_000)
 })

@@ -328,3 +328,22 @@ export const wakeTask = (
       Effect.catchTags({ TaskNotFound: () => Effect.succeed(false), InvalidTaskState: () => Effect.succeed(false) })
     )
   })
+
+/**
+ * Queues the task that drives a run (`TaskQueue.runIdOf`) once an approval the run paused for is decided, so that a
+ * decision made anywhere (the CLI, an inbox, another process) lets a worker continue the run without a task
+ * response. The decision is durable before this runs: a task that is not paused (its worker wakes it once it has
+ * finished it), a run no task drives, or a queue that cannot be reached leaves the decision as it is (logged).
+ */
+export const wakeDecided = (
+  queue: TaskQueue.Service,
+  run: { readonly tenantId: string; readonly runId: string }
+): Effect.Effect<boolean> => {
+  const taskId = Tasks.taskIdOf(run.runId)
+  if (taskId === undefined) return Effect.succeed(false)
+  return queue.wake(run.tenantId, taskId).pipe(
+    Effect.as(true),
+    Effect.catchTags({ TaskNotFound: () => Effect.succeed(false), InvalidTaskState: () => Effect.succeed(false) }),
+    Effect.catchAll((e) => Effect.as(Effect.logWarning(`approval decided on run ${run.runId}; its task was not queued again: ${e.message}`), false))
+  )
+}
