@@ -14,6 +14,7 @@ import { Artana, Chat, type Kernel, Live, ModelPort, Tenant, Tool, type Workflow
 import { ScriptedModel } from "@artana/core/testing"
 import { OpenAiModel } from "@artana/model-openai"
 import { SqliteStore } from "@artana/store-sqlite"
+import { showRunCommand } from "./quickstart.js"
 import { runMain } from "./runMain.js"
 
 const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: ["finance:write"], budgetUsdLimit: 0.05 })
@@ -142,7 +143,10 @@ export const main = async (options: Options = {}): Promise<Outcome> => {
       if (e._tag === "Failed") write(`\n\nrun failed: ${e.error}\n`)
     }
     const first = await started
-    return { first, final: decided === undefined ? first : await decided, events }
+    const final = decided === undefined ? first : await decided
+    // The file is kept (as the quick start's is) so the run can be inspected: its chain, the approval and who gave it.
+    write(`inspect it: ${showRunCommand(run.runId, filename, tenant.tenantId)}\n`)
+    return { first, final, events }
   } finally {
     await artana.close()
   }

@@ -146,8 +146,8 @@ export const main = async (options: QuickstartOptions = {}): Promise<QuickstartR
 }
 
 /** The `artana show-run` that shows this run: its record, lineage and events. */
-export const showRunCommand = (runId: string, filename: string): string =>
-  `artana show-run ${runId} --tenant ${tenant.tenantId} --db '${filename.replace(/'/g, "'\\''")}'`
+export const showRunCommand = (runId: string, filename: string, tenantId: string = tenant.tenantId): string =>
+  `artana show-run ${runId} --tenant ${tenantId} --db '${filename.replace(/'/g, "'\\''")}'`
 
 const isMain = process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]
 if (isMain) {

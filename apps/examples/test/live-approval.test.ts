@@ -54,6 +54,8 @@ describe("live-approval example", () => {
     expect(rest).toContain(`agent: ${done}`)
     expect(rest).toContain(`run completed: ${JSON.stringify(done)}`)
     expect(stdout).not.toContain("[logged reply")
+    // The run's file is kept for inspection, and the example says how.
+    expect(stdout).toMatch(/inspect it: artana show-run pay-\d+ --tenant \S+ --db '[^']+artana\.db'\n/)
   }, 180_000)
 
   it("offline: 'n' rejects; the model sees the rejection and the run still ends", async () => {

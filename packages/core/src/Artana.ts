@@ -339,6 +339,16 @@ export const listRuns = (
 ): Effect.Effect<ReadonlyArray<RunInfo>, Errors.StoreError, EventStore.EventStore> =>
   Effect.flatMap(EventStore.EventStore, (s) => s.listRuns(tenantId, filter))
 
+/**
+ * The tenant's runs a page at a time (`EventStore.listRunsPage`): pass the page's `next` as `after` for the one that
+ * follows, with the same filter; each page reads an index, however many runs the store keeps.
+ */
+export const listRunsPage = (
+  tenantId: string,
+  filter?: EventStore.ListRunsPageFilter
+): Effect.Effect<EventStore.RunsPage, Errors.StoreError | Errors.InvalidInput, EventStore.EventStore> =>
+  Effect.flatMap(EventStore.EventStore, (s) => s.listRunsPage(tenantId, filter))
+
 /** Where a run stands, read from its log without running anything. */
 export type RunState =
   /** Started and not settled: running somewhere, or left by a crash (`run` or `resume` continues it). */
@@ -463,6 +473,8 @@ export interface Client {
   readonly status: (run: Kernel.RunRef) => Promise<RunState>
   readonly getRun: (run: Kernel.RunRef) => Promise<RunInfo>
   readonly listRuns: (tenantId: string, filter?: EventStore.ListRunsFilter) => Promise<ReadonlyArray<RunInfo>>
+  /** The tenant's runs a page at a time (`Artana.listRunsPage`): `{ runs, next }`; pass `next` as `after`. */
+  readonly listRunsPage: (tenantId: string, filter?: EventStore.ListRunsPageFilter) => Promise<EventStore.RunsPage>
   readonly readEvents: (run: Kernel.RunRef) => Promise<ReadonlyArray<Event>>
   /** The run's events, verified a page at a time (`Kernel.events`): `for await (const event of client.events(run))`. */
   readonly events: (run: Kernel.RunRef, options?: Kernel.EventsOptions) => AsyncIterable<Event>
@@ -511,6 +523,7 @@ export const create = (options: Options): Client => {
     status: (r) => go(status(r)),
     getRun: (r) => go(getRun(r)),
     listRuns: (tenantId, filter) => go(listRuns(tenantId, filter)),
+    listRunsPage: (tenantId, filter) => go(listRunsPage(tenantId, filter)),
     readEvents: (r) => go(readEvents(r)),
     approvals: (f) => go(approvals(f)),
     decide: (d) => go(decide(d)),

@@ -462,9 +462,23 @@ END $artana$`)
         pg: () => sql.unsafe(`CREATE INDEX IF NOT EXISTS "${t.prefix}${FENCE_INDEX}" ON "${t.runs}" (tenant_id COLLATE "C", run_id COLLATE "C")`),
         orElse: () => Effect.void
       })
+    }),
+    // `list-runs --version V` on an index of its own, as every other filter of the list (see `RUN_VERSION_INDEX`).
+    "10_run_version_index": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      const [name, columns] = RUN_VERSION_INDEX
+      const tail = sql.onDialectOrElse({ pg: () => ", run_id", orElse: () => "" })
+      const quote = (id: string) => sql.onDialectOrElse({ pg: () => `"${id}"`, orElse: () => id })
+      yield* sql.unsafe(`CREATE INDEX IF NOT EXISTS ${quote(`${t.prefix}${name}`)} ON ${quote(t.runs)} (${columns}, created_at DESC${tail})`)
     })
   }
 }
+
+/**
+ * The index `listRuns` pages the runs of one version of the code on (migration 10): name, and the columns before
+ * `created_at DESC`. A rare version (the runs a rolling deploy left behind) is found without scanning the tenant's runs.
+ */
+export const RUN_VERSION_INDEX: readonly [string, string] = ["runs_version_list_idx", "tenant_id, version"]
 
 /**
  * PostgreSQL's index of the append statements' look-up of a run (the fence check, a status change's UPDATE; migration 9):

@@ -379,7 +379,9 @@ export const suite = (name: string, database: Effect.Effect<Database, unknown, S
             cost_usd: 0,
             created_at: T0 + Math.floor(i / 3) * 5000,
             updated_at: T0 + Math.floor(i / 3) * 5000,
-            owner_epoch: 0
+            owner_epoch: 0,
+            // Ten versions of the code: a tenant's runs of one version are 150 of its 1,500.
+            version: `v${i % 10}`
           }))
           for (let i = 0; i < rows.length; i += 500) yield* sql`INSERT INTO ${sql(runsTable)} ${sql.insert(rows.slice(i, i + 500))}`
           yield* sql.unsafe(sql.onDialectOrElse({ pg: () => `ANALYZE "${runsTable}"`, orElse: () => "SELECT 1" }))
@@ -397,7 +399,9 @@ export const suite = (name: string, database: Effect.Effect<Database, unknown, S
             [{ workflow: "workflow-5", after: firstPage.next }, "runs_workflow_list_idx"],
             [{ rootRunId: "root-1" }, "runs_root_list_idx"],
             [{ rootRunId: "root-5", after: firstPage.next }, "runs_root_list_idx"],
-            [{ forkedFrom: "run-9" }, "runs_forks_list_idx"]
+            [{ forkedFrom: "run-9" }, "runs_forks_list_idx"],
+            [{ version: "v3" }, "runs_version_list_idx"],
+            [{ version: "v3", after: firstPage.next }, "runs_version_list_idx"]
           ]
           for (const [filter, index] of cases) {
             // The statement the store runs, caught on its way to the database, then explained there.

@@ -106,3 +106,30 @@ describe("Artana.create: signals", () => {
     }
   })
 })
+
+describe("Artana.create: the tenant's runs a page at a time", () => {
+  it("pages through every run with `next`, none twice, within the tenant, and refuses a cursor no page gave", async () => {
+    const noop = Workflow.make({ name: "noop", input: Schema.Struct({ i: Schema.Number }), output: Schema.Number, run: ({ i }) => Effect.succeed(i) })
+    const artana = Artana.create({ model: ScriptedModel.layer([]), tools: [], workflows: [noop] })
+    try {
+      for (let i = 0; i < 7; i++) await artana.run(noop, { runId: `p-${i}`, tenant: acme, input: { i } })
+      await artana.run(noop, { runId: "elsewhere", tenant: { tenantId: "other", budgetUsdLimit: 1 }, input: { i: 0 } })
+      const seen: Array<string> = []
+      let after: string | undefined
+      let pages = 0
+      do {
+        const page = await artana.listRunsPage("acme", { limit: 3, ...(after === undefined ? {} : { after }) })
+        expect(page.runs.length).toBeLessThanOrEqual(3)
+        seen.push(...page.runs.map((r) => r.runId))
+        after = page.next
+        pages++
+      } while (after !== undefined)
+      expect(pages).toBe(3)
+      expect([...seen].sort()).toEqual(Array.from({ length: 7 }, (_, i) => `p-${i}`))
+      expect(seen).toEqual((await artana.listRuns("acme")).map((r) => r.runId))
+      await expect(artana.listRunsPage("acme", { after: "not-a-cursor" })).rejects.toMatchObject({ _tag: "InvalidInput" })
+    } finally {
+      await artana.close()
+    }
+  })
+})

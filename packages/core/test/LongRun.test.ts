@@ -62,6 +62,35 @@ describe("long runs", () => {
         expect(reads.reduce((n, r) => n + r.returned, 0)).toBe(1)
       })))
 
+  it.effect("a failed run's typed error is read from its head event too: one event read, on execute and on resume", () => {
+    class Overdrawn extends Schema.TaggedError<Overdrawn>()("Overdrawn", { balance: Schema.Number }) {}
+    const drain = Workflow.make({
+      name: "drain",
+      input: Schema.Struct({ steps: Schema.Number }),
+      output: Schema.Number,
+      error: Overdrawn,
+      run: ({ steps }, ctx) =>
+        Effect.gen(function*() {
+          let balance = 0
+          for (let i = 0; i < steps; i++) balance -= yield* ctx.step(`debit-${i}`, Effect.succeed(1), Schema.Number)
+          return yield* new Overdrawn({ balance })
+        })
+    })
+    return withRecordedStore((reads) =>
+      Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        const input = { runId: "drained", tenant, input: { steps: 600 } }
+        const first = yield* Effect.flip(kernel.execute(drain, input))
+        expect(first).toEqual(new Overdrawn({ balance: -600 }))
+        reads.length = 0
+        expect(yield* Effect.flip(kernel.execute(drain, input))).toEqual(first)
+        expect(reads.reduce((n, r) => n + r.returned, 0)).toBe(1)
+        reads.length = 0
+        expect(yield* Effect.flip(kernel.resume({ tenantId: tenant.tenantId, runId: "drained", workflow: drain }))).toEqual(first)
+        expect(reads.reduce((n, r) => n + r.returned, 0)).toBe(1)
+      }))
+  })
+
   it.effect("Artana.status of a long run reads the one event that set its status: its pause, its end", () =>
     withRecordedStore((reads, store) =>
       Effect.gen(function*() {

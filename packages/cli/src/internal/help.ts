@@ -199,8 +199,9 @@ export const commands: ReadonlyArray<CommandDoc> = [
     details: [
       "Runs in needs_reconciliation are listed with the path to the step in doubt and the `artana reconcile` that settles it.",
       "When more runs follow the page, it prints the next page's cursor and the command that shows it (the same filters",
-      "and --after CURSOR); `--format json` gives it as `next` (null on the last page). Every filter reads an index: a",
-      "page costs the same however many runs the store keeps."
+      "and --after CURSOR); `--format json` gives it as `next` (null on the last page). Each filter reads an index of its",
+      "own, so a page costs the same however many runs the store keeps; given several filters, the store reads one index",
+      "and checks the others on its rows."
     ],
     arguments: [],
     options: [
