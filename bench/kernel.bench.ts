@@ -125,7 +125,8 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
       yield* kernel.execute(steps, { runId: "long", tenant, input: { n: REPLAY_STEPS, floor: false } })
       const store = yield* EventStore.EventStore
       const eventCount = (yield* store.readEvents(tenant.tenantId, "long")).length
-      const all = floor.prepare(`SELECT * FROM ${table} WHERE run_id = ? ORDER BY seq`)
+      // By the events' key, as the store reads a run (a read by run_id alone scans the table).
+      const all = floor.prepare(`SELECT * FROM ${table} WHERE tenant_id = ? AND run_id = ? ORDER BY seq`)
       const replayTimes: Array<number> = []
       const readTimes: Array<number> = []
       const verifyTimes: Array<number> = []
@@ -135,7 +136,7 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
         const replayed = yield* kernel.replay(steps, { tenantId: tenant.tenantId, runId: "long" })
         const t1 = nowUs()
         if (replayed.status !== "completed") throw new Error("replay did not complete")
-        const rows = all.all("long") as Array<{ payload: string }>
+        const rows = all.all(tenant.tenantId, "long") as Array<{ payload: string }>
         let parsed = 0
         for (const row of rows) parsed += JSON.parse(row.payload) === null ? 0 : 1
         const t2 = nowUs()

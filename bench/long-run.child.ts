@@ -49,7 +49,7 @@ const program: Effect.Effect<Record<string, unknown>, unknown, Kernel.Kernel | E
       ).name
       const t0 = now()
       let parsed = 0
-      for (const row of db.prepare(`SELECT * FROM ${table} WHERE run_id = ? ORDER BY seq`).all(runId)) {
+      for (const row of db.prepare(`SELECT * FROM ${table} WHERE tenant_id = ? AND run_id = ? ORDER BY seq`).all(tenant.tenantId, runId)) {
         // A plain check, not a schema: the floor is the bare read.
         if (Predicate.hasProperty(row, "payload") && typeof row.payload === "string") parsed += JSON.parse(row.payload) === null ? 0 : 1
       }
