@@ -380,6 +380,8 @@ const usageHint = (argv: ReadonlyArray<string>) => {
 export const main = (argv: ReadonlyArray<string>): Effect.Effect<number, never, CliApp.CliApp.Environment> => {
   const help = Help.requested(argv.slice(2), Out.outStyle(), Help.version())
   if (help !== undefined) return Effect.as(Out.stdout(help), ExitCode.Ok)
+  const stray = Help.notACommand(argv[2])
+  if (stray !== undefined) return Effect.as(Effect.zipRight(Out.stderr(stray), usageHint(argv)), ExitCode.BadInput)
   return Command.run(command, { name: "artana", version: Help.version() })(argv).pipe(
     plainWhereNoColors,
     Effect.as(ExitCode.Ok),

@@ -73,5 +73,15 @@ describe("artana --help", () => {
       expect(missing.code).toBe(2)
       expect(missing.stderr).toContain("Missing argument <RUN>")
       expect(missing.stderr).toContain("see `artana report --help` for the usage")
+
+      // A first word that is no command: said as such, not as @effect/cli's "Invalid subcommand".
+      const option = yield* artana(["--bogus"], { cwd })
+      expect(option.code).toBe(2)
+      expect(option.stderr).toContain("--bogus before a command: the command comes first")
+      expect(option.stderr).not.toContain("Invalid subcommand")
+      const typo = yield* artana(["lsit-runs"], { cwd })
+      expect(typo.code).toBe(2)
+      expect(typo.stderr).toContain('no command "lsit-runs"; the commands: run, replay')
+      expect(typo.stderr).toContain("see `artana --help` for the usage")
     }))
 })

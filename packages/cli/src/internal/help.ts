@@ -509,6 +509,18 @@ export const ofCommand = (s: T.Style, doc: CommandDoc): string =>
 
 
 /**
+ * What `artana FIRST ...` says when FIRST names no command (a typo, or an option put before the command), instead
+ * of @effect/cli's "Invalid subcommand"; undefined when FIRST is a command, or asks for help or the version.
+ */
+export const notACommand = (first: string | undefined): string | undefined => {
+  if (first === undefined || ["help", "--version", "-h", "--help"].includes(first) || commands.some((c) => c.name === first)) return undefined
+  const names = commands.map((c) => c.name).join(", ")
+  return first.startsWith("-")
+    ? `${first} before a command: the command comes first (artana COMMAND [ARGS] [OPTIONS]); the commands: ${names}`
+    : `no command "${first}"; the commands: ${names}`
+}
+
+/**
  * The help `args` (the command line after `artana`) ask for, or `undefined` when they ask for something else: no
  * arguments, `--help`/`-h` anywhere (with a known command first: that command's help), or `help COMMAND`.
  */
