@@ -155,6 +155,10 @@ describe("artana show-run of a long run", () => {
       const bad = yield* artana(["show-run", "long", "--db", longDb, "--tenant", "acme", "--from", "0"], { cwd: dir })
       expect(bad.code).toBe(2)
       expect(bad.stderr).toContain("invalid --from: 0 is not a whole number of 1 or more")
+      // Past the end: refused, saying where the run ends (not an empty page).
+      const past = yield* artana(["show-run", "long", "--db", longDb, "--tenant", "acme", "--from", "20001"], { cwd: dir })
+      expect(past.code).toBe(2)
+      expect(past.stderr).toContain("invalid --from: 20001 is past the end of run long: its last event is seq 20000")
     }))
 
   it.live("reads and prints in pages: an 80 MB log is shown, and its chain checked, by a command whose heap is capped at 64 MB", () =>
@@ -216,6 +220,9 @@ describe("artana report of a long plan run", () => {
       const all = yield* artanaJson(["report", "long-plan", "--db", planDb, "--tenant", "acme", "--from", "1"], { cwd: dir })
       expect((all.json as Reported).steps).toHaveLength(STEPS)
       expect((all.json as Reported).summary).toMatchObject({ steps: STEPS, ok: STEPS })
+      const past = yield* artana(["report", "long-plan", "--db", planDb, "--tenant", "acme", "--from", "99999999"], { cwd: dir })
+      expect(past.code).toBe(2)
+      expect(past.stderr).toMatch(/invalid --from: 99999999 is past the end of run long-plan: its last event is seq \d+/)
     }))
 })
 

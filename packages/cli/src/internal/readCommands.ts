@@ -109,6 +109,7 @@ export const report = (args: ShowArgs) =>
     yield* positive("--limit", args.limit)
     const store = yield* EventStore.EventStore
     const info = yield* store.getRun(args.tenant, args.run)
+    yield* withinRun(args.from, info)
     // The sandbox's audit reader alone (not the sandbox, not the MCP SDK): `report` reads what calls did, it runs none.
     const Audit = yield* Effect.promise(() => import("@artana/sandbox/Audit"))
     const { next, omitted, windows } = windowsOf(info.headSeq, args.from, args.limit, REPORT_HEAD, REPORT_TAIL)
@@ -497,6 +498,12 @@ export const windowsOf = (headSeq: number, from: number | undefined, limit: numb
   return { windows, omitted: { fromSeq: head + 1, toSeq: headSeq - tail, events: headSeq - head - tail }, next: undefined }
 }
 
+/** `--from` past the run's last event shows nothing: refused, saying where the run ends. */
+const withinRun = (from: number | undefined, info: { readonly runId: string; readonly headSeq: number }) =>
+  from === undefined || from <= info.headSeq
+    ? Effect.void
+    : Effect.fail(new Errors.InvalidInput({ what: "--from", reason: `${from} is past the end of run ${info.runId}: its last event is seq ${info.headSeq}` }))
+
 const positive = (what: string, value: number | undefined) =>
   value === undefined || (Number.isSafeInteger(value) && value >= 1)
     ? Effect.void
@@ -517,6 +524,7 @@ export const showRun = (args: ShowArgs) =>
     yield* positive("--limit", args.limit)
     const store = yield* EventStore.EventStore
     const info = yield* store.getRun(args.tenant, args.run)
+    yield* withinRun(args.from, info)
     const family = yield* EventStore.lineageSample(store, info, { limit: LINEAGE_SHOWN })
     const lineage = lineageOf(family.runs, info.rootRunId) ?? { runId: info.runId, workflow: info.workflow, status: info.status, children: [] }
     const lineageMore = family.next === undefined ? undefined : Hints.readOn(args, "list-runs", undefined, [["--root", info.rootRunId], ["--after", family.next]])
