@@ -103,6 +103,13 @@ describe("artana list-runs at a year's scale", () => {
       expect(next.stdout.trim().split("\n").map((l) => l.split(/\s+/)[0])).toEqual(["RUN", "day-0", "1"])
       expect(next.stdout).toContain("1 run of tenant acme, newest first, after the cursor given")
       expect(next.stdout).not.toContain("more follow")
+      // An age (`--since 3650d`) is passed on as the time it meant: the next page's window does not move.
+      const aged = yield* artana(["list-runs", "--db", runsDb, "--tenant", "acme", "--limit", "3", "--since", "3650d"], { cwd: dir })
+      const agedNext = aged.stdout.trim().split("\n").find((l) => l.includes("--after"))
+      expect(agedNext).toMatch(/ --since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z /)
+      expect(agedNext).not.toContain("3650d")
+      const agedPage = yield* artana(agedNext!.trim().split(" ").slice(1), { cwd: dir })
+      expect(agedPage.code).toBe(0)
     }))
 
   it.live("a cursor no page gave out, and a time that is not one, are bad input (exit 2) saying what to give", () =>

@@ -283,12 +283,14 @@ export const listRuns = (args: ListArgs) =>
       version: args.version
     })
     const runs = page.runs
-    // The same command, one page on: every filter as given, and the cursor.
+    // The same command, one page on: every filter as given (an age as the time it meant, so the window stays put
+    // however late the next page is asked), and the cursor.
+    const at = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString())
     const nextCommand = page.next === undefined ? undefined : Hints.readOn(args, "list-runs", undefined, [
       ["--status", args.status],
       ["--workflow", args.workflow],
-      ["--since", args.since],
-      ["--until", args.until],
+      ["--since", at(createdSince)],
+      ["--until", at(createdUntil)],
       ["--version", args.version],
       ["--limit", args.limit === 50 ? undefined : args.limit],
       ["--root", args.root],
