@@ -2,7 +2,7 @@
  * The commands that only read the store: `report`, `list-runs`, `show-run`, `verify`. None of them creates a
  * database or writes to one.
  */
-import { Errors, type Event, EventStore, Kernel, Verify, Workflow } from "@artana/core"
+import { Errors, type Event, EventStore, Verify, Workflow } from "@artana/core"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
@@ -50,12 +50,16 @@ const READ_PAGE = 256
 export const chainOf = (
   args: Pick<Common, "tenant" | "auditKey">,
   info: Event.RunInfo,
-  onPage: (page: ReadonlyArray<Event.Event>) => void = () => undefined
+  onPage: (page: ReadonlyArray<Event.Event>) => void = () => undefined,
+  exported?: Verify.Head
 ) =>
   Effect.flatMap(EventStore.EventStore, (store) => {
     const verifier = Verify.make(info.runId, {
       auditKey: args.auditKey === undefined ? undefined : Redacted.value(args.auditKey),
-      heads: [{ source: "store's run record", seq: info.headSeq, hash: info.headHash }],
+      heads: [
+        { source: "store's run record", seq: info.headSeq, hash: info.headHash },
+        ...(exported === undefined ? [] : [{ source: "exported", ...exported }])
+      ],
       record: info
     })
     // Up to the first break: what follows it changes nothing of the report.
@@ -646,9 +650,9 @@ const parseHead = (text: string): Effect.Effect<Verify.Head, Errors.InvalidInput
 export const verify = (args: Common & { readonly run: string; readonly head: string | undefined }) =>
   Out.command(args, Effect.gen(function*() {
     const head = args.head === undefined ? undefined : yield* parseHead(args.head)
-    const kernel = yield* Kernel.Kernel
-    const result = yield* kernel.verify({ tenantId: args.tenant, runId: args.run, head })
     const info = yield* Effect.flatMap(EventStore.EventStore, (store) => store.getRun(args.tenant, args.run))
+    // The chain a page of READ_PAGE events at a time, as show-run and report check it: the whole log never in memory.
+    const result = yield* chainOf(args, info, undefined, head)
     if (args.format === "json") yield* Out.json(result)
     else {
       const s = Out.outStyle()
