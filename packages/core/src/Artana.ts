@@ -44,6 +44,7 @@ import type * as Live from "./Live.js"
 import * as Middleware from "./Middleware.js"
 import type { ModelPort } from "./ModelPort.js"
 import type * as Pricing from "./Pricing.js"
+import type * as Register from "./Register.js"
 import { type Input as TenantInput, TenantContext } from "./Tenant.js"
 import type { Tool } from "./Tool.js"
 import * as ToolRegistry from "./ToolRegistry.js"
@@ -219,7 +220,7 @@ export const callTool = (options: CallToolOptions): Effect.Effect<Kernel.RunResu
 export function resume<I, O, E>(
   run: Kernel.ResumeOptions & { readonly workflow: Workflow.Workflow<I, O, E> }
 ): Effect.Effect<Kernel.RunResult<O>, E | Kernel.KernelError, Kernel.Kernel>
-export function resume(run: Kernel.ResumeOptions): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel>
+export function resume(run: Kernel.ResumeOptions): Effect.Effect<Kernel.RunResult<Register.ByNameOutput>, Register.ByNameError | Kernel.KernelError, Kernel.Kernel>
 export function resume(
   run: Kernel.ResumeOptions & { readonly workflow?: Workflow.Any }
 ): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel> {
@@ -301,7 +302,9 @@ const decideAndResume = (decision: Approval.DecideRequest, workflow: Workflow.An
 export function approve<I, O, E>(
   options: ApproveOptions<Workflow.Workflow<I, O, E>> & { readonly workflow: Workflow.Workflow<I, O, E> }
 ): Effect.Effect<Kernel.RunResult<O>, E | Kernel.KernelError | Approval.DecideError, Kernel.Kernel>
-export function approve(options: ApproveOptions): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel>
+export function approve(
+  options: ApproveOptions
+): Effect.Effect<Kernel.RunResult<Register.ByNameOutput>, Register.ByNameError | Kernel.KernelError | Approval.DecideError, Kernel.Kernel>
 export function approve(options: ApproveOptions): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel> {
   const { workflow, arguments: args, tool, ...ref } = options
   return decideAndResume({ ...ref, decision: "approve", ...(args === undefined ? {} : { arguments: args }), ...(tool === undefined ? {} : { tool }) }, workflow)
@@ -311,7 +314,9 @@ export function approve(options: ApproveOptions): Effect.Effect<Kernel.RunResult
 export function reject<I, O, E>(
   options: RejectOptions<Workflow.Workflow<I, O, E>> & { readonly workflow: Workflow.Workflow<I, O, E> }
 ): Effect.Effect<Kernel.RunResult<O>, E | Kernel.KernelError | Approval.DecideError, Kernel.Kernel>
-export function reject(options: RejectOptions): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel>
+export function reject(
+  options: RejectOptions
+): Effect.Effect<Kernel.RunResult<Register.ByNameOutput>, Register.ByNameError | Kernel.KernelError | Approval.DecideError, Kernel.Kernel>
 export function reject(options: RejectOptions): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel> {
   const { workflow, reason, ...ref } = options
   return decideAndResume({ ...ref, decision: "reject", reason }, workflow)
@@ -428,7 +433,9 @@ export const status = (
 export function fork<I, O, E>(
   request: Kernel.ForkOptions & { readonly workflow: Workflow.Workflow<I, O, E> }
 ): Effect.Effect<Kernel.RunResult<O>, E | Kernel.KernelError | Fork.ForkError, Kernel.Kernel>
-export function fork(request: Kernel.ForkOptions): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel>
+export function fork(
+  request: Kernel.ForkOptions
+): Effect.Effect<Kernel.RunResult<Register.ByNameOutput>, Register.ByNameError | Kernel.KernelError | Fork.ForkError, Kernel.Kernel>
 export function fork(request: Kernel.ForkOptions): Effect.Effect<Kernel.RunResult<unknown>, unknown, Kernel.Kernel> {
   return Effect.flatMap(Kernel.Kernel, (k) => k.fork(request))
 }
@@ -462,7 +469,7 @@ export interface Client {
   readonly callTool: (options: CallToolOptions) => Promise<Kernel.RunResult<Json.Json>>
   readonly resume: {
     <I, O, E>(run: Kernel.RunRef & { readonly response?: unknown; readonly workflow: Workflow.Workflow<I, O, E> }): Promise<Kernel.RunResult<O>>
-    (run: Kernel.RunRef & { readonly response?: unknown }): Promise<Kernel.RunResult<unknown>>
+    (run: Kernel.RunRef & { readonly response?: unknown }): Promise<Kernel.RunResult<Register.ByNameOutput>>
   }
   readonly replay: <I, O, E>(workflow: Workflow.Workflow<I, O, E>, run: Kernel.RunRef) => Promise<Kernel.RunResult<O>>
   /** Settles a call in doubt; refused while it may still be running unless `force` (see `Kernel.reconcile`). */
@@ -485,12 +492,12 @@ export interface Client {
   /** Approves a pending call and continues its run (`Artana.approve`). */
   readonly approve: {
     <I, O, E>(options: ApproveOptions<Workflow.Workflow<I, O, E>> & { readonly workflow: Workflow.Workflow<I, O, E> }): Promise<Kernel.RunResult<O>>
-    (options: ApproveOptions): Promise<Kernel.RunResult<unknown>>
+    (options: ApproveOptions): Promise<Kernel.RunResult<Register.ByNameOutput>>
   }
   /** Rejects a pending call and continues its run (`Artana.reject`). */
   readonly reject: {
     <I, O, E>(options: RejectOptions<Workflow.Workflow<I, O, E>> & { readonly workflow: Workflow.Workflow<I, O, E> }): Promise<Kernel.RunResult<O>>
-    (options: RejectOptions): Promise<Kernel.RunResult<unknown>>
+    (options: RejectOptions): Promise<Kernel.RunResult<Register.ByNameOutput>>
   }
   /**
    * The run as it happens (`Kernel.live`): `for await (const e of client.live(run, { after }))`, each event with the
@@ -500,7 +507,7 @@ export interface Client {
   /** Forks a run and drives the fork on (`Artana.fork`). */
   readonly fork: {
     <I, O, E>(request: Kernel.ForkOptions & { readonly workflow: Workflow.Workflow<I, O, E> }): Promise<Kernel.RunResult<O>>
-    (request: Kernel.ForkOptions): Promise<Kernel.RunResult<unknown>>
+    (request: Kernel.ForkOptions): Promise<Kernel.RunResult<Register.ByNameOutput>>
   }
   /** Writes a fork's log and runs nothing (`Artana.forkLog`). */
   readonly forkLog: (request: Fork.ForkRequest) => Promise<Fork.Forked>

@@ -34,6 +34,7 @@ import { lastVerifiedEvent, verifiedEvents } from "./internal/ledger.js"
 import { reconcile } from "./internal/reconcile.js"
 import { continueRun, type Runtime, startRun } from "./internal/runs.js"
 import * as Signals from "./internal/signals.js"
+import type * as Register from "./Register.js"
 import * as Json from "./Json.js"
 import type { Lease } from "./Lease.js"
 import * as Live from "./Live.js"
@@ -175,7 +176,8 @@ export interface Service {
    */
   readonly resume: {
     <I, O, E>(run: ResumeOptions & { readonly workflow: Workflow.Workflow<I, O, E> }): Effect.Effect<RunResult<O>, E | KernelError>
-    (run: ResumeOptions): Effect.Effect<RunResult<unknown>, unknown>
+    /** By name: typed by the workflows the application declares in `Register` (`unknown` without that declaration). */
+    (run: ResumeOptions): Effect.Effect<RunResult<Register.ByNameOutput>, Register.ByNameError | KernelError>
   }
   /** Re-runs the code over the log without executing or writing anything; any divergence is `NonDeterminism`. */
   readonly replay: <I, O, E>(workflow: Workflow.Workflow<I, O, E>, run: RunRef) => Effect.Effect<RunResult<O>, E | KernelError>
@@ -271,7 +273,7 @@ export interface Service {
    */
   readonly fork: {
     <I, O, E>(request: ForkOptions & { readonly workflow: Workflow.Workflow<I, O, E> }): Effect.Effect<RunResult<O>, E | KernelError | Fork.ForkError>
-    (request: ForkOptions): Effect.Effect<RunResult<unknown>, unknown>
+    (request: ForkOptions): Effect.Effect<RunResult<Register.ByNameOutput>, Register.ByNameError | KernelError | Fork.ForkError>
   }
 }
 
@@ -436,7 +438,7 @@ export const make = (options: Options = {}) =>
       return continueRun(runtime, workflow, info, "live", response, run.lease)
     }
     function resume<I, O, E>(run: ResumeOptions & { readonly workflow: Workflow.Workflow<I, O, E> }): Effect.Effect<RunResult<O>, E | KernelError>
-    function resume(run: ResumeOptions): Effect.Effect<RunResult<unknown>, unknown>
+    function resume(run: ResumeOptions): Effect.Effect<RunResult<Register.ByNameOutput>, Register.ByNameError | KernelError>
     function resume(run: ResumeOptions & { readonly workflow?: Workflow.Any }): Effect.Effect<RunResult<unknown>, unknown> {
       return Effect.gen(function*() {
         // A run that continued as new is resumed where its work goes on: the last run of its chain.
@@ -448,7 +450,7 @@ export const make = (options: Options = {}) =>
 
     const forkLog = (request: Fork.ForkRequest) => ForkLog.write(store, deps.auditKey, request).pipe(Effect.withSpan("Kernel.forkLog"))
     function fork<I, O, E>(request: ForkOptions & { readonly workflow: Workflow.Workflow<I, O, E> }): Effect.Effect<RunResult<O>, E | KernelError | Fork.ForkError>
-    function fork(request: ForkOptions): Effect.Effect<RunResult<unknown>, unknown>
+    function fork(request: ForkOptions): Effect.Effect<RunResult<Register.ByNameOutput>, Register.ByNameError | KernelError | Fork.ForkError>
     function fork(request: ForkOptions): Effect.Effect<RunResult<unknown>, unknown> {
       return Effect.gen(function*() {
         const forked = yield* forkLog(request)
