@@ -13,6 +13,7 @@ import * as Ownership from "./ownership.js"
 import * as Patches from "./patches.js"
 import * as ReplayCursor from "./replayCursor.js"
 import * as Signals from "./signals.js"
+import * as SignalWait from "./signalWait.js"
 import * as StepEnv from "./stepEnv.js"
 import * as ToolStep from "./toolStep.js"
 import * as WorkflowSteps from "./workflowSteps.js"
@@ -50,7 +51,7 @@ export const make = (deps: StepEnv.Deps, options: StepEnv.ExecutionOptions) => {
   const calls = Calls.make(env, ModelStep.make(env), ToolStep.make(env))
   const steps = WorkflowSteps.make(env, options.response)
 
-  const waitForSignal = Signals.makeWait(env, inbox, ledger.catchUp, {
+  const waitForSignal = SignalWait.make(env, inbox, ledger.catchUp, {
     pollMillis: deps.signalPollMillis ?? Signals.DEFAULT_POLL_MILLIS,
     holdMillis: deps.signalHoldMillis ?? 0
   })
