@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { WorkflowContext } from "../Workflow.js"
 import * as Calls from "./calls.js"
+import type { Deps, ExecutionOptions } from "./executionOptions.js"
 import * as Ledger from "./ledger.js"
 import * as ModelStep from "./modelStep.js"
 import * as Ownership from "./ownership.js"
@@ -18,9 +19,10 @@ import * as StepEnv from "./stepEnv.js"
 import * as ToolStep from "./toolStep.js"
 import * as WorkflowSteps from "./workflowSteps.js"
 
-export type { Deps, ExecutionOptions, Fault, Halt } from "./stepEnv.js"
+export type { Deps, ExecutionOptions } from "./executionOptions.js"
+export type { Fault, Halt } from "./stepEnv.js"
 
-export const make = (deps: StepEnv.Deps, options: StepEnv.ExecutionOptions) => {
+export const make = (deps: Deps, options: ExecutionOptions) => {
   const { runId, tenant, mode } = options
   const ownership = Ownership.make(runId, options.ownerEpoch, options.lease)
   // The signals in the run's log (and those senders append while it runs) that no wait took yet.
