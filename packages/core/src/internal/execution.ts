@@ -7,19 +7,22 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { WorkflowContext } from "../Workflow.js"
 import * as Calls from "./calls.js"
+import type { Deps, ExecutionOptions } from "./executionOptions.js"
 import * as Ledger from "./ledger.js"
 import * as ModelStep from "./modelStep.js"
 import * as Ownership from "./ownership.js"
 import * as Patches from "./patches.js"
 import * as ReplayCursor from "./replayCursor.js"
 import * as Signals from "./signals.js"
+import * as SignalWait from "./signalWait.js"
 import * as StepEnv from "./stepEnv.js"
 import * as ToolStep from "./toolStep.js"
 import * as WorkflowSteps from "./workflowSteps.js"
 
-export type { Deps, ExecutionOptions, Fault, Halt } from "./stepEnv.js"
+export type { Deps, ExecutionOptions } from "./executionOptions.js"
+export type { Fault, Halt } from "./stepEnv.js"
 
-export const make = (deps: StepEnv.Deps, options: StepEnv.ExecutionOptions) => {
+export const make = (deps: Deps, options: ExecutionOptions) => {
   const { runId, tenant, mode } = options
   const ownership = Ownership.make(runId, options.ownerEpoch, options.lease)
   // The signals in the run's log (and those senders append while it runs) that no wait took yet.
@@ -50,7 +53,7 @@ export const make = (deps: StepEnv.Deps, options: StepEnv.ExecutionOptions) => {
   const calls = Calls.make(env, ModelStep.make(env), ToolStep.make(env))
   const steps = WorkflowSteps.make(env, options.response)
 
-  const waitForSignal = Signals.makeWait(env, inbox, ledger.catchUp, {
+  const waitForSignal = SignalWait.make(env, inbox, ledger.catchUp, {
     pollMillis: deps.signalPollMillis ?? Signals.DEFAULT_POLL_MILLIS,
     holdMillis: deps.signalHoldMillis ?? 0
   })

@@ -6,22 +6,16 @@
  * that its logged deadline passed (`SignalTimedOut`) as its step: a replay takes the same signal at the same point.
  */
 import * as Clock from "effect/Clock"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
-import * as Errors from "../Errors.js"
+import type * as Errors from "../Errors.js"
 import { type Event, type EventPayload, RUN_STEP_KEY } from "../Event.js"
 import * as EventStore from "../EventStore.js"
-import * as Json from "../Json.js"
-import type { SignalReceipt, SignalRequest } from "../Kernel.js"
-import { firstIssue } from "../Tool.js"
-import type { WaitForSignalOptions } from "../Workflow.js"
 import type * as TaskQueue from "../TaskQueue.js"
-import * as Ledger from "./ledger.js"
-import type { StepEnv } from "./stepEnv.js"
 import * as Tasks from "./taskQueue.js"
+
+// Sending lives in `signalSend.ts`, the wait in `signalWait.ts` (over `signalDelivery.ts` and `signalHold.ts`).
+export { send, type SendError } from "./signalSend.js"
 
 type SignalSent = Extract<EventPayload, { readonly _tag: "SignalSent" }>
 
@@ -63,207 +57,6 @@ export const DEFAULT_POLL_MILLIS = 200
  */
 export const ticketOf = (stepKey: string): string => `signal:${stepKey}`
 export const isSignalTicket = (ticket: string): boolean => ticket.startsWith("signal:")
-
-const reasonOf = (name: string, deadline: number | undefined) =>
-  `waiting for signal "${name}"${deadline === undefined ? "" : ` until ${new Date(deadline).toISOString()}`}`
-
-/** `ctx.waitForSignal`, over an execution's step environment, its inbox and its ledger's catch-up. */
-export const makeWait = (
-  env: StepEnv,
-  inbox: Inbox,
-  catchUp: Ledger.Ledger["catchUp"],
-  timing: { readonly pollMillis: number; readonly holdMillis: number }
-) => {
-  const { holdMillis, pollMillis } = timing
-  const { runId } = env
-
-  const decode = <A, I>(schema: Schema.Schema<A, I>, received: Extract<EventPayload, { readonly _tag: "SignalReceived" }>) => {
-    const value = Schema.decodeUnknownEither(schema)(received.payload)
-    if (Either.isRight(value)) return Effect.succeed(value.right)
-    const issue = firstIssue(value.left)
-    return Effect.fail(new Errors.InvalidSignalPayload({ runId, name: received.name, signalId: received.signalId, reason: `${issue.path}: ${issue.reason}` }))
-  }
-
-  /** Takes the oldest signal of `name` into step `key` (logged), if the run has one: catches up with senders first. */
-  const takeSignal = (key: string, name: string) =>
-    Effect.gen(function*() {
-      const caught = yield* Effect.catchAll(catchUp(), env.fault)
-      if (caught === "foreign") {
-        return yield* env.fault(new Errors.SequenceConflict({ runId, expectedSeq: env.head() }))
-      }
-      const signal = inbox.oldest(name)
-      if (signal === undefined) return undefined
-      const received = { _tag: "SignalReceived", name, signalId: signal.payload.signalId, signalSeq: signal.seq, payload: signal.payload.payload } as const
-      yield* env.append(key, [received])
-      inbox.take(signal.seq)
-      return received
-    })
-
-  /**
-   * Pauses the run at the wait (a `PauseRequested` with a signal ticket, after `before`): the execution ends, and a
-   * resume once a signal came or the deadline passed (a worker's, or anyone's) goes on from here.
-   */
-  const pause = <A, I>(key: string, name: string, schema: Schema.Schema<A, I>, deadline: number | undefined, before: ReadonlyArray<EventPayload>) =>
-    Effect.gen(function*() {
-      const ticket = ticketOf(key)
-      const reason = reasonOf(name, deadline)
-      yield* env.append(key, [...before, { _tag: "PauseRequested", reason, ticket }])
-      // A signal whose append beat the pause's was adopted before it (`Ledger.catchUp`): its sender may have found the
-      // run still running, and woken nothing. Take it now rather than pause on it.
-      if (inbox.oldest(name) !== undefined) {
-        const received = yield* takeSignal(key, name)
-        if (received !== undefined) return yield* decode(schema, received)
-      }
-      return yield* env.halt({ _tag: "Paused", ticket, reason, ...(deadline === undefined ? {} : { wakeAt: deadline }) })
-    })
-
-  /**
-   * Resolves once the run is written to after this call: by this process (its live hub), or by another one when the
-   * kernel has `RunNotices` (on PostgreSQL, a NOTIFY). Taken before the log is read, so no write is missed.
-   */
-  const written = Effect.gen(function*() {
-    const here = (yield* env.deps.live.hub.ticket(env.tenant.tenantId, runId)).await
-    const notices = env.deps.notices
-    if (notices === undefined) return here
-    return Effect.raceFirst(here, yield* notices.ticket(env.tenant.tenantId, runId))
-  })
-
-  /**
-   * Waits in this process until a signal comes or the deadline passes, reading the log again when the run is written
-   * to (`written`) and at least every `pollMillis`; after `holdMillis` without either, the run pauses (`pause`).
-   */
-  const waitFor = <A, I>(key: string, name: string, schema: Schema.Schema<A, I>, deadline: number | undefined) =>
-    Effect.gen(function*() {
-      const holdUntil = (yield* Clock.currentTimeMillis) + holdMillis
-      while (true) {
-        const wake = yield* written
-        const received = yield* takeSignal(key, name)
-        if (received !== undefined) return yield* decode(schema, received)
-        const now = yield* Clock.currentTimeMillis
-        if (deadline !== undefined && now >= deadline) {
-          yield* env.append(key, [{ _tag: "SignalTimedOut", name, deadline }])
-          return yield* new Errors.SignalTimeout({ runId, name, deadline })
-        }
-        if (now >= holdUntil) return yield* pause(key, name, schema, deadline, [])
-        yield* env.checkOwnership(`(waiting for signal "${name}")`)
-        yield* Effect.raceFirst(wake, Effect.sleep(Duration.millis(Math.min(pollMillis, holdUntil - now, deadline === undefined ? Infinity : deadline - now))))
-      }
-    })
-
-  return <A, I>(name: string, schema: Schema.Schema<A, I>, options: WaitForSignalOptions = {}): Effect.Effect<A, Errors.WaitForSignalError> =>
-    Effect.gen(function*() {
-      const halted = env.halted()
-      if (halted !== undefined) return yield* env.halt(halted)
-      const key = env.cursor.nextKey("signal", options.key)
-      const actual = `a wait for signal "${name}"`
-      let found = env.cursor.lookup(key, () => actual)
-      if (found._tag === "Pending") found = yield* env.loaded(found)
-      if (found._tag === "Diverged") return yield* env.fault(found.error)
-      if (found._tag === "Recorded") {
-        const first = found.events[0]!.payload
-        const isWait = first._tag === "SignalAwaited" || first._tag === "SignalReceived" || first._tag === "SignalTimedOut"
-        if (!isWait || first.name !== name) return yield* env.mismatch(key, found.events, actual)
-        for (const event of found.events) {
-          const p = event.payload
-          if (p._tag === "SignalReceived") {
-            inbox.take(p.signalSeq)
-            return yield* decode(schema, p)
-          }
-          if (p._tag === "SignalTimedOut") return yield* new Errors.SignalTimeout({ runId, name, deadline: p.deadline })
-        }
-        // The run was waiting here when it stopped: a replay stops here too; a live execution waits what is left.
-        if (env.mode === "replay") return yield* env.halt({ _tag: "Paused", ticket: key, reason: `waiting for signal "${name}"` })
-        return yield* waitFor(key, name, schema, first._tag === "SignalAwaited" ? first.deadline : undefined)
-      }
-      const received = yield* takeSignal(key, name)
-      if (received !== undefined) return yield* decode(schema, received)
-      const now = yield* Clock.currentTimeMillis
-      const deadline = options.timeout === undefined ? undefined : now + Duration.toMillis(Duration.decode(options.timeout))
-      if (deadline !== undefined && deadline <= now) {
-        // A wait of no time: one event says nothing was there.
-        yield* env.append(key, [{ _tag: "SignalTimedOut", name, deadline }])
-        return yield* new Errors.SignalTimeout({ runId, name, deadline })
-      }
-      const awaited: EventPayload = { _tag: "SignalAwaited", name, ...(deadline === undefined ? {} : { deadline }) }
-      // No time to wait in this process: the wait and the pause are one batch.
-      if (holdMillis <= 0) return yield* pause(key, name, schema, deadline, [awaited])
-      yield* env.append(key, [awaited])
-      return yield* waitFor(key, name, schema, deadline)
-    })
-}
-
-export type SendError =
-  | Errors.SignalRefused
-  | Errors.RunNotFound
-  | Errors.InvalidInput
-  | Errors.StoreError
-  | Errors.SequenceConflict
-  | Errors.LogTampered
-
-/** A run's statuses that take no signal: nothing would ever read it. */
-const ended = (status: string) => status === "completed" || status === "failed" || status === "continued"
-
-/** Times a sender re-reads the run after an execution's append got in before its signal. */
-const SEND_ATTEMPTS = 50
-
-/** The seq of the run's `SignalSent` of id `signalId` between `fromSeq` and `throughSeq`, if there is one. */
-const sentWithId = (store: EventStore.Service, tenantId: string, runId: string, signalId: string, fromSeq: number, throughSeq: number) =>
-  EventStore.stream(store, tenantId, runId, { fromSeq }).pipe(
-    Stream.takeWhile((e) => e.seq <= throughSeq),
-    Stream.filter((e) => e.payload._tag === "SignalSent" && e.payload.signalId === signalId),
-    Stream.runHead,
-    Effect.map((found) => (found._tag === "Some" ? found.value.seq : undefined))
-  )
-
-/**
- * Appends a `SignalSent` after the run's head (read again when an execution's append gets in first). A keyed signal
- * (`id`) is looked for in the log first, the whole log once and on a retry only what was appended since: when its id
- * is there, nothing is written (also when the run has ended since: a sender retrying is told it got through).
- */
-export const send = (store: EventStore.Service, auditKey: string | undefined, request: SignalRequest): Effect.Effect<SignalReceipt, SendError> =>
-  Effect.gen(function*() {
-    const { tenantId, runId, name } = request
-    const json = Json.fromUnknown(request.payload)
-    if (!json.ok) return yield* new Errors.InvalidInput({ what: `payload of signal "${name}"`, reason: json.error })
-    if (name.length === 0) return yield* new Errors.InvalidInput({ what: "signal name", reason: "empty" })
-    if (request.id !== undefined && request.id.length === 0) return yield* new Errors.InvalidInput({ what: "signal id", reason: "empty: pass none for a fresh id" })
-    const signalId = request.id ?? crypto.randomUUID()
-    // A keyed signal: the log read so far (through `checked`) holds no signal of its id.
-    let checked = request.id === undefined ? Number.MAX_SAFE_INTEGER : 0
-    for (let attempt = 1;; attempt++) {
-      const info = yield* store.getRun(tenantId, runId)
-      if (checked < info.headSeq) {
-        const sent = yield* sentWithId(store, tenantId, runId, signalId, checked + 1, info.headSeq)
-        if (sent !== undefined) return { signalId, seq: sent, duplicate: true }
-        checked = info.headSeq
-      }
-      if (ended(info.status)) return yield* new Errors.SignalRefused({ runId, name, status: info.status })
-      const ledger = Ledger.make({
-        store,
-        auditKey,
-        runId,
-        tenantId,
-        head: { seq: info.headSeq, hash: info.headHash },
-        mode: "live",
-        // The run's current epoch, claiming nothing: a sender is no owner, and fences no one.
-        ownerEpoch: info.ownerEpoch,
-        claim: false,
-        onRefused: () => {},
-        // A keyed signal is not written after another sender's signal of its id: the append fails, and the loop
-        // finds that one in the log.
-        adopts: (e) => request.id === undefined || e.payload._tag !== "SignalSent" || e.payload.signalId !== signalId
-      })
-      const written = yield* Effect.either(ledger.append(RUN_STEP_KEY, [{ _tag: "SignalSent", signalId, name, payload: json.json }]))
-      if (Either.isRight(written)) return { signalId, seq: ledger.head().seq }
-      const error = written.left
-      // The run's own execution appended (or claimed it) first: read its status and head again.
-      if ((error._tag === "SequenceConflict" || error._tag === "OwnershipLost") && attempt < SEND_ATTEMPTS) continue
-      if (error._tag === "OwnershipLost" || error._tag === "InvalidRunState") {
-        return yield* new Errors.SequenceConflict({ runId, expectedSeq: info.headSeq })
-      }
-      return yield* Effect.fail(error)
-    }
-  })
 
 /** A run paused at a signal wait: the signal it waits for, its deadline, and why it may go on now (if it may). */
 export interface PausedWait {

@@ -1,58 +1,20 @@
 /**
- * What every step of an execution shares: its dependencies and options, the replay cursor, the ledger, ownership,
- * the lineage's spend, and `halt`. Kernel faults (a conflicting writer, a store failure, non-determinism) and
- * suspensions (a pause, an in-doubt tool) stop the execution through `halt`, which no user error handler can
- * swallow: `halted` is checked again when the code returns.
+ * What every step of an execution shares: its dependencies and options (`executionOptions.ts`), the replay cursor,
+ * the ledger, ownership, the lineage's spend, and `halt`. Kernel faults (a conflicting writer, a store failure,
+ * non-determinism) and suspensions (a pause, an in-doubt tool) stop the execution through `halt`, which no user
+ * error handler can swallow: `halted` is checked again when the code returns.
  */
 import * as Effect from "effect/Effect"
 import type { ApprovalRequest } from "../Approval.js"
 import * as Errors from "../Errors.js"
 import type { Event, EventPayload, WaitingOn } from "../Event.js"
-import type * as EventStore from "../EventStore.js"
-import type { Lease } from "../Lease.js"
-import type * as LiveStore from "../LiveStore.js"
-import type * as RunNotices from "../RunNotices.js"
-import type { CallContext, Interceptor } from "../Middleware.js"
-import type * as ModelPort from "../ModelPort.js"
-import type { Price } from "../Pricing.js"
-import type { TenantContext } from "../Tenant.js"
-import type * as ToolRegistry from "../ToolRegistry.js"
-import type { Durability } from "../Tool.js"
+import type { CallContext } from "../Middleware.js"
+import type { Deps, ExecutionOptions } from "./executionOptions.js"
 import type { Ledger } from "./ledger.js"
-import type { Hub } from "./live.js"
-import type * as LiveTier from "./liveTier.js"
 import type { Ownership } from "./ownership.js"
-import type { Log, ReplayCursor, Resolved } from "./replayCursor.js"
+import type { ReplayCursor, Resolved } from "./replayCursor.js"
 import { describe } from "./replayCursor.js"
 import * as Tracing from "./tracing.js"
-
-export interface Deps {
-  readonly store: EventStore.Service
-  readonly model: ModelPort.Service
-  readonly tools: ToolRegistry.Service
-  readonly interceptors: ReadonlyArray<Interceptor>
-  readonly auditKey: string | undefined
-  /** The price of a model (see `Pricing.resolver`), or undefined when nothing prices it. */
-  readonly priceOf: (model: string) => Price | undefined
-  /** Output tokens the pre-call estimate assumes when a request sets none. */
-  readonly defaultMaxOutputTokens: number
-  /** False only when the kernel was built with `enforceBudget: false`: calls are priced but never refused. */
-  readonly enforceBudget: boolean
-  /** How an idempotent tool that does not say is logged. */
-  readonly idempotentToolDurability: Durability
-  /** How often a `ctx.waitForSignal` reads the run's log for new signals (default `Signals.DEFAULT_POLL_MILLIS`). */
-  readonly signalPollMillis?: number | undefined
-  /** How long a `ctx.waitForSignal` waits in its process before it pauses the run (default 0: it pauses at once). */
-  readonly signalHoldMillis?: number | undefined
-  /**
-   * Where streamed calls keep their deltas while the run is live, the wake-up of this process's readers, and the wait
-   * until every delta kept is in the shared store (before the call's events are appended: a reader in another process
-   * must find a call's deltas before the events after them).
-   */
-  readonly live: { readonly store: LiveStore.Service; readonly hub: Hub; readonly flushed: Effect.Effect<void>; readonly keep: LiveTier.Tier["keep"] }
-  /** Notices of writes to runs from other processes (`RunNotices`), when the kernel was given them. */
-  readonly notices?: RunNotices.Service | undefined
-}
 
 /** Faults that end an execution without writing anything: the run stays resumable. */
 export type Fault =
@@ -86,39 +48,6 @@ export type Halt =
   | { readonly _tag: "Failed"; readonly error: Errors.BudgetExceeded | Errors.BudgetUnpriced }
   /** `ctx.continueAsNew(input)`: the run ends and continues as a new run with `input` (see `continueAsNew.ts`). */
   | { readonly _tag: "Continued"; readonly input: unknown }
-
-export interface ExecutionOptions {
-  readonly runId: string
-  readonly rootRunId: string
-  readonly tenant: TenantContext
-  /** The run's log, read a page at a time as the code asks for steps (absent: a new run). */
-  readonly log?: Log | undefined
-  /** The run's head (its record's): appends follow it. Absent: a new run. */
-  readonly head?: { readonly seq: number; readonly hash: string } | undefined
-  /**
-   * Why this execution takes the run over, when it must claim it first: a `RunResumed` is appended once the whole log
-   * was read (and verified), before anything runs live.
-   */
-  readonly resumed?: string | undefined
-  /** "replay": no step may run live and nothing is written. */
-  readonly mode: "live" | "replay"
-  /** USD spent by the run's lineage before this execution. */
-  readonly spentUsd: number
-  /**
-   * Reads the lineage's spend again. Sub-runs (an agent's sub-agent, runs started beside this one) spend on the root's
-   * budget while this execution runs, so the spend is re-read before every model call.
-   */
-  readonly lineageSpend?: Effect.Effect<number, Errors.StoreError> | undefined
-  /** The response a `resume` brings for the open pause. */
-  readonly response?: { readonly payload: unknown } | undefined
-  // --- ownership (fencing): see `ownership.ts`.
-  /** The owner epoch this execution writes with (the fencing token its tool handlers get). */
-  readonly ownerEpoch: number
-  /** The first batch this execution appends claims the run for `ownerEpoch` (an execution of an existing run). */
-  readonly claim?: boolean | undefined
-  /** The caller's hold on the run (a worker's lease), checked before each handler starts. */
-  readonly lease?: Lease | undefined
-}
 
 export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor, ledger: Ledger, ownership: Ownership) => {
   const { runId, tenant } = options

@@ -1,0 +1,81 @@
+/**
+ * A model call against the lineage's budget: refused before it is sent when nothing prices its model or its estimate
+ * (the prompt as the model counts it, and every output token the request allows) would pass the limit; stopped
+ * while it streams past what was estimated; charged, once answered, what it cost.
+ */
+import * as Effect from "effect/Effect"
+import * as Errors from "../Errors.js"
+import type { EventPayload } from "../Event.js"
+import type * as ModelPort from "../ModelPort.js"
+import { costOf, type Price } from "../Pricing.js"
+import type { StepEnv } from "./stepEnv.js"
+
+/** `ModelFailed.kind` of a call refused because nothing prices its model. */
+export const UNPRICED = "budget_unpriced"
+
+/** Ends the execution: the run fails on its budget. */
+export const failed = (env: StepEnv, error: Errors.BudgetExceeded | Errors.BudgetUnpriced) => env.halt({ _tag: "Failed", error })
+
+/** What a call's estimate assumed: the prompt's tokens, and the output tokens sent as the model's cap. */
+export interface Assumed {
+  readonly promptTokens: number
+  readonly outputTokens: number
+}
+
+/**
+ * Refuses a call the budget cannot hold (by its price, or its estimate); notes what the kernel decided. Returns the
+ * tokens the estimate assumed, when it made one.
+ */
+export const checkBudget = (env: StepEnv, key: string, sent: ModelPort.ModelRequest, price: Price | undefined, requested: EventPayload, notes: Array<EventPayload>) =>
+  Effect.gen(function*() {
+    const { deps, tenant } = env
+    if (!deps.enforceBudget) {
+      notes.push({ _tag: "MiddlewareNote", middleware: "kernel", note: "budget_not_enforced", data: { limitUsd: tenant.budgetUsdLimit } })
+      return
+    }
+    if (price === undefined) {
+      // Refused before the request: a call that cannot be priced is never treated as free.
+      yield* env.append(key, [requested, ...notes, { _tag: "ModelFailed", kind: UNPRICED, error: `no price is known for model "${sent.model}"` }])
+      return yield* failed(env, new Errors.BudgetUnpriced({ runId: env.runId, model: sent.model }))
+    }
+    if (!(price.input > 0 || price.output > 0)) return
+    // The call's cost at most: the prompt as the model counts it, and every output token the request allows.
+    const promptTokens = yield* deps.model.countTokens(sent.messages, sent.model)
+    const outputTokens = sent.maxOutputTokens ?? deps.defaultMaxOutputTokens
+    // A count the tokenizer cannot give is priced at the whole budget: refused, not waved through.
+    const estimateUsd = costOf({ inputTokens: promptTokens, outputTokens }, price) ?? Number.POSITIVE_INFINITY
+    const spentUsd = env.spentUsd()
+    if (spentUsd + estimateUsd <= tenant.budgetUsdLimit) return { outputTokens, promptTokens } satisfies Assumed
+    notes.push({
+      _tag: "MiddlewareNote",
+      middleware: "kernel",
+      note: "estimate_over_budget",
+      data: { model: sent.model, promptTokens, outputTokens, estimateUsd: Number.isFinite(estimateUsd) ? estimateUsd : null, spentUsd, limitUsd: tenant.budgetUsdLimit }
+    })
+    return yield* env.budgetExceeded(key, "before_call", [requested, ...notes])
+  })
+
+/**
+ * A streamed reply's check, as its output comes: a server may stream past the cap, so the output so far (4 characters
+ * a token) is priced, and its cost returned once the spend would pass the limit (undefined: go on).
+ */
+export const overBudgetOf = (env: StepEnv, assumed: Assumed | undefined, price: Price | undefined) => (outputChars: number): number | undefined => {
+  if (assumed === undefined || price === undefined) return undefined
+  const costUsd = costOf({ inputTokens: assumed.promptTokens, outputTokens: Math.ceil(outputChars / 4) }, price) ?? Number.POSITIVE_INFINITY
+  return env.spentUsd() + costUsd > env.tenant.budgetUsdLimit ? costUsd : undefined
+}
+
+/** The cost a response is charged: the adapter's (or a middleware's) when it is one, else its usage at its price. */
+export const chargedCost = (env: StepEnv, sent: ModelPort.ModelRequest, response: ModelPort.ModelResponse, price: Price | undefined): number | undefined => {
+  // A cost the adapter reports wins when it is one (a finite, non-negative number); else the usage at the price of
+  // the model that answered. Anything else (a negative or NaN cost, usage that is not a count of tokens) is no cost
+  // the budget can hold: undefined, and the call is recorded as refused, like an unpriced one, and the run fails,
+  // rather than a refund or a NaN switching the budget off.
+  const answeredPrice = response.model === sent.model ? price : env.deps.priceOf(response.model) ?? price
+  const reported = response.costUsd
+  return reported !== undefined
+    ? (Number.isFinite(reported) && reported >= 0 ? reported : undefined)
+    : answeredPrice === undefined
+    ? (env.deps.enforceBudget ? undefined : 0)
+    : costOf(response.usage, answeredPrice)
+}

@@ -1,0 +1,87 @@
+/**
+ * Sending a signal: a `SignalSent` appended to the run's own hash chain after its head, under the append's sequence
+ * check, so it serializes with the run's own appends (read again and retried when an execution's append gets in
+ * first). A keyed signal is written at most once.
+ */
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Stream from "effect/Stream"
+import * as Errors from "../Errors.js"
+import { RUN_STEP_KEY } from "../Event.js"
+import * as EventStore from "../EventStore.js"
+import * as Json from "../Json.js"
+import type { SignalReceipt, SignalRequest } from "../Kernel.js"
+import * as Ledger from "./ledger.js"
+
+export type SendError =
+  | Errors.SignalRefused
+  | Errors.RunNotFound
+  | Errors.InvalidInput
+  | Errors.StoreError
+  | Errors.SequenceConflict
+  | Errors.LogTampered
+
+/** A run's statuses that take no signal: nothing would ever read it. */
+const ended = (status: string) => status === "completed" || status === "failed" || status === "continued"
+
+/** Times a sender re-reads the run after an execution's append got in before its signal. */
+const SEND_ATTEMPTS = 50
+
+/** The seq of the run's `SignalSent` of id `signalId` between `fromSeq` and `throughSeq`, if there is one. */
+const sentWithId = (store: EventStore.Service, tenantId: string, runId: string, signalId: string, fromSeq: number, throughSeq: number) =>
+  EventStore.stream(store, tenantId, runId, { fromSeq }).pipe(
+    Stream.takeWhile((e) => e.seq <= throughSeq),
+    Stream.filter((e) => e.payload._tag === "SignalSent" && e.payload.signalId === signalId),
+    Stream.runHead,
+    Effect.map((found) => (found._tag === "Some" ? found.value.seq : undefined))
+  )
+
+/**
+ * Appends a `SignalSent` after the run's head (read again when an execution's append gets in first). A keyed signal
+ * (`id`) is looked for in the log first, the whole log once and on a retry only what was appended since: when its id
+ * is there, nothing is written (also when the run has ended since: a sender retrying is told it got through).
+ */
+export const send = (store: EventStore.Service, auditKey: string | undefined, request: SignalRequest): Effect.Effect<SignalReceipt, SendError> =>
+  Effect.gen(function*() {
+    const { tenantId, runId, name } = request
+    const json = Json.fromUnknown(request.payload)
+    if (!json.ok) return yield* new Errors.InvalidInput({ what: `payload of signal "${name}"`, reason: json.error })
+    if (name.length === 0) return yield* new Errors.InvalidInput({ what: "signal name", reason: "empty" })
+    if (request.id !== undefined && request.id.length === 0) return yield* new Errors.InvalidInput({ what: "signal id", reason: "empty: pass none for a fresh id" })
+    const signalId = request.id ?? crypto.randomUUID()
+    // A keyed signal: the log read so far (through `checked`) holds no signal of its id.
+    let checked = request.id === undefined ? Number.MAX_SAFE_INTEGER : 0
+    for (let attempt = 1;; attempt++) {
+      const info = yield* store.getRun(tenantId, runId)
+      if (checked < info.headSeq) {
+        const sent = yield* sentWithId(store, tenantId, runId, signalId, checked + 1, info.headSeq)
+        if (sent !== undefined) return { signalId, seq: sent, duplicate: true }
+        checked = info.headSeq
+      }
+      if (ended(info.status)) return yield* new Errors.SignalRefused({ runId, name, status: info.status })
+      const ledger = Ledger.make({
+        store,
+        auditKey,
+        runId,
+        tenantId,
+        head: { seq: info.headSeq, hash: info.headHash },
+        mode: "live",
+        // The run's current epoch, claiming nothing: a sender is no owner, and fences no one.
+        ownerEpoch: info.ownerEpoch,
+        claim: false,
+        onRefused: () => {},
+        // A keyed signal is not written after another sender's signal of its id: the append fails, and the loop
+        // finds that one in the log.
+        adopts: (e) => request.id === undefined || e.payload._tag !== "SignalSent" || e.payload.signalId !== signalId
+      })
+      const written = yield* Effect.either(ledger.append(RUN_STEP_KEY, [{ _tag: "SignalSent", signalId, name, payload: json.json }]))
+      if (Either.isRight(written)) return { signalId, seq: ledger.head().seq }
+      const error = written.left
+      // The run's own execution appended (or claimed it) first: read its status and head again.
+      if ((error._tag === "SequenceConflict" || error._tag === "OwnershipLost") && attempt < SEND_ATTEMPTS) continue
+      if (error._tag === "OwnershipLost" || error._tag === "InvalidRunState") {
+        return yield* new Errors.SequenceConflict({ runId, expectedSeq: info.headSeq })
+      }
+      return yield* Effect.fail(error)
+    }
+  })
