@@ -25,7 +25,9 @@ import type { ContextOverflow, ExtensionError, ServiceMissing } from "./AgentErr
 import type { ContextBuilder, ContextSection } from "./ContextBuilder.js"
 import type { CompactionStrategy } from "./CompactionStrategy.js"
 import type { Extension } from "./Extension.js"
-import * as internal from "./internal/loop.js"
+import { validate } from "./internal/definition.js"
+import * as internal from "./internal/schemas.js"
+import { workflowOf } from "./internal/workflow.js"
 import type * as Memory from "./Memory.js"
 import { MemoryStore } from "./MemoryStore.js"
 import type { Progressive, Skill } from "./Skills.js"
@@ -188,14 +190,14 @@ export const make = (options: Options): Agent => {
     name: options.name,
     options,
     get workflow() {
-      textWorkflow ??= internal.workflowOf<string, string>(agent, undefined, undefined)
+      textWorkflow ??= workflowOf<string, string>(agent, undefined, undefined)
       return textWorkflow
     },
-    workflowFor: (outputSchema) => internal.workflowOf(agent, undefined, outputSchema),
+    workflowFor: (outputSchema) => workflowOf(agent, undefined, outputSchema),
     run: (run) =>
       Effect.gen(function*() {
         const env = yield* environment
-        const workflow = internal.workflowOf(agent, env, run.outputSchema)
+        const workflow = workflowOf(agent, env, run.outputSchema)
         return yield* env.kernel.execute(workflow, {
           runId: run.runId,
           tenant: run.tenant,
@@ -206,9 +208,9 @@ export const make = (options: Options): Agent => {
     replay: (run) =>
       Effect.gen(function*() {
         const env = yield* environment
-        return yield* env.kernel.replay(internal.workflowOf(agent, env, run.outputSchema), { tenantId: run.tenantId, runId: run.runId })
+        return yield* env.kernel.replay(workflowOf(agent, env, run.outputSchema), { tenantId: run.tenantId, runId: run.runId })
       })
   }
-  internal.validate(agent)
+  validate(agent)
   return agent
 }

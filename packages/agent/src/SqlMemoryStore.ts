@@ -6,16 +6,15 @@
  *
  * @since 0.1.0
  */
-import { Errors, SqlErrors, SqlMigrations } from "@artana/core"
+import { type Errors, SqlErrors, SqlMigrations } from "@artana/core"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { SqlError } from "@effect/sql/SqlError"
+import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as ParseResult from "effect/ParseResult"
-import * as Schema from "effect/Schema"
 import { AmbiguousMemory, MemoryNotFound } from "./AgentErrors.js"
+import * as Ledger from "./internal/memoryLedger.js"
+import { entryOf } from "./internal/memoryRows.js"
 import {
   DEFAULT_SEARCH_LIMIT,
   MemoryEntry,
@@ -91,32 +90,6 @@ export const migrations = (options: Options = {}): Record<string, SqlMigrations.
 export const migrate = (options: Options = {}): Effect.Effect<void, Errors.StoreError | Errors.SchemaMismatch, SqlClient.SqlClient> =>
   SqlMigrations.run({ name: "memory", tablePrefix: options.tablePrefix, migrations: migrations(options) })
 
-// --- rows ------------------------------------------------------------------------------------------------------
-
-type Row = { readonly [column: string]: unknown }
-
-const corrupt = (operation: string, reason: string) => new Errors.StoreError({ operation, reason: `corrupt memory row: ${reason}` })
-
-/** Drivers return integers as number, bigint (SQLite safe integers) or string (Postgres BIGINT). */
-const toNumber = (value: unknown): number | undefined => {
-  if (typeof value === "number") return value
-  if (typeof value === "bigint") return Number(value)
-  if (typeof value === "string" && value.trim() !== "" && !Number.isNaN(Number(value))) return Number(value)
-  return undefined
-}
-
-const entryOf = (operation: string, row: Row): Effect.Effect<{ readonly entry: MemoryEntry; readonly order: number }, Errors.StoreError> => {
-  const order = toNumber(row.seq)
-  const createdAt = toNumber(row.created_at)
-  const updatedAt = toNumber(row.updated_at)
-  const { id, tenant_id, agent_id, content } = row
-  if (order === undefined || createdAt === undefined || updatedAt === undefined) return Effect.fail(corrupt(operation, `seq or times of ${String(id)} are not numbers`))
-  if (typeof id !== "string" || typeof tenant_id !== "string" || typeof agent_id !== "string" || typeof content !== "string") {
-    return Effect.fail(corrupt(operation, `id, tenant_id, agent_id or content of ${String(id)} is not text`))
-  }
-  return Effect.succeed({ order, entry: { id, tenantId: tenant_id, agentId: agent_id, content, createdAt, updatedAt } })
-}
-
 /** Terms are letters and digits only (`queryTerms`), so a term never holds a LIKE wildcard to escape. */
 const likePattern = (term: string) => `%${term}%`
 
@@ -134,53 +107,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, Errors.Store
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const t = tables(options)
     const entries = sql(t.entries)
-    const ops = sql(t.ops)
+    const once = Ledger.make(sql, t.ops)
     const failWith = (operation: string) => (error: SqlError) => Effect.fail(SqlErrors.storeError(operation, error))
-
-    /**
-     * Claims an idempotency key inside the transaction: the write that inserts the ledger row does the work; a
-     * write whose key is there returns the recorded result. The ledger row is also the transaction's first write,
-     * so SQLite takes its write lock before anything is read (a read-then-write transaction could fail with
-     * SQLITE_BUSY at its first write when another process wrote in between).
-     */
-    const claim = (tenantId: string, key: string, now: number) =>
-      Effect.gen(function*() {
-        const inserted = yield* sql`INSERT INTO ${ops} (tenant_id, op_key, result, created_at) VALUES (${tenantId}, ${key}, ${""}, ${now}) ON CONFLICT (tenant_id, op_key) DO NOTHING RETURNING op_key`
-        if (inserted.length > 0) return undefined
-        const [row] = yield* sql`SELECT result FROM ${ops} WHERE tenant_id = ${tenantId} AND op_key = ${key}`
-        return typeof row?.result === "string" ? row.result : ""
-      })
-
-    /**
-     * Runs a write once per key, in one transaction, and records its result (`schema`) in the ledger; a write whose
-     * key is recorded returns the recorded result. Without a key, a random one: the same code path.
-     */
-    const once = <A, I, E>(
-      operation: string,
-      scope: Scope,
-      options: WriteOptions,
-      schema: Schema.Schema<A, I>,
-      write: (now: number) => Effect.Effect<A, E | SqlError>
-    ): Effect.Effect<A, E | Errors.StoreError> =>
-      Effect.gen(function*() {
-        const key = options.key ?? `anonymous:${crypto.randomUUID()}`
-        const now = yield* Clock.currentTimeMillis
-        const outcome = yield* sql.withTransaction(Effect.gen(function*() {
-          const done = yield* claim(scope.tenantId, key, now)
-          if (done !== undefined) return { done }
-          const result = yield* write(now)
-          yield* sql`UPDATE ${ops} SET result = ${JSON.stringify(Schema.encodeSync(schema)(result))} WHERE tenant_id = ${scope.tenantId} AND op_key = ${key}`
-          return { result }
-        })).pipe(
-          SqlErrors.transactionDefects,
-          Effect.catchIf((error): error is SqlError => error instanceof SqlError, failWith(operation))
-        )
-        if ("result" in outcome) return outcome.result
-        return yield* Effect.mapError(
-          Schema.decodeUnknown(Schema.parseJson(schema))(outcome.done),
-          (e) => corrupt(operation, `the result recorded for key ${key}: ${ParseResult.TreeFormatter.formatErrorSync(e)}`)
-        )
-      })
 
     const append = (scope: Scope, content: string, options: WriteOptions = {}): Effect.Effect<MemoryEntry, Errors.StoreError> =>
       once<MemoryEntry, typeof MemoryEntry.Encoded, never>("memory append", scope, options, MemoryEntry, (now) =>
