@@ -168,7 +168,7 @@ export const sqlite = async (): Promise<Array<Row>> => {
   }
 }
 
-const server = (): Effect.Effect<string, PgTest.PgTestError, Scope.Scope> => {
+export const server = (): Effect.Effect<string, PgTest.PgTestError, Scope.Scope> => {
   const given = process.env.ARTANA_BENCH_PG_URL
   if (given !== undefined && given !== "") return Effect.succeed(given)
   const binaries = PgTest.findBinaries()

@@ -15,6 +15,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
+import * as Sink from "effect/Sink"
 import * as Stream from "effect/Stream"
 import * as Tracer from "effect/Tracer"
 import type * as Approval from "./Approval.js"
@@ -505,10 +506,10 @@ export const make = (options: Options = {}) =>
           ],
           record: info
         })
-        // A page at a time, up to the first break: memory holds a page, however long the run.
+        // A page at a time, up to the first break: memory holds a page, however long the run (`Stream.chunks` with
+        // `runForEachWhile` kept every page read: out of memory under a 64 MB heap on 200,000 events).
         yield* EventStore.stream(store, run.tenantId, run.runId).pipe(
-          Stream.chunks,
-          Stream.runForEachWhile((page) => Effect.succeed(verifier.push(Chunk.toReadonlyArray(page)) === undefined))
+          Stream.run(Sink.forEachChunkWhile((page) => Effect.succeed(verifier.push(Chunk.toReadonlyArray(page)) === undefined)))
         )
         return verifier.finish()
       }),

@@ -189,6 +189,13 @@ export const spawnChild = (args: ReadonlyArray<string>, timeoutMs = 120_000, opt
     (child) => Effect.sync(() => child.kill())
   )
 
+/** The last line a child printed, parsed as JSON; fails with the child's output when it did not exit with 0. */
+export const lastJsonLine = (e: ChildExit): unknown => {
+  const line = e.stdout.trim().split("\n").pop()
+  if (e.code !== 0 || line === undefined) throw new Error(`child exited with ${e.signal ?? e.code}\nstdout: ${e.stdout}\nstderr: ${e.stderr.slice(-4000)}`)
+  return JSON.parse(line)
+}
+
 /** Runs a child to its end. */
 export const runChild = (args: ReadonlyArray<string>, timeoutMs?: number, options?: ChildOptions) =>
   Effect.flatMap(spawnChild(args, timeoutMs, options), (child) => child.exit)

@@ -6,7 +6,7 @@ import { Effect, Layer } from "effect"
 import { EventStore, Kernel, ModelPort, ToolRegistry } from "@artana/core"
 import { TestLog } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
-import { type ChildExit, killChildren, runChild, workDir } from "./helpers.js"
+import { killChildren, lastJsonLine as lastLine, runChild, workDir } from "./helpers.js"
 import { tenant } from "./child/workflows.js"
 
 const LONG_RUN = fileURLToPath(new URL("./child/long-run.ts", import.meta.url))
@@ -20,12 +20,6 @@ const HEAP_MB = 64
 const TIMEOUT = 900_000
 
 afterAll(killChildren)
-
-const lastLine = (e: ChildExit): unknown => {
-  const line = e.stdout.trim().split("\n").pop()
-  if (e.code !== 0 || line === undefined) throw new Error(`child exited with ${e.signal ?? e.code}\nstdout: ${e.stdout}\nstderr: ${e.stderr.slice(-4000)}`)
-  return JSON.parse(line)
-}
 
 const noModel = ModelPort.make({ defaultModel: "none", generate: () => Effect.dieMessage("a long run calls no model") })
 const kernelOn = (db: string) =>

@@ -1,7 +1,8 @@
 // A long run in its own process, for the bounded-memory test (started with a capped heap):
-// `node --max-old-space-size=N --import tsx long-run.ts write|resume|status|open FILE RUN STEPS`. `write` appends the
-// paused run (`TestLog.LongRun`), `resume` resumes it with a response, `status` reads where it stands (`Artana.status`),
-// `open` only opens the store (a baseline).
+// `node --max-old-space-size=N --import tsx long-run.ts write|resume|status|replay|verify|open FILE RUN STEPS`. `write`
+// appends the paused run (`TestLog.LongRun`), `resume` resumes it with a response, `status` reads where it stands
+// (`Artana.status`), `replay` replays it (`kernel.replay`), `verify` checks its chain (`kernel.verify`), `open` only
+// opens the store (a baseline).
 // Prints one JSON line: {"outcome":"result","result":...,"peakRssMb":...} or {"outcome":"error","error":...}.
 import { Artana, EventStore, Kernel, ModelPort, ToolRegistry } from "@artana/core"
 import { TestLog } from "@artana/core/testing"
@@ -10,7 +11,7 @@ import { SqliteStore } from "../../src/index.js"
 import { tenant } from "./workflows.js"
 
 const [command, filename, runId, stepsText] = process.argv.slice(2)
-if (filename === undefined || runId === undefined || stepsText === undefined) throw new Error("usage: long-run.ts write|resume|status|open FILE RUN STEPS")
+if (filename === undefined || runId === undefined || stepsText === undefined) throw new Error("usage: long-run.ts write|resume|status|replay|verify|open FILE RUN STEPS")
 const steps = Number(stepsText)
 
 const noModel = ModelPort.make({ defaultModel: "none", generate: () => Effect.dieMessage("a long run calls no model") })
@@ -28,6 +29,10 @@ const program = Effect.gen(function*() {
       return yield* Effect.flatMap(Kernel.Kernel, (k) => k.resume({ tenantId: tenant.tenantId, runId, workflow: TestLog.LongRun.workflow, response: "approved" }))
     case "status":
       return yield* Artana.status({ tenantId: tenant.tenantId, runId })
+    case "replay":
+      return yield* Effect.flatMap(Kernel.Kernel, (k) => k.replay(TestLog.LongRun.workflow, { tenantId: tenant.tenantId, runId }))
+    case "verify":
+      return yield* Effect.flatMap(Kernel.Kernel, (k) => k.verify({ tenantId: tenant.tenantId, runId }))
     default:
       return yield* Effect.flatMap(EventStore.EventStore, (s) => s.getRun(tenant.tenantId, runId))
   }

@@ -1,0 +1,99 @@
+/**
+ * Chaining onto a ledger's head: the events of a batch it appends, each hash-chained to the one before, and its
+ * catch-up, which adopts the signals (`SignalSent` under the run's step key, written by `Kernel.signal`) senders
+ * appended after its head, each verified (seq, link, hash) first.
+ */
+import * as Effect from "effect/Effect"
+import * as Errors from "../Errors.js"
+import { type Event, type EventPayload, RUN_STEP_KEY } from "../Event.js"
+import type * as EventStore from "../EventStore.js"
+import { hashMatches, newStoredEvent, type StoredMaterial } from "./hash.js"
+
+/** Signals adopted in one catch-up read at most: a sender's flood cannot hold a page larger than this in memory. */
+export const CATCH_UP_PAGE = 1000
+
+/** A ledger's head: the last event it wrote or adopted. */
+export interface Head {
+  seq: number
+  hash: string
+}
+
+/** Where a catch-up reads and what it adopts (a ledger's options). */
+export interface CatchUpOptions {
+  readonly store: EventStore.Service
+  readonly auditKey: string | undefined
+  readonly runId: string
+  readonly tenantId: string
+  readonly onSignals?: ((events: ReadonlyArray<Event>) => void) | undefined
+  readonly adopts?: ((event: Event) => boolean) | undefined
+}
+
+/**
+ * Reads what was appended after `head`. Signals are verified (seq, link, hash) and adopted: `head` moves past them
+ * and `onSignals` hears of them. Returns how many were adopted, or "foreign" when another writer appended anything
+ * else (another execution: this one must stop). A broken signal is `LogTampered`.
+ */
+export const catchUp = (options: CatchUpOptions, head: Head): Effect.Effect<number | "foreign", CatchUpError> =>
+  Effect.suspend(() => {
+    const read = options.store.readEvents(options.tenantId, options.runId, head.seq + 1, CATCH_UP_PAGE)
+    return Effect.flatMap(
+      Effect.catchTag(read, "RunNotFound", () => Effect.succeed([])),
+      (page): Effect.Effect<number | "foreign", CatchUpError> => {
+        const adopted: Array<Event> = []
+        let seq = head.seq
+        let hash = head.hash
+        for (const event of page) {
+          if (event.payload._tag !== "SignalSent" || event.stepKey !== RUN_STEP_KEY || options.adopts?.(event) === false) break
+          if (event.seq !== seq + 1 || event.prevHash !== hash || event.type !== event.payload._tag || !hashMatches(event, options.auditKey)) {
+            return Effect.fail(new Errors.LogTampered({ runId: options.runId, seq: event.seq, reason: "a signal appended after this execution's head does not chain to it" }))
+          }
+          adopted.push(event)
+          seq = event.seq
+          hash = event.hash
+        }
+        if (adopted.length < page.length) return Effect.succeed("foreign")
+        if (adopted.length === 0) return Effect.succeed(0)
+        head.seq = seq
+        head.hash = hash
+        options.onSignals?.(adopted)
+        // A full page: more may follow.
+        return page.length === CATCH_UP_PAGE
+          ? Effect.map(catchUp(options, head), (more) => (more === "foreign" ? more : adopted.length + more))
+          : Effect.succeed(adopted.length)
+      }
+    )
+  })
+
+/** What a catch-up fails with: the store's error, or a signal that does not chain. */
+export type CatchUpError = Errors.StoreError | Errors.LogTampered
+
+/** Events for `payloads` after `head`, each hash-chained to the one before (the hash covers every field but itself). */
+export const chainBatch = (
+  options: { readonly runId: string; readonly tenantId: string; readonly auditKey: string | undefined },
+  material: StoredMaterial,
+  head: { readonly seq: number; readonly hash: string },
+  stepKey: string,
+  payloads: ReadonlyArray<EventPayload>,
+  timestamp: number
+): Array<Event> => {
+  const events: Array<Event> = []
+  let prevHash = head.hash
+  for (let i = 0; i < payloads.length; i++) {
+    const payload = payloads[i]!
+    // The event keeps the payload text it hashed (what is stored).
+    const event = newStoredEvent({
+      eventId: crypto.randomUUID(),
+      runId: options.runId,
+      tenantId: options.tenantId,
+      seq: head.seq + i + 1,
+      timestamp,
+      type: payload._tag,
+      stepKey,
+      payload,
+      prevHash
+    }, options.auditKey, material)
+    events.push(event)
+    prevHash = event.hash
+  }
+  return events
+}

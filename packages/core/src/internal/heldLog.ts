@@ -1,0 +1,122 @@
+/**
+ * The part of a run's log the replay cursor holds: the steps read and not yet consumed, by key and in the order
+ * they first appear, pulled a page at a time. A consumed step is dropped at once, so memory is that of a page and of
+ * the steps in flight, however long the run.
+ */
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type * as Errors from "../Errors.js"
+import { type Event, RUN_STEP_KEY } from "../Event.js"
+import { isMarker } from "./replayStep.js"
+
+/** What reading the rest of the log fails with (its last pull also claims a resumed run: the store's refusals). */
+export type LoadError =
+  | Errors.StoreError
+  | Errors.InvalidRunState
+  | Errors.LogTampered
+  | Errors.SequenceConflict
+  | Errors.OwnershipLost
+
+/** The log the cursor pulls: what was read so far, and the next verified page (None once the log ended). */
+export interface Log {
+  readonly first: ReadonlyArray<Event>
+  readonly next: Effect.Effect<Option.Option<ReadonlyArray<Event>>, LoadError>
+}
+
+/** A step of the log held by the cursor: its events read so far. */
+export interface Step {
+  readonly key: string
+  readonly events: Array<Event>
+  consumed: boolean
+}
+
+export const make = (log: Log | undefined) => {
+  // The steps read and not consumed, by key; `order` in the order they first appear (consumed ones skipped).
+  const held = new Map<string, Step>()
+  // Slots before `cursor` are emptied as the scan passes them: a consumed step's events are garbage at once, not
+  // kept until the array is compacted (held that long, they outlive the young generation and swell the heap).
+  let order: Array<Step | undefined> = []
+  let cursor = 0
+  let heldEvents = 0
+  // The step key of the last event read: its batch may go on in the next page.
+  let lastKey: string | undefined
+  let done = log === undefined
+  // The log holds the run's end (`RunCompleted`, `RunFailed`, `RunContinued`): its code ran past every point of it.
+  let ended = false
+  let pages = 0
+  const lock = Effect.unsafeMakeSemaphore(1)
+
+  const add = (page: ReadonlyArray<Event>) => {
+    for (let i = 0; i < page.length; i++) {
+      const event = page[i]!
+      lastKey = event.stepKey
+      if (event.stepKey === RUN_STEP_KEY) {
+        const tag = event.payload._tag
+        if (tag === "RunCompleted" || tag === "RunFailed" || tag === "RunContinued") ended = true
+        continue
+      }
+      const step = held.get(event.stepKey)
+      if (step === undefined) {
+        const created: Step = { key: event.stepKey, events: [event], consumed: false }
+        held.set(event.stepKey, created)
+        order.push(created)
+      } else step.events.push(event)
+      heldEvents++
+    }
+  }
+  if (log !== undefined) add(log.first)
+
+  return {
+    /** The held step under `key`, if any. */
+    get: (key: string): Step | undefined => held.get(key),
+    /** Drops a step the code consumed. */
+    consume: (step: Step): void => {
+      step.consumed = true
+      held.delete(step.key)
+      heldEvents -= step.events.length
+    },
+    /** The first held step not consumed (a patch marker not asked for yet is passed over: a later `patched` finds it by key). */
+    nextUnconsumed: (): Step | undefined => {
+      while (cursor < order.length && (order[cursor]!.consumed || isMarker(order[cursor]!.key, order[cursor]!.events))) {
+        order[cursor++] = undefined
+      }
+      if (cursor > 1024 && cursor * 2 > order.length) {
+        order = order.slice(cursor)
+        cursor = 0
+      }
+      return order[cursor]
+    },
+    /** Reads the next page, unless another fiber read one since `seen` (or the log ended). */
+    load: (seen: number): Effect.Effect<void, LoadError> =>
+      lock.withPermits(1)(Effect.suspend(() => {
+        if (done || pages !== seen || log === undefined) return Effect.void
+        return Effect.map(log.next, (page) => {
+          pages++
+          if (Option.isNone(page)) done = true
+          else add(page.value)
+        })
+      })),
+    /** Whether the whole log was read. */
+    get done() {
+      return done
+    },
+    /** Whether the log holds the run's end. */
+    get ended() {
+      return ended
+    },
+    /** How many pages were read after the first. */
+    get pages() {
+      return pages
+    },
+    /** The step key of the last event read. */
+    get lastKey() {
+      return lastKey
+    },
+    /** How many events the held steps have. */
+    get heldEvents() {
+      return heldEvents
+    }
+  }
+}
+
+export type HeldLog = ReturnType<typeof make>

@@ -1,0 +1,102 @@
+/**
+ * A run's verified log, read forward a page at a time: each page's chain checked before any of its events is
+ * returned, and at the log's end the run record's head, status and cost. What replay, resume, fork and
+ * `Kernel.verify` read a run through; memory holds a page, however long the run.
+ */
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import * as Errors from "../Errors.js"
+import type { Event, RunInfo } from "../Event.js"
+import * as EventStore from "../EventStore.js"
+import * as Verify from "../Verify.js"
+import type { VerifyReport } from "../Verify.js"
+
+/** What reading a run's verified log fails with: the store's errors, a broken chain, a log cut before its head. */
+export type ReadError = Errors.RunNotFound | Errors.StoreError | Errors.LogTampered | Errors.InvalidRunState
+
+/** The `InvalidRunState` of a log that ends before the head its run record vouches for. */
+export const truncated = (info: RunInfo, logEnd: number) =>
+  new Errors.InvalidRunState({
+    runId: info.runId,
+    status: `truncated (its log ends at seq ${logEnd}, its run record at seq ${info.headSeq})`,
+    expected: `a whole log (restore the missing events; \`artana verify ${info.runId}\` shows where the log breaks)`
+  })
+
+/**
+ * A run's log up to its record's head, read a page at a time and verified as the pages go by: each page's events
+ * (their hashes over their stored bytes, the links, `seq` without gaps) before any of them is returned, and once the
+ * last page is read, the run record's head, status and cost. `next` gives the next page (never empty), then None once
+ * the log ended and those checks passed. Memory holds a page, however long the run. A log cut before that head fails
+ * `InvalidRunState` (truncated) at its end; any other break fails `LogTampered`, naming the first broken seq. A plain
+ * loop over `readEvents`: what replay pulls a page at a time (`verifiedEvents` streams it).
+ */
+export const verifiedPages = (
+  store: EventStore.Service,
+  auditKey: string | undefined,
+  info: RunInfo,
+  options: { readonly pageSize?: number | undefined } = {}
+): Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> => {
+  const pageSize = Math.max(1, Math.floor(options.pageSize ?? EventStore.DEFAULT_PAGE_SIZE))
+  const verifier = Verify.make(info.runId, {
+    auditKey,
+    heads: [{ source: "store's run record", seq: info.headSeq, hash: info.headHash }],
+    record: info
+  })
+  let logEnd = 0
+  // "read": more pages may follow; "end": the last page was given, the checks of the log's end are next; "done".
+  let state: "read" | "end" | "done" = "read"
+  const end = Effect.suspend((): Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> => {
+    state = "done"
+    // The log ends before the head the run's record vouches for: events were removed (by hand, or a partial
+    // restore). Going on would run the removed steps again, side effects included, and hide the cut.
+    if (info.headSeq > logEnd) return Effect.fail(truncated(info, logEnd))
+    const report = verifier.finish()
+    return report.ok ? Effect.succeed(Option.none()) : Effect.fail(tampered(info, report))
+  })
+  const page = (read: ReadonlyArray<Event>): Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> => {
+    // Events appended after the record was read are not this read's: the record's head ends it. A short page is the
+    // end of the log (as it was when read).
+    let events = read
+    const beyond = read.findIndex((event) => event.seq > info.headSeq)
+    if (beyond >= 0) events = read.slice(0, beyond)
+    if (events.length === 0) return end
+    const broken = verifier.push(events)
+    if (broken !== undefined) return Effect.fail(tampered(info, broken))
+    logEnd = events[events.length - 1]!.seq
+    if (beyond >= 0 || read.length < pageSize || logEnd >= info.headSeq) state = "end"
+    return Effect.succeed(Option.some(events))
+  }
+  return Effect.suspend(() => {
+    switch (state) {
+      case "done":
+        return Effect.succeed(Option.none())
+      case "end":
+        return end
+      case "read":
+        return Effect.flatMap(store.readEvents(info.tenantId, info.runId, logEnd + 1, pageSize), page)
+    }
+  })
+}
+
+/**
+ * `verifiedPages` as a stream: each chunk is one page. A run's log up to its record's head, verified as the pages go
+ * by; memory holds a page, however long the run.
+ */
+export const verifiedEvents = (
+  store: EventStore.Service,
+  auditKey: string | undefined,
+  info: RunInfo,
+  options: { readonly pageSize?: number | undefined } = {}
+): Stream.Stream<Event, ReadError> =>
+  Stream.suspend(() => {
+    const next = verifiedPages(store, auditKey, info, options)
+    return Stream.repeatEffectChunkOption(Effect.matchEffect(next, {
+      onFailure: (error) => Effect.fail(Option.some(error)),
+      onSuccess: Option.match({ onNone: () => Effect.fail(Option.none()), onSome: (events) => Effect.succeed(Chunk.unsafeFromArray(events)) })
+    }))
+  })
+
+export const tampered = (info: RunInfo, report: VerifyReport) =>
+  new Errors.LogTampered({ runId: info.runId, seq: report.firstBrokenSeq ?? 0, reason: report.reason ?? "broken" })
