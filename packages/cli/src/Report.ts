@@ -9,7 +9,8 @@
 import type { Event, Json } from "@artana/core"
 import * as Plan from "./Plan.js"
 import * as PlanRunner from "./PlanRunner.js"
-import * as T from "./internal/terminal.js"
+import * as ReportSummary from "./internal/reportSummary.js"
+import * as ReportSteps from "./internal/reportSteps.js"
 
 /** What the policy said about a call: allowed, denied, or nothing (the step never reached it). */
 export type Decision = "allowed" | "denied" | "none"
@@ -106,9 +107,6 @@ export interface Report extends Run {
   readonly summary: Summary
 }
 
-const statusOf = (produced: PlanRunner.Produced | undefined): Status =>
-  produced === undefined ? "in_doubt" : PlanRunner.stepStatusOf(produced)
-
 /** Options of `make` and `builder`. */
 export interface MakeOptions {
   /**
@@ -146,65 +144,18 @@ export const builder = (
   const input = PlanRunner.loggedInput(first === undefined ? [] : [first])
   if (input === undefined || first === undefined) return new PlanRunner.NotAPlanRun({ runId: info.runId, workflow: info.workflow })
   const planned = new Map(input.plan.steps.map((step) => [step.id, step]))
-  const seen = new Set<string>()
-  const counts: Record<Status, number> = { ok: 0, denied: 0, failed: 0, skipped: 0, in_doubt: 0, awaiting_approval: 0 }
-  const touched = { filesRead: new Set<string>(), filesWritten: new Set<string>(), domains: new Set<string>(), commands: new Set<string>() }
-  const denials: Array<{ readonly id: string; readonly tool: string; readonly reason: string }> = []
+  const tally = ReportSummary.make()
   const startedAt = first.timestamp
   let finishedAt = first.timestamp
   // The events of the step being read (its key), until the next step's begin.
   let open: { key: string; events: Array<Event.Event> } | undefined
 
-  const counted = (step: StepReport): StepReport => {
-    seen.add(step.id)
-    counts[step.status]++
-    for (const f of step.filesRead) touched.filesRead.add(f)
-    for (const f of step.filesWritten) touched.filesWritten.add(f)
-    for (const d of step.domains) touched.domains.add(d)
-    for (const c of step.commands) touched.commands.add(c)
-    if (step.decision === "denied") denials.push({ id: step.id, tool: step.tool, reason: step.reason })
-    return step
-  }
-
-  const report = (step: PlanRunner.LoggedStep): StepReport => {
-    const a = audit(step.events).get(step.key) ?? {}
-    const status = step.awaitingApproval === true ? "awaiting_approval" : statusOf(step.produced)
-    const deniedBy = step.denial === undefined ? undefined : step.denial.middleware ?? (step.denial.capability === undefined ? undefined : `capability ${step.denial.capability}`)
-    // The kernel refuses an unknown tool before any policy sees it; everything else passed the policy or was denied.
-    const unknown = step.produced !== undefined && !step.produced.ok && step.produced.kind === "unknown_tool"
-    const decision: Decision = a.decision ?? (status === "denied" ? "denied" : unknown ? "none" : "allowed")
-    const reason = a.reason ??
-      (step.denial !== undefined
-        ? `${step.denial.reason}${deniedBy === undefined ? "" : ` (${deniedBy})`}`
-        : decision === "allowed" ? "no rule denied the call" : "")
-    return counted({
-      id: step.id,
-      // Steps the log holds that the plan does not list (a log written by another version of the plan) have no name.
-      name: planned.get(step.id)?.name,
-      tool: step.tool,
-      decision,
-      reason,
-      status,
-      inputHash: step.inputHash,
-      outputHash: step.outputHash ?? null,
-      args: step.args,
-      startedAt: step.startedAt,
-      durationMs: step.finishedAt === undefined ? null : step.finishedAt - step.startedAt,
-      error: step.produced !== undefined && !step.produced.ok ? step.produced.error : null,
-      reconciled: step.reconciled,
-      filesRead: a.filesRead ?? [],
-      filesWritten: a.filesWritten ?? [],
-      domains: a.domains ?? [],
-      commands: a.commands ?? [],
-      containment: a.containment ?? null
-    })
-  }
-
   const close = (): ReadonlyArray<StepReport> => {
     if (open === undefined) return []
     const step = PlanRunner.loggedStep(open.key, open.events)
     open = undefined
-    return step === undefined ? [] : [report(step)]
+    if (step === undefined) return []
+    return [ReportSummary.add(tally, ReportSteps.fromLog(step, audit(step.events).get(step.key) ?? {}, planned.get(step.id)?.name))]
   }
 
   return {
@@ -223,18 +174,9 @@ export const builder = (
     finish: () => {
       const steps = [...close()]
       if (options.stretch !== true) {
-        for (const step of input.plan.steps) {
-          if (seen.has(step.id)) continue
-          steps.push(counted({
-            id: step.id, name: step.name, tool: step.tool, decision: "none", reason: "not reached: the run stopped before this step", status: "skipped",
-            inputHash: null, outputHash: null, args: null, startedAt: null, durationMs: null, error: null, reconciled: false,
-            filesRead: [], filesWritten: [], domains: [], commands: [], containment: null
-          }))
-        }
+        for (const step of input.plan.steps) if (!tally.seen.has(step.id)) steps.push(ReportSummary.add(tally, ReportSteps.skipped(step)))
       }
       const failed = options.failed?.payload
-      const sorted = (set: ReadonlySet<string>) => [...set].sort()
-      const total = counts.ok + counts.denied + counts.failed + counts.skipped + counts.in_doubt
       return {
         steps,
         ending: {
@@ -245,23 +187,7 @@ export const builder = (
           planFile: input.planFile ?? null,
           policyFile: input.policy === undefined ? null : { file: input.policy.file, sha256: input.policy.sha256 },
           error: failed?._tag === "RunFailed" ? { tag: failed.errorTag, message: failed.error } : null,
-          summary: {
-            steps: total,
-            ok: counts.ok,
-            denied: counts.denied,
-            failed: counts.failed,
-            skipped: counts.skipped,
-            inDoubt: counts.in_doubt,
-            startedAt,
-            finishedAt,
-            durationMs: finishedAt - startedAt,
-            costUsd: info.costUsd,
-            filesRead: sorted(touched.filesRead),
-            filesWritten: sorted(touched.filesWritten),
-            domains: sorted(touched.domains),
-            commands: sorted(touched.commands),
-            denials
-          }
+          summary: ReportSummary.summary(tally, startedAt, finishedAt, info.costUsd)
         }
       }
     }
@@ -331,8 +257,6 @@ export const toJson = (report: Report) => {
   return { runId, status, steps: report.steps.map(stepJson), ...rest }
 }
 
-const short = (hash: string | null) => (hash === null ? "-" : hash.slice(0, 12))
-
 /** What the console form's first lines say: the run, its plan and policy, when it started, how long it took, its cost. */
 export interface Heading extends Run {
   readonly startedAt: number
@@ -340,74 +264,4 @@ export interface Heading extends Run {
   readonly costUsd: number
 }
 
-/** The console form's first lines (`render`'s, before the timeline). */
-export const renderHeading = (h: Heading, s: T.Style): string => {
-  const out: Array<string> = []
-  out.push(`${T.icon(s, h.status)} ${s.bold(`run ${h.runId}`)}  ${h.status}  ${s.dim(`tenant ${h.tenantId}`)}`)
-  if (h.planFile !== null) out.push(`  plan    ${h.planFile.file}  ${s.dim(`sha256 ${short(h.planFile.sha256)}`)}  on_error: ${h.onError}`)
-  if (h.policyFile !== null) out.push(`  policy  ${h.policyFile.file}  ${s.dim(`sha256 ${short(h.policyFile.sha256)}`)}`)
-  out.push(`  started ${T.timestamp(h.startedAt)}  took ${T.duration(h.durationMs)}  cost $${h.costUsd.toFixed(6)}`)
-  out.push("")
-  return out.join("\n")
-}
-
-/** Timeline rows as a table (`header`: with its header line; a streamed timeline prints it over the first rows only). */
-export const renderSteps = (steps: ReadonlyArray<StepReport>, s: T.Style, options: { readonly header?: boolean } = {}): string => {
-  const rows = steps.map((step) => [
-    `${T.icon(s, step.status)} ${step.id}`,
-    step.tool,
-    step.decision === "denied" ? s.red(step.decision) : step.decision === "allowed" ? s.green(step.decision) : s.dim(step.decision),
-    step.durationMs === null ? "-" : T.duration(step.durationMs),
-    short(step.inputHash),
-    short(step.outputHash),
-    `${step.status === "ok" || step.status === "skipped" ? step.reason : `${step.reason}${step.error !== null && step.error !== step.reason ? ` — ${step.error}` : ""}`}${
-      step.reconciled ? s.yellow(" (outcome settled by hand: artana reconcile)") : ""
-    }`
-  ])
-  const table = T.table(s, ["STEP", "TOOL", "DECISION", "TIME", "INPUT", "OUTPUT", "WHY"], rows, { right: [3] })
-  return options.header === false ? table.slice(table.indexOf("\n") + 1) : table
-}
-
-/**
- * The console form's last lines: what the run touched, its denials, the steps that ran uncontained (their ids), its
- * error, the counts.
- */
-export const renderEnding = (ending: Ending, uncontained: ReadonlyArray<string>, s: T.Style): string => {
-  const out: Array<string> = []
-  const sum = ending.summary
-  const touched: Array<[string, ReadonlyArray<string>]> = [
-    ["files read", sum.filesRead],
-    ["files written", sum.filesWritten],
-    ["domains", sum.domains],
-    ["commands", sum.commands]
-  ]
-  out.push("")
-  for (const [label, list] of touched) out.push(`  ${label.padEnd(14)}${list.length === 0 ? s.dim("none") : list.join(", ")}`)
-  if (sum.denials.length > 0) {
-    out.push("")
-    out.push(s.red(`  ${sum.denials.length} denial${sum.denials.length === 1 ? "" : "s"}:`))
-    for (const d of sum.denials) out.push(`    ${d.id} (${d.tool}): ${d.reason}`)
-  }
-  if (uncontained.length > 0) {
-    out.push("")
-    for (const id of uncontained) out.push(s.yellow(`  warning: ${id} ran uncontained (the policy says containment: none): the command saw the whole machine its user can see`))
-  }
-  if (ending.error !== null) out.push("", s.red(`  run failed with ${ending.error.tag}: ${ending.error.message}`))
-  out.push("")
-  const parts = [`${sum.ok} ok`, `${sum.denied} denied`, `${sum.failed} failed`, `${sum.skipped} skipped`]
-  if (sum.inDoubt > 0) parts.push(`${sum.inDoubt} in doubt`)
-  out.push(`  ${sum.steps} steps: ${parts.join(", ")}`)
-  return out.join("\n")
-}
-
-/** The ids of the steps that ran uncontained (`containment: none`): the console form warns of each. */
-export const uncontainedOf = (steps: ReadonlyArray<StepReport>): ReadonlyArray<string> =>
-  steps.filter((step) => step.containment?.mechanism === "none").map((step) => step.id)
-
-/** The console form: header, timeline table, what the run touched, denials, totals. */
-export const render = (report: Report, s: T.Style): string =>
-  [
-    renderHeading({ ...report, startedAt: report.summary.startedAt, durationMs: report.summary.durationMs, costUsd: report.summary.costUsd }, s),
-    renderSteps(report.steps, s),
-    renderEnding(report, uncontainedOf(report.steps), s)
-  ].join("\n")
+export { render, renderEnding, renderHeading, renderSteps, uncontainedOf } from "./internal/reportRender.js"
