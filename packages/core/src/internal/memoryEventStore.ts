@@ -8,19 +8,10 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import { type OwnershipLost, RunNotFound, SequenceConflict, StoreError } from "../Errors.js"
 import { decodePayload, type Event, type RunInfo, summarize } from "../Event.js"
-import {
-  type AppendRequest,
-  countVersions,
-  fenced,
-  fenceOf,
-  invalidBatch,
-  type ListRunsFilter,
-  newRunInfo,
-  pageOf,
-  type Service
-} from "../EventStore.js"
+import type { AppendRequest, ListRunsFilter, Service } from "../EventStore.js"
 import { StoredEvent, storedPayload } from "./hash.js"
 import * as RunCursor from "./runCursor.js"
+import { countVersions, fenced, fenceOf, invalidBatch, newRunInfo, pageOf } from "./storeRules.js"
 
 /**
  * An event as the in-memory store keeps it: its payload as the text the kernel hashed, as a SQL store keeps it. The
