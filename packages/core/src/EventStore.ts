@@ -7,14 +7,12 @@
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import { type InvalidInput, OwnershipLost, RunNotFound, SequenceConflict, StoreError } from "./Errors.js"
-import { decodePayload, type Event, type RunInfo, type RunStatus, summarize, type WaitingOn } from "./Event.js"
-import { StoredEvent, storedPayload } from "./internal/hash.js"
-import * as RunCursor from "./internal/runCursor.js"
+import type { InvalidInput, OwnershipLost, RunNotFound, SequenceConflict, StoreError } from "./Errors.js"
+import type { Event, RunInfo, RunStatus, WaitingOn } from "./Event.js"
+import * as MemoryEventStore from "./internal/memoryEventStore.js"
 
 /** A batch to append atomically after `expectedSeq` (the run's current head; 0 for a new run). */
 export interface AppendRequest {
@@ -150,23 +148,6 @@ export interface VersionCount {
   readonly lastCreatedAt: number
 }
 
-/** The statuses of a run in flight: it may still run code (see `VersionCount.inFlight`). */
-export const IN_FLIGHT: ReadonlyArray<RunStatus> = ["running", "paused", "needs_reconciliation"]
-
-/** Counts runs per workflow and version (the in-memory store's `versionCounts`, and a reference for the others). */
-export const countVersions = (runs: Iterable<RunInfo>): ReadonlyArray<VersionCount> => {
-  const counts = new Map<string, { workflow: string; version: string; runs: number; inFlight: number; lastCreatedAt: number }>()
-  for (const run of runs) {
-    const key = `${run.workflow}\u0000${run.version}`
-    const count = counts.get(key) ?? { workflow: run.workflow, version: run.version, runs: 0, inFlight: 0, lastCreatedAt: 0 }
-    count.runs++
-    if (IN_FLIGHT.includes(run.status)) count.inFlight++
-    count.lastCreatedAt = Math.max(count.lastCreatedAt, run.createdAt)
-    counts.set(key, count)
-  }
-  return [...counts.values()].sort((a, b) => (a.workflow < b.workflow ? -1 : a.workflow > b.workflow ? 1 : a.version < b.version ? -1 : a.version > b.version ? 1 : 0))
-}
-
 /** The event log of every run. */
 export class EventStore extends Context.Tag("@artana/core/EventStore")<EventStore, Service>() {}
 
@@ -277,264 +258,20 @@ export const reconciliationPath = (
     return path
   })
 
-/**
- * Why a batch cannot be appended as it is (events of another run or tenant, seqs not numbered on from
- * `expectedSeq`), or undefined. Every store checks it: a malformed batch is a bug in its writer, and is
- * refused before it reaches the log.
- */
-export const invalidBatch = (request: AppendRequest): string | undefined => {
-  for (let i = 0; i < request.events.length; i++) {
-    const event = request.events[i]!
-    if (event.runId !== request.runId || event.tenantId !== request.tenantId) {
-      return `event ${event.seq} belongs to run ${event.runId} of tenant ${event.tenantId}, not to the batch's run ${request.runId} of tenant ${request.tenantId}`
-    }
-    if (event.seq !== request.expectedSeq + i + 1) {
-      return `event ${i + 1} of the batch has seq ${event.seq}; after seq ${request.expectedSeq} it must be ${request.expectedSeq + i + 1}`
-    }
-    if (event.type !== event.payload._tag) return `event ${event.seq} has type ${event.type} but a ${event.payload._tag} payload`
-  }
-  return undefined
-}
-
-/**
- * The highest owner epoch a run may have for `request` to be appended (`ownerEpoch`, or one less for a claim), or
- * undefined when the request is not fenced. Every store refuses the batch when the run's epoch is above it.
- */
-export const fenceOf = (request: AppendRequest): number | undefined =>
-  request.ownerEpoch === undefined ? undefined : request.claim === true ? request.ownerEpoch - 1 : request.ownerEpoch
-
-/**
- * The `OwnershipLost` of a request whose run has a newer owner, given the run's current owner epoch; undefined
- * otherwise (a claim that lost the race for its own epoch is a `SequenceConflict`, like two writers racing).
- */
-export const fenced = (request: AppendRequest, currentEpoch: number): OwnershipLost | undefined => {
-  if (request.ownerEpoch === undefined || currentEpoch <= request.ownerEpoch) return undefined
-  return new OwnershipLost({
-    runId: request.runId,
-    ownerEpoch: request.ownerEpoch ?? 0,
-    reason: `a newer execution (owner epoch ${currentEpoch}) claimed it: another worker took its task over after this one's ` +
-      `lease expired, or another process resumed the run`
-  })
-}
-
-/** The version of a run whose `RunStarted` records none (as `Workflow.DEFAULT_VERSION`). */
-export const DEFAULT_RUN_VERSION = "1"
-
-/** The run row a new run's first batch creates (shared by every store implementation). */
-export const newRunInfo = (request: AppendRequest): RunInfo | undefined => {
-  const first = request.events[0]
-  const last = request.events[request.events.length - 1]
-  if (first === undefined || last === undefined || first.payload._tag !== "RunStarted") return undefined
-  const started = first.payload
-  const summary = summarize(request.events)
-  return {
-    runId: request.runId,
-    tenantId: request.tenantId,
-    workflow: started.workflow,
-    ...(started.parentRunId === undefined ? {} : { parentRunId: started.parentRunId }),
-    rootRunId: started.rootRunId ?? request.runId,
-    status: summary.status ?? "running",
-    headSeq: last.seq,
-    headHash: last.hash,
-    costUsd: summary.costUsd,
-    createdAt: first.timestamp,
-    updatedAt: last.timestamp,
-    ownerEpoch: request.ownerEpoch ?? 0,
-    version: started.version ?? DEFAULT_RUN_VERSION,
-    ...(started.forkedFrom === undefined ? {} : { forkedFrom: started.forkedFrom.runId })
-  }
-}
-
-/**
- * An event as the in-memory store keeps it: its payload as the text the kernel hashed, as a SQL store keeps it. The
- * code's values are not shared with the log (a workflow that grows the array it gave a model step, a caller that
- * edits the events it read, change nothing stored), and a read decodes the text afresh.
- */
-type Kept = Omit<Event, "payload"> & { readonly payloadText: string }
-
-const stored = (event: Event): Kept => {
-  const { payload: _payload, ...fields } = event
-  return { ...fields, payloadText: storedPayload(event) }
-}
-
-const restored = (kept: Kept): Event => {
-  const payload = decodePayload(JSON.parse(kept.payloadText))
-  // It was an event's payload when stored: only a bug could make it fail to decode.
-  if (Either.isLeft(payload)) throw new Error(`in-memory store: run ${kept.runId} seq ${kept.seq}: ${payload.left}`)
-  return new StoredEvent(kept.eventId, kept.runId, kept.tenantId, kept.seq, kept.timestamp, kept.type, kept.stepKey, payload.right, kept.prevHash, kept.hash, kept.payloadText)
-}
+// What every store implementation shares (see `internal/storeRules.ts`).
+export {
+  countVersions,
+  DEFAULT_RUN_VERSION,
+  fenced,
+  fenceOf,
+  IN_FLIGHT,
+  invalidBatch,
+  newRunInfo,
+  pageOf
+} from "./internal/storeRules.js"
 
 /** An in-memory store, for tests and for examples that must not touch disk. */
-export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
-  // Keyed by tenant and run: the same run id in two tenants is two runs.
-  // `order` numbers runs as they are created: it breaks ties between runs created in the same millisecond.
-  const runs = new Map<string, { info: RunInfo; readonly order: number; readonly log: Array<Kept> }>()
-  const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
-  let created = 0
-  const listed = (tenantId: string, filter: ListRunsFilter, after: RunCursor.Position | undefined) =>
-    [...runs.values()]
-      .filter(({ info: r, order }) =>
-        r.tenantId === tenantId &&
-        (filter.status === undefined || r.status === filter.status) &&
-        (filter.workflow === undefined || r.workflow === filter.workflow) &&
-        (filter.version === undefined || r.version === filter.version) &&
-        (filter.parentRunId === undefined || r.parentRunId === filter.parentRunId) &&
-        (filter.rootRunId === undefined || r.rootRunId === filter.rootRunId) &&
-        (filter.createdSince === undefined || r.createdAt >= filter.createdSince) &&
-        (filter.createdUntil === undefined || r.createdAt < filter.createdUntil) &&
-        (filter.minCostUsd === undefined || r.costUsd >= filter.minCostUsd) &&
-        (filter.forkedFrom === undefined || r.forkedFrom === filter.forkedFrom) &&
-        (after === undefined || r.createdAt < after.createdAt || (r.createdAt === after.createdAt && order > Number(after.key)))
-      )
-      .sort((a, b) => b.info.createdAt - a.info.createdAt || a.order - b.order)
-      .slice(0, filter.limit === undefined ? undefined : Math.max(0, Math.floor(filter.limit)))
-
-  /** Applies one batch, or says why not (nothing changed then). */
-  const apply = (request: AppendRequest): SequenceConflict | OwnershipLost | StoreError | undefined => {
-    const bad = invalidBatch(request)
-    if (bad !== undefined) return new StoreError({ operation: "append", reason: bad })
-    const conflict = () => new SequenceConflict({ runId: request.runId, expectedSeq: request.expectedSeq })
-    const last = request.events[request.events.length - 1]
-    if (last === undefined) return undefined
-    const key = keyOf(request.tenantId, request.runId)
-    const run = runs.get(key)
-    if (request.expectedSeq === 0) {
-      const info = newRunInfo(request)
-      if (run !== undefined || info === undefined) return conflict()
-      runs.set(key, { info, order: created++, log: request.events.map(stored) })
-      return undefined
-    }
-    if (run === undefined) return conflict()
-    const lost = fenced(request, run.info.ownerEpoch)
-    if (lost !== undefined) return lost
-    const fence = fenceOf(request)
-    if (run.info.headSeq !== request.expectedSeq || (fence !== undefined && run.info.ownerEpoch > fence)) return conflict()
-    const summary = summarize(request.events)
-    run.info = {
-      ...run.info,
-      ownerEpoch: request.claim === true && request.ownerEpoch !== undefined ? request.ownerEpoch : run.info.ownerEpoch,
-      status: summary.status ?? run.info.status,
-      headSeq: last.seq,
-      headHash: last.hash,
-      costUsd: run.info.costUsd + summary.costUsd,
-      updatedAt: last.timestamp
-    }
-    for (const e of request.events) run.log.push(stored(e))
-    return undefined
-  }
-
-  /**
-   * A transaction over the in-memory runs: `apply` applies a batch, remembering first what its run was; `undo` puts
-   * back every run it changed.
-   */
-  const transaction = () => {
-    const before = new Map<string, { readonly info: RunInfo; readonly length: number } | undefined>()
-    return {
-      apply: (request: AppendRequest) => {
-        const key = keyOf(request.tenantId, request.runId)
-        if (!before.has(key)) {
-          const run = runs.get(key)
-          before.set(key, run === undefined ? undefined : { info: run.info, length: run.log.length })
-        }
-        return apply(request)
-      },
-      undo: () => {
-        for (const [k, was] of before) {
-          if (was === undefined) runs.delete(k)
-          else {
-            const run = runs.get(k)!
-            run.info = was.info
-            run.log.length = was.length
-          }
-        }
-      }
-    }
-  }
-
-  /** Applies every batch, or none: a refused one puts back what the ones before it changed. */
-  const appendAll = (requests: ReadonlyArray<AppendRequest>): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError> => {
-    const tx = transaction()
-    for (const request of requests) {
-      const refused = tx.apply(request)
-      if (refused === undefined) continue
-      tx.undo()
-      return Effect.fail(refused)
-    }
-    return Effect.void
-  }
-
-  /** `appendPaged`: each batch applied as it comes; a refusal or a failure of `next` puts back what the ones before changed. */
-  const appendPaged = <E>(next: Effect.Effect<Option.Option<AppendRequest>, E>): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError | E> =>
-    Effect.suspend(() => {
-      const tx = transaction()
-      const loop: Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError | E> = Effect.flatMap(next, Option.match({
-        onNone: () => Effect.void,
-        onSome: (request) => {
-          const refused = tx.apply(request)
-          return refused === undefined ? loop : Effect.fail(refused)
-        }
-      }))
-      return Effect.onError(loop, () => Effect.sync(tx.undo))
-    })
-
-  return {
-    append: (request) => Effect.suspend(() => appendAll([request])),
-    appendAll: (requests) => Effect.suspend(() => appendAll(requests)),
-    appendPaged,
-    readEvents: (tenantId, runId, fromSeq = 1, limit) =>
-      Effect.suspend(() => {
-        const run = runs.get(keyOf(tenantId, runId))
-        return run === undefined
-          ? Effect.fail(new RunNotFound({ runId, tenantId }))
-          : Effect.sync(() => {
-            // The log has no gaps (every batch is checked): seq n is at index n - 1.
-            const from = Math.max(0, Math.floor(fromSeq) - 1)
-            return run.log.slice(from, limit === undefined ? undefined : from + Math.max(0, Math.floor(limit))).map(restored)
-          })
-      }),
-    getRun: (tenantId, runId) =>
-      Effect.suspend(() => {
-        const run = runs.get(keyOf(tenantId, runId))
-        return run === undefined ? Effect.fail(new RunNotFound({ runId, tenantId })) : Effect.succeed(run.info)
-      }),
-    listRuns: (tenantId, filter = {}) => Effect.sync(() => listed(tenantId, filter, undefined).map((r) => r.info)),
-    lineageCostUsd: (tenantId, rootRunId) =>
-      Effect.sync(() => {
-        let sum = 0
-        for (const { info } of runs.values()) if (info.tenantId === tenantId && info.rootRunId === rootRunId) sum += info.costUsd
-        return sum
-      }),
-    listRunsPage: (tenantId, filter = {}) =>
-      Effect.map(
-        filter.after === undefined ? Either.right(undefined) : RunCursor.decode(filter.after, "number"),
-        (after) => pageOf(listed(tenantId, { ...filter, limit: filter.limit === undefined ? undefined : filter.limit + 1 }, after), filter.limit, (r) => ({ createdAt: r.info.createdAt, key: r.order }), (r) => r.info)
-      ),
-    versionCounts: (filter = {}) =>
-      Effect.sync(() =>
-        countVersions(
-          [...runs.values()].map((r) => r.info).filter((r) =>
-            (filter.tenantId === undefined || r.tenantId === filter.tenantId) && (filter.workflow === undefined || r.workflow === filter.workflow)
-          )
-        )
-      )
-  }
-})
-
-/**
- * A page from the runs a store read with one more than `limit` (every store's `listRunsPage`): the first `limit` of
- * them, and the cursor of the last one when there was one more.
- */
-export const pageOf = <Row>(
-  rows: ReadonlyArray<Row>,
-  limit: number | undefined,
-  position: (row: Row) => RunCursor.Position,
-  info: (row: Row) => RunInfo
-): RunsPage => {
-  const size = limit === undefined ? rows.length : Math.max(0, Math.floor(limit))
-  const kept = rows.slice(0, size)
-  const last = kept[kept.length - 1]
-  return rows.length > size && last !== undefined ? { runs: kept.map(info), next: RunCursor.encode(position(last)) } : { runs: kept.map(info) }
-}
+export const makeMemory: Effect.Effect<Service> = Effect.sync(() => MemoryEventStore.make())
 
 /** In-memory `EventStore` layer. */
 export const layerMemory: Layer.Layer<EventStore> = Layer.effect(EventStore, makeMemory)

@@ -642,6 +642,75 @@ const runRecords = (test: Test): void => {
 
 }
 
+/** `listRunsPage` against `listRuns`, a page at a time, under every filter. */
+const pagesUnderEveryFilter = (store: Service) =>
+  Effect.gen(function*() {
+    // Created in this order; "tie-*" in one millisecond (their ids sort as they were created, the order every
+    // store gives runs of one millisecond), one run of another tenant in the middle of them.
+    const specs: ReadonlyArray<readonly [string, number, string, ReadonlyArray<EventPayload>]> = [
+      ["old-1", 1000, "alpha", [{ _tag: "RunCompleted", output: null }]],
+      ["old-2", 2000, "beta", []],
+      ["tie-a", 3000, "alpha", [{ _tag: "RunCompleted", output: null }]],
+      ["tie-b", 3000, "beta", [{ _tag: "RunCompleted", output: null }]],
+      ["tie-c", 3000, "alpha", []],
+      ["tie-d", 3000, "alpha", [{ _tag: "RunCompleted", output: null }]],
+      ["new-1", 4000, "beta", [{ _tag: "RunCompleted", output: null }]],
+      ["new-2", 5000, "alpha", []]
+    ]
+    for (const [runId, at, workflow, more] of specs) {
+      if (runId === "tie-c") yield* makeLog(store, "tie-x", tenantB, T0 + at).append(started(tenantB, "alpha"))
+      yield* makeLog(store, runId, tenantA, T0 + at).append(started(tenantA, workflow), ...more)
+    }
+    const ids = (runs: ReadonlyArray<RunInfo>) => runs.map((r) => r.runId)
+    const walk = (filter: EventStore.ListRunsFilter, limit: number) =>
+      Effect.gen(function*() {
+        const pages: Array<ReadonlyArray<string>> = []
+        let after: string | undefined
+        do {
+          const page = yield* store.listRunsPage(tenantA.tenantId, { ...filter, limit, after })
+          pages.push(ids(page.runs))
+          after = page.next
+        } while (after !== undefined && pages.length < 20)
+        return pages
+      })
+    expect(ids(yield* store.listRuns(tenantA.tenantId))).toEqual(["new-2", "new-1", "tie-a", "tie-b", "tie-c", "tie-d", "old-2", "old-1"])
+    expect(yield* walk({}, 3)).toEqual([["new-2", "new-1", "tie-a"], ["tie-b", "tie-c", "tie-d"], ["old-2", "old-1"]])
+    // A cursor between two runs of one millisecond, and a last page that is full: no cursor after it.
+    expect(yield* walk({}, 4)).toEqual([["new-2", "new-1", "tie-a", "tie-b"], ["tie-c", "tie-d", "old-2", "old-1"]])
+    expect(yield* walk({}, 1)).toEqual(ids(yield* store.listRuns(tenantA.tenantId)).map((id) => [id]))
+    expect(yield* store.listRunsPage(tenantA.tenantId)).toEqual({ runs: yield* store.listRuns(tenantA.tenantId) })
+    const filters: ReadonlyArray<EventStore.ListRunsFilter> = [
+      { status: "completed" },
+      { workflow: "alpha" },
+      { workflow: "alpha", status: "completed" },
+      { createdSince: T0 + 2001, createdUntil: T0 + 4001 },
+      { status: "running", createdSince: T0 + 3001 },
+      { workflow: "beta", createdUntil: T0 + 5000 }
+    ]
+    for (const filter of filters) {
+      const all = ids(yield* store.listRuns(tenantA.tenantId, filter))
+      expect((yield* walk(filter, 2)).flat()).toEqual(all)
+      expect((yield* walk(filter, 1)).length).toBe(Math.max(1, all.length))
+    }
+    expect(ids(yield* store.listRuns(tenantA.tenantId, { createdSince: T0 + 2001, createdUntil: T0 + 4001 }))).toEqual(["tie-a", "tie-b", "tie-c", "tie-d", "old-2"])
+    expect(ids(yield* store.listRuns(tenantA.tenantId, { workflow: "alpha", status: "completed" }))).toEqual(["tie-a", "tie-d", "old-1"])
+
+    // A page is a place in the order, not an offset: runs created after the first page was read do not shift the
+    // pages after it.
+    const first = yield* store.listRunsPage(tenantA.tenantId, { limit: 3 })
+    yield* makeLog(store, "newest", tenantA, T0 + 9000).append(started(tenantA, "alpha"))
+    const second = yield* store.listRunsPage(tenantA.tenantId, { limit: 3, after: first.next })
+    expect(ids(second.runs)).toEqual(["tie-b", "tie-c", "tie-d"])
+    // The cursor is the tenant's: another tenant's listing from it holds only that tenant's runs.
+    expect(ids((yield* store.listRunsPage(tenantB.tenantId, { after: first.next })).runs)).toEqual(["tie-x"])
+
+    for (const bad of ["", "page-2", "r1.!!!", "r1.bm90IGpzb24", `r1.${Buffer.from("[1,2,3]").toString("base64url")}`]) {
+      const error = yield* Effect.flip(store.listRunsPage(tenantA.tenantId, { after: bad, limit: 2 }))
+      expect(error._tag).toBe("InvalidInput")
+      expect(error.message).toContain("cursor")
+    }
+  })
+
 /** Listing runs. */
 const listing = (test: Test): void => {
     test("listRuns filters by status, workflow and lineage, newest first, within a limit", (store) =>
@@ -696,73 +765,7 @@ const listing = (test: Test): void => {
         expect((yield* Effect.flip(EventStore.lastEvent(store, tenantB.tenantId, "tail", paused)))._tag).toBe("RunNotFound")
       }))
 
-    test("listRunsPage walks every run a page at a time with its cursor, in listRuns' order (newest first, ties in creation order), under every filter", (store) =>
-      Effect.gen(function*() {
-        // Created in this order; "tie-*" in one millisecond (their ids sort as they were created, the order every
-        // store gives runs of one millisecond), one run of another tenant in the middle of them.
-        const specs: ReadonlyArray<readonly [string, number, string, ReadonlyArray<EventPayload>]> = [
-          ["old-1", 1000, "alpha", [{ _tag: "RunCompleted", output: null }]],
-          ["old-2", 2000, "beta", []],
-          ["tie-a", 3000, "alpha", [{ _tag: "RunCompleted", output: null }]],
-          ["tie-b", 3000, "beta", [{ _tag: "RunCompleted", output: null }]],
-          ["tie-c", 3000, "alpha", []],
-          ["tie-d", 3000, "alpha", [{ _tag: "RunCompleted", output: null }]],
-          ["new-1", 4000, "beta", [{ _tag: "RunCompleted", output: null }]],
-          ["new-2", 5000, "alpha", []]
-        ]
-        for (const [runId, at, workflow, more] of specs) {
-          if (runId === "tie-c") yield* makeLog(store, "tie-x", tenantB, T0 + at).append(started(tenantB, "alpha"))
-          yield* makeLog(store, runId, tenantA, T0 + at).append(started(tenantA, workflow), ...more)
-        }
-        const ids = (runs: ReadonlyArray<RunInfo>) => runs.map((r) => r.runId)
-        const walk = (filter: EventStore.ListRunsFilter, limit: number) =>
-          Effect.gen(function*() {
-            const pages: Array<ReadonlyArray<string>> = []
-            let after: string | undefined
-            do {
-              const page = yield* store.listRunsPage(tenantA.tenantId, { ...filter, limit, after })
-              pages.push(ids(page.runs))
-              after = page.next
-            } while (after !== undefined && pages.length < 20)
-            return pages
-          })
-        expect(ids(yield* store.listRuns(tenantA.tenantId))).toEqual(["new-2", "new-1", "tie-a", "tie-b", "tie-c", "tie-d", "old-2", "old-1"])
-        expect(yield* walk({}, 3)).toEqual([["new-2", "new-1", "tie-a"], ["tie-b", "tie-c", "tie-d"], ["old-2", "old-1"]])
-        // A cursor between two runs of one millisecond, and a last page that is full: no cursor after it.
-        expect(yield* walk({}, 4)).toEqual([["new-2", "new-1", "tie-a", "tie-b"], ["tie-c", "tie-d", "old-2", "old-1"]])
-        expect(yield* walk({}, 1)).toEqual(ids(yield* store.listRuns(tenantA.tenantId)).map((id) => [id]))
-        expect(yield* store.listRunsPage(tenantA.tenantId)).toEqual({ runs: yield* store.listRuns(tenantA.tenantId) })
-        const filters: ReadonlyArray<EventStore.ListRunsFilter> = [
-          { status: "completed" },
-          { workflow: "alpha" },
-          { workflow: "alpha", status: "completed" },
-          { createdSince: T0 + 2001, createdUntil: T0 + 4001 },
-          { status: "running", createdSince: T0 + 3001 },
-          { workflow: "beta", createdUntil: T0 + 5000 }
-        ]
-        for (const filter of filters) {
-          const all = ids(yield* store.listRuns(tenantA.tenantId, filter))
-          expect((yield* walk(filter, 2)).flat()).toEqual(all)
-          expect((yield* walk(filter, 1)).length).toBe(Math.max(1, all.length))
-        }
-        expect(ids(yield* store.listRuns(tenantA.tenantId, { createdSince: T0 + 2001, createdUntil: T0 + 4001 }))).toEqual(["tie-a", "tie-b", "tie-c", "tie-d", "old-2"])
-        expect(ids(yield* store.listRuns(tenantA.tenantId, { workflow: "alpha", status: "completed" }))).toEqual(["tie-a", "tie-d", "old-1"])
-
-        // A page is a place in the order, not an offset: runs created after the first page was read do not shift the
-        // pages after it.
-        const first = yield* store.listRunsPage(tenantA.tenantId, { limit: 3 })
-        yield* makeLog(store, "newest", tenantA, T0 + 9000).append(started(tenantA, "alpha"))
-        const second = yield* store.listRunsPage(tenantA.tenantId, { limit: 3, after: first.next })
-        expect(ids(second.runs)).toEqual(["tie-b", "tie-c", "tie-d"])
-        // The cursor is the tenant's: another tenant's listing from it holds only that tenant's runs.
-        expect(ids((yield* store.listRunsPage(tenantB.tenantId, { after: first.next })).runs)).toEqual(["tie-x"])
-
-        for (const bad of ["", "page-2", "r1.!!!", "r1.bm90IGpzb24", `r1.${Buffer.from("[1,2,3]").toString("base64url")}`]) {
-          const error = yield* Effect.flip(store.listRunsPage(tenantA.tenantId, { after: bad, limit: 2 }))
-          expect(error._tag).toBe("InvalidInput")
-          expect(error.message).toContain("cursor")
-        }
-      }))
+    test("listRunsPage walks every run a page at a time with its cursor, in listRuns' order (newest first, ties in creation order), under every filter", (store) => pagesUnderEveryFilter(store))
 
     test("listRunsPage keeps the runs that cost at least minCostUsd, paged with the other filters", (store) =>
       Effect.gen(function*() {
@@ -785,6 +788,86 @@ const listing = (test: Test): void => {
         expect(ids(yield* store.listRuns(tenantA.tenantId, { minCostUsd: 0 }))).toEqual(["dearer", "mid", "dear", "cheap", "free"])
         expect(ids(yield* store.listRuns(tenantA.tenantId, { minCostUsd: 0.01, createdUntil: T0 + 4000 }))).toEqual(["dear", "cheap"])
       }))
+}
+
+/** Another tenant's run ids through the kernel: resume, reconcile, verify and replay see none of them; execute starts its own. */
+const tenantIsolation = (makeLayer: () => Layer.Layer<EventStore.EventStore, unknown>) => {
+  let crash = true
+  const calls: Array<string> = []
+  const charge = Tool.make({
+    name: "charge",
+    description: "Charges a card (not idempotent)",
+    parameters: Schema.Struct({ cents: Schema.Number }),
+    handler: ({ cents }, ctx) =>
+      Effect.suspend(() => {
+        calls.push(`${ctx.tenant.tenantId}:${ctx.idempotencyKey}`)
+        // The process dying mid-handler: the execution stops with no outcome written.
+        return crash ? Effect.interrupt : Effect.succeed(cents)
+      })
+  })
+  const approval = Workflow.make({
+    name: "approval",
+    input: Schema.Null,
+    output: Schema.String,
+    run: (_input, ctx) =>
+      Effect.gen(function*() {
+        const who = yield* ctx.step("who", Effect.succeed(ctx.tenant.tenantId), Schema.String)
+        const approved = yield* ctx.pauseForHuman({ reason: "approve", schema: Schema.Boolean })
+        return `${who} ${approved ? "approved" : "rejected"}`
+      })
+  })
+  const payment = Workflow.make({ name: "payment", input: Schema.Null, output: Schema.Number, run: (_input, ctx) => ctx.tool(charge, { cents: 5 }) })
+  const kernelLayer = Layer.provideMerge(
+    Kernel.layer({ workflows: [approval, payment] }),
+    Layer.mergeAll(makeLayer(), ScriptedModel.layer([]), ToolRegistry.layer([charge]))
+  )
+  return Effect.gen(function*() {
+    const kernel = yield* Kernel.Kernel
+    const A = tenantA.tenantId
+    const B = tenantB.tenantId
+    expect(yield* kernel.execute(approval, { runId: "shared-approval", tenant: tenantA, input: null })).toMatchObject({ status: "paused" })
+    expect((yield* Effect.exit(kernel.execute(payment, { runId: "shared-payment", tenant: tenantA, input: null })))._tag).toBe("Failure")
+    crash = false
+    expect(yield* kernel.execute(payment, { runId: "shared-payment", tenant: tenantA, input: null })).toMatchObject({ status: "needs_reconciliation" })
+
+    const sameFailure = <X, E>(id: string, f: (runId: string) => Effect.Effect<X, E>) =>
+      Effect.gen(function*() {
+        const never = `never-${id}`
+        const theirs = yield* Effect.flip(f(id))
+        const none = yield* Effect.flip(f(never))
+        expect(TenantIsolation.shape(theirs, id)).toEqual(TenantIsolation.shape(none, never))
+      })
+    for (const id of ["shared-approval", "shared-payment"]) {
+      yield* sameFailure(id, (runId) => kernel.resume({ tenantId: B, runId, response: true }))
+      yield* sameFailure(id, (runId) => kernel.reconcile({ tenantId: B, runId, stepKey: "tool:0", outcome: { ok: true, result: 5 } }))
+      yield* sameFailure(id, (runId) => kernel.reconcile({ tenantId: B, runId, outcome: { ok: false, error: "did not happen" } }))
+      yield* sameFailure(id, (runId) => kernel.verify({ tenantId: B, runId }))
+      yield* sameFailure(id, (runId) => kernel.replay(approval, { tenantId: B, runId }))
+      yield* sameFailure(id, (runId) => kernel.replay(payment, { tenantId: B, runId }))
+    }
+    expect(calls).toEqual([`${A}:shared-payment/tool:0`])
+
+    // B's execute with A's ids starts B's own runs, which A's never see.
+    expect(yield* kernel.execute(approval, { runId: "shared-approval", tenant: tenantB, input: null })).toMatchObject({ status: "paused" })
+    expect(yield* kernel.resume({ tenantId: B, runId: "shared-approval", response: true }))
+      .toEqual({ status: "completed", runId: "shared-approval", output: `${B} approved` })
+    expect(yield* kernel.execute(payment, { runId: "shared-payment", tenant: tenantB, input: null }))
+      .toEqual({ status: "completed", runId: "shared-payment", output: 5 })
+    expect(calls).toEqual([`${A}:shared-payment/tool:0`, `${B}:shared-payment/tool:0`])
+
+    // A's runs are where A left them, and finish as A decides.
+    expect(yield* kernel.resume({ tenantId: A, runId: "shared-approval", response: false }))
+      .toEqual({ status: "completed", runId: "shared-approval", output: `${A} rejected` })
+    yield* kernel.reconcile({ tenantId: A, runId: "shared-payment", stepKey: "tool:0", outcome: { ok: true, result: 7 } })
+    expect(yield* kernel.execute(payment, { runId: "shared-payment", tenant: tenantA, input: null }))
+      .toEqual({ status: "completed", runId: "shared-payment", output: 7 })
+    expect(calls).toHaveLength(2)
+    for (const tenantId of [A, B]) {
+      for (const runId of ["shared-approval", "shared-payment"]) {
+        expect(yield* kernel.verify({ tenantId, runId })).toMatchObject({ ok: true })
+      }
+    }
+  }).pipe(Effect.provide(kernelLayer))
 }
 
 /** The kernel over the store: what a tenant may do with another tenant's run id. */
@@ -852,84 +935,7 @@ const kernelOverStore = (name: string, makeLayer: () => Layer.Layer<EventStore.E
       }).pipe(Effect.provide(kernelLayer))
     })
 
-    it.effect("as another tenant, resume, reconcile, verify and replay of a run id fail as for an id that never existed; executing that id starts the tenant's own run", () => {
-      let crash = true
-      const calls: Array<string> = []
-      const charge = Tool.make({
-        name: "charge",
-        description: "Charges a card (not idempotent)",
-        parameters: Schema.Struct({ cents: Schema.Number }),
-        handler: ({ cents }, ctx) =>
-          Effect.suspend(() => {
-            calls.push(`${ctx.tenant.tenantId}:${ctx.idempotencyKey}`)
-            // The process dying mid-handler: the execution stops with no outcome written.
-            return crash ? Effect.interrupt : Effect.succeed(cents)
-          })
-      })
-      const approval = Workflow.make({
-        name: "approval",
-        input: Schema.Null,
-        output: Schema.String,
-        run: (_input, ctx) =>
-          Effect.gen(function*() {
-            const who = yield* ctx.step("who", Effect.succeed(ctx.tenant.tenantId), Schema.String)
-            const approved = yield* ctx.pauseForHuman({ reason: "approve", schema: Schema.Boolean })
-            return `${who} ${approved ? "approved" : "rejected"}`
-          })
-      })
-      const payment = Workflow.make({ name: "payment", input: Schema.Null, output: Schema.Number, run: (_input, ctx) => ctx.tool(charge, { cents: 5 }) })
-      const kernelLayer = Layer.provideMerge(
-        Kernel.layer({ workflows: [approval, payment] }),
-        Layer.mergeAll(makeLayer(), ScriptedModel.layer([]), ToolRegistry.layer([charge]))
-      )
-      return Effect.gen(function*() {
-        const kernel = yield* Kernel.Kernel
-        const A = tenantA.tenantId
-        const B = tenantB.tenantId
-        expect(yield* kernel.execute(approval, { runId: "shared-approval", tenant: tenantA, input: null })).toMatchObject({ status: "paused" })
-        expect((yield* Effect.exit(kernel.execute(payment, { runId: "shared-payment", tenant: tenantA, input: null })))._tag).toBe("Failure")
-        crash = false
-        expect(yield* kernel.execute(payment, { runId: "shared-payment", tenant: tenantA, input: null })).toMatchObject({ status: "needs_reconciliation" })
-
-        const sameFailure = <X, E>(id: string, f: (runId: string) => Effect.Effect<X, E>) =>
-          Effect.gen(function*() {
-            const never = `never-${id}`
-            const theirs = yield* Effect.flip(f(id))
-            const none = yield* Effect.flip(f(never))
-            expect(TenantIsolation.shape(theirs, id)).toEqual(TenantIsolation.shape(none, never))
-          })
-        for (const id of ["shared-approval", "shared-payment"]) {
-          yield* sameFailure(id, (runId) => kernel.resume({ tenantId: B, runId, response: true }))
-          yield* sameFailure(id, (runId) => kernel.reconcile({ tenantId: B, runId, stepKey: "tool:0", outcome: { ok: true, result: 5 } }))
-          yield* sameFailure(id, (runId) => kernel.reconcile({ tenantId: B, runId, outcome: { ok: false, error: "did not happen" } }))
-          yield* sameFailure(id, (runId) => kernel.verify({ tenantId: B, runId }))
-          yield* sameFailure(id, (runId) => kernel.replay(approval, { tenantId: B, runId }))
-          yield* sameFailure(id, (runId) => kernel.replay(payment, { tenantId: B, runId }))
-        }
-        expect(calls).toEqual([`${A}:shared-payment/tool:0`])
-
-        // B's execute with A's ids starts B's own runs, which A's never see.
-        expect(yield* kernel.execute(approval, { runId: "shared-approval", tenant: tenantB, input: null })).toMatchObject({ status: "paused" })
-        expect(yield* kernel.resume({ tenantId: B, runId: "shared-approval", response: true }))
-          .toEqual({ status: "completed", runId: "shared-approval", output: `${B} approved` })
-        expect(yield* kernel.execute(payment, { runId: "shared-payment", tenant: tenantB, input: null }))
-          .toEqual({ status: "completed", runId: "shared-payment", output: 5 })
-        expect(calls).toEqual([`${A}:shared-payment/tool:0`, `${B}:shared-payment/tool:0`])
-
-        // A's runs are where A left them, and finish as A decides.
-        expect(yield* kernel.resume({ tenantId: A, runId: "shared-approval", response: false }))
-          .toEqual({ status: "completed", runId: "shared-approval", output: `${A} rejected` })
-        yield* kernel.reconcile({ tenantId: A, runId: "shared-payment", stepKey: "tool:0", outcome: { ok: true, result: 7 } })
-        expect(yield* kernel.execute(payment, { runId: "shared-payment", tenant: tenantA, input: null }))
-          .toEqual({ status: "completed", runId: "shared-payment", output: 7 })
-        expect(calls).toHaveLength(2)
-        for (const tenantId of [A, B]) {
-          for (const runId of ["shared-approval", "shared-payment"]) {
-            expect(yield* kernel.verify({ tenantId, runId })).toMatchObject({ ok: true })
-          }
-        }
-      }).pipe(Effect.provide(kernelLayer))
-    })
+    it.effect("as another tenant, resume, reconcile, verify and replay of a run id fail as for an id that never existed; executing that id starts the tenant's own run", () => tenantIsolation(makeLayer))
   })
 }
 

@@ -4,53 +4,40 @@
  *
  * @since 0.1.0
  */
-import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
-import * as Duration from "effect/Duration"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Redacted from "effect/Redacted"
-import * as Schema from "effect/Schema"
-import * as Scope from "effect/Scope"
-import * as Sink from "effect/Sink"
-import * as Stream from "effect/Stream"
-import * as Tracer from "effect/Tracer"
+import type * as Redacted from "effect/Redacted"
+import type * as Stream from "effect/Stream"
 import type * as Approval from "./Approval.js"
-import { AssistantMessage, ChatMessage, Usage } from "./Chat.js"
 import * as Errors from "./Errors.js"
 import type { Event, RunInfo, WaitingOn } from "./Event.js"
-import * as EventStore from "./EventStore.js"
+import type * as EventStore from "./EventStore.js"
 import type * as Fork from "./Fork.js"
-import * as ForkLog from "./internal/fork.js"
-import * as Approvals from "./internal/approvals.js"
 import { chainEnd } from "./internal/continueAsNew.js"
-import * as LiveRead from "./internal/live.js"
-import * as LiveTier from "./internal/liveTier.js"
-import * as LiveNotify from "./internal/liveNotify.js"
 import type * as Execution from "./internal/execution.js"
-import { lastVerifiedEvent, verifiedEvents } from "./internal/ledger.js"
+import * as ForkLog from "./internal/fork.js"
+import * as KernelDeps from "./internal/kernelDeps.js"
+import * as KernelReads from "./internal/kernelReads.js"
+import * as KernelSignals from "./internal/kernelSignals.js"
+import * as KernelWorkflows from "./internal/kernelWorkflows.js"
 import { reconcile } from "./internal/reconcile.js"
 import { continueRun, type Runtime, startRun } from "./internal/runs.js"
-import * as Signals from "./internal/signals.js"
+import type * as Signals from "./internal/signals.js"
 import type * as Register from "./Register.js"
-import * as Json from "./Json.js"
+import type * as Json from "./Json.js"
 import type { Lease } from "./Lease.js"
-import * as Live from "./Live.js"
-import * as LiveStore from "./LiveStore.js"
-import { Middleware } from "./Middleware.js"
-import { ModelPort } from "./ModelPort.js"
-import * as Pricing from "./Pricing.js"
-import * as RunNotices from "./RunNotices.js"
-import { TaskQueue } from "./TaskQueue.js"
+import type * as Live from "./Live.js"
+import type { ModelPort } from "./ModelPort.js"
+import type * as Pricing from "./Pricing.js"
 import type { TenantContext } from "./Tenant.js"
-import { ToolRegistry } from "./ToolRegistry.js"
+import type { ToolRegistry } from "./ToolRegistry.js"
 import type { Durability } from "./Tool.js"
-import * as Verify from "./Verify.js"
 import type { Head, VerifyReport } from "./Verify.js"
-import * as Workflow from "./Workflow.js"
+import type * as Workflow from "./Workflow.js"
 
 /** How an execution ended, when it did not fail. */
 export type RunResult<O> =
@@ -320,69 +307,11 @@ export interface Options extends Pricing.Options {
   readonly livePollInterval?: Duration.DurationInput | undefined
 }
 
-const chatOutput = <A, I>(outputSchema: Schema.Schema<A, I> | undefined) =>
-  Schema.Struct({
-    output: outputSchema ?? Schema.Unknown,
-    message: AssistantMessage,
-    messages: Schema.Array(ChatMessage),
-    usage: Usage,
-    costUsd: Schema.Number
-  })
-
-/** The workflow of `Kernel.chat`: one chat over the messages it is given. */
-const chatWorkflow = <A, I>(chatOptions: Workflow.ChatOptions<A, I>) =>
-  Workflow.make({
-    name: "artana.chat",
-    input: Schema.Struct({ messages: Schema.Array(ChatMessage) }),
-    output: chatOutput(chatOptions.outputSchema),
-    run: (input, ctx) => ctx.chat({ ...chatOptions, messages: input.messages })
-  })
-
-/** The workflow of `Kernel.callTool`: one call of a registered tool. */
-const callToolWorkflow = Workflow.make({
-  name: "artana.callTool",
-  input: Schema.Struct({ tool: Schema.String, args: Json.Json }),
-  output: Json.Json,
-  run: (input, ctx) => Effect.map(ctx.tool(input.tool, input.args), (r) => r as Json.Json)
-})
-
 /** Builds the kernel from its ports. */
 export const make = (options: Options = {}) =>
   Effect.gen(function*() {
-    // Notices of this process's writes for other processes' live readers (PostgreSQL: NOTIFY), when the store needs them.
-    const tells = yield* LiveNotify.make(Option.getOrUndefined(yield* Effect.serviceOption(RunNotices.RunNotices)))
-    // Every append wakes this process's live readers of the run.
-    const hub = LiveRead.makeHub()
-    const store = LiveRead.notifying(yield* EventStore.EventStore, hub, tells.appended)
-    // Deltas of streamed calls: this process's memory, written behind to the store given (shared by processes).
-    const tier = yield* Effect.flatMap(Effect.serviceOption(LiveStore.LiveStore), Option.match({ onNone: () => LiveTier.memoryOnly, onSome: (shared) => LiveTier.make(shared, tells.written) }))
-    const liveStore = tier.store
-    const model = yield* ModelPort
-    const tools = yield* ToolRegistry
-    const middleware = yield* Effect.serviceOption(Middleware)
-    // The queue whose tasks drive runs, when the kernel shares its store: `reconcile` asks it whether a worker holds one.
-    const queue = yield* Effect.serviceOption(TaskQueue)
-    // Notices of writes to runs across processes (PostgreSQL: LISTEN/NOTIFY), when the store gives them.
-    const notices = Option.getOrUndefined(yield* Effect.serviceOption(RunNotices.RunNotices))
-    // The services the kernel was built with, and the kernel itself: workflow code runs with them, so a workflow that
-    // needs one (an agent: the kernel, the model, its memory) reads it at run time and stays a plain value.
-    // Not the span or scope current while the kernel was built: each run's code nests under its own caller's span.
-    const built = Context.omit(Tracer.ParentSpan, Scope.Scope)(yield* Effect.context<never>())
-    const deps: Execution.Deps = {
-      store,
-      model,
-      tools,
-      interceptors: Option.match(middleware, { onNone: () => [], onSome: (m) => m.interceptors }),
-      auditKey: options.auditKey === undefined ? undefined : Redacted.value(options.auditKey),
-      priceOf: Pricing.resolver(options, model.prices),
-      defaultMaxOutputTokens: options.defaultMaxOutputTokens ?? 1024,
-      enforceBudget: options.enforceBudget ?? true,
-      idempotentToolDurability: options.idempotentToolDurability ?? "two-phase",
-      signalPollMillis: options.signalPollInterval === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalPollInterval)),
-      signalHoldMillis: options.signalWaitHold === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalWaitHold)),
-      live: { store: liveStore, hub, flushed: tier.flushed, keep: tier.keep },
-      notices
-    }
+    const { built, deps, queue } = yield* KernelDeps.make(options)
+    const { store } = deps
     const workflows = new Map<string, Workflow.Any>()
     for (const w of options.workflows ?? []) workflows.set(w.name, w)
 
@@ -400,20 +329,7 @@ export const make = (options: Options = {}) =>
         )
       )
 
-    /** Deltas are kept while the run is live: once an execution leaves it ended, they go. */
-    const dropDeltas = (tenantId: string, runId: string) =>
-      Effect.ignore(Effect.zipRight(liveStore.drop(tenantId, runId), hub.changed(tenantId, runId)))
-    const dropDeltasIfEnded = (tenantId: string, runId: string) =>
-      Effect.ignore(Effect.gen(function*() {
-        const info = yield* store.getRun(tenantId, runId)
-        if (info.status === "completed" || info.status === "failed" || info.status === "continued") yield* dropDeltas(tenantId, runId)
-      }))
-    /**
-     * `dropDeltasIfEnded`, after an execution: its result says whether the run ended (completed, or continued as new)
-     * or waits (paused, needs reconciliation), so only a failed or interrupted execution reads the run to know.
-     */
-    const dropDeltasAfter = (tenantId: string, runId: string) => <O, E>(exit: Exit.Exit<RunResult<O>, E>) =>
-      Exit.isFailure(exit) ? dropDeltasIfEnded(tenantId, runId) : exit.value.status === "completed" ? dropDeltas(tenantId, runId) : Effect.void
+    const dropDeltasAfter = KernelReads.deltaCleanup(deps)
 
     const execute = <I, O, E>(workflow: Workflow.Workflow<I, O, E>, start: StartOptions<I>): Effect.Effect<RunResult<O>, E | KernelError> => {
       const runId = start.runId ?? crypto.randomUUID()
@@ -463,22 +379,6 @@ export const make = (options: Options = {}) =>
       }).pipe(Effect.withSpan("Kernel.fork", { attributes: { runId: request.runId } }))
     }
 
-    const events = (run: RunRef, options: EventsOptions = {}): Stream.Stream<Event, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered> =>
-      Stream.unwrap(Effect.map(store.getRun(run.tenantId, run.runId), (info) =>
-        Stream.catchTag(verifiedEvents(store, deps.auditKey, info, options), "InvalidRunState", (cut) =>
-          Stream.fail(new Errors.LogTampered({ runId: run.runId, seq: info.headSeq, reason: cut.status })))))
-
-    const wake = (run: RunRef) =>
-      Option.match(queue, { onNone: () => Effect.succeed(false), onSome: (q) => Signals.wakeTask(store, q, run) })
-    const pollInterval = Duration.decode(options.livePollInterval ?? Duration.millis(200))
-    const live = (run: RunRef, liveOptions: LiveOptions = {}) => {
-      const after = liveOptions.after === undefined ? Either.right(Live.start) : Live.parseOffset(liveOptions.after)
-      if (Either.isLeft(after)) return Stream.fail(new Errors.InvalidInput({ what: "live offset", reason: after.left }))
-      const pageSize = Math.max(1, Math.floor(liveOptions.pageSize ?? EventStore.DEFAULT_PAGE_SIZE))
-      const readOptions = { store, live: liveStore, hub, auditKey: deps.auditKey, pollInterval, pageSize, waitForStart: liveOptions.waitForStart === true, notices }
-      return LiveRead.read(readOptions, run.tenantId, run.runId, after.right)
-    }
-
     const service: Service = {
       execute,
       resume,
@@ -489,59 +389,9 @@ export const make = (options: Options = {}) =>
       reconcile: Effect.fn("Kernel.reconcile")(function*(run) {
         return yield* reconcile(runtime, queue, run)
       }),
-      readEvents: (run) => Stream.runCollect(events(run)).pipe(Effect.map(Chunk.toReadonlyArray), Effect.withSpan("Kernel.readEvents")),
-      events,
-      lastEvent: (run, matches) =>
-        Effect.flatMap(store.getRun(run.tenantId, run.runId), (info) =>
-          Effect.catchTag(lastVerifiedEvent(store, deps.auditKey, info, matches), "InvalidRunState", (cut) =>
-            Effect.fail(new Errors.LogTampered({ runId: run.runId, seq: info.headSeq, reason: cut.status })))).pipe(Effect.withSpan("Kernel.lastEvent")),
-      live,
-      verify: Effect.fn("Kernel.verify")(function*(run) {
-        const info = yield* store.getRun(run.tenantId, run.runId)
-        const verifier = Verify.make(run.runId, {
-          auditKey: deps.auditKey,
-          heads: [
-            { source: "store's run record", seq: info.headSeq, hash: info.headHash },
-            ...(run.head === undefined ? [] : [{ source: "exported", ...run.head }])
-          ],
-          record: info
-        })
-        // A page at a time, up to the first break: memory holds a page, however long the run (`Stream.chunks` with
-        // `runForEachWhile` kept every page read: out of memory under a 64 MB heap on 200,000 events).
-        yield* EventStore.stream(store, run.tenantId, run.runId).pipe(
-          Stream.run(Sink.forEachChunkWhile((page) => Effect.succeed(verifier.push(Chunk.toReadonlyArray(page)) === undefined)))
-        )
-        return verifier.finish()
-      }),
-      chat: <A, I>(options: ChatRunOptions<A, I>) => {
-        const { runId, tenant, ...chatOptions } = options
-        // The workflow's input is the whole conversation (logged in its RunStarted); the prompt is part of it.
-        const { messages: _messages, prompt: _prompt, ...rest } = chatOptions
-        return execute(chatWorkflow(rest), { runId, tenant, input: { messages: Workflow.conversation(chatOptions) } }) as Effect.Effect<
-          RunResult<Workflow.ChatResult<A>>,
-          Workflow.ChatError | KernelError
-        >
-      },
-      signal: (request) =>
-        Signals.send(store, deps.auditKey, request).pipe(
-          // A run waiting for it in another process reads its log now, not at its next poll.
-          Effect.tap((receipt) => (notices === undefined || receipt.duplicate === true ? Effect.void : notices.notify(request.tenantId, request.runId))),
-          // The signal is written: a failure to wake the run's task only delays the run (a worker's `wake` after it
-          // paused, or a resume, picks it up), so it is logged, and the sender is not told to send it again.
-          Effect.tap(() =>
-            Effect.catchAll(wake(request), (e) => Effect.logWarning(`signal written to run ${request.runId}, but its task was not woken`, e.message))
-          ),
-          Effect.withSpan("Kernel.signal", { attributes: { runId: request.runId, signal: request.name } })
-        ),
-      wake: (run) => wake(run),
-      decideApproval: (decision) =>
-        Approvals.decide(runtime, decision).pipe(
-          Effect.tap((decided) => Option.match(queue, { onNone: () => Effect.void, onSome: (q) => Signals.wakeDecided(q, { tenantId: decision.tenantId, runId: decided.runId }) })),
-          Effect.withSpan("Kernel.decideApproval")
-        ),
-      approvals: (filter) => Approvals.list(runtime, filter).pipe(Effect.withSpan("Kernel.approvals")),
-      callTool: (options) =>
-        execute(callToolWorkflow, { runId: options.runId, tenant: options.tenant, input: { tool: options.tool, args: options.args } }),
+      ...KernelReads.make(deps, options),
+      ...KernelWorkflows.make(execute),
+      ...KernelSignals.make(runtime, queue),
       forkLog,
       fork
     }

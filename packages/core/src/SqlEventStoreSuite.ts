@@ -201,6 +201,266 @@ const statementsOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
     return { value, statements }
   })
 
+/** Migration 6 on a database of text hashes and ids. */
+const textChainToBytes = (database: Effect.Effect<Database, unknown, Scope.Scope>) =>
+  Effect.gen(function*() {
+    const db = yield* database
+    const prefix = db.tablePrefix ?? ""
+    const events = `${prefix}events`
+    const steps = (n: number, from = 0): Array<EventPayload> =>
+      Array.from({ length: n }, (_, i) => ({ _tag: "StepCompleted", name: `step-${from + i}`, value: { i: from + i, note: "a memoized step" } }))
+    // As the kernel writes them (UUID event ids), and as tests and imports may (any text: "abcdefgh-event-1" is 16
+    // bytes, as long as a packed id, and must not be taken for one).
+    const uuids = oldRun("r-kernel", tenantA, [started(tenantA), ...steps(29)], T0, "running", 0, () => crypto.randomUUID())
+    const texts = oldRun("abcdefgh", tenantA, [started(tenantA), ...steps(3)], T0 + 500, "running", 0)
+    const runs = [uuids, texts]
+
+    yield* Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      yield* SqlMigrations.run({ name: "event_store", tablePrefix: db.tablePrefix, migrations: textChainMigrations(db.tablePrefix) })
+      for (const run of runs) yield* insertOld(sql, prefix, run)
+      // An index of the events that another migration (or a person) made: the conversion keeps it.
+      yield* sql`CREATE INDEX ${sql(`${prefix}events_type_idx`)} ON ${sql(events)} (tenant_id, type)`
+    }).pipe(Effect.provide(db.client))
+
+    yield* Effect.gen(function*() {
+      const store = yield* EventStore
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      for (const run of runs) {
+        expect(yield* store.getRun(run.info.tenantId, run.info.runId)).toEqual(run.info)
+        expect(yield* store.readEvents(run.info.tenantId, run.info.runId)).toEqual(run.events)
+        expect(verifyEvents(run.info.runId, yield* store.readEvents(run.info.tenantId, run.info.runId))).toMatchObject({ ok: true })
+      }
+      const kept = yield* sql.onDialectOrElse({
+        pg: () => sql`SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ${events} AND indexname = ${`${prefix}events_type_idx`}`,
+        orElse: () => sql`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ${events} AND name = ${`${prefix}events_type_idx`}`
+      })
+      expect(kept).toHaveLength(1)
+      // A page from the middle completes its first prev_hash from the row before it.
+      expect(yield* store.readEvents(tenantA.tenantId, "r-kernel", 11, 10)).toEqual(uuids.events.slice(10, 20))
+      // Stored as bytes: a hash is 32, a UUID 16; every prev_hash is its previous event's hash, so none is stored.
+      const [kernel] = yield* sql<{ readonly n: unknown; readonly hashes: unknown; readonly ids: unknown; readonly prevs: unknown }>`SELECT COUNT(*) AS n,
+  SUM(CASE WHEN ${byteLength(sql, "hash")} = 32 THEN 1 ELSE 0 END) AS hashes,
+  SUM(CASE WHEN ${byteLength(sql, "event_id")} = 16 THEN 1 ELSE 0 END) AS ids,
+  SUM(CASE WHEN prev_hash IS NULL THEN 1 ELSE 0 END) AS prevs FROM ${sql(events)} WHERE run_id = 'r-kernel'`
+      expect([kernel?.n, kernel?.hashes, kernel?.ids, kernel?.prevs].map(Number)).toEqual([30, 30, 30, 30])
+
+      // The run goes on: a batch after the migrated head, then one more; both verify with what was there.
+      const more = chain("r-kernel", tenantA.tenantId, uuids.events, steps(3, 29), T0, () => crypto.randomUUID())
+      yield* store.append({ runId: "r-kernel", tenantId: tenantA.tenantId, expectedSeq: 30, events: more.slice(0, 2) })
+      yield* store.append({ runId: "r-kernel", tenantId: tenantA.tenantId, expectedSeq: 32, events: more.slice(2) })
+      const all = yield* store.readEvents(tenantA.tenantId, "r-kernel")
+      expect(all).toEqual([...uuids.events, ...more])
+      expect(verifyEvents("r-kernel", all, { heads: [{ source: "store", seq: 33, hash: more[2]!.hash }] })).toMatchObject({ ok: true, events: 33 })
+      expect(yield* store.getRun(tenantA.tenantId, "r-kernel")).toMatchObject({ headSeq: 33, headHash: more[2]!.hash })
+      // The appends stored no prev_hash either: each batch's first event links to the stored head.
+      const [stored] = yield* sql<{ readonly prevs: unknown }>`SELECT COUNT(*) AS prevs FROM ${sql(events)} WHERE run_id = 'r-kernel' AND prev_hash IS NOT NULL`
+      expect(Number(stored?.prevs)).toBe(0)
+
+      // Tampering is caught as before, each time at the first row it touched (each tamper is earlier in the log).
+      const verify = Effect.map(store.readEvents(tenantA.tenantId, "r-kernel"), (read) => verifyEvents("r-kernel", read))
+      const at = (seq: number) => sql`run_id = 'r-kernel' AND seq = ${seq}`
+      // A payload changed in place.
+      yield* sql`UPDATE ${sql(events)} SET payload = ${JSON.stringify({ _tag: "StepCompleted", name: "step-18", value: { i: 1000, note: "a memoized step" } })} WHERE ${at(20)}`
+      expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 20 })
+      // A row's hash replaced by another real digest (the next row's): the row no longer hashes to it.
+      yield* sql`UPDATE ${sql(events)} SET hash = (SELECT hash FROM ${sql(events)} WHERE ${at(6)}) WHERE ${at(5)}`
+      expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 5 })
+      // A prev_hash written where none was stored, naming another event: the link breaks.
+      yield* sql`UPDATE ${sql(events)} SET prev_hash = (SELECT hash FROM ${sql(events)} WHERE ${at(1)}) WHERE ${at(4)}`
+      expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 4 })
+      // A row removed: the gap is reported where it is.
+      yield* sql`DELETE FROM ${sql(events)} WHERE ${at(2)}`
+      expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 2 })
+    }).pipe(Effect.provide(db.store))
+  })
+
+/** Migration 3 on a database whose runs are keyed by run id alone. */
+const runKeyToTenantKey = (database: Effect.Effect<Database, unknown, Scope.Scope>) =>
+  Effect.gen(function*() {
+    const db = yield* database
+    const prefix = db.tablePrefix ?? ""
+    const main = oldRun("r-main", tenantA, [
+      started(tenantA),
+      { _tag: "StepCompleted", name: "fetch", value: { pages: 3 } },
+      { _tag: "ModelCompleted", model: "gpt-test", message: { role: "assistant", content: "ok" }, usage: { inputTokens: 10, outputTokens: 2 }, costUsd: 0.5 },
+      { _tag: "PauseRequested", reason: "approve", ticket: "t-1" }
+    ], T0, "paused", 0.5)
+    const child = oldRun("r-main::child", tenantA, [started(tenantA, { parentRunId: "r-main", rootRunId: "r-main" }), { _tag: "RunCompleted", output: "done" }], T0 + 100, "completed", 0)
+    // Created in the same millisecond, zeta first: listRuns breaks the tie as it did before the migration.
+    const zeta = oldRun("zeta", tenantA, [started(tenantA)], T0 + 200, "running", 0)
+    const alpha = oldRun("alpha", tenantA, [started(tenantA)], T0 + 200, "running", 0)
+    const theirs = oldRun("r-b", tenantB, [started(tenantB)], T0 + 300, "running", 0)
+
+    // Today's schema, made by the migrations that made it, with runs written as the store wrote them.
+    yield* Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      const all = SqlEventStore.migrations({ tablePrefix: db.tablePrefix })
+      yield* SqlMigrations.run({
+        name: "event_store",
+        tablePrefix: db.tablePrefix,
+        migrations: Object.fromEntries(BEFORE_TENANT_KEY.map((id) => [id, all[id]!]))
+      })
+      expect(yield* primaryKey(sql, `${prefix}runs`)).toEqual(["run_id"])
+      for (const run of [main, child, zeta, alpha, theirs]) yield* insertOld(sql, prefix, run)
+    }).pipe(Effect.provide(db.client))
+
+    // The current code opens it.
+    yield* Effect.gen(function*() {
+      const store = yield* EventStore
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      yield* checkSchema(sql, prefix)
+      for (const run of [main, child, zeta, alpha, theirs]) {
+        expect(yield* store.getRun(run.info.tenantId, run.info.runId)).toEqual(run.info)
+        expect(yield* store.readEvents(run.info.tenantId, run.info.runId)).toEqual(run.events)
+      }
+      expect(verifyEvents(main.info.runId, yield* store.readEvents(tenantA.tenantId, main.info.runId))).toMatchObject({ ok: true, events: 4 })
+      const tie = sql.onDialectOrElse({ sqlite: () => ["zeta", "alpha"], orElse: () => ["alpha", "zeta"] })
+      expect((yield* store.listRuns(tenantA.tenantId)).map((r) => r.runId)).toEqual([...tie, "r-main::child", "r-main"])
+      expect(yield* store.listRuns(tenantA.tenantId, { rootRunId: "r-main" })).toEqual([child.info, main.info])
+      expect(yield* store.listRuns(tenantB.tenantId)).toEqual([theirs.info])
+
+      // Tenant B now starts its own "r-main" and "r-main::child"; A's are untouched.
+      const bMain = chain("r-main", tenantB.tenantId, [], [started(tenantB), { _tag: "StepCompleted", name: "b", value: 1 }], T0 + 1000)
+      yield* store.append({ runId: "r-main", tenantId: tenantB.tenantId, expectedSeq: 0, events: bMain })
+      const bChild = chain("r-main::child", tenantB.tenantId, [], [started(tenantB, { parentRunId: "r-main", rootRunId: "r-main" })], T0 + 1100)
+      yield* store.append({ runId: "r-main::child", tenantId: tenantB.tenantId, expectedSeq: 0, events: bChild })
+      expect(yield* store.readEvents(tenantB.tenantId, "r-main")).toEqual(bMain)
+      expect(yield* store.getRun(tenantB.tenantId, "r-main")).toMatchObject({ tenantId: tenantB.tenantId, headSeq: 2, headHash: bMain[1]!.hash })
+      expect(yield* store.getRun(tenantA.tenantId, "r-main")).toEqual(main.info)
+      expect((yield* store.listRuns(tenantB.tenantId, { rootRunId: "r-main" })).map((r) => r.runId)).toEqual(["r-main::child", "r-main"])
+      expect((yield* store.listRuns(tenantA.tenantId, { parentRunId: "r-main" })).map((r) => `${r.tenantId}/${r.runId}`)).toEqual(["tenant-a/r-main::child"])
+
+      // A's run goes on from where it was; B's head does not move.
+      const more = chain("r-main", tenantA.tenantId, main.events, [{ _tag: "HumanResponded", ticket: "t-1", payload: true }, { _tag: "RunCompleted", output: "ok" }], T0)
+      yield* store.append({ runId: "r-main", tenantId: tenantA.tenantId, expectedSeq: 4, events: more })
+      expect(yield* store.getRun(tenantA.tenantId, "r-main")).toMatchObject({ status: "completed", headSeq: 6, headHash: more[1]!.hash, costUsd: 0.5 })
+      expect(yield* store.getRun(tenantB.tenantId, "r-main")).toMatchObject({ status: "running", headSeq: 2, headHash: bMain[1]!.hash })
+    }).pipe(Effect.provide(db.store))
+
+    // Opened again: the migration does not run twice, and everything is where it was left.
+    yield* Effect.gen(function*() {
+      const store = yield* EventStore
+      yield* checkSchema((yield* SqlClient.SqlClient).withoutTransforms(), prefix)
+      expect(yield* store.getRun(tenantA.tenantId, "r-main")).toMatchObject({ status: "completed", headSeq: 6 })
+      expect((yield* store.readEvents(tenantA.tenantId, "r-main")).slice(0, 4)).toEqual(main.events)
+      expect(yield* store.getRun(tenantB.tenantId, "r-main")).toMatchObject({ headSeq: 2 })
+      expect((yield* store.listRuns(tenantA.tenantId)).length).toBe(4)
+      expect((yield* store.listRuns(tenantB.tenantId)).length).toBe(3)
+    }).pipe(Effect.provide(db.store))
+  })
+
+/** The plans of `listRunsPage` under every filter of `artana list-runs`, on a year of runs. */
+const listingOnIndexes = (database: Effect.Effect<Database, unknown, Scope.Scope>) =>
+  Effect.gen(function*() {
+    const db = yield* database
+    const runsTable = `${db.tablePrefix ?? ""}runs`
+    yield* Effect.gen(function*() {
+      const store = yield* EventStore
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      // A year of runs, as rows (listing reads only the runs table): 4 tenants, 5 statuses, 20 workflows.
+      const statuses: ReadonlyArray<RunStatus> = ["running", "paused", "completed", "failed", "needs_reconciliation"]
+      const rows = Array.from({ length: 6000 }, (_, i) => ({
+        run_id: `run-${i}`,
+        tenant_id: `tenant-${i % 4}`,
+        workflow: `workflow-${i % 20}`,
+        parent_run_id: null,
+        // Lineages of 750 runs a tenant, and runs forked 500 times: what a run's page lists on their indexes.
+        root_run_id: `root-${i % 8}`,
+        forked_from: `run-${i % 12}`,
+        status: statuses[i % 5]!,
+        head_seq: 1,
+        head_hash: "0".repeat(64),
+        cost_usd: 0,
+        created_at: T0 + Math.floor(i / 3) * 5000,
+        updated_at: T0 + Math.floor(i / 3) * 5000,
+        owner_epoch: 0,
+        // Ten versions of the code: a tenant's runs of one version are 150 of its 1,500.
+        version: `v${i % 10}`
+      }))
+      for (let i = 0; i < rows.length; i += 500) yield* sql`INSERT INTO ${sql(runsTable)} ${sql.insert(rows.slice(i, i + 500))}`
+      yield* sql.unsafe(sql.onDialectOrElse({ pg: () => `ANALYZE "${runsTable}"`, orElse: () => "SELECT 1" }))
+
+      const firstPage = yield* store.listRunsPage("tenant-1", { limit: 50 })
+      const cases: ReadonlyArray<readonly [ListRunsPageFilter, string]> = [
+        [{}, "runs_list_idx"],
+        [{ status: "paused" }, "runs_status_list_idx"],
+        [{ workflow: "workflow-5" }, "runs_workflow_list_idx"],
+        [{ createdSince: T0 + 1_000_000, createdUntil: T0 + 2_000_000 }, "runs_list_idx"],
+        [{ status: "failed", createdSince: T0 + 1_000_000 }, "runs_status_list_idx"],
+        [{ workflow: "workflow-5", createdUntil: T0 + 2_000_000 }, "runs_workflow_list_idx"],
+        [{ after: firstPage.next }, "runs_list_idx"],
+        [{ status: "paused", after: firstPage.next }, "runs_status_list_idx"],
+        [{ workflow: "workflow-5", after: firstPage.next }, "runs_workflow_list_idx"],
+        [{ rootRunId: "root-1" }, "runs_root_list_idx"],
+        [{ rootRunId: "root-5", after: firstPage.next }, "runs_root_list_idx"],
+        [{ forkedFrom: "run-9" }, "runs_forks_list_idx"],
+        [{ version: "v3" }, "runs_version_list_idx"],
+        [{ version: "v3", after: firstPage.next }, "runs_version_list_idx"]
+      ]
+      for (const [filter, index] of cases) {
+        // The statement the store runs, caught on its way to the database, then explained there.
+        const { statements, value: page } = yield* statementsOf(store.listRunsPage("tenant-1", { ...filter, limit: 50 }))
+        expect(page.runs.length).toBe(50)
+        const listing = statements.find(([text]) => text.includes("ORDER BY"))
+        expect(listing).toBeDefined()
+        const [text, params] = listing!
+        const plan = yield* explain(sql, text, params)
+        const described = `${JSON.stringify(filter)}:\n${plan}`
+        expect(described).toContain(`${db.tablePrefix ?? ""}${index}`)
+        // The runs come in the index's order: no sort step, and no scan of the whole table.
+        expect(described).not.toMatch(/TEMP B-TREE|Sort|Seq Scan on|SCAN r\b(?! USING)/)
+      }
+    }).pipe(Effect.provide(db.store))
+  })
+
+/** The plan of `lineageCostUsd` among thousands of other runs. */
+const lineageCostOnIndex = (database: Effect.Effect<Database, unknown, Scope.Scope>) =>
+  Effect.gen(function*() {
+    const db = yield* database
+    const runsTable = `${db.tablePrefix ?? ""}runs`
+    yield* Effect.gen(function*() {
+      const store = yield* EventStore
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      // 6,000 runs of other lineages, and a lineage of 300: a chain of 200 continued runs and 100 sub-runs.
+      const row = (runId: string, tenantId: string, rootRunId: string, costUsd: number, i: number) => ({
+        run_id: runId,
+        tenant_id: tenantId,
+        workflow: "spender",
+        parent_run_id: null,
+        root_run_id: rootRunId,
+        status: "continued",
+        head_seq: 1,
+        head_hash: "0".repeat(64),
+        cost_usd: costUsd,
+        created_at: T0 + i,
+        updated_at: T0 + i,
+        owner_epoch: 0
+      })
+      const rows = [
+        ...Array.from({ length: 6000 }, (_, i) => row(`run-${i}`, `tenant-${i % 4}`, `run-${i - (i % 3)}`, 1, i)),
+        ...Array.from({ length: 200 }, (_, i) => row(i === 0 ? "chain" : `chain::continued::${i}`, "tenant-1", "chain", 0.25, 10_000 + i)),
+        ...Array.from({ length: 100 }, (_, i) => row(`chain::sub::${i}`, "tenant-1", "chain", 0.5, 20_000 + i)),
+        // The same root id in another tenant is another lineage.
+        row("chain", "tenant-2", "chain", 1000, 30_000)
+      ]
+      for (let i = 0; i < rows.length; i += 500) yield* sql`INSERT INTO ${sql(runsTable)} ${sql.insert(rows.slice(i, i + 500))}`
+      yield* sql.unsafe(sql.onDialectOrElse({ pg: () => `ANALYZE "${runsTable}"`, orElse: () => "SELECT 1" }))
+
+      const { statements, value: spent } = yield* statementsOf(store.lineageCostUsd("tenant-1", "chain"))
+      expect(spent).toBeCloseTo(200 * 0.25 + 100 * 0.5, 9)
+      expect(yield* store.lineageCostUsd("tenant-2", "chain")).toBe(1000)
+      expect(yield* store.lineageCostUsd("tenant-1", "no-such-root")).toBe(0)
+      // One statement, answered on the index on (tenant_id, root_run_id, created_at): no scan of the tenant's runs.
+      expect(statements.length).toBe(1)
+      const [text, params] = statements[0]!
+      expect(text).toMatch(/SUM\(cost_usd\)/)
+      const plan = yield* explain(sql, text, params)
+      expect(plan).toContain(`${db.tablePrefix ?? ""}runs_root_list_idx`)
+      expect(plan).not.toMatch(/Seq Scan on|SCAN [^ ]*runs\b(?! USING)/)
+    }).pipe(Effect.provide(db.store))
+  })
+
 /**
  * Registers the migration tests. `database` makes one empty database per test (in the test's scope) and gives a bare
  * client on it and the store layer an application opens.
@@ -208,261 +468,13 @@ const statementsOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 export const suite = (name: string, database: Effect.Effect<Database, unknown, Scope.Scope>): void => {
   describe(`SqlEventStore migrations: ${name}`, () => {
 
-    it.scoped("a database of text hashes and ids is migrated to bytes: every event reads back the same, the chain verifies, a tampered row is caught, and the run goes on", () =>
-      Effect.gen(function*() {
-        const db = yield* database
-        const prefix = db.tablePrefix ?? ""
-        const events = `${prefix}events`
-        const steps = (n: number, from = 0): Array<EventPayload> =>
-          Array.from({ length: n }, (_, i) => ({ _tag: "StepCompleted", name: `step-${from + i}`, value: { i: from + i, note: "a memoized step" } }))
-        // As the kernel writes them (UUID event ids), and as tests and imports may (any text: "abcdefgh-event-1" is 16
-        // bytes, as long as a packed id, and must not be taken for one).
-        const uuids = oldRun("r-kernel", tenantA, [started(tenantA), ...steps(29)], T0, "running", 0, () => crypto.randomUUID())
-        const texts = oldRun("abcdefgh", tenantA, [started(tenantA), ...steps(3)], T0 + 500, "running", 0)
-        const runs = [uuids, texts]
-
-        yield* Effect.gen(function*() {
-          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-          yield* SqlMigrations.run({ name: "event_store", tablePrefix: db.tablePrefix, migrations: textChainMigrations(db.tablePrefix) })
-          for (const run of runs) yield* insertOld(sql, prefix, run)
-          // An index of the events that another migration (or a person) made: the conversion keeps it.
-          yield* sql`CREATE INDEX ${sql(`${prefix}events_type_idx`)} ON ${sql(events)} (tenant_id, type)`
-        }).pipe(Effect.provide(db.client))
-
-        yield* Effect.gen(function*() {
-          const store = yield* EventStore
-          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-          for (const run of runs) {
-            expect(yield* store.getRun(run.info.tenantId, run.info.runId)).toEqual(run.info)
-            expect(yield* store.readEvents(run.info.tenantId, run.info.runId)).toEqual(run.events)
-            expect(verifyEvents(run.info.runId, yield* store.readEvents(run.info.tenantId, run.info.runId))).toMatchObject({ ok: true })
-          }
-          const kept = yield* sql.onDialectOrElse({
-            pg: () => sql`SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ${events} AND indexname = ${`${prefix}events_type_idx`}`,
-            orElse: () => sql`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ${events} AND name = ${`${prefix}events_type_idx`}`
-          })
-          expect(kept).toHaveLength(1)
-          // A page from the middle completes its first prev_hash from the row before it.
-          expect(yield* store.readEvents(tenantA.tenantId, "r-kernel", 11, 10)).toEqual(uuids.events.slice(10, 20))
-          // Stored as bytes: a hash is 32, a UUID 16; every prev_hash is its previous event's hash, so none is stored.
-          const [kernel] = yield* sql<{ readonly n: unknown; readonly hashes: unknown; readonly ids: unknown; readonly prevs: unknown }>`SELECT COUNT(*) AS n,
-  SUM(CASE WHEN ${byteLength(sql, "hash")} = 32 THEN 1 ELSE 0 END) AS hashes,
-  SUM(CASE WHEN ${byteLength(sql, "event_id")} = 16 THEN 1 ELSE 0 END) AS ids,
-  SUM(CASE WHEN prev_hash IS NULL THEN 1 ELSE 0 END) AS prevs FROM ${sql(events)} WHERE run_id = 'r-kernel'`
-          expect([kernel?.n, kernel?.hashes, kernel?.ids, kernel?.prevs].map(Number)).toEqual([30, 30, 30, 30])
-
-          // The run goes on: a batch after the migrated head, then one more; both verify with what was there.
-          const more = chain("r-kernel", tenantA.tenantId, uuids.events, steps(3, 29), T0, () => crypto.randomUUID())
-          yield* store.append({ runId: "r-kernel", tenantId: tenantA.tenantId, expectedSeq: 30, events: more.slice(0, 2) })
-          yield* store.append({ runId: "r-kernel", tenantId: tenantA.tenantId, expectedSeq: 32, events: more.slice(2) })
-          const all = yield* store.readEvents(tenantA.tenantId, "r-kernel")
-          expect(all).toEqual([...uuids.events, ...more])
-          expect(verifyEvents("r-kernel", all, { heads: [{ source: "store", seq: 33, hash: more[2]!.hash }] })).toMatchObject({ ok: true, events: 33 })
-          expect(yield* store.getRun(tenantA.tenantId, "r-kernel")).toMatchObject({ headSeq: 33, headHash: more[2]!.hash })
-          // The appends stored no prev_hash either: each batch's first event links to the stored head.
-          const [stored] = yield* sql<{ readonly prevs: unknown }>`SELECT COUNT(*) AS prevs FROM ${sql(events)} WHERE run_id = 'r-kernel' AND prev_hash IS NOT NULL`
-          expect(Number(stored?.prevs)).toBe(0)
-
-          // Tampering is caught as before, each time at the first row it touched (each tamper is earlier in the log).
-          const verify = Effect.map(store.readEvents(tenantA.tenantId, "r-kernel"), (read) => verifyEvents("r-kernel", read))
-          const at = (seq: number) => sql`run_id = 'r-kernel' AND seq = ${seq}`
-          // A payload changed in place.
-          yield* sql`UPDATE ${sql(events)} SET payload = ${JSON.stringify({ _tag: "StepCompleted", name: "step-18", value: { i: 1000, note: "a memoized step" } })} WHERE ${at(20)}`
-          expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 20 })
-          // A row's hash replaced by another real digest (the next row's): the row no longer hashes to it.
-          yield* sql`UPDATE ${sql(events)} SET hash = (SELECT hash FROM ${sql(events)} WHERE ${at(6)}) WHERE ${at(5)}`
-          expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 5 })
-          // A prev_hash written where none was stored, naming another event: the link breaks.
-          yield* sql`UPDATE ${sql(events)} SET prev_hash = (SELECT hash FROM ${sql(events)} WHERE ${at(1)}) WHERE ${at(4)}`
-          expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 4 })
-          // A row removed: the gap is reported where it is.
-          yield* sql`DELETE FROM ${sql(events)} WHERE ${at(2)}`
-          expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 2 })
-        }).pipe(Effect.provide(db.store))
-      }))
-    it.scoped("a database whose runs are keyed by run id alone is migrated: data kept, and the same id is then another tenant's own run", () =>
-      Effect.gen(function*() {
-        const db = yield* database
-        const prefix = db.tablePrefix ?? ""
-        const main = oldRun("r-main", tenantA, [
-          started(tenantA),
-          { _tag: "StepCompleted", name: "fetch", value: { pages: 3 } },
-          { _tag: "ModelCompleted", model: "gpt-test", message: { role: "assistant", content: "ok" }, usage: { inputTokens: 10, outputTokens: 2 }, costUsd: 0.5 },
-          { _tag: "PauseRequested", reason: "approve", ticket: "t-1" }
-        ], T0, "paused", 0.5)
-        const child = oldRun("r-main::child", tenantA, [started(tenantA, { parentRunId: "r-main", rootRunId: "r-main" }), { _tag: "RunCompleted", output: "done" }], T0 + 100, "completed", 0)
-        // Created in the same millisecond, zeta first: listRuns breaks the tie as it did before the migration.
-        const zeta = oldRun("zeta", tenantA, [started(tenantA)], T0 + 200, "running", 0)
-        const alpha = oldRun("alpha", tenantA, [started(tenantA)], T0 + 200, "running", 0)
-        const theirs = oldRun("r-b", tenantB, [started(tenantB)], T0 + 300, "running", 0)
-
-        // Today's schema, made by the migrations that made it, with runs written as the store wrote them.
-        yield* Effect.gen(function*() {
-          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-          const all = SqlEventStore.migrations({ tablePrefix: db.tablePrefix })
-          yield* SqlMigrations.run({
-            name: "event_store",
-            tablePrefix: db.tablePrefix,
-            migrations: Object.fromEntries(BEFORE_TENANT_KEY.map((id) => [id, all[id]!]))
-          })
-          expect(yield* primaryKey(sql, `${prefix}runs`)).toEqual(["run_id"])
-          for (const run of [main, child, zeta, alpha, theirs]) yield* insertOld(sql, prefix, run)
-        }).pipe(Effect.provide(db.client))
-
-        // The current code opens it.
-        yield* Effect.gen(function*() {
-          const store = yield* EventStore
-          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-          yield* checkSchema(sql, prefix)
-          for (const run of [main, child, zeta, alpha, theirs]) {
-            expect(yield* store.getRun(run.info.tenantId, run.info.runId)).toEqual(run.info)
-            expect(yield* store.readEvents(run.info.tenantId, run.info.runId)).toEqual(run.events)
-          }
-          expect(verifyEvents(main.info.runId, yield* store.readEvents(tenantA.tenantId, main.info.runId))).toMatchObject({ ok: true, events: 4 })
-          const tie = sql.onDialectOrElse({ sqlite: () => ["zeta", "alpha"], orElse: () => ["alpha", "zeta"] })
-          expect((yield* store.listRuns(tenantA.tenantId)).map((r) => r.runId)).toEqual([...tie, "r-main::child", "r-main"])
-          expect(yield* store.listRuns(tenantA.tenantId, { rootRunId: "r-main" })).toEqual([child.info, main.info])
-          expect(yield* store.listRuns(tenantB.tenantId)).toEqual([theirs.info])
-
-          // Tenant B now starts its own "r-main" and "r-main::child"; A's are untouched.
-          const bMain = chain("r-main", tenantB.tenantId, [], [started(tenantB), { _tag: "StepCompleted", name: "b", value: 1 }], T0 + 1000)
-          yield* store.append({ runId: "r-main", tenantId: tenantB.tenantId, expectedSeq: 0, events: bMain })
-          const bChild = chain("r-main::child", tenantB.tenantId, [], [started(tenantB, { parentRunId: "r-main", rootRunId: "r-main" })], T0 + 1100)
-          yield* store.append({ runId: "r-main::child", tenantId: tenantB.tenantId, expectedSeq: 0, events: bChild })
-          expect(yield* store.readEvents(tenantB.tenantId, "r-main")).toEqual(bMain)
-          expect(yield* store.getRun(tenantB.tenantId, "r-main")).toMatchObject({ tenantId: tenantB.tenantId, headSeq: 2, headHash: bMain[1]!.hash })
-          expect(yield* store.getRun(tenantA.tenantId, "r-main")).toEqual(main.info)
-          expect((yield* store.listRuns(tenantB.tenantId, { rootRunId: "r-main" })).map((r) => r.runId)).toEqual(["r-main::child", "r-main"])
-          expect((yield* store.listRuns(tenantA.tenantId, { parentRunId: "r-main" })).map((r) => `${r.tenantId}/${r.runId}`)).toEqual(["tenant-a/r-main::child"])
-
-          // A's run goes on from where it was; B's head does not move.
-          const more = chain("r-main", tenantA.tenantId, main.events, [{ _tag: "HumanResponded", ticket: "t-1", payload: true }, { _tag: "RunCompleted", output: "ok" }], T0)
-          yield* store.append({ runId: "r-main", tenantId: tenantA.tenantId, expectedSeq: 4, events: more })
-          expect(yield* store.getRun(tenantA.tenantId, "r-main")).toMatchObject({ status: "completed", headSeq: 6, headHash: more[1]!.hash, costUsd: 0.5 })
-          expect(yield* store.getRun(tenantB.tenantId, "r-main")).toMatchObject({ status: "running", headSeq: 2, headHash: bMain[1]!.hash })
-        }).pipe(Effect.provide(db.store))
-
-        // Opened again: the migration does not run twice, and everything is where it was left.
-        yield* Effect.gen(function*() {
-          const store = yield* EventStore
-          yield* checkSchema((yield* SqlClient.SqlClient).withoutTransforms(), prefix)
-          expect(yield* store.getRun(tenantA.tenantId, "r-main")).toMatchObject({ status: "completed", headSeq: 6 })
-          expect((yield* store.readEvents(tenantA.tenantId, "r-main")).slice(0, 4)).toEqual(main.events)
-          expect(yield* store.getRun(tenantB.tenantId, "r-main")).toMatchObject({ headSeq: 2 })
-          expect((yield* store.listRuns(tenantA.tenantId)).length).toBe(4)
-          expect((yield* store.listRuns(tenantB.tenantId)).length).toBe(3)
-        }).pipe(Effect.provide(db.store))
-      }))
+    it.scoped("a database of text hashes and ids is migrated to bytes: every event reads back the same, the chain verifies, a tampered row is caught, and the run goes on", () => textChainToBytes(database))
+    it.scoped("a database whose runs are keyed by run id alone is migrated: data kept, and the same id is then another tenant's own run", () => runKeyToTenantKey(database))
   })
 
   describe(`SqlEventStore listing: ${name}`, () => {
-    it.scoped("listRuns and listRunsPage read every filter of `artana list-runs` (tenant, status, workflow, time, cursor) on an index, in its order: no table scan, no sort", () =>
-      Effect.gen(function*() {
-        const db = yield* database
-        const runsTable = `${db.tablePrefix ?? ""}runs`
-        yield* Effect.gen(function*() {
-          const store = yield* EventStore
-          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-          // A year of runs, as rows (listing reads only the runs table): 4 tenants, 5 statuses, 20 workflows.
-          const statuses: ReadonlyArray<RunStatus> = ["running", "paused", "completed", "failed", "needs_reconciliation"]
-          const rows = Array.from({ length: 6000 }, (_, i) => ({
-            run_id: `run-${i}`,
-            tenant_id: `tenant-${i % 4}`,
-            workflow: `workflow-${i % 20}`,
-            parent_run_id: null,
-            // Lineages of 750 runs a tenant, and runs forked 500 times: what a run's page lists on their indexes.
-            root_run_id: `root-${i % 8}`,
-            forked_from: `run-${i % 12}`,
-            status: statuses[i % 5]!,
-            head_seq: 1,
-            head_hash: "0".repeat(64),
-            cost_usd: 0,
-            created_at: T0 + Math.floor(i / 3) * 5000,
-            updated_at: T0 + Math.floor(i / 3) * 5000,
-            owner_epoch: 0,
-            // Ten versions of the code: a tenant's runs of one version are 150 of its 1,500.
-            version: `v${i % 10}`
-          }))
-          for (let i = 0; i < rows.length; i += 500) yield* sql`INSERT INTO ${sql(runsTable)} ${sql.insert(rows.slice(i, i + 500))}`
-          yield* sql.unsafe(sql.onDialectOrElse({ pg: () => `ANALYZE "${runsTable}"`, orElse: () => "SELECT 1" }))
+    it.scoped("listRuns and listRunsPage read every filter of `artana list-runs` (tenant, status, workflow, time, cursor) on an index, in its order: no table scan, no sort", () => listingOnIndexes(database))
 
-          const firstPage = yield* store.listRunsPage("tenant-1", { limit: 50 })
-          const cases: ReadonlyArray<readonly [ListRunsPageFilter, string]> = [
-            [{}, "runs_list_idx"],
-            [{ status: "paused" }, "runs_status_list_idx"],
-            [{ workflow: "workflow-5" }, "runs_workflow_list_idx"],
-            [{ createdSince: T0 + 1_000_000, createdUntil: T0 + 2_000_000 }, "runs_list_idx"],
-            [{ status: "failed", createdSince: T0 + 1_000_000 }, "runs_status_list_idx"],
-            [{ workflow: "workflow-5", createdUntil: T0 + 2_000_000 }, "runs_workflow_list_idx"],
-            [{ after: firstPage.next }, "runs_list_idx"],
-            [{ status: "paused", after: firstPage.next }, "runs_status_list_idx"],
-            [{ workflow: "workflow-5", after: firstPage.next }, "runs_workflow_list_idx"],
-            [{ rootRunId: "root-1" }, "runs_root_list_idx"],
-            [{ rootRunId: "root-5", after: firstPage.next }, "runs_root_list_idx"],
-            [{ forkedFrom: "run-9" }, "runs_forks_list_idx"],
-            [{ version: "v3" }, "runs_version_list_idx"],
-            [{ version: "v3", after: firstPage.next }, "runs_version_list_idx"]
-          ]
-          for (const [filter, index] of cases) {
-            // The statement the store runs, caught on its way to the database, then explained there.
-            const { statements, value: page } = yield* statementsOf(store.listRunsPage("tenant-1", { ...filter, limit: 50 }))
-            expect(page.runs.length).toBe(50)
-            const listing = statements.find(([text]) => text.includes("ORDER BY"))
-            expect(listing).toBeDefined()
-            const [text, params] = listing!
-            const plan = yield* explain(sql, text, params)
-            const described = `${JSON.stringify(filter)}:\n${plan}`
-            expect(described).toContain(`${db.tablePrefix ?? ""}${index}`)
-            // The runs come in the index's order: no sort step, and no scan of the whole table.
-            expect(described).not.toMatch(/TEMP B-TREE|Sort|Seq Scan on|SCAN r\b(?! USING)/)
-          }
-        }).pipe(Effect.provide(db.store))
-      }))
-
-    it.scoped("lineageCostUsd is one aggregate over the index on the root: a chain of continued runs and sub-runs summed, among thousands of other runs", () =>
-      Effect.gen(function*() {
-        const db = yield* database
-        const runsTable = `${db.tablePrefix ?? ""}runs`
-        yield* Effect.gen(function*() {
-          const store = yield* EventStore
-          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
-          // 6,000 runs of other lineages, and a lineage of 300: a chain of 200 continued runs and 100 sub-runs.
-          const row = (runId: string, tenantId: string, rootRunId: string, costUsd: number, i: number) => ({
-            run_id: runId,
-            tenant_id: tenantId,
-            workflow: "spender",
-            parent_run_id: null,
-            root_run_id: rootRunId,
-            status: "continued",
-            head_seq: 1,
-            head_hash: "0".repeat(64),
-            cost_usd: costUsd,
-            created_at: T0 + i,
-            updated_at: T0 + i,
-            owner_epoch: 0
-          })
-          const rows = [
-            ...Array.from({ length: 6000 }, (_, i) => row(`run-${i}`, `tenant-${i % 4}`, `run-${i - (i % 3)}`, 1, i)),
-            ...Array.from({ length: 200 }, (_, i) => row(i === 0 ? "chain" : `chain::continued::${i}`, "tenant-1", "chain", 0.25, 10_000 + i)),
-            ...Array.from({ length: 100 }, (_, i) => row(`chain::sub::${i}`, "tenant-1", "chain", 0.5, 20_000 + i)),
-            // The same root id in another tenant is another lineage.
-            row("chain", "tenant-2", "chain", 1000, 30_000)
-          ]
-          for (let i = 0; i < rows.length; i += 500) yield* sql`INSERT INTO ${sql(runsTable)} ${sql.insert(rows.slice(i, i + 500))}`
-          yield* sql.unsafe(sql.onDialectOrElse({ pg: () => `ANALYZE "${runsTable}"`, orElse: () => "SELECT 1" }))
-
-          const { statements, value: spent } = yield* statementsOf(store.lineageCostUsd("tenant-1", "chain"))
-          expect(spent).toBeCloseTo(200 * 0.25 + 100 * 0.5, 9)
-          expect(yield* store.lineageCostUsd("tenant-2", "chain")).toBe(1000)
-          expect(yield* store.lineageCostUsd("tenant-1", "no-such-root")).toBe(0)
-          // One statement, answered on the index on (tenant_id, root_run_id, created_at): no scan of the tenant's runs.
-          expect(statements.length).toBe(1)
-          const [text, params] = statements[0]!
-          expect(text).toMatch(/SUM\(cost_usd\)/)
-          const plan = yield* explain(sql, text, params)
-          expect(plan).toContain(`${db.tablePrefix ?? ""}runs_root_list_idx`)
-          expect(plan).not.toMatch(/Seq Scan on|SCAN [^ ]*runs\b(?! USING)/)
-        }).pipe(Effect.provide(db.store))
-      }))
+    it.scoped("lineageCostUsd is one aggregate over the index on the root: a chain of continued runs and sub-runs summed, among thousands of other runs", () => lineageCostOnIndex(database))
   })
 }

@@ -1,0 +1,164 @@
+/**
+ * The read side of the SQL event store: a run's events, read as value arrays and decoded into `Event`s whose chain
+ * (each event's prev_hash) is completed from the row before (see `eventValues`). Both dialects select a packed hash or
+ * id as text made in SQL (see `eventColumnList`).
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import { RunNotFound, StoreError } from "../Errors.js"
+import { decodeStoredPayload, type Event, EVENT_TYPES } from "../Event.js"
+import { causeText, storeError } from "../SqlErrors.js"
+import { GENESIS_HASH, StoredEvent } from "./hash.js"
+import type { Tables } from "./sqlAppend.js"
+import * as Codec from "./sqlCodec.js"
+import { CorruptRow, numberValue, textValue, toNumber, unpacked } from "./sqlRows.js"
+
+/**
+ * PostgreSQL's `readEvents` gives a stored value that is not packed (not 32 or 16 bytes) as this prefix and its bytes
+ * in hex: a packed one is plain hex, so the prefix (a backslash, which hex has not) tells them apart.
+ */
+const PG_BYTES = "\\x"
+const PG_BYTES_SQL = `'${PG_BYTES}'`
+
+/** A hash or id `readEvents` selected (see `eventColumnList`), as `sqlCodec.unpack` reads it. */
+const selected = (kind: typeof Codec.HASH, value: unknown, pg: boolean): unknown =>
+  !pg ? sqliteText(kind, value) : typeof value === "string" && value.startsWith(PG_BYTES) ? Buffer.from(value.slice(PG_BYTES.length), "hex") : value
+
+/**
+ * The select list of `readEvents`, in order: seq, event_id, timestamp, type, step_key, payload, prev_hash, hash. Replay
+ * reads them as value arrays (`sql.values`): the driver builds no object with named keys per row, which is a third of
+ * a 10,000-event read on SQLite. Both dialects give a packed hash or id back as text made in SQL (`hex`, `encode`),
+ * and anything else as bytes that `sqlCodec.unpack` reads (SQLite: as stored, which may be text). SQLite's driver
+ * would make a Buffer of each blob (three a row, each its own allocation, which the garbage collector then tracks),
+ * and a read of 10,000 events spent a third of its time collecting them; PostgreSQL sends bytea as hex text anyway,
+ * which its driver would parse into a Buffer for the store to turn back into hex.
+ */
+const eventColumnList = (dialect: "pg" | "sqlite"): string => {
+  if (dialect === "pg") {
+    // Packed values as their text, anything else as `PG_BYTES` and its bytes in hex.
+    const other = (c: string) => `${PG_BYTES_SQL} || encode(${c}, 'hex')`
+    const hash = (c: string) => `CASE WHEN octet_length(${c}) = 32 THEN encode(${c}, 'hex') ELSE ${other(c)} END`
+    const part = (from: number, length: number) => `substr(encode(event_id, 'hex'), ${from}, ${length})`
+    const uuid = `CASE WHEN octet_length(event_id) = 16 THEN ${part(1, 8)} || '-' || ${part(9, 4)} || '-' || ${part(13, 4)} || '-' || ${
+      part(17, 4)
+    } || '-' || ${part(21, 12)} ELSE ${other("event_id")} END`
+    return `seq, ${uuid}, timestamp, type, step_key, payload, ${hash("prev_hash")}, ${hash("hash")}`
+  }
+  // A packed value as its bare `hex` (upper case: `sqliteText` writes it as `unpack` would), stored text as
+  // `SQLITE_TEXT` and the text, any other blob as it is. Lower-casing and the UUID's dashes in SQL (five `substr`s) cost
+  // a 10,000-event read more than the rest of its SQL.
+  const packed = (c: string, bytes: number) =>
+    `CASE WHEN typeof(${c}) = 'blob' AND length(${c}) = ${bytes} THEN hex(${c}) WHEN typeof(${c}) = 'text' THEN '${SQLITE_TEXT}' || ${c} ELSE ${c} END`
+  return `seq, ${packed("event_id", Codec.UUID.bytes)}, timestamp, type, step_key, payload, ${packed("prev_hash", Codec.HASH.bytes)}, ${
+    packed("hash", Codec.HASH.bytes)
+  }`
+}
+
+/** The mark SQLite's `readEvents` puts before a value stored as text (upper-case hex, a packed value's, has none). */
+const SQLITE_TEXT = "~"
+
+/** A hash or id SQLite's `readEvents` selected (see `eventColumnList`), as `sqlCodec.unpack` reads it. */
+const sqliteText = (kind: typeof Codec.HASH, value: unknown): unknown => {
+  if (typeof value !== "string") return value
+  if (value.startsWith(SQLITE_TEXT)) return value.slice(SQLITE_TEXT.length)
+  const hex = value.toLowerCase()
+  // Joined, not concatenated: a rope of nine parts would be flattened (copied) by every later use (the chain's hash).
+  return kind === Codec.UUID ? [hex.slice(0, 8), hex.slice(8, 12), hex.slice(12, 16), hex.slice(16, 20), hex.slice(20)].join("-") : hex
+}
+
+/**
+ * The hash a row stores, as text (a read keeps it to complete the next row's prev_hash, see `eventFromValues`).
+ */
+const hashOf = (row: ReadonlyArray<unknown>, pg: boolean): string => unpacked(Codec.HASH, selected(Codec.HASH, row[7], pg), "hash")
+
+/**
+ * An event from its row. `previousHash` is the hash of the run's row before it (the genesis hash before the first):
+ * a NULL prev_hash stands for it (see `eventValues`).
+ */
+const eventFromValues = (runId: string, tenantId: string, row: ReadonlyArray<unknown>, previousHash: string, pg: boolean): Event => {
+  let json: unknown
+  const source = textValue(row[5], "payload")
+  try {
+    json = JSON.parse(source)
+  } catch (cause) {
+    throw new CorruptRow("payload", `not JSON (${causeText(cause)})`)
+  }
+  const type = textValue(row[3], "type")
+  if (!EVENT_TYPES.has(type)) throw new CorruptRow("type", `unknown event type ${JSON.stringify(type)}`)
+  const payload = decodeStoredPayload(type, json)
+  if (Either.isLeft(payload)) throw new CorruptRow("payload", payload.left)
+  const prev = row[6]
+  // The stored text goes with the event: the chain covers the bytes as stored, so a field added to the stored payload,
+  // which decoding drops, still breaks it.
+  return new StoredEvent(
+    unpacked(Codec.UUID, selected(Codec.UUID, row[1], pg), "event_id"),
+    runId,
+    tenantId,
+    numberValue(row[0], "seq"),
+    numberValue(row[2], "timestamp"),
+    type,
+    textValue(row[4], "step_key"),
+    payload.right,
+    prev === null ? previousHash : unpacked(Codec.HASH, selected(Codec.HASH, prev, pg), "prev_hash"),
+    hashOf(row, pg),
+    source
+  )
+}
+
+/** `readEvents` of the store on `sql`'s tables `t`. */
+export const make = (sql: SqlClient.SqlClient, t: Tables) => {
+  const runs = sql(t.runs)
+  const events = sql(t.events)
+  const runExists = (tenantId: string, runId: string) =>
+    Effect.map(
+      sql`SELECT 1 AS found FROM ${runs} WHERE run_id = ${runId} AND tenant_id = ${tenantId}`,
+      (rows) => rows.length > 0
+    )
+
+  const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+  const eventColumns = sql.literal(eventColumnList(pg ? "pg" : "sqlite"))
+  // A page from seq N > 1 reads the row before it too: a NULL prev_hash is that row's hash.
+  const readEvents = (tenantId: string, runId: string, fromSeq = 1, limit?: number): Effect.Effect<ReadonlyArray<Event>, RunNotFound | StoreError> =>
+    Effect.gen(function*() {
+      const from = Math.max(1, fromSeq)
+      const before = from > 1 ? 1 : 0
+      const page = limit === undefined ? sql`` : sql`LIMIT ${Math.max(0, Math.floor(limit)) + before}`
+      const rows = yield* sql`SELECT ${eventColumns} FROM ${events} WHERE run_id = ${runId} AND tenant_id = ${tenantId} AND seq >= ${from - before} ORDER BY seq ${page}`.values
+      return yield* Effect.suspend(() => {
+        const out: Array<Event> = []
+        let previousHash = GENESIS_HASH
+        let i = 0
+        let row: ReadonlyArray<unknown> | undefined
+        try {
+          // The row before the page: its hash only (its own seq is below `from`; a run whose row there is gone
+          // starts the page with the genesis hash, and `Verify` reports the gap).
+          if (before === 1 && rows.length > 0 && toNumber(rows[0]![0]) === from - 1) {
+            row = rows[0]!
+            previousHash = hashOf(row, pg)
+            i = 1
+          }
+          const end = limit === undefined ? rows.length : Math.min(rows.length, i + Math.max(0, Math.floor(limit)))
+          for (; i < end; i++) {
+            row = rows[i]!
+            const event = eventFromValues(runId, tenantId, row, previousHash, pg)
+            out.push(event)
+            previousHash = event.hash
+          }
+        } catch (cause) {
+          if (!(cause instanceof CorruptRow)) return Effect.die(cause)
+          return Effect.fail(
+            new StoreError({ operation: "readEvents", reason: `corrupt row (run ${runId} seq ${String(row?.[0])}), column ${cause.column}: ${cause.reason}` })
+          )
+        }
+        return Effect.succeed(out)
+      }).pipe(Effect.flatMap((out) =>
+        out.length > 0 ? Effect.succeed(out) : Effect.flatMap(runExists(tenantId, runId), (exists) => exists ? Effect.succeed(out) : Effect.fail(new RunNotFound({ runId, tenantId })))
+      ))
+    }).pipe(
+      Effect.catchTag("SqlError", (error) => Effect.fail(storeError("readEvents", error))),
+      Effect.withSpan("SqlEventStore.readEvents", { attributes: { runId, fromSeq, limit } })
+    )
+
+  return readEvents
+}

@@ -1,0 +1,97 @@
+/**
+ * The write side of the SQL event store: `append`, `appendAll` and `appendPaged` around the dialect's `AppendBatch`
+ * (which writes one batch): a batch checked before it is written, a refused one told apart as a conflict or as the
+ * fencing of its writer, and PostgreSQL's serialization failures and deadlocks run again outside a caller's
+ * transaction.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type { OwnershipLost } from "../Errors.js"
+import { SequenceConflict, StoreError } from "../Errors.js"
+import { type AppendRequest, fenced, fenceOf, invalidBatch } from "../EventStore.js"
+import { errorCode, retryWhile, storeError, transactionDefects } from "../SqlErrors.js"
+import { type AppendBatch, orConflict, type Tables } from "./sqlAppend.js"
+import { toNumber } from "./sqlRows.js"
+
+/** PostgreSQL's serialization failure and deadlock: the server rolled the statement back, and it may run again. */
+const retryable = (error: SqlError | SequenceConflict | StoreError): boolean =>
+  error._tag === "SqlError" && (errorCode(error) === "40001" || errorCode(error) === "40P01")
+
+/**
+ * How often such a statement runs again. At once, without a delay: the transaction it lost to has ended (and a
+ * delay would be the caller's clock's, which a test may hold still).
+ */
+const RETRIES = 8
+
+/** The appends of the store on `sql`'s tables `t`, each batch written by `appendBatch`. */
+export const make = (sql: SqlClient.SqlClient, t: Tables, appendBatch: AppendBatch) => {
+  const runs = sql(t.runs)
+
+  /**
+   * A refused batch of a fenced writer: `OwnershipLost` when the run has a newer owner (a conflict of such a writer
+   * is fencing as well), the conflict otherwise. Read only when an append failed.
+   */
+  const fencedOrConflict = (request: AppendRequest) => (error: SequenceConflict): Effect.Effect<never, SequenceConflict | OwnershipLost | StoreError> =>
+    fenceOf(request) === undefined
+      ? Effect.fail(error)
+      : sql`SELECT owner_epoch FROM ${runs} WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId}`.pipe(
+        Effect.catchTag("SqlError", (e) => Effect.fail(storeError("append", e))),
+        Effect.flatMap(([row]) => {
+          const epoch = row === undefined ? undefined : toNumber(row.owner_epoch)
+          return Effect.fail(epoch === undefined ? error : fenced(request, epoch) ?? error)
+        })
+      )
+
+  // Only PostgreSQL's errors are `retryable`: on SQLite the hot append is not wrapped in retries it never takes.
+  const retries = sql.onDialectOrElse({ sqlite: () => false, orElse: () => true })
+  const append = (request: AppendRequest): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError> => {
+    const last = request.events[request.events.length - 1]
+    if (last === undefined) return Effect.void
+    const conflict = () => new SequenceConflict({ runId: request.runId, expectedSeq: request.expectedSeq })
+    const bad = invalidBatch(request)
+    if (bad !== undefined) return Effect.fail(new StoreError({ operation: "append", reason: bad }))
+    return Effect.contextWithEffect((context) => {
+      const inTransaction = Context.getOption(context, SqlClient.TransactionConnection)._tag === "Some"
+      const batch = appendBatch(request, conflict, inTransaction)
+      // A serialization failure or a deadlock (PostgreSQL, under REPEATABLE READ or SERIALIZABLE, or a lock cycle)
+      // rolled the statement back: outside the caller's transaction it runs again, and a writer that really
+      // lost the race then conflicts. Inside one, the caller's transaction is what must start again.
+      const retried = inTransaction || !retries ? batch : retryWhile(batch, retryable, RETRIES)
+      return Effect.catchTag(Effect.catchTag(retried, "SqlError", orConflict(sql, "append", conflict)), "SequenceConflict", fencedOrConflict(request))
+    })
+  }
+
+  /**
+   * Every batch in one transaction: each is appended as `append` appends it inside a caller's transaction (the
+   * dialect's own append too), so a refused one rolls back the ones before it. A serialization failure or a
+   * deadlock runs the whole transaction again.
+   */
+  const appendAll = (requests: ReadonlyArray<AppendRequest>): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError> => {
+    const batches = requests.filter((r) => r.events.length > 0)
+    if (batches.length <= 1) return batches.length === 0 ? Effect.void : append(batches[0]!)
+    const all = transactionDefects(sql.withTransaction(Effect.forEach(batches, append, { discard: true })))
+    return Effect.contextWithEffect((context) => {
+      const inTransaction = Context.getOption(context, SqlClient.TransactionConnection)._tag === "Some"
+      const retried = inTransaction ? all : retryWhile(all, (error) => error._tag === "SqlError" && retryable(error), RETRIES)
+      return Effect.catchTag(retried, "SqlError", (error) => Effect.fail(storeError("appendAll", error)))
+    })
+  }
+
+  /**
+   * Every batch `next` gives in one transaction, each appended as `append` appends it inside a caller's transaction.
+   * Not retried on a serialization failure: `next` is read once (the caller runs it all again).
+   */
+  const appendPaged = <E>(next: Effect.Effect<Option.Option<AppendRequest>, E>): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError | E> => {
+    const loop: Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError | E> = Effect.flatMap(next, Option.match({
+      onNone: () => Effect.void,
+      onSome: (request) => Effect.zipRight(append(request), loop)
+    }))
+    const isSqlError = (error: unknown): error is SqlError => error instanceof SqlError
+    return Effect.catchIf(transactionDefects(sql.withTransaction(loop)), isSqlError, (error) => Effect.fail(storeError("appendPaged", error)))
+  }
+
+  return { append, appendAll, appendPaged }
+}
