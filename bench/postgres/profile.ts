@@ -1,6 +1,7 @@
 // Where a durable step's time goes on PostgreSQL: per step, the Node process's CPU (`process.cpuUsage`), the
 // server's CPU (the pool's backends, from /proc), the statements sent (each one round trip), and the wall time,
-// for 1 and 8 concurrent runs, in both durability modes, beside the floor's bare single-row INSERT commits.
+// for 1 and 8 concurrent runs, in both durability modes, beside the floors' bare INSERT commits (one row each, and
+// two rows each: what a one-commit step writes).
 // Not a row of `pnpm bench postgres`: the measurement behind packages/store-postgres/README.md ("Performance").
 // Run: `cd bench && npx tsx postgres/profile.ts` (add `--cpu-prof` through NODE_OPTIONS for a profile).
 import { readFileSync } from "node:fs"
@@ -89,6 +90,17 @@ for (const workers of WORKERS) {
       }
     }))
     record("floor_commit", workers * STEPS, nowUs() - t0, cpuUs() - c0, userUs() - u0, serverCpuUs(floorBackends) - s0, statements() - q0)
+    const [c1, u1, s1, q1, t1] = [cpuUs(), userUs(), serverCpuUs(floorBackends), statements(), nowUs()]
+    await Promise.all(floorClients.map(async (client, w) => {
+      for (let i = 0; i < STEPS; i++) {
+        const [a, b] = [sample[0], sample[1]]
+        await client.query(
+          "INSERT INTO floor_events (run_id, seq, event_id, tenant_id, timestamp, type, step_key, payload, prev_hash, hash) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10), ($1,$11,$12,$4,$13,$14,$15,$16,$17,$18)",
+          [`f2${workers}-${round}-${w}`, 2 * i, a.event_id, a.tenant_id, a.timestamp, a.type, a.step_key, a.payload, a.prev_hash, a.hash, 2 * i + 1, b.event_id, b.timestamp, b.type, b.step_key, b.payload, b.prev_hash, b.hash]
+        )
+      }
+    }))
+    record("floor_2rows", workers * STEPS, nowUs() - t1, cpuUs() - c1, userUs() - u1, serverCpuUs(floorBackends) - s1, statements() - q1)
   }
   await Promise.all(floorClients.map((c) => c.end()))
   for (const [name, s] of Object.entries(stats)) {

@@ -1,0 +1,113 @@
+/**
+ * The texts of the PostgreSQL appends (see `pgAppend.ts`), one per kind of batch and number of events, and the
+ * parameters a batch binds to them. Made once per text and kept: a prepared text is the same string on every call.
+ */
+import { Event, EventStore, SqlEventStore } from "@artana/core"
+import * as RunWatch from "./runWatch.js"
+
+/** A new run's row and first events (`create`); events only, guarded (`events`); the run's row and its events (`run`). */
+export type Kind = "create" | "events" | "run"
+
+const EVENT_VALUES = ["seq", "event_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"] as const
+const EVENT_TYPES = ["bigint", "bytea", "double precision", "text", "text", "text", "bytea", "bytea"] as const
+const RUN_COLUMNS = "run_id, tenant_id, workflow, parent_run_id, root_run_id, status, head_seq, head_hash, cost_usd, created_at, updated_at, owner_epoch, version, forked_from"
+/**
+ * Parameters before the events' own: the run's row (create), run, guard and fence (events), and both with the
+ * epoch claimed (run).
+ */
+const PARAMS: Record<Kind, number> = { create: 14, events: 4, run: 10 }
+/** The run's key and expected seq in each kind's parameters, for the probe of the event the batch follows. */
+const KEY: Record<Exclude<Kind, "create">, readonly [run: string, tenant: string, seq: string]> = { events: ["$1", "$2", "$3"], run: ["$6", "$7", "$8"] }
+
+/** A run's key as the fence index holds it (see `SqlEventStore.FENCE_INDEX`). */
+const byKey = (run: string, tenant: string) => `tenant_id = ${tenant}::text COLLATE "C" AND run_id = ${run}::text COLLATE "C"`
+
+/** The `VALUES` of `rows` events, numbered after `first` parameters; `lookup`: the first one's prev_hash is probed. */
+const valuesOf = (first: number, rows: number, lookup: boolean): string => {
+  let n = first
+  const tuples = Array.from({ length: rows }, (_, row) => {
+    const cells = EVENT_TYPES.map((type) => `$${++n}::${type}`)
+    // The first event of a batch that continues the run: its prev_hash is NULL when it is the stored hash before
+    // it (read once, by the probe `prev`).
+    if (row === 0 && lookup) cells[6] = `(CASE WHEN ${cells[6]} = (SELECT hash FROM prev) THEN NULL ELSE ${cells[6]} END)`
+    return `(${cells.join(",")})`
+  })
+  return `(VALUES ${tuples.join(",")}) AS e (${EVENT_VALUES.join(", ")})`
+}
+
+/** The text of an append of `kind` with `rows` events, on the tables `t`, telling `channel`'s watchers. */
+const textOf = (t: SqlEventStore.Tables, channel: string, kind: Kind, rows: number, lookup: boolean): string => {
+  const values = valuesOf(PARAMS[kind], rows, lookup)
+  const into = `INSERT INTO "${t.events}" (run_id, tenant_id, ${EVENT_VALUES.join(", ")})`
+  // The event at expectedSeq, probed once (a CTE read twice is evaluated once): that it exists says no gap,
+  // this run, this tenant; its hash is the first new event's prev_hash.
+  const prev = ([run, tenant, seq]: readonly [string, string, string]) =>
+    `prev AS (SELECT hash FROM "${t.events}" WHERE run_id = ${run}::text AND tenant_id = ${tenant}::text AND seq = ${seq}::bigint)`
+  const follows = "EXISTS (SELECT 1 FROM prev)"
+  // The writer is not fenced: the run's owner epoch is not above the batch's fence (NULL: no fence). A claim
+  // is a "run" batch, whose UPDATE re-checks the row it waited for; a batch of events only is ordered against
+  // a claim by the claim's own event (the primary key), so the snapshot's epoch is enough for it.
+  // The run is found through the fence index (`SqlEventStore.FENCE_INDEX`, the only index in the "C" collation), so
+  // the plan does not depend on the table's statistics.
+  const unfenced = (run: string, tenant: string, fence: string) =>
+    `NOT EXISTS (SELECT 1 FROM "${t.runs}" WHERE ${byKey(run, tenant)} AND owner_epoch > ${fence}::bigint)`
+  // The run's watchers, if any, are told at the commit (read in each statement's condition, so it runs).
+  const note = (run: string, tenant: string) => RunWatch.noteCte(channel, tenant, run)
+  switch (kind) {
+    case "create":
+      return `WITH run AS (INSERT INTO "${t.runs}" (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::double precision, $10::double precision, $11::double precision, $12::bigint, $13::text, $14::text) RETURNING run_id, tenant_id), ${note("$1", "$2")} ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values} WHERE ${RunWatch.noteRead}`
+    case "events":
+      return `WITH ${prev(KEY.events)}, ${note("$1", "$2")} ${into} SELECT $1::text, $2::text, e.* FROM ${values} WHERE ${follows} AND ${unfenced("$1", "$2", "$4")} AND ${RunWatch.noteRead}`
+    case "run":
+      return `WITH ${prev(KEY.run)}, run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), cost_usd = cost_usd + $5::double precision, owner_epoch = COALESCE($10::bigint, owner_epoch) WHERE ${byKey("$6", "$7")} AND head_seq <= $8::bigint AND owner_epoch <= COALESCE($9::bigint, owner_epoch) AND ${follows} RETURNING run_id, tenant_id), ${note("$6", "$7")} ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values} WHERE ${RunWatch.noteRead}`
+  }
+}
+
+/** The texts of the appends on the tables `t`, each made on first use and kept. */
+export const texts = (t: SqlEventStore.Tables, channel: string) => {
+  const made = new Map<string, string>()
+  return (kind: Kind, rows: number, lookup: boolean): string => {
+    const key = `${kind}${rows}${lookup ? "l" : ""}`
+    let text = made.get(key)
+    if (text === undefined) {
+      text = textOf(t, channel, kind, rows, lookup)
+      made.set(key, text)
+    }
+    return text
+  }
+}
+
+/** A batch as a statement: its kind and the parameters before its events' own (the run's row, its key, its guards). */
+export interface Head {
+  readonly kind: Kind
+  readonly params: Array<unknown>
+}
+
+/** The kind and leading parameters of the batch `request`; undefined for a new run's batch that does not start it. */
+export const headOf = (request: EventStore.AppendRequest): Head | undefined => {
+  if (request.expectedSeq === 0) {
+    const info = EventStore.newRunInfo(request)
+    if (info === undefined) return undefined
+    return {
+      kind: "create",
+      params: [
+        info.runId, info.tenantId, info.workflow, info.parentRunId ?? null, info.rootRunId, info.status, info.headSeq,
+        SqlEventStore.packedHash(info.headHash), info.costUsd, info.createdAt, info.updatedAt, info.ownerEpoch, info.version,
+        info.forkedFrom ?? null
+      ]
+    }
+  }
+  const summary = Event.summarize(request.events)
+  const fence = EventStore.fenceOf(request) ?? null
+  if (summary.status === undefined && summary.costUsd === 0 && request.claim !== true) {
+    return { kind: "events", params: [request.runId, request.tenantId, request.expectedSeq, fence] }
+  }
+  const last = request.events[request.events.length - 1]!
+  return {
+    kind: "run",
+    params: [
+      last.seq, SqlEventStore.packedHash(last.hash), last.timestamp, summary.status ?? null, summary.costUsd, request.runId,
+      request.tenantId, request.expectedSeq, fence, SqlEventStore.claimedEpoch(request)
+    ]
+  }
+}
