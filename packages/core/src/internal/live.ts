@@ -8,7 +8,9 @@ import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Errors from "../Errors.js"
 import type { Event, RunInfo, RunStatus } from "../Event.js"
@@ -186,15 +188,24 @@ export const read = (
   after: Live.Position
 ): Stream.Stream<Live.LiveEvent, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered> => {
   const { notices } = options
-  if (notices === undefined) return Stream.suspend(() => reader(options, tenantId, runId, after))
+  if (notices === undefined) return Stream.suspend(() => reader(options, tenantId, runId, after, Effect.void))
   // The first notice is asked for before the first read, so no write of another process after that read is missed.
-  return Stream.unwrapScoped(Effect.gen(function*() {
-    const first = yield* notices.ticket(tenantId, runId)
-    // Watched before the first read: a store that tells only watched runs tells this one of every write after it.
-    if (notices.watch !== undefined) yield* notices.watch(tenantId, runId)
-    yield* Effect.forkScoped(relay(notices, options.hub, tenantId, runId, first))
-    return reader(options, tenantId, runId, after)
-  }))
+  // The watch and the relay live in a scope of their own, opened by the first pull and closed when the stream ends:
+  // not `Stream.unwrapScoped`, whose concatenation is one more stage every event passes through on its way to the caller.
+  return Stream.suspend(() => {
+    let scope: Scope.CloseableScope | undefined
+    const setup = Effect.gen(function*() {
+      const opened = yield* Effect.uninterruptible(Effect.tap(Scope.make(), (s) => void (scope = s)))
+      const first = yield* notices.ticket(tenantId, runId)
+      // Watched before the first read: a store that tells only watched runs tells this one of every write after it.
+      if (notices.watch !== undefined) yield* Scope.extend(notices.watch(tenantId, runId), opened)
+      yield* Effect.forkIn(relay(notices, options.hub, tenantId, runId, first), opened)
+    })
+    return Stream.ensuring(
+      reader(options, tenantId, runId, after, setup),
+      Effect.suspend(() => (scope === undefined ? Effect.void : Scope.close(scope, Exit.void)))
+    )
+  })
 }
 
 /**
@@ -211,11 +222,13 @@ const relay = (notices: RunNotices.Service, hub: Hub, tenantId: string, runId: s
     }
   })
 
+/** `setup` runs before the first read. */
 const reader = (
   options: ReadOptions,
   tenantId: string,
   runId: string,
-  after: Live.Position
+  after: Live.Position,
+  setup: Effect.Effect<void>
 ): Stream.Stream<Live.LiveEvent, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered> => {
   const { hub, live, pageSize, store } = options
   const pollMillis = Duration.toMillis(Duration.decode(options.pollInterval))
@@ -283,5 +296,10 @@ const reader = (
       }
 
     })
-  return Stream.paginateChunkEffect({ after, nextSeq: 1 } satisfies State, step)
+  let set = false
+  const first = Effect.zipRight(Effect.suspend(() => {
+    set = true
+    return setup
+  }), Effect.suspend(() => step({ after, nextSeq: 1 })))
+  return Stream.paginateChunkEffect({ after, nextSeq: 1 } satisfies State, (state) => (set ? step(state) : first))
 }
