@@ -24,6 +24,7 @@ import type { Event, RunInfo, WaitingOn } from "./Event.js"
 import * as EventStore from "./EventStore.js"
 import type * as Fork from "./Fork.js"
 import * as ForkLog from "./internal/fork.js"
+import * as ApprovalsIndex from "./ApprovalsIndex.js"
 import * as Approvals from "./internal/approvals.js"
 import { chainEnd } from "./internal/continueAsNew.js"
 import * as LiveRead from "./internal/live.js"
@@ -247,10 +248,12 @@ export interface Service {
    */
   readonly decideApproval: (decision: Approval.DecideRequest) => Effect.Effect<Approval.Decided, Approval.DecideError>
   /**
-   * The tenant's pending approvals (the inbox), filtered by run, tool, or age: the tenant's paused runs, read on the
-   * runs index, whose head event is a pending approval.
+   * The tenant's pending approvals (the inbox), filtered by run, tool, or age, the longest waiting first: the tenant's
+   * paused runs in the order they paused (`ApprovalsIndex`), whose head event is a pending approval.
    */
   readonly approvals: (filter: Approval.ApprovalsFilter) => Effect.Effect<ReadonlyArray<Approval.PendingApproval>, Errors.StoreError | Errors.LogTampered>
+  /** `approvals` a page at a time: `next` is the cursor of the page after (`after`), absent on the last page. */
+  readonly approvalsPage: (filter: Approval.ApprovalsFilter) => Effect.Effect<Approval.ApprovalsPage, Errors.StoreError | Errors.LogTampered | Errors.InvalidInput>
   /** A run of one tool call. */
   readonly callTool: (options: {
     readonly runId?: string | undefined
@@ -385,6 +388,8 @@ export const make = (options: Options = {}) =>
 
     const lineageSpend = (tenantId: string, rootRunId: string) => store.lineageCostUsd(tenantId, rootRunId)
     const runtime: Runtime = { deps, lineageSpend, services: () => Context.add(built, Kernel, service) }
+    // The inbox's index of paused runs, when the store has one (SQL stores do).
+    const approvalsIndex = yield* Effect.serviceOption(ApprovalsIndex.ApprovalsIndex)
 
     const findRun = (tenantId: string, runId: string) =>
       Effect.either(store.getRun(tenantId, runId)).pipe(
@@ -536,7 +541,8 @@ export const make = (options: Options = {}) =>
           Effect.tap((decided) => Option.match(queue, { onNone: () => Effect.void, onSome: (q) => Signals.wakeDecided(q, { tenantId: decision.tenantId, runId: decided.runId }) })),
           Effect.withSpan("Kernel.decideApproval")
         ),
-      approvals: (filter) => Approvals.list(runtime, filter).pipe(Effect.withSpan("Kernel.approvals")),
+      approvals: (filter) => Approvals.list(runtime, approvalsIndex, filter).pipe(Effect.withSpan("Kernel.approvals")),
+      approvalsPage: (filter) => Approvals.page(runtime, approvalsIndex, filter).pipe(Effect.withSpan("Kernel.approvalsPage")),
       callTool: (options) =>
         execute(callToolWorkflow, { runId: options.runId, tenant: options.tenant, input: { tool: options.tool, args: options.args } }),
       forkLog,

@@ -470,6 +470,12 @@ END $artana$`)
       const tail = sql.onDialectOrElse({ pg: () => ", run_id", orElse: () => "" })
       const quote = (id: string) => sql.onDialectOrElse({ pg: () => `"${id}"`, orElse: () => id })
       yield* sql.unsafe(`CREATE INDEX IF NOT EXISTS ${quote(`${t.prefix}${name}`)} ON ${quote(t.runs)} (${columns}, created_at DESC${tail})`)
+    }),
+    // The approvals inbox, longest waiting first: the paused runs alone, by the time they paused (see `ApprovalsIndex`).
+    "11_runs_paused_index": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      const quote = (id: string) => sql.onDialectOrElse({ pg: () => `"${id}"`, orElse: () => id })
+      yield* sql.unsafe(`CREATE INDEX IF NOT EXISTS ${quote(`${t.prefix}runs_paused_idx`)} ON ${quote(t.runs)} (tenant_id, updated_at, run_id) WHERE status = 'paused'`)
     })
   }
 }
