@@ -44,6 +44,8 @@ export interface Hub {
   readonly logVersion: (tenantId: string, runId: string) => number
   /** Fires once the run changes after this call (take it before reading, so no change is missed). */
   readonly ticket: (tenantId: string, runId: string) => Effect.Effect<Wake>
+  /** `ticket` as a plain call. */
+  readonly ticketNow: (tenantId: string, runId: string) => Wake
 }
 
 /** The readers of one run waiting for its next change: plain callbacks, called once. */
@@ -94,6 +96,15 @@ export const makeHub = (): Hub => {
     w.callbacks.clear()
   }
   const changed = (tenantId: string, runId: string): Effect.Effect<void> => Effect.sync(() => wake(tenantId, runId))
+  const ticketNow = (tenantId: string, runId: string): Wake => {
+    const key = keyOf(tenantId, runId)
+    let w = waiting.get(key)
+    if (w === undefined) {
+      w = { fired: false, callbacks: new Set() }
+      waiting.set(key, w)
+    }
+    return wakeOf(w)
+  }
   const logChanged = (tenantId: string, runId: string): void => {
     const key = keyOf(tenantId, runId)
     if (versions.has(key)) versions.set(key, versions.get(key)! + 1)
@@ -111,16 +122,8 @@ export const makeHub = (): Hub => {
     },
     changed,
     wake,
-    ticket: (tenantId, runId) =>
-      Effect.sync(() => {
-        const key = keyOf(tenantId, runId)
-        let w = waiting.get(key)
-        if (w === undefined) {
-          w = { fired: false, callbacks: new Set() }
-          waiting.set(key, w)
-        }
-        return wakeOf(w)
-      })
+    ticket: (tenantId, runId) => Effect.sync(() => ticketNow(tenantId, runId)),
+    ticketNow
   }
 }
 
@@ -245,7 +248,7 @@ const reader = (
       if (state.wake !== undefined) woken = state.wake.fired() || (yield* state.wake.within(pollMillis))
 
       for (;;) {
-        const wake = yield* hub.ticket(tenantId, runId)
+        const wake = hub.ticketNow(tenantId, runId)
         // Woken by this process's deltas alone, the log is as last read: only the deltas are read again.
         const version = hub.logVersion(tenantId, runId)
         const logKnown = cached !== undefined && woken && version === cachedVersion
@@ -261,7 +264,7 @@ const reader = (
         const read: ReadonlyArray<Event> = !logKnown && info.headSeq >= state.nextSeq
           ? (yield* store.readEvents(tenantId, runId, state.nextSeq, pageSize)).filter((e) => e.seq <= info.headSeq)
           : []
-        const broken = verifier.push(read.filter((e) => e.seq > verifiedThrough))
+        const broken = read.length === 0 ? undefined : verifier.push(read.filter((e) => e.seq > verifiedThrough))
         if (broken !== undefined) {
           return yield* new Errors.LogTampered({ runId, seq: broken.firstBrokenSeq ?? state.nextSeq, reason: broken.reason ?? "broken chain" })
         }
@@ -270,7 +273,9 @@ const reader = (
         const logEnd = lastRead === undefined ? state.nextSeq - 1 : lastRead.seq
         // A full page may end before the log does: deltas kept after its last event wait for the next page's events.
         const fullPage = read.length === pageSize && logEnd < info.headSeq
-        const deltas = yield* live.read(tenantId, runId, state.after, fullPage ? logEnd : info.headSeq, pageSize)
+        // This process's own deltas come from its memory as a plain call (no effect on a delta's way to the reader).
+        const through = fullPage ? logEnd : info.headSeq
+        const deltas = live.readNow?.(tenantId, runId, state.after, through, pageSize) ?? (yield* live.read(tenantId, runId, state.after, through, pageSize))
 
         const lastDelta = deltas[deltas.length - 1]
         // A full page of deltas may end before the events read: those after it come next time.
