@@ -7,7 +7,7 @@
  * artana reconcile RUN --step ID (--completed JSON | --failed MESSAGE) [--force]
  *                                                  settle the step a crash left in doubt
  * artana signal RUN NAME [--payload JSON] [--id ID] deliver a durable message to a run (ctx.waitForSignal)
- * artana approvals [--run RUN] [--tool NAME] [--older-than AGE]
+ * artana approvals [--run RUN] [--tool NAME] [--older-than AGE] [--limit N] [--after CURSOR]
  *                                                  the tool calls waiting for approval
  * artana approve ID [--args JSON] [--approver NAME] approve one (with edited arguments)
  * artana reject ID --reason TEXT [--approver NAME]  reject one
@@ -138,11 +138,20 @@ const approvals = Command.make(
     ...common,
     run: Options.text("run").pipe(Options.withDescription(Help.option("approvals", "--run")), Options.optional),
     tool: Options.text("tool").pipe(Options.withDescription(Help.option("approvals", "--tool")), Options.optional),
-    olderThan: Options.text("older-than").pipe(Options.withDescription(Help.option("approvals", "--older-than")), Options.optional)
+    olderThan: Options.text("older-than").pipe(Options.withDescription(Help.option("approvals", "--older-than")), Options.optional),
+    limit: Options.integer("limit").pipe(Options.withDescription(Help.option("approvals", "--limit")), Options.withDefault(50)),
+    after: Options.text("after").pipe(Options.withDescription(Help.option("approvals", "--after CURSOR")), Options.optional)
   },
   (a) =>
     Effect.flatMap(Effect.zip(ApprovalCommands, auditKey), ([m, key]) =>
-      m.approvals({ ...a, run: Option.getOrUndefined(a.run), tool: Option.getOrUndefined(a.tool), olderThan: Option.getOrUndefined(a.olderThan), auditKey: key }))
+      m.approvals({
+        ...a,
+        run: Option.getOrUndefined(a.run),
+        tool: Option.getOrUndefined(a.tool),
+        olderThan: Option.getOrUndefined(a.olderThan),
+        after: Option.getOrUndefined(a.after),
+        auditKey: key
+      }))
 ).pipe(described("approvals"))
 
 const approvalArg = (command: string) => Args.text({ name: "ID" }).pipe(Args.withDescription(Help.option(command, "ID")))

@@ -51,6 +51,7 @@ describe("artana approvals, approve, reject", () => {
       expect(fs.existsSync(summary(cwd))).toBe(false)
       const console_ = yield* artana(["approvals"], { cwd })
       expect(console_.stdout).toContain(pending.approvalId)
+      expect(console_.stdout).toContain("1 pending approval of tenant default, the longest waiting first")
       expect(console_.stdout).toContain("ops")
       const waiting = yield* artanaJson(["report", "a1"], { cwd })
       expect(waiting.json).toMatchObject({ status: "paused", steps: [{ id: "notes", status: "ok" }, { id: "save", status: "awaiting_approval" }] })
@@ -75,7 +76,9 @@ describe("artana approvals, approve, reject", () => {
       expect(approved.code).toBe(0)
       expect(approved.json).toMatchObject({ runId: "a1", decision: "approved", approver: "ops", status: "completed" })
       expect(fs.readFileSync(summary(cwd), "utf8")).toBe("final")
-      expect((yield* artanaJson(["approvals"], { cwd })).json).toEqual({ tenantId: "default", approvals: [] })
+      expect((yield* artanaJson(["approvals"], { cwd })).json).toEqual({ tenantId: "default", approvals: [], next: null })
+      // A cursor no page printed is bad input.
+      expect((yield* artana(["approvals", "--after", "nope"], { cwd })).code).toBe(2)
       const shown = yield* artana(["show-run", "a1"], { cwd })
       expect(shown.stdout).toContain("approved by ops, arguments edited to")
       const again = yield* artana(["approve", pending.approvalId, "--approver", "ops"], { cwd })

@@ -41,8 +41,16 @@ export interface ApprovalsFilter {
   readonly tool?: string | undefined
   /** Only approvals requested at least this long ago (`"1 hour"`, `Duration.minutes(5)`). */
   readonly olderThan?: Duration.DurationInput | undefined
-  /** At most this many, oldest paused runs last (the runs index's order: newest first). Default all. */
+  /** At most this many, the longest waiting first (requested earliest; ties by run id). Default all. */
   readonly limit?: number | undefined
+  /** Where to go on from: the `next` of the page before (`Kernel.approvalsPage`). */
+  readonly after?: string | undefined
+}
+
+/** A page of the inbox: the approvals, and the cursor of the next page when there is one. */
+export interface ApprovalsPage {
+  readonly approvals: ReadonlyArray<PendingApproval>
+  readonly next?: string | undefined
 }
 
 /** Who decides, and which approval. */

@@ -265,6 +265,12 @@ export const approvals = (
 ): Effect.Effect<ReadonlyArray<Approval.PendingApproval>, Errors.StoreError | Errors.LogTampered, Kernel.Kernel> =>
   Effect.flatMap(Kernel.Kernel, (k) => k.approvals(filter))
 
+/** The inbox a page at a time, the longest waiting first: `Kernel.approvalsPage` (`{ approvals, next }`; pass `next` as `after`). */
+export const approvalsPage = (
+  filter: Approval.ApprovalsFilter
+): Effect.Effect<Approval.ApprovalsPage, Errors.StoreError | Errors.LogTampered | Errors.InvalidInput, Kernel.Kernel> =>
+  Effect.flatMap(Kernel.Kernel, (k) => k.approvalsPage(filter))
+
 /** Records a decision without continuing the run (`Kernel.decideApproval`): for runs a worker drives, or another process resumes. */
 export const decide = (decision: Approval.DecideRequest): Effect.Effect<Approval.Decided, Approval.DecideError, Kernel.Kernel> =>
   Effect.flatMap(Kernel.Kernel, (k) => k.decideApproval(decision))
@@ -487,6 +493,8 @@ export interface Client {
   readonly events: (run: Kernel.RunRef, options?: Kernel.EventsOptions) => AsyncIterable<Event>
   /** The tenant's pending approvals (`Artana.approvals`). */
   readonly approvals: (filter: Approval.ApprovalsFilter) => Promise<ReadonlyArray<Approval.PendingApproval>>
+  /** The inbox a page at a time (`Artana.approvalsPage`): `{ approvals, next }`; pass `next` as `after`. */
+  readonly approvalsPage: (filter: Approval.ApprovalsFilter) => Promise<Approval.ApprovalsPage>
   /** Records a decision without continuing the run (`Artana.decide`). */
   readonly decide: (decision: Approval.DecideRequest) => Promise<Approval.Decided>
   /** Approves a pending call and continues its run (`Artana.approve`). */
@@ -533,6 +541,7 @@ export const create = (options: Options): Client => {
     listRunsPage: (tenantId, filter) => go(listRunsPage(tenantId, filter)),
     readEvents: (r) => go(readEvents(r)),
     approvals: (f) => go(approvals(f)),
+    approvalsPage: (f) => go(approvalsPage(f)),
     decide: (d) => go(decide(d)),
     approve: (o: ApproveOptions) => go(approve(o)),
     reject: (o: RejectOptions) => go(reject(o)),

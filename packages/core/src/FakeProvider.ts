@@ -56,6 +56,41 @@ export const sendJson = (res: Http.ServerResponse, status: number, body: unknown
   res.end(JSON.stringify(body))
 }
 
+/**
+ * Awaited before each chunk of a streamed answer is written (`request` from 1, `chunk` from 0, of `chunks`): a test
+ * streams slowly, or holds a stream where it wants.
+ */
+export type Pace = (at: { readonly request: number; readonly chunk: number; readonly chunks: number }) => Promise<void>
+
+/**
+ * Writes a streamed (server-sent events) answer to the `n`th request: each of `all` as `line` encodes it, each awaited
+ * on `pace` when given (a client that went away gets nothing more), then `done`.
+ */
+export const sendEvents = <A>(
+  res: Http.ServerResponse,
+  all: ReadonlyArray<A>,
+  n: number,
+  pace: Pace | undefined,
+  line: (chunk: A) => string,
+  done: string,
+  headers: Readonly<Record<string, string>> = {}
+): void => {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive", ...headers })
+  if (pace === undefined) {
+    for (const c of all) res.write(line(c))
+    return void res.end(done)
+  }
+  void (async () => {
+    for (const [i, c] of all.entries()) {
+      await pace({ request: n, chunk: i, chunks: all.length })
+      // The client went away (an abort, a killed process): nothing more to send.
+      if (res.destroyed) return
+      res.write(line(c))
+    }
+    res.end(done)
+  })()
+}
+
 const parse = (raw: Buffer): unknown => {
   try {
     return JSON.parse(raw.toString("utf8"))

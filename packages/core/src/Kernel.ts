@@ -13,6 +13,7 @@ import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import type * as Stream from "effect/Stream"
 import type * as Approval from "./Approval.js"
+import * as ApprovalsIndex from "./ApprovalsIndex.js"
 import * as Errors from "./Errors.js"
 import type { Event, RunInfo, WaitingOn } from "./Event.js"
 import type * as EventStore from "./EventStore.js"
@@ -237,10 +238,12 @@ export interface Service {
    */
   readonly decideApproval: (decision: Approval.DecideRequest) => Effect.Effect<Approval.Decided, Approval.DecideError>
   /**
-   * The tenant's pending approvals (the inbox), filtered by run, tool, or age: the tenant's paused runs, read on the
-   * runs index, whose head event is a pending approval.
+   * The tenant's pending approvals (the inbox), filtered by run, tool, or age, the longest waiting first: the tenant's
+   * paused runs in the order they paused (`ApprovalsIndex`), whose head event is a pending approval.
    */
   readonly approvals: (filter: Approval.ApprovalsFilter) => Effect.Effect<ReadonlyArray<Approval.PendingApproval>, Errors.StoreError | Errors.LogTampered>
+  /** `approvals` a page at a time: `next` is the cursor of the page after (`after`), absent on the last page. */
+  readonly approvalsPage: (filter: Approval.ApprovalsFilter) => Effect.Effect<Approval.ApprovalsPage, Errors.StoreError | Errors.LogTampered | Errors.InvalidInput>
   /** A run of one tool call. */
   readonly callTool: (options: {
     readonly runId?: string | undefined
@@ -317,6 +320,8 @@ export const make = (options: Options = {}) =>
 
     const lineageSpend = (tenantId: string, rootRunId: string) => store.lineageCostUsd(tenantId, rootRunId)
     const runtime: Runtime = { deps, lineageSpend, services: () => Context.add(built, Kernel, service) }
+    // The inbox's index of paused runs, when the store has one (SQL stores do).
+    const approvalsIndex = yield* Effect.serviceOption(ApprovalsIndex.ApprovalsIndex)
 
     const findRun = (tenantId: string, runId: string) =>
       Effect.either(store.getRun(tenantId, runId)).pipe(
@@ -391,7 +396,7 @@ export const make = (options: Options = {}) =>
       }),
       ...KernelReads.make(deps, options),
       ...KernelWorkflows.make(execute),
-      ...KernelSignals.make(runtime, queue),
+      ...KernelSignals.make(runtime, queue, approvalsIndex),
       forkLog,
       fork
     }

@@ -30,6 +30,11 @@ export interface Service {
   readonly nextIndex: (tenantId: string, runId: string, seq: number) => Effect.Effect<number, StoreError>
   /** Forgets the run's deltas. */
   readonly drop: (tenantId: string, runId: string) => Effect.Effect<void, StoreError>
+  /**
+   * `read` as a plain call, for a store that holds what is asked in this process's memory (the kernel's live readers
+   * take it on their way to a delta): `undefined` when it cannot answer so (then `read`). Optional.
+   */
+  readonly readNow?: ((tenantId: string, runId: string, after: Position, throughSeq: number, limit: number) => ReadonlyArray<StoredDelta> | undefined) | undefined
 }
 
 /** Where live deltas are kept. */

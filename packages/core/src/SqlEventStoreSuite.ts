@@ -20,6 +20,7 @@ import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import type * as Scope from "effect/Scope"
 import type { Event, EventPayload, RunInfo, RunStatus } from "./Event.js"
+import * as ApprovalsIndex from "./ApprovalsIndex.js"
 import { EventStore, type ListRunsPageFilter } from "./EventStore.js"
 import { GENESIS_HASH } from "./internal/hash.js"
 import * as SqlEventStore from "./SqlEventStore.js"
@@ -476,5 +477,62 @@ export const suite = (name: string, database: Effect.Effect<Database, unknown, S
     it.scoped("listRuns and listRunsPage read every filter of `artana list-runs` (tenant, status, workflow, time, cursor) on an index, in its order: no table scan, no sort", () => listingOnIndexes(database))
 
     it.scoped("lineageCostUsd is one aggregate over the index on the root: a chain of continued runs and sub-runs summed, among thousands of other runs", () => lineageCostOnIndex(database))
+  })
+
+  describe(`ApprovalsIndex: ${name}`, () => {
+    it.scoped("the paused runs come the longest paused first, a page at a time, read on the partial index of paused runs: no table scan, no sort", () =>
+      Effect.gen(function*() {
+        const db = yield* database
+        const runsTable = `${db.tablePrefix ?? ""}runs`
+        yield* Effect.gen(function*() {
+          yield* EventStore
+          const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+          // 6,000 runs of 4 tenants, one in five paused; created in one order, paused in another (the pause time runs
+          // backwards with the creation time), and runs paused in the same millisecond.
+          const statuses: ReadonlyArray<RunStatus> = ["running", "paused", "completed", "failed", "needs_reconciliation"]
+          const rows = Array.from({ length: 6000 }, (_, i) => ({
+            run_id: `run-${String(i).padStart(4, "0")}`,
+            tenant_id: `tenant-${i % 4}`,
+            workflow: "w",
+            parent_run_id: null,
+            root_run_id: `run-${i}`,
+            status: statuses[i % 5]!,
+            head_seq: 1,
+            head_hash: "0".repeat(64),
+            cost_usd: 0,
+            created_at: T0 + i,
+            updated_at: T0 + 10_000_000 - Math.floor(i / 40) * 1000,
+            owner_epoch: 0
+          }))
+          for (let i = 0; i < rows.length; i += 500) yield* sql`INSERT INTO ${sql(runsTable)} ${sql.insert(rows.slice(i, i + 500))}`
+          yield* sql.unsafe(sql.onDialectOrElse({ pg: () => `ANALYZE "${runsTable}"`, orElse: () => "SELECT 1" }))
+          const index = yield* ApprovalsIndex.makeSql({ tablePrefix: db.tablePrefix })
+          const expected = rows
+            .filter((r) => r.tenant_id === "tenant-1" && r.status === "paused")
+            .sort((a, b) => a.updated_at - b.updated_at || (a.run_id < b.run_id ? -1 : 1))
+            .map((r) => ({ runId: r.run_id, pausedAt: r.updated_at }))
+          expect(expected.length).toBe(300)
+          // Pages of 7, each after the last one's end: every paused run of the tenant once, in order.
+          const seen: Array<ApprovalsIndex.Paused> = []
+          let after: ApprovalsIndex.Position | undefined
+          for (;;) {
+            const page = yield* index.paused("tenant-1", { after, limit: 7 })
+            seen.push(...page)
+            if (page.length < 7) break
+            after = page[page.length - 1]
+          }
+          expect(seen).toEqual(expected)
+          const until = expected[100]!.pausedAt
+          expect(yield* index.paused("tenant-1", { until, limit: 1000 })).toEqual(expected.filter((p) => p.pausedAt <= until))
+          for (const page of [{ limit: 50 }, { after: expected[120], limit: 50 }, { until, limit: 50 }, { after: expected[20], until, limit: 50 }]) {
+            const { statements } = yield* statementsOf(index.paused("tenant-1", page))
+            const [text, params] = statements[0]!
+            const plan = yield* explain(sql, text, params)
+            const described = `${JSON.stringify(page)}:\n${plan}`
+            expect(described).toContain(ApprovalsIndex.indexName(db.tablePrefix))
+            expect(described).not.toMatch(/TEMP B-TREE|Sort|Seq Scan on|SCAN [^ ]*runs\b(?! USING)/)
+          }
+        }).pipe(Effect.provide(db.store))
+      }))
   })
 }

@@ -210,16 +210,30 @@ const events = (reply: Answer, body: unknown, n: number): Array<readonly [string
   return out
 }
 
-const stream = (res: Parameters<FakeProvider.Protocol<Reply>["answer"]>[2], reply: Answer, body: unknown, n: number, headers: Readonly<Record<string, string>>): void => {
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive", ...headers })
+const stream = (
+  res: Parameters<FakeProvider.Protocol<Reply>["answer"]>[2],
+  reply: Answer,
+  body: unknown,
+  n: number,
+  headers: Readonly<Record<string, string>>,
+  pace: FakeProvider.Pace | undefined
+): void => {
   const all = events(reply, body, n)
-  const sent = reply.failAfter === undefined ? all : all.slice(0, reply.failAfter)
-  for (const [event, data] of sent) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`)
-  if (sent.length < all.length) res.write(`event: error\ndata: ${JSON.stringify(errorBody("Overloaded", "overloaded_error"))}\n\n`)
-  res.end()
+  const sent: Array<readonly [string, unknown]> = reply.failAfter === undefined ? all : all.slice(0, reply.failAfter)
+  if (sent.length < all.length) sent.push(["error", errorBody("Overloaded", "overloaded_error")])
+  FakeProvider.sendEvents(res, sent, n, pace, ([event, data]) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`, "", headers)
 }
 
-const protocol: FakeProvider.Protocol<Reply> = {
+/** Options of `start`. */
+export interface StartOptions {
+  /**
+   * Awaited before each event of a streamed answer is sent (`request` from 1, `chunk` from 0, of `chunks`): a test
+   * streams slowly, or holds a stream where it wants.
+   */
+  readonly beforeChunk?: FakeProvider.Pace | undefined
+}
+
+const protocolOf = (options: StartOptions): FakeProvider.Protocol<Reply> => ({
   path: "/v1/messages",
   errorBody: (status, message) => errorBody(message, ERROR_TYPES[status] ?? "invalid_request_error"),
   answer: (reply, request, res, n) => {
@@ -228,14 +242,15 @@ const protocol: FakeProvider.Protocol<Reply> = {
       return FakeProvider.sendJson(res, reply.status, errorBody(reply.message, reply.type), { ...headers, ...reply.headers })
     }
     if (reply._tag !== "Answer") return
-    if (isRecord(request.body) && request.body["stream"] === true) return stream(res, reply, request.body, n, headers)
+    if (isRecord(request.body) && request.body["stream"] === true) return stream(res, reply, request.body, n, headers, options.beforeChunk)
     FakeProvider.sendJson(res, 200, message(reply, request.body, n), headers)
   }
-}
+})
 
 /** Starts a server on 127.0.0.1 (a free port) that plays `script`. */
-export const start = (script: ReadonlyArray<Reply>): Promise<Server> => FakeProvider.start("FakeAnthropic", protocol, script)
+export const start = (script: ReadonlyArray<Reply>, options: StartOptions = {}): Promise<Server> =>
+  FakeProvider.start("FakeAnthropic", protocolOf(options), script)
 
 /** `start` as a scoped resource: the server closes with the scope. */
-export const scoped = (script: ReadonlyArray<Reply>): Effect.Effect<Server, never, Scope.Scope> =>
-  FakeProvider.scoped(() => start(script))
+export const scoped = (script: ReadonlyArray<Reply>, options: StartOptions = {}): Effect.Effect<Server, never, Scope.Scope> =>
+  FakeProvider.scoped(() => start(script, options))

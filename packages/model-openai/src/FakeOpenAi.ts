@@ -184,32 +184,7 @@ export interface StartOptions {
    * Awaited before each chunk of a streamed answer is sent (`request` from 1, `chunk` from 0, of `chunks`): a test
    * streams slowly, or holds a stream where it wants.
    */
-  readonly beforeChunk?: ((at: { readonly request: number; readonly chunk: number; readonly chunks: number }) => Promise<void>) | undefined
-}
-
-/** Writes `events` as server-sent events, each awaited on `pace` when given; `done` ends the stream. */
-const sendEvents = (
-  res: Parameters<FakeProvider.Protocol<Reply>["answer"]>[2],
-  all: ReadonlyArray<unknown>,
-  n: number,
-  pace: StartOptions["beforeChunk"],
-  line: (event: unknown) => string,
-  done: string
-): void => {
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" })
-  if (pace === undefined) {
-    for (const c of all) res.write(line(c))
-    return void res.end(done)
-  }
-  void (async () => {
-    for (const [i, c] of all.entries()) {
-      await pace({ request: n, chunk: i, chunks: all.length })
-      // The client went away (an abort, a killed process): nothing more to send.
-      if (res.destroyed) return
-      res.write(line(c))
-    }
-    res.end(done)
-  })()
+  readonly beforeChunk?: FakeProvider.Pace | undefined
 }
 
 const RESPONSES = "/v1/responses"
@@ -226,12 +201,12 @@ const protocolOf = (startOptions: StartOptions): FakeProvider.Protocol<Reply> =>
     if (request.path === RESPONSES) {
       if (!streamed) return FakeProvider.sendJson(res, 200, Responses.response(reply, model, n))
       const line = (e: unknown) => `event: ${isRecord(e) ? String(e["type"]) : "message"}\ndata: ${JSON.stringify(e)}\n\n`
-      return sendEvents(res, Responses.events(reply, model, n), n, startOptions.beforeChunk, line, "")
+      return FakeProvider.sendEvents(res, Responses.events(reply, model, n), n, startOptions.beforeChunk, line, "")
     }
     if (!streamed) return FakeProvider.sendJson(res, 200, completion(reply, model, n))
     const options = isRecord(body) ? body["stream_options"] : undefined
     const includeUsage = isRecord(options) && options["include_usage"] === true
-    sendEvents(res, chunks(reply, model, n, includeUsage), n, startOptions.beforeChunk, (c) => `data: ${JSON.stringify(c)}\n\n`, "data: [DONE]\n\n")
+    FakeProvider.sendEvents(res, chunks(reply, model, n, includeUsage), n, startOptions.beforeChunk, (c) => `data: ${JSON.stringify(c)}\n\n`, "data: [DONE]\n\n")
   }
 })
 

@@ -248,4 +248,63 @@ describe("per-tool approvals on SQLite", () => {
       expect((yield* readRun(db, "pay-a")).info.headSeq).toBe(head)
       yield* Effect.promise(() => artana.close())
     }))
+
+  it.effect("the inbox is oldest waiting first, whatever order the runs were created in, and pages with a cursor through every approval once", () =>
+    Effect.gen(function*() {
+      const { db, log } = fresh()
+      const ms = (n: number) => Effect.promise(() => new Promise<void>((r) => setTimeout(r, n)))
+      const script = [
+        ScriptedModel.toolCall("transfer_funds", { to: "acc-1", amount: 300 }),
+        ScriptedModel.toolCall("transfer_funds", { to: "acc-2", amount: 400 }),
+        ScriptedModel.toolCall("transfer_funds", { to: "acc-3", amount: 500 }),
+        // The first run, approved, asks again: its new approval is now the latest.
+        ScriptedModel.toolCall("transfer_funds", { to: "acc-1", amount: 600 })
+      ]
+      const artana = client(db, log, script)
+      const start = (runId: string, prompt: string) =>
+        Effect.promise(() => artana.run(payout(log), { runId, tenant, input: { prompt } }))
+      expect((yield* start("early", "Pay acc-1")).status).toBe("paused")
+      yield* ms(5)
+      expect((yield* start("mid", "Pay acc-2")).status).toBe("paused")
+      yield* ms(5)
+      expect((yield* start("late", "Pay acc-3")).status).toBe("paused")
+      yield* ms(5)
+      const [first] = yield* Effect.promise(() => artana.approvals({ tenantId: "acme", limit: 1 }))
+      // The longest waiting: the run created first, which paused first (the runs index's order put it last).
+      expect(first?.runId).toBe("early")
+      expect((yield* Effect.promise(() => artana.approve({ tenantId: "acme", approvalId: first!.approvalId, approver: "alice" }))).status).toBe("paused")
+
+      const all = yield* Effect.promise(() => artana.approvals({ tenantId: "acme" }))
+      expect(all.map((p) => [p.runId, p.arguments])).toEqual([
+        ["mid", '{"to":"acc-2","amount":400}'],
+        ["late", '{"to":"acc-3","amount":500}'],
+        ["early", '{"to":"acc-1","amount":600}']
+      ])
+      expect(all.map((p) => p.requestedAt)).toEqual([...all.map((p) => p.requestedAt)].sort((a, b) => a - b))
+      // A page at a time: each approval once, in the same order; the last page has no cursor.
+      for (const limit of [1, 2]) {
+        const seen: Array<string> = []
+        let after: string | undefined
+        let pages = 0
+        do {
+          const page = yield* Effect.promise(() => artana.approvalsPage({ tenantId: "acme", limit, ...(after === undefined ? {} : { after }) }))
+          seen.push(...page.approvals.map((p) => p.runId))
+          after = page.next
+          pages++
+        } while (after !== undefined)
+        expect(seen).toEqual(["mid", "late", "early"])
+        expect(pages).toBe(Math.ceil(3 / limit))
+      }
+      // The filters hold across pages: of one tool, and asked at least so long ago.
+      const page = yield* Effect.promise(() => artana.approvalsPage({ tenantId: "acme", tool: "transfer_funds", limit: 1 }))
+      expect(page.approvals.map((p) => p.runId)).toEqual(["mid"])
+      const rest = yield* Effect.promise(() => artana.approvalsPage({ tenantId: "acme", tool: "transfer_funds", after: page.next }))
+      expect(rest.approvals.map((p) => p.runId)).toEqual(["late", "early"])
+      expect(rest.next).toBeUndefined()
+      expect(yield* Effect.promise(() => artana.approvalsPage({ tenantId: "acme", olderThan: "1 hour" }))).toEqual({ approvals: [] })
+      // A cursor no page gave out is bad input.
+      const bad = yield* Effect.promise(() => artana.approvalsPage({ tenantId: "acme", after: "nope" }).then(() => "resolved", (e: { _tag: string }) => e._tag))
+      expect(bad).toBe("InvalidInput")
+      yield* Effect.promise(() => artana.close())
+    }))
 })

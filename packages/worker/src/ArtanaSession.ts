@@ -93,6 +93,10 @@ export interface Service {
    * logged in the run's chain and queues the paused task again: a worker continues the run with it.
    */
   readonly decide: (decision: Approval.DecideRequest) => Effect.Effect<Approval.Decided, ApprovalsUnavailable | Approval.DecideError>
+  /** The inbox a page at a time, the longest waiting first (`Kernel.approvalsPage`): pass `next` as `after`. */
+  readonly approvalsPage: (
+    filter: Approval.ApprovalsFilter
+  ) => Effect.Effect<Approval.ApprovalsPage, ApprovalsUnavailable | Errors.StoreError | Errors.LogTampered | Errors.InvalidInput>
 }
 
 /** The session API over the task queue. */
@@ -176,7 +180,8 @@ export const make: Effect.Effect<Service, never, TaskQueue.TaskQueue> = Effect.g
     cancel: (tenantId, taskId) => Effect.asVoid(queue.cancel(tenantId, taskId)),
     respond: (tenantId, taskId, response) => Effect.asVoid(queue.respond(tenantId, taskId, response)),
     approvals: (filter) => withKernel((k) => k.approvals(filter)),
-    decide: (decision) => withKernel((k) => k.decideApproval(decision))
+    decide: (decision) => withKernel((k) => k.decideApproval(decision)),
+    approvalsPage: (filter) => withKernel((k) => k.approvalsPage(filter))
   }
   return service
 })

@@ -27,25 +27,48 @@ export interface ApprovalsArgs extends Common {
   readonly tool: string | undefined
   /** `--older-than`: an age (`90m`, `24h`) or a time (`parseTime`): approvals requested before it. */
   readonly olderThan: string | undefined
+  readonly limit: number
+  /** `--after`: the cursor a page printed. */
+  readonly after: string | undefined
 }
 
-/** `artana approvals [--run RUN] [--tool NAME] [--older-than AGE]`: the tenant's pending approvals, oldest last. */
+/**
+ * `artana approvals [--run RUN] [--tool NAME] [--older-than AGE] [--limit N] [--after CURSOR]`: the tenant's pending
+ * approvals, the longest waiting first, a page at a time.
+ */
 export const approvals = (args: ApprovalsArgs) =>
   Out.command(args, Effect.scoped(Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     const before = args.olderThan === undefined ? undefined : yield* parseTime("--older-than", args.olderThan, now)
+    if (args.limit < 1) return yield* new Errors.InvalidInput({ what: "--limit", reason: `${args.limit}: at least 1` })
     const store = Layer.succeedContext(yield* Layer.build(Database.layer(Database.parse(args.db), { create: false, readOnly: true })))
-    const pending = yield* Effect.flatMap(Kernel.Kernel, (kernel) =>
-      kernel.approvals({ tenantId: args.tenant, runId: args.run, tool: args.tool, olderThan: before === undefined ? undefined : Math.max(0, now - before) })).pipe(
+    const page = yield* Effect.flatMap(Kernel.Kernel, (kernel) =>
+      kernel.approvalsPage({
+        tenantId: args.tenant,
+        runId: args.run,
+        tool: args.tool,
+        olderThan: before === undefined ? undefined : Math.max(0, now - before),
+        limit: args.limit,
+        after: args.after
+      })).pipe(
         Effect.provide(Services.kernel({ store, auditKey: args.auditKey }))
       )
+    const pending = page.approvals
+    // The same command, one page on: every filter as given (an age as the time it meant), and the cursor.
+    const nextCommand = page.next === undefined ? undefined : Hints.readOn(args, "approvals", undefined, [
+      ["--run", args.run],
+      ["--tool", args.tool],
+      ["--older-than", before === undefined ? undefined : new Date(before).toISOString()],
+      ["--limit", args.limit === 50 ? undefined : args.limit],
+      ["--after", page.next]
+    ])
     if (args.format === "json") {
-      yield* Out.json({ tenantId: args.tenant, approvals: pending })
+      yield* Out.json({ tenantId: args.tenant, approvals: pending, next: page.next ?? null })
       return ExitCode.Ok
     }
     const s = Out.outStyle()
     if (pending.length === 0) {
-      yield* Out.stdout(`no pending approvals for tenant ${args.tenant}`)
+      yield* Out.stdout(`no ${args.after === undefined ? "" : "more "}pending approvals for tenant ${args.tenant}`)
       return ExitCode.Ok
     }
     const rows = pending.map((p) => [
@@ -56,6 +79,8 @@ export const approvals = (args: ApprovalsArgs) =>
       p.approvers === undefined ? "anyone" : p.approvers.join(", ")
     ])
     yield* Out.stdout(T.table(s, ["ID", "TOOL", "ARGUMENTS", "SINCE", "APPROVERS"], rows))
+    const counted = `${pending.length} pending approval${pending.length === 1 ? "" : "s"} of tenant ${args.tenant}, the longest waiting first${args.after === undefined ? "" : ", after the cursor given"}`
+    yield* Out.stdout(s.dim(nextCommand === undefined || page.next === undefined ? counted : `${counted}; more follow (next page cursor ${page.next}):\n  ${nextCommand}`))
     yield* Out.stdout(s.dim(`  artana approve ID [--args JSON]${Hints.options(args)}   |   artana reject ID --reason TEXT${Hints.options(args)}`))
     return ExitCode.Ok
   })))

@@ -125,19 +125,23 @@ export const commands: ReadonlyArray<CommandDoc> = [
   },
   {
     name: "approvals",
-    usage: "[--run RUN] [--tool NAME] [--older-than AGE]",
-    summary: "The tenant's tool calls waiting for a person's approval (the approvals inbox)",
+    usage: "[--run RUN] [--tool NAME] [--older-than AGE] [--limit N] [--after CURSOR]",
+    summary: "The tenant's tool calls waiting for a person's approval (the approvals inbox), the longest waiting first",
     details: [
       "A call waits for approval when its tool says so (`needsApproval`, or `approval: required` in the sandbox policy):",
-      "its run is paused before the call runs. Read from the tenant's paused runs on the runs index, each by its last event."
+      "its run is paused before the call runs. Read from the tenant's paused runs in the order they paused (an index of",
+      "paused runs), each by its last event. When more follow the page, it prints the next page's cursor and the command",
+      "that shows it (the same filters, an age as the time it meant)."
     ],
     arguments: [],
     options: [
       { flag: "--run RUN", description: "only the approval this run waits for" },
       { flag: "--tool NAME", description: "only calls of this tool" },
-      { flag: "--older-than AGE", description: "only calls waiting at least this long (90m, 24h, 7d), or requested before a time (as list-runs' --since)" }
+      { flag: "--older-than AGE", description: "only calls waiting at least this long (90m, 24h, 7d), or requested before a time (as list-runs' --since)" },
+      { flag: "--limit", description: "at most this many per page (default 50)" },
+      { flag: "--after CURSOR", description: "the page after the one that printed CURSOR (its next page cursor)" }
     ],
-    examples: ["artana approvals", "artana approvals --tool shell.run --older-than 1h --format json"],
+    examples: ["artana approvals", "artana approvals --tool shell.run --older-than 1h --format json", "artana approvals --limit 20 --after r1.WzE3NjQxNTA0MDAwMDAsInJ1bi03Il0"],
     exitCodes: [0, 2, 5, 6, 7]
   },
   {

@@ -1,19 +1,23 @@
 /**
  * Deciding and listing approvals without running any workflow code: a decision is one batch appended at the run's
  * head, where its `ApprovalRequested` waits, with the head's sequence as the expected one, so of two approvers
- * deciding at once exactly one is written (the other's append conflicts). The inbox reads the tenant's paused runs on
- * the runs index and keeps those whose head event is a pending approval.
+ * deciding at once exactly one is written (the other's append conflicts). The inbox reads the tenant's paused runs in
+ * the order they paused (`ApprovalsIndex`; without one, all of them, sorted here) and keeps those whose head event is
+ * a pending approval: the longest waiting first.
  */
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import * as Approval from "../Approval.js"
+import type * as ApprovalsIndex from "../ApprovalsIndex.js"
 import * as Errors from "../Errors.js"
 import type { Event, EventPayload, RunInfo } from "../Event.js"
 import * as EventStore from "../EventStore.js"
 import { canonicalJson } from "./hash.js"
 import * as Ledger from "./ledger.js"
+import * as RunCursor from "./runCursor.js"
 import type { Runtime } from "./runs.js"
 
 type Asked = Extract<EventPayload, { _tag: "ApprovalRequested" }>
@@ -115,44 +119,121 @@ export const decide = (runtime: Runtime, request: Approval.DecideRequest): Effec
     } satisfies Approval.Decided
   })
 
-/** Runs listed per page while the inbox looks for paused runs. */
+/** Runs read per page while the inbox looks for pending approvals. */
 const PAGE = 200
 
-/** The tenant's pending approvals (see `Kernel.Service.approvals`). */
-export const list = (runtime: Runtime, filter: Approval.ApprovalsFilter): Effect.Effect<ReadonlyArray<Approval.PendingApproval>, Errors.StoreError | Errors.LogTampered> =>
-  Effect.gen(function*() {
-    const { store } = runtime.deps
-    const now = yield* Clock.currentTimeMillis
-    const cutoff = filter.olderThan === undefined ? undefined : now - Duration.toMillis(Duration.decode(filter.olderThan))
-    const limit = filter.limit === undefined ? Infinity : Math.max(0, Math.floor(filter.limit))
-    const found: Array<Approval.PendingApproval> = []
-    const keep = (runs: ReadonlyArray<RunInfo>) =>
-      Effect.forEach(runs, (info) => Effect.map(readHead(runtime, info), (head) => ({ info, head })), { concurrency: 8 }).pipe(
-        Effect.map((heads) => {
-          for (const { head, info } of heads) {
-            const p = head.payload
-            if (info.status !== "paused" || p._tag !== "ApprovalRequested") continue
-            if (filter.tool !== undefined && p.tool !== filter.tool) continue
-            if (cutoff !== undefined && head.timestamp > cutoff) continue
-            if (found.length >= limit) return
-            found.push({ ...Approval.requestOf(head.stepKey, p), tenantId: info.tenantId, runId: info.runId, workflow: info.workflow, requestedAt: head.timestamp })
-          }
+/** A pending approval found, and where it is in the inbox's order. */
+interface Found {
+  readonly approval: Approval.PendingApproval
+  readonly at: ApprovalsIndex.Position
+}
+
+/** The inbox's order: the longest waiting first, ties by run id. */
+const before = (a: ApprovalsIndex.Position, b: ApprovalsIndex.Position): number =>
+  a.pausedAt !== b.pausedAt ? a.pausedAt - b.pausedAt : a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0
+
+/**
+ * The runs' pending approvals (each run's head event, read alone and verified against its record's head, is a pending
+ * `ApprovalRequested` of the filter's tool, asked at or before `cutoff`).
+ */
+const pendingOf = (runtime: Runtime, runs: ReadonlyArray<{ readonly info: RunInfo; readonly pausedAt?: number }>, tool: string | undefined, cutoff: number | undefined) =>
+  Effect.map(
+    Effect.forEach(runs, (r) => Effect.map(readHead(runtime, r.info), (head) => ({ ...r, head })), { concurrency: 8 }),
+    (heads) => {
+      const found: Array<Found> = []
+      for (const { head, info, pausedAt } of heads) {
+        const p = head.payload
+        if (info.status !== "paused" || p._tag !== "ApprovalRequested") continue
+        if (tool !== undefined && p.tool !== tool) continue
+        if (cutoff !== undefined && head.timestamp > cutoff) continue
+        found.push({
+          approval: { ...Approval.requestOf(head.stepKey, p), tenantId: info.tenantId, runId: info.runId, workflow: info.workflow, requestedAt: head.timestamp },
+          at: { pausedAt: pausedAt ?? head.timestamp, runId: info.runId }
         })
-      )
-    if (filter.runId !== undefined) {
-      const info = yield* Effect.catchTag(store.getRun(filter.tenantId, filter.runId), "RunNotFound", () => Effect.succeed(undefined))
-      if (info !== undefined) yield* keep([info])
+      }
       return found
     }
-    let after: string | undefined
+  )
+
+/** Up to `wanted` pending approvals after `after`, in the inbox's order, from the index of paused runs. */
+const fromIndex = (runtime: Runtime, index: ApprovalsIndex.Service, filter: Approval.ApprovalsFilter, after: ApprovalsIndex.Position | undefined, cutoff: number | undefined, wanted: number) =>
+  Effect.gen(function*() {
+    const found: Array<Found> = []
+    const size = Math.min(PAGE, Math.max(16, wanted))
+    let from = after
+    for (;;) {
+      const paused = yield* index.paused(filter.tenantId, { after: from, until: cutoff, limit: size })
+      const runs = yield* Effect.forEach(paused, (p) =>
+        Effect.map(
+          Effect.catchTag(runtime.deps.store.getRun(filter.tenantId, p.runId), "RunNotFound", () => Effect.succeed(undefined)),
+          (info) => (info === undefined ? [] : [{ info, pausedAt: p.pausedAt }])
+        ), { concurrency: 8 })
+      for (const f of yield* pendingOf(runtime, runs.flat(), filter.tool, cutoff)) found.push(f)
+      const last = paused[paused.length - 1]
+      if (found.length >= wanted || last === undefined || paused.length < size) return found.slice(0, wanted)
+      from = last
+    }
+  })
+
+/** The same without an index (the in-memory store): every paused run of the tenant, sorted here. */
+const fromRunList = (runtime: Runtime, filter: Approval.ApprovalsFilter, after: ApprovalsIndex.Position | undefined, cutoff: number | undefined, wanted: number) =>
+  Effect.gen(function*() {
+    const found: Array<Found> = []
+    let page: string | undefined
     do {
-      const page = yield* Effect.catchTag(
-        store.listRunsPage(filter.tenantId, { status: "paused", limit: PAGE, ...(after === undefined ? {} : { after }) }),
+      const listed = yield* Effect.catchTag(
+        runtime.deps.store.listRunsPage(filter.tenantId, { status: "paused", limit: PAGE, ...(page === undefined ? {} : { after: page }) }),
         "InvalidInput",
         (e) => Effect.fail(new Errors.StoreError({ operation: "listRuns", reason: e.message }))
       )
-      yield* keep(page.runs)
-      after = page.next
-    } while (after !== undefined && found.length < limit)
-    return found
+      for (const f of yield* pendingOf(runtime, listed.runs.map((info) => ({ info })), filter.tool, cutoff)) found.push(f)
+      page = listed.next
+    } while (page !== undefined)
+    return found.filter((f) => after === undefined || before(f.at, after) > 0).sort((a, b) => before(a.at, b.at)).slice(0, wanted)
   })
+
+/** A page of the tenant's pending approvals, the longest waiting first (see `Kernel.Service.approvalsPage`). */
+export const page = (
+  runtime: Runtime,
+  index: Option.Option<ApprovalsIndex.Service>,
+  filter: Approval.ApprovalsFilter
+): Effect.Effect<Approval.ApprovalsPage, Errors.StoreError | Errors.LogTampered | Errors.InvalidInput> =>
+  filter.after === undefined
+    ? pageAfter(runtime, index, filter, undefined)
+    : Effect.flatMap(RunCursor.decode(filter.after, "string"), (c) => pageAfter(runtime, index, filter, { pausedAt: c.createdAt, runId: String(c.key) }))
+
+const pageAfter = (
+  runtime: Runtime,
+  index: Option.Option<ApprovalsIndex.Service>,
+  filter: Approval.ApprovalsFilter,
+  after: ApprovalsIndex.Position | undefined
+): Effect.Effect<Approval.ApprovalsPage, Errors.StoreError | Errors.LogTampered> =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const cutoff = filter.olderThan === undefined ? undefined : now - Duration.toMillis(Duration.decode(filter.olderThan))
+    const limit = filter.limit === undefined ? Infinity : Math.max(0, Math.floor(filter.limit))
+    if (filter.runId !== undefined) {
+      const info = yield* Effect.catchTag(runtime.deps.store.getRun(filter.tenantId, filter.runId), "RunNotFound", () => Effect.succeed(undefined))
+      const found = info === undefined ? [] : yield* pendingOf(runtime, [{ info }], filter.tool, cutoff)
+      return { approvals: found.filter((f) => after === undefined || before(f.at, after) > 0).slice(0, limit).map((f) => f.approval) }
+    }
+    // One more than the page: whether a next page exists.
+    const wanted = limit === Infinity ? Infinity : limit + 1
+    const found = Option.isSome(index)
+      ? yield* fromIndex(runtime, index.value, filter, after, cutoff, wanted)
+      : yield* fromRunList(runtime, filter, after, cutoff, wanted)
+    const shown = found.slice(0, limit)
+    const last = shown[shown.length - 1]
+    return {
+      approvals: shown.map((f) => f.approval),
+      ...(found.length > limit && last !== undefined ? { next: RunCursor.encode({ createdAt: last.at.pausedAt, key: last.at.runId }) } : {})
+    }
+  })
+
+/** The first page of the inbox (see `Kernel.Service.approvals`). */
+export const list = (
+  runtime: Runtime,
+  index: Option.Option<ApprovalsIndex.Service>,
+  filter: Approval.ApprovalsFilter
+): Effect.Effect<ReadonlyArray<Approval.PendingApproval>, Errors.StoreError | Errors.LogTampered> =>
+  Effect.map(pageAfter(runtime, index, filter, undefined), (p) => p.approvals)

@@ -4,17 +4,22 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import type * as ApprovalsIndex from "../ApprovalsIndex.js"
 import type { RunRef, Service } from "../Kernel.js"
 import type * as TaskQueue from "../TaskQueue.js"
 import * as Approvals from "./approvals.js"
 import type { Runtime } from "./runs.js"
 import * as Signals from "./signals.js"
 
-/** The kernel's `signal`, `wake`, `decideApproval` and `approvals`, over `runtime`'s store and `queue` (when it has one). */
+/**
+ * The kernel's `signal`, `wake`, `decideApproval` and the inbox (`approvals`, `approvalsPage`), over `runtime`'s store,
+ * `queue` (when it has one) and the store's index of paused runs (`approvalsIndex`, when it has one: SQL stores do).
+ */
 export const make = (
   runtime: Runtime,
-  queue: Option.Option<TaskQueue.Service>
-): Pick<Service, "signal" | "wake" | "decideApproval" | "approvals"> => {
+  queue: Option.Option<TaskQueue.Service>,
+  approvalsIndex: Option.Option<ApprovalsIndex.Service>
+): Pick<Service, "signal" | "wake" | "decideApproval" | "approvals" | "approvalsPage"> => {
   const { deps } = runtime
   const { notices, store } = deps
   const wake = (run: RunRef) =>
@@ -38,6 +43,7 @@ export const make = (
         Effect.tap((decided) => Option.match(queue, { onNone: () => Effect.void, onSome: (q) => Signals.wakeDecided(q, { tenantId: decision.tenantId, runId: decided.runId }) })),
         Effect.withSpan("Kernel.decideApproval")
       ),
-    approvals: (filter) => Approvals.list(runtime, filter).pipe(Effect.withSpan("Kernel.approvals"))
+    approvals: (filter) => Approvals.list(runtime, approvalsIndex, filter).pipe(Effect.withSpan("Kernel.approvals")),
+    approvalsPage: (filter) => Approvals.page(runtime, approvalsIndex, filter).pipe(Effect.withSpan("Kernel.approvalsPage"))
   }
 }

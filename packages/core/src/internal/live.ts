@@ -8,7 +8,9 @@ import * as Chunk from "effect/Chunk"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Errors from "../Errors.js"
 import type { Event, RunInfo, RunStatus } from "../Event.js"
@@ -42,6 +44,8 @@ export interface Hub {
   readonly logVersion: (tenantId: string, runId: string) => number
   /** Fires once the run changes after this call (take it before reading, so no change is missed). */
   readonly ticket: (tenantId: string, runId: string) => Effect.Effect<Wake>
+  /** `ticket` as a plain call. */
+  readonly ticketNow: (tenantId: string, runId: string) => Wake
 }
 
 /** The readers of one run waiting for its next change: plain callbacks, called once. */
@@ -92,6 +96,15 @@ export const makeHub = (): Hub => {
     w.callbacks.clear()
   }
   const changed = (tenantId: string, runId: string): Effect.Effect<void> => Effect.sync(() => wake(tenantId, runId))
+  const ticketNow = (tenantId: string, runId: string): Wake => {
+    const key = keyOf(tenantId, runId)
+    let w = waiting.get(key)
+    if (w === undefined) {
+      w = { fired: false, callbacks: new Set() }
+      waiting.set(key, w)
+    }
+    return wakeOf(w)
+  }
   const logChanged = (tenantId: string, runId: string): void => {
     const key = keyOf(tenantId, runId)
     if (versions.has(key)) versions.set(key, versions.get(key)! + 1)
@@ -109,16 +122,8 @@ export const makeHub = (): Hub => {
     },
     changed,
     wake,
-    ticket: (tenantId, runId) =>
-      Effect.sync(() => {
-        const key = keyOf(tenantId, runId)
-        let w = waiting.get(key)
-        if (w === undefined) {
-          w = { fired: false, callbacks: new Set() }
-          waiting.set(key, w)
-        }
-        return wakeOf(w)
-      })
+    ticket: (tenantId, runId) => Effect.sync(() => ticketNow(tenantId, runId)),
+    ticketNow
   }
 }
 
@@ -186,15 +191,24 @@ export const read = (
   after: Live.Position
 ): Stream.Stream<Live.LiveEvent, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered> => {
   const { notices } = options
-  if (notices === undefined) return Stream.suspend(() => reader(options, tenantId, runId, after))
+  if (notices === undefined) return Stream.suspend(() => reader(options, tenantId, runId, after, Effect.void))
   // The first notice is asked for before the first read, so no write of another process after that read is missed.
-  return Stream.unwrapScoped(Effect.gen(function*() {
-    const first = yield* notices.ticket(tenantId, runId)
-    // Watched before the first read: a store that tells only watched runs tells this one of every write after it.
-    if (notices.watch !== undefined) yield* notices.watch(tenantId, runId)
-    yield* Effect.forkScoped(relay(notices, options.hub, tenantId, runId, first))
-    return reader(options, tenantId, runId, after)
-  }))
+  // The watch and the relay live in a scope of their own, opened by the first pull and closed when the stream ends:
+  // not `Stream.unwrapScoped`, whose concatenation is one more stage every event passes through on its way to the caller.
+  return Stream.suspend(() => {
+    let scope: Scope.CloseableScope | undefined
+    const setup = Effect.gen(function*() {
+      const opened = yield* Effect.uninterruptible(Effect.tap(Scope.make(), (s) => void (scope = s)))
+      const first = yield* notices.ticket(tenantId, runId)
+      // Watched before the first read: a store that tells only watched runs tells this one of every write after it.
+      if (notices.watch !== undefined) yield* Scope.extend(notices.watch(tenantId, runId), opened)
+      yield* Effect.forkIn(relay(notices, options.hub, tenantId, runId, first), opened)
+    })
+    return Stream.ensuring(
+      reader(options, tenantId, runId, after, setup),
+      Effect.suspend(() => (scope === undefined ? Effect.void : Scope.close(scope, Exit.void)))
+    )
+  })
 }
 
 /**
@@ -211,11 +225,13 @@ const relay = (notices: RunNotices.Service, hub: Hub, tenantId: string, runId: s
     }
   })
 
+/** `setup` runs before the first read. */
 const reader = (
   options: ReadOptions,
   tenantId: string,
   runId: string,
-  after: Live.Position
+  after: Live.Position,
+  setup: Effect.Effect<void>
 ): Stream.Stream<Live.LiveEvent, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered> => {
   const { hub, live, pageSize, store } = options
   const pollMillis = Duration.toMillis(Duration.decode(options.pollInterval))
@@ -232,7 +248,7 @@ const reader = (
       if (state.wake !== undefined) woken = state.wake.fired() || (yield* state.wake.within(pollMillis))
 
       for (;;) {
-        const wake = yield* hub.ticket(tenantId, runId)
+        const wake = hub.ticketNow(tenantId, runId)
         // Woken by this process's deltas alone, the log is as last read: only the deltas are read again.
         const version = hub.logVersion(tenantId, runId)
         const logKnown = cached !== undefined && woken && version === cachedVersion
@@ -248,7 +264,7 @@ const reader = (
         const read: ReadonlyArray<Event> = !logKnown && info.headSeq >= state.nextSeq
           ? (yield* store.readEvents(tenantId, runId, state.nextSeq, pageSize)).filter((e) => e.seq <= info.headSeq)
           : []
-        const broken = verifier.push(read.filter((e) => e.seq > verifiedThrough))
+        const broken = read.length === 0 ? undefined : verifier.push(read.filter((e) => e.seq > verifiedThrough))
         if (broken !== undefined) {
           return yield* new Errors.LogTampered({ runId, seq: broken.firstBrokenSeq ?? state.nextSeq, reason: broken.reason ?? "broken chain" })
         }
@@ -257,7 +273,9 @@ const reader = (
         const logEnd = lastRead === undefined ? state.nextSeq - 1 : lastRead.seq
         // A full page may end before the log does: deltas kept after its last event wait for the next page's events.
         const fullPage = read.length === pageSize && logEnd < info.headSeq
-        const deltas = yield* live.read(tenantId, runId, state.after, fullPage ? logEnd : info.headSeq, pageSize)
+        // This process's own deltas come from its memory as a plain call (no effect on a delta's way to the reader).
+        const through = fullPage ? logEnd : info.headSeq
+        const deltas = live.readNow?.(tenantId, runId, state.after, through, pageSize) ?? (yield* live.read(tenantId, runId, state.after, through, pageSize))
 
         const lastDelta = deltas[deltas.length - 1]
         // A full page of deltas may end before the events read: those after it come next time.
@@ -283,5 +301,10 @@ const reader = (
       }
 
     })
-  return Stream.paginateChunkEffect({ after, nextSeq: 1 } satisfies State, step)
+  let set = false
+  const first = Effect.zipRight(Effect.suspend(() => {
+    set = true
+    return setup
+  }), Effect.suspend(() => step({ after, nextSeq: 1 })))
+  return Stream.paginateChunkEffect({ after, nextSeq: 1 } satisfies State, (state) => (set ? step(state) : first))
 }

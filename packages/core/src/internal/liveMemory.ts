@@ -65,5 +65,6 @@ export const service = (memory: Memory): LiveStore.Service => ({
   append: (tenantId, runId, deltas) => Effect.sync(() => memory.append(tenantId, runId, deltas)),
   read: (tenantId, runId, after, throughSeq, limit) => Effect.sync(() => memory.read(tenantId, runId, after, throughSeq, limit)),
   nextIndex: (tenantId, runId, seq) => Effect.sync(() => memory.nextIndex(tenantId, runId, seq)),
-  drop: (tenantId, runId) => Effect.sync(() => memory.drop(tenantId, runId))
+  drop: (tenantId, runId) => Effect.sync(() => memory.drop(tenantId, runId)),
+  readNow: memory.read
 })

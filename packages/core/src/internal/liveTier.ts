@@ -97,6 +97,11 @@ export const make = (shared: LiveStore.Service, written?: (tenantId: string, run
       }
       return undefined
     }
+    /** The memory's answer, when it has every delta after `after` (past the first delta this process kept for the run). */
+    const readNow = (tenantId: string, runId: string, after: Live.Position, throughSeq: number, limit: number): ReadonlyArray<StoredDelta> | undefined => {
+      const first = memory.read(tenantId, runId, Live.start, Number.MAX_SAFE_INTEGER, 1)
+      return first[0] !== undefined && Live.compare(first[0], after) <= 0 ? memory.read(tenantId, runId, after, throughSeq, limit) : undefined
+    }
     const service: LiveStore.Service = {
       append: (tenantId, runId, deltas) =>
         Effect.suspend(() => {
@@ -105,9 +110,9 @@ export const make = (shared: LiveStore.Service, written?: (tenantId: string, run
         }),
       read: (tenantId, runId, after, throughSeq, limit) =>
         Effect.suspend(() => {
-          const first = memory.read(tenantId, runId, Live.start, Number.MAX_SAFE_INTEGER, 1)
           // Past the first delta this process kept for the run, every later one is this process's: memory has them all.
-          if (first[0] !== undefined && Live.compare(first[0], after) <= 0) return Effect.succeed(memory.read(tenantId, runId, after, throughSeq, limit))
+          const kept = readNow(tenantId, runId, after, throughSeq, limit)
+          if (kept !== undefined) return Effect.succeed(kept)
           return Effect.map(shared.read(tenantId, runId, after, throughSeq, limit), (kept) => {
             const mine = memory.read(tenantId, runId, after, throughSeq, limit)
             if (kept.length === 0) return mine
@@ -127,7 +132,8 @@ export const make = (shared: LiveStore.Service, written?: (tenantId: string, run
             pending = pending.filter((p) => p.tenantId !== tenantId || p.runId !== runId)
             return shared.drop(tenantId, runId)
           }))
-        )
+        ),
+      readNow
     }
     const flushed: Effect.Effect<void> = Effect.suspend(() => {
       if (!flushing) return Effect.void

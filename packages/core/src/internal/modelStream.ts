@@ -94,7 +94,8 @@ export const run = (
           Deferred.unsafeDone(stop, Exit.void)
           return false
         }
-        for (const d of filtered(part)) out.push(d)
+        if (hooks.length === 0) out.push(part)
+        else for (const d of filtered(part)) out.push(d)
       }
       if (kept(out)) return true
       Deferred.unsafeDone(stop, Exit.void)

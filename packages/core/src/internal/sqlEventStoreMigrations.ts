@@ -217,6 +217,14 @@ const runVersionIndex = (t: Tables): SqlMigrations.Migration =>
     yield* sql.unsafe(`CREATE INDEX IF NOT EXISTS ${quote(`${t.prefix}${name}`)} ON ${quote(t.runs)} (${columns}, created_at DESC${tail})`)
   })
 
+// The approvals inbox, longest waiting first: the paused runs alone, by the time they paused (see `ApprovalsIndex`).
+const runsPausedIndex = (t: Tables): SqlMigrations.Migration =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const quote = (id: string) => sql.onDialectOrElse({ pg: () => `"${id}"`, orElse: () => id })
+    yield* sql.unsafe(`CREATE INDEX IF NOT EXISTS ${quote(`${t.prefix}runs_paused_idx`)} ON ${quote(t.runs)} (tenant_id, updated_at, run_id) WHERE status = 'paused'`)
+  })
+
 /** The migrations of the store's tables `t`, keyed `<id>_<name>` (see `SqlEventStore.migrations`). */
 export const migrations = (t: Tables): Record<string, SqlMigrations.Migration> => ({
   "1_event_store": createTables(t),
@@ -228,5 +236,6 @@ export const migrations = (t: Tables): Record<string, SqlMigrations.Migration> =
   "7_run_version": runVersion(t),
   "8_run_forks_lineage_order": runForksLineageOrder(t),
   "9_run_fence_index": runFenceIndex(t),
-  "10_run_version_index": runVersionIndex(t)
+  "10_run_version_index": runVersionIndex(t),
+  "11_runs_paused_index": runsPausedIndex(t)
 })

@@ -24,6 +24,8 @@ import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
+import * as Client from "./sqliteClient.js"
+import type { Database, Statement } from "./sqliteDriver.js"
 
 /** How long a write whose commit is not visible yet is read again for (doubling waits from 1 ms). */
 const SETTLE_MS = 512
@@ -40,6 +42,14 @@ export const make = (filename: string, isMemory: boolean): Effect.Effect<RunNoti
     const runtime = yield* Effect.runtime<never>()
     const version = Effect.map(sql.unsafe<{ readonly data_version: number }>("PRAGMA data_version"), (rows) => Number(rows[0]?.data_version))
     const base = path.basename(filename)
+    const lane = Client.laneOf(sql)
+    let statement: Statement | undefined
+    const readVersion = (db: Database): unknown => {
+      statement ??= db.prepare("PRAGMA data_version")
+      statement.raw(true)
+      const row = statement.get()
+      return Array.isArray(row) ? row[0] : undefined
+    }
 
     // Every ticket taken since the last foreign commit heard waits on this; a commit heard resolves it.
     let generation = Deferred.unsafeMake<void>(FiberId.none)
@@ -64,25 +74,39 @@ export const make = (filename: string, isMemory: boolean): Effect.Effect<RunNoti
       if (checking) return void (again = true)
       checking = true
       clearTimeout(retry)
-      Runtime.runCallback(runtime)(version, {
-        onExit: (exit) => {
-          checking = false
-          const now = Exit.isSuccess(exit) && Number.isFinite(exit.value) ? exit.value : undefined
-          const changed = now !== undefined && now !== seen
-          if (changed) {
-            seen = now
-            wake()
-          }
-          if (again) {
-            again = false
-            delay = 0
-            return check()
-          }
-          delay = changed || delay === 0 ? 1 : delay * 2
-          if (delay <= SETTLE_MS) retry = setTimeout(check, delay)
-          else delay = 0
+      // On the store's own connection, when no transaction holds it: a plain synchronous read (a few microseconds),
+      // not a statement through the client (a fiber, a span, the statement cache: ~200 µs of CPU measured on 2 loaded
+      // cores, ~10 times after every commit, this process's own too, on the event loop beside a streamed reply).
+      if (lane !== undefined && lane.idle()) {
+        let now: number | undefined
+        try {
+          now = Number(lane.now(readVersion))
+        } catch {
+          now = undefined
         }
+        return checked(now)
+      }
+      Runtime.runCallback(runtime)(version, {
+        onExit: (exit) => checked(Exit.isSuccess(exit) && Number.isFinite(exit.value) ? exit.value : undefined)
       })
+    }
+    /** What a check read (`undefined`: nothing could be read), and the next check. */
+    const checked = (read: number | undefined): void => {
+      checking = false
+      const now = read !== undefined && Number.isFinite(read) ? read : undefined
+      const changed = now !== undefined && now !== seen
+      if (changed) {
+        seen = now
+        wake()
+      }
+      if (again) {
+        again = false
+        delay = 0
+        return check()
+      }
+      delay = changed || delay === 0 ? 1 : delay * 2
+      if (delay <= SETTLE_MS) retry = setTimeout(check, delay)
+      else delay = 0
     }
     const written = (name: string | null) => {
       if (name !== null && name.startsWith(base)) {

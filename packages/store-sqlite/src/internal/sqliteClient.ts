@@ -44,6 +44,12 @@ export interface Lane {
   readonly now: <A>(f: (db: Database) => A) => A
 }
 
+/** The lane of each client `open` made (a client made elsewhere has none). */
+const lanes = new WeakMap<Client.SqlClient, Lane>()
+
+/** The `Lane` of `client`, when this module opened it: its connection, for a plain synchronous read (`runNotices`). */
+export const laneOf = (client: Client.SqlClient): Lane | undefined => lanes.get(client)
+
 /** A connection to a SQLite file: `@effect/sql-sqlite-node`'s `make`, on `Driver.driver()`. */
 export const make = (
   options: SqliteClient.SqliteClientConfig & {
@@ -168,5 +174,6 @@ export const open = (
           Effect.zipRight(Effect.try({ try: () => db.loadExtension(path), catch: failure("Failed to load extension") }), prepareCache.invalidateAll)
         )
     }) as SqliteClient.SqliteClient
+    lanes.set(sqliteClient, lane)
     return { client: sqliteClient, lane }
   })
