@@ -30,6 +30,20 @@ export interface Step {
   consumed: boolean
 }
 
+/** Where the held log stands (plain fields, read on every lookup of a replay). */
+export interface State {
+  /** Whether the whole log was read. */
+  done: boolean
+  /** Whether the log holds the run's end (`RunCompleted`, `RunFailed`, `RunContinued`): its code ran past every point of it. */
+  ended: boolean
+  /** How many pages were read after the first. */
+  pages: number
+  /** The step key of the last event read: its batch may go on in the next page. */
+  lastKey: string | undefined
+  /** How many events the held steps have. */
+  heldEvents: number
+}
+
 export const make = (log: Log | undefined) => {
   // The steps read and not consumed, by key; `order` in the order they first appear (consumed ones skipped).
   const held = new Map<string, Step>()
@@ -37,22 +51,18 @@ export const make = (log: Log | undefined) => {
   // kept until the array is compacted (held that long, they outlive the young generation and swell the heap).
   let order: Array<Step | undefined> = []
   let cursor = 0
-  let heldEvents = 0
-  // The step key of the last event read: its batch may go on in the next page.
-  let lastKey: string | undefined
-  let done = log === undefined
-  // The log holds the run's end (`RunCompleted`, `RunFailed`, `RunContinued`): its code ran past every point of it.
-  let ended = false
-  let pages = 0
+  const state: State = { done: log === undefined, ended: false, pages: 0, lastKey: undefined, heldEvents: 0 }
   const lock = Effect.unsafeMakeSemaphore(1)
+  // What the cursor sees of the state: plain fields (a getter per field cost a replay ~10% of the cursor's time).
+  const view: Readonly<State> = state
 
   const add = (page: ReadonlyArray<Event>) => {
     for (let i = 0; i < page.length; i++) {
       const event = page[i]!
-      lastKey = event.stepKey
+      state.lastKey = event.stepKey
       if (event.stepKey === RUN_STEP_KEY) {
         const tag = event.payload._tag
-        if (tag === "RunCompleted" || tag === "RunFailed" || tag === "RunContinued") ended = true
+        if (tag === "RunCompleted" || tag === "RunFailed" || tag === "RunContinued") state.ended = true
         continue
       }
       const step = held.get(event.stepKey)
@@ -61,19 +71,21 @@ export const make = (log: Log | undefined) => {
         held.set(event.stepKey, created)
         order.push(created)
       } else step.events.push(event)
-      heldEvents++
+      state.heldEvents++
     }
   }
   if (log !== undefined) add(log.first)
 
   return {
+    /** Where the held log stands (read only: the held log moves it). */
+    state: view,
     /** The held step under `key`, if any. */
     get: (key: string): Step | undefined => held.get(key),
     /** Drops a step the code consumed. */
     consume: (step: Step): void => {
       step.consumed = true
       held.delete(step.key)
-      heldEvents -= step.events.length
+      state.heldEvents -= step.events.length
     },
     /** The first held step not consumed (a patch marker not asked for yet is passed over: a later `patched` finds it by key). */
     nextUnconsumed: (): Step | undefined => {
@@ -89,33 +101,13 @@ export const make = (log: Log | undefined) => {
     /** Reads the next page, unless another fiber read one since `seen` (or the log ended). */
     load: (seen: number): Effect.Effect<void, LoadError> =>
       lock.withPermits(1)(Effect.suspend(() => {
-        if (done || pages !== seen || log === undefined) return Effect.void
+        if (state.done || state.pages !== seen || log === undefined) return Effect.void
         return Effect.map(log.next, (page) => {
-          pages++
-          if (Option.isNone(page)) done = true
+          state.pages++
+          if (Option.isNone(page)) state.done = true
           else add(page.value)
         })
-      })),
-    /** Whether the whole log was read. */
-    get done() {
-      return done
-    },
-    /** Whether the log holds the run's end. */
-    get ended() {
-      return ended
-    },
-    /** How many pages were read after the first. */
-    get pages() {
-      return pages
-    },
-    /** The step key of the last event read. */
-    get lastKey() {
-      return lastKey
-    },
-    /** How many events the held steps have. */
-    get heldEvents() {
-      return heldEvents
-    }
+      }))
   }
 }
 

@@ -54,7 +54,7 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
     error: new Errors.NonDeterminism({ runId, stepKey: key, expected, actual })
   })
   const pending = (key: string, actual: () => string): Lookup => {
-    const seen = steps.pages
+    const seen = steps.state.pages
     return {
       _tag: "Pending",
       next: Effect.flatMap(steps.load(seen), () =>
@@ -76,7 +76,7 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
     if (recorded !== undefined) {
       // Its events may go on in the pages not read yet: until the log ends, a step is whole once it is settled and
       // its last batch is followed by another's.
-      if (!steps.done && (steps.lastKey === key || !isSettled(recorded.events))) return pending(key, actual)
+      if (!steps.state.done && (steps.state.lastKey === key || !isSettled(recorded.events))) return pending(key, actual)
       const next = steps.nextUnconsumed()
       // A settled step may be met out of the log's order (steps run concurrently, each under its own explicit key,
       // are logged in the order they finished); one that would run anything (a tool call in doubt, an unanswered
@@ -90,8 +90,8 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
       return { _tag: "Recorded", events: recorded.events }
     }
     const next = steps.nextUnconsumed()
-    if (!steps.done) {
-      if (next === undefined || steps.heldEvents < READ_AHEAD_EVENTS) return pending(key, actual)
+    if (!steps.state.done) {
+      if (next === undefined || steps.state.heldEvents < READ_AHEAD_EVENTS) return pending(key, actual)
       return diverged(key, `${describe(next.events)} at step ${next.key}`, `${actual()} (not met within ${READ_AHEAD_EVENTS} events of the log)`)
     }
     if (next !== undefined) return diverged(key, `${describe(next.events)} at step ${next.key}`, actual())
@@ -108,8 +108,8 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
     Effect.suspend(() => {
       const next = steps.nextUnconsumed()
       if (next !== undefined) return Effect.succeed({ key: next.key, description: describe(next.events) })
-      if (steps.done) return Effect.succeed(undefined)
-      return Effect.flatMap(steps.load(steps.pages), unconsumed)
+      if (steps.state.done) return Effect.succeed(undefined)
+      return Effect.flatMap(steps.load(steps.state.pages), unconsumed)
     })
 
   return {
@@ -144,15 +144,15 @@ const prober = (steps: HeldLog.HeldLog, lookup: (key: string, actual: () => stri
       return found._tag === "Pending" ? { _tag: "Pending", next: found.next } : found
     }
     const next = steps.nextUnconsumed()
-    if (next !== undefined || steps.ended) {
-      if (!steps.done && !steps.ended && readAhead && steps.heldEvents < READ_AHEAD_EVENTS) return pendingProbe(key, readAhead)
+    if (next !== undefined || steps.state.ended) {
+      if (!steps.state.done && !steps.state.ended && readAhead && steps.state.heldEvents < READ_AHEAD_EVENTS) return pendingProbe(key, readAhead)
       return Passed
     }
-    if (!steps.done) return pendingProbe(key, readAhead)
+    if (!steps.state.done) return pendingProbe(key, readAhead)
     return New
   }
   const pendingProbe = (key: string, readAhead: boolean): Probe => {
-    const seen = steps.pages
+    const seen = steps.state.pages
     return {
       _tag: "Pending",
       next: Effect.flatMap(steps.load(seen), () =>
