@@ -123,7 +123,7 @@ const FRESH_MAX = 1024
  * peak memory about double, one resume in two (issue 15, bench/scale/README.md). V8 grows and shrinks a map by moving
  * it to a new table, allocated in the old generation when the table it replaces is there (V8's
  * `OrderedHashTable::Rehash`), and the table left behind keeps its entries. So once the map's table had been promoted
- * (it lived through two young collections, which a page can early in a process, while the young generation is small),
+ * (it lived through two young collections, likely early in a process, while the young generation is still small),
  * every later table was old too: the ones left behind were garbage that still pointed at their steps, and the young
  * collector kept those steps and their events alive and promoted them (~2.5 MB a young collection on a 100,000-step
  * resume, against ~0.1-0.3 MB otherwise), until a full GC. A new map each page starts young.
