@@ -1,19 +1,20 @@
-// A driver for `resume_100k_rss_over_baseline_mb` alone (bench/scale/resume.ts): writes the 100,000-step run once,
-// then runs N rounds of the baseline process (`open`) and the resuming one (`resume`), each a fresh
-// `long-run.child.ts` on a fresh copy of the file, and prints each round's peak RSS, the difference and the median.
-//   node --import tsx scale/resumeRss.ts [ROUNDS] [STEPS]     (started in bench/)
+// A driver for `resume_100k_rss_over_baseline_mb` alone (bench/scale/resume.ts; in tools/, which `pnpm bench scale`
+// does not run as a group): writes the 100,000-step run once, then runs N rounds of the baseline process (`open`) and
+// the resuming one (`resume`), each a fresh `long-run.child.ts` on a fresh copy of the file, and prints each round's
+// peak RSS, the difference and the median.
+//   node --import tsx scale/tools/resumeRss.ts [ROUNDS] [STEPS]     (started in bench/)
 // NODE_FLAGS (e.g. "--trace-gc") is passed to the resuming child; its stderr/stdout go to TRACE_DIR/resume-N.log when set.
 import { spawnSync } from "node:child_process"
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { median } from "../lib.js"
+import { median } from "../../lib.js"
 
 const rounds = Number(process.argv[2] ?? "8")
 const steps = Number(process.argv[3] ?? "100000")
-const BENCH_DIR = fileURLToPath(new URL("../", import.meta.url))
-const CHILD = fileURLToPath(new URL("../long-run.child.ts", import.meta.url))
+const BENCH_DIR = fileURLToPath(new URL("../../", import.meta.url))
+const CHILD = fileURLToPath(new URL("../../long-run.child.ts", import.meta.url))
 const flags = (process.env["NODE_FLAGS"] ?? "").split(" ").filter((f) => f.length > 0)
 const traceDir = process.env["TRACE_DIR"]
 
