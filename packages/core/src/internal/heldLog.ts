@@ -45,8 +45,9 @@ export interface State {
 }
 
 export const make = (log: Log | undefined) => {
-  // The steps read and not consumed, by key; `order` in the order they first appear (consumed ones skipped).
-  const held = new Map<string, Step>()
+  // The steps read and not consumed, by key; `order` in the order they first appear (consumed ones skipped). A new
+  // map each page (see `fresh`).
+  let held = new Map<string, Step>()
   // Slots before `cursor` are emptied as the scan passes them: a consumed step's events are garbage at once, not
   // kept until the array is compacted (held that long, they outlive the young generation and swell the heap).
   let order: Array<Step | undefined> = []
@@ -57,6 +58,7 @@ export const make = (log: Log | undefined) => {
   const view: Readonly<State> = state
 
   const add = (page: ReadonlyArray<Event>) => {
+    held = fresh(held)
     for (let i = 0; i < page.length; i++) {
       const event = page[i]!
       state.lastKey = event.stepKey
@@ -112,3 +114,18 @@ export const make = (log: Log | undefined) => {
 }
 
 export type HeldLog = ReturnType<typeof make>
+
+/** Up to how many held steps `fresh` moves to a new map (more are left where they are: a run read far ahead). */
+const FRESH_MAX = 1024
+
+/**
+ * The held steps in a new map, unless there are more than `FRESH_MAX`. One map kept for a whole replay made a resume's
+ * peak memory about double, one resume in two (issue 15, bench/scale/README.md). V8 grows and shrinks a map by moving
+ * it to a new table, allocated in the old generation when the table it replaces is there (V8's
+ * `OrderedHashTable::Rehash`), and the table left behind keeps its entries. So once the map's table had been promoted
+ * (it lived through two young collections, likely early in a process, while the young generation is still small),
+ * every later table was old too: the ones left behind were garbage that still pointed at their steps, and the young
+ * collector kept those steps and their events alive and promoted them (~2.5 MB a young collection on a 100,000-step
+ * resume, against ~0.1-0.3 MB otherwise), until a full GC. A new map each page starts young.
+ */
+const fresh = (held: Map<string, Step>): Map<string, Step> => (held.size > FRESH_MAX ? held : new Map(held))
