@@ -91,17 +91,7 @@ export const decide = (runtime: Runtime, request: Approval.DecideRequest): Effec
         { _tag: "ToolFailed", tool: asked.tool, kind: "rejected", error: request.reason }
       ]
     // Written as the run's current owner, without claiming it, right after the head: a second decision conflicts.
-    const ledger = Ledger.make({
-      store: runtime.deps.store,
-      auditKey: runtime.deps.auditKey,
-      runId,
-      tenantId,
-      head: { seq: info.headSeq, hash: info.headHash },
-      mode: "live",
-      ownerEpoch: info.ownerEpoch,
-      claim: false,
-      onRefused: () => undefined
-    })
+    const ledger = Ledger.outsider(runtime.deps.store, runtime.deps.auditKey, info)
     yield* ledger.append(head.stepKey, payloads).pipe(
       Effect.catchTags({
         SequenceConflict: () => notPending(runtime, tenantId, runId, approvalId, { ...info, headSeq: info.headSeq + payloads.length }),

@@ -7,7 +7,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Errors from "../Errors.js"
-import { type Event, type EventPayload, RUN_STEP_KEY } from "../Event.js"
+import { type Event, type EventPayload, RUN_STEP_KEY, type RunInfo } from "../Event.js"
 import type * as EventStore from "../EventStore.js"
 import { GENESIS_HASH, writerMaterial } from "./hash.js"
 import { catchUp as catchUpSignals, chainBatch, type Head } from "./headChain.js"
@@ -138,6 +138,30 @@ export const make = (options: LedgerOptions) => {
 }
 
 export type Ledger = ReturnType<typeof make>
+
+/**
+ * A ledger for a writer from outside the run (a signal's sender, an approver): it appends right after the run's head
+ * `info` as the run's current owner epoch, claiming nothing (an outsider is no owner and fences no one), so a write of
+ * the run's own execution, or another outsider's, first makes it conflict.
+ */
+export const outsider = (
+  store: EventStore.Service,
+  auditKey: string | undefined,
+  info: RunInfo,
+  adopts?: LedgerOptions["adopts"]
+): Ledger =>
+  make({
+    store,
+    auditKey,
+    runId: info.runId,
+    tenantId: info.tenantId,
+    head: { seq: info.headSeq, hash: info.headHash },
+    mode: "live",
+    ownerEpoch: info.ownerEpoch,
+    claim: false,
+    onRefused: () => undefined,
+    adopts
+  })
 
 export type { Found } from "./headRead.js"
 export { headEvent, lastEventOf, lastOf, lastVerifiedEvent, ownHeadEvent } from "./headRead.js"

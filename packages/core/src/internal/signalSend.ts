@@ -59,21 +59,10 @@ export const send = (store: EventStore.Service, auditKey: string | undefined, re
         checked = info.headSeq
       }
       if (ended(info.status)) return yield* new Errors.SignalRefused({ runId, name, status: info.status })
-      const ledger = Ledger.make({
-        store,
-        auditKey,
-        runId,
-        tenantId,
-        head: { seq: info.headSeq, hash: info.headHash },
-        mode: "live",
-        // The run's current epoch, claiming nothing: a sender is no owner, and fences no one.
-        ownerEpoch: info.ownerEpoch,
-        claim: false,
-        onRefused: () => {},
-        // A keyed signal is not written after another sender's signal of its id: the append fails, and the loop
-        // finds that one in the log.
-        adopts: (e) => request.id === undefined || e.payload._tag !== "SignalSent" || e.payload.signalId !== signalId
-      })
+      // A keyed signal is not written after another sender's signal of its id: the append fails, and the loop finds
+      // that one in the log.
+      const ledger = Ledger.outsider(store, auditKey, info, (e) =>
+        request.id === undefined || e.payload._tag !== "SignalSent" || e.payload.signalId !== signalId)
       const written = yield* Effect.either(ledger.append(RUN_STEP_KEY, [{ _tag: "SignalSent", signalId, name, payload: json.json }]))
       if (Either.isRight(written)) return { signalId, seq: ledger.head().seq }
       const error = written.left
