@@ -66,4 +66,34 @@ describe("ChatLoop", () => {
       const result = yield* kernel.execute(loop, { runId: "own-2", tenant, input: "what is the total?" })
       expect(result).toMatchObject({ status: "completed", output: { outcome: "gave up: OutputDecodeError", turns: 2 } })
     }).pipe(Effect.provide(kernelLayer([ScriptedModel.text("no"), ScriptedModel.text("still no")], makeTools().all))))
+
+  it.effect("firstTurn: a loop that goes on from earlier turns numbers its turns (and keys) from there, and maxTurns counts them all", () =>
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const continued = Workflow.make({
+        name: "own-loop-continued",
+        input: Schema.Number,
+        output: Schema.Struct({ outcome: Schema.String, turns: Schema.Number }),
+        run: (firstTurn, ctx) =>
+          Effect.gen(function*() {
+            const history: Array<Chat.ChatMessage> = [Chat.user("what is the total?")]
+            const end = yield* ChatLoop.run({
+              firstTurn,
+              maxTurns: 3,
+              maxDecodeRetries: 5,
+              push: (message) => void history.push(message),
+              modelStep: (turn) => ctx.modelStep({ messages: [...history], outputSchema: Answer, key: `turn:${turn}` }),
+              toolCalls: () => Effect.void
+            })
+            return { outcome: end._tag === "Answered" ? "answered" : `${end.error._tag} ${end.error._tag === "MaxTurnsExceeded" ? end.error.maxTurns : ""}`, turns: end.turns }
+          })
+      })
+      const result = yield* kernel.execute(continued, { runId: "own-3", tenant, input: 1 })
+      expect(result).toMatchObject({ status: "completed", output: { outcome: "MaxTurnsExceeded 3", turns: 3 } })
+      expect((yield* events("own-3")).map((e) => `${e.type}@${e.stepKey}`)).toEqual([
+        "RunStarted@run", "ModelRequested@turn:1", "ModelCompleted@turn:1", "ModelRequested@turn:2", "ModelCompleted@turn:2", "RunCompleted@run"
+      ])
+      const past = yield* kernel.execute(continued, { runId: "own-4", tenant, input: 5 })
+      expect(past).toMatchObject({ status: "completed", output: { outcome: "MaxTurnsExceeded 3", turns: 5 } })
+    }).pipe(Effect.provide(kernelLayer([ScriptedModel.text("no"), ScriptedModel.text("still no")], makeTools().all))))
 })

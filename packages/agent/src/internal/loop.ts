@@ -6,7 +6,7 @@
  * `turn:<n>/section:<name>`, `turn:<n>/steer:<i>`, `compaction:<k>`, `tools:<extension>:<name>`,
  * `finish:<extension>:<name>`.
  */
-import { ChatLoop, Errors } from "@artana/core"
+import { ChatLoop } from "@artana/core"
 import type { Workflow } from "@artana/core"
 import * as Effect from "effect/Effect"
 import type * as Schema from "effect/Schema"
@@ -59,17 +59,16 @@ export const loop = <A, I>(
     const maxTurns = agent.options.maxTurns ?? 25
     // Turns are numbered over the chain (keys, sections, `maxTurns`): a continued run goes on from its predecessor's.
     const end = yield* ChatLoop.run({
-      maxTurns: Math.max(0, maxTurns - run.turnsBefore),
+      firstTurn: run.turnsBefore,
+      maxTurns,
       maxDecodeRetries: agent.options.maxDecodeRetries ?? 2,
-      modelStep: (turn) => modelStep(run, outputSchema, run.turnsBefore + turn),
-      toolCalls: (step, turn) => toolCalls(run, step, run.turnsBefore + turn),
+      modelStep: (turn) => modelStep(run, outputSchema, turn),
+      toolCalls: (step, turn) => toolCalls(run, step, turn),
       push: (message) => void run.history.push(message),
       tally: run.tally
     })
-    const turns = run.turnsBefore + end.turns
-    if (end._tag === "GaveUp") {
-      return yield* failWith(run, end.error._tag === "MaxTurnsExceeded" ? new Errors.MaxTurnsExceeded({ maxTurns }) : end.error, turns)
-    }
+    const turns = end.turns
+    if (end._tag === "GaveUp") return yield* failWith(run, end.error, turns)
     yield* finish(run, { _tag: "success", answer: end.step.message.content ?? "", output: end.output }, turns)
     return { output: end.output, turns, compactions: run.compactions, usage: run.tally.usage, costUsd: run.tally.costUsd } satisfies AgentOutput<A>
   })

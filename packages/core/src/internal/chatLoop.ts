@@ -32,7 +32,13 @@ export const decodeRetryMessage = (reason: string): ChatMessage => ({
 })
 
 export interface LoopOptions<A, E> {
+  /** The number the last turn may have, plus one: turns are numbered from `firstTurn` and stop before `maxTurns`. */
   readonly maxTurns: number
+  /**
+   * The first turn's number (default 0). A loop that goes on from an earlier one (an agent's run continued as new)
+   * passes the turns taken before it: its turns, their keys and `maxTurns` then count over the whole chain.
+   */
+  readonly firstTurn?: number | undefined
   /** Answers that did not decode, asked for again before the loop gives up. */
   readonly maxDecodeRetries: number
   /** The turn's model step (the caller builds its prompt). */
@@ -45,7 +51,7 @@ export interface LoopOptions<A, E> {
   readonly tally?: Tally | undefined
 }
 
-/** How the loop ended: an answer that decodes, or it gave up; `turns` counts the model steps taken. */
+/** How the loop ended: an answer that decodes, or it gave up; `turns` is the number the next turn would have had. */
 export type LoopEnd<A> =
   | { readonly _tag: "Answered"; readonly output: A; readonly step: ModelStepResult<A>; readonly turns: number; readonly tally: Tally }
   | { readonly _tag: "GaveUp"; readonly error: Errors.OutputDecodeError | Errors.MaxTurnsExceeded; readonly turns: number; readonly tally: Tally }
@@ -54,7 +60,7 @@ export const run = <A, E>(options: LoopOptions<A, E>): Effect.Effect<LoopEnd<A>,
   Effect.gen(function*() {
     const t = options.tally ?? tally()
     let decodeFailures = 0
-    for (let turn = 0; turn < options.maxTurns; turn++) {
+    for (let turn = options.firstTurn ?? 0; turn < options.maxTurns; turn++) {
       const step = yield* options.modelStep(turn)
       account(t, step)
       options.push(step.message)
@@ -69,5 +75,5 @@ export const run = <A, E>(options: LoopOptions<A, E>): Effect.Effect<LoopEnd<A>,
       }
       options.push(decodeRetryMessage(step.answer.left))
     }
-    return { _tag: "GaveUp", error: new Errors.MaxTurnsExceeded({ maxTurns: options.maxTurns }), turns: options.maxTurns, tally: t } as const
+    return { _tag: "GaveUp", error: new Errors.MaxTurnsExceeded({ maxTurns: options.maxTurns }), turns: Math.max(options.maxTurns, options.firstTurn ?? 0), tally: t } as const
   })
