@@ -1,5 +1,6 @@
-// Two approvers deciding one pending tool call at the same time on PostgreSQL, each through a pool of its own (as two
-// processes would): PostgreSQL's one-statement append checks the head, so exactly one decision is written.
+// Approvals on PostgreSQL: two approvers deciding one pending tool call at the same time, each through a pool of its
+// own (as two processes would): PostgreSQL's one-statement append checks the head, so exactly one decision is
+// written. And the inbox through the client: longest waiting first, pages with a cursor, filters.
 import { describe, expect, it } from "@effect/vitest"
 import { inject } from "vitest"
 import { Effect, Either, Schema } from "effect"
@@ -66,5 +67,47 @@ describe.skipIf(pg.url === undefined)(`approvals on PostgreSQL (${pg.description
         }
       }
       yield* Effect.promise(() => Promise.all([first.client.close(), second.client.close()]))
+    }).pipe(Effect.scoped), 120_000)
+
+  it.live("the inbox is longest waiting first and pages with a cursor through every approval once; its filters hold across pages", () =>
+    Effect.gen(function*() {
+      const url = yield* PgTest.freshDatabase(pg.url!)
+      const { client, pay } = makeClient(url, [])
+      const ms = (n: number) => Effect.promise(() => new Promise<void>((r) => setTimeout(r, n)))
+      // Paused in an order their ids do not sort in: the inbox follows the pauses.
+      const order = ["b-first", "c-second", "a-third", "d-fourth"]
+      for (const runId of order) {
+        expect((yield* Effect.promise(() => client.run(pay, { runId, tenant, input: { amount: 100 } }))).status).toBe("paused")
+        yield* ms(3)
+      }
+      const all = yield* Effect.promise(() => client.approvals({ tenantId: "acme" }))
+      expect(all.map((p) => p.runId)).toEqual(order)
+      expect(all.map((p) => p.requestedAt)).toEqual([...all.map((p) => p.requestedAt)].sort((a, b) => a - b))
+      for (const limit of [1, 3]) {
+        const seen: Array<string> = []
+        let after: string | undefined
+        let pages = 0
+        do {
+          const page = yield* Effect.promise(() => client.approvalsPage({ tenantId: "acme", limit, ...(after === undefined ? {} : { after }) }))
+          seen.push(...page.approvals.map((p) => p.runId))
+          after = page.next
+          pages++
+        } while (after !== undefined)
+        expect(seen).toEqual(order)
+        expect(pages).toBe(Math.ceil(order.length / limit))
+      }
+      // Decided: out of the inbox; the next page starts where the cursor says, with nothing seen twice.
+      const [first] = all
+      yield* Effect.promise(() => client.decide({ tenantId: "acme", approvalId: first!.approvalId, approver: "alice", decision: "approve" }))
+      const page = yield* Effect.promise(() => client.approvalsPage({ tenantId: "acme", tool: "wire", limit: 2 }))
+      expect(page.approvals.map((p) => p.runId)).toEqual(["c-second", "a-third"])
+      const rest = yield* Effect.promise(() => client.approvalsPage({ tenantId: "acme", tool: "wire", after: page.next }))
+      expect(rest).toMatchObject({ approvals: [{ runId: "d-fourth" }] })
+      expect(rest.next).toBeUndefined()
+      expect(yield* Effect.promise(() => client.approvalsPage({ tenantId: "acme", olderThan: "1 hour" }))).toEqual({ approvals: [] })
+      expect(yield* Effect.promise(() => client.approvalsPage({ tenantId: "other" }))).toEqual({ approvals: [] })
+      const bad = yield* Effect.promise(() => client.approvalsPage({ tenantId: "acme", after: "nope" }).then(() => "resolved", (e: { _tag: string }) => e._tag))
+      expect(bad).toBe("InvalidInput")
+      yield* Effect.promise(() => client.close())
     }).pipe(Effect.scoped), 120_000)
 })
