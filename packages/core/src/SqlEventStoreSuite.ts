@@ -501,7 +501,9 @@ export const suite = (name: string, database: Effect.Effect<Database, unknown, S
             head_hash: "0".repeat(64),
             cost_usd: 0,
             created_at: T0 + i,
-            updated_at: T0 + 10_000_000 - Math.floor(i / 40) * 1000,
+            // A signal sent to a paused run moves its head (`updated_at`), not its pause: the index goes by the pause.
+            updated_at: T0 + 20_000_000 + (i % 7) * 1000,
+            paused_at: i % 5 === 1 ? T0 + 10_000_000 - Math.floor(i / 40) * 1000 : null,
             owner_epoch: 0
           }))
           for (let i = 0; i < rows.length; i += 500) yield* sql`INSERT INTO ${sql(runsTable)} ${sql.insert(rows.slice(i, i + 500))}`
@@ -509,8 +511,8 @@ export const suite = (name: string, database: Effect.Effect<Database, unknown, S
           const index = yield* ApprovalsIndex.makeSql({ tablePrefix: db.tablePrefix })
           const expected = rows
             .filter((r) => r.tenant_id === "tenant-1" && r.status === "paused")
-            .sort((a, b) => a.updated_at - b.updated_at || (a.run_id < b.run_id ? -1 : 1))
-            .map((r) => ({ runId: r.run_id, pausedAt: r.updated_at }))
+            .sort((a, b) => a.paused_at! - b.paused_at! || (a.run_id < b.run_id ? -1 : 1))
+            .map((r) => ({ runId: r.run_id, pausedAt: r.paused_at! }))
           expect(expected.length).toBe(300)
           // Pages of 7, each after the last one's end: every paused run of the tenant once, in order.
           const seen: Array<ApprovalsIndex.Paused> = []

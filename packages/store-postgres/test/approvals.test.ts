@@ -110,4 +110,24 @@ describe.skipIf(pg.url === undefined)(`approvals on PostgreSQL (${pg.description
       expect(bad).toBe("InvalidInput")
       yield* Effect.promise(() => client.close())
     }).pipe(Effect.scoped), 120_000)
+
+  it.live("a signal sent to a run waiting for approval moves neither its place in the inbox nor its age", () =>
+    Effect.gen(function*() {
+      const url = yield* PgTest.freshDatabase(pg.url!)
+      const { client, pay } = makeClient(url, [])
+      const ms = (n: number) => Effect.promise(() => new Promise<void>((r) => setTimeout(r, n)))
+      expect((yield* Effect.promise(() => client.run(pay, { runId: "first", tenant, input: { amount: 100 } }))).status).toBe("paused")
+      yield* ms(20)
+      expect((yield* Effect.promise(() => client.run(pay, { runId: "second", tenant, input: { amount: 200 } }))).status).toBe("paused")
+      const [asked] = yield* Effect.promise(() => client.approvals({ tenantId: "acme", runId: "second" }))
+      yield* ms(200)
+      yield* Effect.promise(() => client.signal({ tenantId: "acme", runId: "first", name: "note", payload: { text: "any news?" } }))
+      const events = yield* Effect.promise(() => client.readEvents({ tenantId: "acme", runId: "first" }))
+      expect(events.at(-1)?.type).toBe("SignalSent")
+      expect((yield* Effect.promise(() => client.approvals({ tenantId: "acme" }))).map((p) => p.runId)).toEqual(["first", "second"])
+      const old = yield* Effect.promise(() => client.approvalsPage({ tenantId: "acme", olderThan: `${Date.now() - asked!.requestedAt} millis` }))
+      expect(old.approvals.map((p) => p.runId)).toEqual(["first", "second"])
+      yield* Effect.promise(() => client.close())
+    }).pipe(Effect.scoped), 120_000)
 })
+

@@ -307,4 +307,32 @@ describe("per-tool approvals on SQLite", () => {
       expect(bad).toBe("InvalidInput")
       yield* Effect.promise(() => artana.close())
     }))
+
+  it.effect("a signal sent to a run waiting for approval moves neither its place in the inbox nor its age", () =>
+    Effect.gen(function*() {
+      const { db, log } = fresh()
+      const ms = (n: number) => Effect.promise(() => new Promise<void>((r) => setTimeout(r, n)))
+      const artana = client(db, log, [
+        ScriptedModel.toolCall("transfer_funds", { to: "acc-1", amount: 300 }),
+        ScriptedModel.toolCall("transfer_funds", { to: "acc-2", amount: 400 })
+      ])
+      const start = (runId: string) => Effect.promise(() => artana.run(payout(log), { runId, tenant, input: { prompt: `Pay for ${runId}` } }))
+      expect((yield* start("first")).status).toBe("paused")
+      yield* ms(20)
+      expect((yield* start("second")).status).toBe("paused")
+      const [asked] = yield* Effect.promise(() => artana.approvals({ tenantId: "acme", runId: "second" }))
+      yield* ms(200)
+      // The first run's head moves past the second's pause: it is still the longest waiting, and as old as it was.
+      yield* Effect.promise(() => artana.signal({ tenantId: "acme", runId: "first", name: "note", payload: { text: "any news?" } }))
+      const { info, events } = yield* readRun(db, "first")
+      expect(types(events).at(-1)).toBe("SignalSent")
+      expect(info.status).toBe("paused")
+      const inbox = yield* Effect.promise(() => artana.approvals({ tenantId: "acme" }))
+      expect(inbox.map((p) => p.runId)).toEqual(["first", "second"])
+      // Asked at or before the second's time: the first (signalled since) is old enough, the second too.
+      const before = yield* Effect.promise(() => artana.approvalsPage({ tenantId: "acme", olderThan: `${Date.now() - asked!.requestedAt} millis` }))
+      expect(before.approvals.map((p) => p.runId)).toEqual(["first", "second"])
+      yield* Effect.promise(() => artana.close())
+    }))
 })
+

@@ -115,6 +115,7 @@ export const runRow = (info: RunInfo, head: "genesis" | "batch") => ({
   cost_usd: info.costUsd,
   created_at: info.createdAt,
   updated_at: head === "genesis" ? info.createdAt : info.updatedAt,
+  paused_at: info.status === "paused" ? info.updatedAt : null,
   owner_epoch: info.ownerEpoch,
   version: info.version,
   forked_from: info.forkedFrom ?? null

@@ -51,7 +51,7 @@ export const make = (sql: SqlClient.SqlClient, t: Tables): AppendBatch => {
     const summary = summarize(request.events)
     const fence = fenceOf(request) ?? null
     return Effect.flatMap(
-      sql`UPDATE ${runs} SET head_seq = ${last.seq}, head_hash = ${packedHash(last.hash)}, updated_at = ${last.timestamp}, status = COALESCE(${summary.status ?? null}, status), cost_usd = cost_usd + ${summary.costUsd}, owner_epoch = COALESCE(${claimedEpoch(request)}, owner_epoch) WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId} AND head_seq <= ${request.expectedSeq} AND owner_epoch <= COALESCE(${fence}, owner_epoch) AND EXISTS (SELECT 1 FROM ${events} WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId} AND seq = ${request.expectedSeq}) RETURNING run_id`,
+      sql`UPDATE ${runs} SET head_seq = ${last.seq}, head_hash = ${packedHash(last.hash)}, updated_at = ${last.timestamp}, status = COALESCE(${summary.status ?? null}, status), paused_at = ${summary.status === "paused" ? sql`${last.timestamp}` : sql`paused_at`}, cost_usd = cost_usd + ${summary.costUsd}, owner_epoch = COALESCE(${claimedEpoch(request)}, owner_epoch) WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId} AND head_seq <= ${request.expectedSeq} AND owner_epoch <= COALESCE(${fence}, owner_epoch) AND EXISTS (SELECT 1 FROM ${events} WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId} AND seq = ${request.expectedSeq}) RETURNING run_id`,
       (rows) => (rows.length === 1 ? Effect.void : Effect.fail(conflict()))
     )
   }

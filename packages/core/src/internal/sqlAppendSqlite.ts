@@ -57,7 +57,9 @@ export const statements = (t: Tables) => {
     }
     return text
   }
-  const updateText = `UPDATE "${t.runs}" SET status = COALESCE(?, status), cost_usd = cost_usd + ?, owner_epoch = COALESCE(?, owner_epoch) ` +
+  // A batch that pauses the run marks when (its last event's time: the head trigger has moved `updated_at` to it).
+  const updateText = `UPDATE "${t.runs}" SET status = COALESCE(?, status), cost_usd = cost_usd + ?, owner_epoch = COALESCE(?, owner_epoch), ` +
+    `paused_at = CASE WHEN ? = 'paused' THEN updated_at ELSE paused_at END ` +
     `WHERE run_id = ? AND tenant_id = ?`
   let createText: string | undefined
 
@@ -98,7 +100,7 @@ export const statements = (t: Tables) => {
     /** Status and cost a batch changes (the trigger has moved the head already), and the owner epoch it claims. */
     updateRun: (request: AppendRequest, summary: BatchSummary): SqliteStatement => ({
       text: updateText,
-      params: [summary.status ?? null, summary.costUsd, claimedEpoch(request), request.runId, request.tenantId]
+      params: [summary.status ?? null, summary.costUsd, claimedEpoch(request), summary.status ?? null, request.runId, request.tenantId]
     })
   }
 }

@@ -25,6 +25,8 @@ export const RUN_VERSION_INDEX: readonly [string, string] = ["runs_version_list_
  * table, picked a run-list index, and each append walked every run of the tenant.
  */
 export const FENCE_INDEX = "runs_fence_idx"
+/** The approvals inbox's index of paused runs by the time they paused (see `ApprovalsIndex`), without its prefix. */
+export const PAUSED_INDEX = "runs_paused_at_idx"
 
 /** The indexes `listRuns` pages a lineage and a run's forks on (migration 8): name, and the columns before `created_at DESC`. */
 export const RUN_LINEAGE_INDEXES: ReadonlyArray<readonly [string, string]> = [
@@ -225,6 +227,19 @@ const runsPausedIndex = (t: Tables): SqlMigrations.Migration =>
     yield* sql.unsafe(`CREATE INDEX IF NOT EXISTS ${quote(`${t.prefix}runs_paused_idx`)} ON ${quote(t.runs)} (tenant_id, updated_at, run_id) WHERE status = 'paused'`)
   })
 
+// The inbox's order is the time a run paused, not its head's time: a signal sent to a paused run moves its head (and
+// `updated_at`) but not its place in the inbox. `paused_at` is written by the batch that pauses the run; the runs
+// paused before this migration get their head's time, which is what the index held for them.
+const runsPausedAt = (t: Tables): SqlMigrations.Migration =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const quote = (id: string) => sql.onDialectOrElse({ pg: () => `"${id}"`, orElse: () => id })
+    yield* SqlMigrations.addColumn(sql, t.runs, "paused_at", { pg: "DOUBLE PRECISION", sqlite: "INTEGER" })
+    yield* sql.unsafe(`UPDATE ${quote(t.runs)} SET paused_at = updated_at WHERE status = 'paused'`)
+    yield* sql.unsafe(`DROP INDEX IF EXISTS ${quote(`${t.prefix}runs_paused_idx`)}`)
+    yield* sql.unsafe(`CREATE INDEX IF NOT EXISTS ${quote(`${t.prefix}${PAUSED_INDEX}`)} ON ${quote(t.runs)} (tenant_id, paused_at, run_id) WHERE status = 'paused'`)
+  })
+
 /** The migrations of the store's tables `t`, keyed `<id>_<name>` (see `SqlEventStore.migrations`). */
 export const migrations = (t: Tables): Record<string, SqlMigrations.Migration> => ({
   "1_event_store": createTables(t),
@@ -237,5 +252,6 @@ export const migrations = (t: Tables): Record<string, SqlMigrations.Migration> =
   "8_run_forks_lineage_order": runForksLineageOrder(t),
   "9_run_fence_index": runFenceIndex(t),
   "10_run_version_index": runVersionIndex(t),
-  "11_runs_paused_index": runsPausedIndex(t)
+  "11_runs_paused_index": runsPausedIndex(t),
+  "13_runs_paused_at": runsPausedAt(t)
 })

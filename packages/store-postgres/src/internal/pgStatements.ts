@@ -10,7 +10,7 @@ export type Kind = "create" | "events" | "run"
 
 const EVENT_VALUES = ["seq", "event_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"] as const
 const EVENT_TYPES = ["bigint", "bytea", "double precision", "text", "text", "text", "bytea", "bytea"] as const
-const RUN_COLUMNS = "run_id, tenant_id, workflow, parent_run_id, root_run_id, status, head_seq, head_hash, cost_usd, created_at, updated_at, owner_epoch, version, forked_from"
+const RUN_COLUMNS = "run_id, tenant_id, workflow, parent_run_id, root_run_id, status, head_seq, head_hash, cost_usd, created_at, updated_at, owner_epoch, version, forked_from, paused_at"
 /**
  * Parameters before the events' own: the run's row (create), run, guard and fence (events), and both with the
  * epoch claimed (run).
@@ -55,11 +55,11 @@ const textOf = (t: SqlEventStore.Tables, channel: string, kind: Kind, rows: numb
   const note = (run: string, tenant: string) => RunWatch.noteCte(channel, tenant, run)
   switch (kind) {
     case "create":
-      return `WITH run AS (INSERT INTO "${t.runs}" (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::double precision, $10::double precision, $11::double precision, $12::bigint, $13::text, $14::text) RETURNING run_id, tenant_id), ${note("$1", "$2")} ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values} WHERE ${RunWatch.noteRead}`
+      return `WITH run AS (INSERT INTO "${t.runs}" (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::double precision, $10::double precision, $11::double precision, $12::bigint, $13::text, $14::text, CASE WHEN $6::text = 'paused' THEN $11::double precision END) RETURNING run_id, tenant_id), ${note("$1", "$2")} ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values} WHERE ${RunWatch.noteRead}`
     case "events":
       return `WITH ${prev(KEY.events)}, ${note("$1", "$2")} ${into} SELECT $1::text, $2::text, e.* FROM ${values} WHERE ${follows} AND ${unfenced("$1", "$2", "$4")} AND ${RunWatch.noteRead}`
     case "run":
-      return `WITH ${prev(KEY.run)}, run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), cost_usd = cost_usd + $5::double precision, owner_epoch = COALESCE($10::bigint, owner_epoch) WHERE ${byKey("$6", "$7")} AND head_seq <= $8::bigint AND owner_epoch <= COALESCE($9::bigint, owner_epoch) AND ${follows} RETURNING run_id, tenant_id), ${note("$6", "$7")} ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values} WHERE ${RunWatch.noteRead}`
+      return `WITH ${prev(KEY.run)}, run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), paused_at = CASE WHEN $4::text = 'paused' THEN $3::double precision ELSE paused_at END, cost_usd = cost_usd + $5::double precision, owner_epoch = COALESCE($10::bigint, owner_epoch) WHERE ${byKey("$6", "$7")} AND head_seq <= $8::bigint AND owner_epoch <= COALESCE($9::bigint, owner_epoch) AND ${follows} RETURNING run_id, tenant_id), ${note("$6", "$7")} ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values} WHERE ${RunWatch.noteRead}`
   }
 }
 
