@@ -64,6 +64,40 @@ describe("Kernel.live", () => {
     })
   })
 
+  it.effect("a reader woken by each delta as it streams, with pages of any size, gets what a later reader gets", () => {
+    const pieces = ["a ", "b ", "c ", "d ", "e ", "f ", "g"]
+    return Effect.gen(function*() {
+      const readers = [1, 2, 3, 100]
+      // Deltas are sent two at a time, a pair once every reader saw the one before it: each reader is woken by the deltas
+      // alone, and finds one or two new ones (a full page, or not).
+      const seen = yield* Effect.forEach(pieces, () => Effect.forEach(readers, () => Deferred.make<void>()))
+      const started = yield* Deferred.make<void>()
+      const reply = ScriptedModel.text(pieces.join(""), {
+        deltas: pieces,
+        beforeDelta: (n) =>
+          n === 0
+            ? Deferred.succeed(started, undefined)
+            : n % 2 === 1
+            ? Effect.void
+            : Effect.ignore(Effect.timeout(Effect.forEach(seen[n - 1]!, Deferred.await), "5 seconds"))
+      })
+      const kernel = yield* Effect.provide(Kernel.Kernel, layer([reply]))
+      const run = yield* Effect.fork(kernel.execute(chatThenPause, { runId: "paced", tenant: tenant(), input: "question" }))
+      yield* Deferred.await(started)
+      const live = yield* Effect.forEach(readers, (pageSize, r) =>
+        kernel.live({ tenantId: "acme", runId: "paced" }, { pageSize }).pipe(
+          Stream.tap((e) => (e._tag === "TextDelta" ? Deferred.succeed(seen[pieces.indexOf(e.text)]![r]!, undefined) : Effect.void)),
+          Stream.takeUntil((e) => e._tag === "Paused"),
+          Stream.runCollect,
+          Effect.map(Chunk.toReadonlyArray)
+        ), { concurrency: "unbounded" })
+      yield* Fiber.join(run)
+      const later = yield* liveUntil(kernel, "paced", (e) => e._tag === "Paused")
+      expect(texts(later)).toEqual(pieces)
+      for (const events of live) expect(events).toEqual(later)
+    })
+  })
+
   it.effect("a reader that reconnects after any offset it saw gets exactly the rest", () =>
     Effect.gen(function*() {
       const kernel = yield* Kernel.Kernel

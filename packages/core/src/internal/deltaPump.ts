@@ -63,6 +63,9 @@ const pump = <E>(
         }
         if (!sink(deltas)) break
         holding = true
+        // The consumer's work for the delta (queued by the sink as a microtask: the reader's fiber) runs before the
+        // turn is even asked for: nothing of the pump's stands between the sink and the reader.
+        await Promise.resolve()
         await nextTurn()
         setImmediate(release)
       }

@@ -242,6 +242,20 @@ const reader = (
   let cached: RunInfo | undefined
   let cachedVersion = -1
   let woken = false
+  /**
+   * The step of a reader woken by this process's deltas alone, with the log read to its head before (the commonest
+   * wake-up while a reply streams): the deltas after `state.after`, from memory, as plain calls; `undefined` when the
+   * general step must run (the log changed, a page is full, the run ended, nothing new).
+   */
+  const ownDeltas = (state: State, wake: Wake): readonly [Chunk.Chunk<Live.LiveEvent>, Option.Option<State>] | undefined => {
+    if (!woken || cached === undefined || ended(cached.status) || state.nextSeq <= cached.headSeq || live.readNow === undefined) return undefined
+    if (hub.logVersion(tenantId, runId) !== cachedVersion) return undefined
+    const deltas = live.readNow(tenantId, runId, state.after, cached.headSeq, pageSize)
+    if (deltas === undefined || deltas.length === 0 || deltas.length === pageSize) return undefined
+    const events: Array<Live.LiveEvent> = []
+    for (const d of deltas) events.push(Live.fromDelta(d))
+    return [Chunk.unsafeFromArray(events), Option.some({ after: deltas[deltas.length - 1]!, nextSeq: state.nextSeq, wake })]
+  }
   const step = (state: State) =>
     Effect.gen(function*() {
       // Nothing was written in this process since the last read: wait for a write (or the poll) before reading again.
@@ -249,6 +263,8 @@ const reader = (
 
       for (;;) {
         const wake = hub.ticketNow(tenantId, runId)
+        const own = ownDeltas(state, wake)
+        if (own !== undefined) return own
         // Woken by this process's deltas alone, the log is as last read: only the deltas are read again.
         const version = hub.logVersion(tenantId, runId)
         const logKnown = cached !== undefined && woken && version === cachedVersion
