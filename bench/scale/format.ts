@@ -25,7 +25,7 @@ import { echo, tenant } from "../fixtures.js"
 import { median, nowUs, progress, type Row } from "../lib.js"
 
 /** Turns of the replayed log: five events each, 10,000 in all (and RunStarted, RunCompleted). */
-const TURNS = 2000
+export const TURNS = 2000
 /** Turns of the PostgreSQL log, measured for its size only. */
 const PG_TURNS = 1000
 const ROUNDS = 9
@@ -59,7 +59,7 @@ export const agent = Workflow.make({
     })
 })
 
-const script = (turns: number) =>
+export const script = (turns: number) =>
   Array.from({ length: turns }, (_, i) =>
     ScriptedModel.toolCall("echo", { i, note: `look up invoice page ${i}` }, {
       content: `Checking page ${i} of the invoices.`,

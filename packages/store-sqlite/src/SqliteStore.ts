@@ -25,6 +25,7 @@ import * as Notices from "./internal/runNotices.js"
 import * as Client from "./internal/sqliteClient.js"
 import * as Driver from "./internal/sqliteDriver.js"
 import * as SqliteAppend from "./internal/sqliteAppend.js"
+import * as SqliteRead from "./internal/sqliteRead.js"
 
 /** Where the database lives and how hard it works to keep what it acknowledged. */
 export interface Options {
@@ -63,6 +64,7 @@ export type Services =
   | SqlClient.SqlClient
   | SqliteClient.SqliteClient
   | SqlEventStore.AppendDialect
+  | SqlEventStore.ReadDialect
   | RunNotices.RunNotices
   | ApprovalsIndex.ApprovalsIndex
 
@@ -290,16 +292,19 @@ const open = (options: Options): Effect.Effect<{ readonly client: SqliteClient.S
 
 /**
  * The configured client alone, as `SqliteClient` and `SqlClient`, with the event store's append on it
- * (`SqlEventStore.AppendDialect`: the driver's own prepared statements, group-committed; see `internal/sqliteAppend.ts`).
+ * (`SqlEventStore.AppendDialect`: the driver's own prepared statements, group-committed; see `internal/sqliteAppend.ts`)
+ * and its read (`SqlEventStore.ReadDialect`: the pages of `readEvents` on the driver's own prepared statement; see
+ * `internal/sqliteRead.ts`).
  */
 export const layerClient = (
   options: Options
-): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient | SqlEventStore.AppendDialect, Errors.StoreUnavailable> =>
+): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient | SqlEventStore.AppendDialect | SqlEventStore.ReadDialect, Errors.StoreUnavailable> =>
   Layer.scopedContext(
     Effect.map(open(options), ({ client, lane }) =>
       Context.make(SqliteClient.SqliteClient, client).pipe(
         Context.add(SqlClient.SqlClient, client),
-        Context.add(SqlEventStore.AppendDialect, { client, make: (tables) => SqliteAppend.make(lane, tables, options.onGroupCommit) })
+        Context.add(SqlEventStore.AppendDialect, { client, make: (tables) => SqliteAppend.make(lane, tables, options.onGroupCommit) }),
+        Context.add(SqlEventStore.ReadDialect, { client, values: SqliteRead.make(lane) })
       ))
   )
 

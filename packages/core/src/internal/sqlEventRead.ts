@@ -3,7 +3,9 @@
  * (each event's prev_hash) is completed from the row before (see `eventValues`). Both dialects select a packed hash or
  * id as text made in SQL (see `eventColumnList`).
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import { RunNotFound, StoreError } from "../Errors.js"
@@ -106,8 +108,29 @@ const eventFromValues = (runId: string, tenantId: string, row: ReadonlyArray<unk
   )
 }
 
-/** `readEvents` of the store on `sql`'s tables `t`. */
-export const make = (sql: SqlClient.SqlClient, t: Tables) => {
+/**
+ * A dialect's own read (`SqlEventStore.ReadDialect`): runs the read-only statement `text` (`?` placeholders) with
+ * `params`, on the driver's own prepared statement, and gives its rows as arrays of values. `inTransaction`: the
+ * caller's transaction holds the connection (the read runs in it).
+ */
+export type ReadValues = (
+  text: string,
+  params: ReadonlyArray<unknown>,
+  inTransaction: boolean
+) => Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError>
+
+/**
+ * The statement of a page on SQLite, for a `ReadValues`: run id, tenant id, first seq, limit (-1: none, which SQLite
+ * reads as no limit).
+ */
+const sqlitePageText = (t: Tables): string =>
+  `SELECT ${eventColumnList("sqlite")} FROM ${t.events} WHERE run_id = ? AND tenant_id = ? AND seq >= ? ORDER BY seq LIMIT ?`
+
+/**
+ * `readEvents` of the store on `sql`'s tables `t`. With `values` (a SQLite store package's own read) its pages run on
+ * the driver's prepared statement: through `SqlClient` each page cost a span, a compile, a cache lookup and a few fibers.
+ */
+export const make = (sql: SqlClient.SqlClient, t: Tables, values?: ReadValues) => {
   const runs = sql(t.runs)
   const events = sql(t.events)
   const runExists = (tenantId: string, runId: string) =>
@@ -118,13 +141,23 @@ export const make = (sql: SqlClient.SqlClient, t: Tables) => {
 
   const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
   const eventColumns = sql.literal(eventColumnList(pg ? "pg" : "sqlite"))
+  const pageText = values === undefined || pg ? undefined : sqlitePageText(t)
+  /** The rows of a page from seq `from`, `limit` of them at most (all when undefined). */
+  const select = (tenantId: string, runId: string, from: number, limit: number | undefined): Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError> => {
+    if (values !== undefined && pageText !== undefined) {
+      return Effect.contextWithEffect((context) =>
+        values(pageText, [runId, tenantId, from, limit ?? -1], Context.getOption(context, SqlClient.TransactionConnection)._tag === "Some")
+      )
+    }
+    const page = limit === undefined ? sql`` : sql`LIMIT ${limit}`
+    return sql`SELECT ${eventColumns} FROM ${events} WHERE run_id = ${runId} AND tenant_id = ${tenantId} AND seq >= ${from} ORDER BY seq ${page}`.values
+  }
   // A page from seq N > 1 reads the row before it too: a NULL prev_hash is that row's hash.
   const readEvents = (tenantId: string, runId: string, fromSeq = 1, limit?: number): Effect.Effect<ReadonlyArray<Event>, RunNotFound | StoreError> =>
     Effect.gen(function*() {
       const from = Math.max(1, fromSeq)
       const before = from > 1 ? 1 : 0
-      const page = limit === undefined ? sql`` : sql`LIMIT ${Math.max(0, Math.floor(limit)) + before}`
-      const rows = yield* sql`SELECT ${eventColumns} FROM ${events} WHERE run_id = ${runId} AND tenant_id = ${tenantId} AND seq >= ${from - before} ORDER BY seq ${page}`.values
+      const rows = yield* select(tenantId, runId, from - before, limit === undefined ? undefined : Math.max(0, Math.floor(limit)) + before)
       return yield* Effect.suspend(() => {
         const out: Array<Event> = []
         let previousHash = GENESIS_HASH
@@ -157,7 +190,7 @@ export const make = (sql: SqlClient.SqlClient, t: Tables) => {
       ))
     }).pipe(
       Effect.catchTag("SqlError", (error) => Effect.fail(storeError("readEvents", error))),
-      Effect.withSpan("SqlEventStore.readEvents", { attributes: { runId, fromSeq, limit } })
+      Effect.withSpan("SqlEventStore.readEvents", { attributes: { runId, fromSeq, limit }, captureStackTrace: false })
     )
 
   return readEvents
