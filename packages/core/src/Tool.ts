@@ -280,6 +280,8 @@ export const make = <Args, ArgsEncoded, Result = Json.Json, ResultEncoded = Json
       return Either.flatMap(
         Either.mapLeft(encodeResult(result), (e) => new ToolError({ tool: name, reason: `result does not match its schema: ${firstIssue(e).reason}` })),
         (encoded) => {
+          // Plain JSON (the common result) is logged as it is, as arguments are: no copy, node by node, with its paths.
+          if (Json.isJson(encoded)) return Either.right(encoded)
           const checked = Json.fromUnknown(encoded)
           return checked.ok ? Either.right(checked.json) : Either.left(new ToolError({ tool: name, reason: `result is not JSON: ${checked.error}` }))
         }

@@ -4,7 +4,6 @@
  * epoch, and adopts the signals senders appended after its head (`headChain.ts`). Reading a verified log is in
  * `verifiedRead.ts` (forward, a page at a time) and `headRead.ts` (back from the head); re-exported here.
  */
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Errors from "../Errors.js"
 import { type Event, type EventPayload, RUN_STEP_KEY, type RunInfo } from "../Event.js"
@@ -93,9 +92,9 @@ export const make = (options: LedgerOptions) => {
     if (mode === "replay") {
       return Effect.fail(new Errors.InvalidRunState({ runId, status: "being replayed", expected: "live (a replay writes nothing)" }))
     }
-    // No generator: this runs twice per tool step.
-    return Effect.flatMap(Clock.currentTimeMillis, (timestamp) => {
-      const request = prepare(stepKey, payloads, timestamp)
+    // No generator: this runs twice per tool step. The clock is read in place (`clockWith`), not as an effect of its own.
+    return Effect.clockWith((clock) => {
+      const request = prepare(stepKey, payloads, clock.unsafeCurrentTimeMillis())
       const write = alongside.length === 0 ? options.store.append(request) : options.store.appendAll([request, ...alongside])
       // `map` then `catchAll` rather than `matchEffect`: half the runtime's work, twice a tool step.
       const written = Effect.map(write, () => {

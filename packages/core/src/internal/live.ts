@@ -132,25 +132,25 @@ export const makeHub = (): Hub => {
  * `liveNotify`).
  */
 export const notifying = (store: EventStore.Service, hub: Hub, tell?: (tenantId: string, runId: string) => void): EventStore.Service => {
-  const appended = tell === undefined ? hub.appended : (tenantId: string, runId: string) =>
-    Effect.sync(() => {
-      hub.logChanged(tenantId, runId)
-      tell(tenantId, runId)
-    })
+  const appended = tell === undefined ? hub.logChanged : (tenantId: string, runId: string) => {
+    hub.logChanged(tenantId, runId)
+    tell(tenantId, runId)
+  }
   return notifyingWith(store, appended)
 }
 
-const notifyingWith = (store: EventStore.Service, appended: (tenantId: string, runId: string) => Effect.Effect<void>): EventStore.Service => ({
+const notifyingWith = (store: EventStore.Service, appended: (tenantId: string, runId: string) => void): EventStore.Service => ({
   ...store,
-  append: (request) => Effect.tap(store.append(request), () => appended(request.tenantId, request.runId)),
-  appendAll: (requests) => Effect.tap(store.appendAll(requests), () => Effect.forEach(requests, (r) => appended(r.tenantId, r.runId), { discard: true })),
+  // A plain call after the append (`map`), twice a tool step: not an effect of its own run by `tap`.
+  append: (request) => Effect.map(store.append(request), () => appended(request.tenantId, request.runId)),
+  appendAll: (requests) => Effect.map(store.appendAll(requests), () => requests.forEach((r) => appended(r.tenantId, r.runId))),
   appendPaged: (next) => {
     // The runs written, told once the transaction committed.
     const written = new Map<string, { readonly tenantId: string; readonly runId: string }>()
     const noted = Effect.tap(next, (page) => {
       if (page._tag === "Some") written.set(`${page.value.tenantId}\u0000${page.value.runId}`, page.value)
     })
-    return Effect.tap(store.appendPaged(noted), () => Effect.forEach(written.values(), (r) => appended(r.tenantId, r.runId), { discard: true }))
+    return Effect.map(store.appendPaged(noted), () => written.forEach((r) => appended(r.tenantId, r.runId)))
   }
 })
 

@@ -36,7 +36,9 @@ export const CONFLICT = "artana: sequence conflict"
 /** SQLite's variable limit is 32766 and Postgres' 65535; 10 columns x 1000 rows stays well below both. */
 export const INSERT_CHUNK = 1000
 
-export const chunksOf = <A>(items: ReadonlyArray<A>): Array<ReadonlyArray<A>> => {
+export const chunksOf = <A>(items: ReadonlyArray<A>): ReadonlyArray<ReadonlyArray<A>> => {
+  // The common batch (a step's few events) is one chunk: itself, not a copy.
+  if (items.length <= INSERT_CHUNK) return [items]
   const chunks: Array<ReadonlyArray<A>> = []
   for (let i = 0; i < items.length; i += INSERT_CHUNK) chunks.push(items.slice(i, i + INSERT_CHUNK))
   return chunks

@@ -66,7 +66,7 @@ export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor
    * (a denial, a budget stop, middleware notes' counts) annotates the step's span.
    */
   const append = (stepKey: string, payloads: ReadonlyArray<EventPayload>): Effect.Effect<void> =>
-    Tracing.append(stepKey, payloads, Effect.catchAll(ledger.append(stepKey, payloads), (error) => fault(error)))
+    Tracing.append(stepKey, payloads, Effect.catchAll(ledger.append(stepKey, payloads), fault))
 
   const budgetExceeded = (stepKey: string, phase: "before_call" | "during_call" | "after_call", before: ReadonlyArray<EventPayload>) =>
     Effect.gen(function*() {

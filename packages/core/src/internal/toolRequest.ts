@@ -54,13 +54,14 @@ export const refused = (env: StepEnv, key: string, requested: ToolRequestedPaylo
 export const request = (env: StepEnv, tool: Tool, key: string, requested: ToolRequestedPayload, ready: Ready): Effect.Effect<ToolOutcome> => {
   const { info, notes } = ready
   const logged: EventPayload = { ...requested, arguments: info.arguments }
+  if (tool.idempotent && (tool.durability ?? env.deps.idempotentToolDurability) === "one-commit") {
+    // One commit: the request goes to the log with the outcome. A crash mid-handler leaves no trace of the call,
+    // so the next execution makes it again, with the same idempotency key. (`runHandler` checks ownership first.)
+    return runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, [logged, ...notes])
+  }
   // A call requested by an owner that lost the run would only leave the next owner a call in doubt.
-  return Effect.flatMap(env.checkOwnership(tool.name), () => {
-    if (tool.idempotent && (tool.durability ?? env.deps.idempotentToolDurability) === "one-commit") {
-      // One commit: the request goes to the log with the outcome. A crash mid-handler leaves no trace of the call,
-      // so the next execution makes it again, with the same idempotency key.
-      return runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, [logged, ...notes])
-    }
-    return Effect.zipRight(env.append(key, [logged, ...notes]), runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, []))
-  })
+  return Effect.flatMap(
+    env.checkOwnership(tool.name),
+    () => Effect.zipRight(env.append(key, [logged, ...notes]), runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, []))
+  )
 }

@@ -22,23 +22,23 @@ const decisionOf = (outcome: ToolOutcome): string => {
   }
 }
 
-/** `effect`, a live tool step, under its `artana.tool` span. */
+/** `effect`, a live tool step, under its `artana.tool` span (its attributes built only when a tracer exports it). */
 export const traced = (call: ToolCallRequest, key: string, idempotencyKey: string, tool: Tool | undefined, effect: Effect.Effect<ToolOutcome>) =>
-  Tracing.span(
+  Tracing.spanWith(
     "artana.tool",
-    {
+    () => ({
       "gen_ai.operation.name": "execute_tool",
       "gen_ai.tool.name": call.name,
       "artana.step_key": key,
       "artana.tool.idempotent": tool?.idempotent ?? false,
       "artana.tool.idempotency_key": idempotencyKey
-    },
+    }),
     effect,
-    {
+    () => ({
       attributes: (outcome) => ({ "artana.tool.decision": decisionOf(outcome), "artana.tool.outcome": outcome.ok ? "ok" : outcome.error._tag }),
       content: (outcome) => ({
         "gen_ai.tool.call.arguments": call.arguments,
         ...(outcome.ok ? { "gen_ai.tool.call.result": Tracing.json(outcome.json) } : { "artana.tool.error": outcome.error.message })
       })
-    }
+    })
   )

@@ -83,7 +83,20 @@ export interface After<A> {
 
 /** A step's span, opened with no stack trace; `after` annotates it with what the step returned. */
 export const span = <A, E, R>(name: string, attributes: Record<string, unknown>, effect: Effect.Effect<A, E, R>, after?: After<A>): Effect.Effect<A, E, R> =>
-  whenTraced(() => Effect.withSpan(after === undefined ? effect : Effect.tap(effect, (a) => recordAfter(after, a)), name, { attributes, captureStackTrace: false }), effect)
+  spanWith(name, () => attributes, effect, () => after)
+
+/** `span`, its attributes and `after` built only when the span is opened (a hot step allocates nothing for it otherwise). */
+export const spanWith = <A, E, R>(
+  name: string,
+  attributes: () => Record<string, unknown>,
+  effect: Effect.Effect<A, E, R>,
+  after: () => After<A> | undefined
+): Effect.Effect<A, E, R> =>
+  whenTraced(() => {
+    const recorded = after()
+    const spanned = recorded === undefined ? effect : Effect.tap(effect, (a) => recordAfter(recorded, a))
+    return Effect.withSpan(spanned, name, { attributes: attributes(), captureStackTrace: false })
+  }, effect)
 
 const recordAfter = <A>(after: After<A>, a: A): Effect.Effect<void> => {
   const annotated = after.attributes === undefined ? Effect.void : Effect.annotateCurrentSpan(after.attributes(a))
