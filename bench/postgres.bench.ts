@@ -51,7 +51,12 @@ interface Measured {
 }
 const measured = (): Measured => ({ stepUs: [], commitsPerStep: [], cpuUs: [], statements: [] })
 
-const COLUMNS = ["run_id", "seq", "event_id", "tenant_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"] as const
+/** An event's columns (migration 12: under its run's surrogate key, its type the payload's `_tag`). */
+const COLUMNS = ["run_key", "seq", "event_id", "timestamp", "step_key", "payload", "prev_hash", "hash"] as const
+
+/** A floor run's key in the twin table: negative, so never a store's run's. */
+let floorKeys = 0
+const floorKey = (): number => --floorKeys
 
 /** Write transactions the server committed since `before` (each assigns a transaction id; reading one assigns one). */
 const xid = async (client: pg.Client): Promise<number> => Number((await client.query("SELECT txid_current() AS x")).rows[0].x)
@@ -72,7 +77,7 @@ type Row = BenchResult["rows"][number]
 /**
  * The floors at `workers` connections: each writes, on a bare `pg` client of its own, the rows a run of each mode wrote
  * (`sample`), into a twin table: the two-phase run's one commit per row, the one-commit run's one two-row INSERT per step.
- * `run(round)` gives each floor's wall time and Node CPU per step.
+ * `run()` gives each floor's wall time and Node CPU per step.
  */
 const floorsAt = async (url: string, workers: number, sample: { readonly twoPhase: Array<Record<string, unknown>>; readonly oneCommit: Array<Record<string, unknown>> }) => {
   const clients = await Promise.all(Array.from({ length: workers }, async () => {
@@ -83,18 +88,19 @@ const floorsAt = async (url: string, workers: number, sample: { readonly twoPhas
   const tuple = (offset: number) => `(${COLUMNS.map((_, i) => `$${offset + i + 1}`).join(",")})`
   const insertOne = `INSERT INTO floor_events (${COLUMNS.join(",")}) VALUES ${tuple(0)}`
   const insertTwo = `INSERT INTO floor_events (${COLUMNS.join(",")}) VALUES ${tuple(0)}, ${tuple(COLUMNS.length)}`
-  const valuesOf = (row: Record<string, unknown>, runId: string) => COLUMNS.map((c) => (c === "run_id" ? runId : row[c]))
+  const valuesOf = (row: Record<string, unknown>, runKey: number) => COLUMNS.map((c) => (c === "run_key" ? runKey : row[c]))
   const [twoSteps, oneSteps] = [workers * (sample.twoPhase.length / 2), workers * Math.floor(sample.oneCommit.length / 2)]
-  const run = async (round: number) => {
+  const run = async () => {
     const [c0, t0] = [cpuUs(), nowUs()]
-    await Promise.all(clients.map(async (client, w) => {
-      for (const row of sample.twoPhase) await client.query(insertOne, valuesOf(row, `floor-${round}-${workers}-${w}`))
+    await Promise.all(clients.map(async (client) => {
+      const runKey = floorKey()
+      for (const row of sample.twoPhase) await client.query(insertOne, valuesOf(row, runKey))
     }))
     const [t1, c1] = [nowUs(), cpuUs()]
-    await Promise.all(clients.map(async (client, w) => {
-      const runId = `floor1-${round}-${workers}-${w}`
+    await Promise.all(clients.map(async (client) => {
+      const runKey = floorKey()
       for (let i = 0; i + 1 < sample.oneCommit.length; i += 2) {
-        await client.query(insertTwo, [...valuesOf(sample.oneCommit[i]!, runId), ...valuesOf(sample.oneCommit[i + 1]!, runId)])
+        await client.query(insertTwo, [...valuesOf(sample.oneCommit[i]!, runKey), ...valuesOf(sample.oneCommit[i + 1]!, runKey)])
       }
     }))
     const [t2, c2] = [nowUs(), cpuUs()]
@@ -161,7 +167,7 @@ const measureAt = async (url: string, admin: pg.Client, scope: Scope.Scope, work
   // The floors write the very rows a run of each mode wrote, into a twin table, over `workers` bare connections.
   await admin.query(`CREATE TABLE IF NOT EXISTS floor_events (LIKE events INCLUDING DEFAULTS INCLUDING INDEXES)`)
   const toolRows = async (runId: string): Promise<Array<Record<string, unknown>>> =>
-    (await admin.query(`SELECT ${COLUMNS.join(",")} FROM events WHERE run_id = $1 AND type LIKE 'Tool%' ORDER BY seq`, [runId])).rows
+    (await admin.query(`SELECT ${COLUMNS.join(",")} FROM events WHERE run_key = (SELECT run_key FROM runs WHERE run_id = $1) AND payload::json->>'_tag' LIKE 'Tool%' ORDER BY seq`, [runId])).rows
   const floors = await floorsAt(url, workers, { twoPhase: await toolRows(`warm-${workers}-0`), oneCommit: await toolRows(`warm1-${workers}-0`) })
 
   const [twoPhase, oneCommit] = [measured(), measured()]
@@ -178,8 +184,8 @@ const measureAt = async (url: string, admin: pg.Client, scope: Scope.Scope, work
     into.statements.push((q1 - q0) / totalSteps)
     into.commitsPerStep.push((after - before - 1) / totalSteps)
   }
-  const measureFloors = async (round: number) => {
-    const f = await floors.run(round)
+  const measureFloors = async () => {
+    const f = await floors.run()
     floor.twoUs.push(f.twoUs)
     floor.oneUs.push(f.oneUs)
     floor.twoCpu.push(f.twoCpu)
@@ -188,10 +194,10 @@ const measureAt = async (url: string, admin: pg.Client, scope: Scope.Scope, work
   for (let round = 0; round < ROUNDS; round++) {
     progress(`w${workers} round ${round + 1}/${ROUNDS}: ${workers} x ${STEPS_PER_RUN} durable steps (two-phase, then one-commit) and their floors`)
     // The floors go first in every other round, so neither side always runs right after the other.
-    if (round % 2 === 1) await measureFloors(round)
+    if (round % 2 === 1) await measureFloors()
     await measure(twoPhase, (w) => execute(`r${round}-w${workers}-${w}`))
     await measure(oneCommit, (w) => execute(`r1-${round}-w${workers}-${w}`, stepsOneCommit))
-    if (round % 2 === 0) await measureFloors(round)
+    if (round % 2 === 0) await measureFloors()
   }
   await floors.end()
   return [

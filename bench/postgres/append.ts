@@ -21,8 +21,8 @@ const N = events.length - 1
 const cpu = () => { const u = process.cpuUsage(); return u.user + u.system }
 const c = new pg.Client({ connectionString: url }); await c.connect()
 await c.query("CREATE TABLE t (LIKE events INCLUDING ALL)")
-const row = (await c.query("SELECT * FROM events WHERE run_id='src' AND seq=5")).rows[0]
-const ins = "INSERT INTO t (run_id, seq, event_id, tenant_id, timestamp, type, step_key, payload, prev_hash, hash) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)"
+const row = (await c.query("SELECT * FROM events WHERE run_key = (SELECT run_key FROM runs WHERE run_id = 'src') AND seq = 5")).rows[0]
+const ins = "INSERT INTO t (run_key, seq, event_id, timestamp, step_key, payload, prev_hash, hash) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)"
 const B = 50
 const storeUs: Array<number> = [], bareUs: Array<number> = []
 for (let rep = 0; rep < Number(process.env.REPS ?? 30); rep++) {
@@ -33,7 +33,7 @@ for (let rep = 0; rep < Number(process.env.REPS ?? 30); rep++) {
     const c0 = cpu()
     await Effect.runPromise(Effect.forEach(Array.from({ length: B }, (_, k) => b + k + 1), (i) => store.append({ tenantId: "bench", runId: run, expectedSeq: i, events: [evs[i]!], ownerEpoch: 1 }), { discard: true }))
     const c1 = cpu()
-    for (let i = b + 1; i <= b + B; i++) await c.query({ name: "floor", text: ins, values: [run, i, row.event_id, row.tenant_id, row.timestamp, row.type, row.step_key, row.payload, row.prev_hash, row.hash] })
+    for (let i = b + 1; i <= b + B; i++) await c.query({ name: "floor", text: ins, values: [-(rep + 1), i, row.event_id, row.timestamp, row.step_key, row.payload, row.prev_hash, row.hash] })
     const c2 = cpu()
     storeUs.push((c1 - c0) / B); bareUs.push((c2 - c1) / B)
   }

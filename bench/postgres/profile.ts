@@ -64,7 +64,7 @@ for (const workers of WORKERS) {
     return c
   }))
   await admin.query("CREATE TABLE IF NOT EXISTS floor_events (LIKE events INCLUDING DEFAULTS INCLUDING INDEXES)")
-  const sample = (await admin.query("SELECT run_id, seq, event_id, tenant_id, timestamp, type, step_key, payload, prev_hash, hash FROM events WHERE run_id = $1 ORDER BY seq LIMIT 3 OFFSET 1", [`warm-two_phase-${workers}-0-0`])).rows
+  const sample = (await admin.query("SELECT run_key, seq, event_id, timestamp, step_key, payload, prev_hash, hash FROM events WHERE run_key = (SELECT run_key FROM runs WHERE run_id = $1) ORDER BY seq LIMIT 3 OFFSET 1", [`warm-two_phase-${workers}-0-0`])).rows
   const backends = await pidsOf(`profile${workers}`)
   const floorBackends = await pidsOf(`floor${workers}`)
   const stats: Record<string, { wall: Array<number>; cpu: Array<number>; user: Array<number>; server: Array<number>; statements: Array<number> }> = {}
@@ -86,7 +86,7 @@ for (const workers of WORKERS) {
     await Promise.all(floorClients.map(async (client, w) => {
       for (let i = 0; i < STEPS; i++) {
         const row = sample[i % sample.length]
-        await client.query("INSERT INTO floor_events (run_id, seq, event_id, tenant_id, timestamp, type, step_key, payload, prev_hash, hash) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)", [`f${workers}-${round}-${w}`, i, row.event_id, row.tenant_id, row.timestamp, row.type, row.step_key, row.payload, row.prev_hash, row.hash])
+        await client.query("INSERT INTO floor_events (run_key, seq, event_id, timestamp, step_key, payload, prev_hash, hash) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)", [-(1 + 2 * (round * 10_000 + workers * 100 + w)), i, row.event_id, row.timestamp, row.step_key, row.payload, row.prev_hash, row.hash])
       }
     }))
     record("floor_commit", workers * STEPS, nowUs() - t0, cpuUs() - c0, userUs() - u0, serverCpuUs(floorBackends) - s0, statements() - q0)
@@ -95,8 +95,8 @@ for (const workers of WORKERS) {
       for (let i = 0; i < STEPS; i++) {
         const [a, b] = [sample[0], sample[1]]
         await client.query(
-          "INSERT INTO floor_events (run_id, seq, event_id, tenant_id, timestamp, type, step_key, payload, prev_hash, hash) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10), ($1,$11,$12,$4,$13,$14,$15,$16,$17,$18)",
-          [`f2${workers}-${round}-${w}`, 2 * i, a.event_id, a.tenant_id, a.timestamp, a.type, a.step_key, a.payload, a.prev_hash, a.hash, 2 * i + 1, b.event_id, b.timestamp, b.type, b.step_key, b.payload, b.prev_hash, b.hash]
+          "INSERT INTO floor_events (run_key, seq, event_id, timestamp, step_key, payload, prev_hash, hash) VALUES ($1,$2,$3,$4,$5,$6,$7,$8), ($1,$9,$10,$11,$12,$13,$14,$15)",
+          [-(2 + 2 * (round * 10_000 + workers * 100 + w)), 2 * i, a.event_id, a.timestamp, a.step_key, a.payload, a.prev_hash, a.hash, 2 * i + 1, b.event_id, b.timestamp, b.step_key, b.payload, b.prev_hash, b.hash]
         )
       }
     }))

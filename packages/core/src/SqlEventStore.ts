@@ -138,12 +138,22 @@ export { FENCE_INDEX, RUN_LINEAGE_INDEXES, RUN_LIST_INDEXES, RUN_VERSION_INDEX }
 /** Creates the tables and indexes if they do not exist yet (idempotent, safe to run concurrently). */
 export const migrate = (options: Options = {}): Effect.Effect<void, StoreError | SchemaMismatch, SqlClient.SqlClient> => {
   const t = tables(options)
-  // The columns the queries use: a table changed outside Artana is refused on open, not on the first query.
-  const columns = {
-    [t.runs]: ["run_id", "tenant_id", "workflow", "parent_run_id", "root_run_id", "status", "head_seq", "head_hash", "cost_usd", "created_at", "updated_at", "owner_epoch", "version", "forked_from"],
-    [t.events]: ["run_id", "seq", "event_id", "tenant_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"]
-  }
-  return SqlMigrations.run({ name: "event_store", tablePrefix: options.tablePrefix, migrations: migrations(options), columns })
+  const runColumns = ["run_id", "tenant_id", "workflow", "parent_run_id", "root_run_id", "status", "head_seq", "head_hash", "cost_usd", "created_at", "updated_at", "owner_epoch", "version", "forked_from"]
+  // The columns the queries use: a table changed outside Artana is refused on open, not on the first query. PostgreSQL's
+  // events are keyed by the run's surrogate key, and their type is their payload's (migration 12).
+  return Effect.flatMap(SqlClient.SqlClient, (sql) => {
+    const columns = sql.onDialectOrElse({
+      pg: () => ({
+        [t.runs]: [...runColumns, "run_key"],
+        [t.events]: ["run_key", "seq", "event_id", "timestamp", "step_key", "payload", "prev_hash", "hash"]
+      }),
+      orElse: () => ({
+        [t.runs]: runColumns,
+        [t.events]: ["run_id", "seq", "event_id", "tenant_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"]
+      })
+    })
+    return SqlMigrations.run({ name: "event_store", tablePrefix: options.tablePrefix, migrations: migrations(options), columns })
+  })
 }
 
 // --- the store -----------------------------------------------------------------------------------------------

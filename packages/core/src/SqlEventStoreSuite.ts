@@ -149,13 +149,31 @@ WHERE i.indrelid = ${`"${table}"`}::regclass AND i.indisprimary ORDER BY array_p
     (rows) => rows.map((r) => r.name)
   )
 
-/** What the new schema must look like, beyond its keys: on SQLite, the events' table, their foreign key and the head trigger. */
+/**
+ * The events of the run `runId` (of any tenant), as a SQL condition on the events table: PostgreSQL keys them by the
+ * run's surrogate key (migration 12).
+ */
+const ofRun = (sql: SqlClient.SqlClient, prefix: string, runId: string) =>
+  sql.onDialectOrElse({
+    pg: () => sql`run_key IN (SELECT run_key FROM ${sql(`${prefix}runs`)} WHERE run_id = ${runId})`,
+    orElse: () => sql`run_id = ${runId}`
+  })
+
+/**
+ * What the new schema must look like, beyond its keys: on SQLite, the events' table, their foreign key and the head
+ * trigger; on PostgreSQL, the events' eight columns in their order (migration 12).
+ */
 const checkSchema = (sql: SqlClient.SqlClient, prefix: string) =>
   Effect.gen(function*() {
     expect(yield* primaryKey(sql, `${prefix}runs`)).toEqual(["tenant_id", "run_id"])
-    expect(yield* primaryKey(sql, `${prefix}events`)).toEqual(["tenant_id", "run_id", "seq"])
+    const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
+    expect(yield* primaryKey(sql, `${prefix}events`)).toEqual(pg ? ["run_key", "seq"] : ["tenant_id", "run_id", "seq"])
     yield* sql.onDialectOrElse({
-      pg: () => Effect.void,
+      pg: () =>
+        Effect.map(
+          sql<{ readonly name: string }>`SELECT attname AS name FROM pg_attribute WHERE attrelid = ${`"${prefix}events"`}::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
+          (columns) => expect(columns.map((c) => c.name)).toEqual(["run_key", "timestamp", "seq", "event_id", "step_key", "payload", "prev_hash", "hash"])
+        ),
       orElse: () =>
         Effect.gen(function*() {
           const [events] = yield* sql<{ readonly sql: string }>`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ${`${prefix}events`}`
@@ -236,14 +254,15 @@ const textChainToBytes = (database: Effect.Effect<Database, unknown, Scope.Scope
         pg: () => sql`SELECT indexname AS name FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ${events} AND indexname = ${`${prefix}events_type_idx`}`,
         orElse: () => sql`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ${events} AND name = ${`${prefix}events_type_idx`}`
       })
-      expect(kept).toHaveLength(1)
+      // PostgreSQL's migration 12 copies the events into a table without the index's columns (the tenant, the type).
+      expect(kept).toHaveLength(sql.onDialectOrElse({ pg: () => 0, orElse: () => 1 }))
       // A page from the middle completes its first prev_hash from the row before it.
       expect(yield* store.readEvents(tenantA.tenantId, "r-kernel", 11, 10)).toEqual(uuids.events.slice(10, 20))
       // Stored as bytes: a hash is 32, a UUID 16; every prev_hash is its previous event's hash, so none is stored.
       const [kernel] = yield* sql<{ readonly n: unknown; readonly hashes: unknown; readonly ids: unknown; readonly prevs: unknown }>`SELECT COUNT(*) AS n,
   SUM(CASE WHEN ${byteLength(sql, "hash")} = 32 THEN 1 ELSE 0 END) AS hashes,
   SUM(CASE WHEN ${byteLength(sql, "event_id")} = 16 THEN 1 ELSE 0 END) AS ids,
-  SUM(CASE WHEN prev_hash IS NULL THEN 1 ELSE 0 END) AS prevs FROM ${sql(events)} WHERE run_id = 'r-kernel'`
+  SUM(CASE WHEN prev_hash IS NULL THEN 1 ELSE 0 END) AS prevs FROM ${sql(events)} WHERE ${ofRun(sql, prefix, "r-kernel")}`
       expect([kernel?.n, kernel?.hashes, kernel?.ids, kernel?.prevs].map(Number)).toEqual([30, 30, 30, 30])
 
       // The run goes on: a batch after the migrated head, then one more; both verify with what was there.
@@ -255,12 +274,12 @@ const textChainToBytes = (database: Effect.Effect<Database, unknown, Scope.Scope
       expect(verifyEvents("r-kernel", all, { heads: [{ source: "store", seq: 33, hash: more[2]!.hash }] })).toMatchObject({ ok: true, events: 33 })
       expect(yield* store.getRun(tenantA.tenantId, "r-kernel")).toMatchObject({ headSeq: 33, headHash: more[2]!.hash })
       // The appends stored no prev_hash either: each batch's first event links to the stored head.
-      const [stored] = yield* sql<{ readonly prevs: unknown }>`SELECT COUNT(*) AS prevs FROM ${sql(events)} WHERE run_id = 'r-kernel' AND prev_hash IS NOT NULL`
+      const [stored] = yield* sql<{ readonly prevs: unknown }>`SELECT COUNT(*) AS prevs FROM ${sql(events)} WHERE ${ofRun(sql, prefix, "r-kernel")} AND prev_hash IS NOT NULL`
       expect(Number(stored?.prevs)).toBe(0)
 
       // Tampering is caught as before, each time at the first row it touched (each tamper is earlier in the log).
       const verify = Effect.map(store.readEvents(tenantA.tenantId, "r-kernel"), (read) => verifyEvents("r-kernel", read))
-      const at = (seq: number) => sql`run_id = 'r-kernel' AND seq = ${seq}`
+      const at = (seq: number) => sql`${ofRun(sql, prefix, "r-kernel")} AND seq = ${seq}`
       // A payload changed in place.
       yield* sql`UPDATE ${sql(events)} SET payload = ${JSON.stringify({ _tag: "StepCompleted", name: "step-18", value: { i: 1000, note: "a memoized step" } })} WHERE ${at(20)}`
       expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 20 })

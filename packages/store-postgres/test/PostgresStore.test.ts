@@ -701,14 +701,14 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
     it.scoped("an UPDATE of a payload names the altered seq", () =>
       Effect.gen(function*() {
         const { sql, verify } = yield* seeded
-        yield* sql`UPDATE events SET payload = jsonb_set(payload::jsonb, '{value}', '"forged"')::text WHERE run_id = 'run-1' AND seq = 3`
+        yield* sql`UPDATE events SET payload = jsonb_set(payload::jsonb, '{value}', '"forged"')::text WHERE run_key = (SELECT run_key FROM runs WHERE run_id = 'run-1') AND seq = 3`
         expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 3 })
       }))
 
     it.scoped("a DELETE of an event names the missing seq", () =>
       Effect.gen(function*() {
         const { sql, verify } = yield* seeded
-        yield* sql`DELETE FROM events WHERE run_id = 'run-1' AND seq = 2`
+        yield* sql`DELETE FROM events WHERE run_key = (SELECT run_key FROM runs WHERE run_id = 'run-1') AND seq = 2`
         const report = yield* verify
         expect(report).toMatchObject({ ok: false, firstBrokenSeq: 2 })
         expect(report.reason).toContain("missing")
@@ -717,7 +717,7 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
     it.scoped("a DELETE of the last events is caught by the run row's head", () =>
       Effect.gen(function*() {
         const { sql, verify } = yield* seeded
-        yield* sql`DELETE FROM events WHERE run_id = 'run-1' AND seq >= 4`
+        yield* sql`DELETE FROM events WHERE run_key = (SELECT run_key FROM runs WHERE run_id = 'run-1') AND seq >= 4`
         const report = yield* verify
         expect(report).toMatchObject({ ok: false, firstBrokenSeq: 4 })
         expect(report.reason).toContain("truncated")
@@ -726,14 +726,14 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
     it.scoped("an INSERT past the head names the first seq the run row does not vouch for", () =>
       Effect.gen(function*() {
         const { sql, verify } = yield* seeded
-        yield* sql`INSERT INTO events SELECT run_id, seq + 1, event_id, tenant_id, timestamp, type, step_key, payload, hash, hash FROM events WHERE run_id = 'run-1' AND seq = 5`
+        yield* sql`INSERT INTO events (run_key, seq, event_id, timestamp, step_key, payload, prev_hash, hash) SELECT run_key, seq + 1, event_id, timestamp, step_key, payload, hash, hash FROM events WHERE run_key = (SELECT run_key FROM runs WHERE run_id = 'run-1') AND seq = 5`
         expect(yield* verify).toMatchObject({ ok: false, firstBrokenSeq: 6 })
       }))
 
     it.scoped("after an INSERT past the head, the run's head is the log's, and an append at the old head conflicts", () =>
       Effect.gen(function*() {
         const { sql, store } = yield* seeded
-        yield* sql`INSERT INTO events SELECT run_id, seq + 1, event_id, tenant_id, timestamp, type, step_key, payload, hash, hash FROM events WHERE run_id = 'run-1' AND seq = 5`
+        yield* sql`INSERT INTO events (run_key, seq, event_id, timestamp, step_key, payload, prev_hash, hash) SELECT run_key, seq + 1, event_id, timestamp, step_key, payload, hash, hash FROM events WHERE run_key = (SELECT run_key FROM runs WHERE run_id = 'run-1') AND seq = 5`
         const log = yield* store.readEvents("acme", "run-1")
         expect((yield* store.getRun("acme", "run-1")).headSeq).toBe(6)
         const stale = TestLog.chain("run-1", "acme", log.slice(0, 5), [step("d")])
@@ -746,7 +746,7 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
       Effect.gen(function*() {
         const { sql, store, verify } = yield* seeded
         const log = yield* store.readEvents("acme", "run-1")
-        yield* sql`DELETE FROM events WHERE run_id = 'run-1' AND seq >= 4`
+        yield* sql`DELETE FROM events WHERE run_key = (SELECT run_key FROM runs WHERE run_id = 'run-1') AND seq >= 4`
         // The run's record (written with RunCompleted) vouches for seq 5: a batch that would move it back conflicts.
         // (A tool step's batch does not read the record; the kernel refuses to run on a cut log, see kernel.test.ts.)
         const resumed = TestLog.chain("run-1", "acme", log.slice(0, 3), [{ _tag: "RunResumed", reason: "again" }])
@@ -759,7 +759,7 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
     it.scoped("a payload that no longer decodes is a StoreError naming the run and seq", () =>
       Effect.gen(function*() {
         const { sql, store } = yield* seeded
-        yield* sql`UPDATE events SET payload = '{"_tag":"StepCompleted"}' WHERE run_id = 'run-1' AND seq = 4`
+        yield* sql`UPDATE events SET payload = '{"_tag":"StepCompleted"}' WHERE run_key = (SELECT run_key FROM runs WHERE run_id = 'run-1') AND seq = 4`
         const error = yield* Effect.flip(store.readEvents("acme", "run-1"))
         expect(error._tag).toBe("StoreError")
         expect(error.message).toContain("run run-1 seq 4")

@@ -120,7 +120,7 @@ describe.skipIf(pg.url === undefined)(`the kernel on PostgreSQL (${pg.descriptio
       const workflow = makeWorkflow(tools)
       yield* kernel.execute(workflow, { runId: "wf-1", tenant, input: { amount: 500 } })
       // The pause wrote the run's record (head seq 5); then the log loses everything after RunStarted.
-      yield* sql`DELETE FROM events WHERE run_id = 'wf-1' AND seq >= 2`
+      yield* sql`DELETE FROM events WHERE run_key = (SELECT run_key FROM runs WHERE run_id = 'wf-1') AND seq >= 2`
       const error = yield* Effect.flip(kernel.resume({ tenantId: "acme", runId: "wf-1", response: { approved: true, by: "ann" } }))
       expect(error).toBeInstanceOf(Errors.InvalidRunState)
       expect(String(error)).toContain("truncated (its log ends at seq 1, its run record at seq 5)")

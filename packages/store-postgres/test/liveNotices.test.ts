@@ -106,7 +106,7 @@ describe.skipIf(pg.url === undefined)(`live readers woken by NOTIFY (${pg.descri
         (client) => Effect.promise(() => client.end())
       )
       // The run has written its first five steps, and is held at its sixth, when the reader joins.
-      while ((yield* Effect.promise(() => admin.query("SELECT count(*)::int AS n FROM events WHERE run_id = 'held'"))).rows[0].n < 11) {
+      while ((yield* Effect.promise(() => admin.query("SELECT count(*)::int AS n FROM events WHERE run_key = (SELECT run_key FROM runs WHERE run_id = 'held')"))).rows[0].n < 11) {
         yield* Effect.sleep("20 millis")
       }
       const following = yield* Effect.fork(reader.live({ tenantId: "acme", runId: "held" }).pipe(

@@ -45,7 +45,8 @@ const eventColumnList = (dialect: "pg" | "sqlite"): string => {
     const uuid = `CASE WHEN octet_length(event_id) = 16 THEN ${part(1, 8)} || '-' || ${part(9, 4)} || '-' || ${part(13, 4)} || '-' || ${
       part(17, 4)
     } || '-' || ${part(21, 12)} ELSE ${other("event_id")} END`
-    return `seq, ${uuid}, timestamp, type, step_key, payload, ${hash("prev_hash")}, ${hash("hash")}`
+    // No type column since migration 12: the event's type is its payload's `_tag` (see `typeOf`).
+    return `seq, ${uuid}, timestamp, NULL, step_key, payload, ${hash("prev_hash")}, ${hash("hash")}`
   }
   // A packed value as its bare `hex` (upper case: `sqliteText` writes it as `unpack` would), stored text as
   // `SQLITE_TEXT` and the text, any other blob as it is. Lower-casing and the UUID's dashes in SQL (five `substr`s) cost
@@ -74,6 +75,13 @@ const sqliteText = (kind: typeof Codec.HASH, value: unknown): unknown => {
  */
 const hashOf = (row: ReadonlyArray<unknown>, pg: boolean): string => unpacked(Codec.HASH, selected(Codec.HASH, row[7], pg), "hash")
 
+/** The type of an event PostgreSQL stores (migration 12): its payload's `_tag`, which an append checks is its type. */
+const typeOf = (json: unknown): string => {
+  const tag = typeof json === "object" && json !== null && "_tag" in json ? json._tag : undefined
+  if (typeof tag !== "string") throw new CorruptRow("payload", "no _tag (the event's type)")
+  return tag
+}
+
 /**
  * An event from its row. `previousHash` is the hash of the run's row before it (the genesis hash before the first):
  * a NULL prev_hash stands for it (see `eventValues`).
@@ -86,7 +94,7 @@ const eventFromValues = (runId: string, tenantId: string, row: ReadonlyArray<unk
   } catch (cause) {
     throw new CorruptRow("payload", `not JSON (${causeText(cause)})`)
   }
-  const type = textValue(row[3], "type")
+  const type = pg ? typeOf(json) : textValue(row[3], "type")
   if (!EVENT_TYPES.has(type)) throw new CorruptRow("type", `unknown event type ${JSON.stringify(type)}`)
   const payload = decodeStoredPayload(type, json)
   if (Either.isLeft(payload)) throw new CorruptRow("payload", payload.left)
@@ -141,6 +149,9 @@ export const make = (sql: SqlClient.SqlClient, t: Tables, values?: ReadValues) =
 
   const pg = sql.onDialectOrElse({ pg: () => true, orElse: () => false })
   const eventColumns = sql.literal(eventColumnList(pg ? "pg" : "sqlite"))
+  // PostgreSQL keys events by the run's surrogate key (migration 12), found by the run's own key.
+  const ofRun = (tenantId: string, runId: string) =>
+    pg ? sql`run_key = (SELECT run_key FROM ${runs} WHERE run_id = ${runId} AND tenant_id = ${tenantId})` : sql`run_id = ${runId} AND tenant_id = ${tenantId}`
   const pageText = values === undefined || pg ? undefined : sqlitePageText(t)
   /** The rows of a page from seq `from`, `limit` of them at most (all when undefined). */
   const select = (tenantId: string, runId: string, from: number, limit: number | undefined): Effect.Effect<ReadonlyArray<ReadonlyArray<unknown>>, SqlError> => {
@@ -150,7 +161,7 @@ export const make = (sql: SqlClient.SqlClient, t: Tables, values?: ReadValues) =
       )
     }
     const page = limit === undefined ? sql`` : sql`LIMIT ${limit}`
-    return sql`SELECT ${eventColumns} FROM ${events} WHERE run_id = ${runId} AND tenant_id = ${tenantId} AND seq >= ${from} ORDER BY seq ${page}`.values
+    return sql`SELECT ${eventColumns} FROM ${events} WHERE ${ofRun(tenantId, runId)} AND seq >= ${from} ORDER BY seq ${page}`.values
   }
   // A page from seq N > 1 reads the row before it too: a NULL prev_hash is that row's hash.
   const readEvents = (tenantId: string, runId: string, fromSeq = 1, limit?: number): Effect.Effect<ReadonlyArray<Event>, RunNotFound | StoreError> =>

@@ -1,14 +1,14 @@
 /**
  * The SQL event store's schema, as the migrations that made it, in order (`SqlEventStore.migrations` keys them). Every
  * statement is idempotent (`IF NOT EXISTS`), so two processes opening one database at once both succeed; a later change
- * is a new entry, written to be idempotent in the same way. The rebuilds of migrations 3 and 6 are in
+ * is a new entry, written to be idempotent in the same way. The rebuilds of migrations 3, 6 and 12 are in
  * `sqlEventStoreRebuilds.ts`.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as SqlMigrations from "../SqlMigrations.js"
 import { CONFLICT, type Tables } from "./sqlAppend.js"
-import { compactChainPg, compactChainSqlite, tenantKeyPg, tenantKeySqlite } from "./sqlEventStoreRebuilds.js"
+import { compactChainPg, compactChainSqlite, runKeyPg, tenantKeyPg, tenantKeySqlite } from "./sqlEventStoreRebuilds.js"
 
 /**
  * The index `listRuns` pages the runs of one version of the code on (migration 10): name, and the columns before
@@ -227,6 +227,15 @@ const runsPausedIndex = (t: Tables): SqlMigrations.Migration =>
     yield* sql.unsafe(`CREATE INDEX IF NOT EXISTS ${quote(`${t.prefix}runs_paused_idx`)} ON ${quote(t.runs)} (tenant_id, updated_at, run_id) WHERE status = 'paused'`)
   })
 
+// PostgreSQL's events keyed by a run's surrogate key, without their type, in eight columns (see `runKeyPg`). SQLite
+// keeps its layout: it stores an event in fewer bytes already (its rows carry no fixed header, and its integers are
+// as long as their values).
+const postgresRunKey = (t: Tables): SqlMigrations.Migration =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    yield* sql.onDialectOrElse({ pg: () => runKeyPg(sql, t), orElse: () => Effect.void })
+  })
+
 // The inbox's order is the time a run paused, not its head's time: a signal sent to a paused run moves its head (and
 // `updated_at`) but not its place in the inbox. `paused_at` is written by the batch that pauses the run; the runs
 // paused before this migration get their head's time, which is what the index held for them.
@@ -253,5 +262,6 @@ export const migrations = (t: Tables): Record<string, SqlMigrations.Migration> =
   "9_run_fence_index": runFenceIndex(t),
   "10_run_version_index": runVersionIndex(t),
   "11_runs_paused_index": runsPausedIndex(t),
+  "12_postgres_run_key": postgresRunKey(t),
   "13_runs_paused_at": runsPausedAt(t)
 })

@@ -186,3 +186,49 @@ export const compactChainSqlite = (sql: SqlClient.SqlClient, t: Tables) =>
       ]
     ) yield* sql.unsafe(statement)
   })
+
+/**
+ * PostgreSQL's events in 240 bytes for a 93-byte payload (issue 15; the store-postgres README's "Bytes per event"):
+ * each run gets a surrogate key, `run_key` (a bigint the runs table draws from an identity sequence), and the events
+ * table is copied into one of eight columns, in this order: `run_key`, `timestamp`, `seq` (an integer, 4 bytes, after
+ * the 8-byte timestamp so no alignment padding follows it), `event_id`, `step_key`, `payload`, `prev_hash`, `hash`,
+ * keyed `(run_key, seq)`. An event's type is its payload's `_tag` (an append refuses an event whose type is not), so it
+ * is not stored twice. Eight columns keep a row's null bitmap inside its 24-byte header. `ALTER TABLE ... DROP COLUMN`
+ * would keep the dropped columns in every row's null bitmap: the table is copied into a new one, in key order, the
+ * old one dropped and the new one renamed, in the migration's transaction (a crash leaves the old table whole). Any
+ * other index of the old table (one a person made) goes with it: its columns are gone. An event whose run has no row
+ * (which no append writes: a new run's row and first events are one statement) fails the migration, naming the count.
+ */
+export const runKeyPg = (sql: SqlClient.SqlClient, t: Tables) =>
+  Effect.gen(function*() {
+    const [done] = yield* sql`SELECT 1 AS found FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ${t.runs} AND column_name = 'run_key'`
+    if (done !== undefined) return
+    const copy = `${t.events}_v12`
+    for (
+      const statement of [
+        `ALTER TABLE "${t.runs}" ADD COLUMN run_key BIGINT GENERATED ALWAYS AS IDENTITY`,
+        `CREATE TABLE "${copy}" (
+  run_key BIGINT NOT NULL,
+  timestamp DOUBLE PRECISION NOT NULL,
+  seq INTEGER NOT NULL,
+  event_id BYTEA NOT NULL,
+  step_key TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  prev_hash BYTEA,
+  hash BYTEA NOT NULL
+)`,
+        `INSERT INTO "${copy}" (run_key, timestamp, seq, event_id, step_key, payload, prev_hash, hash)
+  SELECT r.run_key, e.timestamp, e.seq, e.event_id, e.step_key, e.payload, e.prev_hash, e.hash
+  FROM "${t.events}" e JOIN "${t.runs}" r ON r.tenant_id = e.tenant_id AND r.run_id = e.run_id ORDER BY r.run_key, e.seq`,
+        `DO $artana$ DECLARE orphans bigint; BEGIN
+  SELECT (SELECT count(*) FROM "${t.events}") - (SELECT count(*) FROM "${copy}") INTO orphans;
+  IF orphans <> 0 THEN
+    RAISE EXCEPTION 'artana: % events of table ${t.events} belong to no run of table ${t.runs}: restore their runs'' rows (or delete the events) and open the store again', orphans;
+  END IF;
+END $artana$`,
+        `DROP TABLE "${t.events}"`,
+        `ALTER TABLE "${copy}" RENAME TO "${t.events}"`,
+        `ALTER TABLE "${t.events}" ADD CONSTRAINT "${t.events}_pkey" PRIMARY KEY (run_key, seq)`
+      ]
+    ) yield* sql.unsafe(statement)
+  })

@@ -31,7 +31,7 @@ const runSelect = (sql: SqlClient.SqlClient, t: Tables) => {
   // (one index probe), unless the row records a later one (written with the last status or cost change): then
   // the log was cut after it, and the row's head is what `Verify` compares the log against.
   const runHead = sql.onDialectOrElse({
-    pg: () => sql.literal(`LEFT JOIN LATERAL (SELECT seq, hash, timestamp FROM "${t.events}" e WHERE e.tenant_id = r.tenant_id AND e.run_id = r.run_id ORDER BY e.seq DESC LIMIT 1) h ON true`),
+    pg: () => sql.literal(`LEFT JOIN LATERAL (SELECT seq, hash, timestamp FROM "${t.events}" e WHERE e.run_key = r.run_key ORDER BY e.seq DESC LIMIT 1) h ON true`),
     orElse: () => sql``
   })
   const runColumns = sql.literal(sql.onDialectOrElse({

@@ -58,7 +58,8 @@ export const make = (
     if (head === undefined) return Effect.fail(conflict())
     const { lookup, rows } = SqlEventStore.eventValues(events)
     const params = head.params
-    for (const row of rows) params.push(...row)
+    // Each event's columns but its type (the payload's `_tag`, not stored: see `PgStatements`).
+    for (const row of rows) params.push(row[0], row[1], row[2], row[4], row[5], row[6], row[7])
     return Effect.flatMap(
       executeCounted(textOf(head.kind, events.length, lookup), params, events.length, placement),
       (written) => (written === events.length ? Effect.void : Effect.fail(conflict()))

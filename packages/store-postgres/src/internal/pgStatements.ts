@@ -8,16 +8,20 @@ import * as RunWatch from "./runWatch.js"
 /** A new run's row and first events (`create`); events only, guarded (`events`); the run's row and its events (`run`). */
 export type Kind = "create" | "events" | "run"
 
-const EVENT_VALUES = ["seq", "event_id", "timestamp", "type", "step_key", "payload", "prev_hash", "hash"] as const
-const EVENT_TYPES = ["bigint", "bytea", "double precision", "text", "text", "text", "bytea", "bytea"] as const
+/**
+ * An event's columns as the statements bind them (`SqlEventStore.eventValues` without its type, which is the payload's
+ * `_tag`), under the run's surrogate key (`run_key`, migration 12).
+ */
+const EVENT_VALUES = ["seq", "event_id", "timestamp", "step_key", "payload", "prev_hash", "hash"] as const
+const EVENT_TYPES = ["integer", "bytea", "double precision", "text", "text", "bytea", "bytea"] as const
+/** Where `prev_hash` is among `EVENT_VALUES`. */
+const PREV = 5
 const RUN_COLUMNS = "run_id, tenant_id, workflow, parent_run_id, root_run_id, status, head_seq, head_hash, cost_usd, created_at, updated_at, owner_epoch, version, forked_from, paused_at"
 /**
  * Parameters before the events' own: the run's row (create), run, guard and fence (events), and both with the
  * epoch claimed (run).
  */
 const PARAMS: Record<Kind, number> = { create: 14, events: 4, run: 10 }
-/** The run's key and expected seq in each kind's parameters, for the probe of the event the batch follows. */
-const KEY: Record<Exclude<Kind, "create">, readonly [run: string, tenant: string, seq: string]> = { events: ["$1", "$2", "$3"], run: ["$6", "$7", "$8"] }
 
 /** A run's key as the fence index holds it (see `SqlEventStore.FENCE_INDEX`). */
 const byKey = (run: string, tenant: string) => `tenant_id = ${tenant}::text COLLATE "C" AND run_id = ${run}::text COLLATE "C"`
@@ -29,7 +33,7 @@ const valuesOf = (first: number, rows: number, lookup: boolean): string => {
     const cells = EVENT_TYPES.map((type) => `$${++n}::${type}`)
     // The first event of a batch that continues the run: its prev_hash is NULL when it is the stored hash before
     // it (read once, by the probe `prev`).
-    if (row === 0 && lookup) cells[6] = `(CASE WHEN ${cells[6]} = (SELECT hash FROM prev) THEN NULL ELSE ${cells[6]} END)`
+    if (row === 0 && lookup) cells[PREV] = `(CASE WHEN ${cells[PREV]} = (SELECT hash FROM prev) THEN NULL ELSE ${cells[PREV]} END)`
     return `(${cells.join(",")})`
   })
   return `(VALUES ${tuples.join(",")}) AS e (${EVENT_VALUES.join(", ")})`
@@ -38,28 +42,30 @@ const valuesOf = (first: number, rows: number, lookup: boolean): string => {
 /** The text of an append of `kind` with `rows` events, on the tables `t`, telling `channel`'s watchers. */
 const textOf = (t: SqlEventStore.Tables, channel: string, kind: Kind, rows: number, lookup: boolean): string => {
   const values = valuesOf(PARAMS[kind], rows, lookup)
-  const into = `INSERT INTO "${t.events}" (run_id, tenant_id, ${EVENT_VALUES.join(", ")})`
+  const into = `INSERT INTO "${t.events}" (run_key, ${EVENT_VALUES.join(", ")})`
   // The event at expectedSeq, probed once (a CTE read twice is evaluated once): that it exists says no gap,
-  // this run, this tenant; its hash is the first new event's prev_hash.
-  const prev = ([run, tenant, seq]: readonly [string, string, string]) =>
-    `prev AS (SELECT hash FROM "${t.events}" WHERE run_id = ${run}::text AND tenant_id = ${tenant}::text AND seq = ${seq}::bigint)`
+  // this run, this tenant; its hash is the first new event's prev_hash. `key`: the run's surrogate key.
+  const prev = (key: string, seq: string) => `prev AS (SELECT hash FROM "${t.events}" WHERE run_key = ${key} AND seq = ${seq}::integer)`
+  // The run's surrogate key and owner epoch, found through the fence index.
+  const runOf = (run: string, tenant: string) => `(SELECT run_key, owner_epoch FROM "${t.runs}" WHERE ${byKey(run, tenant)})`
   const follows = "EXISTS (SELECT 1 FROM prev)"
   // The writer is not fenced: the run's owner epoch is not above the batch's fence (NULL: no fence). A claim
   // is a "run" batch, whose UPDATE re-checks the row it waited for; a batch of events only is ordered against
   // a claim by the claim's own event (the primary key), so the snapshot's epoch is enough for it.
   // The run is found through the fence index (`SqlEventStore.FENCE_INDEX`, the only index in the "C" collation), so
   // the plan does not depend on the table's statistics.
-  const unfenced = (run: string, tenant: string, fence: string) =>
-    `NOT EXISTS (SELECT 1 FROM "${t.runs}" WHERE ${byKey(run, tenant)} AND owner_epoch > ${fence}::bigint)`
+  const unfenced = (fence: string) => `r.owner_epoch <= COALESCE(${fence}::bigint, r.owner_epoch)`
   // The run's watchers, if any, are told at the commit (read in each statement's condition, so it runs).
   const note = (run: string, tenant: string) => RunWatch.noteCte(channel, tenant, run)
   switch (kind) {
     case "create":
-      return `WITH run AS (INSERT INTO "${t.runs}" (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::double precision, $10::double precision, $11::double precision, $12::bigint, $13::text, $14::text, CASE WHEN $6::text = 'paused' THEN $11::double precision END) RETURNING run_id, tenant_id), ${note("$1", "$2")} ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values} WHERE ${RunWatch.noteRead}`
+      return `WITH run AS (INSERT INTO "${t.runs}" (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::double precision, $10::double precision, $11::double precision, $12::bigint, $13::text, $14::text, CASE WHEN $6::text = 'paused' THEN $11::double precision END) RETURNING run_key), ${note("$1", "$2")} ${into} SELECT run.run_key, e.* FROM run, ${values} WHERE ${RunWatch.noteRead}`
     case "events":
-      return `WITH ${prev(KEY.events)}, ${note("$1", "$2")} ${into} SELECT $1::text, $2::text, e.* FROM ${values} WHERE ${follows} AND ${unfenced("$1", "$2", "$4")} AND ${RunWatch.noteRead}`
+      return `WITH r AS ${runOf("$1", "$2")}, ${prev("(SELECT run_key FROM r)", "$3")}, ${note("$1", "$2")} ${into} SELECT r.run_key, e.* FROM r, ${values} WHERE ${follows} AND ${
+        unfenced("$4")
+      } AND ${RunWatch.noteRead}`
     case "run":
-      return `WITH ${prev(KEY.run)}, run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), paused_at = CASE WHEN $4::text = 'paused' THEN $3::double precision ELSE paused_at END, cost_usd = cost_usd + $5::double precision, owner_epoch = COALESCE($10::bigint, owner_epoch) WHERE ${byKey("$6", "$7")} AND head_seq <= $8::bigint AND owner_epoch <= COALESCE($9::bigint, owner_epoch) AND ${follows} RETURNING run_id, tenant_id), ${note("$6", "$7")} ${into} SELECT run.run_id, run.tenant_id, e.* FROM run, ${values} WHERE ${RunWatch.noteRead}`
+      return `WITH ${prev(`(SELECT run_key FROM ${runOf("$6", "$7")} r)`, "$8")}, run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), paused_at = CASE WHEN $4::text = 'paused' THEN $3::double precision ELSE paused_at END, cost_usd = cost_usd + $5::double precision, owner_epoch = COALESCE($10::bigint, owner_epoch) WHERE ${byKey("$6", "$7")} AND head_seq <= $8::bigint AND owner_epoch <= COALESCE($9::bigint, owner_epoch) AND ${follows} RETURNING run_key), ${note("$6", "$7")} ${into} SELECT run.run_key, e.* FROM run, ${values} WHERE ${RunWatch.noteRead}`
   }
 }
 
