@@ -316,7 +316,8 @@ export const make = (options: Options = {}) =>
     const workflows = new Map<string, Workflow.Any>()
     for (const w of options.workflows ?? []) workflows.set(w.name, w)
 
-    const lineageSpend = (tenantId: string, rootRunId: string) => store.lineageCostUsd(tenantId, rootRunId)
+    // Built for every run but run only by a model step's budget check: the query is made when it runs.
+    const lineageSpend = (tenantId: string, rootRunId: string) => Effect.suspend(() => store.lineageCostUsd(tenantId, rootRunId))
     const runtime: Runtime = { deps, lineageSpend, services: () => Context.add(built, Kernel, service) }
     // The inbox's index of paused runs, when the store has one (SQL stores do).
     const approvalsIndex = yield* Effect.serviceOption(ApprovalsIndex.ApprovalsIndex)
