@@ -7,9 +7,7 @@
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
-import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import type * as Stream from "effect/Stream"
 import type * as Approval from "./Approval.js"
@@ -318,31 +316,23 @@ export const make = (options: Options = {}) =>
     const workflows = new Map<string, Workflow.Any>()
     for (const w of options.workflows ?? []) workflows.set(w.name, w)
 
-    const lineageSpend = (tenantId: string, rootRunId: string) => store.lineageCostUsd(tenantId, rootRunId)
+    // Built for every run but run only by a model step's budget check: the query is made when it runs.
+    const lineageSpend = (tenantId: string, rootRunId: string) => Effect.suspend(() => store.lineageCostUsd(tenantId, rootRunId))
     const runtime: Runtime = { deps, lineageSpend, services: () => Context.add(built, Kernel, service) }
     // The inbox's index of paused runs, when the store has one (SQL stores do).
     const approvalsIndex = yield* Effect.serviceOption(ApprovalsIndex.ApprovalsIndex)
-
-    const findRun = (tenantId: string, runId: string) =>
-      Effect.either(store.getRun(tenantId, runId)).pipe(
-        Effect.flatMap((r) =>
-          Either.isRight(r)
-            ? Effect.succeed(Option.some(r.right))
-            : r.left._tag === "RunNotFound"
-            ? Effect.succeed(Option.none<RunInfo>())
-            : Effect.fail(r.left)
-        )
-      )
 
     const dropDeltasAfter = KernelReads.deltaCleanup(deps)
 
     const execute = <I, O, E>(workflow: Workflow.Workflow<I, O, E>, start: StartOptions<I>): Effect.Effect<RunResult<O>, E | KernelError> => {
       const runId = start.runId ?? crypto.randomUUID()
-      return Effect.gen(function*() {
-        const existing = yield* findRun(start.tenant.tenantId, runId)
-        if (Option.isSome(existing)) return yield* continueRun(runtime, workflow, existing.value, "live", undefined, start.lease)
-        return yield* startRun(runtime, workflow, start, runId)
-      }).pipe(Effect.onExit(dropDeltasAfter(start.tenant.tenantId, runId)), Effect.withSpan("Kernel.execute", { attributes: { workflow: workflow.name }, captureStackTrace: false }))
+      // A new run is created by its RunStarted; an existing one (its RunStarted refused) is continued.
+      const existing = (absent: KernelError) =>
+        store.getRun(start.tenant.tenantId, runId).pipe(
+          Effect.catchTag("RunNotFound", () => Effect.fail(absent)),
+          Effect.flatMap((info) => continueRun(runtime, workflow, info, "live", undefined, start.lease))
+        )
+      return startRun(runtime, workflow, start, runId, existing).pipe(Effect.onExit(dropDeltasAfter(start.tenant.tenantId, runId)), Effect.withSpan("Kernel.execute", { attributes: { workflow: workflow.name }, captureStackTrace: false }))
     }
 
     const workflowFor = (info: RunInfo) => {

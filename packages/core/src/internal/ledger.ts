@@ -104,8 +104,9 @@ export const make = (options: LedgerOptions) => {
       })
       return Effect.catchAll(written, (error): Effect.Effect<void, AppendError> => {
         // Senders append signals to the run's chain under the same sequence check: a conflict they caused is
-        // settled by adopting their events and writing the batch again after them (see `catchUp`).
-        if (error._tag === "SequenceConflict" && alongside.length === 0) {
+        // settled by adopting their events and writing the batch again after them (see `catchUp`). Not at seq 0:
+        // nobody signals a run before it exists, so there the run exists already (`startRun` goes on with it).
+        if (error._tag === "SequenceConflict" && alongside.length === 0 && request.expectedSeq > 0) {
           return Effect.flatMap(catchUp(), (adopted) =>
             adopted === "foreign" ? refused(error) : adopted === 0 ? refused(error) : appendBatch(stepKey, payloads))
         }

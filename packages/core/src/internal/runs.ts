@@ -137,17 +137,23 @@ export const continueRun = <I, O, E>(
     return yield* Tracing.execution(traced, withStatus(drive(runtime.services(), workflow, exec, input, mode, end, continuation)))
   }))
 
-/** Starts a new run under `runId`: its `RunStarted` creates it, as its first owner's. */
+/**
+ * Starts a new run under `runId`: its `RunStarted` creates it, as its first owner's. When a run of that id exists
+ * already (the store refuses the `RunStarted` at seq 0, as every store does), `existing` goes on with it
+ * instead, or fails with `absent` when there is none after all: a new run costs no read that fails first.
+ */
 export const startRun = <I, O, E>(
   runtime: Runtime,
   workflow: Workflow.Workflow<I, O, E>,
   start: StartOptions<I>,
-  runId: string
+  runId: string,
+  existing: (absent: KernelError) => Effect.Effect<RunResult<O>, E | KernelError>
 ): Effect.Effect<RunResult<O>, E | KernelError> =>
   Effect.gen(function*() {
     const { deps, lineageSpend } = runtime
     const input = toJson("run input", workflow.encodeInput(start.input))
-    if (Either.isLeft(input)) return yield* input.left
+    // The input of an existing run is its logged one: only a new run needs this one encoded.
+    if (Either.isLeft(input)) return yield* existing(input.left)
     let rootRunId = runId
     if (start.parentRunId !== undefined) {
       const parent = yield* deps.store.getRun(start.tenant.tenantId, start.parentRunId)
@@ -172,7 +178,12 @@ export const startRun = <I, O, E>(
       version: workflow.version,
       ...(start.parentRunId === undefined ? {} : { parentRunId: start.parentRunId, rootRunId })
     } as const
-    yield* exec.appendOrFail(RUN_STEP_KEY, [started])
+    const created = yield* Effect.either(exec.appendOrFail(RUN_STEP_KEY, [started]))
+    if (Either.isLeft(created)) {
+      // Refused at seq 0: the run exists (a store that finds it claimed by a later owner says so: `OwnershipLost`).
+      const refused = created.left._tag === "SequenceConflict" || created.left._tag === "OwnershipLost"
+      return yield* refused ? existing(created.left) : created.left
+    }
     const continuation = ContinueAsNew.make(runtime, workflow, exec, { runId, rootRunId, started, recorded: undefined }, "live", start.lease, (next, nextMode) =>
       continueRun(runtime, workflow, next, nextMode, undefined, start.lease))
     const traced = { runId, rootRunId, parentRunId: start.parentRunId, tenant: start.tenant, mode: "live", epoch: 1, workflow: workflow.name } as const
