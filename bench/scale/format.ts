@@ -59,7 +59,7 @@ export const agent = Workflow.make({
     })
 })
 
-const script = (turns: number) =>
+export const script = (turns: number) =>
   Array.from({ length: turns }, (_, i) =>
     ScriptedModel.toolCall("echo", { i, note: `look up invoice page ${i}` }, {
       content: `Checking page ${i} of the invoices.`,

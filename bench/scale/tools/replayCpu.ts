@@ -1,0 +1,122 @@
+// CPU of a replay against its floor, for A/B work on the replay path (in tools/, which `pnpm bench scale` does not
+// run as a group): writes the mixed agent log of `replay_mixed_10k_vs_floor` (format.ts) and the tool-only run of
+// `replay_10k_vs_floor` (5,000 `ctx.tool` steps) to one SQLite file, then, after WARMUP replays of each, ROUNDS rounds
+// of: replay of each / the bare ordered SELECT + JSON.parse floor, CPU by `process.cpuUsage` (user + system). Prints
+// the median CPU of each and the ratio, one JSON line.
+//   node --import tsx scale/tools/replayCpu.ts [ROUNDS] [WARMUP]     (started in bench/)
+// PROFILE=FILE writes a CPU profile of the measured rounds (`node:inspector`, 200 us sampling) to FILE.
+// ONLY=agent|tools replays only that run, and no floor (for profiles).
+// Run it alternately from two builds of core (old, new) to compare them; `--cpu-prof` profiles the built `dist`.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { Session } from "node:inspector/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Layer } from "effect"
+import { Kernel, Pricing, ToolRegistry } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
+import { SqliteStore } from "@artana/store-sqlite"
+import { echo, stepsWorkflow, tenant } from "../../fixtures.js"
+import { median } from "../../lib.js"
+import { agent, script } from "../format.js"
+
+const rounds = Number(process.argv[2] ?? "10")
+const warmup = Number(process.argv[3] ?? "3")
+const TURNS = 2000
+const STEPS = 5000
+
+const cpuMs = (f: () => void): number => {
+  const c0 = process.cpuUsage()
+  f()
+  const c = process.cpuUsage(c0)
+  return (c.user + c.system) / 1000
+}
+
+const dir = mkdtempSync(join(tmpdir(), "artana-replay-cpu-"))
+const filename = join(dir, "bench.db")
+try {
+  const steps = stepsWorkflow("bench.steps")
+  const layer = Layer.provideMerge(
+    Kernel.layer({ prices: { "bench-model": Pricing.free } }),
+    Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer(script(TURNS)), ToolRegistry.layer([echo]))
+  )
+  const program = Effect.gen(function*() {
+    const kernel = yield* Kernel.Kernel
+    yield* kernel.execute(agent, { runId: "agent", tenant, input: { turns: TURNS } })
+    yield* kernel.execute(steps, { runId: "tools", tenant, input: { n: STEPS } })
+  })
+  await Effect.runPromise(Effect.scoped(Effect.provide(program, layer)))
+  const replayLayer = Layer.provideMerge(
+    Kernel.layer({ prices: { "bench-model": Pricing.free } }),
+    Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), ToolRegistry.layer([echo]))
+  )
+  const Sqlite = SqliteStore.driver()
+  const floor = new Sqlite(filename)
+  const all = floor.prepare(`SELECT * FROM events WHERE tenant_id = ? AND run_id = ? ORDER BY seq`)
+  const bare = (runId: string) => {
+    let parsed = 0
+    for (const row of all.all(tenant.tenantId, runId) as Array<{ payload: string }>) parsed += JSON.parse(row.payload) === null ? 0 : 1
+    if (parsed === 0) throw new Error("the floor read nothing")
+  }
+  const results = await Effect.runPromise(Effect.scoped(Effect.provide(
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const completed = (runId: string) => (r: { readonly status: string }) =>
+        r.status === "completed" ? Effect.void : Effect.dieMessage(`replay of ${runId} ended ${r.status}`)
+      const replay = (runId: "agent" | "tools"): Effect.Effect<void, unknown> =>
+        runId === "agent"
+          ? Effect.flatMap(kernel.replay(agent, { tenantId: tenant.tenantId, runId }), completed(runId))
+          : Effect.flatMap(kernel.replay(steps, { tenantId: tenant.tenantId, runId }), completed(runId))
+      const timed = (runId: "agent" | "tools") =>
+        Effect.suspend(() => {
+          const c0 = process.cpuUsage()
+          return Effect.map(replay(runId), () => {
+            const c = process.cpuUsage(c0)
+            return (c.user + c.system) / 1000
+          })
+        })
+      for (let i = 0; i < warmup; i++) {
+        yield* replay("agent")
+        yield* replay("tools")
+      }
+      const profile = process.env["PROFILE"]
+      const session = profile === undefined ? undefined : new Session()
+      if (session !== undefined) {
+        session.connect()
+        yield* Effect.promise(async () => {
+          await session.post("Profiler.enable")
+          await session.post("Profiler.setSamplingInterval", { interval: 200 })
+          await session.post("Profiler.start")
+        })
+      }
+      const out = { mixed: [] as Array<number>, mixedFloor: [] as Array<number>, tools: [] as Array<number>, toolsFloor: [] as Array<number> }
+      const only = process.env["ONLY"]
+      for (let round = 0; round < rounds; round++) {
+        if (only !== "tools") out.mixed.push(yield* timed("agent"))
+        if (only === undefined) out.mixedFloor.push(cpuMs(() => bare("agent")))
+        if (only !== "agent") out.tools.push(yield* timed("tools"))
+        if (only === undefined) out.toolsFloor.push(cpuMs(() => bare("tools")))
+      }
+      if (session !== undefined && profile !== undefined) {
+        const taken = yield* Effect.promise(() => session.post("Profiler.stop"))
+        writeFileSync(profile, JSON.stringify(taken.profile))
+        session.disconnect()
+      }
+      return out
+    }),
+    replayLayer
+  )))
+  floor.close()
+  const m = (xs: Array<number>) => Math.round(median(xs) * 10) / 10
+  console.log(JSON.stringify({
+    mixed_ms: m(results.mixed),
+    mixed_floor_ms: m(results.mixedFloor),
+    mixed_ratio: Math.round(median(results.mixed) / median(results.mixedFloor) * 100) / 100,
+    tools_ms: m(results.tools),
+    tools_floor_ms: m(results.toolsFloor),
+    tools_ratio: Math.round(median(results.tools) / median(results.toolsFloor) * 100) / 100,
+    mixed_min_ms: Math.min(...results.mixed),
+    tools_min_ms: Math.min(...results.tools)
+  }))
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}
