@@ -6,9 +6,11 @@
 //   node --import tsx scale/tools/replayCpu.ts [ROUNDS] [WARMUP]     (started in bench/)
 // PROFILE=FILE writes a CPU profile of the measured rounds (`node:inspector`, 200 us sampling) to FILE.
 // ONLY=agent|tools replays only that run, and no floor (for profiles).
+// ALLOC_PROFILE=FILE writes a sampling heap profile of everything the measured rounds allocated (collected or not).
 // Run it alternately from two builds of core (old, new) to compare them; `--cpu-prof` profiles the built `dist`.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { Session } from "node:inspector/promises"
+import { performance, PerformanceObserver } from "node:perf_hooks"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
@@ -23,6 +25,19 @@ const rounds = Number(process.argv[2] ?? "10")
 const warmup = Number(process.argv[3] ?? "3")
 const TURNS = 2000
 const STEPS = 5000
+
+// The collector's work during the measured replays: young collections (scavenges), their wall time, and the rest.
+const gc = { scavenges: 0, scavengeMs: 0, otherMs: 0, from: Infinity, to: Infinity }
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    if (entry.startTime < gc.from || entry.startTime > gc.to) continue
+    const kind = (entry as { readonly detail?: { readonly kind?: number } }).detail?.kind
+    if (kind === 1) {
+      gc.scavenges++
+      gc.scavengeMs += entry.duration
+    } else gc.otherMs += entry.duration
+  }
+}).observe({ entryTypes: ["gc"] })
 
 const cpuMs = (f: () => void): number => {
   const c0 = process.cpuUsage()
@@ -88,13 +103,32 @@ try {
           await session.post("Profiler.start")
         })
       }
+      const allocProfile = process.env["ALLOC_PROFILE"]
+      const heap = allocProfile === undefined ? undefined : new Session()
+      if (heap !== undefined) {
+        heap.connect()
+        yield* Effect.promise(() =>
+          heap.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true })
+        )
+      }
       const out = { mixed: [] as Array<number>, mixedFloor: [] as Array<number>, tools: [] as Array<number>, toolsFloor: [] as Array<number> }
       const only = process.env["ONLY"]
+      gc.from = performance.now()
+      if (process.env["GC_MARKS"] !== undefined) console.log("GC_MARK start")
       for (let round = 0; round < rounds; round++) {
         if (only !== "tools") out.mixed.push(yield* timed("agent"))
         if (only === undefined) out.mixedFloor.push(cpuMs(() => bare("agent")))
         if (only !== "agent") out.tools.push(yield* timed("tools"))
         if (only === undefined) out.toolsFloor.push(cpuMs(() => bare("tools")))
+      }
+      gc.to = performance.now()
+      if (process.env["GC_MARKS"] !== undefined) console.log("GC_MARK end")
+      // The observer is told of collections after them.
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 100)))
+      if (heap !== undefined && allocProfile !== undefined) {
+        const taken = yield* Effect.promise(() => heap.post("HeapProfiler.stopSampling"))
+        writeFileSync(allocProfile, JSON.stringify(taken.profile))
+        heap.disconnect()
       }
       if (session !== undefined && profile !== undefined) {
         const taken = yield* Effect.promise(() => session.post("Profiler.stop"))
@@ -115,7 +149,11 @@ try {
     tools_floor_ms: m(results.toolsFloor),
     tools_ratio: Math.round(median(results.tools) / median(results.toolsFloor) * 100) / 100,
     mixed_min_ms: Math.min(...results.mixed),
-    tools_min_ms: Math.min(...results.tools)
+    tools_min_ms: Math.min(...results.tools),
+    // Per measured round (its replays and floors).
+    gc_scavenges_per_round: Math.round(gc.scavenges / rounds * 10) / 10,
+    gc_scavenge_ms_per_round: Math.round(gc.scavengeMs / rounds * 10) / 10,
+    gc_other_ms_per_round: Math.round(gc.otherMs / rounds * 10) / 10
   }))
 } finally {
   rmSync(dir, { recursive: true, force: true })
