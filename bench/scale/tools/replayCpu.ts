@@ -1,77 +1,160 @@
-// CPU of a mixed replay and of its parts, per operation (`process.cpuUsage`, user + system), in one process:
-//   node --import tsx scale/tools/replayCpu.ts [ROUNDS] [FILE]     (started in bench/)
-// Writes format.ts's agent log (10,000 events) to FILE once (kept when FILE is given and exists), then alternates,
-// ROUNDS times: kernel.replay, the floor (bare ordered SELECT + JSON.parse), readEvents of the whole run, readEvents in
-// pages of 256 and of 1,024, Verify.verifyEvents. Prints the median CPU of each in ms. For A/B between builds: run it
-// on one FILE with the old and the new `dist`, alternated.
-import { existsSync, mkdtempSync } from "node:fs"
+// CPU of a replay against its floor, for A/B work on the replay path (in tools/, which `pnpm bench scale` does not
+// run as a group): writes the mixed agent log of `replay_mixed_10k_vs_floor` (format.ts) and the tool-only run of
+// `replay_10k_vs_floor` (5,000 `ctx.tool` steps) to one SQLite file, then, after WARMUP replays of each, ROUNDS rounds
+// of: replay of each / the bare ordered SELECT + JSON.parse floor, CPU by `process.cpuUsage` (user + system). Prints
+// the median CPU of each and the ratio, one JSON line.
+//   node --import tsx scale/tools/replayCpu.ts [ROUNDS] [WARMUP]     (started in bench/)
+// PROFILE=FILE writes a CPU profile of the measured rounds (`node:inspector`, 200 us sampling) to FILE.
+// ONLY=agent|tools replays only that run, and no floor (for profiles).
+// ALLOC_PROFILE=FILE writes a sampling heap profile of everything the measured rounds allocated (collected or not).
+// Run it alternately from two builds of core (old, new) to compare them; `--cpu-prof` profiles the built `dist`.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { Session } from "node:inspector/promises"
+import { performance, PerformanceObserver } from "node:perf_hooks"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
-import { type Event, EventStore, Kernel, Pricing, ToolRegistry, Verify } from "@artana/core"
+import { Kernel, Pricing, ToolRegistry } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
-import { echo, tenant } from "../../fixtures.js"
+import { echo, stepsWorkflow, tenant } from "../../fixtures.js"
 import { median } from "../../lib.js"
-import { agent, script, TURNS } from "../format.js"
+import { agent, script } from "../format.js"
 
-const rounds = Number(process.argv[2] ?? "8")
-const filename = process.argv[3] ?? join(mkdtempSync(join(tmpdir(), "artana-replay-cpu-")), "bench.db")
-const fresh = !existsSync(filename)
-const layer = Layer.provideMerge(
-  Kernel.layer({ prices: { "bench-model": Pricing.free } }),
-  Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer(script(TURNS)), ToolRegistry.layer([echo]))
-)
-const cpu = (f: () => void): number => {
-  const before = process.cpuUsage()
+const rounds = Number(process.argv[2] ?? "10")
+const warmup = Number(process.argv[3] ?? "3")
+const TURNS = 2000
+const STEPS = 5000
+
+// The collector's work during the measured replays: young collections (scavenges), their wall time, and the rest.
+const gc = { scavenges: 0, scavengeMs: 0, otherMs: 0, from: Infinity, to: Infinity }
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    if (entry.startTime < gc.from || entry.startTime > gc.to) continue
+    const kind = (entry as { readonly detail?: { readonly kind?: number } }).detail?.kind
+    if (kind === 1) {
+      gc.scavenges++
+      gc.scavengeMs += entry.duration
+    } else gc.otherMs += entry.duration
+  }
+}).observe({ entryTypes: ["gc"] })
+
+const cpuMs = (f: () => void): number => {
+  const c0 = process.cpuUsage()
   f()
-  const d = process.cpuUsage(before)
-  return (d.user + d.system) / 1000
+  const c = process.cpuUsage(c0)
+  return (c.user + c.system) / 1000
 }
-const program = Effect.gen(function*() {
-  const kernel = yield* Kernel.Kernel
-  const store = yield* EventStore.EventStore
-  if (fresh) yield* kernel.execute(agent, { runId: "agent", tenant, input: { turns: TURNS } })
+
+const dir = mkdtempSync(join(tmpdir(), "artana-replay-cpu-"))
+const filename = join(dir, "bench.db")
+try {
+  const steps = stepsWorkflow("bench.steps")
+  const layer = Layer.provideMerge(
+    Kernel.layer({ prices: { "bench-model": Pricing.free } }),
+    Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer(script(TURNS)), ToolRegistry.layer([echo]))
+  )
+  const program = Effect.gen(function*() {
+    const kernel = yield* Kernel.Kernel
+    yield* kernel.execute(agent, { runId: "agent", tenant, input: { turns: TURNS } })
+    yield* kernel.execute(steps, { runId: "tools", tenant, input: { n: STEPS } })
+  })
+  await Effect.runPromise(Effect.scoped(Effect.provide(program, layer)))
+  const replayLayer = Layer.provideMerge(
+    Kernel.layer({ prices: { "bench-model": Pricing.free } }),
+    Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), ToolRegistry.layer([echo]))
+  )
   const Sqlite = SqliteStore.driver()
   const floor = new Sqlite(filename)
   const all = floor.prepare(`SELECT * FROM events WHERE tenant_id = ? AND run_id = ? ORDER BY seq`)
-  const times: Record<string, Array<number>> = { replay: [], floor: [], read: [], read256: [], read1024: [], verify: [] }
-  const pages = (size: number) =>
-    Effect.gen(function*() {
-      let from = 1
-      for (;;) {
-        const page = yield* store.readEvents(tenant.tenantId, "agent", from, size)
-        if (page.length < size) return
-        from = page[page.length - 1]!.seq + 1
-      }
-    })
-  const run = <A, E>(effect: Effect.Effect<A, E>): A => Effect.runSync(effect)
-  for (let round = 0; round <= rounds; round++) {
-    const r0 = process.cpuUsage()
-    yield* kernel.replay(agent, { tenantId: tenant.tenantId, runId: "agent" })
-    const r1 = process.cpuUsage(r0)
-    const f = cpu(() => {
-      for (const row of all.all(tenant.tenantId, "agent") as Array<{ payload: string }>) JSON.parse(row.payload)
-    })
-    let events: ReadonlyArray<Event.Event> = []
-    const read = cpu(() => {
-      events = run(store.readEvents(tenant.tenantId, "agent"))
-    })
-    const read256 = cpu(() => run(pages(256)))
-    const read1024 = cpu(() => run(pages(1024)))
-    const verify = cpu(() => {
-      if (!Verify.verifyEvents("agent", events).ok) throw new Error("does not verify")
-    })
-    if (round === 0) continue
-    times.replay!.push((r1.user + r1.system) / 1000)
-    times.floor!.push(f)
-    times.read!.push(read)
-    times.read256!.push(read256)
-    times.read1024!.push(read1024)
-    times.verify!.push(verify)
+  const bare = (runId: string) => {
+    let parsed = 0
+    for (const row of all.all(tenant.tenantId, runId) as Array<{ payload: string }>) parsed += JSON.parse(row.payload) === null ? 0 : 1
+    if (parsed === 0) throw new Error("the floor read nothing")
   }
+  const results = await Effect.runPromise(Effect.scoped(Effect.provide(
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const completed = (runId: string) => (r: { readonly status: string }) =>
+        r.status === "completed" ? Effect.void : Effect.dieMessage(`replay of ${runId} ended ${r.status}`)
+      const replay = (runId: "agent" | "tools"): Effect.Effect<void, unknown> =>
+        runId === "agent"
+          ? Effect.flatMap(kernel.replay(agent, { tenantId: tenant.tenantId, runId }), completed(runId))
+          : Effect.flatMap(kernel.replay(steps, { tenantId: tenant.tenantId, runId }), completed(runId))
+      const timed = (runId: "agent" | "tools") =>
+        Effect.suspend(() => {
+          const c0 = process.cpuUsage()
+          return Effect.map(replay(runId), () => {
+            const c = process.cpuUsage(c0)
+            return (c.user + c.system) / 1000
+          })
+        })
+      for (let i = 0; i < warmup; i++) {
+        yield* replay("agent")
+        yield* replay("tools")
+      }
+      const profile = process.env["PROFILE"]
+      const session = profile === undefined ? undefined : new Session()
+      if (session !== undefined) {
+        session.connect()
+        yield* Effect.promise(async () => {
+          await session.post("Profiler.enable")
+          await session.post("Profiler.setSamplingInterval", { interval: 200 })
+          await session.post("Profiler.start")
+        })
+      }
+      const allocProfile = process.env["ALLOC_PROFILE"]
+      const heap = allocProfile === undefined ? undefined : new Session()
+      if (heap !== undefined) {
+        heap.connect()
+        yield* Effect.promise(() =>
+          heap.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true })
+        )
+      }
+      const out = { mixed: [] as Array<number>, mixedFloor: [] as Array<number>, tools: [] as Array<number>, toolsFloor: [] as Array<number> }
+      const only = process.env["ONLY"]
+      gc.from = performance.now()
+      if (process.env["GC_MARKS"] !== undefined) console.log("GC_MARK start")
+      for (let round = 0; round < rounds; round++) {
+        if (only !== "tools") out.mixed.push(yield* timed("agent"))
+        if (only === undefined) out.mixedFloor.push(cpuMs(() => bare("agent")))
+        if (only !== "agent") out.tools.push(yield* timed("tools"))
+        if (only === undefined) out.toolsFloor.push(cpuMs(() => bare("tools")))
+      }
+      gc.to = performance.now()
+      if (process.env["GC_MARKS"] !== undefined) console.log("GC_MARK end")
+      // The observer is told of collections after them.
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 100)))
+      if (heap !== undefined && allocProfile !== undefined) {
+        const taken = yield* Effect.promise(() => heap.post("HeapProfiler.stopSampling"))
+        writeFileSync(allocProfile, JSON.stringify(taken.profile))
+        heap.disconnect()
+      }
+      if (session !== undefined && profile !== undefined) {
+        const taken = yield* Effect.promise(() => session.post("Profiler.stop"))
+        writeFileSync(profile, JSON.stringify(taken.profile))
+        session.disconnect()
+      }
+      return out
+    }),
+    replayLayer
+  )))
   floor.close()
-  const out = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, Number(median(v).toFixed(1))]))
-  process.stdout.write(`${JSON.stringify({ ...out, ratio: Number((out.replay! / out.floor!).toFixed(2)) })}\n`)
-})
-await Effect.runPromise(Effect.scoped(Effect.provide(program, layer)))
+  const m = (xs: Array<number>) => Math.round(median(xs) * 10) / 10
+  console.log(JSON.stringify({
+    mixed_ms: m(results.mixed),
+    mixed_floor_ms: m(results.mixedFloor),
+    mixed_ratio: Math.round(median(results.mixed) / median(results.mixedFloor) * 100) / 100,
+    tools_ms: m(results.tools),
+    tools_floor_ms: m(results.toolsFloor),
+    tools_ratio: Math.round(median(results.tools) / median(results.toolsFloor) * 100) / 100,
+    mixed_min_ms: Math.min(...results.mixed),
+    tools_min_ms: Math.min(...results.tools),
+    // Per measured round (its replays and floors).
+    gc_scavenges_per_round: Math.round(gc.scavenges / rounds * 10) / 10,
+    gc_scavenge_ms_per_round: Math.round(gc.scavengeMs / rounds * 10) / 10,
+    gc_other_ms_per_round: Math.round(gc.otherMs / rounds * 10) / 10
+  }))
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}

@@ -4,6 +4,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import type { ChatMessage, ToolCall, ToolMessage } from "../Chat.js"
 import * as Json from "../Json.js"
@@ -20,6 +21,7 @@ import {
   type ToolCallError,
   type ToolCallOutcome
 } from "../Workflow.js"
+import * as Answered from "./answered.js"
 import * as ChatLoop from "./chatLoop.js"
 import type * as ModelStep from "./modelStep.js"
 import type { StepEnv } from "./stepEnv.js"
@@ -30,8 +32,21 @@ import type { ToolStep } from "./toolStep.js"
 export interface Offer {
   /** The tools the model sees: those the tenant's capabilities allow. */
   readonly visible: ReadonlyMap<string, Tool>
+  /** The names of `visible`. */
+  readonly offered: ReadonlySet<string>
+  /** The specs of `visible`, as a model request lists them. */
+  readonly specs: ReadonlyArray<Tool["spec"]>
   /** Every tool given, so a call to one the tenant may not use is denied by name rather than unknown. */
   readonly all: ReadonlyMap<string, Tool>
+  /** The tools resolved, in order: a step that resolves the same tools gets this offer again. */
+  readonly resolved: ReadonlyArray<Tool>
+}
+
+/** Whether two lists hold the same tools (the same values) in the same order. */
+const sameTools = (a: ReadonlyArray<Tool>, b: ReadonlyArray<Tool>): boolean => {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false
+  return true
 }
 
 const decodeAnswer = <A, I>(schema: Schema.Schema<A, I>, text: string): Either.Either<A, string> => {
@@ -59,10 +74,14 @@ const toolMessage = (id: string, name: string, outcome: ToolOutcome): ToolMessag
 export const make = (env: StepEnv, modelCall: ReturnType<typeof ModelStep.make>, toolStep: ToolStep) => {
   const { deps } = env
 
-  /** The tools a step offers: names resolved in the registry (unknown names dropped), values as given. */
+  // The last offer made: an agent offers the same tools every turn, and a replay meets a turn per few events.
+  let lastOffer: Offer | undefined
+
+  /**
+   * The tools a step offers: names resolved in the registry (unknown names dropped), values as given. The same tools
+   * as the last step's (resolved again, compared by value) get its offer: the tenant is the execution's.
+   */
   const offerTools = (tools: ReadonlyArray<string | Tool> | undefined): Offer => {
-    const visible = new Map<string, Tool>()
-    const all = new Map<string, Tool>()
     const resolved = tools === undefined
       ? deps.tools.list()
       : tools.flatMap((t) => {
@@ -70,36 +89,41 @@ export const make = (env: StepEnv, modelCall: ReturnType<typeof ModelStep.make>,
         const found = deps.tools.get(t)
         return found === undefined ? [] : [found]
       })
+    if (lastOffer !== undefined && sameTools(lastOffer.resolved, resolved)) return lastOffer
+    const visible = new Map<string, Tool>()
+    const all = new Map<string, Tool>()
     for (const t of resolved) {
       all.set(t.name, t)
       if (hasCapability(env.tenant, t.requiresCapability)) visible.set(t.name, t)
     }
-    return { visible, all }
+    lastOffer = { visible, offered: new Set(visible.keys()), specs: [...visible.values()].map((t) => t.spec), all, resolved }
+    return lastOffer
   }
 
-  const modelStep = <A, I>(opts: ModelStepOptions<A, I>, offer: Offer): Effect.Effect<ModelStepResult<A>, ModelStepError> =>
-    Effect.suspend(() => {
-      const schema = opts.outputSchema
-      return Effect.map(
-        modelCall({
-          model: opts.model ?? deps.model.defaultModel,
-          messages: opts.messages,
-          tools: [...offer.visible.values()].map((t) => t.spec),
-          outputFormat: schema === undefined ? undefined : { name: "output", schema: jsonSchemaOf(schema) },
-          maxOutputTokens: opts.maxOutputTokens
-        }, opts.key),
-        (step): ModelStepResult<A> => {
-          const toolCalls = step.message.toolCalls ?? []
-          const text = step.message.content ?? ""
-          const answer = toolCalls.length > 0 ? undefined : schema === undefined ? Either.right(text as A) : decodeAnswer(schema, text)
-          return { message: step.message, toolCalls, answer, usage: step.usage, costUsd: step.costUsd }
-        }
-      )
-    })
+  /** A model step, begun when called (inside an effect); a recorded one is answered at once (`answered.ts`). */
+  const modelStep = <A, I>(opts: ModelStepOptions<A, I>, offer: Offer): Effect.Effect<ModelStepResult<A>, ModelStepError> => {
+    const schema = opts.outputSchema
+    return Answered.map(
+      modelCall({
+        model: opts.model ?? deps.model.defaultModel,
+        messages: opts.messages,
+        tools: offer.specs,
+        outputFormat: schema === undefined ? undefined : { name: "output", schema: jsonSchemaOf(schema) },
+        maxOutputTokens: opts.maxOutputTokens
+      }, opts.key),
+      (step): ModelStepResult<A> => {
+        const toolCalls = step.message.toolCalls ?? []
+        const text = step.message.content ?? ""
+        const answer = toolCalls.length > 0 ? undefined : schema === undefined ? Either.right(text as A) : decodeAnswer(schema, text)
+        return { message: step.message, toolCalls, answer, usage: step.usage, costUsd: step.costUsd }
+      }
+    )
+  }
 
+  /** A call the model asked for, begun when called (inside an effect). */
   const toolCall = (call: ToolCall, offer: Offer, key: string | undefined): Effect.Effect<ToolCallOutcome> =>
-    Effect.map(
-      toolStep({ name: call.name, arguments: call.arguments, toolCallId: call.id, offered: new Set(offer.visible.keys()), value: offer.all.get(call.name), key }),
+    Answered.map(
+      toolStep({ name: call.name, arguments: call.arguments, toolCallId: call.id, offered: offer.offered, value: offer.all.get(call.name), key }),
       (outcome): ToolCallOutcome => ({
         message: toolMessage(call.id, call.name, outcome),
         result: outcome.ok ? Either.right(outcome.json) : Either.left(outcome.error)
@@ -125,11 +149,11 @@ export const make = (env: StepEnv, modelCall: ReturnType<typeof ModelStep.make>,
           text = JSON.stringify(r.json)
         } else text = encoded.right
       }
-      return Effect.flatMap(toolStep({ name, arguments: text, key: opts?.key, value }), (outcome): Effect.Effect<Result, ToolCallError> => {
+      return Answered.flatMap(toolStep({ name, arguments: text, key: opts?.key, value }), (outcome): Effect.Effect<Result, ToolCallError> => {
         if (!outcome.ok) return Effect.fail(outcome.error)
         if (value === undefined) return Effect.die("unreachable: an unknown tool cannot succeed")
         const decoded = value.decodeResult(outcome.json)
-        return Either.isLeft(decoded) ? Effect.fail(decoded.left) : Effect.succeed(decoded.right as Result)
+        return Either.isLeft(decoded) ? Effect.fail(decoded.left) : Exit.succeed(decoded.right as Result)
       })
     })
 
@@ -145,8 +169,11 @@ export const make = (env: StepEnv, modelCall: ReturnType<typeof ModelStep.make>,
         maxDecodeRetries: options.maxDecodeRetries ?? 2,
         push,
         modelStep: () =>
-          modelStep({ messages: [...messages], model: options.model, outputSchema: options.outputSchema, maxOutputTokens: options.maxOutputTokens }, offered),
-        toolCalls: (step) => Effect.forEach(step.toolCalls, (call) => Effect.map(toolCall(call, offered, undefined), (o) => push(o.message)), { discard: true })
+          Effect.suspend(() =>
+            modelStep({ messages: [...messages], model: options.model, outputSchema: options.outputSchema, maxOutputTokens: options.maxOutputTokens }, offered)
+          ),
+        toolCalls: (step) =>
+          Effect.forEach(step.toolCalls, (call) => Effect.suspend(() => Answered.map(toolCall(call, offered, undefined), (o) => push(o.message))), { discard: true })
       })
       return Effect.flatMap(loop, (end): Effect.Effect<ChatResult<A>, ChatError> =>
         end._tag === "GaveUp"
@@ -156,9 +183,9 @@ export const make = (env: StepEnv, modelCall: ReturnType<typeof ModelStep.make>,
 
   return {
     chat,
-    modelStep: <A, I>(opts: ModelStepOptions<A, I>) => modelStep(opts, offerTools(opts.tools)),
+    modelStep: <A, I>(opts: ModelStepOptions<A, I>) => Effect.suspend(() => modelStep(opts, offerTools(opts.tools))),
     toolCall: (call: ToolCall, opts?: { readonly tools?: ReadonlyArray<string | Tool> | undefined; readonly key?: string | undefined }) =>
-      toolCall(call, offerTools(opts?.tools), opts?.key),
+      Effect.suspend(() => toolCall(call, offerTools(opts?.tools), opts?.key)),
     tool
   }
 }

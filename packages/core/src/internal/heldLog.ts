@@ -23,8 +23,12 @@ export interface Log {
   readonly next: Effect.Effect<Option.Option<ReadonlyArray<Event>>, LoadError>
 }
 
-/** A step of the log held by the cursor: its events read so far. */
+/**
+ * A step of the log held by the cursor: its events read so far. It is also the cursor's answer for a recorded step
+ * (`_tag`), so a replayed step allocates no answer of its own.
+ */
 export interface Step {
+  readonly _tag: "Recorded"
   readonly key: string
   readonly events: Array<Event>
   consumed: boolean
@@ -69,7 +73,7 @@ export const make = (log: Log | undefined) => {
       }
       const step = held.get(event.stepKey)
       if (step === undefined) {
-        const created: Step = { key: event.stepKey, events: [event], consumed: false }
+        const created: Step = { _tag: "Recorded", key: event.stepKey, events: [event], consumed: false }
         held.set(event.stepKey, created)
         order.push(created)
       } else step.events.push(event)

@@ -1,5 +1,6 @@
 /** A model call the log holds: its logged result, or the error it ended with (a denial, a budget stop, a failure). */
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Schema from "effect/Schema"
 import * as Errors from "../Errors.js"
 import type { Event } from "../Event.js"
@@ -21,7 +22,7 @@ export const recordedCall = (env: StepEnv, key: string, recorded: ReadonlyArray<
     if (p._tag === "BudgetExceeded") return failed(env, new Errors.BudgetExceeded({ runId, limitUsd: p.limitUsd, spentUsd: p.spentUsd }))
   }
   const completed = recorded.find((e) => e.payload._tag === "ModelCompleted")?.payload
-  if (completed?._tag === "ModelCompleted") return Effect.succeed({ message: completed.message, usage: completed.usage, costUsd: completed.costUsd })
+  if (completed?._tag === "ModelCompleted") return Exit.succeed({ message: completed.message, usage: completed.usage, costUsd: completed.costUsd })
   const modelFailed = recorded.find((e) => e.payload._tag === "ModelFailed")?.payload
   if (modelFailed?._tag === "ModelFailed" && modelFailed.kind === UNPRICED) return failed(env, new Errors.BudgetUnpriced({ runId, model: first.model }))
   const kind = modelFailed?._tag === "ModelFailed" ? Schema.decodeUnknownOption(Errors.ModelError.fields.kind)(modelFailed.kind) : undefined

@@ -99,17 +99,19 @@ const liveCall = (env: StepEnv, key: string, request: ModelPort.ModelRequest, re
     return { message: response.message, usage: response.usage, costUsd } satisfies ModelCall
   })
 
-/** The model step of an execution: one call under `explicitKey` (else the next `model:<n>`), recorded or run live. */
-export const make = (env: StepEnv) => (request: ModelPort.ModelRequest, explicitKey?: string | undefined): Effect.Effect<ModelCall, Errors.ModelError | Errors.PolicyDenied | InterceptorError> =>
-  Effect.suspend(() => {
-    const halted = env.halted()
-    if (halted !== undefined) return env.halt(halted)
-    const key = env.cursor.nextKey("model", explicitKey)
-    const requestHash = RequestHash.requestHash(request)
-    return env.answer(
-      key,
-      () => `a model call (request ${requestHash.slice(0, 12)})`,
-      (events) => recordedCall(env, key, events, requestHash),
-      () => Tracing.span("artana.model", { "gen_ai.operation.name": "chat", "gen_ai.request.model": request.model, "artana.step_key": key }, liveCall(env, key, request, requestHash))
-    )
-  })
+/**
+ * The model step of an execution: one call under `explicitKey` (else the next `model:<n>`), recorded or run live. Begun
+ * when called: call it as the step runs (inside an effect); a recorded result comes back as an `Exit` (`answered.ts`).
+ */
+export const make = (env: StepEnv) => (request: ModelPort.ModelRequest, explicitKey?: string | undefined): Effect.Effect<ModelCall, Errors.ModelError | Errors.PolicyDenied | InterceptorError> => {
+  const halted = env.halted()
+  if (halted !== undefined) return env.halt(halted)
+  const key = env.cursor.nextKey("model", explicitKey)
+  const requestHash = RequestHash.requestHash(request)
+  return env.answer(
+    key,
+    () => `a model call (request ${requestHash.slice(0, 12)})`,
+    (events) => recordedCall(env, key, events, requestHash),
+    () => Tracing.span("artana.model", { "gen_ai.operation.name": "chat", "gen_ai.request.model": request.model, "artana.step_key": key }, liveCall(env, key, request, requestHash))
+  )
+}

@@ -23,8 +23,8 @@ export const make = () => {
     },
     /** Whether the key is in the window. */
     used: (key: string): boolean => autoKeys.used(key, remembered) || explicitKeys.used(key, remembered),
-    /** `nextKey` handed out the auto key `kind:index`. */
-    generated: (kind: string, index: number): void => autoKeys.generated(kind, index)
+    /** `nextKey` handed out the auto key `kind:index` (`key`). */
+    generated: (kind: string, index: number, key: string): void => autoKeys.generated(kind, index, key)
   }
 }
 
@@ -75,8 +75,13 @@ const AutoKeys = () => {
   const kinds: Array<string> = []
   const indexes: Array<number> = []
   const rememberedAt: Array<number> = []
+  // The last key handed out and its slot (valid until the next key is handed out): the step that asked for it looks it
+  // up and remembers it next, and comparing the string is cheaper than reading its index again. One key is kept.
+  let lastKey = ""
+  let lastSlot = -1
   /** The slot of `key` when it is an auto key handed out within the window, else -1. */
   const slotOf = (key: string): number => {
+    if (key === lastKey) return lastSlot
     const colon = key.lastIndexOf(":")
     const digits = key.length - colon - 1
     if (colon <= 0 || digits < 1 || digits > 15 || (digits > 1 && key.charCodeAt(colon + 1) === 48)) return -1
@@ -92,12 +97,14 @@ const AutoKeys = () => {
     return kind.length === colon && key.startsWith(kind) ? slot : -1
   }
   return {
-    /** `nextKey` handed out `kind:index`. */
-    generated: (kind: string, index: number) => {
+    /** `nextKey` handed out `kind:index` (`key`). */
+    generated: (kind: string, index: number, key: string) => {
       const slot = index % RECENT_KEYS
       kinds[slot] = kind
       indexes[slot] = index
       rememberedAt[slot] = 0
+      lastKey = key
+      lastSlot = slot
     },
     /** Remembers `key` as the `n`th when it is an auto key of the window; false when it is not one. */
     remember: (key: string, n: number): boolean => {

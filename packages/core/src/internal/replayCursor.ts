@@ -87,7 +87,7 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
       }
       steps.consume(recorded)
       keys.remember(key)
-      return { _tag: "Recorded", events: recorded.events }
+      return recorded
     }
     const next = steps.nextUnconsumed()
     if (!steps.state.done) {
@@ -119,8 +119,9 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
     nextKey: (kind: string, explicit: string | undefined): string => {
       const index = counter++
       if (explicit !== undefined) return explicit
-      keys.generated(kind, index)
-      return `${kind}:${index}`
+      const key = `${kind}:${index}`
+      keys.generated(kind, index, key)
+      return key
     },
     unconsumed
   }

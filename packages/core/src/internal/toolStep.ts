@@ -6,6 +6,7 @@
  * `toolHandler.ts`).
  */
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import { hasCapability } from "../Tenant.js"
 import type { Tool } from "../Tool.js"
 import { leadOf, type Resolved } from "./replayCursor.js"
@@ -40,16 +41,18 @@ export const make = (env: StepEnv) => {
       })
     })
 
-  /** A tool step. The common replay case (a logged outcome) is answered without entering a generator. */
-  const step = (call: ToolCallRequest): Effect.Effect<ToolOutcome> =>
-    Effect.suspend(() => {
-      const halted = env.halted()
-      if (halted !== undefined) return env.halt(halted)
-      const key = env.cursor.nextKey("tool", call.key)
-      const actual = () => `a call to tool "${call.name}" with ${call.arguments}`
-      const found = env.cursor.lookup(key, actual)
-      return found._tag === "Pending" ? Effect.flatMap(env.loaded(found), (f) => stepOf(call, key, actual, f)) : stepOf(call, key, actual, found)
-    })
+  /**
+   * A tool step, begun when called: call it as the step runs (inside an effect). The common replay case (a logged
+   * outcome) is answered at once, as an `Exit` (see `answered.ts`), without entering a generator.
+   */
+  const step = (call: ToolCallRequest): Effect.Effect<ToolOutcome> => {
+    const halted = env.halted()
+    if (halted !== undefined) return env.halt(halted)
+    const key = env.cursor.nextKey("tool", call.key)
+    const actual = () => `a call to tool "${call.name}" with ${call.arguments}`
+    const found = env.cursor.lookup(key, actual)
+    return found._tag === "Pending" ? Effect.flatMap(env.loaded(found), (f) => stepOf(call, key, actual, f)) : stepOf(call, key, actual, found)
+  }
 
   const stepOf = (call: ToolCallRequest, key: string, actual: () => string, found: Resolved): Effect.Effect<ToolOutcome> => {
     if (found._tag === "Diverged") return env.fault(found.error)
@@ -65,7 +68,7 @@ export const make = (env: StepEnv) => {
       return env.mismatch(key, recorded, actual())
     }
     const outcome = outcomeOf(recorded, deps.tools)
-    return outcome !== undefined ? Effect.succeed(outcome) : traced(call, key, first.idempotencyKey, toolOf(), inDoubt(env, call, key, recorded, toolOf()))
+    return outcome !== undefined ? Exit.succeed(outcome) : traced(call, key, first.idempotencyKey, toolOf(), inDoubt(env, call, key, recorded, toolOf()))
   }
   return step
 }

@@ -6,6 +6,7 @@ import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
 import * as Errors from "../Errors.js"
@@ -26,7 +27,7 @@ export const make = (env: StepEnv, response: { readonly payload: unknown } | und
     if (Either.isLeft(value)) {
       return env.fault(new Errors.InvalidInput({ what: `logged value of step "${name}" (${stepKey})`, reason: firstIssue(value.left).reason }))
     }
-    return Effect.succeed(value.right)
+    return Exit.succeed(value.right)
   }
 
   /** A step run live: its value encoded (through the compiled guard when encoding returns it unchanged) and logged. */
