@@ -1,9 +1,11 @@
 // The README examples marked `<!-- checked-example: NAME -->` (the root README's "In code", core's tables of the
-// seed's names and of the Trikernel decisions), as written: compiled together (strict, NodeNext) and each run in a
-// process of its own, in a temp dir inside this package so that `@artana/*` resolves as it does for a user.
+// seed's names and of the Trikernel decisions, each package's usage), as written: compiled together (strict, NodeNext)
+// and each run in a process of its own, in a temp dir inside this package so that `@artana/*` resolves as it does for a
+// user. `<!-- checked-example: NAME compile-only -->` marks one that needs a network model, an MCP server process or a
+// database server: compiled, not run. The format is the install test's (`apps/packaging/test/readmes.ts`).
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { execFile } from "node:child_process"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
@@ -18,17 +20,19 @@ interface Example {
   readonly file: string
   readonly name: string
   readonly code: string
+  readonly compileOnly: boolean
 }
 
-/** The fenced `ts` blocks right after a `<!-- checked-example: NAME -->` line. */
+/** The fenced `ts` blocks right after a `<!-- checked-example: NAME -->` (or `NAME compile-only`) line. */
 export const checkedExamples = (file: string): ReadonlyArray<Example> =>
-  [...readFileSync(join(REPO, file), "utf8").matchAll(/<!-- checked-example: ([\w.-]+) -->\r?\n```ts\r?\n([\s\S]*?)\r?\n```/g)].map((m) => ({
-    file,
-    name: m[1]!,
-    code: m[2]!
-  }))
+  [...readFileSync(join(REPO, file), "utf8").matchAll(/<!-- checked-example: ([\w.-]+)( compile-only)? -->\r?\n```ts\r?\n([\s\S]*?)\r?\n```/g)]
+    .map((m) => ({ file, name: m[1]!, compileOnly: m[2] !== undefined, code: m[3]! }))
 
-const examples = [...checkedExamples("README.md"), ...checkedExamples("packages/core/README.md")]
+/** The READMEs that may hold checked examples: the root's and every package's. */
+const READMES = ["README.md", ...readdirSync(join(REPO, "packages")).sort().map((d) => `packages/${d}/README.md`)]
+  .filter((file) => existsSync(join(REPO, file)))
+
+const examples = READMES.flatMap(checkedExamples)
 
 /** What each example prints (its last line), so that an example that runs but does the wrong thing fails. */
 const prints: Record<string, string> = {
@@ -41,7 +45,14 @@ const prints: Record<string, string> = {
   "seed-context-builder": "FACT: dates are YYYY-MM-DD",
   "seed-auto-reflect": "fact: book_flight takes dates as YYYY-MM-DD",
   "trikernel-swap": "RunStarted ModelRequested ModelCompleted RunCompleted",
-  "approval": "paused -> Sent 250"
+  "approval": "paused -> Sent 250",
+  "agent-analyst": "EMEA grew 26.9% over 2024 (3 turns)",
+  "experience-rules": "fact: book_flight takes dates as YYYY-MM-DD (+1); anti_pattern: Do not guess the year (+0)",
+  "experience-agent": "fact: book_flight takes dates as YYYY-MM-DD",
+  "middleware-governed": "bank.transfer denied by capability-guard",
+  "sandbox-use": "fs.read denied: /etc/passwd resolves to /etc/passwd, which is outside the allowed paths (workspace/**)",
+  "store-sqlite-use": "]",
+  "worker-session": "paused -> approved"
 }
 
 let dir = ""
@@ -60,6 +71,11 @@ describe("README examples, as written", () => {
   it("there are examples, with unique names", () => {
     expect(examples.map((e) => e.name)).toEqual([...new Set(examples.map((e) => e.name))])
     expect(examples.map((e) => e.name)).toEqual(expect.arrayContaining(Object.keys(prints)))
+  })
+
+  it("every example that runs says what it prints; a compile-only one is not run, so it has no line", () => {
+    expect(examples.filter((e) => !e.compileOnly && prints[e.name] === undefined).map((e) => `${e.file}: ${e.name}`)).toEqual([])
+    expect(examples.filter((e) => e.compileOnly && prints[e.name] !== undefined).map((e) => `${e.file}: ${e.name}`)).toEqual([])
   })
 
   it("every row of core's table of the seed's names points at a checked example", () => {
@@ -94,13 +110,12 @@ describe("README examples, as written", () => {
     }
   })
 
-  for (const e of examples) {
+  for (const e of examples.filter((e) => !e.compileOnly)) {
     it(`${e.file}: ${e.name} runs`, async () => {
       const cwd = join(dir, `run-${e.name}`)
       mkdirSync(cwd)
       const { stdout: out } = await run(process.execPath, ["--import", "tsx", join(dir, `${e.name}.ts`)], { cwd, encoding: "utf8", timeout: 120_000 })
-      const expected = prints[e.name]
-      if (expected !== undefined) expect(out.trim().split("\n").pop()).toBe(expected)
+      expect(out.trim().split("\n").pop()).toBe(prints[e.name])
     }, 150_000)
   }
 })
