@@ -28,7 +28,9 @@ interface Manifest {
   readonly private?: boolean
   readonly version: string
   readonly exports?: Record<string, unknown>
+  readonly dependencies?: Record<string, string>
   readonly peerDependencies?: Record<string, string>
+  readonly peerDependenciesMeta?: Record<string, { readonly optional?: boolean }>
 }
 
 interface Packed {
@@ -235,6 +237,28 @@ const effectPeers = (): Record<string, string> => {
   )
 }
 
+/** Core's peers a project must install itself: the `effect` / `@effect/*` ones not marked optional, with their ranges. */
+const requiredEffectPeers = (): Record<string, string> => {
+  const core = JSON.parse(fs.readFileSync(path.join(ROOT, "packages/core/package.json"), "utf8")) as Manifest
+  return Object.fromEntries(Object.entries(effectPeers()).filter(([name]) => core.peerDependenciesMeta?.[name]?.optional !== true))
+}
+
+/** The publishable packages that install @artana/core: core, and those depending on it (as a dependency or a peer), however deep. */
+const installingCore = (): ReadonlySet<string> => {
+  const manifests = publishable().map((p) => p.manifest)
+  const found = new Set(["@artana/core"])
+  for (let grew = true; grew;) {
+    grew = false
+    for (const m of manifests) {
+      const needs = Object.keys({ ...m.dependencies, ...m.peerDependencies })
+      if (found.has(m.name) || !needs.some((n) => found.has(n))) continue
+      found.add(m.name)
+      grew = true
+    }
+  }
+  return found
+}
+
 describe("the READMEs' install lines", () => {
   it("pin effect and every @effect/* package they name to the range the packages are built on (Effect 3, not the registry's latest)", () => {
     const peers = effectPeers()
@@ -252,6 +276,20 @@ describe("the READMEs' install lines", () => {
     // A line that installs @artana/core names effect too, so the user's own `import { Effect } from "effect"` is Effect 3.
     const withoutEffect = lines.filter(({ line }) => line.startsWith("pnpm add") && !packagesOf(line).some((s) => nameOf(s) === "effect"))
     expect(withoutEffect).toEqual([])
+    // A project's line that installs @artana/core, named or through a package depending on it, names every effect /
+    // @effect/* peer core requires (at core's range, checked above): a peer left out is resolved by whatever the package
+    // manager picks, or missing at the first import. A global install (`npm i -g`, the CLI) is an application's own tree.
+    const required = requiredEffectPeers()
+    expect(Object.keys(required)).toContain("effect")
+    const withCore = installingCore()
+    const missing = lines
+      .filter(({ line }) => !/\s-g(\s|$)/.test(line))
+      .flatMap(({ file, line }) => {
+        const named = packagesOf(line).map(nameOf)
+        if (!named.some((n) => withCore.has(n))) return []
+        return Object.entries(required).filter(([peer]) => !named.includes(peer)).map(([peer, range]) => `${file}: ${peer}@${range} (in \`${line}\`)`)
+      })
+    expect(missing).toEqual([])
   })
 })
 
