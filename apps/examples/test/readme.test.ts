@@ -1,6 +1,8 @@
 // The README examples marked `<!-- checked-example: NAME -->` (the root README's "In code", core's tables of the
-// seed's names and of the Trikernel decisions), as written: compiled together (strict, NodeNext) and each run in a
-// process of its own, in a temp dir inside this package so that `@artana/*` resolves as it does for a user.
+// seed's names and of the Trikernel decisions, the stores', model adapters', otel's and plugin-sdk's examples), as
+// written: compiled together (strict, NodeNext) and each run in a process of its own (those marked `compile-only`,
+// which need a network model or a database server, are only compiled), in a temp dir inside this package so that
+// `@artana/*` resolves as it does for a user.
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { execFile } from "node:child_process"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
