@@ -51,8 +51,13 @@ const prints: Record<string, string> = {
   "experience-agent": "fact: book_flight takes dates as YYYY-MM-DD",
   "middleware-governed": "bank.transfer denied by capability-guard",
   "sandbox-use": "fs.read denied: /etc/passwd resolves to /etc/passwd, which is outside the allowed paths (workspace/**)",
-  "store-sqlite-use": "]",
-  "worker-session": "paused -> approved"
+  "worker-session": "paused -> approved",
+  "store-sqlite-use": "completed: greet-1",
+  "store-sqlite-promise": "completed, chain intact: true",
+  "openai-fake": "Paris after /v1/chat/completions, /v1/chat/completions",
+  "anthropic-fake": "Paris after /v1/messages, /v1/messages",
+  "otel-receiver": "artana.run: true, artana.model: true, content exported: false",
+  "plugin-test": "{\"city\":\"Oslo\",\"high\":21}; empty city: true"
 }
 
 let dir = ""

@@ -28,7 +28,9 @@ interface Manifest {
   readonly private?: boolean
   readonly version: string
   readonly exports?: Record<string, unknown>
+  readonly dependencies?: Record<string, string>
   readonly peerDependencies?: Record<string, string>
+  readonly peerDependenciesMeta?: Record<string, { readonly optional?: boolean }>
 }
 
 interface Packed {
@@ -187,30 +189,24 @@ const installCli = async (): Promise<void> => {
   await installGlobally(line)
 }
 
-/** The READMEs with checked examples: a project each. */
-const readmes = checkedReadmes(ROOT)
-/**
- * Projects installed at once. A project waits mostly on the registry and the disk (tsc is its one CPU-bound step), so
- * a few go at once; one after another, nine READMEs' projects (about a minute each on a machine at load 30-40) ran past
- * the fixture's ten minutes.
- */
-const AT_ONCE = 3
-/** The time one README's project may add to the fixture (install, tsc) on a loaded machine. */
-const README_MS = 120_000
-
-/** Every README's project, `AT_ONCE` at a time, in the READMEs' order. */
-const installAll = async (packed: ReadonlyArray<Packed>): Promise<ReadonlyArray<Installed>> => {
-  const done: Array<Installed> = []
-  let next = 0
-  const lane = async (): Promise<void> => {
-    for (let i = next++; i < readmes.length; i = next++) done[i] = await installReadme(readmes[i]!, packed)
-  }
-  await Promise.all(Array.from({ length: AT_ONCE }, lane))
-  return done
-}
-
 let packed: ReadonlyArray<Packed> = []
 let installed: ReadonlyArray<Installed> = []
+
+/** The READMEs with checked examples: a project each. */
+const READMES = checkedReadmes(ROOT)
+/** Projects installed at once: each mostly waits on the registry, then runs tsc. */
+const INSTALLS_AT_ONCE = 2
+
+/** `f` over `items`, at most `limit` at a time, the results in the items' order. */
+const inPool = async <A, B>(items: ReadonlyArray<A>, limit: number, f: (a: A) => Promise<B>): Promise<ReadonlyArray<B>> => {
+  const results: Array<B> = []
+  let next = 0
+  const worker = async (): Promise<void> => {
+    for (let i = next++; i < items.length; i = next++) results[i] = await f(items[i]!)
+  }
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
+  return results
+}
 
 beforeAll(async () => {
   packed = await pack()
@@ -218,17 +214,17 @@ beforeAll(async () => {
   // The npm install of the CLI and the pnpm projects at once: each waits on the network and on native builds.
   const [, projects] = await Promise.all([
     installCli(),
-    installAll(packed)
+    inPool(READMES, INSTALLS_AT_ONCE, (readme) => installReadme(readme, packed))
   ])
   installed = projects
   const sqlite = native.prebuilt === undefined ? "better-sqlite3 compiled from source" : `better-sqlite3 from the workspace's ${native.prebuilt}`
   console.log(`install fixture (${sqlite}): ${timings.join(", ")}`)
-}, (native.prebuilt === undefined ? 600_000 + 2 * Native.COMPILE_MS : 600_000) + README_MS * Math.ceil(readmes.length / AT_ONCE))
+  // Packing, the CLI's global install, and a minute per README's project (on a loaded 2-core machine, 10 READMEs took
+  // more than the 600 s this budget once was).
+}, 300_000 + 60_000 * READMES.length + (native.prebuilt === undefined ? 2 * Native.COMPILE_MS : 0))
 
 afterAll(async () => {
   await registry?.close()
-  // Asynchronously: a synchronous delete of every project's node_modules blocks this worker for minutes on a loaded
-  // machine, and vitest's own messages with it ("Timeout calling onTaskUpdate").
   await fs.promises.rm(tmp, { recursive: true, force: true })
 })
 
@@ -255,6 +251,28 @@ const effectPeers = (): Record<string, string> => {
   )
 }
 
+/** Core's peers a project must install itself: the `effect` / `@effect/*` ones not marked optional, with their ranges. */
+const requiredEffectPeers = (): Record<string, string> => {
+  const core = JSON.parse(fs.readFileSync(path.join(ROOT, "packages/core/package.json"), "utf8")) as Manifest
+  return Object.fromEntries(Object.entries(effectPeers()).filter(([name]) => core.peerDependenciesMeta?.[name]?.optional !== true))
+}
+
+/** The publishable packages that install @artana/core: core, and those depending on it (as a dependency or a peer), however deep. */
+const installingCore = (): ReadonlySet<string> => {
+  const manifests = publishable().map((p) => p.manifest)
+  const found = new Set(["@artana/core"])
+  for (let grew = true; grew;) {
+    grew = false
+    for (const m of manifests) {
+      const needs = Object.keys({ ...m.dependencies, ...m.peerDependencies })
+      if (found.has(m.name) || !needs.some((n) => found.has(n))) continue
+      found.add(m.name)
+      grew = true
+    }
+  }
+  return found
+}
+
 describe("the READMEs' install lines", () => {
   it("pin effect and every @effect/* package they name to the range the packages are built on (Effect 3, not the registry's latest)", () => {
     const peers = effectPeers()
@@ -272,6 +290,20 @@ describe("the READMEs' install lines", () => {
     // A line that installs @artana/core names effect too, so the user's own `import { Effect } from "effect"` is Effect 3.
     const withoutEffect = lines.filter(({ line }) => line.startsWith("pnpm add") && !packagesOf(line).some((s) => nameOf(s) === "effect"))
     expect(withoutEffect).toEqual([])
+    // A project's line that installs @artana/core, named or through a package depending on it, names every effect /
+    // @effect/* peer core requires (at core's range, checked above): a peer left out is resolved by whatever the package
+    // manager picks, or missing at the first import. A global install (`npm i -g`, the CLI) is an application's own tree.
+    const required = requiredEffectPeers()
+    expect(Object.keys(required)).toContain("effect")
+    const withCore = installingCore()
+    const missing = lines
+      .filter(({ line }) => !/\s-g(\s|$)/.test(line))
+      .flatMap(({ file, line }) => {
+        const named = packagesOf(line).map(nameOf)
+        if (!named.some((n) => withCore.has(n))) return []
+        return Object.entries(required).filter(([peer]) => !named.includes(peer)).map(([peer, range]) => `${file}: ${peer}@${range} (in \`${line}\`)`)
+      })
+    expect(missing).toEqual([])
   })
 })
 
@@ -301,7 +333,7 @@ describe("a fresh project with a README's install line", () => {
         expect(result.code, `${readme.file}: ${example.name}`).toBe(0)
       }
     }
-  })
+  }, 60_000 + 30_000 * READMES.flatMap((r) => r.examples.filter((e) => !e.compileOnly)).length)
 
   it("has one effect, on the 3.x line, whatever the registry's latest is", () => {
     for (const { readme, dir } of installed) {
