@@ -24,7 +24,7 @@ export interface Options {
   readonly apiKey?: Redacted.Redacted<string> | undefined
   /** Default `https://api.anthropic.com` (without `/v1`: the SDK adds it). */
   readonly baseURL?: string | undefined
-  /** The model used when a request names none. Default `claude-sonnet-4-5`. */
+  /** The model used when a request names none. Default `claude-haiku-4-5` (priced by the table below, and not on the SDK's list of deprecated models: `claude-sonnet-4-5` reaches its end of life on 2026-11-30). */
   readonly defaultModel?: string | undefined
   /**
    * `max_tokens` of a request that sets no `maxOutputTokens` (the API requires one). Under a budget the kernel always
@@ -96,7 +96,7 @@ const DEFAULT_BASE_URL = "https://api.anthropic.com"
 export const make = (options: Options = {}): Effect.Effect<Service> =>
   Effect.sync(() => {
     const baseURL = options.baseURL ?? DEFAULT_BASE_URL
-    const defaultModel = options.defaultModel ?? "claude-sonnet-4-5"
+    const defaultModel = options.defaultModel ?? "claude-haiku-4-5"
     const maxTokens = options.maxTokens ?? 4096
     const timeoutMs = Duration.toMillis(options.timeout ?? Duration.seconds(60))
     const policy = ModelTransport.retryPolicy("anthropic", options)
