@@ -29,6 +29,7 @@ interface Pending {
   readonly runId: string
   readonly tool: string
   readonly arguments: string
+  readonly requestedAt: number
 }
 
 /** Runs the plan to its pause and returns the approval it waits for, as the inbox lists it. */
@@ -99,4 +100,27 @@ describe("artana approvals, approve, reject", () => {
       const report = yield* artanaJson(["report", "r1"], { cwd })
       expect(report.json).toMatchObject({ steps: [{ id: "notes", status: "ok" }, { id: "save", status: "denied", error: "not before the audit" }] })
     }), 300_000)
+
+  it.live("the inbox's filters select: --run one run, --tool one tool, --older-than the calls asked before a time", () =>
+    Effect.gen(function*() {
+      const cwd = workspace()
+      const first = yield* paused(cwd, "f1")
+      const second = yield* paused(cwd, "f2")
+      expect(first.requestedAt).toBeLessThan(second.requestedAt)
+      const ids = (args: ReadonlyArray<string>) =>
+        Effect.map(artanaJson(["approvals", ...args], { cwd }), (r) => (r.json as { approvals: ReadonlyArray<Pending> }).approvals.map((a) => a.runId))
+      expect(yield* ids([])).toEqual(["f1", "f2"])
+      expect(yield* ids(["--run", "f2"])).toEqual(["f2"])
+      expect(yield* ids(["--tool", "fs.write"])).toEqual(["f1", "f2"])
+      expect(yield* ids(["--tool", "fs.read"])).toEqual([])
+      // Asked before a time between the two: the first only; before the first: none; an age of a day: none. (The CLI
+      // turns a time into an age at its start, so the bound moves by the CLI's own start-up: the times are taken half
+      // the gap between the two requests away from them, the gap being a whole `artana run` of the plan.)
+      const gap = second.requestedAt - first.requestedAt
+      expect(yield* ids(["--older-than", new Date(first.requestedAt + gap / 2).toISOString()])).toEqual(["f1"])
+      expect(yield* ids(["--older-than", new Date(first.requestedAt - gap / 2).toISOString()])).toEqual([])
+      expect(yield* ids(["--older-than", "24h"])).toEqual([])
+      expect((yield* artana(["approvals", "--older-than", "soon"], { cwd })).code).toBe(2)
+    }), 300_000)
 })
+
