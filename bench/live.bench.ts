@@ -31,7 +31,9 @@ const DELTAS = 200
 const KEPT = 10_000
 const K = 9_000
 
-const text = (pieces: number) => Array.from({ length: pieces }, (_, i) => `w${i} `).join("")
+/** `pieces` words, each a delta of its own. */
+const words = (pieces: number) => Array.from({ length: pieces }, (_, i) => `w${i} `)
+const text = (pieces: number) => words(pieces).join("")
 
 export default async (machine: BenchResult["machine"]): Promise<BenchResult> => {
   const dir = mkdtempSync(join(tmpdir(), "artana-bench-live-"))
@@ -118,7 +120,7 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
       Kernel.layer(),
       Layer.mergeAll(
         SqliteStore.layer({ filename: join(dir, "kept.db") }),
-        ScriptedModel.layer([ScriptedModel.text(text(KEPT), { deltas: KEPT })], { model: "gpt-4o-mini" }),
+        ScriptedModel.layer([ScriptedModel.text(text(KEPT), { deltas: words(KEPT) })], { model: "gpt-4o-mini" }),
         ToolRegistry.layer([])
       )
     )
@@ -137,6 +139,7 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
           })
         const all = yield* read()
         const deltas = all.events.filter((e): e is Live.LiveEvent & { readonly _tag: "TextDelta" } => e._tag === "TextDelta")
+        if (deltas.length !== KEPT) throw new Error(`the paused run kept ${deltas.length} deltas, not ${KEPT}`)
         const offset = deltas[K - 1]!.offset
         const fromK: Array<number> = []
         const fromStart: Array<number> = []
