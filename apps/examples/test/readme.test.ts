@@ -9,6 +9,9 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
+import { Artana } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
+import { SqliteStore } from "@artana/store-sqlite"
 
 // Asynchronous children: a synchronous one would block this worker's event loop, and with it vitest's own messages.
 const run = promisify(execFile)
@@ -49,7 +52,7 @@ const prints: Record<string, string> = {
   "agent-analyst": "EMEA grew 26.9% over 2024 (3 turns)",
   "experience-rules": "fact: book_flight takes dates as YYYY-MM-DD (+1); anti_pattern: Do not guess the year (+0)",
   "experience-agent": "fact: book_flight takes dates as YYYY-MM-DD",
-  "middleware-governed": "bank.transfer denied by capability-guard",
+  "middleware-governed": "bank.transfer denied by capability-guard (needs finance:write)",
   "sandbox-use": "fs.read denied: /etc/passwd resolves to /etc/passwd, which is outside the allowed paths (workspace/**)",
   "worker-session": "paused -> approved",
   "store-sqlite-use": "completed: greet-1",
@@ -58,6 +61,31 @@ const prints: Record<string, string> = {
   "anthropic-fake": "Paris after /v1/messages, /v1/messages",
   "otel-receiver": "artana.run: true, artana.model: true, content exported: false",
   "plugin-test": "{\"city\":\"Oslo\",\"high\":21}; empty city: true"
+}
+
+/**
+ * The root README's "In code" is governed by what its run logged, not only by its text: the tenant's capabilities and
+ * budget recorded at the start, no model request carrying the prompt's email (the PII scrubber's note beside each),
+ * the capability-gated tool run, and a chain that verifies.
+ */
+const governedLog = async (cwd: string) => {
+  const artana = Artana.create({ store: SqliteStore.layer({ filename: join(cwd, "artana.db") }), model: ScriptedModel.layer([]) })
+  try {
+    const [run, ...others] = await artana.listRuns("acme")
+    expect(others).toEqual([])
+    expect(run).toMatchObject({ status: "completed", workflow: "artana.chat" })
+    const ref = { tenantId: "acme", runId: run!.runId }
+    const events = (await artana.readEvents(ref)).map((e) => e.payload)
+    expect(events[0]).toMatchObject({ _tag: "RunStarted", tenant: { capabilities: ["finance:read"], budgetUsdLimit: 5 } })
+    const requests = events.filter((p) => p._tag === "ModelRequested")
+    expect(requests).toHaveLength(2)
+    for (const request of requests) expect(JSON.stringify(request)).not.toContain("ann@acme.example")
+    expect(events.filter((p) => p._tag === "MiddlewareNote" && p.middleware === "pii" && p.note === "scrubbed")).toHaveLength(2)
+    expect(events.filter((p) => p._tag === "ToolCompleted").map((p) => p._tag === "ToolCompleted" && p.tool)).toEqual(["get_balance"])
+    expect((await artana.verify(ref)).ok).toBe(true)
+  } finally {
+    await artana.close()
+  }
 }
 
 let dir = ""
@@ -95,6 +123,25 @@ describe("README examples, as written", () => {
     }
   })
 
+  it("every row of core's Trikernel table names a test file and a test in it that exist", () => {
+    const readme = readFileSync(join(REPO, "packages/core/README.md"), "utf8")
+    const table = readme.slice(readme.indexOf("## The Trikernel decisions"), readme.indexOf("<!-- checked-example: trikernel-swap -->"))
+    const rows = table.split("\n").filter((l) => l.startsWith("| ") && !l.startsWith("| decision") && !l.startsWith("|---"))
+    expect(rows).toHaveLength(8)
+    for (const row of rows) {
+      const tests = row.split(" | ")[2]!
+      // `file` "name", "name"; `file` "name" ...: each file followed by the names of tests in it ("..." ends a cut name).
+      const cited = [...tests.matchAll(/`([\w/.-]+\.(?:test\.)?ts)`((?:[ ,]*"[^"]+")*)/g)]
+      expect(cited.length, row).toBeGreaterThan(0)
+      for (const [, file, names] of cited) {
+        const source = readFileSync(join(REPO, "packages", file!), "utf8")
+        const titles = [...names!.matchAll(/"([^"]+)"/g)].map((m) => m[1]!.replace(/\.\.\.$/, ""))
+        expect(titles.length, `${file} in: ${row}`).toBeGreaterThan(0)
+        for (const title of titles) expect(source, `${file}: "${title}"`).toContain(title)
+      }
+    }
+  })
+
   it("all compile (strict, NodeNext)", async () => {
     const tsc = await run(process.execPath, [join(REPO, "node_modules/typescript/bin/tsc"), "-p", dir], { encoding: "utf8" }).catch(
       (e: { stdout?: string; stderr?: string }) => ({ stdout: e.stdout ?? "", stderr: e.stderr ?? "failed" })
@@ -102,7 +149,7 @@ describe("README examples, as written", () => {
     expect(tsc.stdout + tsc.stderr).toBe("")
   }, 180_000)
 
-  it("the root README's \"In code\": governed, at most 20 lines and 5 Artana names, Effect and Promise alike", () => {
+  it("the root README's \"In code\": governed (its run's log is checked too), at most 20 lines and 5 Artana names, Effect and Promise alike", () => {
     for (const name of ["readme-effect", "readme-promise"]) {
       const code = examples.find((e) => e.name === name)!.code
       expect(code.split("\n").length).toBeLessThanOrEqual(20)
@@ -121,6 +168,7 @@ describe("README examples, as written", () => {
       mkdirSync(cwd)
       const { stdout: out } = await run(process.execPath, ["--import", "tsx", join(dir, `${e.name}.ts`)], { cwd, encoding: "utf8", timeout: 120_000 })
       expect(out.trim().split("\n").pop()).toBe(prints[e.name])
+      if (e.name === "readme-effect" || e.name === "readme-promise") await governedLog(cwd)
     }, 150_000)
   }
 })

@@ -44,7 +44,7 @@ describe("CapabilityGuard", () => {
       const stripped = events.find((e) => e.payload._tag === "MiddlewareNote" && e.payload.note === "tools_stripped")!.payload
       expect(stripped).toMatchObject({ data: { tools: ["bank.wire"] } })
       const denied = events.find((e) => e.payload._tag === "PolicyDenied")!.payload
-      expect(denied).toMatchObject({ tool: "bank.wire", middleware: "capability-guard" })
+      expect(denied).toMatchObject({ tool: "bank.wire", capability: "finance:write", middleware: "capability-guard" })
       expect(events.some((e) => e.payload._tag === "ToolCompleted" && e.payload.tool === "bank.wire")).toBe(false)
       expect(calls).toBe(1)
     }).pipe(Effect.provide(layer([

@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import { type Event, EventStore, type Json, Kernel, type Middleware, type ModelPort, Tenant, type ToolRegistry, type Workflow } from "@artana/core"
+import { Artana, type Errors, type Event, EventStore, type Json, Kernel, type Middleware, type ModelPort, Tenant, type ToolRegistry, type Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -27,8 +27,11 @@ export interface RunOptions<C, CI> {
   readonly config: CI | unknown
   readonly tool: string
   readonly args: Json.Json
-  /** Default: a tenant holding every capability the plugin declares. */
-  readonly tenant?: Tenant.TenantContext | undefined
+  /**
+   * Default: a tenant holding every capability the plugin declares. A `TenantContext` or plain data
+   * (`{ tenantId, capabilities, budgetUsdLimit }`), as everywhere else; a bad one fails `InvalidTenant`.
+   */
+  readonly tenant?: Tenant.TenantContext | Tenant.Input | undefined
   readonly runId?: string | undefined
 }
 
@@ -47,10 +50,10 @@ export const layer = (
   Layer.provideMerge(Kernel.layer(), Layer.mergeAll(EventStore.layerMemory, ScriptedModel.layer([]), Plugins.layer(loaded)))
 
 /** Loads the plugin with `config` and calls one of its tools through a real kernel. */
-export const run = <C, CI>(options: RunOptions<C, CI>): Effect.Effect<RunResult, PluginError> =>
+export const run = <C, CI>(options: RunOptions<C, CI>): Effect.Effect<RunResult, PluginError | Errors.InvalidTenant> =>
   Effect.gen(function*() {
     const loaded = yield* load(options.plugin, options.config)
-    const tenant = options.tenant ?? tenantFor(options.plugin)
+    const tenant = options.tenant === undefined ? tenantFor(options.plugin) : yield* Artana.tenant(options.tenant)
     const runId = options.runId ?? `plugin-test-${crypto.randomUUID()}`
     return yield* Effect.gen(function*() {
       const kernel = yield* Kernel.Kernel
@@ -64,5 +67,5 @@ export const run = <C, CI>(options: RunOptions<C, CI>): Effect.Effect<RunResult,
     }).pipe(Effect.provide(layer([loaded])))
   })
 
-/** `run`, for tests that do not use Effect. A plugin error rejects the promise. */
+/** `run`, for tests that do not use Effect. A plugin error (or a bad tenant) rejects the promise. */
 export const runPromise = <C, CI>(options: RunOptions<C, CI>): Promise<RunResult> => Effect.runPromise(run(options))

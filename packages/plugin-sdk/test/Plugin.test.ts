@@ -144,6 +144,22 @@ describe("PluginTest", () => {
       expect(denied.events.map((e) => e.payload._tag)).toContain("PolicyDenied")
     }))
 
+  it.effect("takes the tenant as plain data, as every other call does; a bad one is InvalidTenant and runs nothing", () =>
+    Effect.gen(function*() {
+      const plain = yield* PluginTest.run({
+        plugin: weather, config: { units: "metric" }, tool: "weather.forecast", args: { city: "Oslo" },
+        tenant: { tenantId: "plain", capabilities: ["weather:read"], budgetUsdLimit: 1 }
+      })
+      expect(plain.result).toEqual(Either.right({ city: "Oslo", high: 21, units: "metric" }))
+      expect(plain.events.map((e) => e.tenantId)).toEqual(["plain", "plain", "plain", "plain"])
+      const bad = yield* Effect.flip(PluginTest.run({
+        plugin: weather, config: { units: "metric" }, tool: "weather.forecast", args: { city: "Oslo" },
+        tenant: { tenantId: "bad", capabilities: ["weather:read"], budgetUsdLimit: -1 }
+      }))
+      expect(bad).toMatchObject({ _tag: "InvalidTenant" })
+      expect(bad.message).toContain("budgetUsdLimit")
+    }))
+
   it.effect("a plugin's handler runs with none of the host's services, its span nested under the call's", () =>
     Effect.gen(function*() {
       const nosy = definePlugin({

@@ -71,7 +71,13 @@ export const make = (env: StepEnv) => {
         if (error._tag === "BudgetExceeded") return env.budgetExceeded(key, "before_call", [requested, ...notes])
         return Effect.map(refused(env, key, requested, [
           ...notes,
-          { _tag: "PolicyDenied", tool: call.name, reason: error.reason, middleware: before.interceptor.name },
+          {
+            _tag: "PolicyDenied",
+            tool: call.name,
+            reason: error.reason,
+            ...(error.capability === undefined ? {} : { capability: error.capability }),
+            middleware: before.interceptor.name
+          },
           { _tag: "ToolFailed", tool: call.name, kind: "denied", error: error.reason }
         ], error), done)
       }
