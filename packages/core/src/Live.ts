@@ -70,8 +70,14 @@ export const ToolFailed = Schema.TaggedStruct("ToolFailed", { ...fields, tool: S
 export const Paused = Schema.TaggedStruct("Paused", { ...fields, ticket: Schema.String, reason: Schema.String })
 /** A paused or crashed run was taken up again. */
 export const Resumed = Schema.TaggedStruct("Resumed", { ...fields, reason: Schema.String })
-/** A tool call waits for a person's decision. */
-export const ApprovalPending = Schema.TaggedStruct("ApprovalPending", { ...fields, approvalId: Schema.String, tool: Schema.String, arguments: Schema.String })
+/** A tool call waits for a person's decision: one of `approvers` (absent: any approver of the tenant). */
+export const ApprovalPending = Schema.TaggedStruct("ApprovalPending", {
+  ...fields,
+  approvalId: Schema.String,
+  tool: Schema.String,
+  arguments: Schema.String,
+  approvers: Schema.optional(Schema.Array(Schema.String))
+})
 export const ApprovalDecided = Schema.TaggedStruct("ApprovalDecided", {
   ...fields,
   approvalId: Schema.String,
@@ -167,7 +173,14 @@ export const fromEvent = (event: Event): LiveEvent => {
     case "RunContinued":
       return { _tag: "Continued", ...base, nextRunId: p.nextRunId }
     case "ApprovalRequested":
-      return { _tag: "ApprovalPending", ...base, approvalId: p.approvalId, tool: p.tool, arguments: p.arguments }
+      return {
+        _tag: "ApprovalPending",
+        ...base,
+        approvalId: p.approvalId,
+        tool: p.tool,
+        arguments: p.arguments,
+        ...(p.approvers === undefined ? {} : { approvers: p.approvers })
+      }
     case "ApprovalDecided":
       return {
         _tag: "ApprovalDecided",
