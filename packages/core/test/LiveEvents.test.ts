@@ -3,7 +3,7 @@
 // gets exactly the rest.
 import { describe, expect, it } from "@effect/vitest"
 import { Chunk, Duration, Effect, Fiber, Schema, Stream, TestClock } from "effect"
-import { Chat, Kernel, type Live, Workflow } from "@artana/core"
+import { Chat, Errors, Kernel, type Live, type Middleware, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { kernelLayer, makeTools, tenant } from "./fixtures.js"
 
@@ -46,6 +46,24 @@ describe("Kernel.live: denials, signals, continue-as-new, failures", () => {
       ScriptedModel.toolCall("transfer", { from: "acc-1", to: "acc-2", amount: 5 }),
       ScriptedModel.text("I may not move money.")
     ], [transfer])))
+  })
+
+  it.effect("a tool call a policy (a middleware) refuses is one ToolDenied with the policy's reason", () => {
+    const { notify } = makeTools()
+    const quiet: Middleware.Interceptor = {
+      name: "quiet-hours",
+      beforeTool: (call) => call.tool === "notify" ? Effect.fail(new Errors.PolicyDenied({ tool: call.tool, reason: "notifications are off at night" })) : Effect.succeed(call)
+    }
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      yield* kernel.chat({ runId: "quiet", tenant, messages: [Chat.user("Tell the team")], tools: [notify] })
+      const all = yield* liveOf(kernel, "quiet")
+      expect(all.filter((e) => e._tag === "ToolDenied")).toEqual([
+        { _tag: "ToolDenied", offset: expect.any(String), stepKey: "tool:1", tool: "notify", reason: "notifications are off at night" }
+      ])
+      expect(all.find((e) => e._tag === "Logged" && e.type === "PolicyDenied")?.stepKey).toBe("tool:1")
+      yield* reconnects(kernel, "quiet", all)
+    }).pipe(Effect.provide(kernelLayer([ScriptedModel.toolCall("notify", { text: "hi" }), ScriptedModel.text("Not now.")], [notify], { middleware: [quiet] })))
   })
 
   const Note = Schema.Struct({ text: Schema.String, from: Schema.String })
