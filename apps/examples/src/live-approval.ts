@@ -130,7 +130,7 @@ export const main = async (options: Options = {}): Promise<Outcome> => {
         if (replies.text(e.stepKey) !== (e.message.content ?? "")) write(` [logged reply: ${e.message.content}]`)
       }
       if (e._tag === "ApprovalPending") {
-        write(`\n\n[pending approval ${e.approvalId}]\n`)
+        write(`\n\n[pending approval ${e.approvalId}${e.approvers === undefined ? "" : ` for ${e.approvers.join(" or ")}`}]\n`)
         const yes = await (options.ask ?? askOnTerminal)(`approve ${e.tool} ${e.arguments}? [y/N] `)
         decided = yes
           ? artana.approve({ tenantId: run.tenantId, approvalId: e.approvalId, approver: "you@terminal", workflow: payAgent })

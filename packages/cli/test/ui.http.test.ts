@@ -153,6 +153,29 @@ describe("artana ui over HTTP", () => {
       expect(text()).toContain("id=\"seq-3\"")
       stream.destroy()
     }).pipe(Effect.scoped))
+
+  it.live("a run's page following it shows a pending approval with who may approve it, then settles", () =>
+    Effect.gen(function*() {
+      const { db, dir } = yield* seeded()
+      const store = SqliteStore.layer({ filename: db })
+      const started = TestLog.chain("live-2", "acme", [], [{ _tag: "RunStarted", workflow: "steps", input: null, tenant: acme }], Date.now())
+      yield* Effect.flatMap(EventStore.EventStore, (s) => s.append({ runId: "live-2", tenantId: "acme", expectedSeq: 0, events: started })).pipe(Effect.provide(store))
+      const ui = yield* startUi(["--db", db, "--tenant", "acme"], dir)
+      const received: Array<string> = []
+      const stream = yield* Effect.async<http.IncomingMessage>((resume) => {
+        http.get(new URL("/runs/live-2/live?tenant=acme&after=1", ui.url), (res) => resume(Effect.succeed(res)))
+      })
+      stream.on("data", (d: Buffer) => void received.push(d.toString()))
+      const text = () => received.join("")
+      const pending: Event.EventPayload = { _tag: "ApprovalRequested", approvalId: "a-1", tool: "wire_funds", arguments: "{\"amount\":5}", approvers: ["ann", "bo"] }
+      yield* Effect.flatMap(EventStore.EventStore, (s) =>
+        s.append({ runId: "live-2", tenantId: "acme", expectedSeq: 1, events: TestLog.chain("live-2", "acme", started, [pending], Date.now()) })).pipe(Effect.provide(store))
+      yield* Effect.promise(() => waitFor(() => text().includes("event: settled")))
+      expect(text()).toMatch(/event: log\ndata: <tr class="event kind-person" id="seq-2"/)
+      expect(text()).toContain("waits for approval by ann or bo (a-1)")
+      expect(text()).toMatch(/event: settled\ndata: ApprovalPending/)
+      stream.destroy()
+    }).pipe(Effect.scoped))
 })
 
 /** Waits for a condition on what a stream delivered (bounded: a stream that never delivers fails the test). */

@@ -61,17 +61,23 @@ export const ModelCompleted = Schema.TaggedStruct("ModelCompleted", {
   costUsd: Schema.Number
 })
 export const ModelFailed = Schema.TaggedStruct("ModelFailed", { ...fields, kind: Schema.String, error: Schema.String })
-/** A tool call about to run (its `ToolRequested`). */
+/** A tool call requested (its `ToolRequested`): `ToolCompleted`, `ToolFailed` or `ToolDenied` follows. */
 export const ToolStarted = Schema.TaggedStruct("ToolStarted", { ...fields, tool: Schema.String, arguments: Schema.String })
 export const ToolCompleted = Schema.TaggedStruct("ToolCompleted", { ...fields, tool: Schema.String, result: Json })
-/** A tool call refused by a policy or the tenant's capabilities: it never ran. */
+/** A tool call refused by a policy or the tenant's capabilities: it never ran (one per denied call). */
 export const ToolDenied = Schema.TaggedStruct("ToolDenied", { ...fields, tool: Schema.String, reason: Schema.String })
 export const ToolFailed = Schema.TaggedStruct("ToolFailed", { ...fields, tool: Schema.String, kind: Schema.String, error: Schema.String })
 export const Paused = Schema.TaggedStruct("Paused", { ...fields, ticket: Schema.String, reason: Schema.String })
 /** A paused or crashed run was taken up again. */
 export const Resumed = Schema.TaggedStruct("Resumed", { ...fields, reason: Schema.String })
-/** A tool call waits for a person's decision. */
-export const ApprovalPending = Schema.TaggedStruct("ApprovalPending", { ...fields, approvalId: Schema.String, tool: Schema.String, arguments: Schema.String })
+/** A tool call waits for a person's decision: one of `approvers` (absent: any approver of the tenant). */
+export const ApprovalPending = Schema.TaggedStruct("ApprovalPending", {
+  ...fields,
+  approvalId: Schema.String,
+  tool: Schema.String,
+  arguments: Schema.String,
+  approvers: Schema.optional(Schema.Array(Schema.String))
+})
 export const ApprovalDecided = Schema.TaggedStruct("ApprovalDecided", {
   ...fields,
   approvalId: Schema.String,
@@ -148,12 +154,12 @@ export const fromEvent = (event: Event): LiveEvent => {
       return { _tag: "ToolStarted", ...base, tool: p.tool, arguments: p.arguments }
     case "ToolCompleted":
       return { _tag: "ToolCompleted", ...base, tool: p.tool, result: p.result }
+    // A denied call is logged as the decision (`PolicyDenied`, a `Logged` here) and the call's outcome (`ToolFailed` of
+    // kind "denied", present on every path that denies a call): the outcome is the one `ToolDenied`.
     case "ToolFailed":
       return p.kind === "denied"
         ? { _tag: "ToolDenied", ...base, tool: p.tool, reason: p.error }
         : { _tag: "ToolFailed", ...base, tool: p.tool, kind: p.kind, error: p.error }
-    case "PolicyDenied":
-      return { _tag: "ToolDenied", ...base, tool: p.tool, reason: p.reason }
     case "PauseRequested":
       return { _tag: "Paused", ...base, ticket: p.ticket, reason: p.reason }
     case "RunResumed":
@@ -167,7 +173,14 @@ export const fromEvent = (event: Event): LiveEvent => {
     case "RunContinued":
       return { _tag: "Continued", ...base, nextRunId: p.nextRunId }
     case "ApprovalRequested":
-      return { _tag: "ApprovalPending", ...base, approvalId: p.approvalId, tool: p.tool, arguments: p.arguments }
+      return {
+        _tag: "ApprovalPending",
+        ...base,
+        approvalId: p.approvalId,
+        tool: p.tool,
+        arguments: p.arguments,
+        ...(p.approvers === undefined ? {} : { approvers: p.approvers })
+      }
     case "ApprovalDecided":
       return {
         _tag: "ApprovalDecided",

@@ -47,4 +47,45 @@ describe("approvals in the live stream", () => {
       expect(after.find((e) => e._tag === "ToolCompleted")).toMatchObject({ tool: "transfer_funds", result: "sent 250 to acc-2" })
       expect(after[after.length - 1]?._tag).toBe("Completed")
     }).pipe(Effect.provide(kernelLayer(script, [transfer], { kernel: { workflows: [pay] } }))))
+
+  it.effect("ApprovalPending names who may approve: the tool's approvers, or none (any approver of the tenant)", () => {
+    const wire = Tool.make({
+      name: "wire_funds",
+      description: "Moves money abroad",
+      parameters: Schema.Struct({ to: Schema.String, amount: Schema.Number }),
+      needsApproval: true,
+      approvers: ["ann", "bo"],
+      handler: ({ amount, to }) => Effect.succeed(`wired ${amount} to ${to}`)
+    })
+    const both = Workflow.make({
+      name: "both",
+      input: Schema.String,
+      output: Schema.String,
+      run: (prompt, ctx) => Effect.map(ctx.chat({ prompt, tools: [wire, transfer] }), (r) => r.output)
+    })
+    const pendingOf = (kernel: Kernel.Service, runId: string) =>
+      kernel.live({ tenantId: tenant.tenantId, runId }).pipe(
+        Stream.takeUntil((e) => e._tag === "ApprovalPending"),
+        Stream.runCollect,
+        Effect.map((events) => Chunk.toReadonlyArray(events).find((e) => e._tag === "ApprovalPending"))
+      )
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      expect((yield* kernel.execute(both, { runId: "wire-1", tenant, input: "Wire it." })).status).toBe("paused")
+      expect((yield* kernel.execute(both, { runId: "pay-2", tenant, input: "Pay it." })).status).toBe("paused")
+      expect(yield* pendingOf(kernel, "wire-1")).toMatchObject({ _tag: "ApprovalPending", tool: "wire_funds", approvers: ["ann", "bo"] })
+      const anyone = yield* pendingOf(kernel, "pay-2")
+      expect(anyone).toMatchObject({ _tag: "ApprovalPending", tool: "transfer_funds" })
+      expect(anyone !== undefined && "approvers" in anyone).toBe(false)
+      // A reconnect at an offset before it gets the same event.
+      const again = yield* kernel.live({ tenantId: tenant.tenantId, runId: "wire-1" }, { after: "1" }).pipe(
+        Stream.takeUntil((e) => e._tag === "ApprovalPending"),
+        Stream.runLast
+      )
+      expect(again).toMatchObject({ _tag: "Some", value: { approvers: ["ann", "bo"] } })
+    }).pipe(Effect.provide(kernelLayer([
+      ScriptedModel.toolCall("wire_funds", { to: "acc-9", amount: 5 }),
+      ScriptedModel.toolCall("transfer_funds", { to: "acc-2", amount: 7 })
+    ], [wire, transfer])))
+  })
 })

@@ -225,17 +225,37 @@ const ruleFor = <K extends ToolName>(policy: Policy.Policy, tool: K) =>
     onRight: (rule) => Effect.succeed(rule)
   })
 
-/** A tool's approval, as its policy section says (`approval: required`, `approvers`). */
-const approvalOf = (policy: Policy.Policy, tool: ToolName) => {
-  const rule = policy.document.tools[tool]
-  return { needsApproval: rule?.approval === "required", approvers: rule?.approvers }
+/** Each tool's decoded arguments, as an approval predicate (`Approvals`) gets them. */
+export interface Arguments {
+  readonly "fs.read": typeof FsArgs.Type
+  readonly "fs.write": typeof WriteArgs.Type
+  readonly "http.get": typeof HttpArgs.Type
+  readonly "shell.run": typeof ShellArgs.Type
 }
 
-/** The four tools under `policy`, reaching the network through `transport`. */
-export const tools = (policy: Policy.Policy, transport: Transport.Transport = Transport.system): ReadonlyArray<Tool.Tool> => [
+/**
+ * Approvals decided in code, per tool: `true`, or a predicate of the call's decoded arguments, as core's
+ * `Tool.make({ needsApproval })` takes (a predicate that fails asks for approval). They add to the policy file's: a
+ * tool whose section says `approval: required` waits for every call, whatever its predicate answers.
+ *
+ * @example
+ * // Writes outside drafts/ wait for a person; drafts are written at once.
+ * Sandbox.layer(loaded, { approvals: { "fs.write": ({ path }) => Effect.succeed(!path.startsWith("workspace/out/drafts/")) } })
+ */
+export type Approvals = { readonly [K in ToolName]?: Tool.NeedsApproval<Arguments[K]> | undefined }
+
+/** A tool's approval: as its policy section says (`approval: required`, `approvers`), else as `approvals` decides. */
+const approvalOf = <K extends ToolName>(policy: Policy.Policy, tool: K, approvals: Approvals | undefined) => {
+  const rule = policy.document.tools[tool]
+  const needsApproval: Tool.NeedsApproval<Arguments[K]> | undefined = rule?.approval === "required" ? true : approvals?.[tool]
+  return { needsApproval, approvers: rule?.approvers }
+}
+
+/** The four tools under `policy`, reaching the network through `transport`, with the `approvals` decided in code. */
+export const tools = (policy: Policy.Policy, transport: Transport.Transport = Transport.system, approvals?: Approvals): ReadonlyArray<Tool.Tool> => [
   defineTool({
     name: "fs.read",
-    ...approvalOf(policy, "fs.read"),
+    ...approvalOf(policy, "fs.read", approvals),
     description: "Reads a text file of the workspace (a path relative to the workspace).",
     parameters: FsArgs,
     success: Schema.Struct({ path: Schema.String, content: Schema.String, bytes: Schema.Number }),
@@ -253,7 +273,7 @@ export const tools = (policy: Policy.Policy, transport: Transport.Transport = Tr
   }),
   defineTool({
     name: "fs.write",
-    ...approvalOf(policy, "fs.write"),
+    ...approvalOf(policy, "fs.write", approvals),
     description: "Writes a text file of the workspace (a path relative to the workspace), replacing it.",
     parameters: WriteArgs,
     success: Schema.Struct({ path: Schema.String, bytes: Schema.Number }),
@@ -274,7 +294,7 @@ export const tools = (policy: Policy.Policy, transport: Transport.Transport = Tr
   }),
   defineTool({
     name: "http.get",
-    ...approvalOf(policy, "http.get"),
+    ...approvalOf(policy, "http.get", approvals),
     description: "GETs a URL of an allowed domain; redirects are followed within the policy. Returns status and body text.",
     parameters: HttpArgs,
     success: Schema.Struct({
@@ -305,7 +325,7 @@ export const tools = (policy: Policy.Policy, transport: Transport.Transport = Tr
   }),
   defineTool({
     name: "shell.run",
-    ...approvalOf(policy, "shell.run"),
+    ...approvalOf(policy, "shell.run", approvals),
     description: "Runs an allowed executable with arguments (argv, never a shell) in the workspace. Returns exit code and output.",
     parameters: ShellArgs,
     success: Schema.Struct({ exitCode: Schema.NullOr(Schema.Number), signal: Schema.NullOr(Schema.String), stdout: Schema.String, stderr: Schema.String }),
@@ -329,14 +349,17 @@ export const tools = (policy: Policy.Policy, transport: Transport.Transport = Tr
   })
 ]
 
-/** The plugin, reaching the network through `transport` (the system's by default; tests give their own). */
-export const makePlugin = (options: { readonly transport?: Transport.Transport | undefined } = {}): Plugin.Plugin<Config, typeof Config.Encoded> =>
+/**
+ * The plugin, reaching the network through `transport` (the system's by default; tests give their own), with the
+ * `approvals` decided in code (predicates are code, not config: the policy file holds `approval: required`).
+ */
+export const makePlugin = (options: Pick<Options, "transport" | "approvals"> = {}): Plugin.Plugin<Config, typeof Config.Encoded> =>
   definePlugin({
     name: "@artana/sandbox",
     version: "0.1.0",
     capabilities: [],
     configSchema: Config,
-    tools: (config) => tools({ baseDir: path.resolve(config.baseDir), document: config.policy }, options.transport),
+    tools: (config) => tools({ baseDir: path.resolve(config.baseDir), document: config.policy }, options.transport, options.approvals),
     middleware: (config) => [middleware({ baseDir: path.resolve(config.baseDir), document: config.policy })]
   })
 
@@ -346,6 +369,8 @@ export const plugin: Plugin.Plugin<Config, typeof Config.Encoded> = makePlugin()
 export interface Options {
   /** How `http.get` resolves names and connects: the system's by default; tests give `Transport.fake`. */
   readonly transport?: Transport.Transport | undefined
+  /** Approvals decided in code, per tool (see `Approvals`): they add to the policy's `approval: required`. */
+  readonly approvals?: Approvals | undefined
 }
 
 /**
@@ -358,7 +383,7 @@ export interface Options {
  * // sandbox.tools: fs.read, fs.write, http.get, shell.run; sandbox.middleware: [the policy's pre-check]
  */
 export const load = (policy: PolicyInput, options: Options = {}): Effect.Effect<Plugin.Loaded> =>
-  Effect.orDie(Plugin.load(options.transport === undefined ? plugin : makePlugin(options), configOf(policy)))
+  Effect.orDie(Plugin.load(options.transport === undefined && options.approvals === undefined ? plugin : makePlugin(options), configOf(policy)))
 
 /**
  * The `ToolRegistry` (the sandbox's tools, after the host's own `tools`) and the `Middleware` chain (the host's

@@ -11,7 +11,7 @@ import * as path from "node:path"
 import { tempFolder } from "./fixtures.js"
 
 const dir = tempFolder("approval")
-fs.mkdirSync(path.join(dir, "workspace/out"), { recursive: true })
+fs.mkdirSync(path.join(dir, "workspace/out/drafts"), { recursive: true })
 const policyFile = path.join(dir, "policy.yaml")
 fs.writeFileSync(policyFile, `default: deny
 tools:
@@ -53,6 +53,56 @@ describe("approval: required in the sandbox policy", () => {
         ])
       })
       yield* Effect.provide(program, layer)
+    }))
+
+  it.effect("an approval predicate in code (Sandbox.layer({ approvals })): drafts are written at once, other writes wait", () =>
+    Effect.gen(function*() {
+      const open = path.join(dir, "open-policy.yaml")
+      fs.writeFileSync(open, `default: deny
+tools:
+  fs.write: { allow: true, paths: ["workspace/out/**"] }
+  fs.read:  { allow: true, paths: ["workspace/**"], approval: required }
+`)
+      const loaded = yield* Policy.load(open)
+      const asked: Array<string> = []
+      const approvals: Sandbox.Approvals = {
+        "fs.write": ({ path: target }) => Effect.sync(() => (asked.push(target), !target.startsWith("workspace/out/drafts/"))),
+        // The policy file requires approval of every read: a predicate in code cannot waive it.
+        "fs.read": () => Effect.succeed(false)
+      }
+      const write = (target: string) =>
+        Workflow.make({
+          name: `write-${target.replace(/\W/g, "-")}`,
+          input: Schema.Null,
+          output: Schema.Unknown,
+          run: (_input, ctx) => ctx.tool("fs.write", { path: target, content: "text" })
+        })
+      const draft = write("workspace/out/drafts/a.txt")
+      const final = write("workspace/out/final.txt")
+      const read = Workflow.make({
+        name: "read",
+        input: Schema.Null,
+        output: Schema.Unknown,
+        run: (_input, ctx) => ctx.tool("fs.read", { path: "workspace/out/drafts/a.txt" })
+      })
+      const layer = Artana.layer({
+        store: SqliteStore.layer({ filename: path.join(dir, "predicate.db") }),
+        model: ScriptedModel.layer([]),
+        tools: Sandbox.layer(loaded, { approvals }),
+        workflows: [draft, final, read]
+      })
+      yield* Effect.provide(Effect.gen(function*() {
+        expect(yield* Artana.run(draft, { runId: "draft-1", tenant, input: null })).toMatchObject({ status: "completed" })
+        expect(fs.readFileSync(path.join(dir, "workspace/out/drafts/a.txt"), "utf8")).toBe("text")
+        const paused = yield* Artana.run(final, { runId: "final-1", tenant, input: null })
+        expect(paused).toMatchObject({ status: "paused", approval: { tool: "fs.write" } })
+        expect(fs.existsSync(path.join(dir, "workspace/out/final.txt"))).toBe(false)
+        expect(asked).toEqual(["workspace/out/drafts/a.txt", "workspace/out/final.txt"])
+        expect(yield* Artana.run(read, { runId: "read-1", tenant, input: null })).toMatchObject({ status: "paused", approval: { tool: "fs.read" } })
+        const approvalId = paused.status === "paused" ? paused.approval!.approvalId : ""
+        expect(yield* Artana.approve({ tenantId: "acme", approvalId, approver: "ann", workflow: final })).toMatchObject({ status: "completed" })
+        expect(fs.readFileSync(path.join(dir, "workspace/out/final.txt"), "utf8")).toBe("text")
+      }), layer)
     }))
 
   it("a policy's approval is required or none (absent: none), named with its line when it is neither", () => {

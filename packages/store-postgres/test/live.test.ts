@@ -7,6 +7,8 @@ import { Kernel, type Live, Tenant, ToolRegistry } from "@artana/core"
 import { ScriptedModel, TestWorkflows } from "@artana/core/testing"
 import { PostgresStore } from "@artana/store-postgres"
 import { PgTest } from "@artana/store-postgres/testing"
+import { LiveStoreSuite } from "@artana/core/testing/suites"
+import { freshStore } from "./pg.js"
 
 const pg = PgTest.server(inject("artanaPg"))
 const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1 })
@@ -36,4 +38,10 @@ describe.skipIf(pg.url === undefined)(`live runs on PostgreSQL (${pg.description
       expect(texts(seen)).toEqual(["one ", "two ", "three"])
       expect(seen).toEqual(yield* liveUntilPaused(writer, "shared"))
     }), 60_000)
+})
+
+// How long the database keeps a run's deltas (core's LiveStoreSuite): while the run is live, and no longer.
+describe.skipIf(pg.url === undefined)(`live-delta retention on PostgreSQL (${pg.description})`, () => {
+  LiveStoreSuite.suite("postgres", () => freshStore(pg.url!))
+  LiveStoreSuite.suite("postgres with tablePrefix", () => freshStore(pg.url!, { tablePrefix: "artana_" }))
 })

@@ -14,6 +14,7 @@ import type { KernelError, RunResult } from "../Kernel.js"
 import type { Lease } from "../Lease.js"
 import { firstIssue } from "../Tool.js"
 import type * as Workflow from "../Workflow.js"
+import { dropDeltas } from "./deltaRetention.js"
 import { drive, toJson } from "./drive.js"
 import * as Execution from "./execution.js"
 import { canonicalJson } from "./hash.js"
@@ -109,6 +110,8 @@ export const make = <I, O, E>(
       }).prepare(RUN_STEP_KEY, [successorStarted], yield* Clock.currentTimeMillis)
       // Both or neither: a crash before the commit leaves the run to resume (and continue once), after it the successor.
       yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunContinued", nextRunId, input: input.right }], [first])
+      // This run ended here: its deltas go now, not when the chain's execution ends (a long chain would keep them all).
+      yield* dropDeltas(deps, started.tenant.tenantId, runId)
       const next = Execution.make(deps, {
         runId: nextRunId,
         rootRunId,

@@ -17,27 +17,34 @@ import type { EventsOptions, LiveOptions, Options, RunRef, RunResult, Service } 
 import * as Live from "../Live.js"
 import * as Verify from "../Verify.js"
 import type * as Execution from "./execution.js"
+import { chainEnd } from "./continueAsNew.js"
+import { dropDeltas } from "./deltaRetention.js"
 import { lastVerifiedEvent, verifiedEvents } from "./ledger.js"
 import * as LiveRead from "./live.js"
 
-/** `dropDeltasAfter(tenantId, runId)`: what an execution of the run does on exit with the deltas of its streamed calls. */
+/**
+ * `dropDeltasAfter(tenantId, runId)`: what an execution of the run does on exit with the deltas of its streamed calls.
+ * A run that continued as new dropped its own at the handover (`continueAsNew`); the execution ends in the last run of
+ * its chain, whose deltas go here once it ended.
+ */
 export const deltaCleanup = (deps: Execution.Deps) => {
   const { store } = deps
-  const { hub, store: liveStore } = deps.live
   /** Deltas are kept while the run is live: once an execution leaves it ended, they go. */
-  const dropDeltas = (tenantId: string, runId: string) =>
-    Effect.ignore(Effect.zipRight(liveStore.drop(tenantId, runId), hub.changed(tenantId, runId)))
   const dropDeltasIfEnded = (tenantId: string, runId: string) =>
     Effect.ignore(Effect.gen(function*() {
-      const info = yield* store.getRun(tenantId, runId)
-      if (info.status === "completed" || info.status === "failed" || info.status === "continued") yield* dropDeltas(tenantId, runId)
+      const info = yield* chainEnd(store, yield* store.getRun(tenantId, runId))
+      if (info.status === "completed" || info.status === "failed") yield* dropDeltas(deps, info.tenantId, info.runId)
     }))
   /**
-   * `dropDeltasIfEnded`, after an execution: its result says whether the run ended (completed, or continued as new)
-   * or waits (paused, needs reconciliation), so only a failed or interrupted execution reads the run to know.
+   * `dropDeltasIfEnded`, after an execution: its result says whether the run it ended in (`runId`, the chain's last)
+   * ended or waits (paused, needs reconciliation), so only a failed or interrupted execution reads the run to know.
    */
   const dropDeltasAfter = (tenantId: string, runId: string) => <O, E>(exit: Exit.Exit<RunResult<O>, E>) =>
-    Exit.isFailure(exit) ? dropDeltasIfEnded(tenantId, runId) : exit.value.status === "completed" ? dropDeltas(tenantId, runId) : Effect.void
+    Exit.isFailure(exit)
+      ? dropDeltasIfEnded(tenantId, runId)
+      : exit.value.status === "completed"
+      ? dropDeltas(deps, tenantId, exit.value.runId)
+      : Effect.void
   return dropDeltasAfter
 }
 
