@@ -82,7 +82,8 @@ export const toolCalls = (calls: ReadonlyArray<ScriptedToolCall>, options: Answe
   toolCalls: calls,
   refusal: null,
   finishReason: options.finishReason ?? "tool_calls",
-  usage: options.usage === undefined ? defaultUsage : options.usage
+  usage: options.usage === undefined ? defaultUsage : options.usage,
+  ...(options.pieces === undefined ? {} : { pieces: options.pieces })
 })
 
 /** An answer calling one tool. */
