@@ -26,6 +26,11 @@ export interface Wake {
   readonly await: Effect.Effect<void>
   /** True once the run changed, false when `millis` passed first: one timer, no fiber (a reader waits once per delta). */
   readonly within: (millis: number) => Effect.Effect<boolean>
+  /**
+   * `within`, going on with `woke()` once the run changed (called as the change is told: in the writer's call, after
+   * its write) or `slept()` when `millis` passed first: what the waiter does next is decided where it is woken.
+   */
+  readonly withinThen: <A, E>(millis: number, woke: () => Effect.Effect<A, E>, slept: () => Effect.Effect<A, E>) => Effect.Effect<A, E>
   /** Whether the run changed already. */
   readonly fired: () => boolean
 }
@@ -54,6 +59,24 @@ interface Waiters {
   readonly callbacks: Set<() => void>
 }
 
+const waitFor = <A, E>(w: Waiters, millis: number, woke: () => Effect.Effect<A, E>, slept: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  Effect.async<A, E>((resume) => {
+    if (w.fired) return resume(woke())
+    const callback = () => {
+      clearTimeout(timer)
+      resume(woke())
+    }
+    const timer = setTimeout(() => {
+      w.callbacks.delete(callback)
+      resume(slept())
+    }, millis)
+    w.callbacks.add(callback)
+    return Effect.sync(() => {
+      clearTimeout(timer)
+      w.callbacks.delete(callback)
+    })
+  })
+
 const wakeOf = (w: Waiters): Wake => ({
   fired: () => w.fired,
   await: Effect.async<void>((resume) => {
@@ -62,23 +85,8 @@ const wakeOf = (w: Waiters): Wake => ({
     w.callbacks.add(callback)
     return Effect.sync(() => void w.callbacks.delete(callback))
   }),
-  within: (millis) =>
-    Effect.async<boolean>((resume) => {
-      if (w.fired) return resume(Effect.succeed(true))
-      const callback = () => {
-        clearTimeout(timer)
-        resume(Effect.succeed(true))
-      }
-      const timer = setTimeout(() => {
-        w.callbacks.delete(callback)
-        resume(Effect.succeed(false))
-      }, millis)
-      w.callbacks.add(callback)
-      return Effect.sync(() => {
-        clearTimeout(timer)
-        w.callbacks.delete(callback)
-      })
-    })
+  within: (millis) => waitFor(w, millis, () => Effect.succeed(true), () => Effect.succeed(false)),
+  withinThen: (millis, woke, slept) => waitFor(w, millis, woke, slept)
 })
 
 export const makeHub = (): Hub => {
@@ -170,6 +178,9 @@ export interface ReadOptions {
   readonly notices?: RunNotices.Service | undefined
 }
 
+/** A reader's step: the events it emits, and its state after them (none: the run ended). */
+type Pulled = readonly [Chunk.Chunk<Live.LiveEvent>, Option.Option<State>]
+
 interface State {
   /** The last position emitted (or the reader's offset). */
   readonly after: Live.Position
@@ -247,7 +258,7 @@ const reader = (
    * wake-up while a reply streams): the deltas after `state.after`, from memory, as plain calls; `undefined` when the
    * general step must run (the log changed, a page is full, the run ended, nothing new).
    */
-  const ownDeltas = (state: State, wake: Wake): readonly [Chunk.Chunk<Live.LiveEvent>, Option.Option<State>] | undefined => {
+  const ownDeltas = (state: State, wake: Wake): Pulled | undefined => {
     if (!woken || cached === undefined || ended(cached.status) || state.nextSeq <= cached.headSeq || live.readNow === undefined) return undefined
     if (hub.logVersion(tenantId, runId) !== cachedVersion) return undefined
     const deltas = live.readNow(tenantId, runId, state.after, cached.headSeq, pageSize)
@@ -256,11 +267,32 @@ const reader = (
     for (const d of deltas) events.push(Live.fromDelta(d))
     return [Chunk.unsafeFromArray(events), Option.some({ after: deltas[deltas.length - 1]!, nextSeq: state.nextSeq, wake })]
   }
-  const step = (state: State) =>
+  /**
+   * A step. Nothing was written in this process since the last read: it waits for a write (or the poll) before reading
+   * again. A wake-up by this process's deltas alone takes them as it is told, in the writer's call (`ownDeltas`): the
+   * reader's fiber resumes with its next chunk, and nothing else runs on a streamed delta's way to the caller.
+   */
+  const step = (state: State): Effect.Effect<Pulled, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered> => {
+    const { wake } = state
+    if (wake === undefined) return general(state)
+    if (wake.fired()) {
+      woken = true
+      return general(state)
+    }
+    const woke = () => {
+      woken = true
+      const own = ownDeltas(state, hub.ticketNow(tenantId, runId))
+      return own === undefined ? general(state) : Effect.succeed(own)
+    }
+    const slept = () => {
+      woken = false
+      return general(state)
+    }
+    return wake.withinThen(pollMillis, woke, slept)
+  }
+  /** A step that reads the run's log (when it changed) and its deltas. */
+  const general = (state: State) =>
     Effect.gen(function*() {
-      // Nothing was written in this process since the last read: wait for a write (or the poll) before reading again.
-      if (state.wake !== undefined) woken = state.wake.fired() || (yield* state.wake.within(pollMillis))
-
       for (;;) {
         const wake = hub.ticketNow(tenantId, runId)
         const own = ownDeltas(state, wake)
