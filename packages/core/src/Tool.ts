@@ -4,10 +4,12 @@
  *
  * @since 0.1.0
  */
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as JSONSchema from "effect/JSONSchema"
+import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import type * as Schema from "effect/Schema"
 import type { ToolSpec } from "./Chat.js"
@@ -267,8 +269,14 @@ export const make = <Args, ArgsEncoded, Result = Json.Json, ResultEncoded = Json
       const run = Effect.suspend(() => {
         const out = options.handler(args, context)
         return Effect.isEffect(out) ? out : Effect.tryPromise({ try: () => out, catch: (e) => e })
-      }).pipe(Effect.mapError((e) => toToolError(name, e)))
-      const guarded = Effect.catchAllDefect(run, (defect) => Effect.fail(toToolError(name, defect)))
+      })
+      // A defect, or else each failure, becomes the tool's error; an interruption stays one. One node for both (not
+      // `mapError` then `catchAllDefect`): this runs once per live tool step.
+      const guarded = Effect.catchAllCause(run, (cause) => {
+        const defect = Cause.dieOption(cause)
+        if (Option.isSome(defect)) return Effect.fail(toToolError(name, defect.value))
+        return Effect.failCause(Cause.map(cause, (e) => toToolError(name, e)))
+      })
       return timeout === undefined
         ? guarded
         : Effect.timeoutFail(guarded, {

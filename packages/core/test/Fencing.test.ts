@@ -112,6 +112,28 @@ describe("the caller's lease", () => {
     }).pipe(Effect.provide(kernelLayer([], [charge.tool])))
   })
 
+  it.effect("one that runs out while the call's ToolRequested is written: the call stays requested, and no handler starts", () => {
+    const charge = makeCharge({ idempotent: false })
+    // The commit of the request takes 5 s (a slow disk, a paused process): the lease has run out when it returns.
+    const slowRequest = Layer.effect(
+      EventStore.EventStore,
+      Effect.map(EventStore.makeMemory, (store): EventStore.Service => ({
+        ...store,
+        append: (request) =>
+          Effect.zipRight(store.append(request), request.events.some((e) => e.type === "ToolRequested") ? TestClock.adjust(5_000) : Effect.void)
+      }))
+    )
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      yield* TestClock.setTime(10_000)
+      const lost = yield* Effect.flip(kernel.execute(charge.workflow, { runId: "slow-commit", tenant, input: null, lease: lease(12_000) }))
+      expect(lost).toMatchObject({ _tag: "OwnershipLost", runId: "slow-commit", ownerEpoch: 1 })
+      expect(lost.message).toContain("ran out at 1970-01-01T00:00:12.000Z, 3000 ms before the call to tool \"charge\"")
+      expect(charge.seen).toEqual([])
+      expect((yield* readLog("slow-commit")).map((e) => e.type)).toEqual(["RunStarted", "ToolRequested"])
+    }).pipe(Effect.provide(kernelLayer([], [charge.tool], { store: slowRequest })))
+  })
+
   it.effect("a handler's signal fires when the caller loses the run while the handler runs", () => {
     const controller = new AbortController()
     const stopped: Array<unknown> = []

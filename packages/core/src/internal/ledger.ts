@@ -57,7 +57,11 @@ export const make = (options: LedgerOptions) => {
       const reason = resumed
       if (reason === undefined || mode === "replay") return Effect.void
       resumed = undefined
-      return Effect.tapError(appendBatch(RUN_STEP_KEY, [{ _tag: "RunResumed", reason }]), () => Effect.sync(() => void (resumed = reason)))
+      return appendBatch(RUN_STEP_KEY, [{ _tag: "RunResumed", reason }], [], (error) =>
+        Effect.suspend(() => {
+          resumed = reason
+          return Effect.fail(error)
+        }))
     })
 
   /** Appends a batch after the current head (after the `RunResumed` claim, if not written yet), with `alongside`. */
@@ -67,8 +71,21 @@ export const make = (options: LedgerOptions) => {
     alongside: ReadonlyArray<EventStore.AppendRequest> = []
   ): Effect.Effect<void, AppendError> =>
     resumed === undefined || mode === "replay"
-      ? appendBatch(stepKey, payloads, alongside)
-      : Effect.zipRight(claim(), appendBatch(stepKey, payloads, alongside))
+      ? appendBatch(stepKey, payloads, alongside, Effect.fail)
+      : Effect.zipRight(claim(), appendBatch(stepKey, payloads, alongside, Effect.fail))
+
+  /**
+   * `append` with its failure handled by `orElse` (an execution halts there): on the hot path, the batch's own
+   * handler of a refused write calls it, one handler instead of a second around it.
+   */
+  const appendOr = <E>(
+    stepKey: string,
+    payloads: ReadonlyArray<EventPayload>,
+    orElse: (error: AppendError) => Effect.Effect<never, E>
+  ): Effect.Effect<void, E> =>
+    resumed === undefined || mode === "replay"
+      ? appendBatch(stepKey, payloads, [], orElse)
+      : Effect.catchAll(Effect.zipRight(claim(), appendBatch(stepKey, payloads, [], Effect.fail)), orElse)
 
   /** The batch `append` writes: the events after the current head, hash-chained, with the execution's epoch. */
   const prepare = (stepKey: string, payloads: ReadonlyArray<EventPayload>, timestamp: number): EventStore.AppendRequest => ({
@@ -81,44 +98,51 @@ export const make = (options: LedgerOptions) => {
   })
 
   /**
-   * Appends a batch after the current head; fails with the store's error. With `alongside`, the batch and those
-   * (other runs' batches) are written in one transaction (`EventStore.appendAll`): the handover of continue-as-new.
+   * Appends a batch after the current head; a failure (the store's error) goes to `orElse`. With `alongside`, the batch
+   * and those (other runs' batches) are written in one transaction (`EventStore.appendAll`): the handover of
+   * continue-as-new.
    */
-  const appendBatch = (
+  const appendBatch = <E>(
     stepKey: string,
     payloads: ReadonlyArray<EventPayload>,
-    alongside: ReadonlyArray<EventStore.AppendRequest> = []
-  ): Effect.Effect<void, AppendError> => {
+    alongside: ReadonlyArray<EventStore.AppendRequest>,
+    orElse: (error: AppendError) => Effect.Effect<never, E>
+  ): Effect.Effect<void, E> => {
     if (mode === "replay") {
-      return Effect.fail(new Errors.InvalidRunState({ runId, status: "being replayed", expected: "live (a replay writes nothing)" }))
+      return orElse(new Errors.InvalidRunState({ runId, status: "being replayed", expected: "live (a replay writes nothing)" }))
     }
     // No generator: this runs twice per tool step. The clock is read in place (`clockWith`), not as an effect of its own.
     return Effect.clockWith((clock) => {
       const request = prepare(stepKey, payloads, clock.unsafeCurrentTimeMillis())
       const write = alongside.length === 0 ? options.store.append(request) : options.store.appendAll([request, ...alongside])
-      // `map` then `catchAll` rather than `matchEffect`: half the runtime's work, twice a tool step.
-      const written = Effect.map(write, () => {
-        head.seq += request.events.length
-        head.hash = request.events[request.events.length - 1]?.hash ?? head.hash
-        claimPending = false
-      })
-      return Effect.catchAll(written, (error): Effect.Effect<void, AppendError> => {
-        // Senders append signals to the run's chain under the same sequence check: a conflict they caused is
-        // settled by adopting their events and writing the batch again after them (see `catchUp`). Not at seq 0:
-        // nobody signals a run before it exists, so there the run exists already (`startRun` goes on with it).
-        if (error._tag === "SequenceConflict" && alongside.length === 0 && request.expectedSeq > 0) {
-          return Effect.flatMap(catchUp(), (adopted) =>
-            adopted === "foreign" ? refused(error) : adopted === 0 ? refused(error) : appendBatch(stepKey, payloads))
+      // `matchEffect`: one node for the outcome, twice a tool step (the success is bookkept in place).
+      return Effect.matchEffect(write, {
+        onSuccess: () => {
+          head.seq += request.events.length
+          head.hash = request.events[request.events.length - 1]?.hash ?? head.hash
+          claimPending = false
+          return Effect.void
+        },
+        onFailure: (error): Effect.Effect<void, E> => {
+          // Senders append signals to the run's chain under the same sequence check: a conflict they caused is
+          // settled by adopting their events and writing the batch again after them (see `catchUp`). Not at seq 0:
+          // nobody signals a run before it exists, so there the run exists already (`startRun` goes on with it).
+          if (error._tag === "SequenceConflict" && alongside.length === 0 && request.expectedSeq > 0) {
+            return Effect.flatMap(
+              Effect.catchAll(catchUp(), orElse),
+              (adopted) => adopted === "foreign" || adopted === 0 ? refused(error, orElse) : appendBatch(stepKey, payloads, [], orElse)
+            )
+          }
+          return refused(error, orElse)
         }
-        return refused(error)
       })
     })
   }
 
   /** Another execution wrote first or claimed the run: handlers still running here must learn it. */
-  const refused = (error: AppendError): Effect.Effect<never, AppendError> => {
+  const refused = <E>(error: AppendError, orElse: (error: AppendError) => Effect.Effect<never, E>): Effect.Effect<never, E> => {
     if (error._tag !== "StoreError") options.onRefused(error.message)
-    return Effect.fail(error)
+    return orElse(error)
   }
 
   /**
@@ -130,6 +154,7 @@ export const make = (options: LedgerOptions) => {
 
   return {
     append,
+    appendOr,
     catchUp,
     claim,
     prepare,

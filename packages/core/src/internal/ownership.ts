@@ -19,6 +19,13 @@ export interface Ownership {
   readonly lease: Lease
   /** `OwnershipLost` when this execution may no longer own the run (nothing may start in its name), else undefined. */
   readonly check: (tool: string) => Effect.Effect<Errors.OwnershipLost | undefined>
+  /**
+   * `check` as a plain call, at `now` (the clock's time; read only when the execution holds a lease, see `timed`):
+   * for a caller that reads the clock in place, with the rest of its work, rather than as an effect of its own.
+   */
+  readonly lostAt: (tool: string, now: number) => Errors.OwnershipLost | undefined
+  /** Whether `lostAt` reads its `now` (the execution holds a lease that expires); without one only the signal counts. */
+  readonly timed: boolean
 }
 
 export const make = (runId: string, ownerEpoch: number, lease: Lease | undefined): Ownership => {
@@ -34,14 +41,15 @@ export const make = (runId: string, ownerEpoch: number, lease: Lease | undefined
     const reason = typeof ownership.signal.reason === "string" ? ownership.signal.reason : "it lost the run"
     return new Errors.OwnershipLost({ runId, ownerEpoch, reason })
   }
+  const lostAt = (tool: string, now: number): Errors.OwnershipLost | undefined => {
+    if (lease !== undefined && !ownership.signal.aborted && now >= lease.expiresAt()) {
+      lose(`its lease on the run ran out at ${new Date(lease.expiresAt()).toISOString()}, ${now - lease.expiresAt()} ms before the call to tool "${tool}" would have started (the process was paused, or too busy to renew it)`)
+    }
+    return lost()
+  }
   // Without a lease only the signal can say the run is lost: no clock to read (twice a tool step).
   const check = (tool: string): Effect.Effect<Errors.OwnershipLost | undefined> =>
-    lease === undefined ? Effect.sync(lost) : Effect.map(Clock.currentTimeMillis, (now) => {
-      if (!ownership.signal.aborted && now >= lease.expiresAt()) {
-        lose(`its lease on the run ran out at ${new Date(lease.expiresAt()).toISOString()}, ${now - lease.expiresAt()} ms before the call to tool "${tool}" would have started (the process was paused, or too busy to renew it)`)
-      }
-      return lost()
-    })
+    lease === undefined ? Effect.sync(lost) : Effect.map(Clock.currentTimeMillis, (now) => lostAt(tool, now))
   const held: Lease = { expiresAt: () => lease?.expiresAt() ?? Number.POSITIVE_INFINITY, signal: ownership.signal }
-  return { signal: ownership.signal, lose, check, lease: held }
+  return { signal: ownership.signal, lose, check, lostAt, timed: lease !== undefined, lease: held }
 }

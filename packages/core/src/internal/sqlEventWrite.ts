@@ -53,8 +53,9 @@ export const make = (sql: SqlClient.SqlClient, t: Tables, appendBatch: AppendBat
     const conflict = () => new SequenceConflict({ runId: request.runId, expectedSeq: request.expectedSeq })
     const bad = invalidBatch(request)
     if (bad !== undefined) return Effect.fail(new StoreError({ operation: "append", reason: bad }))
-    return Effect.contextWithEffect((context) => {
-      const inTransaction = Context.getOption(context, SqlClient.TransactionConnection)._tag === "Some"
+    // The fiber's context read in place (one node, not `contextWithEffect`'s two): this runs twice per tool step.
+    return Effect.withFiberRuntime<void, SequenceConflict | OwnershipLost | StoreError>((fiber) => {
+      const inTransaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)._tag === "Some"
       const batch = appendBatch(request, conflict, inTransaction)
       // A serialization failure or a deadlock (PostgreSQL, under REPEATABLE READ or SERIALIZABLE, or a lock cycle)
       // rolled the statement back: outside the caller's transaction it runs again, and a writer that really
@@ -79,8 +80,9 @@ export const make = (sql: SqlClient.SqlClient, t: Tables, appendBatch: AppendBat
     const batches = requests.filter((r) => r.events.length > 0)
     if (batches.length <= 1) return batches.length === 0 ? Effect.void : append(batches[0]!)
     const all = transactionDefects(sql.withTransaction(Effect.forEach(batches, append, { discard: true })))
-    return Effect.contextWithEffect((context) => {
-      const inTransaction = Context.getOption(context, SqlClient.TransactionConnection)._tag === "Some"
+    // The fiber's context read in place (one node, not `contextWithEffect`'s two): this runs twice per tool step.
+    return Effect.withFiberRuntime<void, SequenceConflict | OwnershipLost | StoreError>((fiber) => {
+      const inTransaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)._tag === "Some"
       const retried = inTransaction ? all : retryWhile(all, (error) => error._tag === "SqlError" && retryable(error), RETRIES)
       return Effect.catchTag(retried, "SqlError", (error) => Effect.fail(storeError("appendAll", error)))
     })

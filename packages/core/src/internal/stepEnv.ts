@@ -52,6 +52,8 @@ export type Halt =
 export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor, ledger: Ledger, ownership: Ownership) => {
   const { runId, tenant } = options
   let halted: Halt | undefined
+  // Whether this execution's spans are exported: decided at its first span, not asked again at every step.
+  const spans = Tracing.decideOnce()
   let spentUsd = options.spentUsd
 
   const halt = (h: Halt): Effect.Effect<never> =>
@@ -66,7 +68,19 @@ export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor
    * (a denial, a budget stop, middleware notes' counts) annotates the step's span.
    */
   const append = (stepKey: string, payloads: ReadonlyArray<EventPayload>): Effect.Effect<void> =>
-    Tracing.append(stepKey, payloads, Effect.catchAll(ledger.append(stepKey, payloads), fault))
+    Tracing.append(stepKey, payloads, ledger.appendOr(stepKey, payloads, fault), spans)
+
+  /**
+   * `next()` when this execution still owns the run, else a halt (`OwnershipLost`): nothing may start in its name.
+   * One node: the lease's clock is read in place, and without a lease only the signal counts (no clock at all).
+   */
+  const owned = <A>(tool: string, next: () => Effect.Effect<A>): Effect.Effect<A> => {
+    const go = (now: number): Effect.Effect<A> => {
+      const lost = ownership.lostAt(tool, now)
+      return lost === undefined ? next() : fault(lost)
+    }
+    return ownership.timed ? Effect.clockWith((clock) => go(clock.unsafeCurrentTimeMillis())) : Effect.suspend(() => go(0))
+  }
 
   const budgetExceeded = (stepKey: string, phase: "before_call" | "during_call" | "after_call", before: ReadonlyArray<EventPayload>) =>
     Effect.gen(function*() {
@@ -114,8 +128,10 @@ export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor
     mismatch: (key: string, recorded: ReadonlyArray<Event>, actual: string) =>
       fault(new Errors.NonDeterminism({ runId, stepKey: key, expected: describe(recorded), actual })),
     /** Fails (halting) when this execution may no longer own the run: nothing may start in its name. */
-    checkOwnership: (tool: string): Effect.Effect<void> =>
-      Effect.flatMap(ownership.check(tool), (lost) => (lost === undefined ? Effect.void : fault(lost))),
+    checkOwnership: (tool: string): Effect.Effect<void> => owned(tool, () => Effect.void),
+    owned,
+    /** Picks a span's effect for this execution (see `Tracing.decideOnce`). */
+    spans,
     spentUsd: () => spentUsd,
     spend: (usd: number) => void (spentUsd += usd),
     /** Raises the spend to the lineage's, read again (sub-runs of the same root spend on the same budget). */

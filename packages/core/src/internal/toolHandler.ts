@@ -33,7 +33,7 @@ export const runHandler = (
   info: ToolCallInfo,
   notes: Array<EventPayload>
 ): Effect.Effect<ToolOutcome> =>
-  Effect.flatMap(env.checkOwnership(tool.name), () => {
+  env.owned(tool.name, () => {
     const handlerContext = {
       runId: env.runId,
       tenant: env.tenant,
@@ -43,11 +43,15 @@ export const runHandler = (
       signal: env.ownership.signal,
       lease: env.ownership.lease
     }
-    return Effect.flatMap(Effect.either(tool.invoke(args, handlerContext)), (result) => {
-      const encoded = Either.flatMap(result, (r) => tool.encodeResult(r))
-      return Either.isLeft(encoded)
-        ? failed(env, tool, key, idempotencyKey, notes, encoded.left)
-        : completed(env, tool, key, info, notes, encoded.right)
+    // One node for the handler's outcome (not `either`, then `flatMap`): this runs once per live tool step.
+    return Effect.matchEffect(tool.invoke(args, handlerContext), {
+      onFailure: (error) => failed(env, tool, key, idempotencyKey, notes, error),
+      onSuccess: (result) => {
+        const encoded = tool.encodeResult(result)
+        return Either.isLeft(encoded)
+          ? failed(env, tool, key, idempotencyKey, notes, encoded.left)
+          : completed(env, tool, key, info, notes, encoded.right)
+      }
     })
   })
 

@@ -60,8 +60,8 @@ export const request = (env: StepEnv, tool: Tool, key: string, requested: ToolRe
     return runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, [logged, ...notes])
   }
   // A call requested by an owner that lost the run would only leave the next owner a call in doubt.
-  return Effect.flatMap(
-    env.checkOwnership(tool.name),
-    () => Effect.zipRight(env.append(key, [logged, ...notes]), runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, []))
+  return env.owned(
+    tool.name,
+    () => Effect.flatMap(env.append(key, [logged, ...notes]), () => runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, []))
   )
 }

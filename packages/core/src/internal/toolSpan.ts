@@ -23,7 +23,14 @@ const decisionOf = (outcome: ToolOutcome): string => {
 }
 
 /** `effect`, a live tool step, under its `artana.tool` span (its attributes built only when a tracer exports it). */
-export const traced = (call: ToolCallRequest, key: string, idempotencyKey: string, tool: Tool | undefined, effect: Effect.Effect<ToolOutcome>) =>
+export const traced = (
+  call: ToolCallRequest,
+  key: string,
+  idempotencyKey: string,
+  tool: Tool | undefined,
+  effect: Effect.Effect<ToolOutcome>,
+  when?: Tracing.When
+) =>
   Tracing.spanWith(
     "artana.tool",
     () => ({
@@ -40,5 +47,6 @@ export const traced = (call: ToolCallRequest, key: string, idempotencyKey: strin
         "gen_ai.tool.call.arguments": call.arguments,
         ...(outcome.ok ? { "gen_ai.tool.call.result": Tracing.json(outcome.json) } : { "artana.tool.error": outcome.error.message })
       })
-    })
+    }),
+    when
   )

@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import { hasCapability } from "../Tenant.js"
 import type { Tool } from "../Tool.js"
+import * as Answered from "./answered.js"
 import { leadOf, type Resolved } from "./replayCursor.js"
 import type { StepEnv } from "./stepEnv.js"
 import * as ToolApproval from "./toolApproval.js"
@@ -23,15 +24,18 @@ export const make = (env: StepEnv) => {
   const { deps, tenant, runId } = env
   const prepare = ToolGate.make(env)
 
-  /** A call the log does not hold: checked, passed through the `beforeTool` hooks, approved if it must be, made durable, then run. */
-  const newCall = (call: ToolCallRequest, key: string, tool: Tool | undefined): Effect.Effect<ToolOutcome> =>
-    Effect.suspend(() => {
+  /**
+   * A call the log does not hold: checked, passed through the `beforeTool` hooks, approved if it must be, made durable,
+   * then run. Built as the step runs (`step` is), so its checks are made in place, not in an effect of their own.
+   */
+  const newCall = (call: ToolCallRequest, key: string, tool: Tool | undefined): Effect.Effect<ToolOutcome> => {
       const requested = requestedOf(runId, call, key, call.arguments)
       if (tool === undefined || (call.offered !== undefined && !call.offered.has(call.name) && hasCapability(tenant, tool.requiresCapability))) {
         return ToolGate.unknownTool(env, call, key, requested, call.offered === undefined ? ToolGate.availableTools(env) : [...call.offered])
       }
       if (!hasCapability(tenant, tool.requiresCapability)) return ToolGate.lacksCapability(env, call, key, tool, requested)
-      return Effect.flatMap(prepare(call, key, tool, requested), (prepared): Effect.Effect<ToolOutcome> => {
+      // Without `beforeTool` hooks the call is prepared at once (an `Exit`): what follows runs on it in place.
+      return Answered.flatMap(prepare(call, key, tool, requested), (prepared): Effect.Effect<ToolOutcome> => {
         if (prepared._tag === "Done") return Effect.succeed(prepared.outcome)
         if (tool.needsApproval === undefined) return request(env, tool, key, requested, prepared)
         return Effect.flatMap(
@@ -39,7 +43,7 @@ export const make = (env: StepEnv) => {
           (needsApproval) => needsApproval ? ToolApproval.ask(env, call, key, tool, prepared) : request(env, tool, key, requested, prepared)
         )
       })
-    })
+  }
 
   /**
    * A tool step, begun when called: call it as the step runs (inside an effect). The common replay case (a logged
@@ -57,7 +61,7 @@ export const make = (env: StepEnv) => {
   const stepOf = (call: ToolCallRequest, key: string, actual: () => string, found: Resolved): Effect.Effect<ToolOutcome> => {
     if (found._tag === "Diverged") return env.fault(found.error)
     const toolOf = () => call.value ?? deps.tools.get(call.name)
-    if (found._tag === "New") return traced(call, key, `${runId}/${key}`, toolOf(), newCall(call, key, toolOf()))
+    if (found._tag === "New") return traced(call, key, `${runId}/${key}`, toolOf(), newCall(call, key, toolOf()), env.spans)
     const recorded = found.events
     const first = leadOf(recorded).payload
     if (first._tag === "ApprovalRequested") {
@@ -68,7 +72,7 @@ export const make = (env: StepEnv) => {
       return env.mismatch(key, recorded, actual())
     }
     const outcome = outcomeOf(recorded, deps.tools)
-    return outcome !== undefined ? Exit.succeed(outcome) : traced(call, key, first.idempotencyKey, toolOf(), inDoubt(env, call, key, recorded, toolOf()))
+    return outcome !== undefined ? Exit.succeed(outcome) : traced(call, key, first.idempotencyKey, toolOf(), inDoubt(env, call, key, recorded, toolOf()), env.spans)
   }
   return step
 }

@@ -40,9 +40,29 @@ let builtIn: Tracer.Tracer | undefined
 // (The default runtime's tracer is the built-in one, whatever a program installs in its own fibers.)
 const isBuiltIn = (tracer: Tracer.Tracer): boolean => tracer === (builtIn ??= Effect.runSync(Effect.tracer))
 
-/** `traced()` when a tracer that exports is installed, else `untraced` as it is. */
-const whenTraced = <A, E, R>(traced: () => Effect.Effect<A, E, R>, untraced: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.tracerWith((tracer) => (isBuiltIn(tracer) ? untraced : traced()))
+/** Picks a span's effect: `traced()` when a tracer that exports is installed, else `untraced` as it is. */
+export type When = <A, E, R>(traced: () => Effect.Effect<A, E, R>, untraced: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+
+/** `When`, asking the fiber for its tracer each time. */
+const whenTraced: When = (traced, untraced) => Effect.tracerWith((tracer) => (isBuiltIn(tracer) ? untraced : traced()))
+
+/**
+ * `When` for one execution: whether its spans are exported is decided at its first span, under the tracer the
+ * execution runs with (the one its `artana.run` span was opened or skipped under), and kept. A hot step (a tool step
+ * opens three spans) then picks its effects without an effect of its own to read the tracer.
+ */
+export const decideOnce = (): When => {
+  let exported: boolean | undefined
+  return (traced, untraced) => {
+    if (exported === undefined) {
+      return Effect.tracerWith((tracer) => {
+        exported = !isBuiltIn(tracer)
+        return exported ? traced() : untraced
+      })
+    }
+    return exported ? traced() : untraced
+  }
+}
 
 /**
  * Runs one execution of a run under its own span (`artana.run`): the root of a trace derived from the run and its
@@ -90,9 +110,10 @@ export const spanWith = <A, E, R>(
   name: string,
   attributes: () => Record<string, unknown>,
   effect: Effect.Effect<A, E, R>,
-  after: () => After<A> | undefined
+  after: () => After<A> | undefined,
+  when: When = whenTraced
 ): Effect.Effect<A, E, R> =>
-  whenTraced(() => {
+  when(() => {
     const recorded = after()
     const spanned = recorded === undefined ? effect : Effect.tap(effect, (a) => recordAfter(recorded, a))
     return Effect.withSpan(spanned, name, { attributes: attributes(), captureStackTrace: false })
@@ -120,8 +141,13 @@ export const annotateContent = (attributes: () => Record<string, unknown>): Effe
  * A batch's append under its `artana.append` span; what the batch decided (`decisionsOf`) annotates the step's span
  * around it.
  */
-export const append = <A, E, R>(stepKey: string, payloads: ReadonlyArray<EventPayload>, write: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  whenTraced(() => {
+export const append = <A, E, R>(
+  stepKey: string,
+  payloads: ReadonlyArray<EventPayload>,
+  write: Effect.Effect<A, E, R>,
+  when: When = whenTraced
+): Effect.Effect<A, E, R> =>
+  when(() => {
     const spanned = Effect.withSpan(write, "artana.append", { attributes: { "artana.step_key": stepKey, "artana.events": payloads.length }, captureStackTrace: false })
     const decisions = decisionsOf(payloads)
     return decisions === undefined ? spanned : Effect.zipRight(Effect.annotateCurrentSpan(decisions), spanned)

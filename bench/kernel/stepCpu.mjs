@@ -1,0 +1,61 @@
+// CPU per durable tool step on the built dist (by hand, in bench/: `node kernel/stepCpu.mjs STEPS ROUNDS KINDS SYNC [STORE]`):
+// one run of STEPS steps per round and kind (after a warm-up run of 500), CPU from process.cpuUsage, us per step.
+// KINDS: tool,tool_one_commit (default both); SYNC normal|full; STORE sqlite|memory. Plain JS so `node --cpu-prof` profiles
+// the dist, and a copy of bench/ beside an older build measures that build (see runCpu.mjs).
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Effect, Layer, ManagedRuntime, Schema } from "effect"
+import { EventStore, Kernel, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
+import { SqliteStore } from "@artana/store-sqlite"
+
+const STEPS = Number(process.argv[2] ?? 3000)
+const ROUNDS = Number(process.argv[3] ?? 3)
+const KINDS = (process.argv[4] ?? "tool,tool_one_commit").split(",")
+const SYNC = process.argv[5] === "full" ? "full" : "normal"
+const STORE = process.argv[6] ?? "sqlite"
+const tenant = Tenant.TenantContext.make({ tenantId: "bench", capabilities: [], budgetUsdLimit: 1 })
+const make = (name, durability) => Tool.make({
+  name,
+  description: "Returns its input",
+  parameters: Schema.Struct({ i: Schema.Number, note: Schema.String }),
+  idempotent: true,
+  ...(durability === undefined ? {} : { durability }),
+  handler: (args) => Effect.succeed({ ok: true, i: args.i })
+})
+const tools = { tool: make("echo"), tool_one_commit: make("echo_one_commit", "one-commit") }
+const steps = Workflow.make({
+  name: "bench.stepCpuDist",
+  input: Schema.Struct({ n: Schema.Number, kind: Schema.String }),
+  output: Schema.Number,
+  run: ({ kind, n }, ctx) =>
+    Effect.gen(function*() {
+      const tool = tools[kind]
+      for (let i = 0; i < n; i++) yield* ctx.tool(tool, { i, note: "a durable step of the benchmark" })
+      return n
+    })
+})
+const dir = mkdtempSync(join(tmpdir(), "artana-stepcpu-"))
+const store = STORE === "memory" ? EventStore.layerMemory : SqliteStore.layer({ filename: join(dir, "cpu.db"), synchronous: SYNC })
+const runtime = ManagedRuntime.make(Layer.provideMerge(Kernel.layer(), Layer.mergeAll(store, ScriptedModel.layer([]), ToolRegistry.layer(Object.values(tools)))))
+const one = (runId, n, kind) => runtime.runPromise(Effect.flatMap(Kernel.Kernel, (k) => k.execute(steps, { runId, tenant, input: { n, kind } })))
+const cpu = {}
+try {
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const kind of KINDS) {
+      await one(`w-${kind}-${r}`, 500, kind)
+      const c0 = process.cpuUsage()
+      await one(`r-${kind}-${r}`, STEPS, kind)
+      const c = process.cpuUsage(c0)
+      ;(cpu[kind] ??= []).push((c.user + c.system) / STEPS)
+    }
+  }
+} finally {
+  await runtime.dispose()
+  rmSync(dir, { recursive: true, force: true })
+}
+for (const kind of KINDS) {
+  const sorted = [...cpu[kind]].sort((a, b) => a - b)
+  console.log(`${STORE} ${SYNC} ${kind}: CPU us per step min ${sorted[0].toFixed(1)} median ${sorted[Math.floor(sorted.length / 2)].toFixed(1)} (rounds ${cpu[kind].map((v) => v.toFixed(0)).join(", ")})`)
+}
