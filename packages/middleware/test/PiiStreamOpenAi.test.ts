@@ -19,7 +19,7 @@ const content = `Sending invoice 42 to ${email} right away. It covers the March 
   "and the migration of the old reports; payment is due in thirty days."
 const args = { subject: "Invoice 42", to: email, note: "paid" }
 const TEXT_PIECES = 16
-/** Pieces of the address: no delta the server sends may hold one of them once scrubbed. */
+/** Pieces of the address: once scrubbed, nothing a reader or the store gets may hold one of them. */
 const fragments = ["ann.lee", "lee@", "@exa", "example.c", "@"]
 
 /** How many boundaries between `pieces` fall inside `value` (which they spell once). */
