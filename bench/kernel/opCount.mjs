@@ -7,24 +7,14 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer, ManagedRuntime, RuntimeFlags, RuntimeFlagsPatch, Schema, Supervisor } from "effect"
-import { EventStore, Kernel, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
+import { EventStore, Kernel, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
+import { tenant, tools } from "./stepTools.mjs"
 
 const KIND = process.argv[2] ?? "tool"
 const STORE = process.argv[3] ?? "sqlite"
 const N = 1000
-const tenant = Tenant.TenantContext.make({ tenantId: "bench", capabilities: [], budgetUsdLimit: 1 })
-const make = (name, durability) =>
-  Tool.make({
-    name,
-    description: "Returns its input",
-    parameters: Schema.Struct({ i: Schema.Number, note: Schema.String }),
-    idempotent: true,
-    ...(durability === undefined ? {} : { durability }),
-    handler: (args) => Effect.succeed({ ok: true, i: args.i })
-  })
-const tools = { tool: make("echo"), tool_one_commit: make("echo_one_commit", "one-commit") }
 const steps = Workflow.make({
   name: "bench.opCount",
   input: Schema.Struct({ n: Schema.Number }),

@@ -6,25 +6,16 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer, ManagedRuntime, Schema } from "effect"
-import { EventStore, Kernel, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
+import { EventStore, Kernel, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
+import { tenant, tools } from "./stepTools.mjs"
 
 const STEPS = Number(process.argv[2] ?? 3000)
 const ROUNDS = Number(process.argv[3] ?? 3)
 const KINDS = (process.argv[4] ?? "tool,tool_one_commit").split(",")
 const SYNC = process.argv[5] === "full" ? "full" : "normal"
 const STORE = process.argv[6] ?? "sqlite"
-const tenant = Tenant.TenantContext.make({ tenantId: "bench", capabilities: [], budgetUsdLimit: 1 })
-const make = (name, durability) => Tool.make({
-  name,
-  description: "Returns its input",
-  parameters: Schema.Struct({ i: Schema.Number, note: Schema.String }),
-  idempotent: true,
-  ...(durability === undefined ? {} : { durability }),
-  handler: (args) => Effect.succeed({ ok: true, i: args.i })
-})
-const tools = { tool: make("echo"), tool_one_commit: make("echo_one_commit", "one-commit") }
 const steps = Workflow.make({
   name: "bench.stepCpuDist",
   input: Schema.Struct({ n: Schema.Number, kind: Schema.String }),
