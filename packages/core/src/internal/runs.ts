@@ -9,6 +9,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Errors from "../Errors.js"
 import { type Event, RUN_STEP_KEY, type RunInfo } from "../Event.js"
+import * as EventStore from "../EventStore.js"
 import type { KernelError, RunResult, StartOptions } from "../Kernel.js"
 import type { Lease } from "../Lease.js"
 import { firstIssue } from "../Tool.js"
@@ -33,11 +34,18 @@ export interface Runtime {
 }
 
 /**
- * Events per page of the log a replay reads. A page lives until the code has consumed its steps: a smaller page dies
- * young (in V8's young generation, freed for little) rather than being promoted and swelling the heap; a query per
- * 256 events costs a replay little.
+ * Events of the first page of the log a replay reads; the pages after it are sized by bytes (`REPLAY_PAGE_BYTES`). A
+ * page lives until the code has consumed its steps: a smaller page dies young (in V8's young generation, freed for
+ * little) rather than being promoted and swelling the heap.
  */
 const REPLAY_PAGE_SIZE = 256
+
+/**
+ * The pages after the first: 1 MB of stored payload text at most (an agent's log of ~8 KB events: ~125 events a page),
+ * and `EventStore.DEFAULT_PAGE_SIZE` events. Pages of ~1,000 short events instead of 256 cut a replay's CPU by 15-20%
+ * (bench/scale/README.md); a count alone would let a page of long events fill a capped heap.
+ */
+const REPLAY_PAGE_BYTES = { budget: 1 << 20, max: EventStore.DEFAULT_PAGE_SIZE }
 
 const wrongWorkflow = <I, O, E>(info: RunInfo, workflow: Workflow.Workflow<I, O, E>, name: string) =>
   new Errors.NonDeterminism({ runId: info.runId, stepKey: RUN_STEP_KEY, expected: `workflow "${name}"`, actual: `workflow "${workflow.name}"` })
@@ -49,7 +57,7 @@ const wrongWorkflow = <I, O, E>(info: RunInfo, workflow: Workflow.Workflow<I, O,
  */
 const readStart = <I, O, E>(deps: Execution.Deps, workflow: Workflow.Workflow<I, O, E>, info: RunInfo) =>
   Effect.gen(function*() {
-    const next = Effect.mapError(verifiedPages(deps.store, deps.auditKey, info, { pageSize: REPLAY_PAGE_SIZE }), readFailure)
+    const next = Effect.mapError(verifiedPages(deps.store, deps.auditKey, info, { pageSize: REPLAY_PAGE_SIZE, pageBytes: REPLAY_PAGE_BYTES }), readFailure)
     const first = Option.getOrElse(yield* next, (): ReadonlyArray<Event> => [])
     const started = first[0]?.payload
     if (started === undefined || started._tag !== "RunStarted") {
