@@ -70,11 +70,10 @@ describe("long runs", () => {
         yield* TestLog.LongRun.write(store, { runId: "short", tenant, steps: STEPS })
         yield* kernel.resume({ tenantId: tenant.tenantId, runId: "short", workflow: TestLog.LongRun.workflow, response: "ok" })
         const short = yield* pagesOf(() => kernel.replay(TestLog.LongRun.workflow, { tenantId: tenant.tenantId, runId: "short" }))
-        // A first page of 256 events, then pages of the store's default size (the short events' bytes are far below
-        // the budget).
+        // A first page of 256 events, then pages of 512 (the short events' bytes are far below the budget).
         expect(short[0]?.limit).toBe(256)
         expect(short.length).toBeGreaterThan(2)
-        expect(short.slice(1).map((read) => read.limit)).toEqual(short.slice(1).map(() => EventStore.DEFAULT_PAGE_SIZE))
+        expect(short.slice(1).map((read) => read.limit)).toEqual(short.slice(1).map(() => 512))
         yield* kernel.execute(heavy, { runId: "heavy", tenant, input: null })
         const heavyPages = yield* pagesOf(() => kernel.replay(heavy, { tenantId: tenant.tenantId, runId: "heavy" }))
         // Events of ~20 KB: after the first page, about 1 MB of them a page (52), and the whole log read.

@@ -9,7 +9,6 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Errors from "../Errors.js"
 import { type Event, RUN_STEP_KEY, type RunInfo } from "../Event.js"
-import * as EventStore from "../EventStore.js"
 import type { KernelError, RunResult, StartOptions } from "../Kernel.js"
 import type { Lease } from "../Lease.js"
 import { firstIssue } from "../Tool.js"
@@ -42,10 +41,11 @@ const REPLAY_PAGE_SIZE = 256
 
 /**
  * The pages after the first: 1 MB of stored payload text at most (an agent's log of ~8 KB events: ~125 events a page),
- * and `EventStore.DEFAULT_PAGE_SIZE` events. Pages of ~1,000 short events instead of 256 cut a replay's CPU by 15-20%
- * (bench/scale/README.md); a count alone would let a page of long events fill a capped heap.
+ * and 512 events. Measured in one process, replays alternated (bench/scale/README.md): pages of 512 short events cut a
+ * replay's CPU by 15-30% against 256; pages of 1,000 cut no more, and raised a 100,000-step resume's peak RSS by ~30 MB
+ * (a page that lives longer is promoted more often). A count alone would let a page of long events fill a capped heap.
  */
-const REPLAY_PAGE_BYTES = { budget: 1 << 20, max: EventStore.DEFAULT_PAGE_SIZE }
+const REPLAY_PAGE_BYTES = { budget: 1 << 20, max: 512 }
 
 const wrongWorkflow = <I, O, E>(info: RunInfo, workflow: Workflow.Workflow<I, O, E>, name: string) =>
   new Errors.NonDeterminism({ runId: info.runId, stepKey: RUN_STEP_KEY, expected: `workflow "${name}"`, actual: `workflow "${workflow.name}"` })
