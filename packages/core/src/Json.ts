@@ -23,12 +23,15 @@ export const isJson = (u: unknown): u is Json => {
     case "object": {
       if (u === null) return true
       if (Array.isArray(u)) {
-        for (const item of u) if (!isJson(item)) return false
+        for (let i = 0; i < u.length; i++) if (!isJson(u[i])) return false
         return true
       }
       const proto: unknown = Object.getPrototypeOf(u)
       if (proto !== Object.prototype && proto !== null) return false
-      for (const value of Object.values(u)) if (!isJson(value)) return false
+      // `for in` over a plain object (its prototype has no enumerable key) visits its own keys, without the array
+      // `Object.values` builds: every payload a replay reads has a JSON field or two, checked here.
+      const record = u as { readonly [key: string]: unknown }
+      for (const key in record) if (!isJson(record[key])) return false
       return true
     }
     default:

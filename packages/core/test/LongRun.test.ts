@@ -44,6 +44,44 @@ describe("long runs", () => {
         expect(replayed.status).toBe("completed")
       })))
 
+  it.effect("a replay reads pages bounded by bytes: long pages of short events, short pages of long ones", () => {
+    const long = "x".repeat(20_000)
+    const heavy = Workflow.make({
+      name: "heavy",
+      input: Schema.Null,
+      output: Schema.Number,
+      run: (_i, ctx) =>
+        Effect.gen(function*() {
+          for (let i = 0; i < 400; i++) yield* ctx.step("big", Effect.succeed(long), Schema.String)
+          return 400
+        })
+    })
+    return withRecordedStore((reads, store) =>
+      Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        // The pages a replay reads: from its first event on, one read after another.
+        const pagesOf = (replayed: () => Effect.Effect<unknown, unknown>) =>
+          Effect.gen(function*() {
+            reads.length = 0
+            yield* Effect.orDie(replayed())
+            const first = reads.findIndex((read) => read.fromSeq === 1)
+            return reads.slice(first).filter((read) => read.limit !== undefined && read.limit > 1)
+          })
+        yield* TestLog.LongRun.write(store, { runId: "short", tenant, steps: STEPS })
+        yield* kernel.resume({ tenantId: tenant.tenantId, runId: "short", workflow: TestLog.LongRun.workflow, response: "ok" })
+        const short = yield* pagesOf(() => kernel.replay(TestLog.LongRun.workflow, { tenantId: tenant.tenantId, runId: "short" }))
+        // A first page of 256 events, then pages of 512 (the short events' bytes are far below the budget).
+        expect(short[0]?.limit).toBe(256)
+        expect(short.length).toBeGreaterThan(2)
+        expect(short.slice(1).map((read) => read.limit)).toEqual(short.slice(1).map(() => 512))
+        yield* kernel.execute(heavy, { runId: "heavy", tenant, input: null })
+        const heavyPages = yield* pagesOf(() => kernel.replay(heavy, { tenantId: tenant.tenantId, runId: "heavy" }))
+        // Events of ~20 KB: after the first page, about 1 MB of them a page (52), and the whole log read.
+        for (const read of heavyPages.slice(1)) expect(read.limit).toBeLessThanOrEqual(60)
+        expect(heavyPages.reduce((n, read) => n + read.returned, 0)).toBeGreaterThanOrEqual(400)
+      }))
+  })
+
   it.effect("a completed run's output is read from its head event: one event read, whatever the run's length", () =>
     withRecordedStore((reads, store) =>
       Effect.gen(function*() {

@@ -12,6 +12,7 @@ import type { Event, RunInfo } from "../Event.js"
 import * as EventStore from "../EventStore.js"
 import * as Verify from "../Verify.js"
 import type { VerifyReport } from "../Verify.js"
+import { storedPayload } from "./hash.js"
 
 /** What reading a run's verified log fails with: the store's errors, a broken chain, a log cut before its head. */
 export type ReadError = Errors.RunNotFound | Errors.StoreError | Errors.LogTampered | Errors.InvalidRunState
@@ -30,15 +31,17 @@ export const truncated = (info: RunInfo, logEnd: number) =>
  * last page is read, the run record's head, status and cost. `next` gives the next page (never empty), then None once
  * the log ended and those checks passed. Memory holds a page, however long the run. A log cut before that head fails
  * `InvalidRunState` (truncated) at its end; any other break fails `LogTampered`, naming the first broken seq. A plain
- * loop over `readEvents`: what replay pulls a page at a time (`verifiedEvents` streams it).
+ * loop over `readEvents`: what replay pulls a page at a time (`verifiedEvents` streams it). With `pageBytes`, the
+ * pages after the first are sized by bytes (see `PageBytes`).
  */
 export const verifiedPages = (
   store: EventStore.Service,
   auditKey: string | undefined,
   info: RunInfo,
-  options: { readonly pageSize?: number | undefined } = {}
+  options: { readonly pageSize?: number | undefined; readonly pageBytes?: PageBytes | undefined } = {}
 ): Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> => {
-  const pageSize = Math.max(1, Math.floor(options.pageSize ?? EventStore.DEFAULT_PAGE_SIZE))
+  let pageSize = Math.max(1, Math.floor(options.pageSize ?? EventStore.DEFAULT_PAGE_SIZE))
+  const sized = options.pageBytes
   const verifier = Verify.make(info.runId, {
     auditKey,
     heads: [{ source: "store's run record", seq: info.headSeq, hash: info.headHash }],
@@ -66,6 +69,7 @@ export const verifiedPages = (
     if (broken !== undefined) return Effect.fail(tampered(info, broken))
     logEnd = events[events.length - 1]!.seq
     if (beyond >= 0 || read.length < pageSize || logEnd >= info.headSeq) state = "end"
+    if (sized !== undefined) pageSize = nextPageSize(sized, events)
     return Effect.succeed(Option.some(events))
   }
   return Effect.suspend(() => {
@@ -78,6 +82,26 @@ export const verifiedPages = (
         return Effect.flatMap(store.readEvents(info.tenantId, info.runId, logEnd + 1, pageSize), page)
     }
   })
+}
+
+/**
+ * Pages bounded by bytes: each page after the first holds as many events as fit in `budget` characters of stored
+ * payload text at the bytes per event of the page before, at most `max` events (and at least one). A page costs a
+ * replay about what 100-200 replayed events cost (bench/scale/README.md), so short events are read in long pages, and
+ * long ones (an agent's model requests, tens of KB each) in short ones: the memory a page holds stays near the budget
+ * whatever its events weigh.
+ */
+export interface PageBytes {
+  readonly budget: number
+  readonly max: number
+}
+
+/** The events of the page after `events` under `sized`: its budget at their bytes per event (payload text). */
+const nextPageSize = (sized: PageBytes, events: ReadonlyArray<Event>): number => {
+  let chars = 0
+  for (let i = 0; i < events.length; i++) chars += storedPayload(events[i]!).length
+  const perEvent = Math.max(1, chars / events.length)
+  return Math.max(1, Math.min(Math.floor(sized.max), Math.floor(sized.budget / perEvent)))
 }
 
 /**
