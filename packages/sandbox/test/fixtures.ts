@@ -3,7 +3,7 @@ import { Tenant, type Tool } from "@artana/core"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { afterAll } from "vitest"
+import { afterAll, expect, onTestFinished } from "vitest"
 
 /** The context a handler gets; these tests call the tools directly, as the kernel would. */
 export const context: Tool.ToolContext = {
@@ -16,10 +16,16 @@ export const context: Tool.ToolContext = {
   lease: { expiresAt: () => Number.POSITIVE_INFINITY, signal: new AbortController().signal }
 }
 
-/** A new folder `artana-sandbox-<name>-*` under the system's temp folder (its real path), removed after the file's tests. */
+/**
+ * A new folder `artana-sandbox-<name>-*` under the system's temp folder (its real path): made in a test, removed when
+ * that test ends; made at a file's top level, removed after the file's tests. (An `afterAll` registered from inside a
+ * running test never runs, which is how these folders used to be left behind.)
+ */
 export const tempFolder = (name: string): string => {
   const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `artana-sandbox-${name}-`)))
-  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const remove = () => fs.rmSync(dir, { recursive: true, force: true })
+  if (expect.getState().currentTestName === undefined) afterAll(remove)
+  else onTestFinished(remove)
   return dir
 }
 
