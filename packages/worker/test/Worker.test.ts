@@ -180,6 +180,11 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       yield* eventually("the run waits at the gate", 10, () => world.gate.isWaiting())
       const second = yield* startWorker(world, "w2", { leaseSeconds: 0.5 })
       yield* eventually("w2 holds the task", 10, () => Effect.map(queue.get(tenant.tenantId, taskId), (t) => t.workerId === "w2"))
+      // The gate opens once w2 owns the run (its RunResumed is durable). Before that, w1 was still the run's writer: a
+      // step it finished then is recorded, and one it began then may run again under w2 (a step is at least once).
+      const store = yield* EventStore.EventStore
+      yield* eventually("w2 resumed the run", 10, () =>
+        Effect.map(store.readEvents("acme", `task:${taskId}`), (events) => events.some((e) => e.type === "RunResumed")))
       world.gate.open()
       expect(yield* session.waitForResult(tenant.tenantId, taskId, { timeout: "10 seconds", pollInterval: "10 millis" }))
         .toMatchObject({ status: "completed", output: "shipped to c2" })
@@ -187,7 +192,6 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       expect(world.effects.of(`charge:c2:task:${taskId}/tool:0`)).toBe(1)
       expect(world.effects.of("order:reserve")).toBe(1)
       expect(world.effects.of("order:ship")).toBe(1)
-      const store = yield* EventStore.EventStore
       const events = yield* store.readEvents("acme", `task:${taskId}`)
       expect(events.filter((e) => e.type === "RunResumed")).toHaveLength(1)
       expect(events.flatMap((e) => e.payload._tag === "StepCompleted" ? [e.payload.name] : [])).toEqual(["reserve", "pack", "ship"])
