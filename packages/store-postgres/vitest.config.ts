@@ -13,5 +13,7 @@ export default mergeConfig(shared, defineConfig({
       { find: /^@artana\/store-postgres$/, replacement: src("index.ts") }
     ]
   },
-  test: { globalSetup: ["./test/pg.ts"] }
+  // Every test makes a database of its own and opens pools on it: at load 30 a contract test took 12 s of the default
+  // 30 s; slow on a busy machine, not wrong.
+  test: { globalSetup: ["./test/pg.ts"], testTimeout: 120_000 }
 }))

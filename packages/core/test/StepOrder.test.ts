@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { EventStore, Kernel, Tool, Workflow } from "@artana/core"
-import { Effect, Either, Schema } from "effect"
+import { Deferred, Effect, Either, Schema } from "effect"
 import { kernelLayer, tenant } from "./fixtures.js"
 
 /** Two steps with explicit keys: a memoized lookup, then an idempotent charge; `order` says which comes first. */
@@ -62,11 +62,13 @@ describe("step order with explicit keys", () => {
       input: Schema.Null,
       output: Schema.Array(Schema.Number),
       run: (_i, ctx) =>
-        Effect.all([
-          // The slower branch is started first, so it is logged second.
-          ctx.step("slow", Effect.as(Effect.sleep("30 millis"), 1), Schema.Number, { key: "slow" }),
-          ctx.step("fast", Effect.succeed(2), Schema.Number, { key: "fast" })
-        ], { concurrency: "unbounded" })
+        Effect.flatMap(Deferred.make<void>(), (fastLogged) =>
+          Effect.all([
+            // The slower branch is started first, and finishes only once the other one's step is logged: it is logged
+            // second (a timer here raced the other step's append on a loaded machine).
+            ctx.step("slow", Effect.as(Deferred.await(fastLogged), 1), Schema.Number, { key: "slow" }),
+            Effect.tap(ctx.step("fast", Effect.succeed(2), Schema.Number, { key: "fast" }), () => Deferred.succeed(fastLogged, undefined))
+          ], { concurrency: "unbounded" }))
     })
     return Effect.gen(function*() {
       const kernel = yield* Kernel.Kernel

@@ -55,7 +55,7 @@ describe("a crash between the reflection and the saved rules", () => {
           expect(events.filter((e) => e.payload._tag === "ModelRequested")).toHaveLength(2)
           expect(events.filter((e) => e.payload._tag === "StepCompleted" && e.payload.name.endsWith("save_rules"))).toHaveLength(1)
           expect(events.filter((e) => e.payload._tag === "RunResumed")).toHaveLength(1)
-        }).pipe(Effect.scoped), 180_000)
+        }).pipe(Effect.scoped), 600_000)
     }
   }
 })

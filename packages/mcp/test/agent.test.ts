@@ -45,5 +45,5 @@ describe("AutonomousAgent with a run's MCP tools", () => {
     const replayed = await withAgent(db, gone, [], clerk.replay({ tenantId: "acme", runId: "clerk-1" }))
     expect(replayed).toEqual(run.result)
     expect(callsIn(calls)).toHaveLength(1)
-  }, 60_000)
+  }, 300_000)
 })

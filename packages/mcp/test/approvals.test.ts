@@ -45,7 +45,7 @@ describe("MCP tools that need approval", () => {
     ])
     const decided = outcome.events.filter((p) => p._tag === "ApprovalRequested" || p._tag === "ApprovalDecided").map((p) => p._tag)
     expect(decided).toEqual(["ApprovalRequested", "ApprovalDecided"])
-  }, 60_000)
+  }, 300_000)
 
   it("a server's approval covers its tools; a tool's rule overrides it", async () => {
     const db = path.join(dir, "server.db")
@@ -55,7 +55,7 @@ describe("MCP tools that need approval", () => {
     const paused = await withKernel({ db, config, script }, Effect.flatMap(Kernel.Kernel, (k) => k.execute(agent, { runId: "ap-2", tenant: tenant(), input: "go" })))
     expect(paused).toMatchObject({ status: "paused", approval: { tool: "notes.write_note" } })
     expect(callsIn(calls)).toEqual([{ tool: "read_note", args: { path: "a.txt" } }])
-  }, 60_000)
+  }, 300_000)
 
   it("the policy YAML takes approval and approvers, and names the line of a bad value", () => {
     const ok = McpConfig.fromPolicy([

@@ -17,7 +17,7 @@ describe("@artana/mcp's MCP SDK", () => {
       execFile(
         process.execPath,
         ["--import", "./test/fixtures/loadedModules.mjs", "test/fixtures/lazySdk.mjs", JSON.stringify(server)],
-        { cwd: packageDir, env: { ...process.env, LOADED_MODULES: log }, timeout: 120_000 },
+        { cwd: packageDir, env: { ...process.env, LOADED_MODULES: log }, timeout: 300_000 },
         (error, _stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stderr })
       )
     })
@@ -32,5 +32,5 @@ describe("@artana/mcp's MCP SDK", () => {
     expect(lines.slice(0, layered).some((l) => l.includes("/@artana/mcp/") || l.includes("/packages/mcp/"))).toBe(true)
     expect([...new Set(lines.slice(0, layered).filter(sdk))]).toEqual([])
     expect(lines.slice(layered, listed).some(sdk)).toBe(true)
-  }, 180_000)
+  }, 600_000)
 })

@@ -90,8 +90,15 @@ describe("Pii over the openai SDK, streamed", () => {
         const run = yield* Effect.fork(kernel.chat({ runId: "mail", tenant, messages: [Chat.user("Send invoice 42 to the customer.")], tools: ["send_invoice"] }))
         // The tool got the arguments as logged: placeholders (restoring them is `restoreToolArguments`, not asked here).
         expect(yield* Deferred.await(entered)).toBe(placeholder)
+        // It must have read the first turn's deltas before the run ends (the end drops them): the test releases the
+        // tool only once this reader got to the tool's start.
+        const readerAtTool = yield* Deferred.make<void>()
         const reader = yield* Effect.fork(
-          kernel.live({ tenantId: "acme", runId: "mail" }).pipe(Stream.takeUntil((e) => e._tag === "Completed"), Stream.runCollect)
+          kernel.live({ tenantId: "acme", runId: "mail" }).pipe(
+            Stream.tap((e) => (e._tag === "ToolStarted" ? Deferred.succeed(readerAtTool, undefined) : Effect.void)),
+            Stream.takeUntil((e) => e._tag === "Completed"),
+            Stream.runCollect
+          )
         )
 
         // The deltas kept in the file while the run is live.
@@ -117,6 +124,7 @@ describe("Pii over the openai SDK, streamed", () => {
         for (const e of seen) for (const f of fragments) expect(shown(e)).not.toContain(f)
         expect(seen.filter((e) => e._tag === "ToolCallDelta")).toEqual([expect.objectContaining({ index: 0, id: "call_1", name: "send_invoice", arguments: scrubbedArgs })])
 
+        yield* Deferred.await(readerAtTool)
         yield* Deferred.succeed(release, undefined)
         const result = yield* Fiber.join(run)
         expect(result.status === "completed" && result.output.output).toBe("Sent.")

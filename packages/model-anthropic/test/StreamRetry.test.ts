@@ -10,7 +10,8 @@ describe("AnthropicModel's streamed call over the real SDK", () => {
   it.scopedLive("a server that does not start answering within the deadline is asked again, and the retry's answer streams", () =>
     Effect.gen(function*() {
       const server = yield* FakeAnthropic.scoped([FakeAnthropic.hang, FakeAnthropic.text("the retry's reply", { pieces: 3 })])
-      const model = yield* AnthropicModel.make({ baseURL: server.url, stream: true, timeout: "1 second", maxRetries: 1, retryBaseDelay: "10 millis" })
+      // The retry must start answering within the deadline too: 3 s, so a loaded machine's slow answer is not a second timeout.
+      const model = yield* AnthropicModel.make({ baseURL: server.url, stream: true, timeout: "3 seconds", maxRetries: 1, retryBaseDelay: "10 millis" })
       const parts = Chunk.toReadonlyArray(yield* Stream.runCollect(model.stream(request())))
       expect(parts.flatMap((p) => (p._tag === "TextDelta" ? [p.text] : [])).join("")).toBe("the retry's reply")
       const finished = parts[parts.length - 1]

@@ -96,7 +96,7 @@ describe("an approval in the middle of a streamed turn", () => {
             Stream.takeUntil((e) => e._tag === "ApprovalPending"),
             Stream.tap((e) => (e._tag === "ApprovalPending" ? Deferred.succeed(pendingSeen, undefined) : Effect.void)),
             Stream.runCollect,
-            Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => new Error(`no pending approval in the stream; child: ${stdout} ${stderr}`) })
+            Effect.timeoutFail({ duration: "300 seconds", onTimeout: () => new Error(`no pending approval in the stream; child: ${stdout} ${stderr}`) })
           )
         )
         const pending = before[before.length - 1]!
@@ -143,5 +143,5 @@ describe("an approval in the middle of a streamed turn", () => {
         const logged = yield* Effect.flatMap(EventStore.EventStore, (s) => s.readEvents("acme", "pay"))
         expect(stream.flatMap((e) => (e.offset.includes(".") ? [] : [Number(e.offset)]))).toEqual(logged.map((e) => e.seq))
       }).pipe(Effect.provide(layer))
-    }), { timeout: 240_000 })
+    }), { timeout: 600_000 })
 })

@@ -108,5 +108,5 @@ describe("a crash mid-stream", () => {
         )
         expect(Chunk.toReadonlyArray(rest)).toEqual(events.slice(k + 1))
       }).pipe(Effect.provide(layer))
-    }), { timeout: 180_000 })
+    }), { timeout: 600_000 })
 })

@@ -60,12 +60,12 @@ describe("a live reader in another process", () => {
         yield* Effect.addFinalizer(() => Effect.sync(() => child.kill("SIGKILL")))
         // Deltas reach the reader while the other process's call is still streaming (the rest is held back).
         yield* Deferred.await(threeSeen).pipe(
-          Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => new Error(`the reader did not get the other process's deltas: ${stderr}`) })
+          Effect.timeoutFail({ duration: "300 seconds", onTimeout: () => new Error(`the reader did not get the other process's deltas: ${stderr}`) })
         )
         expect(server.requests).toHaveLength(1)
         release()
         const events = Chunk.toReadonlyArray(yield* Fiber.join(reader).pipe(
-          Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => new Error(`the reader did not get the run's pause: ${stderr}`) })
+          Effect.timeoutFail({ duration: "120 seconds", onTimeout: () => new Error(`the reader did not get the run's pause: ${stderr}`) })
         ))
         expect(yield* Effect.promise(() => exited)).toBe(0)
         for (let i = 1; i < events.length; i++) expect(Live.compare(positionOf(events[i - 1]!.offset), positionOf(events[i]!.offset))).toBeLessThan(0)
@@ -76,5 +76,5 @@ describe("a live reader in another process", () => {
         expect(completed[0]?._tag === "ModelCompleted" && completed[0].message.content).toBe(answer)
         expect(events[events.length - 1]?._tag).toBe("Paused")
       }).pipe(Effect.provide(layer))
-    }), { timeout: 180_000 })
+    }), { timeout: 600_000 })
 })

@@ -226,22 +226,23 @@ describe("OpenAiModel.generate", () => {
   it.scopedLive("a hung server hits the timeout, and the socket is closed (the request is aborted)", () =>
     Effect.gen(function*() {
       const { model, server } = yield* setup([FakeOpenAi.hang], { timeout: "300 millis", maxRetries: 0 })
-      const started = Date.now()
       const error = yield* failureOf(model)
       expect(error).toMatchObject({ kind: "timeout", retryable: true })
-      // The adapter's deadline fired (the SDK's own is a backstop a second later), and the failure says which.
+      // The adapter's deadline fired (the SDK's own is a backstop a second later), and the failure says which (not the
+      // wall clock: a loaded machine may take seconds over the 300 ms).
       expect(error.reason).toContain("no complete answer")
       expect(error.reason).toContain("300 ms")
-      expect(Date.now() - started).toBeLessThan(2_000)
+      // Bounded only so that a socket never closed fails with a message rather than the test's timeout.
       yield* Effect.promise(() => server.requests[0]!.abandoned).pipe(Effect.timeoutFail({
-        duration: "2 seconds",
+        duration: "20 seconds",
         onTimeout: () => new Error("the server never saw the client close the connection")
       }))
     }))
 
   it.scopedLive("a timeout is retried like any transport fault", () =>
     Effect.gen(function*() {
-      const { model, server } = yield* setup([FakeOpenAi.hang, FakeOpenAi.text("ok")], { timeout: "200 millis", maxRetries: 1, stream: true })
+      // The retry must be answered within the deadline too: 2 s, so a loaded machine's slow answer is not a second timeout.
+      const { model, server } = yield* setup([FakeOpenAi.hang, FakeOpenAi.text("ok")], { timeout: "2 seconds", maxRetries: 1, stream: true })
       const response = yield* model.generate(request())
       expect(response.message.content).toBe("ok")
       expect(response.notes).toEqual([{ source: "openai", note: "retry", data: { attempt: 1, kind: "timeout", delayMs: expect.any(Number) } }])
@@ -256,7 +257,7 @@ describe("OpenAiModel.generate", () => {
       const exit = yield* Fiber.interrupt(fiber)
       expect(Exit.isInterrupted(exit)).toBe(true)
       yield* Effect.promise(() => server.requests[0]!.abandoned).pipe(Effect.timeoutFail({
-        duration: "2 seconds",
+        duration: "20 seconds",
         onTimeout: () => new Error("the request was not aborted")
       }))
     }))

@@ -64,7 +64,7 @@ describe("traces exported over OTLP/HTTP", () => {
       OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
       OTEL_SERVICE_NAME: "artana-resumer"
     }
-    const child = await run(process.execPath, ["--import", "tsx", CHILD, filename, "r-1", approvalId], { cwd: REPO_ROOT, env, timeout: 120_000 })
+    const child = await run(process.execPath, ["--import", "tsx", CHILD, filename, "r-1", approvalId], { cwd: REPO_ROOT, env, timeout: 300_000 })
     expect(JSON.parse(child.stdout)).toMatchObject({ status: "completed", output: { output: "Report done; refund sent." } })
 
     const spans = receiver.spans
@@ -130,7 +130,7 @@ describe("traces exported over OTLP/HTTP", () => {
     // No content left either process: not the prompt, not a tool's arguments or result, in any span or attribute.
     const wire = receiver.bodies.join("\n")
     for (const secret of [SECRET_PROMPT, "jane.roe@example.com", SECRET_ARGUMENT, SECRET_RESULT, "EMEA made 1.2M"]) expect(wire).not.toContain(secret)
-  }, 180_000)
+  }, 600_000)
 
   it("with content capture on, the spans carry the prompt, the arguments and the results", async () => {
     const filename = join(dir, "capture.db")

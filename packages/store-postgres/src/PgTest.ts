@@ -201,7 +201,8 @@ export const startCluster = (
         "-c max_connections=300",
         ...(options.durable === true ? [] : ["-c fsync=off", "-c full_page_writes=off", "-c synchronous_commit=off"])
       ].join(" ")
-      const start = yield* Effect.either(run(binaries.pgCtl, ["start", "-D", data, "-l", log, "-w", "-t", "60", "-o", settings], dir))
+      // Waits up to 5 minutes for the server to accept connections: a loaded machine (CI at load 30) starts it slowly.
+      const start = yield* Effect.either(run(binaries.pgCtl, ["start", "-D", data, "-l", log, "-w", "-t", "300", "-o", settings], dir))
       if (start._tag === "Right") break
       // Another process took the port between our probe and the server's bind: try another.
       if (attempt >= 3 || !/could not bind|address already in use/i.test(readLog(log))) {

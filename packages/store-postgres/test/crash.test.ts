@@ -32,7 +32,7 @@ const child = (args: ReadonlyArray<string>) =>
     const process_ = execFile(
       process.execPath,
       ["--import", "tsx", CHILD, ...args],
-      { cwd: REPO_ROOT, env: { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG }, timeout: 120_000 },
+      { cwd: REPO_ROOT, env: { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG }, timeout: 300_000 },
       (error, stdout, stderr) => resume(Effect.succeed({ signal: error?.signal ?? null, stdout, stderr }))
     )
     return Effect.sync(() => process_.kill("SIGKILL"))
@@ -90,5 +90,5 @@ describe.skipIf(pg.url === undefined)(`a process killed in a tool's handler, on 
       expect(stepTypes(log, "tool:2")).toEqual(["ToolRequested", "ToolCompleted"])
       expect(log.filter((e) => e.type === "RunResumed")).toHaveLength(1)
       expect(log[log.length - 1]!.type).toBe("RunCompleted")
-    }).pipe(Effect.scoped), 240_000)
+    }).pipe(Effect.scoped), 600_000)
 })

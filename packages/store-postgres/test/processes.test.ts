@@ -2,11 +2,14 @@
 // advisory lock serialises them) and races the others to create a run and to append to it.
 import { describe, expect, it } from "@effect/vitest"
 import { inject } from "vitest"
-import { Context, Effect, Layer } from "effect"
+import { Cause, Context, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { EventStore, Verify } from "@artana/core"
 import { PostgresStore } from "@artana/store-postgres"
 import { PgTest } from "@artana/store-postgres/testing"
 import { execFile } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 
 const pg = PgTest.server(inject("artanaPg"))
@@ -21,13 +24,14 @@ interface Outcome {
   readonly failed?: string
 }
 
-/** Runs one writer process to its end; its last stdout line is its outcome. */
-const writer = (url: string, startAt: number, name: string) =>
+/** Runs one writer process to its end (it waits at the barrier in `barrier`); its last stdout line is its outcome. */
+const writer = (url: string, barrier: string, name: string) =>
   Effect.async<Outcome, Error>((resume) => {
     const child = execFile(
       process.execPath,
-      ["--import", "tsx", WRITER, url, String(startAt), name],
-      { cwd: REPO_ROOT, env: { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG }, timeout: 60_000 },
+      ["--import", "tsx", WRITER, url, barrier, name],
+      // A TypeScript loader's cold start each: on a loaded machine over a minute, slow but not wrong.
+      { cwd: REPO_ROOT, env: { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG }, timeout: 300_000 },
       (error, stdout, stderr) => {
         const line = stdout.trim().split("\n").pop() ?? ""
         try {
@@ -41,14 +45,38 @@ const writer = (url: string, startAt: number, name: string) =>
     return Effect.sync(() => child.kill("SIGKILL"))
   })
 
+/**
+ * Starts the writers and releases them together once every one is ready (its start-up over: a time chosen in advance
+ * came before the start-up of some on a loaded machine); their outcomes. A writer that ends before the barrier fails it.
+ */
+const released = <A, E>(barrier: string, names: ReadonlyArray<string>, start: (name: string) => Effect.Effect<A, E>) =>
+  Effect.gen(function*() {
+    const fibers = yield* Effect.forEach(names, (name) => Effect.fork(start(name)))
+    while (!names.every((name) => fs.existsSync(path.join(barrier, `${name}.ready`)))) {
+      for (const fiber of fibers) {
+        const ended = yield* Fiber.poll(fiber)
+        if (Option.isSome(ended)) {
+          const exit = ended.value
+          return yield* Effect.dieMessage(`a writer ended before the barrier: ${Exit.isSuccess(exit) ? JSON.stringify(exit.value) : Cause.pretty(exit.cause)}`)
+        }
+      }
+      yield* Effect.sleep("20 millis")
+    }
+    fs.writeFileSync(path.join(barrier, "go"), "")
+    return yield* Fiber.joinAll(fibers)
+  })
+
 describe.skipIf(pg.url === undefined)(`PostgresStore across processes (${pg.description})`, () => {
   it.live("processes that open one fresh database at once all migrate it, and exactly one wins each append", () =>
     Effect.gen(function*() {
       const url = yield* PgTest.freshDatabase(pg.url!)
+      const barrier = yield* Effect.acquireRelease(
+        Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "artana-pg-race-"))),
+        (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+      )
       const names = ["w1", "w2", "w3", "w4"]
-      // Past the children's start-up, so that they open the database and append at the same moment.
-      const startAt = Date.now() + 4_000
-      const outcomes = yield* Effect.forEach(names, (name) => writer(url, startAt, name), { concurrency: "unbounded" })
+      // Released together once all are started, so that they open the database and append at the same moment.
+      const outcomes = yield* released(barrier, names, (name) => writer(url, barrier, name))
 
       expect(outcomes.filter((o) => o.failed !== undefined)).toEqual([])
       expect(outcomes.map((o) => o.created).sort()).toEqual(["SequenceConflict", "SequenceConflict", "SequenceConflict", "ok"])
@@ -63,5 +91,5 @@ describe.skipIf(pg.url === undefined)(`PostgresStore across processes (${pg.desc
       const third = outcomes.find((o) => o.next === "ok")!.name
       expect(log[2]!.payload).toMatchObject({ _tag: "StepCompleted", name: `${third}-next` })
       expect((yield* store.listRuns("acme")).map((r) => r.runId).sort()).toEqual(["own-w1", "own-w2", "own-w3", "own-w4", "race"])
-    }).pipe(Effect.scoped), 60_000)
+    }).pipe(Effect.scoped), 600_000)
 })

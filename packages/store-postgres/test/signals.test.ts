@@ -38,9 +38,10 @@ const awaiting = (store: EventStore.Service, runId: string) =>
   })
 
 /**
- * Waits until a session of the database is listening (its last statement a LISTEN): a waiting kernel starts its
- * listener with its first wait, and a notice sent before the LISTEN is up is not heard (polling covers it, and here
- * the poll is an hour).
+ * Waits until a session of the database is listening (its last statement a LISTEN, committed: the session is idle; a
+ * LISTEN still executing shows too, and is not in force before its commit): a waiting kernel starts its listener with
+ * its first wait, and a notice sent before the LISTEN is up is not heard (polling covers it, and here the poll is an
+ * hour).
  */
 const listening = (url: string) =>
   Effect.acquireUseRelease(
@@ -52,7 +53,7 @@ const listening = (url: string) =>
     (client) =>
       Effect.gen(function*() {
         const count = () =>
-          Effect.promise(() => client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'"))
+          Effect.promise(() => client.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state = 'idle' AND query ILIKE 'LISTEN%'"))
         while ((yield* count()).rows[0]?.n === 0) yield* Effect.sleep("20 millis")
       }),
     (client) => Effect.promise(() => client.end())

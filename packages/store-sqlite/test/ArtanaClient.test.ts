@@ -50,7 +50,7 @@ describe("Artana.create on SQLite: a run killed before its RunStarted was durabl
       expect(events.filter((e) => e.type === "RunStarted")).toHaveLength(1)
       expect(lines(paths(dir).effects)).toHaveLength(3)
       expect(countLines(paths(dir).effects, `send ${runId}/tool:3`)).toBe(1)
-    }), 120_000)
+    }), 600_000)
 })
 
 class Declined extends Schema.TaggedError<Declined>()("Declined", { reason: Schema.String }) {}

@@ -1,7 +1,7 @@
 // Per-tool approvals on real SQLite files: a run pauses before a call that needs approval, in one process; another
 // process approves (or rejects) it and the run goes on; two approvers at once: exactly one decision is written.
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Fiber, Layer, Option } from "effect"
 import { Artana, type Event, EventStore, Kernel } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { execFile } from "node:child_process"
@@ -38,7 +38,8 @@ const child = (args: ReadonlyArray<string>) =>
     const process_ = execFile(
       process.execPath,
       ["--import", "tsx", CHILD, ...args],
-      { cwd: REPO_ROOT, env: { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG }, timeout: 120_000 },
+      // A TypeScript loader's cold start each: on a loaded machine over a minute, slow but not wrong.
+      { cwd: REPO_ROOT, env: { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG }, timeout: 300_000 },
       (error, stdout, stderr) => {
         try {
           resume(Effect.succeed(JSON.parse(stdout.trim().split("\n").pop() ?? "")))
@@ -117,18 +118,24 @@ describe("per-tool approvals on SQLite", () => {
       expect(replayed).toEqual({ status: "completed", runId: "pay-1", output: "Done" })
       expect((yield* readRun(db, "pay-1")).info.headSeq).toBe(done.info.headSeq)
       expect(handlerRuns(log)).toHaveLength(1)
-    }), 240_000)
+    }), 600_000)
 
   it.live("two approvers at once, in two processes: exactly one decision is written and the handler runs at most once", () =>
     Effect.gen(function*() {
       const { db, log } = fresh()
       const approvalId = yield* startPaused(db, log, "pay-race")
-      // Past both children's start-up, so that they decide at the same moment.
-      const startAt = String(Date.now() + 6_000)
-      const [a, b] = yield* Effect.all([
-        child(["approve", db, log, approvalId, "alice", JSON.stringify({ to: "acc-1", amount: 100 }), startAt]),
-        child(["reject", db, log, approvalId, "bob", "not this week", startAt])
-      ], { concurrency: "unbounded" })
+      // Released together once both are started (a time chosen in advance came before a start-up on a loaded machine),
+      // so that they decide at the same moment.
+      const barrier = path.dirname(db)
+      const approving = yield* Effect.fork(child(["approve", db, log, approvalId, "alice", JSON.stringify({ to: "acc-1", amount: 100 }), barrier]))
+      const rejecting = yield* Effect.fork(child(["reject", db, log, approvalId, "bob", "not this week", barrier]))
+      while (!["approve", "reject"].every((mode) => fs.existsSync(path.join(barrier, `${mode}.ready`)))) {
+        const ended = [yield* Fiber.poll(approving), yield* Fiber.poll(rejecting)].find(Option.isSome)
+        if (ended !== undefined) return yield* Effect.dieMessage(`a child ended before the barrier: ${JSON.stringify(ended.value)}`)
+        yield* Effect.sleep("20 millis")
+      }
+      fs.writeFileSync(path.join(barrier, "go"), "")
+      const [a, b] = [yield* Fiber.join(approving), yield* Fiber.join(rejecting)]
       const outcomes = [a, b]
       expect(outcomes.filter((o) => o.ok)).toHaveLength(1)
       expect(outcomes.filter((o) => !o.ok).map((o) => o.tag)).toEqual(["ApprovalNotPending"])
@@ -139,7 +146,7 @@ describe("per-tool approvals on SQLite", () => {
       const winner = decisions[0]!.payload
       if (winner._tag !== "ApprovalDecided") throw new Error("unreachable")
       expect(handlerRuns(log)).toEqual(winner.decision === "approved" ? [{ key: "pay-race/tool:1", args: { to: "acc-1", amount: 100 } }] : [])
-    }), 240_000)
+    }), 600_000)
 
   it.effect("an edit that fails the tool's schema is refused and nothing is written; so is an approver the tool does not name", () =>
     Effect.gen(function*() {

@@ -10,7 +10,7 @@ import { baseArgs, inProcess, inspectRun, killChildren, killedOf, resultOf, runC
 
 afterAll(() => killChildren())
 
-const TIMEOUT = 180_000
+const TIMEOUT = 600_000
 
 interface HandoverCase {
   readonly label: string

@@ -112,7 +112,7 @@ describe("SQLite group commit", () => {
         expect(stored.length).toBeGreaterThanOrEqual(acknowledged)
         expect(Verify.verifyEvents(runId, stored).ok).toBe(true)
       }
-    }), 120_000)
+    }), 600_000)
 })
 
 // `onGroupCommit`: the store says how many appends each of its commits made durable, so a program can see how well

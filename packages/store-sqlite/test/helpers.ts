@@ -152,7 +152,7 @@ export interface ChildOptions {
  * Spawns `node --import tsx child/main.ts ...args` (or `options.script`) from the repo root. The child is SIGKILLed
  * when the scope closes if it still runs.
  */
-export const spawnChild = (args: ReadonlyArray<string>, timeoutMs = 120_000, options: ChildOptions = {}): Effect.Effect<Child, never, Scope.Scope> =>
+export const spawnChild = (args: ReadonlyArray<string>, timeoutMs = 300_000, options: ChildOptions = {}): Effect.Effect<Child, never, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.sync((): Child => {
       const proc = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", options.script ?? CHILD_MAIN, ...args], {
@@ -230,7 +230,7 @@ export const killedOf = (e: ChildExit): ChildExit => {
 }
 
 /** Waits until `file` exists; fails if the child exits first or the time runs out. */
-export const waitForFile = (file: string, child: Child, timeoutMs = 90_000) =>
+export const waitForFile = (file: string, child: Child, timeoutMs = 300_000) =>
   Effect.gen(function*() {
     const deadline = Date.now() + timeoutMs
     while (!existsSync(file)) {

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Cause, Context, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { EventStore, Verify } from "@artana/core"
 import { SqliteStore } from "@artana/store-sqlite"
 import { execFile } from "node:child_process"
@@ -22,13 +22,14 @@ interface Outcome {
   readonly failed?: string
 }
 
-/** Runs one writer process to its end; its last stdout line is its outcome. */
-const writer = (filename: string, startAt: number, name: string) =>
+/** Runs one writer process to its end (it waits at the barrier in `barrier`); its last stdout line is its outcome. */
+const writer = (filename: string, barrier: string, name: string) =>
   Effect.async<Outcome, Error>((resume) => {
     const child = execFile(
       process.execPath,
-      ["--import", "tsx", WRITER, filename, String(startAt), name],
-      { cwd: REPO_ROOT, env: { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG }, timeout: 60_000 },
+      ["--import", "tsx", WRITER, filename, barrier, name],
+      // A TypeScript loader's cold start each: on a loaded machine over a minute, slow but not wrong.
+      { cwd: REPO_ROOT, env: { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG }, timeout: 300_000 },
       (error, stdout, stderr) => {
         const line = stdout.trim().split("\n").pop() ?? ""
         try {
@@ -42,14 +43,35 @@ const writer = (filename: string, startAt: number, name: string) =>
     return Effect.sync(() => child.kill("SIGKILL"))
   })
 
+/**
+ * Starts the writers and releases them together once every one is ready (its start-up over: a time chosen in advance
+ * came before the start-up of some on a loaded machine); their outcomes. A writer that ends before the barrier fails it.
+ */
+const released = <A, E>(barrier: string, names: ReadonlyArray<string>, start: (name: string) => Effect.Effect<A, E>) =>
+  Effect.gen(function*() {
+    const fibers = yield* Effect.forEach(names, (name) => Effect.fork(start(name)))
+    while (!names.every((name) => fs.existsSync(path.join(barrier, `${name}.ready`)))) {
+      for (const fiber of fibers) {
+        const ended = yield* Fiber.poll(fiber)
+        if (Option.isSome(ended)) {
+          const exit = ended.value
+          return yield* Effect.dieMessage(`a writer ended before the barrier: ${Exit.isSuccess(exit) ? JSON.stringify(exit.value) : Cause.pretty(exit.cause)}`)
+        }
+      }
+      yield* Effect.sleep("20 millis")
+    }
+    fs.writeFileSync(path.join(barrier, "go"), "")
+    return yield* Fiber.joinAll(fibers)
+  })
+
 describe("SqliteStore across processes", () => {
   it.live("writers that open one fresh file at once all migrate it, and exactly one wins each append", () =>
     Effect.gen(function*() {
-      const filename = path.join(fs.mkdtempSync(path.join(root, "db-")), "artana.db")
+      const dir = fs.mkdtempSync(path.join(root, "db-"))
+      const filename = path.join(dir, "artana.db")
       const names = ["w1", "w2", "w3", "w4"]
-      // Past the children's start-up, so that they open the database and append at the same moment.
-      const startAt = Date.now() + 4_000
-      const outcomes = yield* Effect.forEach(names, (name) => writer(filename, startAt, name), { concurrency: "unbounded" })
+      // Released together once all are started, so that they open the database and append at the same moment.
+      const outcomes = yield* released(dir, names, (name) => writer(filename, dir, name))
 
       expect(outcomes.filter((o) => o.failed !== undefined)).toEqual([])
       expect(outcomes.map((o) => o.created).sort()).toEqual(["SequenceConflict", "SequenceConflict", "SequenceConflict", "ok"])
@@ -63,5 +85,5 @@ describe("SqliteStore across processes", () => {
       expect(log[0]!.payload).toMatchObject({ _tag: "RunStarted", workflow: creator })
       const third = outcomes.find((o) => o.next === "ok")!.name
       expect(log[2]!.payload).toMatchObject({ _tag: "StepCompleted", name: `${third}-next` })
-    }).pipe(Effect.scoped), 60_000)
+    }).pipe(Effect.scoped), 600_000)
 })

@@ -38,8 +38,9 @@ import {
 afterAll(() => killChildren())
 
 // Tests run concurrently (each on its own temp dir): most of the time goes to starting child processes. A
-// generous per-test limit, as several tests share two cores with their children.
-const TIMEOUT = 180_000
+// generous per-test limit, as several tests share two cores with their children (one child's start alone took 66 s
+// at load 32).
+const TIMEOUT = 600_000
 
 const seqs = (events: ReadonlyArray<Event.Event>) => events.map((e) => e.seq)
 const oneTo = (n: number) => Array.from({ length: n }, (_, i) => i + 1)

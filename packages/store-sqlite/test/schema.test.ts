@@ -143,7 +143,7 @@ describe("an older database migrates as before", () => {
 })
 
 /** Tests that start child processes (a TypeScript loader's cold start each): slow on a busy machine, not wrong. */
-const CHILD_TIMEOUT = 180_000
+const CHILD_TIMEOUT = 600_000
 
 describe("readOnly: true", () => {
   it.effect("reads without migrating or writing: an older file keeps its schema and its bytes, and an append is refused", () =>

@@ -97,7 +97,7 @@ describe("signals across processes (SQLite)", () => {
       expect(refused.code).toBe(3)
       expect(refused.output?.error?._tag).toBe("SignalRefused")
       expect(yield* logOf(db, "r1")).toEqual(log)
-    }), 120_000)
+    }), 600_000)
 
   it.live("a signal sent before the run gets to its wait is not lost: a later process's wait takes it", () =>
     Effect.gen(function*() {
@@ -111,7 +111,7 @@ describe("signals across processes (SQLite)", () => {
       expect(shape(yield* logOf(db, "r2"))).toEqual([
         "RunStarted@run", "PauseRequested@pause:0", "SignalSent@run", "HumanResponded@pause:0", "SignalReceived@signal:1", "RunCompleted@run"
       ])
-    }), 120_000)
+    }), 600_000)
 
   it.live("a timeout is durable: a waiting process killed by SIGKILL, resumed after its deadline, times out at once at the logged deadline", () =>
     Effect.gen(function*() {
@@ -138,7 +138,7 @@ describe("signals across processes (SQLite)", () => {
       expect(timedOut.timestamp).toBeGreaterThanOrEqual(deadline)
       // What was left of the wait was nothing: the resumed execution did not start the timeout over.
       expect(timedOut.timestamp - resumedAt).toBeLessThan(timeout)
-    }), 120_000)
+    }), 600_000)
 
   it.live("a waiting process killed by SIGKILL, a signal sent while no process runs the run: the resumed run takes it", () =>
     Effect.gen(function*() {
@@ -154,7 +154,7 @@ describe("signals across processes (SQLite)", () => {
       expect(shape(yield* logOf(db, "r4"))).toEqual([
         "RunStarted@run", "SignalAwaited@signal:0", "SignalSent@run", "RunResumed@run", "SignalReceived@signal:0", "RunCompleted@run"
       ])
-    }), 120_000)
+    }), 600_000)
 
   it.live("a run whose wait polls once an hour is woken by a signal another process sends: its commit is heard (RunNotices)", () =>
     Effect.gen(function*() {
@@ -171,5 +171,5 @@ describe("signals across processes (SQLite)", () => {
       )
       expect(woken.output).toEqual({ outcome: "result", result: { status: "completed", runId: "r5", output: "approved by dee" } })
       expect(shape(yield* logOf(db, "r5"))).toEqual(["RunStarted@run", "SignalAwaited@signal:0", "SignalSent@run", "SignalReceived@signal:0", "RunCompleted@run"])
-    }).pipe(Effect.scoped), 120_000)
+    }).pipe(Effect.scoped), 600_000)
 })

@@ -1,12 +1,15 @@
-// One writer of the multi-process race (see ../processes.test.ts): at the start signal it opens the store on
-// a fresh database, so every writer runs the migrations at once, then creates the run and appends at a fixed
-// expectedSeq. Prints one JSON line: how each step ended.
+// One writer of the multi-process race (see ../processes.test.ts): `writer.ts URL BARRIER_DIR NAME`. Once started it
+// writes BARRIER_DIR/NAME.ready and waits for BARRIER_DIR/go (the test writes it once every writer is ready); then it
+// opens the store on a fresh database, so every writer runs the migrations at once, then creates the run and appends
+// at a fixed expectedSeq. Prints one JSON line: how each step ended.
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { Effect, Either, Layer } from "effect"
 import { EventStore, Tenant } from "@artana/core"
 import { TestLog } from "@artana/core/testing"
 import { PostgresStore } from "../../src/index.js"
 
-const [url = "", startAt = "0", name = "writer"] = process.argv.slice(2)
+const [url = "", barrier = "", name = "writer"] = process.argv.slice(2)
 const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1 })
 const runId = "race"
 
@@ -39,7 +42,8 @@ const program = Effect.gen(function*() {
 })
 
 const main = Effect.gen(function*() {
-  yield* Effect.sleep(Math.max(0, Number(startAt) - Date.now()))
+  fs.writeFileSync(path.join(barrier, `${name}.ready`), "")
+  while (!fs.existsSync(path.join(barrier, "go"))) yield* Effect.sleep("5 millis")
   // Three stores per process, opened at once (as a process running several services might): more
   // migrations in flight at the same moment, across processes and within one.
   const [context] = yield* Effect.all([1, 2, 3].map(() => Layer.build(PostgresStore.layer({ url, pool: { max: 2 } }))), { concurrency: "unbounded" })

@@ -1,7 +1,10 @@
 // A child process of the approval tests (../approvals.test.ts). Prints one JSON line: its result, or the error's tag.
 //   start DB LOG RUN            runs the payout until it pauses for approval
-//   approve DB LOG ID WHO [ARGS] [START_AT]   approves (with edited arguments), at START_AT (ms since the epoch)
-//   reject DB LOG ID WHO REASON [START_AT]
+//   approve DB LOG ID WHO [ARGS] [BARRIER]   approves (with edited arguments); with BARRIER (a directory), once started it
+//                                            writes BARRIER/approve.ready and decides once BARRIER/go exists
+//   reject DB LOG ID WHO REASON [BARRIER]    the same, BARRIER/reject.ready
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { Predicate } from "effect"
 import { ScriptedModel } from "@artana/core/testing"
 import { client, payout, tenant } from "./payout.js"
@@ -15,9 +18,12 @@ const main = async () => {
     await artana.close()
     return result
   }
-  const [approvalId = "", approver = "", detail = "", startAt = "0"] = rest
+  const [approvalId = "", approver = "", detail = "", barrier] = rest
   const artana = client(db, log, [ScriptedModel.text("Done")])
-  await new Promise((resolve) => setTimeout(resolve, Math.max(0, Number(startAt) - Date.now())))
+  if (barrier !== undefined) {
+    fs.writeFileSync(path.join(barrier, `${mode}.ready`), "")
+    while (!fs.existsSync(path.join(barrier, "go"))) await new Promise((resolve) => setTimeout(resolve, 5))
+  }
   try {
     const result = mode === "approve"
       ? await artana.approve({ tenantId: "acme", approvalId, approver, ...(detail === "" ? {} : { arguments: JSON.parse(detail) }) })

@@ -1,12 +1,15 @@
-// One writer of the multi-process race (see ../processes.test.ts): at the start signal it opens the store, so
-// every writer runs the migrations on the same fresh file at once, then appends at a fixed expectedSeq twice.
-// Prints one JSON line: how each append ended.
+// One writer of the multi-process race (see ../processes.test.ts): `writer.ts FILENAME BARRIER_DIR NAME`. Once started it
+// writes BARRIER_DIR/NAME.ready and waits for BARRIER_DIR/go (the test writes it once every writer is ready); then it
+// opens the store, so every writer runs the migrations on the same fresh file at once, and appends at a fixed
+// expectedSeq twice. Prints one JSON line: how each append ended.
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { Effect, Either } from "effect"
 import { EventStore, Tenant } from "@artana/core"
 import { TestLog } from "@artana/core/testing"
 import { SqliteStore } from "../../src/index.js"
 
-const [filename = "", startAt = "0", name = "writer"] = process.argv.slice(2)
+const [filename = "", barrier = "", name = "writer"] = process.argv.slice(2)
 const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1 })
 const runId = "race"
 
@@ -35,7 +38,8 @@ const program = Effect.gen(function*() {
 })
 
 const main = Effect.gen(function*() {
-  yield* Effect.sleep(Math.max(0, Number(startAt) - Date.now()))
+  fs.writeFileSync(path.join(barrier, `${name}.ready`), "")
+  while (!fs.existsSync(path.join(barrier, "go"))) yield* Effect.sleep("5 millis")
   return yield* Effect.provide(program, SqliteStore.layer({ filename }))
 })
 
