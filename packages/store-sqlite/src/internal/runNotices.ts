@@ -27,8 +27,12 @@ import * as Scope from "effect/Scope"
 import * as Client from "./sqliteClient.js"
 import type { Database, Statement } from "./sqliteDriver.js"
 
-/** How long a write whose commit is not visible yet is read again for (doubling waits from 1 ms). */
-const SETTLE_MS = 512
+/**
+ * How long a write whose commit is not visible yet is read again for (doubling waits from 1 ms): 8 s, as a sync under
+ * `synchronous=FULL` on a loaded machine can take seconds (331 ms measured at load 20; CI reaches load 30). The four
+ * reads past 512 ms cost a few microseconds each, once per burst of writes.
+ */
+const SETTLE_MS = 8192
 
 /** Tickets that never fire: nothing another process writes can be heard (an in-memory database, no watcher). */
 const deaf: RunNotices.Service = { notify: () => Effect.void, ticket: () => Effect.succeed(Effect.never), commitsHeard: true }
