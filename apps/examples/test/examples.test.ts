@@ -21,6 +21,10 @@ afterEach(() => {
   }
 })
 
+// The quick start and the durable crash run their second (and third) process with spawnSync, each one
+// `node --import tsx` of the example: a minute each on a busy machine (2 cores, load 10 and more), not the default 30 s.
+const CHILDREN_TIMEOUT = 240_000
+
 describe("examples", () => {
   it("quick start: pauses in one process, resumes in another, verifies", async () => {
     delete process.env.OPENAI_API_KEY
@@ -41,7 +45,7 @@ describe("examples", () => {
     const requested = result.events.find((e) => e.payload._tag === "ModelRequested")!.payload
     expect(requested._tag === "ModelRequested" && requested.tools).toEqual(["get_balance"])
     expect(lines.join("\n")).toContain("ScriptedModel (offline")
-  })
+  }, CHILDREN_TIMEOUT)
 
   it("quick start through the real openai SDK against a local OpenAI-compatible server: governed and typed", async () => {
     const server = await FakeOpenAi.start([
@@ -74,7 +78,7 @@ describe("examples", () => {
     } finally {
       await server.close()
     }
-  })
+  }, CHILDREN_TIMEOUT)
 
   it("quick start when the model approves (a real model may): the run completes with no human, no error; it ends with the show-run command", async () => {
     const server = await FakeOpenAi.start([
@@ -133,5 +137,5 @@ describe("examples", () => {
     expect(lines).toHaveLength(3)
     expect(new Set(lines).size).toBe(3)
     expect(lines[1]).toMatch(/^churn: 2\.1% \[nightly-report-1\/tool:2\]$/)
-  })
+  }, CHILDREN_TIMEOUT)
 })

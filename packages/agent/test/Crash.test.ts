@@ -24,6 +24,13 @@ interface ChildExit {
   readonly stderr: string
 }
 
+/**
+ * How long one child may take: `node --import tsx` loads about a thousand modules through tsx's hooks (4 s of CPU);
+ * on a busy machine (2 cores, load 30) a child took 50 s. A test's limit is its children's, plus its own work.
+ */
+const CHILD_SECONDS = 180
+const limitFor = (children: number) => (children * CHILD_SECONDS + 60) * 1000
+
 /** Runs the child program to its end (or its SIGKILL); killed when the test's scope closes if still running. */
 const runChild = (args: ReadonlyArray<string>): Effect.Effect<ChildExit, Error, Scope.Scope> =>
   Effect.flatMap(
@@ -39,7 +46,7 @@ const runChild = (args: ReadonlyArray<string>): Effect.Effect<ChildExit, Error, 
         child.stderr.setEncoding("utf8").on("data", (c: string) => (stderr += c))
         child.once("error", (e) => resume(Effect.fail(e)))
         child.once("close", (code, signal) => resume(Effect.succeed({ code, signal, stdout, stderr })))
-      }).pipe(Effect.timeoutFail({ duration: "60 seconds", onTimeout: () => new Error(`child ${args.join(" ")} did not exit`) }))
+      }).pipe(Effect.timeoutFail({ duration: `${CHILD_SECONDS} seconds`, onTimeout: () => new Error(`child ${args.join(" ")} did not exit`) }))
   )
 
 const workDir = Effect.acquireRelease(
@@ -119,7 +126,7 @@ describe.concurrent("crash recovery of agents (SIGKILLed processes, SQLite on di
       expect(keys(log, "RunResumed")).toEqual(["run"])
       expect(keys(log, "ToolRequested")).toHaveLength(9)
       expect(r.replayed).toMatchObject({ status: "completed", output: { output: "done at 8" } })
-    }), 120_000)
+    }), limitFor(2))
 
   it.scoped("killed in the middle of a sub-agent run: the parent's call resumes the same child run, no tool call repeats", () =>
     Effect.gen(function*() {
@@ -147,7 +154,7 @@ describe.concurrent("crash recovery of agents (SIGKILLed processes, SQLite on di
       expect(r.tree.children.map((c) => c.run.runId)).toEqual([childId])
       expect(r.tree.children[0]!.run.status).toBe("completed")
       expect(r.replayed).toMatchObject({ status: "completed", output: { output: "report written" } })
-    }), 120_000)
+    }), limitFor(2))
 
   it.scoped("a grandchild killed in doubt: its parent and the root wait for a person, naming its run and step; reconciled, the root's resume finishes the tree as without the crash, the side effect once", () =>
     Effect.gen(function*() {
@@ -249,5 +256,5 @@ describe.concurrent("crash recovery of agents (SIGKILLed processes, SQLite on di
       }
       expect(toldByTool(after.logs.get(runId)!, "delegate")).toBe("manager: clerk: delivered to board")
       expect(toldByTool(after.logs.get(managerId)!, "assign")).toBe("clerk: delivered to board")
-    }), 360_000)
+    }), limitFor(4))
 })

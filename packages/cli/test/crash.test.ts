@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Schema } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { artana, artanaJson, artanaStarted, cleanup, tempDir } from "./helpers.js"
+import { artana, artanaJson, artanaStarted, cleanup, eventually, loggedEvents, tempDir } from "./helpers.js"
 
 afterAll(cleanup)
 
@@ -26,9 +26,25 @@ const PLAN = `steps:
 `
 
 /**
- * Starts `artana run` of PLAN as `runId` in a new folder and SIGKILLs it (its whole process group) while the
- * `sleep` step runs: the first step is done once its file exists; the sleep's request is logged right after.
+ * Waits until the `artana` process started in `started` has made the request of step `slow` durable (its
+ * `ToolRequested`, written before the command starts): from then on the step is under way, and in doubt if the
+ * process dies. A fixed pause would not do: a busy machine takes many seconds to get there.
  */
+const slowRequested = (started: ReturnType<typeof artanaStarted>, db: string, tenantId: string, runId: string) => {
+  let ended = false
+  started.exited.then(() => (ended = true))
+  const requested = Effect.map(
+    Effect.orElseSucceed(loggedEvents(db, tenantId, runId), () => []),
+    (events) => events.some((e) => e.stepKey === "step:slow" && e.payload._tag === "ToolRequested")
+  )
+  return eventually(
+    `run ${runId} logged the request of step slow`,
+    180,
+    Effect.suspend(() => ended ? Effect.dieMessage(`artana ended before step slow: ${JSON.stringify(started.output())}`) : requested)
+  )
+}
+
+/** Starts `artana run` of PLAN as `runId` in a new folder and SIGKILLs it (its whole process group) while the `sleep` step runs. */
 const killedMidStep = (runId: string) =>
   Effect.gen(function*() {
     const cwd = tempDir()
@@ -36,19 +52,18 @@ const killedMidStep = (runId: string) =>
     fs.writeFileSync(path.join(cwd, "policy.yaml"), POLICY)
     fs.writeFileSync(path.join(cwd, "plan.yaml"), PLAN)
     const first = path.join(cwd, "workspace/out/first.txt")
+    const db = path.join(cwd, "artana.db")
     const started = artanaStarted(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", runId], { cwd })
-    const deadline = Date.now() + 60_000
-    while (!fs.existsSync(first) && Date.now() < deadline) yield* Effect.sleep("100 millis")
+    yield* slowRequested(started, db, "default", runId)
     expect(fs.existsSync(first)).toBe(true)
-    yield* Effect.sleep("2 seconds")
     expect(yield* Effect.promise(() => started.kill())).toBeNull()
-    return { cwd, first }
+    return { cwd, db, first }
   })
 
 describe("a run killed mid-step", () => {
   it.live("continues from its log with --run-id: done steps are not repeated, the step in doubt is not run again", () =>
     Effect.gen(function*() {
-      const { cwd, first } = yield* killedMidStep("crash-1")
+      const { cwd, db, first } = yield* killedMidStep("crash-1")
       const firstWrittenAt = fs.statSync(first).mtimeMs
 
       const again = yield* artanaJson(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "crash-1"], { cwd })
@@ -65,7 +80,9 @@ describe("a run killed mid-step", () => {
       })
       // Another plan under the same run id is refused, and writes nothing.
       fs.writeFileSync(path.join(cwd, "other.yaml"), PLAN.replace('"30"', '"1"'))
-      const eventCount = Effect.map(artanaJson(["show-run", "crash-1"], { cwd }), (r) => (r.json as { events: ReadonlyArray<unknown> }).events.length)
+      // What the log holds, read in this process (a command that reads is tested elsewhere; here it would only cost a start).
+      const logged = loggedEvents(db, "default", "crash-1")
+      const eventCount = Effect.map(logged, (events) => events.length)
       const before = yield* eventCount
       const other = yield* artana(["run", "other.yaml", "--policy", "policy.yaml", "--run-id", "crash-1"], { cwd })
       expect(other.code).toBe(6)
@@ -122,13 +139,9 @@ describe("a run killed mid-step", () => {
       // The log took the settlement as one more link of its chain; the run's events, in order, say what happened.
       const verified = yield* artanaJson(["verify", "crash-1"], { cwd })
       expect(verified.json).toMatchObject({ ok: true })
-      const slowEvents = Effect.map(artanaJson(["show-run", "crash-1"], { cwd }), (r) =>
-        (r.json as { events: ReadonlyArray<{ stepKey: string; type: string }> }).events.filter((e) => e.stepKey === "step:slow").map((e) => e.type))
-      expect(yield* slowEvents).toEqual(["ToolRequested", "MiddlewareNote", "ReconciliationRequired", "ToolCompleted"])
-      const logged = yield* Effect.map(artanaJson(["show-run", "crash-1"], { cwd }), (r) =>
-        (r.json as { events: ReadonlyArray<{ stepKey: string; payload: { _tag: string; result?: unknown } }> }).events
-          .find((e) => e.stepKey === "step:slow" && e.payload._tag === "ToolCompleted")?.payload.result)
-      expect(logged).toEqual(result)
+      const slowEvents = (yield* logged).filter((e) => e.stepKey === "step:slow")
+      expect(slowEvents.map((e) => e.payload._tag)).toEqual(["ToolRequested", "MiddlewareNote", "ReconciliationRequired", "ToolCompleted"])
+      expect(slowEvents.flatMap((e) => (e.payload._tag === "ToolCompleted" ? [e.payload.result] : []))).toEqual([result])
     }), 180_000)
 
   it.live("Ctrl-C during a step: exit 130, the step is in doubt, and the exact `artana reconcile` printed settles it", () =>
@@ -139,10 +152,7 @@ describe("a run killed mid-step", () => {
       fs.writeFileSync(path.join(cwd, "plan.yaml"), PLAN)
       const db = path.join(cwd, "runs.db")
       const started = artanaStarted(["run", "plan.yaml", "--policy", "policy.yaml", "--run-id", "int-1", "--db", db, "--tenant", "acme"], { cwd })
-      const deadline = Date.now() + 60_000
-      // The sleep step is under way once the first step's line is out (its request is logged before it runs).
-      while (!started.output().stdout.includes("first") && Date.now() < deadline) yield* Effect.sleep("100 millis")
-      yield* Effect.sleep("2 seconds")
+      yield* slowRequested(started, db, "acme", "int-1")
       expect(yield* Effect.promise(() => started.interrupt())).toBe(130)
       const { stderr } = started.output()
       expect(stderr).toContain(`interrupted during step slow (shell.run {"command":"sleep","args":["30"]}): the step is in doubt`)

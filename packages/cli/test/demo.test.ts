@@ -1,19 +1,15 @@
 // The root README's five-minute demo, run as written: the block between `<!-- cli-demo:start -->` and
-// `<!-- cli-demo:end -->` goes to bash in a temp directory, with `artana` the real command (src/bin.ts under tsx).
+// `<!-- cli-demo:end -->` goes to bash in a temp directory, with `artana` the real command (built from src/bin.ts).
 import { afterAll, describe, expect, it } from "vitest"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
-import { createRequire } from "node:module"
 import * as path from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
-import { cleanup, tempDir } from "./helpers.js"
+import { fileURLToPath } from "node:url"
+import { ARTANA, cleanup, tempDir } from "./helpers.js"
 
 afterAll(cleanup)
 
 const README = fileURLToPath(new URL("../../../README.md", import.meta.url))
-const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
-const TSCONFIG = fileURLToPath(new URL("./bin/tsconfig.json", import.meta.url))
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href
 
 /** The demo's shell block, as the README has it. */
 const demoBlock = (): string => {
@@ -34,10 +30,10 @@ describe("the README's five-minute CLI demo", () => {
     const cwd = tempDir()
     // Each `artana` prints its exit code after its output, so one bash run shows every command's outcome.
     const script = [
-      `artana() { node --import "${TSX}" "${BIN}" "$@"; echo "[exit $?]"; }`,
+      `artana() { node ${ARTANA.map((a) => `"${a}"`).join(" ")} "$@"; echo "[exit $?]"; }`,
       block
     ].join("\n")
-    const env: NodeJS.ProcessEnv = { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG, NO_COLOR: "1" }
+    const env: NodeJS.ProcessEnv = { ...process.env, NO_COLOR: "1" }
     for (const key of ["ARTANA_DB", "ARTANA_TENANT", "ARTANA_AUDIT_KEY", "FORCE_COLOR"]) delete env[key]
     const output = execFileSync("bash", ["-c", script], {
       cwd,

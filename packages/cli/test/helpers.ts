@@ -8,6 +8,7 @@ import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
+import { inject } from "vitest"
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "artana-cli-"))
 export const cleanup = () => fs.rmSync(root, { recursive: true, force: true })
@@ -28,6 +29,17 @@ const BIN = fileURLToPath(new URL("../src/bin.ts", import.meta.url))
 const TSCONFIG = fileURLToPath(new URL("./bin/tsconfig.json", import.meta.url))
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href
 
+/**
+ * Node's arguments before the command's: the `artana` built from src/bin.ts for this test run (see artanaBin.ts: a
+ * command costs a fifth of the CPU of src/bin.ts under tsx).
+ */
+export const ARTANA: ReadonlyArray<string> = [inject("artanaBin")]
+/**
+ * The same command as src/bin.ts under tsx, for a command that loads the application's own modules (`replay-test
+ * --workflows`): they import @artana/core and effect, which must resolve to the very modules the command runs on.
+ */
+export const ARTANA_TSX: ReadonlyArray<string> = ["--import", TSX, BIN]
+
 export interface Result {
   readonly code: number | null
   readonly stdout: string
@@ -44,16 +56,22 @@ const baseEnv = (): NodeJS.ProcessEnv => {
 /** The real `artana` command as a process to start (for a client that speaks to it, as an MCP client does). */
 export const artanaProcess = (args: ReadonlyArray<string>) => ({
   command: process.execPath,
-  args: ["--import", TSX, BIN, ...args],
+  args: [...ARTANA, ...args],
   env: Object.fromEntries(Object.entries(baseEnv()).flatMap(([k, v]) => (v === undefined ? [] : [[k, v] as const])))
 })
 
-/** Runs the real `artana` command (src/bin.ts under tsx) as a child process in `cwd`, to its end. */
-export const artana = (args: ReadonlyArray<string>, options: { readonly cwd: string; readonly env?: Record<string, string> }) =>
+/**
+ * Runs the real `artana` command (built from src/bin.ts; `node` takes `bin`, by default `ARTANA`) as a child process
+ * in `cwd`, to its end.
+ */
+export const artana = (
+  args: ReadonlyArray<string>,
+  options: { readonly cwd: string; readonly env?: Record<string, string>; readonly bin?: ReadonlyArray<string> }
+) =>
   Effect.async<Result>((resume) => {
     const child = execFile(
       process.execPath,
-      ["--import", TSX, BIN, ...args],
+      [...(options.bin ?? ARTANA), ...args],
       { cwd: options.cwd, env: { ...baseEnv(), ...options.env }, timeout: 90_000, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
@@ -70,7 +88,7 @@ export const artana = (args: ReadonlyArray<string>, options: { readonly cwd: str
 export const artanaToFile = (args: ReadonlyArray<string>, out: string, options: { readonly cwd: string; readonly env?: Record<string, string> }) =>
   Effect.async<Result>((resume) => {
     const fd = fs.openSync(out, "w")
-    const child = spawn(process.execPath, ["--import", TSX, BIN, ...args], { cwd: options.cwd, env: { ...baseEnv(), ...options.env }, stdio: ["ignore", fd, "pipe"] })
+    const child = spawn(process.execPath, [...ARTANA, ...args], { cwd: options.cwd, env: { ...baseEnv(), ...options.env }, stdio: ["ignore", fd, "pipe"] })
     let stderr = ""
     child.stderr?.on("data", (chunk: Buffer) => void (stderr += chunk.toString()))
     child.on("close", (code) => {
@@ -93,7 +111,7 @@ export const artanaReadOnlyMount = (mounted: string, args: ReadonlyArray<string>
     const namespace = process.getuid?.() === 0 ? ["-m"] : ["-rm"]
     const child = execFile(
       "unshare",
-      [...namespace, "sh", "-c", script, "sh", process.execPath, "--import", TSX, BIN, ...args],
+      [...namespace, "sh", "-c", script, "sh", process.execPath, ...ARTANA, ...args],
       { cwd: options.cwd, env: baseEnv(), timeout: 90_000, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
@@ -111,7 +129,7 @@ export const artanaReadOnlyMount = (mounted: string, args: ReadonlyArray<string>
 export const artanaPipedToSlowReader = (args: ReadonlyArray<string>, options: { readonly cwd: string }) =>
   Effect.async<Result>((resume) => {
     const reader = "process.stdin.on('data', (d) => { process.stdout.write(d); process.stdin.pause(); setTimeout(() => process.stdin.resume(), 5) })"
-    const artanaLine = [process.execPath, "--import", TSX, BIN, ...args].map(quote).join(" ")
+    const artanaLine = [process.execPath, ...ARTANA, ...args].map(quote).join(" ")
     const line = `${artanaLine} | ${quote(process.execPath)} -e ${quote(reader)}; exit \${PIPESTATUS[0]}`
     const child = execFile("bash", ["-c", line], { cwd: options.cwd, env: baseEnv(), timeout: 90_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
@@ -126,7 +144,7 @@ export const artanaPipedToSlowReader = (args: ReadonlyArray<string>, options: { 
  */
 export const artanaTty = (args: ReadonlyArray<string>, options: { readonly cwd: string; readonly env?: Record<string, string> }) =>
   Effect.async<Result>((resume) => {
-    const line = [process.execPath, "--import", TSX, BIN, ...args].map(quote).join(" ")
+    const line = [process.execPath, ...ARTANA, ...args].map(quote).join(" ")
     const child = execFile("script", ["-qec", line, "/dev/null"], { cwd: options.cwd, env: { ...baseEnv(), ...options.env }, timeout: 90_000 }, (error, stdout, stderr) => {
       const code = error === null ? 0 : typeof error.code === "number" ? error.code : null
       resume(Effect.succeed({ code, stdout, stderr }))
@@ -143,7 +161,7 @@ export const artanaStarted = (args: ReadonlyArray<string>, options: { readonly c
   // What a killed command leaves in its temp folder (a shell.run's home, never removed) lands under this file's root.
   const tmp = path.join(root, "tmp")
   fs.mkdirSync(tmp, { recursive: true })
-  const child = spawn(process.execPath, ["--import", TSX, BIN, ...args], { cwd: options.cwd, env: { ...baseEnv(), TMPDIR: tmp }, stdio: ["ignore", "pipe", "pipe"], detached: true })
+  const child = spawn(process.execPath, [...ARTANA, ...args], { cwd: options.cwd, env: { ...baseEnv(), TMPDIR: tmp }, stdio: ["ignore", "pipe", "pipe"], detached: true })
   let stdout = ""
   let stderr = ""
   child.stdout.on("data", (d: Buffer) => void (stdout += d.toString()))
@@ -171,6 +189,30 @@ export const artanaJson = (args: ReadonlyArray<string>, options: { readonly cwd:
       throw new Error(`artana ${args.join(" ")} printed no JSON (exit ${result.code}):\n${result.stdout}\n${result.stderr}`)
     }
     return { ...result, json }
+  })
+
+/**
+ * The events of a run as its SQLite file holds them now, read in this process through a read-only store (as a
+ * second reader of a file an `artana` process is writing): for a test that must see what is durable, or count what
+ * a command wrote, without starting another process.
+ */
+export const loggedEvents = (filename: string, tenantId: string, runId: string): Effect.Effect<ReadonlyArray<Event.Event>, unknown> =>
+  Effect.flatMap(EventStore.EventStore, (store) => store.readEvents(tenantId, runId)).pipe(
+    Effect.provide(SqliteStore.layer({ filename, readOnly: true }))
+  )
+
+/**
+ * Polls `check` every 100 ms until it holds; fails the test, naming `what`, after `seconds` (generous: a child
+ * process on a busy machine takes many seconds to start).
+ */
+export const eventually = <E, R>(what: string, seconds: number, check: Effect.Effect<boolean, E, R>) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + seconds * 1000
+    while (Date.now() < deadline) {
+      if (yield* check) return
+      yield* Effect.sleep("100 millis")
+    }
+    return yield* Effect.dieMessage(`timed out after ${seconds}s waiting until ${what}`)
   })
 
 // --- runs written in-process, for the commands that read ---------------------------------------------------------

@@ -11,11 +11,13 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { loadUserCode } from "../src/internal/versionCommands.js"
-import { artana, cleanup, tempDir, tenant } from "./helpers.js"
+import { artana, ARTANA_TSX, cleanup, tempDir, tenant } from "./helpers.js"
 
 afterAll(cleanup)
 
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url))
+// `replay-test` runs under tsx: the application's modules it loads import @artana/core and effect, and get the very
+// modules the command runs on, as an application's do from its node_modules (see helpers.ts, ARTANA_TSX).
 const acme = tenant("acme")
 let dir = ""
 let prod = ""
@@ -60,13 +62,13 @@ describe("artana replay-test (with export and import)", () => {
       expect(JSON.parse(imported.stdout).imported.map((r: { readonly runId: string }) => r.runId)).toEqual(["done-1", "done-2", "waiting"])
 
       // The code as deployed: every run replays as logged.
-      const same = yield* artana(["replay-test", "--db", ci, "--tenant", "acme", "--workflows", fixture("approve-v1.mjs")], { cwd: dir })
+      const same = yield* artana(["replay-test", "--db", ci, "--tenant", "acme", "--workflows", fixture("approve-v1.mjs")], { cwd: dir, bin: ARTANA_TSX })
       expect(same.code).toBe(0)
       expect(same.stdout).toContain("3 runs of tenant acme: 3 replayed as logged, 0 diverged")
       expect(same.stdout).toMatch(/RUN\s+WORKFLOW\s+VERSION\s+STATUS\s+REPLAY/)
 
       // The change: both completed runs diverge (exit 6), each reported with the logged step and the code's.
-      const changed = yield* artana(["replay-test", "--db", ci, "--tenant", "acme", "--workflows", fixture("approve-v2.mjs"), "--format", "json"], { cwd: dir })
+      const changed = yield* artana(["replay-test", "--db", ci, "--tenant", "acme", "--workflows", fixture("approve-v2.mjs"), "--format", "json"], { cwd: dir, bin: ARTANA_TSX })
       expect(changed.code).toBe(6)
       const report = JSON.parse(changed.stdout)
       expect(report).toMatchObject({ ok: 1, diverged: 2, errors: 0, skipped: 0 })
@@ -74,12 +76,12 @@ describe("artana replay-test (with export and import)", () => {
       expect(done1).toMatchObject({ result: "diverged", workflow: "approve", version: "1", status: "completed", stepKey: "step:2" })
       expect(done1.recorded).toContain(`step "notify"`)
       expect(done1.now).toContain(`step "audit"`)
-      const console = yield* artana(["replay-test", "--db", ci, "--tenant", "acme", "--workflows", fixture("approve-v2.mjs")], { cwd: dir })
+      const console = yield* artana(["replay-test", "--db", ci, "--tenant", "acme", "--workflows", fixture("approve-v2.mjs")], { cwd: dir, bin: ARTANA_TSX })
       expect(console.code).toBe(6)
       expect(console.stdout).toContain(`done-1 diverged at step step:2:\n  recorded: step "notify"`)
 
       // Behind ctx.patched, the change replays every run (the paused one will take the new path when answered).
-      const patched = yield* artana(["replay-test", "--db", ci, "--tenant", "acme", "--workflows", fixture("approve-v2-patched.mjs")], { cwd: dir })
+      const patched = yield* artana(["replay-test", "--db", ci, "--tenant", "acme", "--workflows", fixture("approve-v2-patched.mjs")], { cwd: dir, bin: ARTANA_TSX })
       expect(patched.stdout).toContain("3 replayed as logged, 0 diverged")
       expect(patched.code).toBe(0)
 

@@ -65,6 +65,14 @@ const open = async (url: string): Promise<Page> => {
 
 const runIds = (page: Page) => page.locator("table.runs tbody tr").evaluateAll((rows) => rows.map((r) => r.getAttribute("data-run")))
 
+/** Clicks what navigates, and waits until the page it leads to (its URL passing `to`) has loaded. */
+const follow = async (page: Page, selector: string, to: (url: URL) => boolean) => {
+  await Promise.all([page.waitForURL(to), page.click(selector)])
+}
+
+/** For `expect.poll`: a page of a busy machine's browser takes seconds to show, not the default second. */
+const SLOW = { timeout: 60_000 }
+
 describe("artana ui in chromium", () => {
   it("lists the tenant's runs newest first, filters them, pages them, and opens one with its timeline and steps", async () => {
     const page = await open(`${readOnly.url}?tenant=acme`)
@@ -72,12 +80,13 @@ describe("artana ui in chromium", () => {
     await page.screenshot({ path: screenshotPath("runs-list"), fullPage: true })
 
     await page.fill("input[name=minCost]", "0.2")
-    await page.click("form.filters button[type=submit]")
+    await follow(page, "form.filters button[type=submit]", (url) => url.searchParams.get("minCost") === "0.2")
     expect(await runIds(page)).toEqual(["research::sub_agent::a", "research"])
     await page.goto(`${readOnly.url}?tenant=acme&status=completed&limit=2`)
     const pages: Array<ReadonlyArray<string | null>> = [await runIds(page)]
     while (await page.locator("a.next").count() > 0) {
-      await page.click("a.next")
+      const next = new URL((await page.locator("a.next").getAttribute("href"))!, page.url()).href
+      await follow(page, "a.next", (url) => url.href === next)
       pages.push(await runIds(page))
     }
     expect(pages.flat()).toEqual(["tampered", "long::continued::1", "research::sub_agent::b", "research::sub_agent::a::sub_agent::x", "research::sub_agent::a", "research"])
@@ -85,14 +94,15 @@ describe("artana ui in chromium", () => {
 
     await page.goto(`${readOnly.url}?tenant=acme`)
     await page.click("a.run-link >> text=research::sub_agent::a::sub_agent::x")
-    await expect.poll(() => page.locator("h1 .run-id").textContent()).toBe("research::sub_agent::a::sub_agent::x")
+    await expect.poll(() => page.locator("h1 .run-id").textContent(), SLOW).toBe("research::sub_agent::a::sub_agent::x")
+    await page.waitForLoadState("load")
     expect(await page.locator("#timeline tr").evaluateAll((rows) => rows.map((r) => r.querySelector("td.type")?.textContent))).toEqual(["RunStarted", "ModelRequested", "ModelCompleted", "RunCompleted"])
     // The model request as sent, in the event's details.
     await page.click("#seq-2 summary")
     expect(await page.locator("#seq-2 pre").textContent()).toContain("What were Q3's revenues?")
     const modelStep = page.locator("table.steps tr", { hasText: "ModelCompleted" })
     expect(await modelStep.locator("td").allTextContents()).toEqual(expect.arrayContaining(["100", "20", "$0.1250"]))
-    await expect.poll(() => page.locator("[data-chain]").getAttribute("data-chain")).toBe("ok")
+    await expect.poll(() => page.locator("[data-chain]").getAttribute("data-chain"), SLOW).toBe("ok")
     expect(await page.locator("#chain .totals").textContent()).toContain("1 model calls · 100 tokens in · 20 tokens out")
     await page.screenshot({ path: screenshotPath("run-page"), fullPage: true })
     await page.close()
@@ -118,7 +128,7 @@ describe("artana ui in chromium", () => {
 
   it("marks a run whose log was edited by hand: the broken badge names the seq, and its row is marked", async () => {
     const page = await open(`${readOnly.url}runs/tampered?tenant=acme`)
-    await expect.poll(() => page.locator("[data-chain]").getAttribute("data-chain")).toBe("broken")
+    await expect.poll(() => page.locator("[data-chain]").getAttribute("data-chain"), SLOW).toBe("broken")
     expect(await page.locator("[data-chain]").getAttribute("data-broken-seq")).toBe("2")
     expect(await page.locator("#chain").textContent()).toContain("TAMPERED: hash chain broken at seq 2")
     expect(await page.locator("#seq-2").getAttribute("class")).toContain("broken")

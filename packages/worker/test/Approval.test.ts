@@ -39,7 +39,7 @@ describe("a worker's task waiting for an approval", () => {
   it.live("pauses with the approval; the decision alone lets a worker continue the run", () =>
     Effect.gen(function*() {
       const session = yield* ArtanaSession.ArtanaSession
-      const worker = yield* Effect.fork(Worker.run({ workflows: [pay], concurrency: 1, pollInterval: "20 millis", leaseSeconds: 5, workerId: "w1" }))
+      const worker = yield* Effect.fork(Worker.run({ workflows: [pay], concurrency: 1, pollInterval: "20 millis", leaseSeconds: 30, workerId: "w1" }))
       const wait = (taskId: string) => session.waitForResult(tenant.tenantId, taskId, { timeout: "20 seconds", pollInterval: "20 millis" })
       const taskId = yield* session.submit({ workflow: pay, input: { amount: 70 }, tenant })
       const paused = yield* wait(taskId)

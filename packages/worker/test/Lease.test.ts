@@ -29,9 +29,10 @@ describe("a worker's lease, in the handler's context", () => {
     return Effect.gen(function*() {
       const queue = yield* TaskQueue.TaskQueue
       const task = yield* queue.enqueue({ workflow: "watch", input: null, tenant })
-      const worker = yield* Effect.fork(Worker.run({ workflows: [workflow], concurrency: 1, pollInterval: "20 millis", leaseSeconds: 1, heartbeatInterval: "50 millis", workerId: "w1" }))
+      const worker = yield* Effect.fork(Worker.run({ workflows: [workflow], concurrency: 1, pollInterval: "20 millis", leaseSeconds: 30, heartbeatInterval: "50 millis", workerId: "w1" }))
       yield* eventually("the handler runs", 10, () => seen.length === 1)
-      // Another worker takes the task over (as if w1's lease had expired); w1's next heartbeat finds it lost.
+      // Another worker takes the task over (as if w1's lease had expired: a minute from now); w1's next heartbeat finds
+      // it lost. (w1's lease is long, so a busy machine cannot make it run out here first, for another reason.)
       const [taken] = yield* queue.claim({ workerId: "w2", limit: 1, leaseSeconds: 30, now: Date.now() + 60_000 })
       expect(taken?.taskId).toBe(task.taskId)
       yield* eventually("the handler learnt it", 10, () => seen.length === 2)

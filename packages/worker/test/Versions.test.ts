@@ -48,7 +48,7 @@ const deploy = (filename: string, workflow: Workflow.Any) => {
 
 const startWorker = (filename: string, workflow: Workflow.Any, workerId: string) =>
   Effect.forkDaemon(
-    Worker.run({ workflows: [workflow], concurrency: 2, pollInterval: "20 millis", leaseSeconds: 5, workerId }).pipe(Effect.provide(deploy(filename, workflow)))
+    Worker.run({ workflows: [workflow], concurrency: 2, pollInterval: "20 millis", leaseSeconds: 30, workerId }).pipe(Effect.provide(deploy(filename, workflow)))
   )
 
 const wait = { timeout: "20 seconds", pollInterval: "10 millis" } as const

@@ -13,8 +13,10 @@ const stores: ReadonlyArray<readonly [string, () => Layer.Layer<EventStore.Event
   ["sqlite", () => SqliteStore.layer({ filename: tempDb() })]
 ]
 
+// A lease far longer than any test: a worker loses a task only where a test means it to (a busy machine can starve a
+// process for a second; with a short lease it would lose its own task, and run a step again, in any test).
 const startWorker = (world: World, workerId: string, options: Partial<Worker.Options> = {}) =>
-  Effect.fork(Worker.run({ workflows: world.workflows, concurrency: 2, pollInterval: "20 millis", leaseSeconds: 1, workerId, ...options }))
+  Effect.fork(Worker.run({ workflows: world.workflows, concurrency: 2, pollInterval: "20 millis", leaseSeconds: 30, workerId, ...options }))
 
 describe.each(stores)("Worker on %s", (_name, makeStore) => {
   const test = (title: string, body: (world: World) => Effect.Effect<void, unknown, ArtanaSession.ArtanaSession | TaskQueue.TaskQueue | EventStore.EventStore | Kernel.Kernel>) =>
@@ -147,7 +149,7 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       const queue = yield* TaskQueue.TaskQueue
       const store = yield* EventStore.EventStore
       const taskId = yield* session.submit({ workflow: world.order, input: { customer: "c1" }, tenant })
-      const first = yield* startWorker(world, "w1", { leaseSeconds: 30 })
+      const first = yield* startWorker(world, "w1")
       yield* eventually("the run waits at the gate", 10, () => world.gate.isWaiting())
       yield* Fiber.interrupt(first)
       const released = yield* queue.get(tenant.tenantId, taskId)
@@ -155,7 +157,7 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       expect(released.workerId).toBeUndefined()
 
       world.gate.open()
-      const second = yield* startWorker(world, "w2", { leaseSeconds: 30 })
+      const second = yield* startWorker(world, "w2")
       expect(yield* session.waitForResult(tenant.tenantId, taskId, { timeout: "10 seconds", pollInterval: "10 millis" }))
         .toMatchObject({ status: "completed", output: "shipped to c1" })
       expect([...world.effects.counts.entries()].sort()).toEqual([
@@ -178,7 +180,8 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       const hung: TaskQueue.Service = { ...queue, heartbeat: () => Effect.never, release: () => Effect.never }
       const first = yield* startWorker(world, "w1", { leaseSeconds: 0.5, concurrency: 1 }).pipe(Effect.provideService(TaskQueue.TaskQueue, hung))
       yield* eventually("the run waits at the gate", 10, () => world.gate.isWaiting())
-      const second = yield* startWorker(world, "w2", { leaseSeconds: 0.5 })
+      // w2's lease is long: were it to lapse too, w1 could take the task back and run a step a third time.
+      const second = yield* startWorker(world, "w2")
       yield* eventually("w2 holds the task", 10, () => Effect.map(queue.get(tenant.tenantId, taskId), (t) => t.workerId === "w2"))
       // The gate opens once w2 owns the run (its RunResumed is durable). Before that, w1 was still the run's writer: a
       // step it finished then is recorded, and one it began then may run again under w2 (a step is at least once).
@@ -204,7 +207,7 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
     Effect.gen(function*() {
       const session = yield* ArtanaSession.ArtanaSession
       const blocked = yield* session.submit({ workflow: world.order, input: { customer: "c3" }, tenant })
-      const worker = yield* startWorker(world, "w1", { concurrency: 1, leaseSeconds: 0.3 })
+      const worker = yield* startWorker(world, "w1", { concurrency: 1, heartbeatInterval: "100 millis" })
       yield* eventually("the run waits at the gate", 10, () => world.gate.isWaiting())
       yield* session.cancel(tenant.tenantId, blocked)
       // With one slot, the next task runs only once the cancelled execution has stopped.

@@ -216,15 +216,14 @@ describe.skipIf(pg.url === undefined)(`a fleet of workers on PostgreSQL (${pg.de
             sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'`,
             (rows) => (rows[0]?.n ?? 0) > 0
           )))
-      const started = Date.now()
+      // Each wait below is bounded by a minute (a busy machine's run takes seconds), not by the worker's hour.
+      const wait = { timeout: "60 seconds", pollInterval: "20 millis" } as const
       const greet = yield* otherSide.submit({ workflow: world.greet, input: { name: "woken" }, tenant })
-      expect(yield* otherSide.waitForResult(tenant.tenantId, greet, { timeout: "20 seconds", pollInterval: "20 millis" })).toMatchObject({ status: "completed" })
+      expect(yield* otherSide.waitForResult(tenant.tenantId, greet, wait)).toMatchObject({ status: "completed" })
       const approve = yield* otherSide.submit({ workflow: world.approve, input: { amount: 5 }, tenant })
-      expect(yield* otherSide.waitForResult(tenant.tenantId, approve, { timeout: "20 seconds", pollInterval: "20 millis" })).toMatchObject({ status: "paused" })
+      expect(yield* otherSide.waitForResult(tenant.tenantId, approve, wait)).toMatchObject({ status: "paused" })
       yield* otherSide.respond(tenant.tenantId, approve, { approved: true })
-      expect(yield* otherSide.waitForResult(tenant.tenantId, approve, { timeout: "20 seconds", pollInterval: "20 millis" }))
-        .toMatchObject({ status: "completed", output: "approved" })
-      expect(Date.now() - started).toBeLessThan(20_000)
+      expect(yield* otherSide.waitForResult(tenant.tenantId, approve, wait)).toMatchObject({ status: "completed", output: "approved" })
       yield* Fiber.interrupt(worker)
-    }).pipe(Effect.scoped), 60_000)
+    }).pipe(Effect.scoped), 300_000)
 })

@@ -1,4 +1,4 @@
-// One process's part of the steering tests: `node --import tsx child.ts --db FILE --url URL --run ID [--hold-tool]`.
+// One process's part of the steering tests, bundled by artanaBin.ts: `node CHILD --db FILE --url URL --run ID [--hold-tool]`.
 // Runs (or, for a run the file already holds, continues) the agent of `agent.ts` on the SQLite file. Prints one JSON
 // line, {"outcome":"result","result":...}, and exits 0 (else a defect line, exit 1).
 import { parseArgs } from "node:util"

@@ -39,7 +39,7 @@ const ports = Layer.mergeAll(SqliteStore.layer({ filename, busyTimeout: "30 seco
 const live = Layer.provideMerge(Kernel.layer({ workflows }), ports)
 
 const fiber = Effect.runFork(
-  Worker.run({ workflows, concurrency: 2, leaseSeconds: 1, pollInterval: "50 millis", workerId }).pipe(Effect.provide(live))
+  Worker.run({ workflows, concurrency: 2, leaseSeconds: 5, pollInterval: "50 millis", workerId }).pipe(Effect.provide(live))
 )
 process.on("SIGTERM", () => {
   Effect.runPromise(Fiber.interrupt(fiber)).then(() => process.exit(0), () => process.exit(1))
