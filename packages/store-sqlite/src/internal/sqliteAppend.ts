@@ -8,8 +8,10 @@
  * `synchronous` setting), with its own outcome: a refused append rolls back to its savepoint and fails alone. The
  * first append of a turn schedules the group's write for the turn's end (`setImmediate`); the runs a commit answered
  * continue at once, so their next appends make the next group. A group of one is its plain append: one INSERT,
- * committed on its own, for a tool step's batch. An append inside a caller's transaction is not grouped: it runs in
- * that transaction (a refused one leaves the transaction usable).
+ * committed on its own, for a tool step's batch. A run appending alone (no other run appended in this turn or the last)
+ * does not wait for the turn's end: its INSERT is written at once, synchronously (`SqlEventStore.turnGroups`). An
+ * append inside a caller's transaction is not grouped: it runs in that transaction (a refused one leaves the
+ * transaction usable).
  *
  * Why not through the `SqlClient`: each of its statements costs a span, a compile, a cache lookup and a few fibers
  * (about 35 us of CPU, measured), twice a tool step; here the write is one synchronous call per group.
@@ -29,6 +31,8 @@ type Outcome = Exit.Exit<void, Failure>
 type Pending = SqlEventStore.GroupedAppend
 
 const OK: Outcome = Exit.void
+
+const noAnswer = () => {}
 
 /** More distinct statements than this (batches of many sizes) and the cache starts again. */
 const CACHE_LIMIT = 64
@@ -120,31 +124,37 @@ export const make = (lane: Lane, t: SqlEventStore.Tables, onCommit?: (appends: n
     return group.map(() => committed)
   }
 
-  const grouped = SqlEventStore.turnGroups((group) => {
-    const write = (db: Database) => {
-      try {
-        return writeGroup(db, group)
-      } catch (cause) {
-        // Not thrown by a statement (those are outcomes): still, every caller is answered.
-        const failed: Outcome = Exit.fail(new SqlError({ cause, message: "Failed to append" }))
-        return group.map(() => failed)
-      }
+  /** Writes `group` (answering every caller even if something throws) and tells `onCommit` how many were written. */
+  const commit = (db: Database, group: ReadonlyArray<Pending>): ReadonlyArray<Outcome> => {
+    let outcomes: ReadonlyArray<Outcome>
+    try {
+      outcomes = writeGroup(db, group)
+    } catch (cause) {
+      // Not thrown by a statement (those are outcomes): still, every caller is answered.
+      const failed: Outcome = Exit.fail(new SqlError({ cause, message: "Failed to append" }))
+      outcomes = group.map(() => failed)
     }
-    const answer = (outcomes: ReadonlyArray<Outcome>) => {
-      if (onCommit !== undefined) {
-        const written = outcomes.reduce((n, outcome) => (Exit.isSuccess(outcome) ? n + 1 : n), 0)
-        if (written > 0) onCommit(written)
-      }
-      group.forEach((p, i) => p.answer(outcomes[i]!))
+    if (onCommit !== undefined) {
+      const written = outcomes.reduce((n, outcome) => (Exit.isSuccess(outcome) ? n + 1 : n), 0)
+      if (written > 0) onCommit(written)
     }
-    // The common case, no transaction open: written here and now, without a fiber to wait for the connection.
-    if (lane.idle()) answer(lane.now(write))
-    else Effect.runFork(Effect.map(lane.exclusive(write), answer))
-  })
+    return outcomes
+  }
+
+  const grouped = SqlEventStore.turnGroups(
+    (group) => {
+      const answer = (outcomes: ReadonlyArray<Outcome>) => group.forEach((p, i) => p.answer(outcomes[i]!))
+      // The common case, no transaction open: written here and now, without a fiber to wait for the connection.
+      if (lane.idle()) answer(lane.now((db) => commit(db, group)))
+      else Effect.runFork(Effect.map(lane.exclusive((db) => commit(db, group)), answer))
+    },
+    // A run appending alone: its one INSERT now, synchronously, when no transaction holds the connection.
+    (request, conflict) => (lane.idle() ? lane.now((db) => commit(db, [{ request, conflict, answer: noAnswer }]))[0] : undefined)
+  )
 
   return (request, conflict, inTransaction) =>
     inTransaction
-      ? Effect.flatten(lane.inTransaction((db) => writeOne(db, { request, conflict, answer: () => {} }, true)))
+      ? Effect.flatten(lane.inTransaction((db) => writeOne(db, { request, conflict, answer: noAnswer }, true)))
       : grouped(request, conflict)
 }
 
