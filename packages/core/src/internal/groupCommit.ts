@@ -118,7 +118,7 @@ export const make = (sql: SqlClient.SqlClient, append: AppendBatch): Effect.Effe
       })
     }
 
-    // A run appending alone writes at once (see `turnGroups`).
-    const grouped = turnGroups((group) => runFork(write(group)), (request, conflict) => append(request, conflict, false))
+    // Every append waits for the turn's end here: the alone path (`turnGroups`' `alone`) is store-sqlite's, tested there.
+    const grouped = turnGroups((group) => runFork(write(group)))
     return (request, conflict, inTransaction) => (inTransaction ? append(request, conflict, true) : grouped(request, conflict))
   })
