@@ -51,7 +51,8 @@ export interface Options {
   /**
    * Called after each commit of the event store's appends (see the README's "Group commit"), with the number of
    * appends that commit made durable: 1 for an append committed alone, the group's size for a group. For metrics
-   * (how well appends group, commits per step); it runs inside the write, so it must be cheap and must not throw.
+   * (how well appends group, commits per step); it runs inside the write, so it must be cheap (an error it throws is
+   * ignored: it fails no durable append).
    */
   readonly onGroupCommit?: ((appends: number) => void) | undefined
 }

@@ -44,7 +44,8 @@ export type WriteAlone = (request: AppendRequest, conflict: () => SequenceConfli
  * With `alone`, a run that appends alone is not made to wait for the turn's end: its append is written at once (a
  * group of one is its plain append either way), saving the fiber's suspension and the loop's turn, which cost more CPU
  * than the write itself at `synchronous = NORMAL`. "Alone": no other run appended in this turn nor in the last turn that
- * had appends, nothing waits for the group, and the run has written at once for less than `ALONE_MS` this turn. As soon
+ * had appends, nothing waits for the group, and less than `ALONE_MS` passed since the turn's first append (no time bar for the
+ * turn's first; `alone` itself may still decline, e.g. while a transaction holds the connection). As soon
  * as a second run appends in a turn, every append of the next turn waits and is grouped again (what many runs at once
  * need: one commit for all of them).
  */

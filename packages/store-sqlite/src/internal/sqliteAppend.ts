@@ -8,8 +8,9 @@
  * `synchronous` setting), with its own outcome: a refused append rolls back to its savepoint and fails alone. The
  * first append of a turn schedules the group's write for the turn's end (`setImmediate`); the runs a commit answered
  * continue at once, so their next appends make the next group. A group of one is its plain append: one INSERT,
- * committed on its own, for a tool step's batch. A run appending alone (no other run appended in this turn or the last)
- * does not wait for the turn's end: its INSERT is written at once, synchronously (`SqlEventStore.turnGroups`). An
+ * committed on its own, for a tool step's batch. A run appending alone (no other run appended in this turn or in the
+ * last turn that had appends, no transaction holds the connection, no group waits for it) does not wait for the turn's
+ * end: its INSERT is written at once, synchronously (`SqlEventStore.turnGroups`). An
  * append inside a caller's transaction is not grouped: it runs in that transaction (a refused one leaves the
  * transaction usable).
  *
@@ -124,33 +125,7 @@ export const make = (lane: Lane, t: SqlEventStore.Tables, onCommit?: (appends: n
     return group.map(() => committed)
   }
 
-  /** Writes `group` (answering every caller even if something throws) and tells `onCommit` how many were written. */
-  const commit = (db: Database, group: ReadonlyArray<Pending>): ReadonlyArray<Outcome> => {
-    let outcomes: ReadonlyArray<Outcome>
-    try {
-      outcomes = writeGroup(db, group)
-    } catch (cause) {
-      // Not thrown by a statement (those are outcomes): still, every caller is answered.
-      const failed: Outcome = Exit.fail(new SqlError({ cause, message: "Failed to append" }))
-      outcomes = group.map(() => failed)
-    }
-    if (onCommit !== undefined) {
-      const written = outcomes.reduce((n, outcome) => (Exit.isSuccess(outcome) ? n + 1 : n), 0)
-      if (written > 0) onCommit(written)
-    }
-    return outcomes
-  }
-
-  const grouped = SqlEventStore.turnGroups(
-    (group) => {
-      const answer = (outcomes: ReadonlyArray<Outcome>) => group.forEach((p, i) => p.answer(outcomes[i]!))
-      // The common case, no transaction open: written here and now, without a fiber to wait for the connection.
-      if (lane.idle()) answer(lane.now((db) => commit(db, group)))
-      else Effect.runFork(Effect.map(lane.exclusive((db) => commit(db, group)), answer))
-    },
-    // A run appending alone: its one INSERT now, synchronously, when no transaction holds the connection.
-    (request, conflict) => (lane.idle() ? lane.now((db) => commit(db, [{ request, conflict, answer: noAnswer }]))[0] : undefined)
-  )
+  const grouped = groupedWrites(lane, writeGroup, onCommit)
 
   return (request, conflict, inTransaction) =>
     inTransaction
@@ -182,4 +157,57 @@ const undo = (db: Database, rollback: string, nested: boolean) => {
   } catch {
     // The transaction is gone already: SQLite rolled it back itself.
   }
+}
+
+/**
+ * The appends made outside a caller's transaction, written by `writeGroup`: each turn's group at the turn's end, or a
+ * lone run's append at once (`SqlEventStore.turnGroups`); `onCommit` hears each commit's count.
+ */
+const groupedWrites = (
+  lane: Lane,
+  writeGroup: (db: Database, group: ReadonlyArray<Pending>) => ReadonlyArray<Outcome>,
+  onCommit: ((appends: number) => void) | undefined
+) => {
+  /** Writes `group` (answering every caller even if something throws) and tells `onCommit` how many were written. */
+  const commit = (db: Database, group: ReadonlyArray<Pending>): ReadonlyArray<Outcome> => {
+    let outcomes: ReadonlyArray<Outcome>
+    try {
+      outcomes = writeGroup(db, group)
+    } catch (cause) {
+      // Not thrown by a statement (those are outcomes): still, every caller is answered, and a group's transaction,
+      // if its BEGIN ran, is not left open for the next append to land in uncommitted.
+      if (group.length > 1) undo(db, "ROLLBACK", false)
+      const failed: Outcome = Exit.fail(new SqlError({ cause, message: "Failed to append" }))
+      outcomes = group.map(() => failed)
+    }
+    if (onCommit !== undefined) {
+      const written = outcomes.reduce((n, outcome) => (Exit.isSuccess(outcome) ? n + 1 : n), 0)
+      try {
+        if (written > 0) onCommit(written)
+      } catch {
+        // A metrics hook's own error: it must not fail appends that are durable, nor leave a group unanswered.
+      }
+    }
+    return outcomes
+  }
+
+  // Groups flushed while a transaction held the connection and not written yet: nothing is written before them, so
+  // appends are written in the order they were made.
+  let queued = 0
+  return SqlEventStore.turnGroups(
+    (group) => {
+      const answer = (outcomes: ReadonlyArray<Outcome>) => group.forEach((p, i) => p.answer(outcomes[i]!))
+      // The common case, no transaction open: written here and now, without a fiber to wait for the connection.
+      if (lane.idle() && queued === 0) return answer(lane.now((db) => commit(db, group)))
+      queued++
+      Effect.runFork(Effect.ensuring(
+        Effect.map(lane.exclusive((db) => commit(db, group)), answer),
+        Effect.sync(() => queued--)
+      ))
+    },
+    // A run appending alone: its one INSERT now, synchronously, when no transaction holds the connection and no
+    // group waits for it.
+    (request, conflict) =>
+      lane.idle() && queued === 0 ? lane.now((db) => commit(db, [{ request, conflict, answer: noAnswer }]))[0] : undefined
+  )
 }
