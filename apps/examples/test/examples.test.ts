@@ -112,7 +112,7 @@ describe("examples", () => {
         execFile(
           process.execPath,
           ["--import", "tsx", "src/quickstart.ts"],
-          { cwd: fileURLToPath(new URL("..", import.meta.url)), env: { ...process.env, OPENAI_BASE_URL: server.url, OPENAI_API_KEY: "sk-bad", DEBUG: "", ...env }, timeout: 120_000 },
+          { cwd: fileURLToPath(new URL("..", import.meta.url)), env: { ...process.env, TMPDIR: root, OPENAI_BASE_URL: server.url, OPENAI_API_KEY: "sk-bad", DEBUG: "", ...env }, timeout: 120_000 },
           (error, _stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stderr })
         )
       })

@@ -20,7 +20,8 @@ const runExample = (answer: string, env: Record<string, string | undefined>) =>
   new Promise<{ code: number | null; stdout: string; stderr: string; textBeforeAsk: string }>((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", "src/live-approval.ts"], {
       cwd: fileURLToPath(new URL("..", import.meta.url)),
-      env: { ...process.env, OPENAI_API_KEY: "", OPENAI_BASE_URL: "", ...env },
+      // The example keeps its database in a fresh temp directory (for `artana show-run`): this test's root holds it.
+      env: { ...process.env, TMPDIR: root, OPENAI_API_KEY: "", OPENAI_BASE_URL: "", ...env },
       stdio: ["pipe", "pipe", "pipe"]
     })
     const timer = setTimeout(() => (child.kill("SIGKILL"), reject(new Error(`the example did not finish: ${stdout} ${stderr}`))), 150_000)

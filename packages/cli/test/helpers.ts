@@ -10,10 +10,15 @@ import * as path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import { inject } from "vitest"
 
-const root = fs.mkdtempSync(path.join(os.tmpdir(), "artana-cli-"))
-export const cleanup = () => fs.rmSync(root, { recursive: true, force: true })
+/** Made on first use, so a test file that imports these helpers for something else leaves no empty directory. */
+let root: string | undefined
+const rootDir = (): string => (root ??= fs.mkdtempSync(path.join(os.tmpdir(), "artana-cli-")))
+export const cleanup = () => {
+  if (root !== undefined) fs.rmSync(root, { recursive: true, force: true })
+  root = undefined
+}
 /** A fresh directory of its own. */
-export const tempDir = () => fs.mkdtempSync(path.join(root, "t-"))
+export const tempDir = () => fs.mkdtempSync(path.join(rootDir(), "t-"))
 
 /** A fresh workspace for `artana run`: `workspace/notes.txt`, an empty `workspace/out`, `policy.yaml` and `plan.yaml`. */
 export const planWorkspace = (plan: string, policy: string) => {
@@ -159,7 +164,7 @@ export const artanaTty = (args: ReadonlyArray<string>, options: { readonly cwd: 
  */
 export const artanaStarted = (args: ReadonlyArray<string>, options: { readonly cwd: string }) => {
   // What a killed command leaves in its temp folder (a shell.run's home, never removed) lands under this file's root.
-  const tmp = path.join(root, "tmp")
+  const tmp = path.join(rootDir(), "tmp")
   fs.mkdirSync(tmp, { recursive: true })
   const child = spawn(process.execPath, [...ARTANA, ...args], { cwd: options.cwd, env: { ...baseEnv(), TMPDIR: tmp }, stdio: ["ignore", "pipe", "pipe"], detached: true })
   let stdout = ""

@@ -8,11 +8,16 @@ import * as path from "node:path"
 
 export const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: ["billing"], budgetUsdLimit: 1 })
 
-const root = fs.mkdtempSync(path.join(os.tmpdir(), "artana-worker-"))
-export const cleanup = () => fs.rmSync(root, { recursive: true, force: true })
+/** Made on first use, so a test file that imports these helpers for something else leaves no empty directory. */
+let root: string | undefined
+const rootDir = (): string => (root ??= fs.mkdtempSync(path.join(os.tmpdir(), "artana-worker-")))
+export const cleanup = () => {
+  if (root !== undefined) fs.rmSync(root, { recursive: true, force: true })
+  root = undefined
+}
 /** A fresh database file in its own directory. */
-export const tempDb = () => path.join(fs.mkdtempSync(path.join(root, "db-")), "artana.db")
-export const tempDir = () => fs.mkdtempSync(path.join(root, "dir-"))
+export const tempDb = () => path.join(fs.mkdtempSync(path.join(rootDir(), "db-")), "artana.db")
+export const tempDir = () => fs.mkdtempSync(path.join(rootDir(), "dir-"))
 
 /** Counts every side effect, by name, so a test can say each happened once. */
 export const makeEffects = () => {
