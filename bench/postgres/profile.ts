@@ -4,7 +4,6 @@
 // two rows each: what a one-commit step writes).
 // Not a row of `pnpm bench postgres`: the measurement behind packages/store-postgres/README.md ("Performance").
 // Run: `cd bench && npx tsx postgres/profile.ts` (add `--cpu-prof` through NODE_OPTIONS for a profile).
-import { readFileSync } from "node:fs"
 import { Effect, Exit, Layer, Scope } from "effect"
 import pg from "pg"
 import { Kernel, ToolRegistry } from "@artana/core"
@@ -13,6 +12,7 @@ import { PostgresStore } from "@artana/store-postgres"
 import { PgTest } from "@artana/store-postgres/testing"
 import { echo, echoOneCommit, stepsWorkflow, tenant } from "../fixtures.js"
 import { median, nowUs } from "../lib.js"
+import { nodeCpuUs, serverCpuUs } from "./cpu.js"
 import { statements } from "./statements.js"
 
 const STEPS = 200
@@ -21,23 +21,7 @@ const WORKERS = [1, 8] as const
 const MODES = { two_phase: stepsWorkflow("profile.steps"), one_commit: stepsWorkflow("profile.steps1", echoOneCommit) }
 
 
-/** CPU microseconds (user + system) of the server processes `pids`. */
-const serverCpuUs = (pids: ReadonlyArray<number>): number => {
-  let ticks = 0
-  for (const pid of pids) {
-    try {
-      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-      ticks += Number(fields[11]) + Number(fields[12])
-    } catch {
-      // a backend that ended
-    }
-  }
-  return ticks * 10_000
-}
-const cpuUs = () => {
-  const u = process.cpuUsage()
-  return u.user + u.system
-}
+const cpuUs = nodeCpuUs
 const userUs = () => process.cpuUsage().user
 
 const scope = Effect.runSync(Scope.make())
