@@ -113,22 +113,29 @@ export const streamed = <R>(call: Call<R>, sink: DeltaSink): Effect.Effect<{ rea
     let deadline: ReturnType<typeof setTimeout> | undefined
     // Whether the last attempt's deadline fired (the SDK ends an aborted stream quietly: that is no reply).
     let idle = false
-    /** One attempt, as a promise: it rejects when the server does not answer, else resolves once its events ended. */
+    /**
+     * One attempt, as a promise: it rejects when the server does not answer, else resolves once its events ended. An
+     * event notes when it came (a clock read, not a timer's reinsertion per event); the timer, when it fires, sleeps on
+     * for what is left of the deadline after the last event.
+     */
     const attempt = (signal: AbortSignal) => {
       const controller = new AbortController()
       signal.addEventListener("abort", () => controller.abort())
       idle = false
       clearTimeout(deadline)
-      const timer = setTimeout(() => {
+      let last = performance.now()
+      const expire = () => {
+        const left = last + timeoutMs - performance.now()
+        if (left > 0) return void (deadline = setTimeout(expire, left))
         idle = true
         controller.abort()
-      }, timeoutMs)
-      deadline = timer
+      }
+      deadline = setTimeout(expire, timeoutMs)
       return call.open(controller.signal).then((events) => {
         reading = controller
-        timer.refresh()
-        return events.pump(sink, controller.signal, () => timer.refresh()).then((end) => {
-          clearTimeout(timer)
+        last = performance.now()
+        return events.pump(sink, controller.signal, () => void (last = performance.now())).then((end) => {
+          clearTimeout(deadline)
           return { events, end }
         })
       })

@@ -53,67 +53,85 @@ export interface Hub {
   readonly ticketNow: (tenantId: string, runId: string) => Wake
 }
 
-/** The readers of one run waiting for its next change: plain callbacks, called once. */
-interface Waiters {
-  fired: boolean
-  readonly callbacks: Set<() => void>
-  /** Their `Wake`, made once (a reader takes a ticket per delta). */
-  wake?: Wake | undefined
+const changedNow = () => Effect.succeed(true)
+const notChanged = () => Effect.succeed(false)
+
+/**
+ * The next change of one run, as every reader that took it before the change waits for it: one object per change (a
+ * reader takes a ticket per delta), its waiters plain callbacks, called once.
+ */
+class Ticket implements Wake {
+  private changed = false
+  private callbacks: Array<() => void> | undefined
+  /** The run changed: every waiter goes on, in the writer's call. */
+  fire(): void {
+    this.changed = true
+    const callbacks = this.callbacks
+    this.callbacks = undefined
+    if (callbacks !== undefined) for (const callback of callbacks) callback()
+  }
+  fired(): boolean {
+    return this.changed
+  }
+  private add(callback: () => void): void {
+    ;(this.callbacks ??= []).push(callback)
+  }
+  private remove(callback: () => void): void {
+    const i = this.callbacks?.indexOf(callback) ?? -1
+    if (i >= 0) this.callbacks!.splice(i, 1)
+  }
+  get await(): Effect.Effect<void> {
+    return Effect.async<void>((resume) => {
+      if (this.changed) return resume(Effect.void)
+      const callback = () => resume(Effect.void)
+      this.add(callback)
+      return Effect.sync(() => this.remove(callback))
+    })
+  }
+  within(millis: number): Effect.Effect<boolean> {
+    return this.withinThen(millis, changedNow, notChanged)
+  }
+  withinThen<A, E>(millis: number, woke: () => Effect.Effect<A, E>, slept: () => Effect.Effect<A, E>): Effect.Effect<A, E> {
+    return Effect.async<A, E>((resume) => {
+      if (this.changed) return resume(woke())
+      const callback = () => {
+        clearTimeout(timer)
+        resume(woke())
+      }
+      const timer = setTimeout(() => {
+        this.remove(callback)
+        resume(slept())
+      }, millis)
+      this.add(callback)
+      return Effect.sync(() => {
+        clearTimeout(timer)
+        this.remove(callback)
+      })
+    })
+  }
 }
 
-const waitFor = <A, E>(w: Waiters, millis: number, woke: () => Effect.Effect<A, E>, slept: () => Effect.Effect<A, E>): Effect.Effect<A, E> =>
-  Effect.async<A, E>((resume) => {
-    if (w.fired) return resume(woke())
-    const callback = () => {
-      clearTimeout(timer)
-      resume(woke())
-    }
-    const timer = setTimeout(() => {
-      w.callbacks.delete(callback)
-      resume(slept())
-    }, millis)
-    w.callbacks.add(callback)
-    return Effect.sync(() => {
-      clearTimeout(timer)
-      w.callbacks.delete(callback)
-    })
-  })
-
-const wakeOf = (w: Waiters): Wake => ({
-  fired: () => w.fired,
-  await: Effect.async<void>((resume) => {
-    if (w.fired) return resume(Effect.void)
-    const callback = () => resume(Effect.void)
-    w.callbacks.add(callback)
-    return Effect.sync(() => void w.callbacks.delete(callback))
-  }),
-  within: (millis) => waitFor(w, millis, () => Effect.succeed(true), () => Effect.succeed(false)),
-  withinThen: (millis, woke, slept) => waitFor(w, millis, woke, slept)
-})
-
 export const makeHub = (): Hub => {
-  const waiting = new Map<string, Waiters>()
+  const waiting = new Map<string, Ticket>()
   // Only runs with readers waiting or read: a count per run, dropped with nothing else (a run's readers are few).
   const versions = new Map<string, number>()
   const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
   const wake = (tenantId: string, runId: string): void => {
     const key = keyOf(tenantId, runId)
-    const w = waiting.get(key)
-    if (w === undefined) return
+    const ticket = waiting.get(key)
+    if (ticket === undefined) return
     waiting.delete(key)
-    w.fired = true
-    for (const callback of w.callbacks) callback()
-    w.callbacks.clear()
+    ticket.fire()
   }
   const changed = (tenantId: string, runId: string): Effect.Effect<void> => Effect.sync(() => wake(tenantId, runId))
   const ticketNow = (tenantId: string, runId: string): Wake => {
     const key = keyOf(tenantId, runId)
-    let w = waiting.get(key)
-    if (w === undefined) {
-      w = { fired: false, callbacks: new Set() }
-      waiting.set(key, w)
+    let ticket = waiting.get(key)
+    if (ticket === undefined) {
+      ticket = new Ticket()
+      waiting.set(key, ticket)
     }
-    return (w.wake ??= wakeOf(w))
+    return ticket
   }
   const logChanged = (tenantId: string, runId: string): void => {
     const key = keyOf(tenantId, runId)

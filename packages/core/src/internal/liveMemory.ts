@@ -9,6 +9,8 @@ import type * as LiveStore from "../LiveStore.js"
 export interface Memory {
   readonly append: (tenantId: string, runId: string, deltas: ReadonlyArray<StoredDelta>) => void
   readonly read: (tenantId: string, runId: string, after: Position, throughSeq: number, limit: number) => ReadonlyArray<StoredDelta>
+  /** `read`, when the memory holds every delta after `after` (its first one is at or before it); else undefined. */
+  readonly readHeld: (tenantId: string, runId: string, after: Position, throughSeq: number, limit: number) => ReadonlyArray<StoredDelta> | undefined
   readonly nextIndex: (tenantId: string, runId: string, seq: number) => number
   readonly drop: (tenantId: string, runId: string) => void
 }
@@ -23,6 +25,17 @@ const firstAfter = (list: ReadonlyArray<StoredDelta>, p: Position): number => {
     else hi = mid
   }
   return lo
+}
+
+/** The deltas of `list` after `after`, through log seq `throughSeq`, at most `limit`. */
+const readList = (list: ReadonlyArray<StoredDelta>, after: Position, throughSeq: number, limit: number): Array<StoredDelta> => {
+  const out: Array<StoredDelta> = []
+  for (let i = firstAfter(list, after); i < list.length && out.length < limit; i++) {
+    const d = list[i]!
+    if (d.seq > throughSeq) break
+    out.push(d)
+  }
+  return out
 }
 
 export const make = (): Memory => {
@@ -40,15 +53,10 @@ export const make = (): Memory => {
         else list.splice(firstAfter(list, d), 0, d)
       }
     },
-    read: (tenantId, runId, after, throughSeq, limit) => {
-      const list = runs.get(keyOf(tenantId, runId)) ?? []
-      const out: Array<StoredDelta> = []
-      for (let i = firstAfter(list, after); i < list.length && out.length < limit; i++) {
-        const d = list[i]!
-        if (d.seq > throughSeq) break
-        out.push(d)
-      }
-      return out
+    read: (tenantId, runId, after, throughSeq, limit) => readList(runs.get(keyOf(tenantId, runId)) ?? [], after, throughSeq, limit),
+    readHeld: (tenantId, runId, after, throughSeq, limit) => {
+      const list = runs.get(keyOf(tenantId, runId))
+      return list !== undefined && list.length > 0 && compare(list[0]!, after) <= 0 ? readList(list, after, throughSeq, limit) : undefined
     },
     nextIndex: (tenantId, runId, seq) => {
       const list = runs.get(keyOf(tenantId, runId)) ?? []

@@ -107,10 +107,7 @@ export const make = (shared: LiveStore.Service, written?: (tenantId: string, run
       return undefined
     }
     /** The memory's answer, when it has every delta after `after` (past the first delta this process kept for the run). */
-    const readNow = (tenantId: string, runId: string, after: Live.Position, throughSeq: number, limit: number): ReadonlyArray<StoredDelta> | undefined => {
-      const first = memory.read(tenantId, runId, Live.start, Number.MAX_SAFE_INTEGER, 1)
-      return first[0] !== undefined && Live.compare(first[0], after) <= 0 ? memory.read(tenantId, runId, after, throughSeq, limit) : undefined
-    }
+    const readNow = memory.readHeld
     const service: LiveStore.Service = {
       append: (tenantId, runId, deltas) =>
         Effect.suspend(() => {
