@@ -330,9 +330,12 @@ export const make = (options: Options = {}) =>
       const existing = (absent: KernelError) =>
         store.getRun(start.tenant.tenantId, runId).pipe(
           Effect.catchTag("RunNotFound", () => Effect.fail(absent)),
-          Effect.flatMap((info) => continueRun(runtime, workflow, info, "live", undefined, start.lease))
+          Effect.flatMap((info) => continueRun(runtime, workflow, info, "live", undefined, start.lease)),
+          Effect.onExit(dropDeltasAfter(start.tenant.tenantId, runId))
         )
-      return startRun(runtime, workflow, start, runId, existing).pipe(Effect.onExit(dropDeltasAfter(start.tenant.tenantId, runId)), Effect.withSpan("Kernel.execute", { attributes: { workflow: workflow.name }, captureStackTrace: false }))
+      return startRun(runtime, workflow, start, runId, existing, dropDeltasAfter(start.tenant.tenantId, runId, true)).pipe(
+        Effect.withSpan("Kernel.execute", { attributes: { workflow: workflow.name }, captureStackTrace: false })
+      )
     }
 
     const workflowFor = (info: RunInfo) => {

@@ -42,7 +42,13 @@ export interface Deps {
    * until every delta kept is in the shared store (before the call's events are appended: a reader in another process
    * must find a call's deltas before the events after them).
    */
-  readonly live: { readonly store: LiveStore.Service; readonly hub: Hub; readonly flushed: Effect.Effect<void>; readonly keep: LiveTier.Tier["keep"] }
+  readonly live: {
+    readonly store: LiveStore.Service
+    readonly hub: Hub
+    readonly flushed: Effect.Effect<void>
+    readonly keep: LiveTier.Tier["keep"]
+    readonly kept: LiveTier.Tier["kept"]
+  }
   /** Notices of writes to runs from other processes (`RunNotices`), when the kernel was given them. */
   readonly notices?: RunNotices.Service | undefined
 }

@@ -60,7 +60,7 @@ export const make = (options: Options) =>
       idempotentToolDurability: options.idempotentToolDurability ?? "two-phase",
       signalPollMillis: options.signalPollInterval === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalPollInterval)),
       signalHoldMillis: options.signalWaitHold === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalWaitHold)),
-      live: { store: liveStore, hub, flushed: tier.flushed, keep: tier.keep },
+      live: { store: liveStore, hub, flushed: tier.flushed, keep: tier.keep, kept: tier.kept },
       notices
     }
     return { deps, queue, built }

@@ -18,7 +18,7 @@ import * as Live from "../Live.js"
 import * as Verify from "../Verify.js"
 import type * as Execution from "./execution.js"
 import { chainEnd } from "./continueAsNew.js"
-import { dropDeltas } from "./deltaRetention.js"
+import { dropDeltas, dropOwnDeltas } from "./deltaRetention.js"
 import { lastVerifiedEvent, verifiedEvents } from "./ledger.js"
 import * as LiveRead from "./live.js"
 
@@ -38,13 +38,17 @@ export const deltaCleanup = (deps: Execution.Deps) => {
   /**
    * `dropDeltasIfEnded`, after an execution: its result says whether the run it ended in (`runId`, the chain's last)
    * ended or waits (paused, needs reconciliation), so only a failed or interrupted execution reads the run to know.
+   * `created`: the execution created the run (its `RunStarted`); if it also completed it, without continuing as new,
+   * only this process can have kept its deltas (`dropOwnDeltas`).
    */
-  const dropDeltasAfter = (tenantId: string, runId: string) => <O, E>(exit: Exit.Exit<RunResult<O>, E>) =>
+  const dropDeltasAfter = (tenantId: string, runId: string, created = false) => <O, E>(exit: Exit.Exit<RunResult<O>, E>) =>
     Exit.isFailure(exit)
       ? dropDeltasIfEnded(tenantId, runId)
-      : exit.value.status === "completed"
-      ? dropDeltas(deps, tenantId, exit.value.runId)
-      : Effect.void
+      : exit.value.status !== "completed"
+      ? Effect.void
+      : created && exit.value.runId === runId
+      ? dropOwnDeltas(deps, tenantId, runId)
+      : dropDeltas(deps, tenantId, exit.value.runId)
   return dropDeltasAfter
 }
 

@@ -22,7 +22,12 @@ export interface Tier {
    * store. Returns the error of a write behind that failed since the last append (nothing is kept then).
    */
   readonly keep: (tenantId: string, runId: string, deltas: ReadonlyArray<StoredDelta>) => StoreError | undefined
+  /** Whether this process kept deltas of the run since they were last dropped (they may be in the shared store). */
+  readonly kept: (tenantId: string, runId: string) => boolean
 }
+
+const keptIn = (memory: Memory.Memory) => (tenantId: string, runId: string): boolean =>
+  memory.read(tenantId, runId, Live.start, Number.MAX_SAFE_INTEGER, 1).length > 0
 
 /** Memory alone: nothing to wait for. */
 export const memoryOnly: Effect.Effect<Tier> = Effect.sync(() => {
@@ -30,7 +35,8 @@ export const memoryOnly: Effect.Effect<Tier> = Effect.sync(() => {
   return {
     store: Memory.service(memory),
     flushed: Effect.void,
-    keep: (tenantId, runId, deltas) => void memory.append(tenantId, runId, deltas)
+    keep: (tenantId, runId, deltas) => void memory.append(tenantId, runId, deltas),
+    kept: keptIn(memory)
   }
 })
 
@@ -151,5 +157,5 @@ export const make = (shared: LiveStore.Service, written?: (tenantId: string, run
           if (window !== undefined) writeNow()
         }).pipe(Effect.zipRight(Deferred.await(d))))
     })
-    return { store: service, flushed, keep }
+    return { store: service, flushed, keep, kept: keptIn(memory) }
   })

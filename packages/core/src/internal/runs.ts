@@ -6,6 +6,7 @@
 import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import type * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Errors from "../Errors.js"
 import { type Event, RUN_STEP_KEY, type RunInfo } from "../Event.js"
@@ -148,14 +149,16 @@ export const continueRun = <I, O, E>(
 /**
  * Starts a new run under `runId`: its `RunStarted` creates it, as its first owner's. When a run of that id exists
  * already (the store refuses the `RunStarted` at seq 0, as every store does), `existing` goes on with it
- * instead, or fails with `absent` when there is none after all: a new run costs no read that fails first.
+ * instead, or fails with `absent` when there is none after all: a new run costs no read that fails first. `ended`
+ * runs when the execution of the run it created ends (an execution that created nothing ran nothing live).
  */
 export const startRun = <I, O, E>(
   runtime: Runtime,
   workflow: Workflow.Workflow<I, O, E>,
   start: StartOptions<I>,
   runId: string,
-  existing: (absent: KernelError) => Effect.Effect<RunResult<O>, E | KernelError>
+  existing: (absent: KernelError) => Effect.Effect<RunResult<O>, E | KernelError>,
+  ended: (exit: Exit.Exit<RunResult<O>, E | KernelError>) => Effect.Effect<void>
 ): Effect.Effect<RunResult<O>, E | KernelError> =>
   Effect.gen(function*() {
     const { deps, lineageSpend } = runtime
@@ -195,7 +198,7 @@ export const startRun = <I, O, E>(
     const continuation = ContinueAsNew.make(runtime, workflow, exec, { runId, rootRunId, started, recorded: undefined }, "live", start.lease, (next, nextMode) =>
       continueRun(runtime, workflow, next, nextMode, undefined, start.lease))
     const traced = { runId, rootRunId, parentRunId: start.parentRunId, tenant: start.tenant, mode: "live", epoch: 1, workflow: workflow.name } as const
-    return yield* Tracing.execution(traced, withStatus(drive(runtime.services(), workflow, exec, start.input, "live", undefined, continuation)))
+    return yield* Effect.onExit(Tracing.execution(traced, withStatus(drive(runtime.services(), workflow, exec, start.input, "live", undefined, continuation))), ended)
   })
 
 /** The execution's span says how it ended (a failure: its error, as Effect records it). */
