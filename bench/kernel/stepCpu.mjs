@@ -1,10 +1,11 @@
 // CPU per durable tool step on the built dist (by hand, in bench/: `node kernel/stepCpu.mjs STEPS ROUNDS KINDS SYNC [STORE]`):
-// one run of STEPS steps per round and kind (after a warm-up run of 500), CPU from process.cpuUsage, us per step.
+// one run of STEPS steps per round and kind (after a warm-up run of 500), CPU from process.cpuUsage and wall time, us per step.
 // KINDS: tool,tool_one_commit (default both); SYNC normal|full; STORE sqlite|memory. Plain JS so `node --cpu-prof` profiles
 // the dist, and a copy of bench/ beside an older build measures that build (see runCpu.mjs).
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { performance } from "node:perf_hooks"
 import { Effect, Layer, ManagedRuntime, Schema } from "effect"
 import { EventStore, Kernel, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
@@ -32,21 +33,28 @@ const store = STORE === "memory" ? EventStore.layerMemory : SqliteStore.layer({ 
 const runtime = ManagedRuntime.make(Layer.provideMerge(Kernel.layer(), Layer.mergeAll(store, ScriptedModel.layer([]), ToolRegistry.layer(Object.values(tools)))))
 const one = (runId, n, kind) => runtime.runPromise(Effect.flatMap(Kernel.Kernel, (k) => k.execute(steps, { runId, tenant, input: { n, kind } })))
 const cpu = {}
+const wall = {}
 try {
   for (let r = 0; r < ROUNDS; r++) {
     for (const kind of KINDS) {
       await one(`w-${kind}-${r}`, 500, kind)
       const c0 = process.cpuUsage()
+      const t0 = performance.now()
       await one(`r-${kind}-${r}`, STEPS, kind)
+      const t = performance.now() - t0
       const c = process.cpuUsage(c0)
       ;(cpu[kind] ??= []).push((c.user + c.system) / STEPS)
+      ;(wall[kind] ??= []).push((t * 1000) / STEPS)
     }
   }
 } finally {
   await runtime.dispose()
   rmSync(dir, { recursive: true, force: true })
 }
+const summary = (values) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return `min ${sorted[0].toFixed(1)} median ${sorted[Math.floor(sorted.length / 2)].toFixed(1)} (rounds ${values.map((v) => v.toFixed(0)).join(", ")})`
+}
 for (const kind of KINDS) {
-  const sorted = [...cpu[kind]].sort((a, b) => a - b)
-  console.log(`${STORE} ${SYNC} ${kind}: CPU us per step min ${sorted[0].toFixed(1)} median ${sorted[Math.floor(sorted.length / 2)].toFixed(1)} (rounds ${cpu[kind].map((v) => v.toFixed(0)).join(", ")})`)
+  console.log(`${STORE} ${SYNC} ${kind}: CPU us per step ${summary(cpu[kind])}; wall us per step ${summary(wall[kind])}`)
 }
