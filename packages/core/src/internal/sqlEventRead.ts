@@ -66,9 +66,19 @@ const sqliteText = (kind: typeof Codec.HASH, value: unknown): unknown => {
   if (typeof value !== "string") return value
   if (value.startsWith(SQLITE_TEXT)) return value.slice(SQLITE_TEXT.length)
   const hex = value.toLowerCase()
+  if (kind !== Codec.UUID) return hex
   // Joined, not concatenated: a rope of nine parts would be flattened (copied) by every later use (the chain's hash).
-  return kind === Codec.UUID ? [hex.slice(0, 8), hex.slice(8, 12), hex.slice(12, 16), hex.slice(16, 20), hex.slice(20)].join("-") : hex
+  // From one array, refilled: no array per row.
+  uuidParts[0] = hex.slice(0, 8)
+  uuidParts[1] = hex.slice(8, 12)
+  uuidParts[2] = hex.slice(12, 16)
+  uuidParts[3] = hex.slice(16, 20)
+  uuidParts[4] = hex.slice(20)
+  return uuidParts.join("-")
 }
+
+/** The five groups of a UUID's digits, `sqliteText`'s scratch (filled and joined within one call). */
+const uuidParts: Array<string> = ["", "", "", "", ""]
 
 /**
  * The hash a row stores, as text (a read keeps it to complete the next row's prev_hash, see `eventFromValues`).

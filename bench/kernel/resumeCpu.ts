@@ -1,0 +1,127 @@
+// CPU of `resume_10k_vs_floor`'s resume against its floor, for A/B work on the resume path (not a row of `pnpm bench
+// kernel`): the crashed run of `resume.ts` (5,000 durable tool steps, then a crash) is written once; each round
+// resumes a fresh copy of it (opened beforehand, as the bench does) to its first new step, and reads the floor (bare
+// ordered SELECT + JSON.parse) of that copy, CPU by `process.cpuUsage` (user + system, the claim's commit included).
+// Prints the median CPU of each and the ratio, one JSON line.
+//   node --import tsx kernel/resumeCpu.ts [ROUNDS]     (started in bench/)
+// PROFILE=FILE writes a CPU profile of the measured resumes (`node:inspector`, 200 us sampling) to FILE.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { Session } from "node:inspector/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Cause, Effect, Exit, Layer, ManagedRuntime, Schema } from "effect"
+import { EventStore, Kernel, ToolRegistry, Workflow } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
+import { SqliteStore } from "@artana/store-sqlite"
+import { echo, tenant } from "../fixtures.js"
+import { median } from "../lib.js"
+
+const rounds = Number(process.argv[2] ?? "10")
+const STEPS = 5000
+const CRASH = "the process died here (benchmark)"
+
+/** CPU used when the code reached its first new step in the current execution. */
+let reachedCpu: NodeJS.CpuUsage | undefined
+let reachedAt = 0
+
+const crashing = Workflow.make({
+  name: "bench.crashing",
+  input: Schema.Struct({ n: Schema.Number }),
+  output: Schema.Number,
+  run: ({ n }, ctx) =>
+    Effect.gen(function*() {
+      for (let i = 0; i < n; i++) yield* ctx.tool(echo, { i, note: "a durable step of the benchmark" })
+      return yield* ctx.step("after-crash", Effect.zipRight(Effect.sync(() => (reachedCpu = process.cpuUsage(), reachedAt = performance.now())), Effect.dieMessage(CRASH)), Schema.Number)
+    })
+})
+
+const layerOn = (filename: string) =>
+  Layer.provideMerge(Kernel.layer(), Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), ToolRegistry.layer([echo])))
+
+const crashed = async (runtime: ManagedRuntime.ManagedRuntime<Kernel.Kernel | EventStore.EventStore, unknown>, effect: Effect.Effect<unknown, unknown, Kernel.Kernel>) => {
+  const exit = await runtime.runPromiseExit(effect)
+  if (Exit.isSuccess(exit) || !Cause.pretty(exit.cause).includes(CRASH)) throw new Error(`the run did not crash: ${Exit.isSuccess(exit) ? "it succeeded" : Cause.pretty(exit.cause)}`)
+}
+
+const ms = (c: NodeJS.CpuUsage) => (c.user + c.system) / 1000
+
+const dir = mkdtempSync(join(tmpdir(), "artana-resume-cpu-"))
+try {
+  const crashedFile = join(dir, "crashed.db")
+  const writer = ManagedRuntime.make(layerOn(join(dir, "write.db")))
+  await crashed(writer, Effect.flatMap(Kernel.Kernel, (k) => k.execute(crashing, { runId: "crashed", tenant, input: { n: STEPS } })))
+  await writer.dispose()
+  const Sqlite = SqliteStore.driver()
+  const source = new Sqlite(join(dir, "write.db"))
+  source.exec(`VACUUM INTO '${crashedFile}'`)
+  source.close()
+  const profile = process.env["PROFILE"]
+  const session = profile === undefined ? undefined : new Session()
+  const resumes: Array<number> = []
+  const floors: Array<number> = []
+  const walls: Array<number> = []
+  const floorWalls: Array<number> = []
+  const warmup = 2
+  for (let round = 0; round < rounds + warmup; round++) {
+    const copy = join(dir, `round-${round}.db`)
+    const seed = new Sqlite(crashedFile)
+    seed.exec(`VACUUM INTO '${copy}'`)
+    seed.close()
+    const runtime = ManagedRuntime.make(layerOn(copy))
+    const floor = new Sqlite(copy)
+    await runtime.runPromise(Effect.flatMap(EventStore.EventStore, (s) => s.getRun(tenant.tenantId, "crashed")))
+    const all = floor.prepare(`SELECT * FROM events WHERE tenant_id = ? AND run_id = ? AND seq <= ? ORDER BY seq`)
+    const bare = () => {
+      const fw0 = performance.now()
+      const c0 = process.cpuUsage()
+      let parsed = 0
+      for (const row of all.all(tenant.tenantId, "crashed", STEPS * 2 + 1) as Array<{ payload: string }>) parsed += JSON.parse(row.payload) === null ? 0 : 1
+      const c = ms(process.cpuUsage(c0))
+      floorWalls.push(performance.now() - fw0)
+      if (parsed !== STEPS * 2 + 1) throw new Error(`the floor read ${parsed} rows`)
+      return c
+    }
+    if (round === warmup && session !== undefined) {
+      session.connect()
+      await session.post("Profiler.enable")
+      await session.post("Profiler.setSamplingInterval", { interval: 200 })
+      await session.post("Profiler.start")
+    }
+    const f0 = round % 2 === 1 ? bare() : undefined
+    reachedCpu = undefined
+    const w0 = performance.now()
+    const c0 = process.cpuUsage()
+    await crashed(runtime, Effect.flatMap(Kernel.Kernel, (k) => k.resume({ tenantId: tenant.tenantId, runId: "crashed", workflow: crashing })))
+    if (reachedCpu === undefined) throw new Error("the resumed run did not reach its first new step")
+    const r = ms(process.cpuUsage(c0)) - (ms(process.cpuUsage()) - ms(reachedCpu))
+    const w = reachedAt - w0
+    const f = f0 ?? bare()
+    if (round >= warmup) {
+      resumes.push(r)
+      walls.push(w)
+      floors.push(f)
+    }
+    floor.close()
+    await runtime.dispose()
+    rmSync(copy, { force: true })
+    rmSync(`${copy}-wal`, { force: true })
+    rmSync(`${copy}-shm`, { force: true })
+  }
+  if (session !== undefined && profile !== undefined) {
+    const taken = await session.post("Profiler.stop")
+    writeFileSync(profile, JSON.stringify(taken.profile))
+    session.disconnect()
+  }
+  const m = (xs: Array<number>) => Math.round(median(xs) * 10) / 10
+  console.log(JSON.stringify({
+    resume_ms: m(resumes),
+    floor_ms: m(floors),
+    ratio: Math.round(median(resumes) / median(floors) * 100) / 100,
+    resume_wall_ms: m(walls),
+    floor_wall_ms: m(floorWalls),
+    resume_min_ms: Math.round(Math.min(...resumes) * 10) / 10,
+    floor_min_ms: Math.round(Math.min(...floors) * 10) / 10
+  }))
+} finally {
+  rmSync(dir, { recursive: true, force: true })
+}
