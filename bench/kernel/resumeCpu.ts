@@ -2,7 +2,9 @@
 // kernel`): the crashed run of `resume.ts` (5,000 durable tool steps, then a crash) is written once; each round
 // resumes a fresh copy of it (opened beforehand, as the bench does) to its first new step, and reads the floor (bare
 // ordered SELECT + JSON.parse) of that copy, CPU by `process.cpuUsage` (user + system, the claim's commit included).
-// Prints the median CPU of each and the ratio, one JSON line.
+// Prints the median CPU of each and the ratio, one JSON line. `replay_ms`: `kernel.replay` of the same crashed log in each
+// round, on a copy and a runtime of its own (as cold as the resume's), so `resume_ms - replay_ms` is what a resume adds
+// to reading, verifying and re-running the log (its claim and commit); not measured with PROFILE (0).
 //   node --import tsx kernel/resumeCpu.ts [ROUNDS]     (started in bench/)
 // PROFILE=FILE writes a CPU profile of the measured resumes (`node:inspector`, 200 us sampling) to FILE.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -61,15 +63,42 @@ try {
   const floors: Array<number> = []
   const walls: Array<number> = []
   const floorWalls: Array<number> = []
+  const replays: Array<number> = []
   const warmup = 2
-  for (let round = 0; round < rounds + warmup; round++) {
-    const copy = join(dir, `round-${round}.db`)
+  /** A fresh copy of the crashed run's file, with a runtime opened on it (the run's row read once, as the bench does). */
+  const opened = async (copy: string) => {
     const seed = new Sqlite(crashedFile)
     seed.exec(`VACUUM INTO '${copy}'`)
     seed.close()
     const runtime = ManagedRuntime.make(layerOn(copy))
-    const floor = new Sqlite(copy)
     await runtime.runPromise(Effect.flatMap(EventStore.EventStore, (s) => s.getRun(tenant.tenantId, "crashed")))
+    return runtime
+  }
+  const removed = (copy: string) => {
+    rmSync(copy, { force: true })
+    rmSync(`${copy}-wal`, { force: true })
+    rmSync(`${copy}-shm`, { force: true })
+  }
+  /** CPU of `kernel.replay` of the crashed log, on a copy and a runtime of its own (as cold as the resume's). */
+  const replayCpu = async (copy: string) => {
+    const runtime = await opened(copy)
+    const c0 = process.cpuUsage()
+    const replayed = await runtime.runPromiseExit(Effect.flatMap(Kernel.Kernel, (k) => k.replay(crashing, { tenantId: tenant.tenantId, runId: "crashed" })))
+    const c = ms(process.cpuUsage(c0))
+    // The replay ends where the log does: every recorded step replayed, its code asks for the crashed step, which the
+    // log does not hold (a replay runs no new step), and it fails there.
+    if (Exit.isSuccess(replayed) || !Cause.pretty(replayed.cause).includes('the code asked for step "after-crash"')) {
+      throw new Error(`the replay did not end at the crashed step: ${Exit.isSuccess(replayed) ? "it succeeded" : Cause.pretty(replayed.cause)}`)
+    }
+    await runtime.dispose()
+    removed(copy)
+    return c
+  }
+  for (let round = 0; round < rounds + warmup; round++) {
+    const p = session === undefined ? await replayCpu(join(dir, `replay-${round}.db`)) : 0
+    const copy = join(dir, `round-${round}.db`)
+    const runtime = await opened(copy)
+    const floor = new Sqlite(copy)
     const all = floor.prepare(`SELECT * FROM events WHERE tenant_id = ? AND run_id = ? AND seq <= ? ORDER BY seq`)
     const bare = () => {
       const fw0 = performance.now()
@@ -100,12 +129,11 @@ try {
       resumes.push(r)
       walls.push(w)
       floors.push(f)
+      replays.push(p)
     }
     floor.close()
     await runtime.dispose()
-    rmSync(copy, { force: true })
-    rmSync(`${copy}-wal`, { force: true })
-    rmSync(`${copy}-shm`, { force: true })
+    removed(copy)
   }
   if (session !== undefined && profile !== undefined) {
     const taken = await session.post("Profiler.stop")
@@ -116,6 +144,7 @@ try {
   console.log(JSON.stringify({
     resume_ms: m(resumes),
     floor_ms: m(floors),
+    replay_ms: m(replays),
     ratio: Math.round(median(resumes) / median(floors) * 100) / 100,
     resume_wall_ms: m(walls),
     floor_wall_ms: m(floorWalls),
