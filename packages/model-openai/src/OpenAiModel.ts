@@ -15,10 +15,14 @@ import * as Redacted from "effect/Redacted"
 import { OpenAI } from "openai"
 import { classify, provider } from "./internal/errors.js"
 import { toParams } from "./internal/request.js"
-import { accumulate, accumulator, check, deltasOf, fromCompletion, isFailure, type Reply, toResponse } from "./internal/response.js"
+import { accumulate, accumulator, check, deltasOf, fromCompletion, isChunk, isFailure, type Reply, toResponse } from "./internal/response.js"
+import * as Sse from "./internal/sse.js"
 import { fromResponse, type StreamFolder, streamFolder, toResponsesParams } from "./internal/responses.js"
 import { countMessages } from "./internal/tokens.js"
 import type { ChatCompletionChunk } from "openai/resources/chat/completions"
+
+/** A streamed Chat Completions body's chunks, read by the adapter (`internal/sse.ts`), not by the SDK's `Stream`. */
+const chunksOf = (response: Response, signal: AbortSignal) => Sse.events(response, signal, isChunk, "a chat completion chunk")
 
 /** The reply a Responses stream folded into: its terminal event's response, or why there is none. */
 const foldedReply = (folder: StreamFolder): Reply | ModelTransport.Failure => {
@@ -112,7 +116,7 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
       if (api === "chat") {
         const params = toParams(request, names)
         return stream
-          ? accumulate(await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal }))
+          ? accumulate(chunksOf(await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, { signal }).asResponse(), signal))
           : fromCompletion(await client.chat.completions.create({ ...params, stream: false }, { signal }))
       }
       const params = toResponsesParams(request, names)
@@ -125,14 +129,14 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
     /** The streamed call's events, opened: each event's deltas, and the reply once they ended. */
     const openStream = (request: ModelPort.ModelRequest, names: ModelTransport.WireNames, signal: AbortSignal) =>
       api === "chat"
-        ? client.chat.completions.create({ ...toParams(request, names), stream: true, stream_options: { include_usage: true } }, { signal }).then(
-          (chunks) => {
+        ? client.chat.completions.create({ ...toParams(request, names), stream: true, stream_options: { include_usage: true } }, { signal }).asResponse().then(
+          (response) => {
             const acc = accumulator()
             const push = (chunk: ChatCompletionChunk) => {
               acc.push(chunk)
               return deltasOf(chunk).map((d) => (d._tag === "ToolCallDelta" && d.name !== undefined ? { ...d, name: names.fromWire(d.name) } : d))
             }
-            return ModelTransport.opened(chunks, push, () => acc.reply())
+            return ModelTransport.opened(chunksOf(response, signal), push, () => acc.reply())
           }
         )
         : client.responses.create({ ...toResponsesParams(request, names), stream: true }, { signal }).then((events) => {

@@ -45,6 +45,12 @@ export const fromCompletion = (completion: ChatCompletion): Reply => {
   }
 }
 
+/**
+ * Whether a streamed event is a chunk as far as the fold reads one (an object with its `choices`): the SDK checks
+ * nothing, and an event that is not one would otherwise fail the fold with a `TypeError`.
+ */
+export const isChunk = (u: unknown): u is ChatCompletionChunk => typeof u === "object" && u !== null && "choices" in u && Array.isArray(u.choices)
+
 /** The deltas one chunk carries (text, then tool-call pieces), for a caller that streams them on. */
 export const deltasOf = (chunk: ChatCompletionChunk): ReadonlyArray<ModelPort.ModelDelta> => {
   const choice = chunk.choices.find((c) => c.index === 0)
