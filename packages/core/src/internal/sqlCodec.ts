@@ -10,29 +10,61 @@
  */
 import { GENESIS_HASH } from "./hash.js"
 
-/** One kind of packed value: its length in bytes, and how its canonical text looks. */
+/** One kind of packed value: its length in bytes, and how its canonical text reads as bytes. */
 interface Kind {
   readonly bytes: number
-  readonly canonical: RegExp
-  readonly toBytes: (text: string) => Buffer
+  /** The bytes of `text` when it is canonical (lowercase hex digits, a UUID's dashes where they go), else undefined. */
+  readonly toBytes: (text: string) => Buffer | undefined
   readonly toText: (bytes: Buffer) => string
+}
+
+/** Each ASCII character's value as a lowercase hex digit, or -1. */
+const DIGIT = new Int8Array(128).fill(-1)
+for (let i = 0; i < 16; i++) DIGIT["0123456789abcdef".charCodeAt(i)] = i
+
+/**
+ * Lowercase hex digits of `text` (with a dash at each of `dashes`, ascending, and nowhere else) as `bytes` bytes, or
+ * undefined. One pass, checking as it decodes: twice a written event (its id and hash), where a regular expression,
+ * a `replace` and `Buffer.from(hex)` cost 3-5 times as much (0.8-1.0 against 0.2 us, micro-benchmark).
+ */
+const fromHex = (text: string, bytes: number, dashes: ReadonlyArray<number>): Buffer | undefined => {
+  if (text.length !== 2 * bytes + dashes.length) return undefined
+  const out = Buffer.allocUnsafe(bytes)
+  let at = 0
+  let dash = 0
+  for (let i = 0; i < bytes; i++) {
+    if (at === dashes[dash]) {
+      if (text.charCodeAt(at) !== 45) return undefined
+      at++
+      dash++
+    }
+    const high = text.charCodeAt(at)
+    const low = text.charCodeAt(at + 1)
+    const h = high < 128 ? DIGIT[high]! : -1
+    const l = low < 128 ? DIGIT[low]! : -1
+    if ((h | l) < 0) return undefined
+    out[i] = (h << 4) | l
+    at += 2
+  }
+  return out
 }
 
 const hex = (bytes: Buffer): string => bytes.toString("hex")
 
+const NO_DASHES: ReadonlyArray<number> = []
+const UUID_DASHES: ReadonlyArray<number> = [8, 13, 18, 23]
+
 /** SHA-256 / HMAC-SHA-256 in lowercase hex: 32 bytes. */
 export const HASH: Kind = {
   bytes: 32,
-  canonical: /^[0-9a-f]{64}$/,
-  toBytes: (text) => Buffer.from(text, "hex"),
+  toBytes: (text) => fromHex(text, 32, NO_DASHES),
   toText: hex
 }
 
 /** A lowercase UUID: 16 bytes. */
 export const UUID: Kind = {
   bytes: 16,
-  canonical: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
-  toBytes: (text) => Buffer.from(text.replace(/-/g, ""), "hex"),
+  toBytes: (text) => fromHex(text, 16, UUID_DASHES),
   toText: (bytes) => {
     const h = bytes.toString("hex")
     return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`
@@ -43,7 +75,8 @@ const PAD = Buffer.from([0xff])
 
 /** The bytes to store for `text`. */
 export const pack = (kind: Kind, text: string): Buffer => {
-  if (kind.canonical.test(text)) return kind.toBytes(text)
+  const canonical = kind.toBytes(text)
+  if (canonical !== undefined) return canonical
   const utf8 = Buffer.from(text, "utf8")
   return utf8.length === kind.bytes ? Buffer.concat([utf8, PAD]) : utf8
 }
