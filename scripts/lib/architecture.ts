@@ -67,7 +67,8 @@ export const RULES: Readonly<Record<string, PackageRule>> = {
     external: [...EFFECT, "@effect/sql-sqlite-node", "better-sqlite3", "@types/better-sqlite3"]
   },
   "@artana/store-postgres": { kind: "adapter", workspace: ["@artana/core"], external: [...EFFECT, "@effect/sql-pg", "pg", "postgres"] },
-  "@artana/model-openai": { kind: "adapter", workspace: ["@artana/core"], external: [...EFFECT, "openai", "gpt-tokenizer"] },
+  // The driver (`openai`), the tokenizer of its models, and the SSE grammar of the streamed body it reads itself.
+  "@artana/model-openai": { kind: "adapter", workspace: ["@artana/core"], external: [...EFFECT, "openai", "gpt-tokenizer", "eventsource-parser"] },
   "@artana/model-anthropic": { kind: "adapter", workspace: ["@artana/core"], external: [...EFFECT, "@anthropic-ai/sdk"] },
   "@artana/middleware": { kind: "library" },
   // DESIGN.md: agent depends on core (and @effect/sql for its SQL MemoryStore); never on experience, which plugs into it.
