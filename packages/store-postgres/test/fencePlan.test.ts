@@ -39,6 +39,7 @@ const literal = (type: string): string => {
     case "text":
       return "'r1'"
     case "bigint":
+    case "integer":
       return "1"
     case "double precision":
       return "0"

@@ -127,5 +127,55 @@ describe.skipIf(pg.url === undefined)(`live readers woken by NOTIFY (${pg.descri
       expect(seen.filter((e) => e._tag === "ToolCompleted")).toHaveLength(21)
       expect(seen[seen.length - 1]?._tag).toBe("Completed")
     }), 120_000)
-})
 
+  it.scopedLive("a reader whose poll is an hour is woken by a tool step's appends, which change neither status nor cost", () =>
+    Effect.gen(function*() {
+      const url = yield* PgTest.freshDatabase(pg.url!)
+      const first = yield* Deferred.make<void>()
+      const last = yield* Deferred.make<void>()
+      const seenFirst = yield* Deferred.make<void>()
+      const echo = Tool.make({ name: "echo", description: "echo", parameters: Schema.Struct({ i: Schema.Number }), idempotent: true, handler: ({ i }) => Effect.succeed(i) })
+      const gate = (name: string, opened: Deferred.Deferred<void>) =>
+        Tool.make({ name, description: "waits for the test", parameters: Schema.Struct({}), idempotent: true, handler: () => Effect.as(Deferred.await(opened), 0) })
+      const [gate1, gate2] = [gate("gate1", first), gate("gate2", last)]
+      // After the run's claim, nothing but tool events until gate2 opens: no status or cost change.
+      const steps = Workflow.make({
+        name: "gated-steps",
+        input: Schema.Null,
+        output: Schema.Number,
+        run: (_input, ctx) =>
+          Effect.gen(function*() {
+            yield* ctx.tool(gate1, {})
+            yield* ctx.tool(echo, { i: 1 })
+            yield* ctx.tool(gate2, {})
+            return 1
+          })
+      })
+      const kernelWith = (tools: ReadonlyArray<Tool.Tool>) =>
+        Effect.map(
+          Layer.build(Kernel.layer({ livePollInterval: "1 hour", workflows: [steps] }).pipe(
+            Layer.provideMerge(Layer.mergeAll(PostgresStore.layer({ url, pool: { max: 4 } }), ScriptedModel.layer([]), ToolRegistry.layer(tools)))
+          )),
+          (context) => Context.get(context, Kernel.Kernel)
+        )
+      const writer = yield* kernelWith([echo, gate1, gate2])
+      const reader = yield* kernelWith([])
+      const following = yield* Effect.fork(reader.live({ tenantId: "acme", runId: "gated" }, { waitForStart: true }).pipe(
+        Stream.tap((e) => (e._tag === "ToolStarted" && e.tool === "gate1" ? Deferred.succeed(seenFirst, undefined) : Effect.void)),
+        Stream.takeUntil((e) => e._tag === "ToolStarted" && e.tool === "gate2"),
+        Stream.runCollect,
+        Effect.map(Chunk.toReadonlyArray)
+      ))
+      const running = yield* Effect.fork(writer.execute(steps, { runId: "gated", tenant, input: null }))
+      // The reader has read up to gate1's request and waits: what follows reaches it only by the appends' notices.
+      yield* Deferred.await(seenFirst)
+      yield* Deferred.succeed(first, undefined)
+      const seen = yield* Fiber.join(following).pipe(
+        Effect.timeoutFail({ duration: "30 seconds", onTimeout: () => new Error("the reader was not woken by the tool steps' appends") }),
+        Effect.ensuring(Fiber.interrupt(following))
+      )
+      expect(seen.flatMap((e) => (e._tag === "ToolCompleted" ? [e.tool] : []))).toEqual(["gate1", "echo"])
+      yield* Deferred.succeed(last, undefined)
+      expect((yield* Fiber.join(running)).status).toBe("completed")
+    }), 120_000)
+})

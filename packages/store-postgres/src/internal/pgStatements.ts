@@ -23,25 +23,30 @@ const RUN_COLUMNS = "run_id, tenant_id, workflow, parent_run_id, root_run_id, st
  */
 const PARAMS: Record<Kind, number> = { create: 14, events: 4, run: 10 }
 
-/** A run's key as the fence index holds it (see `SqlEventStore.FENCE_INDEX`). */
-const byKey = (run: string, tenant: string) => `tenant_id = ${tenant}::text COLLATE "C" AND run_id = ${run}::text COLLATE "C"`
+/** A run's key as the fence index holds it (see `SqlEventStore.FENCE_INDEX`); `of`: the runs table's alias, if any. */
+const byKey = (run: string, tenant: string, of = "") => `${of}tenant_id = ${tenant}::text COLLATE "C" AND ${of}run_id = ${run}::text COLLATE "C"`
 
-/** The `VALUES` of `rows` events, numbered after `first` parameters; `lookup`: the first one's prev_hash is probed. */
-const valuesOf = (first: number, rows: number, lookup: boolean): string => {
+/**
+ * The cells of `rows` events, one tuple each, numbered after `first` parameters; `lookup`: the first one's prev_hash is
+ * compared with `prevHash`, the stored hash before it.
+ */
+const cellsOf = (first: number, rows: number, lookup: boolean, prevHash: string): Array<string> => {
   let n = first
-  const tuples = Array.from({ length: rows }, (_, row) => {
+  return Array.from({ length: rows }, (_, row) => {
     const cells = EVENT_TYPES.map((type) => `$${++n}::${type}`)
-    // The first event of a batch that continues the run: its prev_hash is NULL when it is the stored hash before
-    // it (read once, by the probe `prev`).
-    if (row === 0 && lookup) cells[PREV] = `(CASE WHEN ${cells[PREV]} = (SELECT hash FROM prev) THEN NULL ELSE ${cells[PREV]} END)`
-    return `(${cells.join(",")})`
+    // The first event of a batch that continues the run: its prev_hash is NULL when it is the stored hash before it.
+    if (row === 0 && lookup) cells[PREV] = `(CASE WHEN ${cells[PREV]} = ${prevHash} THEN NULL ELSE ${cells[PREV]} END)`
+    return cells.join(",")
   })
-  return `(VALUES ${tuples.join(",")}) AS e (${EVENT_VALUES.join(", ")})`
 }
+
+/** The events as a `VALUES` list named `e` (see `cellsOf`). */
+const valuesOf = (first: number, rows: number, lookup: boolean, prevHash = "(SELECT hash FROM prev)"): string =>
+  `(VALUES ${cellsOf(first, rows, lookup, prevHash).map((cells) => `(${cells})`).join(",")}) AS e (${EVENT_VALUES.join(", ")})`
 
 /** The text of an append of `kind` with `rows` events, on the tables `t`, telling `channel`'s watchers. */
 const textOf = (t: SqlEventStore.Tables, channel: string, kind: Kind, rows: number, lookup: boolean): string => {
-  const values = valuesOf(PARAMS[kind], rows, lookup)
+  const values = kind === "events" ? "" : valuesOf(PARAMS[kind], rows, lookup)
   const into = `INSERT INTO "${t.events}" (run_key, ${EVENT_VALUES.join(", ")})`
   // The event at expectedSeq, probed once (a CTE read twice is evaluated once): that it exists says no gap,
   // this run, this tenant; its hash is the first new event's prev_hash. `key`: the run's surrogate key.
@@ -61,9 +66,12 @@ const textOf = (t: SqlEventStore.Tables, channel: string, kind: Kind, rows: numb
     case "create":
       return `WITH run AS (INSERT INTO "${t.runs}" (${RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9::double precision, $10::double precision, $11::double precision, $12::bigint, $13::text, $14::text, CASE WHEN $6::text = 'paused' THEN $11::double precision END) RETURNING run_key), ${note("$1", "$2")} ${into} SELECT run.run_key, e.* FROM run, ${values} WHERE ${RunWatch.noteRead}`
     case "events":
-      return `WITH r AS ${runOf("$1", "$2")}, ${prev("(SELECT run_key FROM r)", "$3")}, ${note("$1", "$2")} ${into} SELECT r.run_key, e.* FROM r, ${values} WHERE ${follows} AND ${
-        unfenced("$4")
-      } AND ${RunWatch.noteRead}`
+      // A join, no CTE: the run on the fence index, then the event at expectedSeq on the primary key (the join
+      // finds no row when there is none: a gap, another run or tenant), then the batch's rows beside it.
+      // One event (a tool step's) is the select list itself; more are a `LATERAL VALUES`.
+      return `${into} SELECT r.run_key, ${rows === 1 ? cellsOf(PARAMS.events, 1, lookup, "p.hash")[0] : "e.*"} FROM "${t.runs}" r JOIN "${t.events}" p ON p.run_key = r.run_key AND p.seq = $3::integer${
+        rows === 1 ? "" : `, LATERAL ${valuesOf(PARAMS.events, rows, lookup, "p.hash")}`
+      } WHERE ${byKey("$1", "$2", "r.")} AND ${unfenced("$4")} AND ${RunWatch.noteCondition(channel, "$2", "$1")}`
     case "run":
       return `WITH ${prev(`(SELECT run_key FROM ${runOf("$6", "$7")} r)`, "$8")}, run AS (UPDATE "${t.runs}" SET head_seq = $1::bigint, head_hash = $2, updated_at = $3::double precision, status = COALESCE($4::text, status), paused_at = CASE WHEN $4::text = 'paused' THEN $3::double precision ELSE paused_at END, cost_usd = cost_usd + $5::double precision, owner_epoch = COALESCE($10::bigint, owner_epoch) WHERE ${byKey("$6", "$7")} AND head_seq <= $8::bigint AND owner_epoch <= COALESCE($9::bigint, owner_epoch) AND ${follows} RETURNING run_key), ${note("$6", "$7")} ${into} SELECT run.run_key, e.* FROM run, ${values} WHERE ${RunWatch.noteRead}`
   }

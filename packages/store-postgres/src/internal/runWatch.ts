@@ -38,6 +38,14 @@ export const noteCte = (channel: string, tenant: string, run: string): string =>
 /** A condition that is always true and runs `noteCte`. */
 export const noteRead = "(SELECT count(*) FROM note) >= 0"
 
+/**
+ * `noteCte` as a condition of the rows a statement writes (SQL expressions `tenant` and `run`): always true, it tries
+ * the lock and NOTIFYs when the try fails (`pg_notify` returns a void that is not NULL), for each row it is evaluated on
+ * (a NOTIFY repeated in one transaction is sent once). No CTE to scan: the statement's plan carries one filter.
+ */
+export const noteCondition = (channel: string, tenant: string, run: string): string =>
+  `(pg_try_advisory_xact_lock(${lockKey(channel, payloadOf(tenant, run))}) OR pg_notify(${literal(channel)}, ${payloadOf(tenant, run)}) IS NOT NULL)`
+
 const failed = (message: string) => (cause: unknown) => new SqlError({ cause, message })
 
 const query = (client: Pg.Client, text: string, values: Array<unknown> = []) =>
