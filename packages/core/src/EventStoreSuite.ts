@@ -223,6 +223,30 @@ const readsAndConflicts = (test: Test): void => {
         expect(yield* store.readEvents(tenantA.tenantId, log.runId)).toEqual(log.events)
       }))
 
+    test("a batch linked to another head is kept as written (the store does not mend links), and verifying finds it", (store) =>
+      Effect.gen(function*() {
+        const log = makeLog(store, "run-foreign-link", tenantA)
+        yield* log.append(started(tenantA), { _tag: "StepCompleted", name: "a", value: 1 })
+        const other = makeLog(store, "run-other-head", tenantA, T0 + 1_000)
+        yield* other.append(started(tenantA), { _tag: "StepCompleted", name: "b", value: 2 })
+        const written: Array<Event> = [...log.events]
+        // Linked to the other run's head: each event hashes right over its own material; the batch's first link is
+        // wrong. A tool step's batch (one event, no status, no cost) and a longer one: the store's events-only append.
+        const batches: ReadonlyArray<ReadonlyArray<EventPayload>> = [
+          [{ _tag: "StepCompleted", name: "c", value: 3 }],
+          [{ _tag: "StepCompleted", name: "d", value: 4 }, { _tag: "StepCompleted", name: "e", value: 5 }]
+        ]
+        for (const payloads of batches) {
+          const head = written.length
+          const events = chain(log.runId, tenantA.tenantId, [...written.slice(0, -1), other.events[other.events.length - 1]!], payloads)
+          expect(events[0]!.prevHash).not.toBe(written[head - 1]!.hash)
+          yield* store.append({ runId: log.runId, tenantId: tenantA.tenantId, expectedSeq: head, events })
+          written.push(...events)
+          expect(yield* store.readEvents(tenantA.tenantId, log.runId)).toEqual(written)
+          expect(verifyEvents(log.runId, written)).toMatchObject({ ok: false, firstBrokenSeq: 3 })
+        }
+      }))
+
     test("creating a run that exists in the tenant fails with SequenceConflict", (store) =>
       Effect.gen(function*() {
         const log = makeLog(store, "run-twice", tenantA)
@@ -425,6 +449,10 @@ const tenancy = (test: Test): void => {
         // Appending after A's head, as B: the conflict of a run B never created.
         yield* sameFailure((id) =>
           store.append({ runId: id, tenantId: B, expectedSeq: 3, events: chain(id, B, a.events, [{ _tag: "RunCompleted", output: "hijacked" }]) })
+        )
+        // The same with events only (a tool step's batch: no status, no cost, the store's other append).
+        yield* sameFailure((id) =>
+          store.append({ runId: id, tenantId: B, expectedSeq: 3, events: chain(id, B, a.events, [{ _tag: "StepCompleted", name: "hijack", value: 1 }]) })
         )
         expect(yield* store.listRuns(B)).toEqual([])
         expect(yield* store.listRuns(B, { rootRunId: a.runId })).toEqual([])

@@ -99,6 +99,7 @@ describe.skipIf(pg.url === undefined)(`the fence check's plan on PostgreSQL (${p
       // The store's appends: a new run's, tool events', and the run's end (a status change).
       expect(statements.length).toBeGreaterThanOrEqual(3)
       const scans: Array<PlanNode> = []
+      const eventScans: Array<PlanNode> = []
       for (const mode of ["force_generic_plan", "force_custom_plan"]) {
         yield* sql.unsafe(`SET plan_cache_mode = ${mode}`)
         for (const { name, types } of statements) {
@@ -106,6 +107,7 @@ describe.skipIf(pg.url === undefined)(`the fence check's plan on PostgreSQL (${p
             `EXPLAIN (FORMAT JSON) EXECUTE ${name}(${types.map(literal).join(", ")})`
           )
           scans.push(...scansOf(row!["QUERY PLAN"][0]!.Plan, "runs"))
+          eventScans.push(...scansOf(row!["QUERY PLAN"][0]!.Plan, "events"))
         }
       }
       yield* sql.unsafe(`RESET plan_cache_mode`)
@@ -114,6 +116,12 @@ describe.skipIf(pg.url === undefined)(`the fence check's plan on PostgreSQL (${p
       for (const scan of scans) {
         expect(scan["Node Type"]).toMatch(/^Index (Only )?Scan$/)
         expect(keyIndexes).toContain(scan["Index Name"])
+      }
+      // The event before a batch (its link, and no gap) is probed on the events' primary key, in both plan modes.
+      expect(eventScans.length).toBeGreaterThanOrEqual(4)
+      for (const scan of eventScans) {
+        expect(scan["Node Type"]).toMatch(/^Index (Only )?Scan$/)
+        expect(scan["Index Name"]).toBe("events_pkey")
       }
     }), { timeout: 60_000 })
 })
