@@ -5,8 +5,13 @@
 // the median CPU of each and the ratio, one JSON line.
 //   node --import tsx scale/tools/replayCpu.ts [ROUNDS] [WARMUP]     (started in bench/)
 // PROFILE=FILE writes a CPU profile of the measured rounds (`node:inspector`, 200 us sampling) to FILE.
-// ONLY=agent|tools replays only that run, and no floor (for profiles).
-// ALLOC_PROFILE=FILE writes a sampling heap profile of everything the measured rounds allocated (collected or not).
+// ONLY=agent|tools replays only that run, and no floor (for profiles). In place of the replay, and no floor: ONLY=read
+// reads the agent run through the store's readEvents in pages of 512 (no replay, no verification), ONLY=readsync the
+// same with a fiber per page (Effect.runSync), ONLY=barepages the driver's bare statement in pages of 512 + JSON.parse.
+// GC_EACH=1 (with node --expose-gc) runs a full collection before each round, outside the measured span.
+// GC_MARKS=1 prints "GC_MARK start/end" around the measured rounds (to cut a --trace-gc-nvp log).
+// ALLOC_PROFILE=FILE writes a sampling heap profile of everything the measured rounds allocated (collected or not);
+// with SURVIVORS=1, of what outlived a young collection only (what the collector copied and promoted).
 // Run it alternately from two builds of core (old, new) to compare them; `--cpu-prof` profiles the built `dist`.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { Session } from "node:inspector/promises"
@@ -14,7 +19,7 @@ import { performance, PerformanceObserver } from "node:perf_hooks"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Effect, Layer } from "effect"
-import { Kernel, Pricing, ToolRegistry } from "@artana/core"
+import { EventStore, Kernel, Pricing, ToolRegistry } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
 import { echo, stepsWorkflow, tenant } from "../../fixtures.js"
@@ -67,6 +72,7 @@ try {
   const Sqlite = SqliteStore.driver()
   const floor = new Sqlite(filename)
   const all = floor.prepare(`SELECT * FROM events WHERE tenant_id = ? AND run_id = ? ORDER BY seq`)
+  const pageStmt = floor.prepare(`SELECT * FROM events WHERE tenant_id = ? AND run_id = ? AND seq >= ? ORDER BY seq LIMIT 512`)
   const bare = (runId: string) => {
     let parsed = 0
     for (const row of all.all(tenant.tenantId, runId) as Array<{ payload: string }>) parsed += JSON.parse(row.payload) === null ? 0 : 1
@@ -75,20 +81,49 @@ try {
   const results = await Effect.runPromise(Effect.scoped(Effect.provide(
     Effect.gen(function*() {
       const kernel = yield* Kernel.Kernel
+      const store = yield* EventStore.EventStore
+      // The store's read alone, in the replay's pages (ONLY=read): what the read keeps alive across young collections.
+      const readPages = (runId: string): Effect.Effect<void, unknown> =>
+        Effect.gen(function*() {
+          let from = 1
+          for (;;) {
+            const page = yield* store.readEvents(tenant.tenantId, runId, from, 512)
+            if (page.length === 0) return
+            from = page[page.length - 1]!.seq + 1
+          }
+        })
+      // The same in plain loops: a fiber per page (ONLY=readsync), and the driver's bare statement in pages of 512 +
+      // JSON.parse, nothing kept (ONLY=barepages).
+      const readSync = () => {
+        for (let from = 1;;) {
+          const page = Effect.runSync(store.readEvents(tenant.tenantId, "agent", from, 512))
+          if (page.length === 0) return
+          from = page[page.length - 1]!.seq + 1
+        }
+      }
+      const barePages = () => {
+        for (let from = 1;;) {
+          const rows = pageStmt.all(tenant.tenantId, "agent", from) as Array<{ seq: number; payload: string }>
+          if (rows.length === 0) return
+          for (const row of rows) JSON.parse(row.payload)
+          from = rows[rows.length - 1]!.seq + 1
+        }
+      }
+      const cpuOf = (effect: Effect.Effect<void, unknown>) =>
+        Effect.suspend(() => {
+          const c0 = process.cpuUsage()
+          return Effect.map(effect, () => {
+            const c = process.cpuUsage(c0)
+            return (c.user + c.system) / 1000
+          })
+        })
       const completed = (runId: string) => (r: { readonly status: string }) =>
         r.status === "completed" ? Effect.void : Effect.dieMessage(`replay of ${runId} ended ${r.status}`)
       const replay = (runId: "agent" | "tools"): Effect.Effect<void, unknown> =>
         runId === "agent"
           ? Effect.flatMap(kernel.replay(agent, { tenantId: tenant.tenantId, runId }), completed(runId))
           : Effect.flatMap(kernel.replay(steps, { tenantId: tenant.tenantId, runId }), completed(runId))
-      const timed = (runId: "agent" | "tools") =>
-        Effect.suspend(() => {
-          const c0 = process.cpuUsage()
-          return Effect.map(replay(runId), () => {
-            const c = process.cpuUsage(c0)
-            return (c.user + c.system) / 1000
-          })
-        })
+      const timed = (runId: "agent" | "tools") => cpuOf(replay(runId))
       for (let i = 0; i < warmup; i++) {
         yield* replay("agent")
         yield* replay("tools")
@@ -108,7 +143,7 @@ try {
       if (heap !== undefined) {
         heap.connect()
         yield* Effect.promise(() =>
-          heap.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true })
+          heap.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: process.env["SURVIVORS"] === undefined })
         )
       }
       const out = { mixed: [] as Array<number>, mixedFloor: [] as Array<number>, tools: [] as Array<number>, toolsFloor: [] as Array<number> }
@@ -116,6 +151,17 @@ try {
       gc.from = performance.now()
       if (process.env["GC_MARKS"] !== undefined) console.log("GC_MARK start")
       for (let round = 0; round < rounds; round++) {
+        // GC_EACH=1 (with node --expose-gc): a full collection before each round, out of the measured span.
+        const full = (globalThis as { gc?: () => void }).gc
+        if (process.env["GC_EACH"] !== undefined && full !== undefined) {
+          gc.to = performance.now()
+          full()
+          gc.from = performance.now()
+        }
+        if (only === "read" || only === "readsync" || only === "barepages") {
+          out.mixed.push(only === "read" ? yield* cpuOf(readPages("agent")) : cpuMs(only === "readsync" ? readSync : barePages))
+          continue
+        }
         if (only !== "tools") out.mixed.push(yield* timed("agent"))
         if (only === undefined) out.mixedFloor.push(cpuMs(() => bare("agent")))
         if (only !== "agent") out.tools.push(yield* timed("tools"))
