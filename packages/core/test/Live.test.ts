@@ -2,7 +2,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Chat, EventStore, Kernel, type Live, LiveStore, Tenant, ToolRegistry } from "@artana/core"
 import { ScriptedModel, TestWorkflows } from "@artana/core/testing"
-import { Chunk, Deferred, Effect, Either, Fiber, Layer, Option, Stream } from "effect"
+import { Chunk, Deferred, Effect, Either, Fiber, Layer, Option, Schema, Stream } from "effect"
 
 const { chatThenPause } = TestWorkflows
 
@@ -171,6 +171,30 @@ describe("Kernel.live", () => {
       const events = Chunk.toReadonlyArray(yield* Stream.runCollect(kernel.live({ tenantId: "acme", runId: "over" })))
       expect(events.map((e) => e._tag)).toEqual(["Logged", "Logged", "Logged", "BudgetExceeded", "Failed"])
       expect(Option.isNone(Option.fromNullable(events.find((e) => e._tag === "ModelCompleted")))).toBe(true)
+    }).pipe(Effect.provide(layer([reply], { model: "gpt-4o-mini", kernel: { defaultMaxOutputTokens: 10 } })))
+  })
+
+  it.effect("a budget crossed mid-stream stops at the first delta whose output crosses it, not one later or earlier", () => {
+    // 100 deltas of 10 characters; gpt-4o-mini: $0.15 per million input tokens, $0.60 per million output tokens.
+    const reply = ScriptedModel.text("word ".repeat(200), { deltas: 100, usage: { inputTokens: 10, outputTokens: 250 } })
+    const limitUsd = 0.00003
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const result = yield* Effect.either(kernel.chat({ runId: "exact", tenant: tenant(limitUsd), messages: [Chat.user("hi")] }))
+      expect(Either.isLeft(result) && result.left._tag).toBe("BudgetExceeded")
+      const log = yield* Effect.flatMap(EventStore.EventStore, (s) => s.readEvents("acme", "exact"))
+      const stopped = log.map((e) => e.payload).find((p) => p._tag === "MiddlewareNote" && p.note === "stream_stopped")
+      const { estimateUsd, outputChars } = Schema.decodeUnknownSync(Schema.Struct({ estimateUsd: Schema.Number, outputChars: Schema.Number }))(
+        stopped?._tag === "MiddlewareNote" ? stopped.data : undefined
+      )
+      const tokens = (chars: number) => Math.ceil(chars / 4)
+      // What the prompt cost, as the kernel priced it, and so what the output before the crossing delta cost.
+      const promptUsd = estimateUsd - tokens(outputChars) * 0.6 / 1_000_000
+      expect(outputChars % 10).toBe(0)
+      expect(outputChars).toBeGreaterThan(10)
+      expect(outputChars).toBeLessThan(1000)
+      expect(estimateUsd).toBeGreaterThan(limitUsd)
+      expect(promptUsd + tokens(outputChars - 10) * 0.6 / 1_000_000).toBeLessThanOrEqual(limitUsd)
     }).pipe(Effect.provide(layer([reply], { model: "gpt-4o-mini", kernel: { defaultMaxOutputTokens: 10 } })))
   })
 

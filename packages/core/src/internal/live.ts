@@ -19,6 +19,7 @@ import * as Live from "../Live.js"
 import type * as LiveStore from "../LiveStore.js"
 import type * as RunNotices from "../RunNotices.js"
 import * as Verify from "../Verify.js"
+import { runKey } from "./runKey.js"
 
 /** A wake-up taken before reading a run: it fires once the run changes after it was taken. */
 export interface Wake {
@@ -28,9 +29,10 @@ export interface Wake {
   readonly within: (millis: number) => Effect.Effect<boolean>
   /**
    * `within`, going on with `woke()` once the run changed (called as the change is told: in the writer's call, after
-   * its write) or `slept()` when `millis` passed first: what the waiter does next is decided where it is woken.
+   * its write) or `slept()` when `millis` passed first: what the waiter does next is decided where it is woken. With
+   * `poll`, a wait woken by a write leaves its timer there for the waiter's next wait (or its end) to clear.
    */
-  readonly withinThen: <A, E>(millis: number, woke: () => Effect.Effect<A, E>, slept: () => Effect.Effect<A, E>) => Effect.Effect<A, E>
+  readonly withinThen: <A, E>(millis: number, woke: () => Effect.Effect<A, E>, slept: () => Effect.Effect<A, E>, poll?: PollTimer) => Effect.Effect<A, E>
   /** Whether the run changed already. */
   readonly fired: () => boolean
 }
@@ -51,6 +53,20 @@ export interface Hub {
   readonly ticket: (tenantId: string, runId: string) => Effect.Effect<Wake>
   /** `ticket` as a plain call. */
   readonly ticketNow: (tenantId: string, runId: string) => Wake
+}
+
+/**
+ * A reader's poll timer, from one wait to the next: the write that wakes the reader does not clear it (a call on a
+ * streamed delta's way to the reader); the reader's next wait does, or its end, once the delta was handed over.
+ */
+export interface PollTimer {
+  timer: ReturnType<typeof setTimeout> | undefined
+}
+
+/** Clears the timer a woken wait left. */
+export const clearPoll = (poll: PollTimer): void => {
+  clearTimeout(poll.timer)
+  poll.timer = undefined
 }
 
 const changedNow = () => Effect.succeed(true)
@@ -91,17 +107,22 @@ class Ticket implements Wake {
   within(millis: number): Effect.Effect<boolean> {
     return this.withinThen(millis, changedNow, notChanged)
   }
-  withinThen<A, E>(millis: number, woke: () => Effect.Effect<A, E>, slept: () => Effect.Effect<A, E>): Effect.Effect<A, E> {
+  withinThen<A, E>(millis: number, woke: () => Effect.Effect<A, E>, slept: () => Effect.Effect<A, E>, poll?: PollTimer): Effect.Effect<A, E> {
     return Effect.async<A, E>((resume) => {
+      if (poll !== undefined) clearPoll(poll)
       if (this.changed) return resume(woke())
+      let woken = false
       const callback = () => {
-        clearTimeout(timer)
+        woken = true
+        if (poll === undefined) clearTimeout(timer)
         resume(woke())
       }
       const timer = setTimeout(() => {
+        if (woken) return
         this.remove(callback)
         resume(slept())
       }, millis)
+      if (poll !== undefined) poll.timer = timer
       this.add(callback)
       return Effect.sync(() => {
         clearTimeout(timer)
@@ -115,9 +136,8 @@ export const makeHub = (): Hub => {
   const waiting = new Map<string, Ticket>()
   // Only runs with readers waiting or read: a count per run, dropped with nothing else (a run's readers are few).
   const versions = new Map<string, number>()
-  const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
   const wake = (tenantId: string, runId: string): void => {
-    const key = keyOf(tenantId, runId)
+    const key = runKey(tenantId, runId)
     const ticket = waiting.get(key)
     if (ticket === undefined) return
     waiting.delete(key)
@@ -125,7 +145,7 @@ export const makeHub = (): Hub => {
   }
   const changed = (tenantId: string, runId: string): Effect.Effect<void> => Effect.sync(() => wake(tenantId, runId))
   const ticketNow = (tenantId: string, runId: string): Wake => {
-    const key = keyOf(tenantId, runId)
+    const key = runKey(tenantId, runId)
     let ticket = waiting.get(key)
     if (ticket === undefined) {
       ticket = new Ticket()
@@ -134,7 +154,7 @@ export const makeHub = (): Hub => {
     return ticket
   }
   const logChanged = (tenantId: string, runId: string): void => {
-    const key = keyOf(tenantId, runId)
+    const key = runKey(tenantId, runId)
     if (versions.has(key)) versions.set(key, versions.get(key)! + 1)
     wake(tenantId, runId)
   }
@@ -142,7 +162,7 @@ export const makeHub = (): Hub => {
     appended: (tenantId, runId) => Effect.sync(() => logChanged(tenantId, runId)),
     logChanged,
     logVersion: (tenantId, runId) => {
-      const key = keyOf(tenantId, runId)
+      const key = runKey(tenantId, runId)
       const v = versions.get(key)
       if (v !== undefined) return v
       versions.set(key, 0)
@@ -256,6 +276,13 @@ const relay = (notices: RunNotices.Service, hub: Hub, tenantId: string, runId: s
     }
   })
 
+/** A reader's step of this process's deltas alone: their events, the log read as far as before. */
+const deltasPage = (deltas: ReadonlyArray<Live.StoredDelta>, nextSeq: number, wake: Wake): Pulled => {
+  const events: Array<Live.LiveEvent> = []
+  for (const d of deltas) events.push(Live.fromDelta(d))
+  return [Chunk.unsafeFromArray(events), Option.some({ after: deltas[deltas.length - 1]!, nextSeq, wake })]
+}
+
 /** `setup` runs before the first read. */
 const reader = (
   options: ReadOptions,
@@ -273,6 +300,8 @@ const reader = (
   let cached: RunInfo | undefined
   let cachedVersion = -1
   let woken = false
+  // The timer of the reader's last wait, when a write woke it: cleared by the next wait, or when the stream ends.
+  const poll: PollTimer = { timer: undefined }
   /**
    * The step of a reader woken by this process's deltas alone, with the log read to its head before (the commonest
    * wake-up while a reply streams): the deltas after `state.after`, from memory, as plain calls; `undefined` when the
@@ -282,10 +311,7 @@ const reader = (
     if (!woken || cached === undefined || ended(cached.status) || state.nextSeq <= cached.headSeq || live.readNow === undefined) return undefined
     if (hub.logVersion(tenantId, runId) !== cachedVersion) return undefined
     const deltas = live.readNow(tenantId, runId, state.after, cached.headSeq, pageSize)
-    if (deltas === undefined || deltas.length === 0 || deltas.length === pageSize) return undefined
-    const events: Array<Live.LiveEvent> = []
-    for (const d of deltas) events.push(Live.fromDelta(d))
-    return [Chunk.unsafeFromArray(events), Option.some({ after: deltas[deltas.length - 1]!, nextSeq: state.nextSeq, wake })]
+    return deltas === undefined || deltas.length === 0 || deltas.length === pageSize ? undefined : deltasPage(deltas, state.nextSeq, wake)
   }
   /**
    * A step. Nothing was written in this process since the last read: it waits for a write (or the poll) before reading
@@ -294,6 +320,7 @@ const reader = (
    */
   const step = (state: State): Effect.Effect<Pulled, Errors.RunNotFound | Errors.StoreError | Errors.LogTampered> => {
     const { wake } = state
+    clearPoll(poll)
     if (wake === undefined) return general(state)
     if (wake.fired()) {
       woken = true
@@ -308,7 +335,7 @@ const reader = (
       woken = false
       return general(state)
     }
-    return wake.withinThen(pollMillis, woke, slept)
+    return wake.withinThen(pollMillis, woke, slept, poll)
   }
   /** A step that reads the run's log (when it changed) and its deltas. */
   const general = (state: State) =>
@@ -367,12 +394,12 @@ const reader = (
         // Nothing new: wait for a write in this process, or poll (another process may be writing).
         woken = yield* wake.within(pollMillis)
       }
-
     })
   let set = false
   const first = Effect.zipRight(Effect.suspend(() => {
     set = true
     return setup
   }), Effect.suspend(() => step({ after, nextSeq: 1 })))
-  return Stream.paginateChunkEffect({ after, nextSeq: 1 } satisfies State, (state) => (set ? step(state) : first))
+  const pages = Stream.paginateChunkEffect({ after, nextSeq: 1 } satisfies State, (state) => (set ? step(state) : first))
+  return Stream.ensuring(pages, Effect.sync(() => clearPoll(poll)))
 }

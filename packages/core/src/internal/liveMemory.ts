@@ -5,6 +5,7 @@
 import * as Effect from "effect/Effect"
 import { compare, type Position, type StoredDelta } from "../Live.js"
 import type * as LiveStore from "../LiveStore.js"
+import { runKey } from "./runKey.js"
 
 export interface Memory {
   readonly append: (tenantId: string, runId: string, deltas: ReadonlyArray<StoredDelta>) => void
@@ -40,12 +41,14 @@ const readList = (list: ReadonlyArray<StoredDelta>, after: Position, throughSeq:
 
 export const make = (): Memory => {
   const runs = new Map<string, Array<StoredDelta>>()
-  const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
   return {
     append: (tenantId, runId, deltas) => {
-      const key = keyOf(tenantId, runId)
-      const list = runs.get(key) ?? []
-      runs.set(key, list)
+      const key = runKey(tenantId, runId)
+      let list = runs.get(key)
+      if (list === undefined) {
+        list = []
+        runs.set(key, list)
+      }
       for (const d of deltas) {
         // A writer numbers after what is kept; one that did not (a stale writer) is put in its place.
         const last = list[list.length - 1]
@@ -53,18 +56,18 @@ export const make = (): Memory => {
         else list.splice(firstAfter(list, d), 0, d)
       }
     },
-    read: (tenantId, runId, after, throughSeq, limit) => readList(runs.get(keyOf(tenantId, runId)) ?? [], after, throughSeq, limit),
+    read: (tenantId, runId, after, throughSeq, limit) => readList(runs.get(runKey(tenantId, runId)) ?? [], after, throughSeq, limit),
     readHeld: (tenantId, runId, after, throughSeq, limit) => {
-      const list = runs.get(keyOf(tenantId, runId))
+      const list = runs.get(runKey(tenantId, runId))
       return list !== undefined && list.length > 0 && compare(list[0]!, after) <= 0 ? readList(list, after, throughSeq, limit) : undefined
     },
     nextIndex: (tenantId, runId, seq) => {
-      const list = runs.get(keyOf(tenantId, runId)) ?? []
+      const list = runs.get(runKey(tenantId, runId)) ?? []
       const i = firstAfter(list, { seq, n: Number.MAX_SAFE_INTEGER }) - 1
       const last = list[i]
       return last !== undefined && last.seq === seq ? last.n + 1 : 1
     },
-    drop: (tenantId, runId) => void runs.delete(keyOf(tenantId, runId))
+    drop: (tenantId, runId) => void runs.delete(runKey(tenantId, runId))
   }
 }
 

@@ -57,12 +57,54 @@ export const checkBudget = (env: StepEnv, key: string, sent: ModelPort.ModelRequ
 
 /**
  * A streamed reply's check, as its output comes: a server may stream past the cap, so the output so far (4 characters
- * a token) is priced, and its cost returned once the spend would pass the limit (undefined: go on).
+ * a token) is priced, and its cost returned once the spend would pass the limit (undefined: go on). The cost grows
+ * with the output, so the most output tokens the budget allows is worked out once (again only when the run's spend
+ * changed): a delta costs a comparison, not a pricing.
  */
-export const overBudgetOf = (env: StepEnv, assumed: Assumed | undefined, price: Price | undefined) => (outputChars: number): number | undefined => {
-  if (assumed === undefined || price === undefined) return undefined
-  const costUsd = costOf({ inputTokens: assumed.promptTokens, outputTokens: Math.ceil(outputChars / 4) }, price) ?? Number.POSITIVE_INFINITY
-  return env.spentUsd() + costUsd > env.tenant.budgetUsdLimit ? costUsd : undefined
+export const overBudgetOf = (env: StepEnv, assumed: Assumed | undefined, price: Price | undefined): (outputChars: number) => number | undefined => {
+  if (assumed === undefined || price === undefined) return () => undefined
+  const costAt = (outputTokens: number): number => costOf({ inputTokens: assumed.promptTokens, outputTokens }, price) ?? Number.POSITIVE_INFINITY
+  /** The most output tokens within the budget after `spent` (-1: not even none). */
+  const allowance = (spent: number): number => {
+    const within = (tokens: number) => !(spent + costAt(tokens) > env.tenant.budgetUsdLimit)
+    if (!within(0)) return -1
+    const perToken = price.output / 1_000_000
+    const guess = perToken > 0 ? Math.floor((env.tenant.budgetUsdLimit - spent - costAt(0)) / perToken) : Number.MAX_SAFE_INTEGER
+    return lastWithin(within, Math.max(0, Math.min(Number.MAX_SAFE_INTEGER, Number.isFinite(guess) ? guess : 0)))
+  }
+  let spentAt = env.spentUsd()
+  let allowed = allowance(spentAt)
+  return (outputChars) => {
+    const spent = env.spentUsd()
+    if (spent !== spentAt) {
+      spentAt = spent
+      allowed = allowance(spent)
+    }
+    const tokens = Math.ceil(outputChars / 4)
+    return tokens > allowed ? costAt(tokens) : undefined
+  }
+}
+
+/**
+ * The last count from 0 to `Number.MAX_SAFE_INTEGER` that `within` holds for (it holds for 0, and for every count below
+ * one it holds for), looked for from `guess`: two calls when the guess is right or one off, a bisection else.
+ */
+export const lastWithin = (within: (n: number) => boolean, guess: number): number => {
+  let lo = 0
+  let hi = Number.MAX_SAFE_INTEGER + 1
+  if (within(guess)) {
+    if (guess === Number.MAX_SAFE_INTEGER || !within(guess + 1)) return guess
+    lo = guess + 1
+  } else {
+    if (within(guess - 1)) return guess - 1
+    hi = guess - 1
+  }
+  while (hi - lo > 1) {
+    const mid = lo + Math.floor((hi - lo) / 2)
+    if (within(mid)) lo = mid
+    else hi = mid
+  }
+  return lo
 }
 
 /** The cost a response is charged: the adapter's (or a middleware's) when it is one, else its usage at its price. */
