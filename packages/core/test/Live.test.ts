@@ -211,6 +211,38 @@ describe("Kernel.live", () => {
       expect(events.map((e) => e._tag).slice(-2)).toEqual(["ModelCompleted", "Completed"])
     }).pipe(Effect.provide(layer([ScriptedModel.text("hello", { deltas: 2 })]))))
 
+  it.effect("a reader woken by its own process's deltas still gets another process's later writes, by its poll", () =>
+    Effect.gen(function*() {
+      const store = yield* EventStore.makeMemory
+      const shared = yield* LiveStore.makeMemory
+      const kernelOver = (script: ReadonlyArray<ScriptedModel.Reply>) =>
+        Effect.provide(
+          Kernel.Kernel,
+          Layer.provideMerge(
+            Kernel.layer({ livePollInterval: "10 millis" }),
+            Layer.mergeAll(Layer.succeed(EventStore.EventStore, store), Layer.succeed(LiveStore.LiveStore, shared), ScriptedModel.layer(script), ToolRegistry.layer([]))
+          )
+        )
+      const here = yield* kernelOver([ScriptedModel.text("one two three", { deltas: ["one ", "two ", "three"] })])
+      const elsewhere = yield* kernelOver([])
+      // Reading while the reply streams: each delta wakes the reader (its poll timer left for its next wait to clear).
+      const paused = yield* Deferred.make<void>()
+      const reader = yield* Effect.fork(
+        here.live({ tenantId: "acme", runId: "two" }, { waitForStart: true }).pipe(
+          Stream.tap((e) => (e._tag === "Paused" ? Deferred.succeed(paused, undefined) : Effect.void)),
+          Stream.takeUntil((e) => e._tag === "Completed"),
+          Stream.runCollect
+        )
+      )
+      expect((yield* here.execute(chatThenPause, { runId: "two", tenant: tenant(), input: "q" })).status).toBe("paused")
+      // Once the reader waits after the pause, another process resumes the run: nothing but its poll brings it that.
+      yield* Deferred.await(paused)
+      expect((yield* elsewhere.resume({ tenantId: "acme", runId: "two", workflow: chatThenPause, response: "ok" })).status).toBe("completed")
+      const seen = Chunk.toReadonlyArray(yield* Fiber.join(reader))
+      expect(texts(seen)).toEqual(["one ", "two ", "three"])
+      expect(seen.map((e) => e._tag).slice(-3)).toEqual(["Paused", "Logged", "Completed"])
+    }))
+
   it.effect("a kernel given a shared LiveStore writes its deltas behind to it: another kernel over the same stores reads them", () =>
     Effect.gen(function*() {
       const store = yield* EventStore.makeMemory
