@@ -20,6 +20,20 @@ const texts = (events: ReadonlyArray<Live.LiveEvent>) => events.flatMap((e) => (
 const liveUntil = (kernel: Kernel.Service, runId: string, until: (e: Live.LiveEvent) => boolean, after?: string) =>
   kernel.live({ tenantId: "acme", runId }, after === undefined ? {} : { after }).pipe(Stream.takeUntil(until), Stream.runCollect, Effect.map(Chunk.toReadonlyArray))
 
+/** Kernels over one event store and one shared `LiveStore`, as processes of one deployment (a 10 ms poll). */
+const sharedStores = Effect.gen(function*() {
+  const store = yield* EventStore.makeMemory
+  const shared = yield* LiveStore.makeMemory
+  return (script: ReadonlyArray<ScriptedModel.Reply>) =>
+    Effect.provide(
+      Kernel.Kernel,
+      Layer.provideMerge(
+        Kernel.layer({ livePollInterval: "10 millis" }),
+        Layer.mergeAll(Layer.succeed(EventStore.EventStore, store), Layer.succeed(LiveStore.LiveStore, shared), ScriptedModel.layer(script), ToolRegistry.layer([]))
+      )
+    )
+})
+
 describe("Kernel.live", () => {
   it.effect("a reader gets each delta before the model sends the next one, then the logged reply", () => {
     const pieces = ["The ", "answer ", "is ", "42."]
@@ -213,16 +227,7 @@ describe("Kernel.live", () => {
 
   it.effect("a reader woken by its own process's deltas still gets another process's later writes, by its poll", () =>
     Effect.gen(function*() {
-      const store = yield* EventStore.makeMemory
-      const shared = yield* LiveStore.makeMemory
-      const kernelOver = (script: ReadonlyArray<ScriptedModel.Reply>) =>
-        Effect.provide(
-          Kernel.Kernel,
-          Layer.provideMerge(
-            Kernel.layer({ livePollInterval: "10 millis" }),
-            Layer.mergeAll(Layer.succeed(EventStore.EventStore, store), Layer.succeed(LiveStore.LiveStore, shared), ScriptedModel.layer(script), ToolRegistry.layer([]))
-          )
-        )
+      const kernelOver = yield* sharedStores
       const here = yield* kernelOver([ScriptedModel.text("one two three", { deltas: ["one ", "two ", "three"] })])
       const elsewhere = yield* kernelOver([])
       // Reading while the reply streams: each delta wakes the reader (its poll timer left for its next wait to clear).
@@ -245,16 +250,7 @@ describe("Kernel.live", () => {
 
   it.effect("a kernel given a shared LiveStore writes its deltas behind to it: another kernel over the same stores reads them", () =>
     Effect.gen(function*() {
-      const store = yield* EventStore.makeMemory
-      const shared = yield* LiveStore.makeMemory
-      const kernelOver = (script: ReadonlyArray<ScriptedModel.Reply>) =>
-        Effect.provide(
-          Kernel.Kernel,
-          Layer.provideMerge(
-            Kernel.layer({ livePollInterval: "10 millis" }),
-            Layer.mergeAll(Layer.succeed(EventStore.EventStore, store), Layer.succeed(LiveStore.LiveStore, shared), ScriptedModel.layer(script), ToolRegistry.layer([]))
-          )
-        )
+      const kernelOver = yield* sharedStores
       const writer = yield* kernelOver([ScriptedModel.text("one two three", { deltas: ["one ", "two ", "three"] })])
       const reader = yield* kernelOver([])
       expect((yield* writer.execute(chatThenPause, { runId: "shared", tenant: tenant(), input: "q" })).status).toBe("paused")
