@@ -9,7 +9,7 @@
 // reads the agent run through the store's readEvents in pages of 512 (no replay, no verification), ONLY=readsync the
 // same with a fiber per page (Effect.runSync), ONLY=barepages the driver's bare statement in pages of 512 + JSON.parse.
 // GC_EACH=1 (with node --expose-gc) runs a full collection before each round, outside the measured span.
-// SWITCH=NAME (with ONLY=agent): the flag NAME set on odd rounds only, their replays reported as switched_mixed_*.
+// SWITCH=NAME (with ONLY=agent): the flag NAME set in half the rounds (A B B A), their replays reported as switched_mixed_*.
 // GC_MARKS=1 prints "GC_MARK start/end" around the measured rounds (to cut a --trace-gc-nvp log).
 // ALLOC_PROFILE=FILE writes a sampling heap profile of everything the measured rounds allocated (collected or not);
 // with SURVIVORS=1, of what outlived a young collection only (what the collector copied and promoted).
@@ -163,13 +163,15 @@ try {
           out.mixed.push(only === "read" ? yield* cpuOf(readPages("agent")) : cpuMs(only === "readsync" ? readSync : barePages))
           continue
         }
-        // SWITCH=NAME: the environment flag NAME set ("1") on odd rounds, unset on even ones, and the mixed replays of
-        // each side reported apart (a temporary variant of a build that reads the flag, A/B within one process).
+        // SWITCH=NAME: the environment flag NAME set ("1") in rounds 1, 2, 5, 6, ... (A B B A: a round's place after a
+        // collection favours neither side), unset in the others, and the mixed replays of each side reported apart (a
+        // temporary variant of a build that reads the flag, A/B within one process).
         const flag = process.env["SWITCH"]
         if (flag !== undefined) {
-          if (round % 2 === 1) process.env[flag] = "1"
+          const on = round % 4 === 1 || round % 4 === 2
+          if (on) process.env[flag] = "1"
           else delete process.env[flag]
-          if (round % 2 === 1) {
+          if (on) {
             out.switched.push(yield* timed("agent"))
             continue
           }
