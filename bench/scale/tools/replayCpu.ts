@@ -9,6 +9,7 @@
 // reads the agent run through the store's readEvents in pages of 512 (no replay, no verification), ONLY=readsync the
 // same with a fiber per page (Effect.runSync), ONLY=barepages the driver's bare statement in pages of 512 + JSON.parse.
 // GC_EACH=1 (with node --expose-gc) runs a full collection before each round, outside the measured span.
+// SWITCH=NAME (with ONLY=agent): the flag NAME set in half the rounds (A B B A), their replays reported as switched_mixed_*.
 // GC_MARKS=1 prints "GC_MARK start/end" around the measured rounds (to cut a --trace-gc-nvp log).
 // ALLOC_PROFILE=FILE writes a sampling heap profile of everything the measured rounds allocated (collected or not);
 // with SURVIVORS=1, of what outlived a young collection only (what the collector copied and promoted).
@@ -146,7 +147,7 @@ try {
           heap.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: process.env["SURVIVORS"] === undefined })
         )
       }
-      const out = { mixed: [] as Array<number>, mixedFloor: [] as Array<number>, tools: [] as Array<number>, toolsFloor: [] as Array<number> }
+      const out = { switched: [] as Array<number>, mixed: [] as Array<number>, mixedFloor: [] as Array<number>, tools: [] as Array<number>, toolsFloor: [] as Array<number> }
       const only = process.env["ONLY"]
       gc.from = performance.now()
       if (process.env["GC_MARKS"] !== undefined) console.log("GC_MARK start")
@@ -161,6 +162,19 @@ try {
         if (only === "read" || only === "readsync" || only === "barepages") {
           out.mixed.push(only === "read" ? yield* cpuOf(readPages("agent")) : cpuMs(only === "readsync" ? readSync : barePages))
           continue
+        }
+        // SWITCH=NAME: the environment flag NAME set ("1") in rounds 1, 2, 5, 6, ... (A B B A: a round's place after a
+        // collection favours neither side), unset in the others, and the mixed replays of each side reported apart (a
+        // temporary variant of a build that reads the flag, A/B within one process).
+        const flag = process.env["SWITCH"]
+        if (flag !== undefined) {
+          const on = round % 4 === 1 || round % 4 === 2
+          if (on) process.env[flag] = "1"
+          else delete process.env[flag]
+          if (on) {
+            out.switched.push(yield* timed("agent"))
+            continue
+          }
         }
         if (only !== "tools") out.mixed.push(yield* timed("agent"))
         if (only === undefined) out.mixedFloor.push(cpuMs(() => bare("agent")))
@@ -195,6 +209,7 @@ try {
     tools_floor_ms: m(results.toolsFloor),
     tools_ratio: Math.round(median(results.tools) / median(results.toolsFloor) * 100) / 100,
     mixed_min_ms: Math.min(...results.mixed),
+    ...(results.switched.length === 0 ? {} : { switched_mixed_ms: m(results.switched), switched_mixed_min_ms: Math.min(...results.switched) }),
     tools_min_ms: Math.min(...results.tools),
     // Per measured round (its replays and floors).
     gc_scavenges_per_round: Math.round(gc.scavenges / rounds * 10) / 10,

@@ -7,6 +7,7 @@
 import * as Schema from "effect/Schema"
 import { type Event, type RunInfo, type RunStatus, statusAfter } from "./Event.js"
 import { chainChecker, GENESIS_HASH } from "./internal/hash.js"
+import { isLazy, tagOf } from "./internal/lazyPayload.js"
 
 /** A head exported earlier (for example into an audit system): the chain must still contain it. */
 export const Head = Schema.Struct({ seq: Schema.Int, hash: Schema.String })
@@ -73,9 +74,8 @@ export const make = (runId: string, options: VerifyOptions = {}): Verifier => {
       return broken(expectedSeq, `expected seq ${expectedSeq}, found seq ${event.seq} (an event is missing or out of order)`)
     }
     if (event.runId !== runId) return broken(event.seq, `event belongs to run ${event.runId}`)
-    if (event.type !== event.payload._tag) {
-      return broken(event.seq, `type ${event.type} does not match payload ${event.payload._tag}`)
-    }
+    const tag = tagOf(event)
+    if (event.type !== tag) return broken(event.seq, `type ${event.type} does not match payload ${tag}`)
     if (event.prevHash !== prevHash) return broken(event.seq, "prevHash does not link to the previous event's hash")
     // The event itself, not a copy: its hash covers the payload's stored bytes, which are kept beside the event.
     // Linked: its prevHash is the genesis hash or the previous event's, checked just before.
@@ -97,6 +97,8 @@ export const make = (runId: string, options: VerifyOptions = {}): Verifier => {
         count++
         prevHash = event.hash
         if (headHashes.has(event.seq)) headHashes.set(event.seq, event.hash)
+        // A replay's lazy `ModelRequested` (`lazyPayload.ts`) neither sets a status nor costs: not decoded here.
+        if (isLazy(event)) continue
         const p = event.payload
         status = statusAfter(p) ?? status
         if (p._tag === "ModelCompleted") costUsd += p.costUsd

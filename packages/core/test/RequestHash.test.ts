@@ -1,7 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Arbitrary, FastCheck as fc } from "effect"
+import { Arbitrary, Either, FastCheck as fc } from "effect"
 import { Chat, Json, type ModelPort } from "@artana/core"
-import { canonicalJson, sha256 } from "../src/internal/hash.js"
+import { canonicalJson, sha256, storedPayload } from "../src/internal/hash.js"
+import { decodeLazy, LazyRequested } from "../src/internal/lazyPayload.js"
+import { requestedOf, requestedText } from "../src/internal/modelRequested.js"
 import { requestHash, requestText } from "../src/internal/requestHash.js"
 
 /** The definition: SHA-256 of the canonical JSON of the request's fields, absent ones null. */
@@ -43,5 +45,47 @@ describe("a model request's hash", () => {
       }),
       { numRuns: 300 }
     )
+  })
+})
+
+const hash = fc.stringMatching(/^[0-9a-f]{64}$/)
+
+const lazy = (text: string) => new LazyRequested("e-1", "r", "t", 3, 1_700_000_000_003, "model:0", "p".repeat(64), "h".repeat(64), text)
+
+describe("the text of a model step's ModelRequested", () => {
+  it("is JSON.stringify of the payload the step logs, the same when its messages are reused by a later request", () => {
+    fc.assert(
+      fc.property(request, fc.array(message, { maxLength: 3 }), hash, (first, more, h) => {
+        expect(requestedText(first, h)).toBe(JSON.stringify(requestedOf(first, h)))
+        const next: ModelPort.ModelRequest = { ...first, messages: [...first.messages, ...more] }
+        expect(requestedText(next, h)).toBe(JSON.stringify(requestedOf(next, h)))
+        expect(requestedText(first, h)).toBe(JSON.stringify(requestedOf(first, h)))
+      }),
+      { numRuns: 300 }
+    )
+  })
+
+  it("read lazily, decodes on first use to what JSON.parse and the guard give, and keeps its stored text", () => {
+    fc.assert(
+      fc.property(request, hash, (sent, h) => {
+        const text = requestedText(sent, h)
+        const event = lazy(text)
+        expect(storedPayload(event)).toBe(text)
+        expect(event.payload).toEqual(JSON.parse(text))
+        expect(decodeLazy(event)).toEqual(Either.right(event.payload))
+      }),
+      { numRuns: 100 }
+    )
+  })
+
+  it("a stored text that fails the guard fails with the read's StoreError, and its payload throws it", () => {
+    const bad = lazy('{"_tag":"ModelRequested","model":"m","messages":5,"tools":[],"requestHash":"x"}')
+    const decoded = decodeLazy(bad)
+    expect(Either.isLeft(decoded) && decoded.left).toMatchObject({ _tag: "StoreError", operation: "readEvents", reason: expect.stringMatching(/^corrupt row \(run r seq 3\), column payload: /) })
+    expect(() => bad.payload).toThrow(/corrupt row \(run r seq 3\), column payload/)
+    const notJson = decodeLazy(lazy('{"_tag":"ModelRequested",'))
+    expect(Either.isLeft(notJson) && notJson.left.reason).toMatch(/column payload: not JSON/)
+    const other = decodeLazy(lazy('{"_tag":"ModelRequested","_tag":"RunResumed","reason":"x"}'))
+    expect(Either.isLeft(other) && other.left.reason).toMatch(/type ModelRequested does not match payload RunResumed/)
   })
 })

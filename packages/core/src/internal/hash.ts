@@ -1,5 +1,6 @@
 import * as crypto from "node:crypto"
 import type { Event, EventPayload } from "../Event.js"
+import { StoredText } from "./storedText.js"
 
 /** prevHash of a run's first event. */
 export const GENESIS_HASH = "0".repeat(64)
@@ -116,9 +117,9 @@ export class StoredEvent implements Event {
   ) {
     this.#payloadText = payloadText
   }
-  /** The stored text of `event`'s payload, when a store read it. */
+  /** The stored text of `event`'s payload, when a store read it (a replay's lazy `ModelRequested` too, `lazyPayload.ts`). */
   static payloadTextOf(event: object): string | undefined {
-    return event instanceof StoredEvent ? event.#payloadText : undefined
+    return event instanceof StoredEvent ? event.#payloadText : StoredText.of(event)
   }
 }
 

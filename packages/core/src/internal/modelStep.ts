@@ -12,6 +12,7 @@ import type * as ModelPort from "../ModelPort.js"
 import * as Interceptors from "./interceptors.js"
 import { chargedCost, checkBudget, failed, overBudgetOf, UNPRICED } from "./modelBudget.js"
 import { recordedCall } from "./modelRecorded.js"
+import { requestedOf } from "./modelRequested.js"
 import * as ModelStream from "./modelStream.js"
 import * as RequestHash from "./requestHash.js"
 import type { StepEnv } from "./stepEnv.js"
@@ -28,17 +29,6 @@ const refused = (env: StepEnv, key: string, phase: "before_call" | "after_call",
   error._tag === "BudgetExceeded"
     ? env.budgetExceeded(key, phase, before)
     : Effect.zipRight(env.append(key, [...before, { _tag: "PolicyDenied", tool: "model", reason: error.reason, middleware }]), Effect.fail(error))
-
-/** The `ModelRequested` of the request `sent`. */
-const requestedOf = (sent: ModelPort.ModelRequest, requestHash: string): EventPayload => ({
-  _tag: "ModelRequested",
-  model: sent.model,
-  messages: sent.messages,
-  tools: sent.tools.map((t) => t.name),
-  requestHash,
-  ...(sent.outputFormat === undefined ? {} : { outputSchema: sent.outputFormat.schema }),
-  ...(sent.maxOutputTokens === undefined ? {} : { maxOutputTokens: sent.maxOutputTokens })
-})
 
 /** A call the log does not hold: priced, passed through the chain, sent (streamed), charged and logged. */
 const liveCall = (env: StepEnv, key: string, request: ModelPort.ModelRequest, requestHash: string) =>
@@ -111,7 +101,7 @@ export const make = (env: StepEnv) => (request: ModelPort.ModelRequest, explicit
   return env.answer(
     key,
     () => `a model call (request ${requestHash.slice(0, 12)})`,
-    (events) => recordedCall(env, key, events, requestHash),
+    (events) => recordedCall(env, key, events, request, requestHash),
     () => Tracing.span("artana.model", { "gen_ai.operation.name": "chat", "gen_ai.request.model": request.model, "artana.step_key": key }, liveCall(env, key, request, requestHash))
   )
 }

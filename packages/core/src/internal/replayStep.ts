@@ -3,7 +3,9 @@
  * events settle it, and the key and name of a patch marker. Pure functions over a step's events, shared by the
  * replay cursor, the step modules and fork.
  */
+import * as Either from "effect/Either"
 import type { Event, EventPayload } from "../Event.js"
+import { decodeLazy, tagOf } from "./lazyPayload.js"
 
 /** The step key of the marker `ctx.patched(id)` / `ctx.deprecatePatch(id)` log (a `StepCompleted` named `patched`). */
 export const patchKey = (patchId: string): string => `${PATCH_KEY_PREFIX}${patchId}`
@@ -17,13 +19,15 @@ export const PATCH_STEP_NAME = "patched"
  */
 export const leadOf = (events: ReadonlyArray<Event>): Event => {
   const first = events[0]!
-  if (first.payload._tag !== "MiddlewareNote") return first
-  return events.find((e) => e.payload._tag !== "MiddlewareNote") ?? first
+  if (tagOf(first) !== "MiddlewareNote") return first
+  return events.find((e) => tagOf(e) !== "MiddlewareNote") ?? first
 }
 
-/** Names a step by its first event, for messages. */
+/** Names a step by its first event, for messages (a lazy `ModelRequested` decoded: a divergence reads it). */
 export const describe = (events: ReadonlyArray<Event>): string => {
-  const first = events.length === 0 ? undefined : leadOf(events).payload
+  const decoded = events.length === 0 ? undefined : decodeLazy(leadOf(events))
+  if (decoded !== undefined && Either.isLeft(decoded)) return `a model call (${decoded.left.reason})`
+  const first = decoded?.right
   switch (first?._tag) {
     case "ModelRequested":
       return `a model call (request ${first.requestHash.slice(0, 12)})`
@@ -48,7 +52,7 @@ export const describe = (events: ReadonlyArray<Event>): string => {
 
 const has = (events: ReadonlyArray<Event>, a: EventPayload["_tag"], b?: EventPayload["_tag"], c?: EventPayload["_tag"], d?: EventPayload["_tag"]) => {
   for (let i = events.length - 1; i > 0; i--) {
-    const tag = events[i]!.payload._tag
+    const tag = tagOf(events[i]!)
     if (tag === a || tag === b || tag === c || tag === d) return true
   }
   return false
@@ -56,7 +60,7 @@ const has = (events: ReadonlyArray<Event>, a: EventPayload["_tag"], b?: EventPay
 
 /** Whether a step's recorded events settle it: nothing of it is left to run (no call in doubt, no open pause). */
 export const isSettled = (events: ReadonlyArray<Event>): boolean => {
-  switch (events.length === 0 ? undefined : leadOf(events).payload._tag) {
+  switch (events.length === 0 ? undefined : tagOf(leadOf(events))) {
     case "ToolRequested":
     case "ApprovalRequested":
       return has(events, "ToolCompleted", "ToolFailed")
@@ -77,6 +81,8 @@ export const isSettled = (events: ReadonlyArray<Event>): boolean => {
  */
 export const isMarker = (key: string, events: ReadonlyArray<Event>): boolean => {
   if (!key.startsWith(PATCH_KEY_PREFIX)) return false
-  const first = events[0]!.payload
-  return first._tag === "StepCompleted" && first.name === PATCH_STEP_NAME
+  const first = events[0]!
+  if (tagOf(first) !== "StepCompleted") return false
+  const payload = first.payload
+  return payload._tag === "StepCompleted" && payload.name === PATCH_STEP_NAME
 }

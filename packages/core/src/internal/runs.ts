@@ -18,6 +18,7 @@ import * as ContinueAsNew from "./continueAsNew.js"
 import { drive, toJson } from "./drive.js"
 import * as Execution from "./execution.js"
 import * as Tracing from "./tracing.js"
+import * as Lazy from "./lazyPayload.js"
 import { headEvent, verifiedPages } from "./ledger.js"
 import { readFailure, settled } from "./settledRun.js"
 
@@ -58,7 +59,9 @@ const wrongWorkflow = <I, O, E>(info: RunInfo, workflow: Workflow.Workflow<I, O,
  */
 const readStart = <I, O, E>(deps: Execution.Deps, workflow: Workflow.Workflow<I, O, E>, info: RunInfo) =>
   Effect.gen(function*() {
-    const next = Effect.mapError(verifiedPages(deps.store, deps.auditKey, info, { pageSize: REPLAY_PAGE_SIZE, pageBytes: REPLAY_PAGE_BYTES }), readFailure)
+    // `ModelRequested` payloads read lazily: the model step compares their stored text (`lazyPayload.ts`).
+    const pages = verifiedPages(deps.store, deps.auditKey, info, { pageSize: REPLAY_PAGE_SIZE, pageBytes: REPLAY_PAGE_BYTES })
+    const next = Effect.mapError(Effect.locally(pages, Lazy.replayRead, true), readFailure)
     const first = Option.getOrElse(yield* next, (): ReadonlyArray<Event> => [])
     const started = first[0]?.payload
     if (started === undefined || started._tag !== "RunStarted") {

@@ -34,7 +34,8 @@ export const makeInbox = () => {
   return {
     add: (events: ReadonlyArray<Event>) => {
       for (const event of events) {
-        if (event.payload._tag === "SignalSent" && event.stepKey === RUN_STEP_KEY) pending.set(event.seq, { seq: event.seq, payload: event.payload })
+        // The step key first: a replay's lazy `ModelRequested` (`lazyPayload.ts`) is not decoded here.
+        if (event.stepKey === RUN_STEP_KEY && event.payload._tag === "SignalSent") pending.set(event.seq, { seq: event.seq, payload: event.payload })
       }
     },
     /** The oldest signal named `name` not taken yet. */

@@ -8,10 +8,12 @@ import type { SqlError } from "@effect/sql/SqlError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import { RunNotFound, StoreError } from "../Errors.js"
+import * as FiberRef from "effect/FiberRef"
+import { RunNotFound, type StoreError } from "../Errors.js"
 import { decodeStoredPayload, type Event, EVENT_TYPES } from "../Event.js"
-import { causeText, storeError } from "../SqlErrors.js"
+import { storeError } from "../SqlErrors.js"
 import { GENESIS_HASH, StoredEvent } from "./hash.js"
+import * as Lazy from "./lazyPayload.js"
 import type { Tables } from "./sqlAppend.js"
 import * as Codec from "./sqlCodec.js"
 import { span } from "./tracing.js"
@@ -86,6 +88,10 @@ const uuidParts: Array<string> = ["", "", "", "", ""]
  */
 const hashOf = (row: ReadonlyArray<unknown>, pg: boolean): string => unpacked(Codec.HASH, selected(Codec.HASH, row[7], pg), "hash")
 
+/** The prev_hash a row stores, as text; NULL stands for `previousHash`, the row before's hash (see `eventValues`). */
+const prevHashOf = (row: ReadonlyArray<unknown>, previousHash: string, pg: boolean): string =>
+  row[6] === null ? previousHash : unpacked(Codec.HASH, selected(Codec.HASH, row[6], pg), "prev_hash")
+
 /** The type of an event PostgreSQL stores (migration 12): its payload's `_tag`, which an append checks is its type. */
 const typeOf = (json: unknown): string => {
   const tag = typeof json === "object" && json !== null && "_tag" in json ? json._tag : undefined
@@ -95,21 +101,26 @@ const typeOf = (json: unknown): string => {
 
 /**
  * An event from its row. `previousHash` is the hash of the run's row before it (the genesis hash before the first):
- * a NULL prev_hash stands for it (see `eventValues`).
+ * a NULL prev_hash stands for it (see `eventValues`). `lazy` (a replay's read on SQLite, whose rows name their type): a
+ * `ModelRequested` written as the kernel writes it keeps its stored text only (`lazyPayload.ts`).
  */
-const eventFromValues = (runId: string, tenantId: string, row: ReadonlyArray<unknown>, previousHash: string, pg: boolean): Event => {
-  let json: unknown
+const eventFromValues = (runId: string, tenantId: string, row: ReadonlyArray<unknown>, previousHash: string, pg: boolean, lazy: boolean): Event => {
   const source = textValue(row[5], "payload")
+  if (lazy && row[3] === Lazy.LAZY_TYPE && source.startsWith(Lazy.LAZY_PREFIX)) {
+    const eventId = unpacked(Codec.UUID, selected(Codec.UUID, row[1], pg), "event_id")
+    const seq = numberValue(row[0], "seq")
+    return new Lazy.LazyRequested(eventId, runId, tenantId, seq, numberValue(row[2], "timestamp"), textValue(row[4], "step_key"), prevHashOf(row, previousHash, pg), hashOf(row, pg), source)
+  }
+  let json: unknown
   try {
     json = JSON.parse(source)
   } catch (cause) {
-    throw new CorruptRow("payload", `not JSON (${causeText(cause)})`)
+    throw new CorruptRow("payload", Lazy.notJson(cause))
   }
   const type = pg ? typeOf(json) : textValue(row[3], "type")
   if (!EVENT_TYPES.has(type)) throw new CorruptRow("type", `unknown event type ${JSON.stringify(type)}`)
-  const payload = decodeStoredPayload(type, json)
-  if (Either.isLeft(payload)) throw new CorruptRow("payload", payload.left)
-  const prev = row[6]
+  const decoded = decodeStoredPayload(type, json)
+  if (Either.isLeft(decoded)) throw new CorruptRow("payload", decoded.left)
   // The stored text goes with the event: the chain covers the bytes as stored, so a field added to the stored payload,
   // which decoding drops, still breaks it.
   return new StoredEvent(
@@ -120,8 +131,8 @@ const eventFromValues = (runId: string, tenantId: string, row: ReadonlyArray<unk
     numberValue(row[2], "timestamp"),
     type,
     textValue(row[4], "step_key"),
-    payload.right,
-    prev === null ? previousHash : unpacked(Codec.HASH, selected(Codec.HASH, prev, pg), "prev_hash"),
+    decoded.right,
+    prevHashOf(row, previousHash, pg),
     hashOf(row, pg),
     source
   )
@@ -180,6 +191,7 @@ export const make = (sql: SqlClient.SqlClient, t: Tables, values?: ReadValues) =
       const from = Math.max(1, fromSeq)
       const before = from > 1 ? 1 : 0
       const rows = yield* select(tenantId, runId, from - before, limit === undefined ? undefined : Math.max(0, Math.floor(limit)) + before)
+      const lazy = !pg && (yield* FiberRef.get(Lazy.replayRead))
       return yield* Effect.suspend(() => {
         const out: Array<Event> = []
         let previousHash = GENESIS_HASH
@@ -196,15 +208,13 @@ export const make = (sql: SqlClient.SqlClient, t: Tables, values?: ReadValues) =
           const end = limit === undefined ? rows.length : Math.min(rows.length, i + Math.max(0, Math.floor(limit)))
           for (; i < end; i++) {
             row = rows[i]!
-            const event = eventFromValues(runId, tenantId, row, previousHash, pg)
+            const event = eventFromValues(runId, tenantId, row, previousHash, pg, lazy)
             out.push(event)
             previousHash = event.hash
           }
         } catch (cause) {
           if (!(cause instanceof CorruptRow)) return Effect.die(cause)
-          return Effect.fail(
-            new StoreError({ operation: "readEvents", reason: `corrupt row (run ${runId} seq ${String(row?.[0])}), column ${cause.column}: ${cause.reason}` })
-          )
+          return Effect.fail(Lazy.corruptRow(runId, row?.[0], cause.column, cause.reason))
         }
         return Effect.succeed(out)
       }).pipe(Effect.flatMap((out) =>
