@@ -57,6 +57,7 @@ parentPort.on("message", (page) => {
   }
 })
 Atomics.store(workerData, 0, 1)
+parentPort.postMessage("ready")
 `
 
 /**
@@ -151,6 +152,32 @@ export const worthIt = (events: number, firstPage: number): boolean => enabled &
 /** Whether long reads use the worker from now on (tests and benches compare both ways; on by default). */
 export const use = (on: boolean): void => {
   enabled = on
+}
+
+/**
+ * Starts the worker if it is not running, and resolves once it is ready (true), or died (false). The worker keeps the
+ * process alive while this waits. Long reads need not call it (they start the worker, and hash on the main thread
+ * until it is ready); tests do, to read through it from the first page.
+ */
+export const ready = (): Promise<boolean> => {
+  if (!enabled || failed || !parallel) return Promise.resolve(false)
+  const self = running ?? (running = start())
+  if (self === undefined || self.dead) return Promise.resolve(false)
+  if (Atomics.load(self.ready, 0) === 1) return Promise.resolve(true)
+  const { worker } = self
+  worker.ref()
+  return new Promise<boolean>((resolve) => {
+    const done = (ok: boolean) => () => {
+      worker.off("message", onReady)
+      worker.off("exit", onExit)
+      worker.unref()
+      resolve(ok)
+    }
+    const onReady = done(true)
+    const onExit = done(false)
+    worker.on("message", onReady)
+    worker.on("exit", onExit)
+  })
 }
 
 /** Events the worker found hashing to their stored hash since the process started. */
