@@ -55,7 +55,7 @@ const readPages = (db: string, worker: boolean, between: () => Promise<void> = (
     const store = yield* EventStore.EventStore
     const info = yield* store.getRun(tenant.tenantId, "long")
     const next = verifiedPages(store, undefined, info, { pageSize: PAGE })
-    const pages: Array<ReadonlyArray<Event>> = []
+    const pages: Array<ReadonlyArray<Event.Event>> = []
     const before = VerifyWorker.hashedSoFar()
     const failure = yield* Effect.gen(function*() {
       for (;;) {
