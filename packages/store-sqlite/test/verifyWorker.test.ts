@@ -3,8 +3,8 @@
 // is given, a worker that dies mid-read replaced by the main thread, and a process that ends on its own.
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { fileURLToPath } from "node:url"
-import { Effect, Layer, Option } from "effect"
-import { type Event, EventStore, Kernel, ModelPort, ToolRegistry } from "@artana/core"
+import { Effect, Layer, Option, Redacted, Schema } from "effect"
+import { type Event, EventStore, Kernel, ModelPort, ToolRegistry, Workflow } from "@artana/core"
 import { TestLog } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
 import { verifiedPages } from "../../core/src/internal/verifiedRead.js"
@@ -23,9 +23,9 @@ afterAll(() => {
 })
 
 const noModel = ModelPort.make({ defaultModel: "none", generate: () => Effect.dieMessage("a long run calls no model") })
-const kernelOn = (db: string) =>
+const kernelOn = (db: string, auditKey?: string) =>
   Layer.provideMerge(
-    Kernel.layer({ workflows: [TestLog.LongRun.workflow] }),
+    Kernel.layer({ workflows: [TestLog.LongRun.workflow], auditKey: auditKey === undefined ? undefined : Redacted.make(auditKey) }),
     Layer.mergeAll(SqliteStore.layer({ filename: db }), Layer.succeed(ModelPort.ModelPort, noModel), ToolRegistry.layer([]))
   )
 
@@ -48,13 +48,13 @@ const tamper = (db: string, seq: number) => {
  * The pages `verifiedPages` gives for run "long", read to the end or to its failure, in pages of `PAGE` events, with
  * the worker or without; `between` runs after the second page.
  */
-const readPages = (db: string, worker: boolean, between: () => Promise<void> = () => Promise.resolve()) =>
+const readPages = (db: string, worker: boolean, between: () => Promise<void> = () => Promise.resolve(), auditKey?: string) =>
   Effect.gen(function*() {
     VerifyWorker.use(worker)
     if (worker) expect(yield* Effect.promise(VerifyWorker.ready)).toBe(true)
     const store = yield* EventStore.EventStore
     const info = yield* store.getRun(tenant.tenantId, "long")
-    const next = verifiedPages(store, undefined, info, { pageSize: PAGE })
+    const next = verifiedPages(store, auditKey, info, { pageSize: PAGE })
     const pages: Array<ReadonlyArray<Event.Event>> = []
     const before = VerifyWorker.hashedSoFar()
     const failure = yield* Effect.gen(function*() {
@@ -119,6 +119,32 @@ describe("the verified read's chain check on a worker thread", () => {
       const again = yield* readPages(db, true)
       expect(again.failure).toMatchObject({ _tag: "LogTampered", seq: STEPS })
       expect(again.hashedByWorker).toBeGreaterThan(0)
+    }))
+
+  it.scopedLive("checks a log written with an audit key (HMAC) on the worker, and refuses it under another key", () =>
+    Effect.gen(function*() {
+      const { db } = yield* workDir
+      const steps = Workflow.make({
+        name: "steps",
+        input: Schema.Null,
+        output: Schema.Number,
+        run: (_input, ctx) =>
+          Effect.gen(function*() {
+            for (let i = 0; i < 700; i++) yield* ctx.step("n", Effect.succeed(i), Schema.Number)
+            return 700
+          })
+      })
+      yield* Effect.provide(Effect.flatMap(Kernel.Kernel, (k) => k.execute(steps, { runId: "long", tenant, input: null })), kernelOn(db, "the key"))
+      const keyed = yield* readPages(db, true, undefined, "the key")
+      expect(keyed.failure).toBeUndefined()
+      expect(keyed.pages.flat().length).toBe(702)
+      expect(keyed.hashedByWorker).toBeGreaterThan(0)
+      expect(keyed.pages).toEqual((yield* readPages(db, false, undefined, "the key")).pages)
+      for (const worker of [true, false]) {
+        const other = yield* readPages(db, worker, undefined, "another key")
+        expect(other.failure).toMatchObject({ _tag: "LogTampered", seq: 1 })
+        expect(other.pages).toEqual([])
+      }
     }))
 
   it.scopedLive("a process that replays a long log through the worker ends on its own", () =>
