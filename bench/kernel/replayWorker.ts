@@ -42,8 +42,8 @@ const crashed = async (runtime: Runtime, effect: Effect.Effect<unknown, unknown,
   if (Exit.isSuccess(exit) || !Cause.pretty(exit.cause).includes(CRASH)) throw new Error(`the run did not crash: ${Exit.isSuccess(exit) ? "it succeeded" : Cause.pretty(exit.cause)}`)
 }
 
-/** The main thread's CPU so far, ms (its schedstat's first field: ns on a CPU). */
-const mainCpu = () => Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8").split(" ")[0]) / 1e6
+/** The main thread's schedstat: ms on a CPU, and ms runnable but waiting for one (other threads and processes ran). */
+const schedstat = () => readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8").split(" ").map((ns) => Number(ns) / 1e6)
 const processCpu = () => {
   const c = process.cpuUsage()
   return (c.user + c.system) / 1000
@@ -52,14 +52,17 @@ const processCpu = () => {
 interface Sample {
   wall: number
   main: number
+  /** The main thread's time runnable but off a CPU. */
+  queued: number
   all: number
 }
 const timed = async (f: () => Promise<unknown>): Promise<Sample> => {
   const w0 = performance.now()
-  const m0 = mainCpu()
+  const [m0 = 0, q0 = 0] = schedstat()
   const a0 = processCpu()
   await f()
-  return { wall: performance.now() - w0, main: mainCpu() - m0, all: processCpu() - a0 }
+  const [m1 = 0, q1 = 0] = schedstat()
+  return { wall: performance.now() - w0, main: m1 - m0, queued: q1 - q0, all: processCpu() - a0 }
 }
 // The built core's worker module: the same instance \`@artana/core\` loads (its real path).
 const VerifyWorker: { use: (on: boolean) => void; hashedSoFar: () => number } = await import(
@@ -125,6 +128,7 @@ try {
   for (const [k, xs] of Object.entries(samples)) {
     out[`${k}_wall`] = Math.round(median(xs.map((s) => s.wall)) * 10) / 10
     out[`${k}_main`] = Math.round(median(xs.map((s) => s.main)) * 10) / 10
+    out[`${k}_queued`] = Math.round(median(xs.map((s) => s.queued)) * 10) / 10
     out[`${k}_all`] = Math.round(median(xs.map((s) => s.all)) * 10) / 10
   }
   out["events_hashed_by_worker"] = VerifyWorker.hashedSoFar()

@@ -113,8 +113,8 @@ interface Running {
 }
 
 let running: Running | undefined
-/** Whether long reads use the worker (\`use\`). */
-let enabled = true
+/** Whether long reads use the worker (\`use\`): unless the environment says \`ARTANA_VERIFY_WORKER=0\`. */
+let enabled = process.env["ARTANA_VERIFY_WORKER"] !== "0"
 /** A worker that died before it was ready is not started again in this process. */
 let failed = false
 /** Events the worker found hashing to their stored hash, since the process started (tests and benches read it). */
