@@ -3,8 +3,9 @@
 // written once; each round replays it (`kernel.replay`, one runtime, as `replay_10k_vs_floor` does) once with the
 // worker and once without, in alternating order, then resumes a fresh copy of a crashed run of the same length
 // (`resume_10k_vs_floor`'s shape) each way, and reads the floor (bare ordered SELECT + JSON.parse). For each: wall time,
-// the main thread's CPU (`/proc/self/task/PID/schedstat`, Linux) and the process's (`process.cpuUsage`, every thread).
-// Prints medians, one JSON line.
+// the main thread's CPU and its time runnable but off a CPU ("queued": `/proc/self/task/PID/schedstat`, Linux), and the
+// process's CPU (`process.cpuUsage`, every thread). The worker is switched by the built core's `verifyWorker.use`.
+// Prints medians and the events the worker hashed, one JSON line.
 //   node --import tsx kernel/replayWorker.ts [ROUNDS]     (started in bench/)
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"

@@ -30,7 +30,9 @@ export const truncated = (info: RunInfo, logEnd: number) =>
  * A run's log up to its record's head, read a page at a time and verified as the pages go by: each page's events
  * (their hashes over their stored bytes, the links, `seq` without gaps) before any of them is returned, and once the
  * last page is read, the run record's head, status and cost. `next` gives the next page (never empty), then None once
- * the log ended and those checks passed. Memory holds a page, however long the run. A log cut before that head fails
+ * the log ended and those checks passed. A log longer than its first page is read a page ahead, each page's hashes
+ * checked on a worker thread meanwhile (`verifyWorker`; `Verify` still checks every page before it is given):
+ * memory holds two pages, however long the run. A log cut before that head fails
  * `InvalidRunState` (truncated) at its end; any other break fails `LogTampered`, naming the first broken seq. A plain
  * loop over `readEvents`: what replay pulls a page at a time (`verifiedEvents` streams it). With `pageBytes`, the
  * pages after the first are sized by bytes (see `PageBytes`).
@@ -56,7 +58,7 @@ export const verifiedPages = (
   let readHash = GENESIS_HASH
   // "read": more pages may follow; "end": the last page was read, the checks of the log's end follow it; "done".
   let state: "read" | "end" | "done" = "read"
-  // The page read ahead: its events and the wait for the worker's answer on their hashes.
+  // The page read ahead: its events, and what tells how many of them the worker found hashing to their stored hash.
   let ahead: { readonly events: ReadonlyArray<Event>; readonly hashed: VerifyWorker.Hashed } | undefined
   const end = Effect.suspend((): Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> => {
     state = "done"
