@@ -142,9 +142,6 @@ const ESCAPED = /[\u0000-\u001f"\\\ud800-\udfff]/
 /** `JSON.stringify(text)`, without its cost for the common text that needs no escape (ids, hashes, keys). */
 const quote = (text: string): string => (ESCAPED.test(text) ? JSON.stringify(text) : `"${text}"`)
 
-/** `quote(text)` without its quotes (a part between two that hold them). */
-const unquoted = (text: string): string => (ESCAPED.test(text) ? JSON.stringify(text).slice(1, -1) : text)
-
 /**
  * `head` and then the event without its hash, its fields in sorted order, its payload as the given text (what
  * `JSON.stringify` of that object writes, numbers included: a non-finite one is `null`). Joined from an array. What
@@ -256,7 +253,14 @@ export const writerMaterial = (): StoredMaterial => storedMaterial()
  * a copy). `linked`: the event's `prevHash` is the previous event's hash, already checked (a digest, which needs no
  * escape).
  */
-const storedMaterial = (): StoredMaterial => {
+const storedMaterial = (): StoredMaterial => materialBuilder(STORED, ESCAPED)
+
+/**
+ * `storedMaterial`, given its domain prefix and the test of a character to escape. Self-contained: it refers to
+ * nothing but its parameters and the language's built-ins, and names no inner function, so the verify worker runs
+ * this very code from its source text (`verifyWorker`): one material, whichever thread builds it.
+ */
+export const materialBuilder = (stored: string, escaped: RegExp): StoredMaterial => {
   let runId: string | undefined
   let runPart = ""
   let linkedRunPart = ""
@@ -265,7 +269,7 @@ const storedMaterial = (): StoredMaterial => {
   // The material's parts, joined: one flat text, which hashing reads as it is (concatenated, a rope of ~15 nodes and
   // the copy hashing flattened it into were 1.2 KB per event, ~15% of what a replay allocated).
   const parts: Array<string> = [
-    STORED,
+    stored,
     "",
     '{"eventId":"',
     "",
@@ -281,30 +285,31 @@ const storedMaterial = (): StoredMaterial => {
     "",
     ""
   ]
+  // `quote` and `unquoted` (above), written out: this function names no inner function.
   return (event: Omit<Event, "hash">, payload: string, linked: boolean): string => {
     if (event.runId !== runId) {
       runId = event.runId
-      runPart = ',"runId":' + quote(runId) + ',"seq":'
+      runPart = ',"runId":' + (escaped.test(runId) ? JSON.stringify(runId) : '"' + runId + '"') + ',"seq":'
       linkedRunPart = '"' + runPart
     }
     if (event.tenantId !== tenantId) {
       tenantId = event.tenantId
-      parts[12] = '","tenantId":' + quote(tenantId) + ',"timestamp":'
+      parts[12] = '","tenantId":' + (escaped.test(tenantId) ? JSON.stringify(tenantId) : '"' + tenantId + '"') + ',"timestamp":'
     }
     let typePart = typeParts.get(event.type)
     if (typePart === undefined) {
-      typePart = ',"type":' + quote(event.type) + "}"
+      typePart = ',"type":' + (escaped.test(event.type) ? JSON.stringify(event.type) : '"' + event.type + '"') + "}"
       if (typeParts.size < 64) typeParts.set(event.type, typePart)
     }
     parts[1] = event.prevHash
-    parts[3] = unquoted(event.eventId)
+    parts[3] = escaped.test(event.eventId) ? JSON.stringify(event.eventId).slice(1, -1) : event.eventId
     parts[5] = payload
     // A linked prevHash is a digest, which needs no escape: its quotes go with the parts around it.
     parts[6] = linked ? ',"prevHash":"' : ',"prevHash":'
-    parts[7] = linked ? event.prevHash : quote(event.prevHash)
+    parts[7] = linked ? event.prevHash : escaped.test(event.prevHash) ? JSON.stringify(event.prevHash) : '"' + event.prevHash + '"'
     parts[8] = linked ? linkedRunPart : runPart
     parts[9] = Number.isFinite(event.seq) ? String(event.seq) : "null"
-    parts[11] = unquoted(event.stepKey)
+    parts[11] = escaped.test(event.stepKey) ? JSON.stringify(event.stepKey).slice(1, -1) : event.stepKey
     parts[13] = Number.isFinite(event.timestamp) ? String(event.timestamp) : "null"
     parts[14] = typePart
     const text = parts.join("")
@@ -313,3 +318,6 @@ const storedMaterial = (): StoredMaterial => {
     return text
   }
 }
+
+/** The domain prefix of `newEventHash`'s material and the test of a character `JSON.stringify` escapes, for `materialBuilder` elsewhere. */
+export const MATERIAL_CONSTANTS = { stored: STORED, escaped: ESCAPED.source } as const

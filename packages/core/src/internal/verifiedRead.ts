@@ -10,9 +10,10 @@ import * as Stream from "effect/Stream"
 import * as Errors from "../Errors.js"
 import type { Event, RunInfo } from "../Event.js"
 import * as EventStore from "../EventStore.js"
-import * as Verify from "../Verify.js"
 import type { VerifyReport } from "../Verify.js"
-import { storedPayload } from "./hash.js"
+import { chainVerifier } from "./chainVerifier.js"
+import { GENESIS_HASH, storedPayload } from "./hash.js"
+import * as VerifyWorker from "./verifyWorker.js"
 
 /** What reading a run's verified log fails with: the store's errors, a broken chain, a log cut before its head. */
 export type ReadError = Errors.RunNotFound | Errors.StoreError | Errors.LogTampered | Errors.InvalidRunState
@@ -29,7 +30,9 @@ export const truncated = (info: RunInfo, logEnd: number) =>
  * A run's log up to its record's head, read a page at a time and verified as the pages go by: each page's events
  * (their hashes over their stored bytes, the links, `seq` without gaps) before any of them is returned, and once the
  * last page is read, the run record's head, status and cost. `next` gives the next page (never empty), then None once
- * the log ended and those checks passed. Memory holds a page, however long the run. A log cut before that head fails
+ * the log ended and those checks passed. A log longer than its first page is read a page ahead, each page's hashes
+ * checked on a worker thread meanwhile (`verifyWorker`; `Verify` still checks every page before it is given):
+ * memory holds two pages, however long the run. A log cut before that head fails
  * `InvalidRunState` (truncated) at its end; any other break fails `LogTampered`, naming the first broken seq. A plain
  * loop over `readEvents`: what replay pulls a page at a time (`verifiedEvents` streams it). With `pageBytes`, the
  * pages after the first are sized by bytes (see `PageBytes`).
@@ -42,14 +45,21 @@ export const verifiedPages = (
 ): Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> => {
   let pageSize = Math.max(1, Math.floor(options.pageSize ?? EventStore.DEFAULT_PAGE_SIZE))
   const sized = options.pageBytes
-  const verifier = Verify.make(info.runId, {
+  const verifier = chainVerifier(info.runId, {
     auditKey,
     heads: [{ source: "store's run record", seq: info.headSeq, hash: info.headHash }],
     record: info
   })
+  // A long read hashes its pages on the worker thread, a page ahead (see `verifyWorker`).
+  const onWorker = VerifyWorker.worthIt(info.headSeq, pageSize)
   let logEnd = 0
-  // "read": more pages may follow; "end": the last page was given, the checks of the log's end are next; "done".
+  // The last seq read (the page ahead's last, when there is one), and the hash of that event.
+  let readEnd = 0
+  let readHash = GENESIS_HASH
+  // "read": more pages may follow; "end": the last page was read, the checks of the log's end follow it; "done".
   let state: "read" | "end" | "done" = "read"
+  // The page read ahead: its events, and what tells how many of them the worker found hashing to their stored hash.
+  let ahead: { readonly events: ReadonlyArray<Event>; readonly hashed: VerifyWorker.Hashed } | undefined
   const end = Effect.suspend((): Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> => {
     state = "done"
     // The log ends before the head the run's record vouches for: events were removed (by hand, or a partial
@@ -58,30 +68,51 @@ export const verifiedPages = (
     const report = verifier.finish()
     return report.ok ? Effect.succeed(Option.none()) : Effect.fail(tampered(info, report))
   })
-  const page = (read: ReadonlyArray<Event>): Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> => {
-    // Events appended after the record was read are not this read's: the record's head ends it. A short page is the
-    // end of the log (as it was when read).
-    let events = read
-    const beyond = read.findIndex((event) => event.seq > info.headSeq)
-    if (beyond >= 0) events = read.slice(0, beyond)
-    if (events.length === 0) return end
-    const broken = verifier.push(events)
+  // Reads the next page (none at the log's end), its hashes sent to the worker when the read uses it.
+  const read = Effect.suspend(() =>
+    Effect.map(store.readEvents(info.tenantId, info.runId, readEnd + 1, pageSize), (page) => {
+      // Events appended after the record was read are not this read's: the record's head ends it. A short page is
+      // the end of the log (as it was when read).
+      let events = page
+      const beyond = page.findIndex((event) => event.seq > info.headSeq)
+      if (beyond >= 0) events = page.slice(0, beyond)
+      if (events.length === 0) {
+        state = "end"
+        return undefined
+      }
+      const last = events[events.length - 1]!
+      if (beyond >= 0 || page.length < pageSize || last.seq >= info.headSeq) state = "end"
+      if (sized !== undefined) pageSize = nextPageSize(sized, events)
+      const hashed = onWorker ? VerifyWorker.submit(VerifyWorker.pageOf(events, readHash, info.runId, info.tenantId), auditKey) : VerifyWorker.none
+      readEnd = last.seq
+      readHash = last.hash
+      return { events, hashed }
+    })
+  )
+  // Verifies the page read ahead (the worker's answer, then every other check) and gives it.
+  const give = (page: { readonly events: ReadonlyArray<Event>; readonly hashed: VerifyWorker.Hashed }): Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> => {
+    const broken = verifier.push(page.events, page.hashed())
     if (broken !== undefined) return Effect.fail(tampered(info, broken))
-    logEnd = events[events.length - 1]!.seq
-    if (beyond >= 0 || read.length < pageSize || logEnd >= info.headSeq) state = "end"
-    if (sized !== undefined) pageSize = nextPageSize(sized, events)
-    return Effect.succeed(Option.some(events))
+    logEnd = page.events[page.events.length - 1]!.seq
+    return Effect.succeed(Option.some(page.events))
   }
-  return Effect.suspend(() => {
-    switch (state) {
-      case "done":
-        return Effect.succeed(Option.none())
-      case "end":
-        return end
-      case "read":
-        return Effect.flatMap(store.readEvents(info.tenantId, info.runId, logEnd + 1, pageSize), page)
+  const next: Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> = Effect.suspend(() => {
+    const current = ahead
+    ahead = undefined
+    if (current === undefined) {
+      if (state === "done") return Effect.succeed(Option.none())
+      if (state === "end") return end
+      return Effect.flatMap(read, (page) => (page === undefined ? end : (ahead = page, next)))
     }
+    // The next page is read (and sent to the worker) while the worker hashes this one; a read without the worker
+    // gives each page before reading the next.
+    if (!onWorker || state !== "read") return give(current)
+    return Effect.flatMap(read, (page) => {
+      ahead = page
+      return give(current)
+    })
   })
+  return next
 }
 
 /**

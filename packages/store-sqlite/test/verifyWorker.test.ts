@@ -1,0 +1,159 @@
+// A long log's chain checked on a worker thread, a page ahead of the replay (core's `verifyWorker`), against the same
+// read checked on the main thread: the same events, tampering caught the same way, before any event of the broken page
+// is given, a worker that dies mid-read replaced by the main thread, and a process that ends on its own.
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { fileURLToPath } from "node:url"
+import { Effect, Layer, Option, Redacted, Schema } from "effect"
+import { type Event, EventStore, Kernel, ModelPort, ToolRegistry, Workflow } from "@artana/core"
+import { TestLog } from "@artana/core/testing"
+import { SqliteStore } from "@artana/store-sqlite"
+import { verifiedPages } from "../../core/src/internal/verifiedRead.js"
+import * as VerifyWorker from "../../core/src/internal/verifyWorker.js"
+import { killChildren, lastJsonLine, runChild, workDir } from "./helpers.js"
+import { tenant } from "./child/workflows.js"
+
+const CHILD = fileURLToPath(new URL("./child/verify-worker.ts", import.meta.url))
+const STEPS = 3_000
+const PAGE = 256
+
+afterAll(() => {
+  killChildren()
+  VerifyWorker.use(true)
+  return VerifyWorker.shutdown()
+})
+
+const noModel = ModelPort.make({ defaultModel: "none", generate: () => Effect.dieMessage("a long run calls no model") })
+const kernelOn = (db: string, auditKey?: string) =>
+  Layer.provideMerge(
+    Kernel.layer({ workflows: [TestLog.LongRun.workflow], auditKey: auditKey === undefined ? undefined : Redacted.make(auditKey) }),
+    Layer.mergeAll(SqliteStore.layer({ filename: db }), Layer.succeed(ModelPort.ModelPort, noModel), ToolRegistry.layer([]))
+  )
+
+/** A file holding the paused run "long" of `STEPS` steps (`STEPS + 2` events, valid chain). */
+const written = Effect.gen(function*() {
+  const { db } = yield* workDir
+  yield* Effect.provide(Effect.flatMap(EventStore.EventStore, (store) => TestLog.LongRun.write(store, { runId: "long", tenant, steps: STEPS })), kernelOn(db))
+  return db
+})
+
+/** Changes the stored payload of the event at `seq` (its JSON still valid, its hash left as it was). */
+const tamper = (db: string, seq: number) => {
+  const Sqlite = SqliteStore.driver()
+  const file = new Sqlite(db)
+  file.prepare("UPDATE events SET payload = ? WHERE run_id = ? AND seq = ?").run(JSON.stringify({ _tag: "StepCompleted", name: "n", value: -1 }), "long", seq)
+  file.close()
+}
+
+/**
+ * The pages `verifiedPages` gives for run "long", read to the end or to its failure, in pages of `PAGE` events, with
+ * the worker or without; `between` runs after the second page.
+ */
+const readPages = (db: string, worker: boolean, between: () => Promise<void> = () => Promise.resolve(), auditKey?: string) =>
+  Effect.gen(function*() {
+    VerifyWorker.use(worker)
+    if (worker) expect(yield* Effect.promise(VerifyWorker.ready)).toBe(true)
+    const store = yield* EventStore.EventStore
+    const info = yield* store.getRun(tenant.tenantId, "long")
+    const next = verifiedPages(store, auditKey, info, { pageSize: PAGE })
+    const pages: Array<ReadonlyArray<Event.Event>> = []
+    const before = VerifyWorker.hashedSoFar()
+    const failure = yield* Effect.gen(function*() {
+      for (;;) {
+        const page = yield* next
+        if (Option.isNone(page)) return undefined
+        pages.push(page.value)
+        if (pages.length === 2) yield* Effect.promise(between)
+      }
+    }).pipe(Effect.flip, Effect.option, Effect.map(Option.getOrUndefined))
+    return { pages, failure, hashedByWorker: VerifyWorker.hashedSoFar() - before }
+  }).pipe(Effect.ensuring(Effect.sync(() => VerifyWorker.use(true))), Effect.provide(kernelOn(db)))
+
+describe("the verified read's chain check on a worker thread", () => {
+  it.scopedLive("gives the same events as the check on the main thread, the worker hashing most of them", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      const onWorker = yield* readPages(db, true)
+      const inline = yield* readPages(db, false)
+      expect(onWorker.failure).toBeUndefined()
+      expect(inline.failure).toBeUndefined()
+      expect(onWorker.pages.flat().length).toBe(STEPS + 2)
+      expect(onWorker.pages).toEqual(inline.pages)
+      // The worker hashed events of this read; without it, none.
+      expect(onWorker.hashedByWorker).toBeGreaterThan(0)
+      expect(inline.hashedByWorker).toBe(0)
+    }))
+
+  it.scopedLive("fails LogTampered at an event altered in a late page, and gives no event of that page", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      const seq = 2_600
+      tamper(db, seq)
+      for (const worker of [true, false]) {
+        const { failure, hashedByWorker, pages } = yield* readPages(db, worker)
+        expect(failure).toMatchObject({ _tag: "LogTampered", runId: "long", seq })
+        // The worker checked the pages before it (and found the altered event's hash wrong), or was not asked.
+        expect(hashedByWorker > 0).toBe(worker)
+        // Pages of 256: the altered event is in the page from 2,561; every page before it was given, none after.
+        const given = pages.flat()
+        expect(given.length).toBe(Math.floor((seq - 1) / PAGE) * PAGE)
+        expect(given.every((event) => event.seq < seq)).toBe(true)
+      }
+      // The kernel's replay and its verify say the same.
+      const replayed = yield* Effect.flatMap(Kernel.Kernel, (kernel) => Effect.flip(kernel.replay(TestLog.LongRun.workflow, { tenantId: tenant.tenantId, runId: "long" }))).pipe(
+        Effect.provide(kernelOn(db))
+      )
+      expect(replayed).toMatchObject({ _tag: "LogTampered", seq })
+    }))
+
+  it.scopedLive("a worker terminated mid-read: the read goes on, checked on the main thread, and still catches tampering", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      const whole = yield* readPages(db, false)
+      const cut = yield* readPages(db, true, VerifyWorker.shutdown)
+      expect(cut.failure).toBeUndefined()
+      expect(cut.pages).toEqual(whole.pages)
+      tamper(db, STEPS)
+      const tampered = yield* readPages(db, true, VerifyWorker.shutdown)
+      expect(tampered.failure).toMatchObject({ _tag: "LogTampered", seq: STEPS })
+      // The next long read starts a worker again.
+      const again = yield* readPages(db, true)
+      expect(again.failure).toMatchObject({ _tag: "LogTampered", seq: STEPS })
+      expect(again.hashedByWorker).toBeGreaterThan(0)
+    }))
+
+  it.scopedLive("checks a log written with an audit key (HMAC) on the worker, and refuses it under another key", () =>
+    Effect.gen(function*() {
+      const { db } = yield* workDir
+      const steps = Workflow.make({
+        name: "steps",
+        input: Schema.Null,
+        output: Schema.Number,
+        run: (_input, ctx) =>
+          Effect.gen(function*() {
+            for (let i = 0; i < 700; i++) yield* ctx.step("n", Effect.succeed(i), Schema.Number)
+            return 700
+          })
+      })
+      yield* Effect.provide(Effect.flatMap(Kernel.Kernel, (k) => k.execute(steps, { runId: "long", tenant, input: null })), kernelOn(db, "the key"))
+      const keyed = yield* readPages(db, true, undefined, "the key")
+      expect(keyed.failure).toBeUndefined()
+      expect(keyed.pages.flat().length).toBe(702)
+      expect(keyed.hashedByWorker).toBeGreaterThan(0)
+      expect(keyed.pages).toEqual((yield* readPages(db, false, undefined, "the key")).pages)
+      for (const worker of [true, false]) {
+        const other = yield* readPages(db, worker, undefined, "another key")
+        expect(other.failure).toMatchObject({ _tag: "LogTampered", seq: 1 })
+        expect(other.pages).toEqual([])
+      }
+    }))
+
+  it.scopedLive("a process that replays a long log through the worker ends on its own", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      // The child replays the run with the worker ready, prints what it got, and returns from its module: no exit
+      // call. A worker keeping it alive would leave it running until the timeout fails the test.
+      const output = lastJsonLine(yield* runChild([db, "long"], 300_000, { script: CHILD }))
+      expect(output).toMatchObject({ status: "paused", runId: "long" })
+      expect((output as { hashedByWorker: number }).hashedByWorker).toBeGreaterThan(0)
+    }))
+})
