@@ -10,38 +10,25 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Cause, Effect, Exit, Layer, ManagedRuntime, Schema } from "effect"
-import { EventStore, Kernel, ToolRegistry, Workflow } from "@artana/core"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { EventStore, Kernel, ToolRegistry } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
+import { crashed, crashingWorkflow } from "./crashed.js"
 import { echo, stepsWorkflow, tenant } from "../fixtures.js"
 import { median } from "../lib.js"
 
 const rounds = Number(process.argv[2] ?? "10")
 const STEPS = 5000
-const CRASH = "the process died here (benchmark)"
 const steps = stepsWorkflow("bench.steps")
 
-const crashing = Workflow.make({
-  name: "bench.crashing",
-  input: Schema.Struct({ n: Schema.Number }),
-  output: Schema.Number,
-  run: ({ n }, ctx) =>
-    Effect.gen(function*() {
-      for (let i = 0; i < n; i++) yield* ctx.tool(echo, { i, note: "a durable step of the benchmark" })
-      return yield* ctx.step("after-crash", Effect.dieMessage(CRASH), Schema.Number)
-    })
-})
+const crashing = crashingWorkflow()
 
 const layerOn = (filename: string) =>
   Layer.provideMerge(Kernel.layer(), Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), ToolRegistry.layer([echo])))
 
 type Runtime = ManagedRuntime.ManagedRuntime<Kernel.Kernel | EventStore.EventStore, unknown>
 
-const crashed = async (runtime: Runtime, effect: Effect.Effect<unknown, unknown, Kernel.Kernel>) => {
-  const exit = await runtime.runPromiseExit(effect)
-  if (Exit.isSuccess(exit) || !Cause.pretty(exit.cause).includes(CRASH)) throw new Error(`the run did not crash: ${Exit.isSuccess(exit) ? "it succeeded" : Cause.pretty(exit.cause)}`)
-}
 
 /** The main thread's schedstat: ms on a CPU, and ms runnable but waiting for one (other threads and processes ran). */
 const schedstat = () => readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8").split(" ").map((ns) => Number(ns) / 1e6)

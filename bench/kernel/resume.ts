@@ -9,32 +9,21 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Cause, Effect, Exit, Layer, ManagedRuntime, Schema } from "effect"
-import { EventStore, Kernel, ToolRegistry, Workflow } from "@artana/core"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { EventStore, Kernel, ToolRegistry } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
+import { crashed, crashingWorkflow } from "./crashed.js"
 import { echo, tenant } from "../fixtures.js"
 import { type BenchResult, median, nowUs, progress } from "../lib.js"
 
 const STEPS = 5000 // two events each: 10,000 step events
 const ROUNDS = 11
-const CRASH = "the process died here (benchmark)"
 
 /** When the code reached its first new step in the current execution (set by the step's own effect). */
 let reachedAt: number | undefined
 
-/** STEPS durable tool steps, then a memoized step during which the process "dies" (a defect: nothing of it is logged). */
-const crashing = Workflow.make({
-  name: "bench.crashing",
-  input: Schema.Struct({ n: Schema.Number }),
-  output: Schema.Number,
-  run: ({ n }, ctx) =>
-    Effect.gen(function*() {
-      for (let i = 0; i < n; i++) yield* ctx.tool(echo, { i, note: "a durable step of the benchmark" })
-      // The process dies inside the step: nothing of it is logged, and a resume meets it as new again.
-      return yield* ctx.step("after-crash", Effect.zipRight(Effect.sync(() => (reachedAt = nowUs())), Effect.dieMessage(CRASH)), Schema.Number)
-    })
-})
+const crashing = crashingWorkflow(() => (reachedAt = nowUs()))
 
 /** Microseconds the store's appends took in the current round: the resume's claim (its `RunResumed`, one commit). */
 let appendUs = 0
@@ -55,12 +44,6 @@ const layerOn = (filename: string) => {
 }
 
 /** Runs `effect`, which must end in the benchmark's crash. */
-const crashed = async (runtime: ManagedRuntime.ManagedRuntime<Kernel.Kernel | EventStore.EventStore, unknown>, effect: Effect.Effect<unknown, unknown, Kernel.Kernel>) => {
-  const exit = await runtime.runPromiseExit(effect)
-  if (Exit.isSuccess(exit) || !Cause.pretty(exit.cause).includes(CRASH)) {
-    throw new Error(`the run did not crash where the benchmark crashes it: ${Exit.isSuccess(exit) ? "it succeeded" : Cause.pretty(exit.cause)}`)
-  }
-}
 
 export const resume10k = async (): Promise<BenchResult["rows"][number]> => {
   const dir = mkdtempSync(join(tmpdir(), "artana-bench-resume-"))

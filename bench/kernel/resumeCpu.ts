@@ -11,39 +11,26 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { Session } from "node:inspector/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Cause, Effect, Exit, Layer, ManagedRuntime, Schema } from "effect"
-import { EventStore, Kernel, ToolRegistry, Workflow } from "@artana/core"
+import { Cause, Effect, Exit, Layer, ManagedRuntime } from "effect"
+import { EventStore, Kernel, ToolRegistry } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
+import { crashed, crashingWorkflow } from "./crashed.js"
 import { echo, tenant } from "../fixtures.js"
 import { median } from "../lib.js"
 
 const rounds = Number(process.argv[2] ?? "10")
 const STEPS = 5000
-const CRASH = "the process died here (benchmark)"
 
 /** CPU used when the code reached its first new step in the current execution. */
 let reachedCpu: NodeJS.CpuUsage | undefined
 let reachedAt = 0
 
-const crashing = Workflow.make({
-  name: "bench.crashing",
-  input: Schema.Struct({ n: Schema.Number }),
-  output: Schema.Number,
-  run: ({ n }, ctx) =>
-    Effect.gen(function*() {
-      for (let i = 0; i < n; i++) yield* ctx.tool(echo, { i, note: "a durable step of the benchmark" })
-      return yield* ctx.step("after-crash", Effect.zipRight(Effect.sync(() => (reachedCpu = process.cpuUsage(), reachedAt = performance.now())), Effect.dieMessage(CRASH)), Schema.Number)
-    })
-})
+const crashing = crashingWorkflow(() => (reachedCpu = process.cpuUsage(), reachedAt = performance.now()))
 
 const layerOn = (filename: string) =>
   Layer.provideMerge(Kernel.layer(), Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), ToolRegistry.layer([echo])))
 
-const crashed = async (runtime: ManagedRuntime.ManagedRuntime<Kernel.Kernel | EventStore.EventStore, unknown>, effect: Effect.Effect<unknown, unknown, Kernel.Kernel>) => {
-  const exit = await runtime.runPromiseExit(effect)
-  if (Exit.isSuccess(exit) || !Cause.pretty(exit.cause).includes(CRASH)) throw new Error(`the run did not crash: ${Exit.isSuccess(exit) ? "it succeeded" : Cause.pretty(exit.cause)}`)
-}
 
 const ms = (c: NodeJS.CpuUsage) => (c.user + c.system) / 1000
 
