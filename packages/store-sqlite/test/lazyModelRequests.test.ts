@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from "@effect/vitest"
 import { type Chat, EventStore, Kernel, Pricing, Tenant, Tool, ToolRegistry, Verify, Workflow } from "@artana/core"
 import { ScriptedModel, TestLog } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
-import { Effect, Either, FiberRef, Layer, Schema } from "effect"
+import { Cause, Effect, Either, Exit, FiberRef, Layer, Schema } from "effect"
 import { globalValue } from "effect/GlobalValue"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -143,12 +143,22 @@ describe("a replay's ModelRequested payloads, decoded on demand", () => {
           })
           const read = yield* Effect.either(store.readEvents(tenant.tenantId, "copy"))
           const replayed = yield* Effect.either(kernel.replay(agent("Find the overdue invoices."), ref("copy")))
-          return { read, replayed, seq: third.seq }
+          // Code that diverged onto that model call with a memoized step of the same key: a typed NonDeterminism (the
+          // step tells the call apart without decoding it), not a defect thrown by the payload's getter.
+          const diverged = Workflow.make({
+            name: "lazy.agent",
+            input: Schema.Struct({ turns: Schema.Number }),
+            output: Schema.Array(Schema.String),
+            run: (_input, ctx) => Effect.map(ctx.step("said", Effect.succeed("x"), Schema.String, { key: third.stepKey }), (said) => [said])
+          })
+          const divergedExit = yield* Effect.exit(kernel.replay(diverged, ref("copy")))
+          return { read, replayed, seq: third.seq, divergedExit }
         }),
         layer
       )
       const reason = new RegExp(`corrupt row \\(run copy seq ${outcome.seq}\\), column payload`)
       expect(Either.isLeft(outcome.read) && outcome.read.left).toMatchObject({ _tag: "StoreError", operation: "readEvents", reason: expect.stringMatching(reason) })
       expect(Either.isLeft(outcome.replayed) && outcome.replayed.left).toMatchObject({ _tag: "StoreError", operation: "readEvents", reason: expect.stringMatching(reason) })
+      expect(Exit.isFailure(outcome.divergedExit) && Cause.failureOption(outcome.divergedExit.cause)).toMatchObject({ _tag: "Some", value: { _tag: "NonDeterminism" } })
     }))
 })

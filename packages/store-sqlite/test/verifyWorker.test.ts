@@ -105,6 +105,22 @@ describe("the verified read's chain check on a worker thread", () => {
       expect(replayed).toMatchObject({ _tag: "LogTampered", seq })
     }))
 
+  it.scopedLive("a break in a page is reported before a read error in the page read ahead of it, as without the worker", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      // An altered event at 300 (second page), and a row at 600 (third page, the one read ahead) that is not JSON.
+      tamper(db, 300)
+      const Sqlite = SqliteStore.driver()
+      const file = new Sqlite(db)
+      file.prepare("UPDATE events SET payload = 'not json' WHERE run_id = ? AND seq = ?").run("long", 600)
+      file.close()
+      for (const worker of [true, false]) {
+        const { failure, pages } = yield* readPages(db, worker)
+        expect(failure).toMatchObject({ _tag: "LogTampered", seq: 300 })
+        expect(pages.flat().length).toBe(PAGE)
+      }
+    }))
+
   it.scopedLive("a worker terminated mid-read: the read goes on, checked on the main thread, and still catches tampering", () =>
     Effect.gen(function*() {
       const db = yield* written

@@ -8,6 +8,7 @@ import * as Option from "effect/Option"
 import type * as Errors from "../Errors.js"
 import { type Event, RUN_STEP_KEY } from "../Event.js"
 import { isMarker } from "./replayStep.js"
+import { tagOf } from "./lazyPayload.js"
 
 /** What reading the rest of the log fails with (its last pull also claims a resumed run: the store's refusals). */
 export type LoadError =
@@ -67,7 +68,7 @@ export const make = (log: Log | undefined) => {
       const event = page[i]!
       state.lastKey = event.stepKey
       if (event.stepKey === RUN_STEP_KEY) {
-        const tag = event.payload._tag
+        const tag = tagOf(event)
         if (tag === "RunCompleted" || tag === "RunFailed" || tag === "RunContinued") state.ended = true
         continue
       }

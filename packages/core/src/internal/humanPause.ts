@@ -13,6 +13,7 @@ import { firstIssue, jsonSchemaOf } from "../Tool.js"
 import type { PauseOptions } from "../Workflow.js"
 import type { StepEnv } from "./stepEnv.js"
 import * as Tracing from "./tracing.js"
+import { payloadUnlessLazy } from "./lazyPayload.js"
 
 /** An execution's `pauseForHuman`; `response` is the one a `resume` brings for the open pause (logged once taken). */
 export const make = (env: StepEnv, response: { readonly payload: unknown } | undefined) => {
@@ -61,8 +62,8 @@ export const make = (env: StepEnv, response: { readonly payload: unknown } | und
       if (found._tag === "Pending") found = yield* env.loaded(found)
       if (found._tag === "Diverged") return yield* env.fault(found.error)
       if (found._tag === "Recorded") {
-        const first = found.events[0]!.payload
-        if (first._tag !== "PauseRequested") return yield* env.mismatch(key, found.events, actual)
+        const first = payloadUnlessLazy(found.events[0]!)
+        if (first === undefined || first._tag !== "PauseRequested") return yield* env.mismatch(key, found.events, actual)
         return yield* answered(pause, key, found.events, first.ticket, first.reason)
       }
       const ticket = crypto.randomUUID()

@@ -8,8 +8,12 @@
  * The payload is still there for any code that reads it: `payload` is an own enumerable property whose getter parses
  * and guards the stored text on first use, as the read would have, and keeps the value. Equality, spreading,
  * `JSON.stringify` and `structuredClone` read it through the getter, so they see what an eager read gives. A text that
- * fails to decode fails where a replay uses it with the `StoreError` the read would have failed with (`decodeLazy`); a
- * getter cannot fail an effect, so a direct read of such a payload throws that error (a defect).
+ * differs from what the replayed code would log and fails to decode fails where a replay uses it with the `StoreError`
+ * the read would have failed with (`decodeLazy`). A text equal to what the replayed code logs is not guarded again: it
+ * replays, as the live run that wrote it ran (only code that builds messages outside `Chat.ChatMessage`, through casts,
+ * can write one the guard refuses; `Kernel.verify` and every other read still refuse it). Steps of other kinds tell a
+ * lazy event apart undecoded (`payloadUnlessLazy`, `tagOf`); a getter cannot fail an effect, so a direct read of a
+ * payload that fails its guard throws that error (a defect).
  */
 import * as Either from "effect/Either"
 import * as FiberRef from "effect/FiberRef"
@@ -101,6 +105,13 @@ const PAYLOAD: PropertyDescriptor = {
 
 /** Whether `event` came from a replay's read with its payload not decoded yet (or decoded on demand). */
 export const isLazy = (event: Event): event is LazyRequested => event instanceof LazyRequested
+
+/**
+ * The payload of a recorded step's first event, as a step of another kind than a model call reads it: undefined for a
+ * lazy `ModelRequested` (a model call's, so never that step's), which is then told apart undecoded. A divergence onto a
+ * model call whose text would fail its guard stays a `NonDeterminism`, not a defect thrown by the getter.
+ */
+export const payloadUnlessLazy = (event: Event): EventPayload | undefined => (event instanceof LazyRequested ? undefined : event.payload)
 
 /** The payload's `_tag` without decoding a lazy one (whose read vouched for its type, `ModelRequested`). */
 export const tagOf = (event: Event): EventPayload["_tag"] => (event instanceof LazyRequested ? LAZY_TYPE : event.payload._tag)

@@ -13,6 +13,7 @@ import * as SignalDelivery from "./signalDelivery.js"
 import * as SignalHold from "./signalHold.js"
 import type { Inbox } from "./signals.js"
 import type { StepEnv } from "./stepEnv.js"
+import { payloadUnlessLazy } from "./lazyPayload.js"
 
 /** `ctx.waitForSignal`, over an execution's step environment, its inbox and its ledger's catch-up. */
 export const make = (env: StepEnv, inbox: Inbox, catchUp: Ledger.Ledger["catchUp"], timing: SignalHold.Timing) => {
@@ -23,8 +24,8 @@ export const make = (env: StepEnv, inbox: Inbox, catchUp: Ledger.Ledger["catchUp
   /** A wait the log holds: the signal it took, its timeout, or (the run stopped while it waited) what is left of it. */
   const recorded = <A, I>(key: string, name: string, schema: Schema.Schema<A, I>, events: ReadonlyArray<Event>, actual: string) =>
     Effect.gen(function*() {
-      const first = events[0]!.payload
-      const isWait = first._tag === "SignalAwaited" || first._tag === "SignalReceived" || first._tag === "SignalTimedOut"
+      const first = payloadUnlessLazy(events[0]!)
+      const isWait = first !== undefined && (first._tag === "SignalAwaited" || first._tag === "SignalReceived" || first._tag === "SignalTimedOut")
       if (!isWait || first.name !== name) return yield* env.mismatch(key, events, actual)
       for (const event of events) {
         const p = event.payload

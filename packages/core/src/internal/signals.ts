@@ -13,6 +13,7 @@ import { type Event, type EventPayload, RUN_STEP_KEY } from "../Event.js"
 import * as EventStore from "../EventStore.js"
 import type * as TaskQueue from "../TaskQueue.js"
 import * as Tasks from "./taskQueue.js"
+import { tagOf } from "./lazyPayload.js"
 
 // Sending lives in `signalSend.ts`, the wait in `signalWait.ts` (over `signalDelivery.ts` and `signalHold.ts`).
 export { send, type SendError } from "./signalSend.js"
@@ -34,8 +35,10 @@ export const makeInbox = () => {
   return {
     add: (events: ReadonlyArray<Event>) => {
       for (const event of events) {
-        // The step key first: a replay's lazy `ModelRequested` (`lazyPayload.ts`) is not decoded here.
-        if (event.stepKey === RUN_STEP_KEY && event.payload._tag === "SignalSent") pending.set(event.seq, { seq: event.seq, payload: event.payload })
+        // A replay's lazy `ModelRequested` (`lazyPayload.ts`) is not decoded here.
+        if (event.stepKey !== RUN_STEP_KEY || tagOf(event) !== "SignalSent") continue
+        const payload = event.payload
+        if (payload._tag === "SignalSent") pending.set(event.seq, { seq: event.seq, payload })
       }
     },
     /** The oldest signal named `name` not taken yet. */

@@ -19,6 +19,7 @@ import { inDoubt } from "./toolInDoubt.js"
 import { outcomeOf, sameArguments } from "./toolOutcome.js"
 import { request, requestedOf, type ToolCallRequest } from "./toolRequest.js"
 import { traced } from "./toolSpan.js"
+import { payloadUnlessLazy } from "./lazyPayload.js"
 
 export const make = (env: StepEnv) => {
   const { deps, tenant, runId } = env
@@ -63,7 +64,8 @@ export const make = (env: StepEnv) => {
     const toolOf = () => call.value ?? deps.tools.get(call.name)
     if (found._tag === "New") return traced(call, key, `${runId}/${key}`, toolOf(), newCall(call, key, toolOf()), env.spans)
     const recorded = found.events
-    const first = leadOf(recorded).payload
+    const first = payloadUnlessLazy(leadOf(recorded))
+    if (first === undefined) return env.mismatch(key, recorded, actual())
     if (first._tag === "ApprovalRequested") {
       if (first.tool !== call.name || (call.toolCallId === undefined && !sameArguments(first.arguments, call.arguments))) return env.mismatch(key, recorded, actual())
       return ToolApproval.recorded(env, prepare, call, key, recorded, toolOf())

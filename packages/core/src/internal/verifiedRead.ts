@@ -60,6 +60,8 @@ export const verifiedPages = (
   let state: "read" | "end" | "done" = "read"
   // The page read ahead: its events, and what tells how many of them the worker found hashing to their stored hash.
   let ahead: { readonly events: ReadonlyArray<Event>; readonly hashed: VerifyWorker.Hashed } | undefined
+  // The error of a page read ahead, failed once the page before it was given.
+  let failedAhead: ReadError | undefined
   const end = Effect.suspend((): Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> => {
     state = "done"
     // The log ends before the head the run's record vouches for: events were removed (by hand, or a partial
@@ -99,6 +101,12 @@ export const verifiedPages = (
   const next: Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> = Effect.suspend(() => {
     const current = ahead
     ahead = undefined
+    if (failedAhead !== undefined) {
+      const error = failedAhead
+      failedAhead = undefined
+      state = "done"
+      return Effect.fail(error)
+    }
     if (current === undefined) {
       if (state === "done") return Effect.succeed(Option.none())
       if (state === "end") return end
@@ -107,9 +115,14 @@ export const verifiedPages = (
     // The next page is read (and sent to the worker) while the worker hashes this one; a read without the worker
     // gives each page before reading the next.
     if (!onWorker || state !== "read") return give(current)
-    return Effect.flatMap(read, (page) => {
-      ahead = page
-      return give(current)
+    return Effect.matchEffect(read, {
+      // A page read ahead that fails does not hide a break in the page before it: that page is verified (and given)
+      // first, as a read without the worker would, and the read's error is the next pull's.
+      onFailure: (error) => Effect.tap(give(current), () => (failedAhead = error, Effect.void)),
+      onSuccess: (page) => {
+        ahead = page
+        return give(current)
+      }
     })
   })
   return next

@@ -126,6 +126,8 @@ const start = (): Running | undefined => {
   try {
     worker = new Worker(SOURCE, { eval: true, workerData: ready })
   } catch {
+    // A worker that cannot be made (a permission model, no threads) is not tried again in this process.
+    failed = true
     return undefined
   }
   const self: Running = { worker, ready, dead: false, last: undefined }
@@ -195,6 +197,8 @@ export const none: Hashed = () => 0
  * after), is still to take the page sent before (at most one page waits for it), or died.
  */
 export const submit = (page: Page, auditKey: string | undefined): Hashed => {
+  // A read already going when its worker died before it was ready does not start one for each of its pages.
+  if (running === undefined && failed) return none
   const self = running ?? (running = start())
   if (self === undefined || self.dead || Atomics.load(self.ready, 0) !== 1 || page.ends.length === 0) return none
   if (self.last !== undefined && Atomics.load(self.last, TAKEN) === 0) return none

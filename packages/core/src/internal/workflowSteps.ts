@@ -17,12 +17,13 @@ import { decodeExactOnce, encodeExactOnce } from "./exactGuard.js"
 import * as HumanPause from "./humanPause.js"
 import type { StepEnv } from "./stepEnv.js"
 import * as Tracing from "./tracing.js"
+import { payloadUnlessLazy } from "./lazyPayload.js"
 
 export const make = (env: StepEnv, response: { readonly payload: unknown } | undefined) => {
   /** A step the log holds: its logged value, decoded (an exact value is used as it is), or a fault. */
   const recorded = <A, I>(name: string, stepKey: string, events: ReadonlyArray<Event>, schema: Schema.Schema<A, I>): Effect.Effect<A> => {
-    const first = events[0]!.payload
-    if (first._tag !== "StepCompleted" || first.name !== name) return env.mismatch(stepKey, events, `step "${name}"`)
+    const first = payloadUnlessLazy(events[0]!)
+    if (first === undefined || first._tag !== "StepCompleted" || first.name !== name) return env.mismatch(stepKey, events, `step "${name}"`)
     const value = decodeExactOnce(schema, first.value)
     if (Either.isLeft(value)) {
       return env.fault(new Errors.InvalidInput({ what: `logged value of step "${name}" (${stepKey})`, reason: firstIssue(value.left).reason }))
