@@ -28,6 +28,30 @@ export const median = (xs: ReadonlyArray<number>): number => {
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2
 }
 
+/**
+ * The standard error of `median(xs)`: the spread (standard deviation) of the medians of 2,000 resamples of `xs` drawn
+ * with replacement (a bootstrap; a fixed seed, so a run's figure is reproducible from its samples). What a row's value
+ * would move by if its rounds were run again on the same machine state.
+ */
+export const medianSe = (xs: ReadonlyArray<number>): number => {
+  let seed = 0x9e3779b9
+  // mulberry32
+  const random = () => {
+    seed = (seed + 0x6d2b79f5) | 0
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed)
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+  const medians: Array<number> = []
+  const sample: Array<number> = new Array(xs.length)
+  for (let b = 0; b < 2000; b++) {
+    for (let i = 0; i < xs.length; i++) sample[i] = xs[Math.floor(random() * xs.length)]!
+    medians.push(median(sample))
+  }
+  const mean = medians.reduce((a, m) => a + m, 0) / medians.length
+  return Math.sqrt(medians.reduce((a, m) => a + (m - mean) ** 2, 0) / medians.length)
+}
+
 /** Microseconds since an arbitrary origin. */
 export const nowUs = (): number => Number(process.hrtime.bigint()) / 1000
 

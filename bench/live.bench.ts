@@ -8,7 +8,10 @@
 //   counted (the first calls in a process run code V8 has not compiled yet, the kernel's more than the SDK's: what a
 //   long-running server pays once, not per reply); each round runs both, one right after the other, and changes which
 //   goes first. The value is the median over rounds of the round's kernel/SDK ratio (both halves of a pair see the
-//   same load, so a machine whose load drifts moves the pair, not the ratio); the ratio of the two medians is in the
+//   same load, so a machine whose load drifts moves the pair, not the ratio); `median_se` in the detail is its standard
+//   error (a bootstrap over the rounds): a round's ratio ranges from ~0.75 to ~1.8 on this machine, so 61 rounds gave a
+//   median of standard error ~0.04, as wide as the row's distance to its target, and 241 give ~0.02 (bench/README.md,
+//   fifth session). The ratio of the two medians is in the
 //   detail, and so is the same ratio in CPU (`process.cpuUsage` over the same window, each side's own process CPU:
 //   what the window would take on an idle core). The PII middleware is the default one (prompts scrubbed): with
 //   `scrubReplies` a reply's text is held back until 64 characters settled (see `@artana/middleware`), so its first
@@ -29,7 +32,7 @@ import { OpenAiModel } from "@artana/model-openai"
 import { FakeOpenAi } from "@artana/model-openai/testing"
 import { SqliteStore } from "@artana/store-sqlite"
 import { tenant } from "./fixtures.js"
-import { type BenchResult, median, nowUs, progress } from "./lib.js"
+import { type BenchResult, median, medianSe, nowUs, progress } from "./lib.js"
 
 /** This process's CPU time (user and system), in microseconds. */
 const cpuUs = (): number => {
@@ -38,7 +41,7 @@ const cpuUs = (): number => {
 }
 
 const WARMUP = 10
-const ROUNDS = 61
+const ROUNDS = 241
 const DELTAS = 200
 const KEPT = 10_000
 const K = 9_000
@@ -129,6 +132,7 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
     const allSdk: Array<number> = []
     let request = 0
     for (let round = 0; round < WARMUP + ROUNDS; round++) {
+      if (round > WARMUP && (round - WARMUP) % 60 === 0) progress(`first_delta_vs_sdk: round ${round - WARMUP}/${ROUNDS}`)
       for (const who of round % 2 === 0 ? ["kernel", "sdk"] as const : ["sdk", "kernel"] as const) {
         // A short reply (first delta), then a long one (per delta), each way.
         for (const long of [false, true]) {
@@ -195,7 +199,8 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
     const fk = median(firstKernel)
     const fs = median(firstSdk)
     // Per round: the kernel's time over the SDK's, both measured in that round.
-    const pairRatio = median(firstKernel.map((k, i) => k / firstSdk[i]!))
+    const pairs = firstKernel.map((k, i) => k / firstSdk[i]!)
+    const pairRatio = median(pairs)
     const cpuRatio = median(cpuKernel.map((k, i) => k / cpuSdk[i]!))
     const perDelta = (median(allKernel) - median(allSdk)) / DELTAS
     return {
@@ -212,6 +217,7 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
           detail: {
             kernel_us: fk,
             sdk_us: fs,
+            median_se: medianSe(pairs),
             ratio_of_medians: fk / fs,
             cpu_ratio: cpuRatio,
             kernel_cpu_us: median(cpuKernel),
