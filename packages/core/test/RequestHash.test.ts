@@ -4,6 +4,7 @@ import { Chat, Json, type ModelPort } from "@artana/core"
 import { canonicalJson, sha256, storedPayload } from "../src/internal/hash.js"
 import { decodeLazy, LazyRequested } from "../src/internal/lazyPayload.js"
 import { requestedOf, requestedText } from "../src/internal/modelRequested.js"
+import { Renders } from "../src/internal/renders.js"
 import { requestHash, requestText } from "../src/internal/requestHash.js"
 
 /** The definition: SHA-256 of the canonical JSON of the request's fields, absent ones null. */
@@ -26,21 +27,27 @@ const request: fc.Arbitrary<ModelPort.ModelRequest> = fc.record({
 }, { requiredKeys: ["model", "messages", "tools"] })
 
 describe("a model request's hash", () => {
-  it("is SHA-256 of the canonical JSON of the request, the same when its messages and tools are reused by a later request", () => {
+  it("is SHA-256 of the canonical JSON of the request, the same when its messages and tools are reused by later requests", () => {
+    // One execution's renders across its requests, as a model step uses them.
+    const renders = new Renders()
     fc.assert(
       fc.property(request, fc.array(message, { maxLength: 3 }), (first, more) => {
         const typed = first
-        expect(requestText(typed)).toBe(canonicalJson({
+        expect(requestText(typed, renders)).toBe(canonicalJson({
           model: typed.model,
           messages: typed.messages,
           tools: typed.tools,
           outputFormat: typed.outputFormat ?? null,
           maxOutputTokens: typed.maxOutputTokens ?? null
         }))
-        expect(requestHash(typed)).toBe(defined(typed))
-        // A later turn: the same message and tool objects, and new ones.
+        expect(requestHash(typed, renders)).toBe(defined(typed))
+        // A later turn: the same message and tool objects, and new ones; then the first again, then a request with
+        // none of them, then the first again (its objects rendered anew).
         const next: ModelPort.ModelRequest = { ...typed, messages: [...typed.messages, ...more] }
-        expect(requestHash(next)).toBe(defined(next))
+        expect(requestHash(next, renders)).toBe(defined(next))
+        expect(requestHash(typed, renders)).toBe(defined(typed))
+        expect(requestHash({ model: typed.model, messages: more, tools: [] }, renders)).toBe(defined({ model: typed.model, messages: more, tools: [] }))
+        expect(requestHash(typed, renders)).toBe(defined(typed))
         expect(requestHash(typed)).toBe(defined(typed))
       }),
       { numRuns: 300 }
@@ -53,12 +60,17 @@ const hash = fc.stringMatching(/^[0-9a-f]{64}$/)
 const lazy = (text: string) => new LazyRequested("e-1", "r", "t", 3, 1_700_000_000_003, "model:0", "p".repeat(64), "h".repeat(64), text)
 
 describe("the text of a model step's ModelRequested", () => {
-  it("is JSON.stringify of the payload the step logs, the same when its messages are reused by a later request", () => {
+  it("is JSON.stringify of the payload the step logs, the same when its messages are reused by later requests", () => {
+    const renders = new Renders()
     fc.assert(
       fc.property(request, fc.array(message, { maxLength: 3 }), hash, (first, more, h) => {
-        expect(requestedText(first, h)).toBe(JSON.stringify(requestedOf(first, h)))
+        expect(requestedText(first, h, renders)).toBe(JSON.stringify(requestedOf(first, h)))
         const next: ModelPort.ModelRequest = { ...first, messages: [...first.messages, ...more] }
-        expect(requestedText(next, h)).toBe(JSON.stringify(requestedOf(next, h)))
+        expect(requestedText(next, h, renders)).toBe(JSON.stringify(requestedOf(next, h)))
+        expect(requestedText(first, h, renders)).toBe(JSON.stringify(requestedOf(first, h)))
+        const other: ModelPort.ModelRequest = { model: first.model, messages: more, tools: [] }
+        expect(requestedText(other, h, renders)).toBe(JSON.stringify(requestedOf(other, h)))
+        expect(requestedText(first, h, renders)).toBe(JSON.stringify(requestedOf(first, h)))
         expect(requestedText(first, h)).toBe(JSON.stringify(requestedOf(first, h)))
       }),
       { numRuns: 300 }

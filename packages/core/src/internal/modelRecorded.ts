@@ -27,7 +27,7 @@ export const recordedCall = (
   requestHash: string
 ): Effect.Effect<ModelCall, Errors.ModelError | Errors.PolicyDenied> => {
   const lead = recorded[0]!
-  if (Lazy.isLazy(lead) && StoredEvent.payloadTextOf(lead) === requestedText(request, requestHash)) return recordedResult(env, recorded, request.model)
+  if (Lazy.isLazy(lead) && StoredEvent.payloadTextOf(lead) === requestedText(request, requestHash, env.renders.stored)) return recordedResult(env, recorded, request.model)
   const first = Lazy.decodeLazy(lead)
   if (Either.isLeft(first)) return env.fault(first.left)
   return recordedOf(env, key, recorded, first.right, requestHash)

@@ -97,7 +97,7 @@ export const make = (env: StepEnv) => (request: ModelPort.ModelRequest, explicit
   const halted = env.halted()
   if (halted !== undefined) return env.halt(halted)
   const key = env.cursor.nextKey("model", explicitKey)
-  const requestHash = RequestHash.requestHash(request)
+  const requestHash = RequestHash.requestHash(request, env.renders.hashed)
   return env.answer(
     key,
     () => `a model call (request ${requestHash.slice(0, 12)})`,

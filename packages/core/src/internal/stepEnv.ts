@@ -14,6 +14,7 @@ import type { Ledger } from "./ledger.js"
 import type { Ownership } from "./ownership.js"
 import type { ReplayCursor, Resolved } from "./replayCursor.js"
 import { describe } from "./replayCursor.js"
+import { Renders } from "./renders.js"
 import * as Tracing from "./tracing.js"
 
 /** Faults that end an execution without writing anything: the run stays resumable. */
@@ -132,6 +133,8 @@ export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor
     owned,
     /** Picks a span's effect for this execution (see `Tracing.decideOnce`). */
     spans,
+    /** The texts its model requests' objects were rendered to: for the request's hash, and as a `ModelRequested` stores them. */
+    renders: { hashed: new Renders(), stored: new Renders() },
     spentUsd: () => spentUsd,
     spend: (usd: number) => void (spentUsd += usd),
     /** Raises the spend to the lineage's, read again (sub-runs of the same root spend on the same budget). */
