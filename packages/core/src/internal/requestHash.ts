@@ -11,24 +11,46 @@
 import type { ModelRequest } from "../ModelPort.js"
 import { canonicalJson, sha256 } from "./hash.js"
 
-const rendered = new WeakMap<object, string>()
-
-/** `canonicalJson(value)`, remembered for an object. */
-const part = (value: unknown): string => {
-  if (typeof value !== "object" || value === null) return value === undefined ? "null" : canonicalJson(value)
-  let text = rendered.get(value)
-  if (text === undefined) {
-    text = canonicalJson(value)
-    rendered.set(value, text)
-  }
-  return text
+/**
+ * The texts of an object of a request: its canonical JSON (the hash's) and, once asked for, `JSON.stringify`'s (how
+ * a message is written in the `ModelRequested` a model step stores, `modelRequested.ts`). One entry for both: a
+ * replayed model step finds both texts of a message with one lookup.
+ */
+export interface Rendered {
+  readonly canonical: string
+  stored: string | undefined
 }
 
-const parts = (values: ReadonlyArray<unknown>): string => {
+const rendered = new WeakMap<object, Rendered>()
+
+/** The texts of `value`, its canonical JSON made (and remembered) on first use. */
+export const renderedOf = (value: object): Rendered => {
+  let entry = rendered.get(value)
+  if (entry === undefined) {
+    entry = { canonical: canonicalJson(value), stored: undefined }
+    rendered.set(value, entry)
+  }
+  return entry
+}
+
+/** `canonicalJson(value)` as an element of an array writes it ("null" for undefined), remembered for an object. */
+export const part = (value: unknown): string => {
+  if (typeof value !== "object" || value === null) return value === undefined ? "null" : canonicalJson(value)
+  return renderedOf(value).canonical
+}
+
+/** `canonicalJson` of an array of request objects (messages, tools), each rendered once per object. */
+export const parts = (values: ReadonlyArray<unknown>): string => {
   let out = "["
   for (let i = 0; i < values.length; i++) out += (i === 0 ? "" : ",") + part(values[i])
   return out + "]"
 }
+
+/** What `requestText` writes before the messages of a request without an output format or a token cap. */
+export const PLAIN_HEAD = '{"maxOutputTokens":null,"messages":'
+
+/** What `requestText` writes after the messages of a request without an output format (`model`: its canonical JSON). */
+export const plainTail = (model: string, tools: ReadonlyArray<unknown>): string => ',"model":' + model + ',"outputFormat":null,"tools":' + parts(tools) + "}"
 
 /** The canonical JSON a request's hash covers (keys in sorted order, as `canonicalJson` writes them). */
 export const requestText = (request: ModelRequest): string =>
