@@ -3,7 +3,7 @@ import { Arbitrary, Either, FastCheck as fc } from "effect"
 import { Chat, Json, type ModelPort } from "@artana/core"
 import { canonicalJson, sha256, storedPayload } from "../src/internal/hash.js"
 import { decodeLazy, LazyRequested } from "../src/internal/lazyPayload.js"
-import { requestedOf, requestedText } from "../src/internal/modelRequested.js"
+import { replayed, requestedOf, requestedText } from "../src/internal/modelRequested.js"
 import { Renders } from "../src/internal/renders.js"
 import { requestHash, requestText } from "../src/internal/requestHash.js"
 
@@ -99,5 +99,45 @@ describe("the text of a model step's ModelRequested", () => {
     expect(Either.isLeft(notJson) && notJson.left.reason).toMatch(/column payload: not JSON/)
     const other = decodeLazy(lazy('{"_tag":"ModelRequested","_tag":"RunResumed","reason":"x"}'))
     expect(Either.isLeft(other) && other.left.reason).toMatch(/type ModelRequested does not match payload RunResumed/)
+  })
+})
+
+describe("a replayed model step's request", () => {
+  it("has the request's hash, and matches exactly the text requestedText gives, checked in one pass without building it", () => {
+    fc.assert(
+      fc.property(request, request, (sent, other) => {
+        const h = requestHash(sent)
+        const text = requestedText(sent, h)
+        // One execution's renders: the messages' texts made by the first call, found by the next ones.
+        const renders = new Renders()
+        for (let i = 0; i < 2; i++) {
+          expect(replayed(sent, text, renders)).toEqual({ requestHash: h, same: true })
+          const otherText = requestedText(other, requestHash(other))
+          expect(replayed(sent, otherText, renders)).toEqual({ requestHash: h, same: otherText === text })
+          expect(replayed(sent, requestedText(sent, "0".repeat(64)), renders)).toEqual({ requestHash: h, same: h === "0".repeat(64) })
+          expect(replayed(other, otherText, renders)).toEqual({ requestHash: requestHash(other), same: true })
+        }
+        // Any one character changed, dropped or added, anywhere in the text: not the same.
+        for (let at = 0; at <= text.length; at++) {
+          const c = text.charCodeAt(at)
+          const edits = [text.slice(0, at) + " " + text.slice(at), text.slice(0, at) + text.slice(at + 1)]
+          if (at < text.length) edits.push(text.slice(0, at) + String.fromCharCode(c === 120 ? 121 : 120) + text.slice(at + 1))
+          for (const edited of edits) {
+            if (edited !== text) expect(replayed(sent, edited).same).toBe(false)
+          }
+        }
+      }),
+      { numRuns: 40 }
+    )
+  })
+
+  it("does not match the stored text of a request that differs only in a message the replay has rendered before", () => {
+    const first: ModelPort.ModelRequest = { model: "m", messages: [Chat.system("s"), Chat.user("a")], tools: [] }
+    const second: ModelPort.ModelRequest = { model: "m", messages: [first.messages[0]!, Chat.user("b")], tools: [] }
+    const firstText = requestedText(first, requestHash(first))
+    const renders = new Renders()
+    expect(replayed(first, firstText, renders).same).toBe(true)
+    expect(replayed(second, firstText, renders)).toEqual({ requestHash: requestHash(second), same: false })
+    expect(replayed(second, requestedText(second, requestHash(first)), renders).same).toBe(false)
   })
 })

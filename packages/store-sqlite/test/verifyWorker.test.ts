@@ -7,6 +7,7 @@ import { Effect, Layer, Option, Redacted, Schema } from "effect"
 import { type Event, EventStore, Kernel, ModelPort, ToolRegistry, Workflow } from "@artana/core"
 import { TestLog } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
+import { storedPayload } from "../../core/src/internal/hash.js"
 import { verifiedPages } from "../../core/src/internal/verifiedRead.js"
 import * as VerifyWorker from "../../core/src/internal/verifyWorker.js"
 import { killChildren, lastJsonLine, runChild, workDir } from "./helpers.js"
@@ -171,5 +172,37 @@ describe("the verified read's chain check on a worker thread", () => {
       const output = lastJsonLine(yield* runChild([db, "long"], 300_000, { script: CHILD }))
       expect(output).toMatchObject({ status: "paused", runId: "long" })
       expect((output as { hashedByWorker: number }).hashedByWorker).toBeGreaterThan(0)
+    }))
+
+  it.scopedLive("sends a page's events to the worker in texts of at most ~32K characters, each field where the page says", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      const events = yield* Effect.provide(Effect.flatMap(EventStore.EventStore, (store) => store.readEvents(tenant.tenantId, "long")), kernelOn(db))
+      const page = VerifyWorker.pageOf(events, "0".repeat(64), "long", tenant.tenantId)
+      // Several texts (the whole page's fields joined were ~500 KB, in V8's large-object space), each small.
+      expect(page.texts.length).toBeGreaterThan(4)
+      const longest = Math.max(...events.map((e) => e.eventId.length + e.stepKey.length + e.type.length + storedPayload(e).length))
+      for (const text of page.texts) expect(text.length).toBeLessThanOrEqual(32_768 + longest)
+      // Read back as the worker reads it: every event's id, step key, type and stored payload, in order.
+      let chunk = 0
+      let start = 0
+      for (let n = 0; n < events.length; n++) {
+        if (chunk + 1 < page.firsts.length && n === page.firsts[chunk + 1]) {
+          chunk++
+          start = 0
+        }
+        const text = page.texts[chunk]!
+        const at = n * 4
+        const event = events[n]!
+        expect([
+          text.slice(start, page.ends[at]),
+          text.slice(page.ends[at], page.ends[at + 1]),
+          text.slice(page.ends[at + 1], page.ends[at + 2]),
+          text.slice(page.ends[at + 2], page.ends[at + 3])
+        ]).toEqual([event.eventId, event.stepKey, event.type, storedPayload(event)])
+        start = page.ends[at + 3]!
+      }
+      expect(chunk).toBe(page.texts.length - 1)
+      expect(page.hashes).toBe(events.map((e) => e.hash).join(""))
     }))
 })

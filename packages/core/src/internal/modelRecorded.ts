@@ -9,25 +9,32 @@ import type * as ModelPort from "../ModelPort.js"
 import { StoredEvent } from "./hash.js"
 import * as Lazy from "./lazyPayload.js"
 import { failed, UNPRICED } from "./modelBudget.js"
-import { requestedText } from "./modelRequested.js"
+import { replayed } from "./modelRequested.js"
 import type { ModelCall } from "./modelStep.js"
+import * as RequestHash from "./requestHash.js"
 import type { StepEnv } from "./stepEnv.js"
 
 /**
- * The logged call at `key` (a mismatch when it is not the call of `requestHash`). A `ModelRequested` a replay read
- * lazily (`lazyPayload.ts`) whose stored text is the text this request's would have is that payload, not decoded; any
- * other is decoded now, and one that does not decode halts the execution with the read's `StoreError`, as the read
- * itself would have.
+ * The logged call at `key` (a mismatch when it is not the call of the request's hash). A `ModelRequested` a replay
+ * read lazily (`lazyPayload.ts`) whose stored text is the text this request's would have is that payload, not decoded
+ * (the hash computed and the text compared in one pass, `replayed`); any other is decoded now, and one that does not
+ * decode halts the execution with the read's `StoreError`, as the read itself would have.
  */
 export const recordedCall = (
   env: StepEnv,
   key: string,
   recorded: ReadonlyArray<Event>,
-  request: ModelPort.ModelRequest,
-  requestHash: string
+  request: ModelPort.ModelRequest
 ): Effect.Effect<ModelCall, Errors.ModelError | Errors.PolicyDenied> => {
   const lead = recorded[0]!
-  if (Lazy.isLazy(lead) && StoredEvent.payloadTextOf(lead) === requestedText(request, requestHash, env.renders.stored)) return recordedResult(env, recorded, request.model)
+  let requestHash: string
+  if (Lazy.isLazy(lead)) {
+    const replay = replayed(request, StoredEvent.payloadTextOf(lead) ?? "", env.renders)
+    if (replay.same) return recordedResult(env, recorded, request.model)
+    requestHash = replay.requestHash
+  } else {
+    requestHash = RequestHash.requestHash(request, env.renders)
+  }
   const first = Lazy.decodeLazy(lead)
   if (Either.isLeft(first)) return env.fault(first.left)
   return recordedOf(env, key, recorded, first.right, requestHash)

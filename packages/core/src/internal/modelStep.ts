@@ -97,11 +97,17 @@ export const make = (env: StepEnv) => (request: ModelPort.ModelRequest, explicit
   const halted = env.halted()
   if (halted !== undefined) return env.halt(halted)
   const key = env.cursor.nextKey("model", explicitKey)
-  const requestHash = RequestHash.requestHash(request, env.renders.hashed)
+  // The request's hash is computed where it is used: a recorded call computes it in one pass with the comparison of
+  // its stored text (`recordedCall`).
   return env.answer(
     key,
-    () => `a model call (request ${requestHash.slice(0, 12)})`,
-    (events) => recordedCall(env, key, events, request, requestHash),
-    () => Tracing.span("artana.model", { "gen_ai.operation.name": "chat", "gen_ai.request.model": request.model, "artana.step_key": key }, liveCall(env, key, request, requestHash))
+    () => `a model call (request ${RequestHash.requestHash(request).slice(0, 12)})`,
+    (events) => recordedCall(env, key, events, request),
+    () =>
+      Tracing.span(
+        "artana.model",
+        { "gen_ai.operation.name": "chat", "gen_ai.request.model": request.model, "artana.step_key": key },
+        liveCall(env, key, request, RequestHash.requestHash(request, env.renders))
+      )
   )
 }

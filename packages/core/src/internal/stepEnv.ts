@@ -133,8 +133,8 @@ export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor
     owned,
     /** Picks a span's effect for this execution (see `Tracing.decideOnce`). */
     spans,
-    /** The texts its model requests' objects were rendered to: for the request's hash, and as a `ModelRequested` stores them. */
-    renders: { hashed: new Renders(), stored: new Renders() },
+    /** The texts its model requests' objects were rendered to (`renders.ts`): for the request's hash, and as stored. */
+    renders: new Renders(),
     spentUsd: () => spentUsd,
     spend: (usd: number) => void (spentUsd += usd),
     /** Raises the spend to the lineage's, read again (sub-runs of the same root spend on the same budget). */
