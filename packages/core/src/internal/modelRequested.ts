@@ -32,22 +32,8 @@ const messageText = (message: Message, renders: Renders): string => {
   return entry.stored ??= JSON.stringify(message) ?? "null"
 }
 
-/**
- * The names of each tools array, as `JSON.stringify` writes them. A `WeakMap`, unlike the messages' texts
- * (`renders.ts`): the tools a step offers stay one array for as long as the code offers them, so its entry is no
- * short-lived text for the young collector to copy.
- */
-const toolNames = new WeakMap<object, string>()
-
-/** `JSON.stringify` of the names of `tools`, remembered for the array (the tools a step offers stay one array). */
-const namesText = (tools: ModelPort.ModelRequest["tools"]): string => {
-  let text = toolNames.get(tools)
-  if (text === undefined) {
-    text = JSON.stringify(tools.map((t) => t.name))
-    toolNames.set(tools, text)
-  }
-  return text
-}
+/** `JSON.stringify` of the names of `tools`. */
+const nameList = (tools: ModelPort.ModelRequest["tools"]): string => JSON.stringify(tools.map((t) => t.name))
 
 /** A request whose `ModelRequested` text is built from parts: no output format, no token cap, a model named by a string. */
 const plain = (sent: ModelPort.ModelRequest): boolean =>
@@ -64,7 +50,7 @@ export const requestedText = (sent: ModelPort.ModelRequest, requestHash: string,
   let messages = "["
   for (let i = 0; i < sent.messages.length; i++) messages += (i === 0 ? "" : ",") + messageText(sent.messages[i]!, renders)
   renders.done()
-  return HEAD + JSON.stringify(sent.model) + ',"messages":' + messages + '],"tools":' + namesText(sent.tools) +
+  return HEAD + JSON.stringify(sent.model) + ',"messages":' + messages + '],"tools":' + renders.toolNames(sent.tools, nameList) +
     ',"requestHash":' + JSON.stringify(requestHash) + "}"
 }
 
@@ -121,7 +107,7 @@ export const replayed = (sent: ModelPort.ModelRequest, stored: string, renders: 
   const requestHash = sha256(text + "]" + RequestHash.plainTail(model, sent.tools, renders))
   renders.done()
   if (same) {
-    const names = namesText(sent.tools)
+    const names = renders.toolNames(sent.tools, nameList)
     same = holds(stored, at, '],"tools":') && holds(stored, at + 10, names)
     at += 10 + names.length
     same &&= holds(stored, at, ',"requestHash":"') && holds(stored, at + 16, requestHash) && stored.length === at + 16 + requestHash.length + 2 &&

@@ -6,13 +6,16 @@
  * `modelRequested.ts`): a replayed model step finds both texts of a message with one lookup. A model step keeps one per
  * execution (`stepEnv.ts`); a call without one renders every part.
  *
- * Only the objects of the request before are remembered, not every object ever rendered (which a `WeakMap` by
- * identity did until November 2026): V8's young collector treats a weak map's keys as weak but its values as strong,
- * so each young collection copied every text rendered since the one before, whether or not its object was still
- * alive. In a replay of an agent's log that was about two thirds of what the young collections copied
- * (bench/scale/README.md, "the young collector and the request's renders"). Requests of one execution follow each
- * other, so the request before is the one that shares objects with this one. Objects are immutable values here (the
- * request's types are readonly): an object changed in place between two requests would keep its first rendering.
+ * Only the objects of the last few requests are remembered (an entry not used by any of the last `GENERATIONS`
+ * requests is dropped), not every object ever rendered, which a `WeakMap` by identity did until November 2026: V8's
+ * young collector treats a weak map's keys as weak but its values as strong, so each young collection copied every
+ * text rendered since the one before, whether or not its object was still alive. In a replay of an agent's log that
+ * was about two thirds of what the young collections copied (bench/scale/README.md, "the young collector and the
+ * request's renders"). A few requests, not one: an execution may take turns between conversations (a side call to a
+ * judge or a classifier each turn, an agent's compaction summary, agents run with `Effect.all`), and each would
+ * otherwise clear the other's entries and render its whole conversation again every turn. Objects are immutable values
+ * here (the request's types are readonly): an object changed in place between two requests would keep its first
+ * rendering.
  */
 import { canonicalJson } from "./hash.js"
 
@@ -22,25 +25,36 @@ export interface Rendered {
   stored: string | undefined
 }
 
-export class Renders {
-  /** What the request before rendered. */
-  private last = new Map<object, Rendered>()
-  /** What this request rendered so far. */
-  private next = new Map<object, Rendered>()
+/** Requests after which an entry no request used is dropped: up to this many conversations can take turns. */
+const GENERATIONS = 4
 
-  /** The texts of `value`: the request before's or this one's entry, else a new one with its canonical JSON. */
+export class Renders {
+  /** The entries each of the last requests used, this request's first. */
+  private readonly used: Array<Map<object, Rendered>> = Array.from({ length: GENERATIONS }, () => new Map())
+  /** The names of the tools array used last, as `JSON.stringify` writes them (`modelRequested.ts`). */
+  private tools: { readonly of: object; readonly names: string } | undefined
+
+  /** The texts of `value`: a recent request's entry, else a new one with its canonical JSON. */
   of(value: object): Rendered {
-    let entry = this.last.get(value) ?? this.next.get(value)
-    if (entry === undefined) entry = { canonical: canonicalJson(value), stored: undefined }
-    this.next.set(value, entry)
+    const current = this.used[0]!
+    let entry = current.get(value)
+    if (entry !== undefined) return entry
+    for (let g = 1; g < GENERATIONS && entry === undefined; g++) entry = this.used[g]!.get(value)
+    entry ??= { canonical: canonicalJson(value), stored: undefined }
+    current.set(value, entry)
     return entry
   }
 
-  /** The request is rendered: what it rendered is what the next one looks up. */
+  /** `render(tools)`, kept for the next request that offers the same array. */
+  toolNames<A extends object>(tools: A, render: (tools: A) => string): string {
+    if (this.tools?.of !== tools) this.tools = { of: tools, names: render(tools) }
+    return this.tools.names
+  }
+
+  /** The request is rendered: the next one starts a generation, and the oldest is dropped. */
   done(): void {
-    const last = this.last
-    this.last = this.next
-    last.clear()
-    this.next = last
+    const oldest = this.used.pop()!
+    oldest.clear()
+    this.used.unshift(oldest)
   }
 }

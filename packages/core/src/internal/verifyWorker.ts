@@ -110,7 +110,8 @@ export const pageOf = (events: ReadonlyArray<Event>, prevHash: string, runId: st
       parts = []
       end = 0
     }
-    if (end === 0) firsts.push(i)
+    // A text starts here (not "nothing written yet": an event whose fields are all empty writes nothing).
+    if (parts.length === 0) firsts.push(i)
     const at = i * 4
     parts.push(event.eventId, event.stepKey, event.type, payload)
     ends[at] = end += event.eventId.length
