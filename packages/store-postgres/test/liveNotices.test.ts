@@ -115,9 +115,11 @@ describe.skipIf(pg.url === undefined)(`live readers woken by NOTIFY (${pg.descri
         Effect.map(Chunk.toReadonlyArray)
       ))
       // Once the reader watches the run (its lock taken), its listening connection is ended by the server.
-      const watching = () => admin.query("SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' AND granted")
+      // This test's database only: pg_locks lists the whole cluster's advisory locks, other tests' readers' too.
+      const ours = "locktype = 'advisory' AND mode = 'ShareLock' AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+      const watching = () => admin.query(`SELECT pid FROM pg_locks WHERE ${ours}`)
       while ((yield* Effect.promise(watching)).rows.length === 0) yield* Effect.sleep("20 millis")
-      yield* Effect.promise(() => admin.query("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ShareLock' AND granted"))
+      yield* Effect.promise(() => admin.query(`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE ${ours}`))
       yield* Deferred.succeed(held, undefined)
       expect((yield* Fiber.join(running)).status).toBe("completed")
       const seen = yield* Fiber.join(following).pipe(
