@@ -56,6 +56,9 @@ interface Listener {
   readonly lost: (error: SqlError) => void
 }
 
+/** Makes the listening connection's client (tests pass a client that fails at a chosen moment). */
+export type ClientOf = (config: Pg.ClientConfig) => Pg.Client
+
 /**
  * The runs channel `channel` with watches: `send` NOTIFYs through `sql` (signals: whether or not anyone watches),
  * `sendWatched` only when the run is watched, `listen` and `watch` on one connection made with `config`, opened on
@@ -64,7 +67,8 @@ interface Listener {
 export const make = (
   config: Pg.ClientConfig,
   channel: string,
-  sql: SqlClient.SqlClient
+  sql: SqlClient.SqlClient,
+  clientOf: ClientOf = (c) => new Pg.Client(c)
 ): Effect.Effect<RunNotices.Channel<SqlError>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const permit = yield* Effect.makeSemaphore(1)
@@ -82,22 +86,33 @@ export const make = (
       const error = failed("runs channel: the listening connection was lost")(cause)
       for (const l of listeners) l.lost(error)
     }
-    /** The connection, LISTENing with every watched run's lock held; opened when there is none. Run serially. */
+    /**
+     * The connection, LISTENing with every watched run's lock held; opened when there is none. Run serially. A
+     * connection that drops while it is being opened (its last query answered, its end heard before the open went on)
+     * fails the open: it is not the channel's yet, so `lose` tells nobody, and taken as the channel's it would leave
+     * every listener waiting on a dead LISTEN until its poll.
+     */
     const opened: Effect.Effect<Pg.Client, SqlError> = Effect.suspend(() => {
       if (client !== undefined) return Effect.succeed(client)
-      const c = new Pg.Client(config)
-      c.on("error", (cause) => lose(c, cause))
-      c.on("end", () => lose(c, "ended"))
+      const c = clientOf(config)
+      let dropped: { readonly cause: unknown } | undefined
+      const drop = (cause: unknown) => {
+        dropped ??= { cause }
+        lose(c, cause)
+      }
+      c.on("error", drop)
+      c.on("end", () => drop("ended"))
       c.on("notification", (n) => {
         if (n.channel === channel && n.payload !== undefined) for (const l of listeners) l.heard(n.payload)
       })
       return Effect.tryPromise({ try: () => c.connect(), catch: failed("runs channel: cannot connect") }).pipe(
         Effect.zipRight(query(c, `LISTEN "${channel.replaceAll("\"", "\"\"")}"`)),
         Effect.zipRight(Effect.forEach(watched.values(), (w) => takeLock(c, w), { discard: true })),
-        Effect.map(() => {
+        Effect.flatMap(() => {
+          if (dropped !== undefined) return Effect.fail(failed("runs channel: the listening connection was lost while it was opened")(dropped.cause))
           client = c
           for (const l of listeners) l.heard(RunNotices.everyRun)
-          return c
+          return Effect.succeed(c)
         }),
         Effect.tapError(() => Effect.sync(() => void c.end().catch(() => {})))
       )
