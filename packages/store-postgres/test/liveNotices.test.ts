@@ -7,7 +7,7 @@ import { Kernel, type Live, Tenant, Tool, ToolRegistry, Workflow } from "@artana
 import { ScriptedModel, TestWorkflows } from "@artana/core/testing"
 import { PostgresStore } from "@artana/store-postgres"
 import { PgTest } from "@artana/store-postgres/testing"
-import pgDriver from "pg"
+import { session } from "./session.js"
 
 const pg = PgTest.server(inject("artanaPg"))
 const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1 })
@@ -52,16 +52,9 @@ describe.skipIf(pg.url === undefined)(`live readers woken by NOTIFY (${pg.descri
       const writer = yield* kernelOn(url, [ScriptedModel.text("one two three", { deltas: ["one ", "two ", "three"] })])
       // A bare session listening on the runs channel hears every notice sent on it, in commit order.
       const heard: Array<string> = []
-      const listener = yield* Effect.acquireRelease(
-        Effect.promise(async () => {
-          const client = new pgDriver.Client({ connectionString: url })
-          await client.connect()
-          client.on("notification", (n) => void heard.push(n.payload ?? ""))
-          await client.query(`LISTEN "${PostgresStore.runsChannel()}"`)
-          return client
-        }),
-        (client) => Effect.promise(() => client.end())
-      )
+      const listener = yield* session(url)
+      listener.on("notification", (n) => void heard.push(n.payload ?? ""))
+      yield* Effect.promise(() => listener.query(`LISTEN "${PostgresStore.runsChannel()}"`))
       expect((yield* writer.execute(TestWorkflows.chatThenPause, { runId: "quiet", tenant, input: "q" })).status).toBe("paused")
       // A marker sent after the run's last commit arrives after every notice the run's writes sent.
       yield* Effect.promise(() => listener.query("SELECT pg_notify($1, 'marker')", [PostgresStore.runsChannel()]))
@@ -97,14 +90,7 @@ describe.skipIf(pg.url === undefined)(`live readers woken by NOTIFY (${pg.descri
       const writer = yield* kernelWith([echo, hold])
       const reader = yield* kernelWith([])
       const running = yield* Effect.fork(writer.execute(steps, { runId: "held", tenant, input: null }))
-      const admin = yield* Effect.acquireRelease(
-        Effect.promise(async () => {
-          const client = new pgDriver.Client({ connectionString: url })
-          await client.connect()
-          return client
-        }),
-        (client) => Effect.promise(() => client.end())
-      )
+      const admin = yield* session(url)
       // The run has written its first five steps, and is held at its sixth, when the reader joins.
       while ((yield* Effect.promise(() => admin.query("SELECT count(*)::int AS n FROM events WHERE run_key = (SELECT run_key FROM runs WHERE run_id = 'held')"))).rows[0].n < 11) {
         yield* Effect.sleep("20 millis")

@@ -11,18 +11,9 @@ import { PostgresStore } from "@artana/store-postgres"
 import { PgTest } from "@artana/store-postgres/testing"
 import pgDriver from "pg"
 import * as RunWatch from "../src/internal/runWatch.js"
+import { session } from "./session.js"
 
 const pg = PgTest.server(inject("artanaPg"))
-
-const connected = (url: string) =>
-  Effect.acquireRelease(
-    Effect.promise(async () => {
-      const client = new pgDriver.Client({ connectionString: url })
-      await client.connect()
-      return client
-    }),
-    (client) => Effect.promise(() => client.end())
-  )
 
 /**
  * Clients of the channel whose first one, once its first watched run's lock is granted, is terminated by `admin` and
@@ -55,7 +46,7 @@ describe.skipIf(pg.url === undefined)(`the runs channel's listening connection (
   it.scopedLive("a connection lost while it is opened is not taken as the channel's: the next listen opens another, holding the watches", () =>
     Effect.gen(function*() {
       const url = yield* PgTest.freshDatabase(pg.url!)
-      const admin = yield* connected(url)
+      const admin = yield* session(url)
       const sql = Context.get(yield* Layer.build(PostgresStore.layerClient({ url })), SqlClient.SqlClient)
       const channel = PostgresStore.runsChannel()
       const dropping = droppingFirst(admin)
