@@ -144,6 +144,28 @@ describe("a replayed model step's request", () => {
   })
 })
 
+describe("a replayed request's tail (its model and tools, kept from the request before)", () => {
+  it("is the request's own when the model or the tools array changes between requests", () => {
+    const spec = (name: string): Chat.ToolSpec => ({ name, description: `tool ${name}`, parameters: { type: "object" } })
+    const tools = [spec("a"), spec("b")]
+    const requests: Array<ModelPort.ModelRequest> = [
+      { model: "m", messages: [Chat.user("x")], tools },
+      { model: "m", messages: [Chat.user("y")], tools },
+      { model: "n", messages: [Chat.user("y")], tools },
+      { model: "n", messages: [Chat.user("y")], tools: [tools[0]!] },
+      { model: "n", messages: [Chat.user("y")], tools: [...tools] },
+      { model: "m", messages: [Chat.user("x")], tools }
+    ]
+    // One execution's renders across the requests, as replayed model steps use them; each hash checked against a
+    // request rendered afresh.
+    const renders = new Renders()
+    for (const sent of requests) {
+      const h = defined(sent)
+      expect(replayed(sent, requestedText(sent, h), renders)).toEqual({ requestHash: h, same: true })
+    }
+  })
+})
+
 describe("an execution's renders", () => {
   it("render each message once when a few conversations take turns (a side call each turn, a compaction)", () => {
     // A message whose content counts its reads: each rendering (canonical, stored) reads it once.

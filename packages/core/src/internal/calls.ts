@@ -49,6 +49,22 @@ const sameTools = (a: ReadonlyArray<Tool>, b: ReadonlyArray<Tool>): boolean => {
   return true
 }
 
+/**
+ * Whether `tools` resolve to `resolved`, in order (names looked up in `registry`, unknown names dropped), as `offerTools`
+ * resolves them: an agent offers the same tools every turn, and this finds it so without building a list.
+ */
+const resolvesTo = (tools: ReadonlyArray<string | Tool>, resolved: ReadonlyArray<Tool>, registry: { readonly get: (name: string) => Tool | undefined }): boolean => {
+  let n = 0
+  for (let i = 0; i < tools.length; i++) {
+    const t = tools[i]!
+    const tool = typeof t === "string" ? registry.get(t) : t
+    if (tool === undefined) continue
+    if (n >= resolved.length || resolved[n] !== tool) return false
+    n++
+  }
+  return n === resolved.length
+}
+
 const decodeAnswer = <A, I>(schema: Schema.Schema<A, I>, text: string): Either.Either<A, string> => {
   let parsed: unknown
   try {
@@ -82,6 +98,7 @@ export const make = (env: StepEnv, modelCall: ReturnType<typeof ModelStep.make>,
    * as the last step's (resolved again, compared by value) get its offer: the tenant is the execution's.
    */
   const offerTools = (tools: ReadonlyArray<string | Tool> | undefined): Offer => {
+    if (lastOffer !== undefined && tools !== undefined && resolvesTo(tools, lastOffer.resolved, deps.tools)) return lastOffer
     const resolved = tools === undefined
       ? deps.tools.list()
       : tools.flatMap((t) => {

@@ -104,7 +104,7 @@ export const replayed = (sent: ModelPort.ModelRequest, stored: string, renders: 
       at += written.length
     }
   }
-  const requestHash = sha256(text + "]" + RequestHash.plainTail(model, sent.tools, renders))
+  const requestHash = sha256(text + "]" + renders.requestTail(model, sent.tools, RequestHash.plainTail))
   renders.done()
   if (same) {
     const names = renders.toolNames(sent.tools, nameList)

@@ -33,6 +33,8 @@ export class Renders {
   private readonly used: Array<Map<object, Rendered>> = Array.from({ length: GENERATIONS }, () => new Map())
   /** The names of the tools array used last, as `JSON.stringify` writes them (`modelRequested.ts`). */
   private tools: { readonly of: object; readonly names: string } | undefined
+  /** What a request's hash covers after its messages, for the model and tools array used last (`modelRequested.ts`). */
+  private tail: { readonly model: string; readonly of: object; readonly text: string } | undefined
 
   /** The texts of `value`: a recent request's entry, else a new one with its canonical JSON. */
   of(value: object): Rendered {
@@ -49,6 +51,18 @@ export class Renders {
   toolNames<A extends object>(tools: A, render: (tools: A) => string): string {
     if (this.tools?.of !== tools) this.tools = { of: tools, names: render(tools) }
     return this.tools.names
+  }
+
+  /**
+   * `render(model, tools, this)`, kept for the next request that names the same model and offers the same array: an
+   * agent's requests end alike every turn (the model, the offered tools' specs), and a replayed one hashes that text.
+   */
+  requestTail<A extends object>(model: string, tools: A, render: (model: string, tools: A, renders: Renders) => string): string {
+    const kept = this.tail
+    if (kept !== undefined && kept.of === tools && kept.model === model) return kept.text
+    const text = render(model, tools, this)
+    this.tail = { model, of: tools, text }
+    return text
   }
 
   /** The request is rendered: the next one starts a generation, and the oldest is dropped. */
