@@ -76,6 +76,8 @@ export const make = (
     const watched = new Map<string, { readonly tenantId: string; readonly runId: string; count: number }>()
     const listeners = new Set<Listener>()
     let client: Pg.Client | undefined
+    /** The store's scope closed: no connection is opened again. */
+    let closed = false
     const lockText = (fn: string) => `SELECT ${fn}(${lockKey(channel, payloadOf("$1", "$2"))})`
     const takeLock = (c: Pg.Client, w: { readonly tenantId: string; readonly runId: string }) => query(c, lockText("pg_advisory_lock_shared"), [w.tenantId, w.runId])
 
@@ -94,6 +96,7 @@ export const make = (
      */
     const opened: Effect.Effect<Pg.Client, SqlError> = Effect.suspend(() => {
       if (client !== undefined) return Effect.succeed(client)
+      if (closed) return Effect.fail(failed("runs channel: closed with its store")(undefined))
       const c = clientOf(config)
       let dropped: { readonly cause: unknown } | undefined
       const drop = (cause: unknown) => {
@@ -114,11 +117,13 @@ export const make = (
           for (const l of listeners) l.heard(RunNotices.everyRun)
           return Effect.succeed(c)
         }),
-        Effect.tapError(() => Effect.sync(() => void c.end().catch(() => {})))
+        // Failed or interrupted (the store's scope closing meanwhile): the connection is nobody's, end it.
+        Effect.onExit(() => client === c ? Effect.void : Effect.sync(() => void c.end().catch(() => {})))
       )
     })
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() => {
+        closed = true
         const c = client
         client = undefined
         return c === undefined ? Effect.void : Effect.promise(() => c.end().catch(() => {})).pipe(Effect.timeoutOption(1000))
@@ -133,7 +138,13 @@ export const make = (
           return l
         }),
         (l) => Effect.sync(() => void listeners.delete(l))
-      ).pipe(Effect.tap(() => Effect.catchAll(serially(opened), (e) => Effect.sync(() => emit.fail(e)))))
+      ).pipe(Effect.tap(() =>
+        serially(opened).pipe(
+          // Up: this listener reads again (`everyRun`) whether it opened the connection or another open did (a watch
+          // that opened it while this listener's retry waited heard nobody: what was sent before went unheard).
+          Effect.match({ onFailure: (e) => void emit.fail(e), onSuccess: () => void emit.single(RunNotices.everyRun) })
+        )
+      ))
     )
 
     const watch = (tenantId: string, runId: string) => {
@@ -144,8 +155,12 @@ export const make = (
           if (w !== undefined) return Effect.sync(() => void w.count++)
           const added = { tenantId, runId, count: 1 }
           watched.set(key, added)
-          // Not connected: the lock is taken when the connection opens, and `everyRun` then wakes the reader.
-          return Effect.ignore(Effect.flatMap(opened, (c) => takeLock(c, added)))
+          // Not connected: opening takes every watched run's lock, this one's too (and `everyRun` then wakes the
+          // reader); a failed open is the next listen's to retry. Connected: its lock, and a lock that cannot be taken
+          // drops the connection, so that the next listen opens another holding every watched run's lock.
+          const c = client
+          if (c === undefined) return Effect.ignore(opened)
+          return Effect.catchAll(takeLock(c, added), (e) => Effect.sync(() => lose(c, e)))
         })),
         () =>
           serially(Effect.suspend(() => {
