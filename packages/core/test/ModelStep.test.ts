@@ -203,4 +203,44 @@ describe("WorkflowContext.modelStep and toolCall", () => {
       ScriptedModel.text("unreachable", { costUsd: 0.01 })
     ], [])))
   })
+
+  it.effect("each step offers exactly the tools it names, whatever the step before offered", () => {
+    const lookup = makeLookup([])
+    const { all } = makeTools()
+    // Offers that share tools with the one before: a prefix, an unknown name dropped, another order, a duplicate.
+    const offers: ReadonlyArray<ReadonlyArray<string | Tool.Tool>> = [
+      [lookup, "get_balance"],
+      [lookup],
+      [lookup, "nope"],
+      ["get_balance", lookup],
+      [lookup, "get_balance", "get_balance"],
+      [lookup, "get_balance"]
+    ]
+    const w = Workflow.make({
+      name: "offers",
+      input: Schema.Null,
+      output: Schema.Array(Schema.String),
+      run: (_i, ctx) =>
+        Effect.gen(function*() {
+          for (const tools of offers) yield* ctx.modelStep({ messages: [Chat.user("go")], tools })
+          // A call under the one-tool offer: get_balance, offered by the step before, is not offered now.
+          const outcome = yield* ctx.toolCall({ id: "c1", name: "get_balance", arguments: JSON.stringify({ accountId: "acc-1" }) }, { tools: [lookup] })
+          return Either.isLeft(outcome.result) ? [outcome.result.left._tag] : ["ok"]
+        })
+    })
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const scripted = yield* ScriptedModel.ScriptedModel
+      const result = yield* kernel.execute(w, { runId: "offers", tenant, input: null })
+      expect(result.status === "completed" ? result.output : result.status).toEqual(["UnknownTool"])
+      expect(scripted.requests().map((r) => r.tools.map((t) => t.name))).toEqual([
+        ["lookup", "get_balance"],
+        ["lookup"],
+        ["lookup"],
+        ["get_balance", "lookup"],
+        ["lookup", "get_balance"],
+        ["lookup", "get_balance"]
+      ])
+    }).pipe(Effect.provide(kernelLayer(offers.map(() => ScriptedModel.text("ok")), all)))
+  })
 })

@@ -57,8 +57,13 @@ const resolvesTo = (tools: ReadonlyArray<string | Tool>, resolved: ReadonlyArray
   let n = 0
   for (let i = 0; i < tools.length; i++) {
     const t = tools[i]!
-    const tool = typeof t === "string" ? registry.get(t) : t
-    if (tool === undefined) continue
+    let tool = t
+    if (typeof t === "string") {
+      // An unknown name is dropped, as `offerTools` drops it; only a name.
+      const found = registry.get(t)
+      if (found === undefined) continue
+      tool = found
+    }
     if (n >= resolved.length || resolved[n] !== tool) return false
     n++
   }
