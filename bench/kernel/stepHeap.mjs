@@ -6,32 +6,16 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { Session } from "node:inspector/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Effect, Layer, ManagedRuntime, Schema } from "effect"
-import { EventStore, Kernel, ToolRegistry, Workflow } from "@artana/core"
-import { ScriptedModel } from "@artana/core/testing"
-import { SqliteStore } from "@artana/store-sqlite"
-import { tenant, tools } from "./stepTools.mjs"
+import { stepRuntime } from "./stepTools.mjs"
 
 const STEPS = Number(process.argv[2] ?? 3000)
 const KIND = process.argv[3] ?? "tool"
 const SYNC = process.argv[4] === "full" ? "full" : "normal"
 const STORE = process.argv[5] ?? "sqlite"
 const TOP = Number(process.argv[6] ?? 25)
-const steps = Workflow.make({
-  name: "bench.stepHeap",
-  input: Schema.Struct({ n: Schema.Number, kind: Schema.String }),
-  output: Schema.Number,
-  run: ({ kind, n }, ctx) =>
-    Effect.gen(function*() {
-      const tool = tools[kind]
-      for (let i = 0; i < n; i++) yield* ctx.tool(tool, { i, note: "a durable step of the benchmark" })
-      return n
-    })
-})
 const dir = mkdtempSync(join(tmpdir(), "artana-stepheap-"))
-const store = STORE === "memory" ? EventStore.layerMemory : SqliteStore.layer({ filename: join(dir, "heap.db"), synchronous: SYNC })
-const runtime = ManagedRuntime.make(Layer.provideMerge(Kernel.layer(), Layer.mergeAll(store, ScriptedModel.layer([]), ToolRegistry.layer(Object.values(tools)))))
-const one = (runId, n) => runtime.runPromise(Effect.flatMap(Kernel.Kernel, (k) => k.execute(steps, { runId, tenant, input: { n, kind: KIND } })))
+const { runtime, one: run } = stepRuntime(STORE, SYNC, dir)
+const one = (runId, n) => run(runId, n, KIND)
 const session = new Session()
 session.connect()
 let profile
