@@ -6,32 +6,15 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
-import { Effect, Layer, ManagedRuntime, Schema } from "effect"
-import { EventStore, Kernel, ToolRegistry, Workflow } from "@artana/core"
-import { ScriptedModel } from "@artana/core/testing"
-import { SqliteStore } from "@artana/store-sqlite"
-import { tenant, tools } from "./stepTools.mjs"
+import { stepRuntime } from "./stepTools.mjs"
 
 const STEPS = Number(process.argv[2] ?? 3000)
 const ROUNDS = Number(process.argv[3] ?? 3)
 const KINDS = (process.argv[4] ?? "tool,tool_one_commit").split(",")
 const SYNC = process.argv[5] === "full" ? "full" : "normal"
 const STORE = process.argv[6] ?? "sqlite"
-const steps = Workflow.make({
-  name: "bench.stepCpuDist",
-  input: Schema.Struct({ n: Schema.Number, kind: Schema.String }),
-  output: Schema.Number,
-  run: ({ kind, n }, ctx) =>
-    Effect.gen(function*() {
-      const tool = tools[kind]
-      for (let i = 0; i < n; i++) yield* ctx.tool(tool, { i, note: "a durable step of the benchmark" })
-      return n
-    })
-})
 const dir = mkdtempSync(join(tmpdir(), "artana-stepcpu-"))
-const store = STORE === "memory" ? EventStore.layerMemory : SqliteStore.layer({ filename: join(dir, "cpu.db"), synchronous: SYNC })
-const runtime = ManagedRuntime.make(Layer.provideMerge(Kernel.layer(), Layer.mergeAll(store, ScriptedModel.layer([]), ToolRegistry.layer(Object.values(tools)))))
-const one = (runId, n, kind) => runtime.runPromise(Effect.flatMap(Kernel.Kernel, (k) => k.execute(steps, { runId, tenant, input: { n, kind } })))
+const { runtime, one } = stepRuntime(STORE, SYNC, dir)
 const cpu = {}
 const wall = {}
 try {

@@ -94,10 +94,17 @@ export const turnGroups = (write: (group: ReadonlyArray<Pending>) => void, alone
         if (at !== -1) pending.splice(at, 1)
       })
     })
-  return (request: AppendRequest, conflict: () => SequenceConflict): Effect.Effect<void, SequenceConflict | StoreError | SqlError> =>
-    alone === undefined
-      ? wait(request, conflict)
-      : Effect.suspend(() => (writesAlone(request.runId) ? alone(request, conflict) : undefined) ?? wait(request, conflict))
+  /**
+   * The append begun when called, for a caller that calls it as the append runs (an `AppendBatch` is): a lone run's
+   * append is written right there and answered with its outcome, an `Exit`, with no effect of its own to run (three
+   * nodes an append fewer than `grouped`'s `suspend`); any other waits for its group.
+   */
+  const now = (request: AppendRequest, conflict: () => SequenceConflict): Effect.Effect<void, SequenceConflict | StoreError | SqlError> =>
+    (alone !== undefined && writesAlone(request.runId) ? alone(request, conflict) : undefined) ?? wait(request, conflict)
+  const grouped = (request: AppendRequest, conflict: () => SequenceConflict): Effect.Effect<void, SequenceConflict | StoreError | SqlError> =>
+    alone === undefined ? wait(request, conflict) : Effect.suspend(() => now(request, conflict))
+  // The append as an effect (begun when it runs), and `now`.
+  return Object.assign(grouped, { now })
 }
 
 /** `append`, grouped: appends made in one turn of the event loop share a transaction. */

@@ -189,8 +189,13 @@ export const notifying = (store: EventStore.Service, hub: Hub, tell?: (tenantId:
 
 const notifyingWith = (store: EventStore.Service, appended: (tenantId: string, runId: string) => void): EventStore.Service => ({
   ...store,
-  // A plain call after the append (`map`), twice a tool step: not an effect of its own run by `tap`.
-  append: (request) => Effect.map(store.append(request), () => appended(request.tenantId, request.runId)),
+  // A plain call after the append, twice a tool step: not an effect of its own run by `tap`, nor `map`'s (whose
+  // `sync` is a node and a closure more per append than answering with the `void` there is).
+  append: (request) =>
+    Effect.flatMap(store.append(request), () => {
+      appended(request.tenantId, request.runId)
+      return Effect.void
+    }),
   appendAll: (requests) => Effect.map(store.appendAll(requests), () => requests.forEach((r) => appended(r.tenantId, r.runId))),
   appendPaged: (next) => {
     // The runs written, told once the transaction committed.

@@ -22,7 +22,9 @@ export interface Tables {
 /**
  * Writes one batch of events after the run's head, or fails with the conflict (`conflict()`) when they do not
  * follow it (another writer, a gap, a fenced writer), a `StoreError`, or the driver's error. `inTransaction`: the caller's
- * transaction runs it (a conflict must leave that transaction usable).
+ * transaction runs it (a conflict must leave that transaction usable). Called as the append runs (inside the fiber
+ * that runs it, `sqlEventWrite`'s `append`), so it may write at once and answer with the outcome as an `Exit` (store-sqlite's
+ * lone run does): such an outcome is final (never run again, e.g. retried).
  */
 export type AppendBatch = (
   request: AppendRequest,

@@ -8,6 +8,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type { OwnershipLost } from "../Errors.js"
 import { SequenceConflict, StoreError } from "../Errors.js"
@@ -57,10 +58,13 @@ export const make = (sql: SqlClient.SqlClient, t: Tables, appendBatch: AppendBat
     return Effect.withFiberRuntime<void, SequenceConflict | OwnershipLost | StoreError>((fiber) => {
       const inTransaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)._tag === "Some"
       const batch = appendBatch(request, conflict, inTransaction)
+      // Written already (a lone run's append on SQLite, see `AppendBatch`): a success goes on as it is, twice a tool step.
+      const written = Exit.isExit(batch)
+      if (written && Exit.isSuccess(batch)) return Exit.void
       // A serialization failure or a deadlock (PostgreSQL, under REPEATABLE READ or SERIALIZABLE, or a lock cycle)
       // rolled the statement back: outside the caller's transaction it runs again, and a writer that really
       // lost the race then conflicts. Inside one, the caller's transaction is what must start again.
-      const retried = inTransaction || !retries ? batch : retryWhile(batch, retryable, RETRIES)
+      const retried = inTransaction || !retries || written ? batch : retryWhile(batch, retryable, RETRIES)
       // One handler for both (a driver error that is a conflict is then told apart as fencing too): one node fewer
       // than two `catchTag`s, on every append.
       return Effect.catchAll(retried, (error) => {

@@ -73,14 +73,15 @@ export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor
 
   /**
    * `next()` when this execution still owns the run, else a halt (`OwnershipLost`): nothing may start in its name.
-   * One node: the lease's clock is read in place, and without a lease only the signal counts (no clock at all).
+   * Called as the step runs (a tool step's request and handler are built as they run): the lease's clock is read in
+   * place (one node), and without a lease only the signal counts, checked here and now (no node at all).
    */
   const owned = <A>(tool: string, next: () => Effect.Effect<A>): Effect.Effect<A> => {
     const go = (now: number): Effect.Effect<A> => {
       const lost = ownership.lostAt(tool, now)
       return lost === undefined ? next() : fault(lost)
     }
-    return ownership.timed ? Effect.clockWith((clock) => go(clock.unsafeCurrentTimeMillis())) : Effect.suspend(() => go(0))
+    return ownership.timed ? Effect.clockWith((clock) => go(clock.unsafeCurrentTimeMillis())) : go(0)
   }
 
   const budgetExceeded = (stepKey: string, phase: "before_call" | "during_call" | "after_call", before: ReadonlyArray<EventPayload>) =>
@@ -129,7 +130,7 @@ export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor
     mismatch: (key: string, recorded: ReadonlyArray<Event>, actual: string) =>
       fault(new Errors.NonDeterminism({ runId, stepKey: key, expected: describe(recorded), actual })),
     /** Fails (halting) when this execution may no longer own the run: nothing may start in its name. */
-    checkOwnership: (tool: string): Effect.Effect<void> => owned(tool, () => Effect.void),
+    checkOwnership: (tool: string): Effect.Effect<void> => Effect.suspend(() => owned(tool, () => Effect.void)),
     owned,
     /** Picks a span's effect for this execution (see `Tracing.decideOnce`). */
     spans,

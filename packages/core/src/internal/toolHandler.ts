@@ -7,7 +7,7 @@ import * as Either from "effect/Either"
 import * as Errors from "../Errors.js"
 import type { EventPayload } from "../Event.js"
 import type * as Json from "../Json.js"
-import type { ToolCallInfo } from "../Middleware.js"
+import type { Interceptor, ToolCallInfo } from "../Middleware.js"
 import type { Tool } from "../Tool.js"
 import * as Interceptors from "./interceptors.js"
 import type { StepEnv } from "./stepEnv.js"
@@ -104,11 +104,14 @@ const failed = (
   )
 }
 
+const hasAfterTool = (i: Interceptor): boolean => i.afterTool !== undefined
+
 /** A handler's result, passed through the `afterTool` hooks (skipped when no interceptor has one) and logged. */
 const completed = (env: StepEnv, tool: Tool, key: string, info: ToolCallInfo, notes: Array<EventPayload>, json: Json.Json): Effect.Effect<ToolOutcome> => {
   const interceptors = env.deps.interceptors
-  if (!interceptors.some((i) => i.afterTool !== undefined)) {
-    return Effect.as(env.append(key, [...notes, { _tag: "ToolCompleted", tool: tool.name, result: json }]), { ok: true, json } satisfies ToolOutcome)
+  if (!interceptors.some(hasAfterTool)) {
+    const completed: EventPayload = { _tag: "ToolCompleted", tool: tool.name, result: json }
+    return Effect.as(env.append(key, notes.length === 0 ? [completed] : [...notes, completed]), { ok: true, json } satisfies ToolOutcome)
   }
   const context = env.callContext(key, notes)
   return Effect.flatMap(

@@ -53,15 +53,17 @@ export const refused = (env: StepEnv, key: string, requested: ToolRequestedPaylo
 /** Makes a prepared call durable (`ToolRequested`, with the arguments the hooks gave) and runs its handler. */
 export const request = (env: StepEnv, tool: Tool, key: string, requested: ToolRequestedPayload, ready: Ready): Effect.Effect<ToolOutcome> => {
   const { info, notes } = ready
-  const logged: EventPayload = { ...requested, arguments: info.arguments }
+  // The request as logged: with the arguments the hooks gave (the same object when they gave the same text).
+  const logged: EventPayload = info.arguments === requested.arguments ? requested : { ...requested, arguments: info.arguments }
+  const batch = notes.length === 0 ? [logged] : [logged, ...notes]
   if (tool.idempotent && (tool.durability ?? env.deps.idempotentToolDurability) === "one-commit") {
     // One commit: the request goes to the log with the outcome. A crash mid-handler leaves no trace of the call,
     // so the next execution makes it again, with the same idempotency key. (`runHandler` checks ownership first.)
-    return runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, [logged, ...notes])
+    return runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, batch)
   }
   // A call requested by an owner that lost the run would only leave the next owner a call in doubt.
   return env.owned(
     tool.name,
-    () => Effect.flatMap(env.append(key, [logged, ...notes]), () => runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, []))
+    () => Effect.flatMap(env.append(key, batch), () => runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, []))
   )
 }

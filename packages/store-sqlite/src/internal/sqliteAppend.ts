@@ -130,7 +130,7 @@ export const make = (lane: Lane, t: SqlEventStore.Tables, onCommit?: (appends: n
   return (request, conflict, inTransaction) =>
     inTransaction
       ? Effect.flatten(lane.inTransaction((db) => writeOne(db, { request, conflict, answer: noAnswer }, true)))
-      : grouped(request, conflict)
+      : grouped.now(request, conflict)
 }
 
 /** `write`'s outcome: its conflict, or the driver's error as the `SqlError` the store maps (a conflict, or a `StoreError`). */
