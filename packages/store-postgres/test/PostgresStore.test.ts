@@ -508,6 +508,28 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
         }
       }))
 
+    it.scoped("a batch of over 1,000 events whose transaction fails to serialize is written whole by its retry", () =>
+      Effect.gen(function*() {
+        const { store, sql } = yield* open({ url: yield* fresh })
+        const runId = "retried"
+        const first = TestLog.chain(runId, "acme", [], [started()])
+        yield* store.append({ runId, tenantId: "acme", expectedSeq: 0, events: first })
+        // The second chunk's first row fails its transaction once, as a serialization failure does (a sequence is not
+        // rolled back with it): the append runs again, its first chunk from seq 2 again.
+        yield* sql.unsafe("CREATE SEQUENCE fail_once")
+        yield* sql.unsafe(`CREATE FUNCTION fail_once() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+          IF nextval('fail_once') = 1 THEN RAISE EXCEPTION 'could not serialize access' USING ERRCODE = '40001'; END IF;
+          RETURN NEW; END $$`)
+        yield* sql.unsafe("CREATE TRIGGER fail_once BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.seq = 1002) EXECUTE FUNCTION fail_once()")
+        const big = TestLog.chain(runId, "acme", first, Array.from({ length: 1_500 }, (_, i) => step(`s${i}`)))
+        yield* store.append({ runId, tenantId: "acme", expectedSeq: 1, events: big })
+        const [tried] = yield* sql<{ n: string }>`SELECT last_value AS n FROM fail_once`
+        expect(Number(tried!.n)).toBeGreaterThanOrEqual(2)
+        const log = yield* store.readEvents("acme", runId)
+        expect(log.map((e) => e.seq)).toEqual(Array.from({ length: 1_501 }, (_, i) => i + 1))
+        expect(Verify.verifyEvents(runId, log).ok).toBe(true)
+      }))
+
     it.scopedLive("a batch of over 1,000 events racing a status change: one wins, the other conflicts, never a deadlock", () =>
       Effect.gen(function*() {
         const url = yield* fresh

@@ -59,7 +59,8 @@ export const request = (env: StepEnv, tool: Tool, key: string, requested: ToolRe
   if (tool.idempotent && (tool.durability ?? env.deps.idempotentToolDurability) === "one-commit") {
     // One commit: the request goes to the log with the outcome. A crash mid-handler leaves no trace of the call,
     // so the next execution makes it again, with the same idempotency key. (`runHandler` checks ownership first.)
-    return runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, batch)
+    // Suspended: the ownership check runs right before the handler, not where the step's call was prepared.
+    return Effect.suspend(() => runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, batch))
   }
   // A call requested by an owner that lost the run would only leave the next owner a call in doubt.
   return env.owned(

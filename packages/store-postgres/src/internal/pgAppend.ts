@@ -81,19 +81,21 @@ export const make = (
     // A batch too large for one statement: its chunks, each after the one before, in one transaction. The
     // run's row is locked first, as a status or cost change locks it before its events: two appenders to one
     // run take the locks in the same order, so they conflict instead of deadlocking.
-    let expectedSeq = request.expectedSeq
     const lockRun = request.expectedSeq === 0
       ? Effect.void
       : sql`SELECT 1 FROM ${runs} WHERE run_id = ${request.runId} AND tenant_id = ${request.tenantId} FOR UPDATE`
-    return SqlErrors.transactionDefects(sql.withTransaction(Effect.zipRight(
-      lockRun,
-      Effect.forEach(SqlEventStore.chunksOf(request.events), (events, i) => {
+    // Each chunk after the one before, counted afresh each time the transaction runs (a serialization failure runs it
+    // again, `sqlEventWrite`'s retry): counted once, a retry's first chunk started where the failed run's last ended.
+    const chunks = Effect.suspend(() => {
+      let expectedSeq = request.expectedSeq
+      return Effect.forEach(SqlEventStore.chunksOf(request.events), (events, i) => {
         // Only the first chunk claims: the later ones write as the owner it made.
         const chunk = { ...request, expectedSeq, events, claim: i === 0 && request.claim === true }
         expectedSeq += events.length
         return appendChunkPg(chunk, conflict, "batch")
       }, { discard: true })
-    )))
+    })
+    return SqlErrors.transactionDefects(sql.withTransaction(Effect.zipRight(lockRun, chunks)))
   }
 
   return appendPg
