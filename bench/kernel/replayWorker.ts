@@ -1,12 +1,13 @@
-// The verified read's hashing on a worker thread against the same read verified on the main thread, alternated in one
-// process (not a row of `pnpm bench kernel`): a run of 10,000 step events (5,000 durable tool steps, completed) is
-// written once; each round replays it (`kernel.replay`, one runtime, as `replay_10k_vs_floor` does) once with the
-// worker and once without, in alternating order, then resumes a fresh copy of a crashed run of the same length
-// (`resume_10k_vs_floor`'s shape) each way, and reads the floor (bare ordered SELECT + JSON.parse). For each: wall time,
-// the main thread's CPU and its time runnable but off a CPU ("queued": `/proc/self/task/PID/schedstat`, Linux), and the
-// process's CPU (`process.cpuUsage`, every thread). The worker is switched by the built core's `verifyWorker.use`.
-// Prints medians and the events the worker hashed, one JSON line.
-//   node --import tsx kernel/replayWorker.ts [ROUNDS]     (started in bench/)
+// The verified read's workers against each other, alternated in one process (not a row of `pnpm bench kernel`): a run
+// of 10,000 step events (5,000 durable tool steps, completed) is written once; each round replays it (`kernel.replay`,
+// one runtime, as `replay_10k_vs_floor` does) once each way, in alternating order, then resumes a fresh copy of a crashed
+// run of the same length (`resume_10k_vs_floor`'s shape) each way, and reads the floor (bare ordered SELECT +
+// JSON.parse). For each: wall time, the main thread's CPU and its time runnable but off a CPU ("queued":
+// `/proc/self/task/PID/schedstat`, Linux), and the process's CPU (`process.cpuUsage`, every thread). MODE `verify` (the
+// default): the verify worker (`verifyWorker.use`) on or off, the store's read-ahead worker off; `ahead`: the read-ahead
+// worker (`readWorker.use`: it reads and hashes the pages on its own connection) on or off, the verify worker on.
+// Prints medians, the events the verify worker hashed and the pages the read-ahead worker read, one JSON line.
+//   node --import tsx kernel/replayWorker.ts [ROUNDS] [verify|ahead]     (started in bench/)
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -56,7 +57,20 @@ const timed = async (f: () => Promise<unknown>): Promise<Sample> => {
 const VerifyWorker: { use: (on: boolean) => void; hashedSoFar: () => number } = await import(
   new URL("../../packages/core/dist/internal/verifyWorker.js", import.meta.url).href
 )
-const useWorker = VerifyWorker.use
+const ReadWorker: { use: (on: boolean) => void; pagesSoFar: () => number } = await import(
+  new URL("../../packages/core/dist/internal/readWorker.js", import.meta.url).href
+)
+const mode = process.argv[3] ?? "verify"
+if (mode !== "verify" && mode !== "ahead") throw new Error("usage: replayWorker.ts [ROUNDS] [verify|ahead]")
+const useWorker = (on: boolean) => {
+  if (mode === "verify") {
+    VerifyWorker.use(on)
+    ReadWorker.use(false)
+  } else {
+    VerifyWorker.use(true)
+    ReadWorker.use(on)
+  }
+}
 
 const dir = mkdtempSync(join(tmpdir(), "artana-replay-worker-"))
 try {
@@ -120,6 +134,7 @@ try {
     out[`${k}_all`] = Math.round(median(xs.map((s) => s.all)) * 10) / 10
   }
   out["events_hashed_by_worker"] = VerifyWorker.hashedSoFar()
+  out["pages_read_ahead"] = ReadWorker.pagesSoFar()
   console.log(JSON.stringify(out))
 } finally {
   rmSync(dir, { recursive: true, force: true })

@@ -12,6 +12,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
 import type { SchemaMismatch, StoreError } from "./Errors.js"
 import { decodePayload as decodeEventPayload } from "./Event.js"
 import { EventStore, type Service } from "./EventStore.js"
@@ -23,6 +24,7 @@ import * as EventRead from "./internal/sqlEventRead.js"
 import * as EventStoreSchema from "./internal/sqlEventStoreMigrations.js"
 import * as EventWrite from "./internal/sqlEventWrite.js"
 import * as RunQueries from "./internal/sqlRunQueries.js"
+import * as ReadWorker from "./internal/readWorker.js"
 import * as SqlMigrations from "./SqlMigrations.js"
 
 /** Options of the SQL event store. */
@@ -86,6 +88,12 @@ export interface ReadDialectService {
   readonly client: SqlClient.SqlClient
   /** Runs a read-only statement (`?` placeholders) on the driver's prepared statement (see `ReadValues`). */
   readonly values: EventRead.ReadValues
+  /**
+   * A worker thread with a read-only connection of its own to the same database (see `readAhead`), which reads the
+   * pages of a long verified read (replay, resume, fork, `Kernel.verify`) ahead of the main thread. Optional: a
+   * database only this connection sees (in memory) has none.
+   */
+  readonly ahead?: ReadWorker.ReadAhead | undefined
 }
 
 /** The dialect's read; `make` uses it when it is in context for the store's client. */
@@ -95,6 +103,19 @@ export class ReadDialect extends Context.Tag("@artana/core/SqlEventStore/ReadDia
 >() {}
 
 export type { ReadValues } from "./internal/sqlEventRead.js"
+export type { Opener, ReadAhead } from "./internal/readWorker.js"
+
+/**
+ * A read-ahead worker for a dialect's `ReadDialect` (`@artana/store-sqlite` makes one for a database file): a worker
+ * thread, started by the store's first long read and ended with `scope`, that opens its own connection with `opener`
+ * and reads a run's pages there (the driver's rows, their text, their hashes checked) while the main thread replays the
+ * page before. It reads only committed rows: a read inside a transaction never goes to it. Nothing waits for it to
+ * start, and a page it cannot read is read on the store's own connection.
+ *
+ * @example
+ * const ahead = yield* SqlEventStore.readAhead({ source: "(config) => ({ rows: (text, params) => ..., close: () => {} })", config: { filename } })
+ */
+export const readAhead: (opener: ReadWorker.Opener) => Effect.Effect<ReadWorker.ReadAhead, never, Scope.Scope> = ReadWorker.make
 
 // For append dialects (see `AppendDialect`): what every append shares.
 export {
@@ -189,7 +210,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
     const readDialect = Option.getOrUndefined(Option.filter(yield* Effect.serviceOption(ReadDialect), (d) => d.client === client))
     const readEvents = EventRead.make(sql, t, readDialect?.values)
     const { getRun, lineageCostUsd, listRuns, listRunsPage, versionCounts } = RunQueries.make(sql, t)
-    return { append, appendAll, readEvents, getRun, listRuns, listRunsPage, lineageCostUsd, appendPaged, versionCounts } satisfies Service
+    const service: Service = { append, appendAll, readEvents, getRun, listRuns, listRunsPage, lineageCostUsd, appendPaged, versionCounts }
+    return readDialect?.ahead === undefined ? service : ReadWorker.attach(service, EventRead.makeAhead(t, readDialect.ahead))
   })
 
 /**

@@ -26,6 +26,7 @@ import * as Client from "./internal/sqliteClient.js"
 import * as Driver from "./internal/sqliteDriver.js"
 import * as SqliteAppend from "./internal/sqliteAppend.js"
 import * as SqliteRead from "./internal/sqliteRead.js"
+import * as ReadAhead from "./internal/sqliteReadAhead.js"
 
 /** Where the database lives and how hard it works to keep what it acknowledged. */
 export interface Options {
@@ -246,7 +247,9 @@ export const make = (options: Options): Effect.Effect<SqliteClient.SqliteClient,
   Effect.map(open(options), (opened) => opened.client)
 
 /** `make`, with the client's `Lane` (its connection, for the store's own append). */
-const open = (options: Options): Effect.Effect<{ readonly client: SqliteClient.SqliteClient; readonly lane: Client.Lane }, Errors.StoreUnavailable, Scope.Scope> =>
+const open = (
+  options: Options
+): Effect.Effect<{ readonly client: SqliteClient.SqliteClient; readonly lane: Client.Lane; readonly ahead: SqlEventStore.ReadAhead | undefined }, Errors.StoreUnavailable, Scope.Scope> =>
   Effect.gen(function*() {
     const timeoutMs = toTimeoutMs(options.busyTimeout ?? Duration.seconds(5))
     const readOnly = options.readOnly === true
@@ -270,7 +273,7 @@ const open = (options: Options): Effect.Effect<{ readonly client: SqliteClient.S
         // Reads the schema: a file that is not a database fails here, not on the first read.
         client.unsafe("SELECT count(*) AS tables FROM sqlite_master")
       ], { discard: true }).pipe(failed)
-      return { client, lane }
+      return { client, lane, ahead: image === undefined && !isMemory(options.filename) ? yield* ReadAhead.make(options.filename, timeoutMs) : undefined }
     }
     const synchronous = options.synchronous === "normal" ? "NORMAL" : "FULL"
     yield* enableWal(client, timeoutMs).pipe(failed)
@@ -288,7 +291,7 @@ const open = (options: Options): Effect.Effect<{ readonly client: SqliteClient.S
         reason: `permission denied: this process may not read and write ${options.filename} (to read it, open it with readOnly: true)`
       })
     }
-    return { client, lane }
+    return { client, lane, ahead: isMemory(options.filename) ? undefined : yield* ReadAhead.make(options.filename, timeoutMs) }
   })
 
 /**
@@ -301,11 +304,11 @@ export const layerClient = (
   options: Options
 ): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient | SqlEventStore.AppendDialect | SqlEventStore.ReadDialect, Errors.StoreUnavailable> =>
   Layer.scopedContext(
-    Effect.map(open(options), ({ client, lane }) =>
+    Effect.map(open(options), ({ ahead, client, lane }) =>
       Context.make(SqliteClient.SqliteClient, client).pipe(
         Context.add(SqlClient.SqlClient, client),
         Context.add(SqlEventStore.AppendDialect, { client, make: (tables) => SqliteAppend.make(lane, tables, options.onGroupCommit) }),
-        Context.add(SqlEventStore.ReadDialect, { client, values: SqliteRead.make(lane) })
+        Context.add(SqlEventStore.ReadDialect, { client, values: SqliteRead.make(lane), ahead })
       ))
   )
 

@@ -1,16 +1,20 @@
 // A long log's chain checked on a worker thread, a page ahead of the replay (core's `verifyWorker`), against the same
 // read checked on the main thread: the same events, tampering caught the same way, before any event of the broken page
-// is given, a worker that dies mid-read replaced by the main thread, and a process that ends on its own.
+// is given, a worker that dies mid-read replaced by the main thread, and a process that ends on its own. The store's
+// read-ahead worker (`readWorker`, which reads and hashes pages itself: readAhead.test.ts) is off in these reads, so
+// that every page is read here and hashed by the verify worker.
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { fileURLToPath } from "node:url"
-import { Effect, Layer, Option, Redacted, Schema } from "effect"
-import { type Event, EventStore, Kernel, ModelPort, ToolRegistry, Workflow } from "@artana/core"
+import { Effect, Option } from "effect"
+import { type Event, EventStore, Kernel } from "@artana/core"
 import { TestLog } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
 import { StoredEvent, storedPayload } from "../../core/src/internal/hash.js"
 import { verifiedPages } from "../../core/src/internal/verifiedRead.js"
+import * as ReadWorker from "../../core/src/internal/readWorker.js"
 import * as VerifyWorker from "../../core/src/internal/verifyWorker.js"
 import { killChildren, lastJsonLine, runChild, workDir } from "./helpers.js"
+import { kernelOn, writeKeyed, writtenLongRun } from "./longLog.js"
 import { tenant } from "./child/workflows.js"
 
 const CHILD = fileURLToPath(new URL("./child/verify-worker.ts", import.meta.url))
@@ -23,19 +27,7 @@ afterAll(() => {
   return VerifyWorker.shutdown()
 })
 
-const noModel = ModelPort.make({ defaultModel: "none", generate: () => Effect.dieMessage("a long run calls no model") })
-const kernelOn = (db: string, auditKey?: string) =>
-  Layer.provideMerge(
-    Kernel.layer({ workflows: [TestLog.LongRun.workflow], auditKey: auditKey === undefined ? undefined : Redacted.make(auditKey) }),
-    Layer.mergeAll(SqliteStore.layer({ filename: db }), Layer.succeed(ModelPort.ModelPort, noModel), ToolRegistry.layer([]))
-  )
-
-/** A file holding the paused run "long" of `STEPS` steps (`STEPS + 2` events, valid chain). */
-const written = Effect.gen(function*() {
-  const { db } = yield* workDir
-  yield* Effect.provide(Effect.flatMap(EventStore.EventStore, (store) => TestLog.LongRun.write(store, { runId: "long", tenant, steps: STEPS })), kernelOn(db))
-  return db
-})
+const written = writtenLongRun(STEPS)
 
 /** Changes the stored payload of the event at `seq` (its JSON still valid, its hash left as it was). */
 const tamper = (db: string, seq: number) => {
@@ -52,6 +44,7 @@ const tamper = (db: string, seq: number) => {
 const readPages = (db: string, worker: boolean, between: () => Promise<void> = () => Promise.resolve(), auditKey?: string) =>
   Effect.gen(function*() {
     VerifyWorker.use(worker)
+    ReadWorker.use(false)
     if (worker) expect(yield* Effect.promise(VerifyWorker.ready)).toBe(true)
     const store = yield* EventStore.EventStore
     const info = yield* store.getRun(tenant.tenantId, "long")
@@ -67,7 +60,7 @@ const readPages = (db: string, worker: boolean, between: () => Promise<void> = (
       }
     }).pipe(Effect.flip, Effect.option, Effect.map(Option.getOrUndefined))
     return { pages, failure, hashedByWorker: VerifyWorker.hashedSoFar() - before }
-  }).pipe(Effect.ensuring(Effect.sync(() => VerifyWorker.use(true))), Effect.provide(kernelOn(db)))
+  }).pipe(Effect.ensuring(Effect.sync(() => (VerifyWorker.use(true), ReadWorker.use(true)))), Effect.provide(kernelOn(db)))
 
 /** Reads a page back as the worker reads it: every event's id, step key, type and stored payload, in order. */
 const readBack = (page: ReturnType<typeof VerifyWorker.pageOf>, events: ReadonlyArray<Event.Event>) => {
@@ -165,17 +158,7 @@ describe("the verified read's chain check on a worker thread", () => {
   it.scopedLive("checks a log written with an audit key (HMAC) on the worker, and refuses it under another key", () =>
     Effect.gen(function*() {
       const { db } = yield* workDir
-      const steps = Workflow.make({
-        name: "steps",
-        input: Schema.Null,
-        output: Schema.Number,
-        run: (_input, ctx) =>
-          Effect.gen(function*() {
-            for (let i = 0; i < 700; i++) yield* ctx.step("n", Effect.succeed(i), Schema.Number)
-            return 700
-          })
-      })
-      yield* Effect.provide(Effect.flatMap(Kernel.Kernel, (k) => k.execute(steps, { runId: "long", tenant, input: null })), kernelOn(db, "the key"))
+      yield* writeKeyed(db, "long", "the key")
       const keyed = yield* readPages(db, true, undefined, "the key")
       expect(keyed.failure).toBeUndefined()
       expect(keyed.pages.flat().length).toBe(702)
@@ -188,14 +171,16 @@ describe("the verified read's chain check on a worker thread", () => {
       }
     }))
 
-  it.scopedLive("a process that replays a long log through the worker ends on its own", () =>
+  it.scopedLive("a process that replays a long log through the workers ends on its own", () =>
     Effect.gen(function*() {
       const db = yield* written
-      // The child replays the run with the worker ready, prints what it got, and returns from its module: no exit
-      // call. A worker keeping it alive would leave it running until the timeout fails the test.
+      // The child replays the run with the verify worker ready and then with the store's read-ahead worker ready,
+      // prints what it got, and returns from its module: no exit call. A worker keeping it alive would leave it running
+      // until the timeout fails the test.
       const output = lastJsonLine(yield* runChild([db, "long"], 300_000, { script: CHILD }))
       expect(output).toMatchObject({ status: "paused", runId: "long" })
       expect((output as { hashedByWorker: number }).hashedByWorker).toBeGreaterThan(0)
+      expect((output as { readAheadPages: number }).readAheadPages).toBeGreaterThan(0)
     }))
 
   it.scopedLive("sends a page's events to the worker in texts of at most ~32K characters, each field where the page says", () =>

@@ -321,3 +321,20 @@ export const materialBuilder = (stored: string, escaped: RegExp): StoredMaterial
 
 /** The domain prefix of `newEventHash`'s material and the test of a character `JSON.stringify` escapes, for `materialBuilder` elsewhere. */
 export const MATERIAL_CONSTANTS = { stored: STORED, escaped: ESCAPED.source } as const
+
+/**
+ * The start of a worker thread's code (CommonJS, evaluated) that hashes events as this module does: \`crypto\`, \`builder\`
+ * (\`materialBuilder\`'s own source text) and its \`constants\`, and \`hashOf(material, key)\` (SHA-256, or with an audit key
+ * its HMAC, as hex). \`__name\`: what a transpiler keeping function names (tsx) may call in the builder's text. The verify
+ * worker's and the read-ahead worker's (\`verifyWorker.ts\`, \`readWorker.ts\`).
+ */
+export const WORKER_HASHING = `
+const crypto = require("node:crypto")
+var __name = (target) => target
+const sha256 = typeof crypto.hash === "function"
+  ? (text) => crypto.hash("sha256", text, "hex")
+  : (text) => crypto.createHash("sha256").update(text).digest("hex")
+const hashOf = (material, key) => key === undefined ? sha256(material) : crypto.createHmac("sha256", key).update(material).digest("hex")
+const builder = (${materialBuilder.toString()})
+const constants = ${JSON.stringify(MATERIAL_CONSTANTS)}
+`

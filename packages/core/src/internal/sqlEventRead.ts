@@ -16,6 +16,7 @@ import { GENESIS_HASH, StoredEvent } from "./hash.js"
 import * as Lazy from "./lazyPayload.js"
 import type { Tables } from "./sqlAppend.js"
 import * as Codec from "./sqlCodec.js"
+import * as ReadWorker from "./readWorker.js"
 import { span } from "./tracing.js"
 import { CorruptRow, numberValue, textValue, toNumber, unpacked } from "./sqlRows.js"
 
@@ -104,12 +105,41 @@ const typeOf = (json: unknown): string => {
  * a NULL prev_hash stands for it (see `eventValues`). `lazy` (a replay's read on SQLite, whose rows name their type): a
  * `ModelRequested` written as the kernel writes it keeps its stored text only (`lazyPayload.ts`).
  */
-const eventFromValues = (runId: string, tenantId: string, row: ReadonlyArray<unknown>, previousHash: string, pg: boolean, lazy: boolean): Event => {
-  const source = textValue(row[5], "payload")
-  if (lazy && row[3] === Lazy.LAZY_TYPE && source.startsWith(Lazy.LAZY_PREFIX)) {
-    const eventId = unpacked(Codec.UUID, selected(Codec.UUID, row[1], pg), "event_id")
-    const seq = numberValue(row[0], "seq")
-    return new Lazy.LazyRequested(eventId, runId, tenantId, seq, numberValue(row[2], "timestamp"), textValue(row[4], "step_key"), prevHashOf(row, previousHash, pg), hashOf(row, pg), source)
+const eventFromValues = (runId: string, tenantId: string, row: ReadonlyArray<unknown>, previousHash: string, pg: boolean, lazy: boolean): Event =>
+  eventOf(
+    unpacked(Codec.UUID, selected(Codec.UUID, row[1], pg), "event_id"),
+    runId,
+    tenantId,
+    numberValue(row[0], "seq"),
+    numberValue(row[2], "timestamp"),
+    pg ? undefined : textValue(row[3], "type"),
+    textValue(row[4], "step_key"),
+    textValue(row[5], "payload"),
+    prevHashOf(row, previousHash, pg),
+    hashOf(row, pg),
+    lazy
+  )
+
+/**
+ * An event from its values, as stored: `type` undefined (PostgreSQL, migration 12) is its payload's `_tag`. The payload
+ * text is parsed and guarded (`decodeStoredPayload`), or, `lazy`, a `ModelRequested` written as the kernel writes it
+ * keeps its stored text only (`lazyPayload.ts`).
+ */
+const eventOf = (
+  eventId: string,
+  runId: string,
+  tenantId: string,
+  seq: number,
+  timestamp: number,
+  storedType: string | undefined,
+  stepKey: string,
+  source: string,
+  prevHash: string,
+  hash: string,
+  lazy: boolean
+): Event => {
+  if (lazy && storedType === Lazy.LAZY_TYPE && source.startsWith(Lazy.LAZY_PREFIX)) {
+    return new Lazy.LazyRequested(eventId, runId, tenantId, seq, timestamp, stepKey, prevHash, hash, source)
   }
   let json: unknown
   try {
@@ -117,26 +147,51 @@ const eventFromValues = (runId: string, tenantId: string, row: ReadonlyArray<unk
   } catch (cause) {
     throw new CorruptRow("payload", Lazy.notJson(cause))
   }
-  const type = pg ? typeOf(json) : textValue(row[3], "type")
+  const type = storedType ?? typeOf(json)
   if (!EVENT_TYPES.has(type)) throw new CorruptRow("type", `unknown event type ${JSON.stringify(type)}`)
   const decoded = decodeStoredPayload(type, json)
   if (Either.isLeft(decoded)) throw new CorruptRow("payload", decoded.left)
   // The stored text goes with the event: the chain covers the bytes as stored, so a field added to the stored payload,
   // which decoding drops, still breaks it.
-  return new StoredEvent(
-    unpacked(Codec.UUID, selected(Codec.UUID, row[1], pg), "event_id"),
-    runId,
-    tenantId,
-    numberValue(row[0], "seq"),
-    numberValue(row[2], "timestamp"),
-    type,
-    textValue(row[4], "step_key"),
-    decoded.right,
-    prevHashOf(row, previousHash, pg),
-    hashOf(row, pg),
-    source
-  )
+  return new StoredEvent(eventId, runId, tenantId, seq, timestamp, type, stepKey, decoded.right, prevHash, hash, source)
 }
+
+/**
+ * The events of a page the read-ahead worker read (`readWorker.ts`), its `count` first rows: their fields sliced out
+ * of the page's texts, each made into its event as `readEvents` makes it from its row. A row that does not decode fails
+ * as in `readEvents`.
+ */
+export const eventsOfPage = (runId: string, tenantId: string, page: ReadWorker.Page, lazy: boolean): Effect.Effect<Array<Event>, StoreError> =>
+  Effect.suspend(() => {
+    const out = new Array<Event>(page.count)
+    const { ends, firsts, numbers, texts } = page
+    let chunk = -1
+    let text = ""
+    let start = 0
+    let n = 0
+    try {
+      for (; n < page.count; n++) {
+        if (chunk + 1 < firsts.length && n === firsts[chunk + 1]) {
+          chunk++
+          text = texts[chunk]!
+          start = 0
+        }
+        const at = n * ReadWorker.FIELDS
+        const eventId = text.slice(start, ends[at])
+        const type = text.slice(ends[at]!, ends[at + 1])
+        const stepKey = text.slice(ends[at + 1]!, ends[at + 2])
+        const source = text.slice(ends[at + 2]!, ends[at + 3])
+        const prevHash = text.slice(ends[at + 3]!, ends[at + 4])
+        start = ends[at + 5]!
+        const hash = text.slice(ends[at + 4]!, start)
+        out[n] = eventOf(eventId, runId, tenantId, numbers[n * 2]!, numbers[n * 2 + 1]!, type, stepKey, source, prevHash, hash, lazy)
+      }
+    } catch (cause) {
+      if (!(cause instanceof CorruptRow)) return Effect.die(cause)
+      return Effect.fail(Lazy.corruptRow(runId, numbers[n * 2], cause.column, cause.reason))
+    }
+    return Effect.succeed(out)
+  })
 
 /**
  * A dialect's own read (`SqlEventStore.ReadDialect`): runs the read-only statement `text` (`?` placeholders) with
@@ -229,4 +284,53 @@ export const make = (sql: SqlClient.SqlClient, t: Tables, values?: ReadValues) =
     )
 
   return readEvents
+}
+
+/**
+ * A page the store's read-ahead worker read: its events, what stops the worker's hashing of them and says how many of
+ * the first hash to their stored hash (`hashed`), and whether the worker stopped before the end of the page's rows
+ * (`cut`: the rows after its events are to be read here).
+ */
+export interface AheadPage {
+  readonly events: ReadonlyArray<Event>
+  readonly hashed: ReadWorker.Hashed
+  readonly cut: boolean
+}
+
+/**
+ * Sends a page of a run's events, from seq `from`, `limit` of them, to the store's read-ahead worker, which hashes them
+ * from `prevHash` (the hash of the event before) with `auditKey`. Gives what resolves to the page (or undefined: the
+ * worker did not read it), or undefined when the page is not sent: inside a transaction (the worker's connection sees
+ * only what is committed) or when the worker cannot take it now.
+ */
+export interface RequestAhead {
+  readonly request: (
+    tenantId: string,
+    runId: string,
+    from: number,
+    limit: number,
+    prevHash: string,
+    auditKey: string | undefined
+  ) => Effect.Effect<Effect.Effect<AheadPage | undefined, StoreError> | undefined>
+  /** Starts the worker; resolves once it is ready (true) or could not be (false). */
+  readonly ready: () => Promise<boolean>
+}
+
+/** The read-ahead of the SQLite store on tables `t`, through `ahead` (see `readWorker.ts`). */
+export const makeAhead = (t: Tables, ahead: ReadWorker.ReadAhead): RequestAhead => {
+  const text = sqlitePageText(t)
+  const request: RequestAhead["request"] = (tenantId, runId, from, limit, prevHash, auditKey) =>
+    Effect.contextWithEffect((context) => {
+      if (Context.getOption(context, SqlClient.TransactionConnection)._tag === "Some") return Effect.succeed(undefined)
+      return Effect.map(FiberRef.get(Lazy.replayRead), (lazy) => {
+        const pending = ahead.request(text, [runId, tenantId, from, limit], prevHash, auditKey)
+        if (pending === undefined) return undefined
+        return Effect.flatMap(pending, (page) =>
+          page === undefined
+            ? Effect.succeed(undefined)
+            : Effect.map(eventsOfPage(runId, tenantId, page, lazy), (events): AheadPage => ({ events, hashed: page.hashed, cut: page.count < page.rows }))
+        ).pipe((read) => span("SqlEventStore.readEvents", { runId, fromSeq: from, limit, readAhead: true }, read))
+      })
+    })
+  return { request, ready: ahead.ready }
 }

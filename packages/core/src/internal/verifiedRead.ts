@@ -13,7 +13,18 @@ import * as EventStore from "../EventStore.js"
 import type { VerifyReport } from "../Verify.js"
 import { chainVerifier } from "./chainVerifier.js"
 import { GENESIS_HASH, storedPayload } from "./hash.js"
+import * as ReadWorker from "./readWorker.js"
+import type { AheadPage, RequestAhead } from "./sqlEventRead.js"
 import * as VerifyWorker from "./verifyWorker.js"
+
+/** A page read: its events, and what tells how many of them the verify worker found hashing to their stored hash. */
+interface Read {
+  readonly events: ReadonlyArray<Event>
+  readonly hashed: VerifyWorker.Hashed
+}
+
+/** The page read ahead: read, or being read by the store's read-ahead worker (undefined once read: the log ended). */
+type Ahead = Read | { readonly pending: Effect.Effect<Read | undefined, ReadError> }
 
 /** What reading a run's verified log fails with: the store's errors, a broken chain, a log cut before its head. */
 export type ReadError = Errors.RunNotFound | Errors.StoreError | Errors.LogTampered | Errors.InvalidRunState
@@ -50,16 +61,18 @@ export const verifiedPages = (
     heads: [{ source: "store's run record", seq: info.headSeq, hash: info.headHash }],
     record: info
   })
-  // A long read hashes its pages on the worker thread, a page ahead (see `verifyWorker`).
+  // A long read hashes its pages on the worker thread, a page ahead (see `verifyWorker`); on a store with a read-ahead
+  // worker (`readWorker`), that worker reads them too.
   const onWorker = VerifyWorker.worthIt(info.headSeq, pageSize)
+  let readAhead = onWorker ? ReadWorker.aheadOf(store) : undefined
   let logEnd = 0
   // The last seq read (the page ahead's last, when there is one), and the hash of that event.
   let readEnd = 0
   let readHash = GENESIS_HASH
   // "read": more pages may follow; "end": the last page was read, the checks of the log's end follow it; "done".
   let state: "read" | "end" | "done" = "read"
-  // The page read ahead: its events, and what tells how many of them the worker found hashing to their stored hash.
-  let ahead: { readonly events: ReadonlyArray<Event>; readonly hashed: VerifyWorker.Hashed } | undefined
+  // The page read ahead: read, or still being read by the read-ahead worker.
+  let ahead: Ahead | undefined
   // The error of a page read ahead, failed once the page before it was given.
   let failedAhead: ReadError | undefined
   const end = Effect.suspend((): Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> => {
@@ -70,33 +83,58 @@ export const verifiedPages = (
     const report = verifier.finish()
     return report.ok ? Effect.succeed(Option.none()) : Effect.fail(tampered(info, report))
   })
-  // Reads the next page (none at the log's end), its hashes sent to the worker when the read uses it.
-  const read = Effect.suspend(() =>
-    Effect.map(store.readEvents(info.tenantId, info.runId, readEnd + 1, pageSize), (page) => {
-      // Events appended after the record was read are not this read's: the record's head ends it. A short page is
-      // the end of the log (as it was when read).
-      let events = page
-      const beyond = page.findIndex((event) => event.seq > info.headSeq)
-      if (beyond >= 0) events = page.slice(0, beyond)
-      if (events.length === 0) {
-        state = "end"
-        return undefined
-      }
-      const last = events[events.length - 1]!
-      if (beyond >= 0 || page.length < pageSize || last.seq >= info.headSeq) state = "end"
-      if (sized !== undefined) pageSize = nextPageSize(sized, events)
-      const hashed = onWorker ? VerifyWorker.submit(VerifyWorker.pageOf(events, readHash, info.runId, info.tenantId), auditKey) : VerifyWorker.none
-      readEnd = last.seq
-      readHash = last.hash
-      return { events, hashed }
+  // A page read: its events up to the record's head, and where the read stands after it (undefined: the log ended).
+  // `cut`: the page's rows go on after its events (the read-ahead worker stopped at a row it does not read).
+  const settle = (page: ReadonlyArray<Event>, hashedOf: (events: ReadonlyArray<Event>) => VerifyWorker.Hashed, cut: boolean): Read | undefined => {
+    // Events appended after the record was read are not this read's: the record's head ends it. A short page is
+    // the end of the log (as it was when read).
+    let events = page
+    const beyond = page.findIndex((event) => event.seq > info.headSeq)
+    if (beyond >= 0) events = page.slice(0, beyond)
+    if (events.length === 0) {
+      state = "end"
+      return undefined
+    }
+    const last = events[events.length - 1]!
+    if (beyond >= 0 || (!cut && page.length < pageSize) || last.seq >= info.headSeq) state = "end"
+    const hashed = hashedOf(events)
+    if (sized !== undefined) pageSize = nextPageSize(sized, events)
+    readEnd = last.seq
+    readHash = last.hash
+    return { events, hashed }
+  }
+  // Reads the next page here (none at the log's end), its hashes sent to the verify worker when the read uses it.
+  const readHere = Effect.suspend(() =>
+    Effect.map(store.readEvents(info.tenantId, info.runId, readEnd + 1, pageSize), (page) =>
+      settle(page, (events) => onWorker ? VerifyWorker.submit(VerifyWorker.pageOf(events, readHash, info.runId, info.tenantId), auditKey) : VerifyWorker.none, false))
+  )
+  // Asks the read-ahead worker for the next page (see `askAhead`); after a page it cut short, pages are read here.
+  const read: Effect.Effect<Ahead | undefined, ReadError> = Effect.suspend(() =>
+    readAhead === undefined ? readHere : askAhead(readAhead, info, auditKey, readEnd + 1, pageSize, readHash, readHere, (page) => {
+      if (page.cut || page.events.length === 0) readAhead = undefined
+      return page.events.length === 0 ? readHere : Effect.succeed(settle(page.events, () => page.hashed, page.cut))
     })
   )
-  // Verifies the page read ahead (the worker's answer, then every other check) and gives it.
-  const give = (page: { readonly events: ReadonlyArray<Event>; readonly hashed: VerifyWorker.Hashed }): Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> => {
+  // Verifies a page read (the worker's answer, then every other check) and gives it.
+  const give = (page: Read): Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> => {
     const broken = verifier.push(page.events, page.hashed())
     if (broken !== undefined) return Effect.fail(tampered(info, broken))
     logEnd = page.events[page.events.length - 1]!.seq
     return Effect.succeed(Option.some(page.events))
+  }
+  // The next page is read (and sent to the worker) while the worker hashes this one; a read without the worker
+  // gives each page before reading the next.
+  const giveReadingOn = (current: Read): Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> => {
+    if (!onWorker || state !== "read") return give(current)
+    return Effect.matchEffect(read, {
+      // A page read ahead that fails does not hide a break in the page before it: that page is verified (and given)
+      // first, as a read without the worker would, and the read's error is the next pull's.
+      onFailure: (error) => Effect.tap(give(current), () => (failedAhead = error, Effect.void)),
+      onSuccess: (page) => {
+        ahead = page
+        return give(current)
+      }
+    })
   }
   const next: Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> = Effect.suspend(() => {
     const current = ahead
@@ -112,21 +150,36 @@ export const verifiedPages = (
       if (state === "end") return end
       return Effect.flatMap(read, (page) => (page === undefined ? end : (ahead = page, next)))
     }
-    // The next page is read (and sent to the worker) while the worker hashes this one; a read without the worker
-    // gives each page before reading the next.
-    if (!onWorker || state !== "read") return give(current)
-    return Effect.matchEffect(read, {
-      // A page read ahead that fails does not hide a break in the page before it: that page is verified (and given)
-      // first, as a read without the worker would, and the read's error is the next pull's.
-      onFailure: (error) => Effect.tap(give(current), () => (failedAhead = error, Effect.void)),
-      onSuccess: (page) => {
-        ahead = page
-        return give(current)
-      }
-    })
+    if ("pending" in current) {
+      // The page the read-ahead worker was reading: once read, as a page read here.
+      return Effect.flatMap(current.pending, (page) => (page === undefined ? end : giveReadingOn(page)))
+    }
+    return giveReadingOn(current)
   })
   return next
 }
+
+/**
+ * Asks the store's read-ahead worker (`readWorker`) for the page from `from`: what resolves to it once read, as
+ * `settle` makes it (undefined: the log ended), or read here (`readHere`) when the worker cannot take it (starting,
+ * died, in a transaction) or did not read it.
+ */
+const askAhead = (
+  ahead: RequestAhead,
+  info: RunInfo,
+  auditKey: string | undefined,
+  from: number,
+  limit: number,
+  prevHash: string,
+  readHere: Effect.Effect<Read | undefined, ReadError>,
+  settle: (page: AheadPage) => Effect.Effect<Read | undefined, ReadError>
+): Effect.Effect<Ahead | undefined, ReadError> =>
+  Effect.flatMap(ahead.request(info.tenantId, info.runId, from, limit, prevHash, auditKey), (pending): Effect.Effect<Ahead | undefined, ReadError> => {
+    if (pending === undefined) return readHere
+    return Effect.succeed({
+      pending: Effect.flatMap(pending, (page) => (page === undefined ? readHere : settle(page)))
+    })
+  })
 
 /**
  * Pages bounded by bytes: each page after the first holds as many events as fit in `budget` characters of stored

@@ -11,7 +11,7 @@
 import { availableParallelism } from "node:os"
 import { Worker } from "node:worker_threads"
 import type { Event } from "../Event.js"
-import { MATERIAL_CONSTANTS, materialBuilder, storedPayload } from "./hash.js"
+import { storedPayload, WORKER_HASHING } from "./hash.js"
 
 /** A page's state, shared with the worker: how many of its first events hash to theirs, whether to stop, whether taken. */
 const HASHED = 0
@@ -21,17 +21,11 @@ const TAKEN = 2
 /**
  * The worker's code (CommonJS, evaluated: it loads the same from the sources under vitest or tsx and from the built
  * `dist`). A page (see `pageOf`): how many of its first events hash to their stored hash, over the material `hash.ts`
- * builds. `__name`: what a transpiler keeping function names (tsx) may call in the builder's text.
+ * builds (`WORKER_HASHING`).
  */
 const SOURCE = `
 const { parentPort, workerData } = require("node:worker_threads")
-const crypto = require("node:crypto")
-var __name = (target) => target
-const sha256 = typeof crypto.hash === "function"
-  ? (text) => crypto.hash("sha256", text, "hex")
-  : (text) => crypto.createHash("sha256").update(text).digest("hex")
-const builder = (${materialBuilder.toString()})
-const constants = ${JSON.stringify(MATERIAL_CONSTANTS)}
+${WORKER_HASHING}
 parentPort.on("message", (page) => {
   const { runId, tenantId, texts, firsts, ends, numbers, hashes, key, state } = page
   Atomics.store(state, ${TAKEN}, 1)
@@ -55,7 +49,7 @@ parentPort.on("message", (page) => {
     event.seq = numbers[n * 2]
     event.timestamp = numbers[n * 2 + 1]
     const m = material(event, payload, true)
-    const digest = key === undefined ? sha256(m) : crypto.createHmac("sha256", key).update(m).digest("hex")
+    const digest = hashOf(m, key)
     const hash = hashes.slice(n * 64, n * 64 + 64)
     if (digest !== hash) break
     event.prevHash = hash

@@ -1,0 +1,388 @@
+/**
+ * A SQL store's long reads on a worker thread that owns a read-only connection of its own (`SqlEventStore.ReadAhead`,
+ * which `@artana/store-sqlite` provides for a database file): a page of a run's events is read, its values made the
+ * text the store's read would make (`sqlEventRead.ts`), and its hashes checked over the chain's material (`hash.ts`'s
+ * own code, from its source text) there, while the main thread replays the page before. The main thread then only
+ * slices the page's fields out of a few texts, parses the payloads and makes the events: the driver's rows, the page's
+ * text for the verify worker and the hashing leave it.
+ *
+ * The worker only spares work, never a check: a page it could not read (not started yet, busy, died, an error of the
+ * driver) is read by the main thread as before, and `Verify` makes every check but the hashes the worker vouched for.
+ * It reads only what is committed (its own connection): a read inside a transaction is never sent to it. One worker per
+ * store, started by the store's first long read (nothing waits for it: pages are read on the main thread until it is
+ * ready), always `unref`ed, and ended with the store's scope.
+ */
+import { Worker } from "node:worker_threads"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import { WORKER_HASHING } from "./hash.js"
+import type { RequestAhead } from "./sqlEventRead.js"
+
+/**
+ * What opens the worker's connection: the source text of a self-contained function (CommonJS: it may `require`) that
+ * takes `config` and returns `{ rows(text, params): Array<Array<unknown>>, close(): void }`, rows as arrays of values.
+ */
+export interface Opener {
+  readonly source: string
+  readonly config: unknown
+}
+
+/**
+ * A page as the worker gives it: its events' fields end to end in a few texts (for each event: id, type, step key,
+ * payload text, prev hash, hash; `firsts`: the first event of each text, `ends`: where each field ends in its text),
+ * their seq and timestamp (`numbers`), and the rows the statement gave (`rows`): the worker makes `count` events of
+ * them, and stops before a row whose values are not what it reads (a value stored in another form: the main thread
+ * reads from there). `hashed`: how many of its first events hash to their stored hash, as far as the worker got (it
+ * hashes the page after sending it, and stops when asked: see `Hashed`).
+ */
+export interface Page {
+  readonly texts: ReadonlyArray<string>
+  readonly firsts: Int32Array
+  readonly ends: Int32Array
+  readonly numbers: Float64Array
+  readonly count: number
+  readonly rows: number
+  readonly hashed: Hashed
+}
+
+/** Stops the worker's hashing of a page and says how many of its first events hash to their stored hash. */
+export type Hashed = () => number
+
+/** Fields per event in `Page.ends`. */
+export const FIELDS = 6
+
+/** A page asked for: its page, or undefined when the worker did not read it (the main thread reads it then). */
+export type Pending = Effect.Effect<Page | undefined>
+
+/** A store's read-ahead worker. */
+export interface ReadAhead {
+  /**
+   * Asks for the rows of `text` with `params` (a page of a run's events, the store's select list: its run and tenant
+   * first), made text and hashed from `prevHash` (the hash of the event before the page) with `auditKey`. Undefined
+   * when the worker cannot take it now (starting, died, the store's connection there not open): nothing is sent.
+   */
+  readonly request: (text: string, params: ReadonlyArray<unknown>, prevHash: string, auditKey: string | undefined) => Pending | undefined
+  /**
+   * Starts the worker and opens the store's connection there if need be; resolves once it is open (true) or could not
+   * be (false). Reads need not call it (they read on the main thread until then); tests do, to read through it.
+   */
+  readonly ready: () => Promise<boolean>
+}
+
+/** A page's state, shared with the worker: how many of its first events hash to theirs, whether to stop. */
+const HASHED = 0
+const STOP = 1
+
+/** A store's connection in the worker: not open yet, open, or not to be opened (its opener failed). */
+const OPENING = 0
+const OPEN = 1
+const REFUSED = 2
+
+/**
+ * The worker's code (CommonJS, evaluated). Messages: `open` (a store's connection, by its opener's source text; its
+ * state set in `opened`), `close`, `read`. A read: the rows, each made the texts `sqlEventRead` would make of it (a
+ * packed hash or id's upper-case hex lower-cased, an id's dashes; a value stored as text after its `~` mark; a NULL
+ * prev_hash the hash before it; a row with a value of any other form ends the page's events), sent; then the events
+ * hashed, while they hash to their stored hash and the main thread has not taken the page (`state`).
+ */
+const SOURCE = `
+const { parentPort } = require("node:worker_threads")
+${WORKER_HASHING}
+const material = builder(constants.stored, new RegExp(constants.escaped))
+const TEXT_CHARS = 32768
+const uuid = (v) => {
+  if (typeof v !== "string") return undefined
+  if (v.charCodeAt(0) === 126) return v.slice(1)
+  const h = v.toLowerCase()
+  return h.length === 32 ? h.slice(0, 8) + "-" + h.slice(8, 12) + "-" + h.slice(12, 16) + "-" + h.slice(16, 20) + "-" + h.slice(20) : h
+}
+const digest = (v) => typeof v !== "string" ? undefined : v.charCodeAt(0) === 126 ? v.slice(1) : v.toLowerCase()
+const readers = new Map()
+const read = ({ store, id, text, params, prevHash, key, state }) => {
+  const reader = readers.get(store)
+  let rows
+  try {
+    if (reader === undefined) throw new Error("no connection")
+    rows = reader.rows(text, params)
+  } catch (error) {
+    parentPort.postMessage({ id, error: String(error) })
+    return
+  }
+  const texts = []
+  const firsts = []
+  const ends = new Int32Array(rows.length * ${FIELDS})
+  const numbers = new Float64Array(rows.length * 2)
+  const fields = []
+  let parts = []
+  let end = 0
+  let count = 0
+  let before = prevHash
+  for (; count < rows.length; count++) {
+    const row = rows[count]
+    const seq = row[0]
+    const timestamp = row[2]
+    const type = row[3]
+    const stepKey = row[4]
+    const payload = row[5]
+    const eventId = uuid(row[1])
+    const hash = digest(row[7])
+    const prev = row[6] === null ? before : digest(row[6])
+    if (typeof seq !== "number" || typeof timestamp !== "number" || typeof type !== "string" || typeof stepKey !== "string" ||
+      typeof payload !== "string" || eventId === undefined || hash === undefined || prev === undefined) break
+    if (end > TEXT_CHARS) {
+      texts.push(parts.join(""))
+      parts = []
+      end = 0
+    }
+    if (parts.length === 0) firsts.push(count)
+    const at = count * ${FIELDS}
+    parts.push(eventId, type, stepKey, payload, prev, hash)
+    fields.push(eventId, type, stepKey, payload, prev, hash)
+    ends[at] = end += eventId.length
+    ends[at + 1] = end += type.length
+    ends[at + 2] = end += stepKey.length
+    ends[at + 3] = end += payload.length
+    ends[at + 4] = end += prev.length
+    ends[at + 5] = end += hash.length
+    numbers[count * 2] = seq
+    numbers[count * 2 + 1] = timestamp
+    before = hash
+  }
+  if (parts.length > 0) texts.push(parts.join(""))
+  parentPort.postMessage({ id, page: { texts, firsts: Int32Array.from(firsts), ends, numbers, count, rows: rows.length } })
+  const event = { eventId: "", prevHash: "", runId: params[0], seq: 0, stepKey: "", tenantId: params[1], timestamp: 0, type: "" }
+  for (let n = 0; n < count && Atomics.load(state, ${STOP}) === 0; n++) {
+    const at = n * ${FIELDS}
+    event.eventId = fields[at]
+    event.type = fields[at + 1]
+    event.stepKey = fields[at + 2]
+    event.prevHash = fields[at + 4]
+    event.seq = numbers[n * 2]
+    event.timestamp = numbers[n * 2 + 1]
+    const hash = fields[at + 5]
+    if (hash.length !== 64 || event.prevHash.length !== 64) break
+    const m = material(event, fields[at + 3], true)
+    if (hashOf(m, key) !== hash) break
+    Atomics.store(state, ${HASHED}, n + 1)
+  }
+}
+parentPort.on("message", (message) => {
+  if (message.kind === "read") return read(message)
+  if (message.kind === "open") {
+    try {
+      readers.set(message.store, new Function("require", "return (" + message.source + ")")(require)(message.config))
+      Atomics.store(message.opened, 0, ${OPEN})
+    } catch {
+      Atomics.store(message.opened, 0, ${REFUSED})
+    }
+    return
+  }
+  if (message.kind === "close") {
+    const reader = readers.get(message.store)
+    readers.delete(message.store)
+    try {
+      if (reader !== undefined) reader.close()
+    } catch {}
+  }
+})
+`
+
+interface Running {
+  readonly worker: Worker
+  dead: boolean
+  /** Whether the worker ran its code (it answered a read or opened a connection): one that died before is not started again. */
+  started: boolean
+  /** How many fibers wait for a page: while any does, the worker keeps the process alive (as any read would). */
+  awaiting: number
+  /** The requests sent and not answered, by id. */
+  readonly waiting: Map<number, (page: Page | undefined) => void>
+}
+
+/** The answer of the worker to a read: its page (without `hashed`), or why it could not read it. */
+interface Answer {
+  readonly id: number
+  readonly page?: Omit<Page, "hashed">
+  readonly error?: string
+}
+
+const isAnswer = (message: unknown): message is Answer =>
+  typeof message === "object" && message !== null && "id" in message && typeof message.id === "number"
+
+/** The process's worker (every store's connection is there), started by the first store that reads ahead. */
+let running: Running | undefined
+/** Set when a worker could not be made, or died before it ran: no store of this process tries again. */
+let noWorker = false
+/** Whether stores read ahead on the worker (`use`): on unless the environment says \`ARTANA_READ_AHEAD=0\`. */
+let enabled = process.env["ARTANA_READ_AHEAD"] !== "0"
+/** Pages the worker read since the process started (tests and benches read it). */
+let pagesRead = 0
+let ids = 0
+let stores = 0
+
+/** Whether stores read ahead on the worker from now on (tests and benches compare both ways; on by default). */
+export const use = (on: boolean): void => {
+  enabled = on
+}
+
+/** Pages the read-ahead worker read since the process started. */
+export const pagesSoFar = (): number => pagesRead
+
+/** Ends the read-ahead worker, as a worker that died would (tests: reads go on on the main thread). */
+export const terminateAll = (): Promise<void> => (running === undefined ? Promise.resolve() : running.worker.terminate().then(() => undefined))
+
+const stop = (self: Running) => {
+  self.dead = true
+  if (running === self) running = undefined
+  if (!self.started) noWorker = true
+  for (const answer of self.waiting.values()) answer(undefined)
+  self.waiting.clear()
+}
+
+const start = (): Running | undefined => {
+  let worker: Worker
+  try {
+    worker = new Worker(SOURCE, { eval: true })
+  } catch {
+    // A worker that cannot be made (a permission model, no threads) is not tried again in this process.
+    noWorker = true
+    return undefined
+  }
+  const self: Running = { worker, dead: false, started: false, awaiting: 0, waiting: new Map() }
+  // Nothing waits for the worker unless a read waits for its page: it never keeps the process alive otherwise.
+  worker.unref()
+  worker.on("message", (message: unknown) => {
+    if (!isAnswer(message)) return
+    self.started = true
+    const answer = self.waiting.get(message.id)
+    if (answer === undefined) return
+    self.waiting.delete(message.id)
+    if (message.page === undefined) return answer(undefined)
+    pagesRead++
+    answer({ ...message.page, hashed: () => 0 })
+  })
+  worker.on("error", () => stop(self))
+  worker.on("exit", () => stop(self))
+  return self
+}
+
+/** The worker, started if none runs; undefined when none can run. */
+const worker = (): Running | undefined => {
+  if (!enabled || noWorker) return undefined
+  const self = running ?? (running = start())
+  return self === undefined || self.dead ? undefined : self
+}
+
+/**
+ * A store's read-ahead over the connection `opener` opens in the process's worker (started by the first store that
+ * reads ahead), closed when `scope` closes. Where threads cannot be made (a permission model), every page is read on
+ * the main thread.
+ */
+export const make = (opener: Opener): Effect.Effect<ReadAhead, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const store = stores++
+    // The worker the store's connection was opened in, and that connection's state (`OPENING`, `OPEN`, `REFUSED`).
+    let openedIn: Running | undefined
+    let opened = new Int32Array(new SharedArrayBuffer(4))
+    let closed = false
+    /** The worker, once the store's connection is open there (opened on first use: nothing waits for it). */
+    const open = (): Running | undefined => {
+      if (closed) return undefined
+      const self = worker()
+      if (self === undefined) return undefined
+      if (openedIn !== self) {
+        openedIn = self
+        opened = new Int32Array(new SharedArrayBuffer(4))
+        try {
+          self.worker.postMessage({ kind: "open", store, source: opener.source, config: opener.config, opened })
+        } catch {
+          return undefined
+        }
+      }
+      return Atomics.load(opened, 0) === OPEN ? self : undefined
+    }
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        closed = true
+        if (openedIn !== undefined && !openedIn.dead) openedIn.worker.postMessage({ kind: "close", store })
+      })
+    )
+    const request: ReadAhead["request"] = (text, params, prevHash, auditKey) => {
+      const self = open()
+      if (self === undefined) return undefined
+      const id = ids++
+      const state = new Int32Array(new SharedArrayBuffer(8))
+      try {
+        self.worker.postMessage({ kind: "read", store, id, text, params, prevHash, key: auditKey, state })
+      } catch {
+        return undefined
+      }
+      // Asked for when the page is given: stops the worker's hashing there.
+      const hashed: Hashed = () => {
+        Atomics.store(state, STOP, 1)
+        return Atomics.load(state, HASHED)
+      }
+      // The answer may come before anything waits for it: kept here until it is asked for.
+      let answered = false
+      let page: Page | undefined
+      let resume: ((page: Page | undefined) => void) | undefined
+      self.waiting.set(id, (got) => {
+        answered = true
+        page = got === undefined ? undefined : { ...got, hashed }
+        if (resume !== undefined) resume(page)
+      })
+      const waits = (by: number) => {
+        self.awaiting += by
+        if (self.awaiting === 1 && by > 0) self.worker.ref()
+        if (self.awaiting === 0) self.worker.unref()
+      }
+      return Effect.async<Page | undefined>((done) => {
+        if (answered) return done(Effect.succeed(page))
+        waits(1)
+        resume = (got) => {
+          resume = undefined
+          waits(-1)
+          done(Effect.succeed(got))
+        }
+        return Effect.sync(() => {
+          if (resume === undefined) return
+          resume = undefined
+          waits(-1)
+          // Not taken: the worker need not hash it.
+          Atomics.store(state, STOP, 1)
+        })
+      })
+    }
+    const ready = (): Promise<boolean> => {
+      if (open() !== undefined) return Promise.resolve(true)
+      const self = openedIn
+      if (self === undefined || closed) return Promise.resolve(false)
+      // Polled: the worker says the connection is open through shared memory only.
+      self.worker.ref()
+      return new Promise<boolean>((resolve) => {
+        const poll = () => {
+          const state = Atomics.load(opened, 0)
+          if (state === OPENING && !self.dead) return void setTimeout(poll, 5)
+          if (!self.dead) self.worker.unref()
+          resolve(state === OPEN && !self.dead)
+        }
+        poll()
+      })
+    }
+    return { request, ready }
+  })
+
+/** Each store's read-ahead (see `attach`), by the store's service object. */
+const aheads = new WeakMap<object, RequestAhead>()
+
+/**
+ * Gives the store `service` its read-ahead, which `verifiedPages` uses for a long read. Kept by the object itself, so a
+ * store that wraps this one (`{ ...store, readEvents }`, to trace or change its reads) has none: its reads go through
+ * its own `readEvents`, never around it.
+ */
+export const attach = <S extends object>(service: S, ahead: RequestAhead): S => {
+  aheads.set(service, ahead)
+  return service
+}
+
+/** The read-ahead of `store`, if it has one (see `attach`). */
+export const aheadOf = (store: object): RequestAhead | undefined => aheads.get(store)

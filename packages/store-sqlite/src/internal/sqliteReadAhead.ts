@@ -1,0 +1,68 @@
+/**
+ * The store's read-ahead worker (`SqlEventStore.readAhead`): a read-only connection of its own to the database file,
+ * on a worker thread, on the driver the store runs on (`sqliteDriver.ts`), reading the pages of a long verified read
+ * while the main thread replays the page before. Not for a database in memory, nor a read-only store's image of a file
+ * (only the store's connection sees those).
+ */
+import { SqlEventStore } from "@artana/core"
+import type * as Effect from "effect/Effect"
+import { createRequire } from "node:module"
+import * as path from "node:path"
+import type * as Scope from "effect/Scope"
+import { driverName } from "./sqliteDriver.js"
+
+/** What the worker's connection needs: its driver (better-sqlite3's module file, or `node:sqlite`), the file, the wait on a lock. */
+interface Config {
+  readonly driver: "node:sqlite" | "better-sqlite3"
+  readonly module: string
+  readonly filename: string
+  readonly busyTimeoutMs: number
+}
+
+/**
+ * Opens the worker's connection (evaluated there: self-contained, CommonJS). Read-only; the statements prepared once
+ * (at most 16 kept), rows as arrays of values as the store's own read gives them (`sqliteRead.ts`).
+ */
+const OPENER = `(config) => {
+  let db
+  let prepare
+  if (config.driver === "node:sqlite") {
+    const { DatabaseSync } = require("node:sqlite")
+    db = new DatabaseSync(config.filename, { readOnly: true })
+    db.exec("PRAGMA busy_timeout = " + config.busyTimeoutMs)
+    prepare = (text) => {
+      const statement = db.prepare(text)
+      statement.setReturnArrays(true)
+      return statement
+    }
+  } else {
+    const Database = require(config.module)
+    db = new Database(config.filename, { readonly: true, timeout: config.busyTimeoutMs })
+    prepare = (text) => db.prepare(text).raw(true)
+  }
+  const cache = new Map()
+  return {
+    rows: (text, params) => {
+      let statement = cache.get(text)
+      if (statement === undefined) {
+        if (cache.size >= 16) cache.clear()
+        statement = prepare(text)
+        cache.set(text, statement)
+      }
+      return statement.all(...params)
+    },
+    close: () => db.close()
+  }
+}`
+
+/** The read-ahead worker of the store on `filename`, ended with the scope. */
+export const make = (filename: string, busyTimeoutMs: number): Effect.Effect<SqlEventStore.ReadAhead, never, Scope.Scope> => {
+  const config: Config = {
+    driver: driverName,
+    module: driverName === "node:sqlite" ? "" : createRequire(import.meta.url).resolve("better-sqlite3"),
+    // The worker's own working directory is the process's: a relative name is resolved now, as the store's was.
+    filename: path.resolve(filename),
+    busyTimeoutMs
+  }
+  return SqlEventStore.readAhead({ source: OPENER, config })
+}

@@ -1,0 +1,183 @@
+// A long verified read through the store's read-ahead worker (core's `readWorker`: a worker thread with a read-only
+// connection of its own that reads a run's pages, makes their text and hashes them ahead of the replay), against the
+// same read on the main thread alone: the same events, a row the worker does not read taken over by the main thread,
+// tampering caught before any event of its page is given, an audit key's HMAC, a worker ended mid-read, and a read
+// inside a transaction (which the worker's connection cannot see) never sent to it.
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Effect, Option } from "effect"
+import { type Event, EventStore } from "@artana/core"
+import { TestLog } from "@artana/core/testing"
+import { SqliteStore } from "@artana/store-sqlite"
+import * as ReadWorker from "../../core/src/internal/readWorker.js"
+import { verifiedPages } from "../../core/src/internal/verifiedRead.js"
+import * as VerifyWorker from "../../core/src/internal/verifyWorker.js"
+import { kernelOn, writeKeyed, writtenLongRun } from "./longLog.js"
+import { workDir } from "./helpers.js"
+import { tenant } from "./child/workflows.js"
+
+const STEPS = 3_000
+const PAGE = 256
+
+afterAll(() => {
+  ReadWorker.use(true)
+  VerifyWorker.use(true)
+  return VerifyWorker.shutdown()
+})
+
+const written = writtenLongRun(STEPS)
+
+/** Runs `sql` on the file, outside the store. */
+const alter = (db: string, sql: string, ...params: Array<unknown>) => {
+  const file = new (SqliteStore.driver())(db)
+  file.prepare(sql).run(...params)
+  file.close()
+}
+
+/**
+ * The pages `verifiedPages` gives for run `runId`, read to the end or to its failure, in pages of `PAGE` events: with
+ * the store's read-ahead worker ready before the read (and the verify worker off), or on the main thread alone;
+ * `between` runs after the second page. `readAhead`: the pages the worker read.
+ */
+const readPages = (db: string, ahead: boolean, options: { readonly between?: () => Promise<void>; readonly auditKey?: string; readonly runId?: string } = {}) =>
+  Effect.gen(function*() {
+    const store = yield* EventStore.EventStore
+    ReadWorker.use(ahead)
+    VerifyWorker.use(ahead)
+    if (ahead) {
+      const worker = ReadWorker.aheadOf(store)
+      expect(worker).toBeDefined()
+      expect(yield* Effect.promise(() => worker!.ready())).toBe(true)
+    }
+    const info = yield* store.getRun(tenant.tenantId, options.runId ?? "long")
+    const next = verifiedPages(store, options.auditKey, info, { pageSize: PAGE })
+    const pages: Array<ReadonlyArray<Event.Event>> = []
+    const before = ReadWorker.pagesSoFar()
+    const failure = yield* Effect.gen(function*() {
+      for (;;) {
+        const page = yield* next
+        if (Option.isNone(page)) return undefined
+        pages.push(page.value)
+        if (pages.length === 2 && options.between !== undefined) yield* Effect.promise(options.between)
+      }
+    }).pipe(Effect.flip, Effect.option, Effect.map(Option.getOrUndefined))
+    return { pages, failure, readAhead: ReadWorker.pagesSoFar() - before }
+  }).pipe(Effect.ensuring(Effect.sync(() => (ReadWorker.use(true), VerifyWorker.use(true)))), Effect.provide(kernelOn(db, options.auditKey)))
+
+describe("the store's read-ahead worker", () => {
+  it.scopedLive("reads every page of a long log, and gives the same events as the main thread's read", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      const ahead = yield* readPages(db, true)
+      const here = yield* readPages(db, false)
+      expect(ahead.failure).toBeUndefined()
+      expect(here.failure).toBeUndefined()
+      expect(ahead.pages.flat().length).toBe(STEPS + 2)
+      expect(ahead.pages).toEqual(here.pages)
+      // Every page after the first is asked of the worker once the one before is read; the first too, the worker being ready.
+      expect(ahead.readAhead).toBe(ahead.pages.length)
+      expect(here.readAhead).toBe(0)
+    }))
+
+  it.scopedLive("leaves a row it does not read (an id stored in another form) and every page after it to the main thread", () =>
+    Effect.gen(function*() {
+      const { db } = yield* workDir
+      // Event ids are UUIDs (stored packed) but one: text of 16 characters, stored as its bytes and a 0xff mark.
+      const payloads = [
+        { _tag: "RunStarted" as const, workflow: TestLog.LongRun.workflow.name, input: { steps: 1_998 }, tenant },
+        ...Array.from({ length: 1_998 }, (_, i) => ({ _tag: "StepCompleted" as const, name: "n", value: i }))
+      ]
+      const events = TestLog.chain("odd", tenant.tenantId, [], payloads, TestLog.T0, (_runId, seq) => seq === 700 ? "sixteen-chars-id" : crypto.randomUUID())
+      yield* Effect.provide(Effect.flatMap(EventStore.EventStore, (store) => store.append({ runId: "odd", tenantId: tenant.tenantId, expectedSeq: 0, events, ownerEpoch: 1 })), kernelOn(db))
+      const ahead = yield* readPages(db, true, { runId: "odd" })
+      const here = yield* readPages(db, false, { runId: "odd" })
+      expect(ahead.failure).toBeUndefined()
+      expect(ahead.pages.flat().map((e) => e.eventId)).toEqual(events.map((e) => e.eventId))
+      expect(ahead.pages.flat()).toEqual(here.pages.flat())
+      // The worker read the pages before seq 700 (its page cut there), the main thread the rest.
+      expect(ahead.readAhead).toBe(Math.ceil(700 / PAGE))
+    }))
+
+  it.scopedLive("fails LogTampered at an event altered in a late page, giving no event of that page", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      const seq = 2_600
+      alter(db, "UPDATE events SET payload = ? WHERE run_id = ? AND seq = ?", JSON.stringify({ _tag: "StepCompleted", name: "n", value: -1 }), "long", seq)
+      for (const ahead of [true, false]) {
+        const { failure, pages, readAhead } = yield* readPages(db, ahead)
+        expect(failure).toMatchObject({ _tag: "LogTampered", runId: "long", seq })
+        expect(readAhead > 0).toBe(ahead)
+        const given = pages.flat()
+        expect(given.length).toBe(Math.floor((seq - 1) / PAGE) * PAGE)
+      }
+    }))
+
+  it.scopedLive("a link altered in a page the worker read: the main thread's check of the links catches it", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      // The stored prev_hash of seq 1,000 names another hash (its own hash left as it was): the worker's hash over it
+      // differs from the stored one, and the link differs from the event before's hash.
+      alter(db, "UPDATE events SET prev_hash = zeroblob(32) WHERE run_id = ? AND seq = ?", "long", 1_000)
+      for (const ahead of [true, false]) {
+        const { failure, readAhead } = yield* readPages(db, ahead)
+        expect(failure).toMatchObject({ _tag: "LogTampered", seq: 1_000 })
+        expect(readAhead > 0).toBe(ahead)
+      }
+    }))
+
+  it.scopedLive("hashes a log written with an audit key (HMAC), and refuses it under another key", () =>
+    Effect.gen(function*() {
+      const { db } = yield* workDir
+      yield* writeKeyed(db, "keyed", "the key")
+      const keyed = yield* readPages(db, true, { auditKey: "the key", runId: "keyed" })
+      expect(keyed.failure).toBeUndefined()
+      expect(keyed.pages.flat().length).toBe(702)
+      expect(keyed.readAhead).toBe(keyed.pages.length)
+      expect(keyed.pages).toEqual((yield* readPages(db, false, { auditKey: "the key", runId: "keyed" })).pages)
+      for (const ahead of [true, false]) {
+        const other = yield* readPages(db, ahead, { auditKey: "another key", runId: "keyed" })
+        expect(other.failure).toMatchObject({ _tag: "LogTampered", seq: 1 })
+        expect(other.pages).toEqual([])
+      }
+    }))
+
+  it.scopedLive("a worker ended mid-read: the read goes on on the main thread, the same events", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      const here = yield* readPages(db, false)
+      const cut = yield* readPages(db, true, { between: ReadWorker.terminateAll })
+      expect(cut.failure).toBeUndefined()
+      expect(cut.pages).toEqual(here.pages)
+      // The worker read the first pages; the pages after it ended were read here until a worker started again.
+      expect(cut.readAhead).toBeGreaterThanOrEqual(2)
+    }))
+
+  it.scopedLive("a read inside a transaction is never sent to the worker: it sees the transaction's own events", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      const read = Effect.gen(function*() {
+        const store = yield* EventStore.EventStore
+        const worker = ReadWorker.aheadOf(store)
+        expect(yield* Effect.promise(() => worker!.ready())).toBe(true)
+        const sql = yield* SqlClient.SqlClient
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          // 600 more events, not committed: only this connection sees them.
+          const log = yield* store.readEvents(tenant.tenantId, "long", STEPS + 2)
+          const more = TestLog.chain("long", tenant.tenantId, [...Array<Event.Event>(STEPS + 1), log[0]!], Array.from({ length: 600 }, () => ({ _tag: "RunResumed" as const, reason: "more" })))
+          yield* store.append({ runId: "long", tenantId: tenant.tenantId, expectedSeq: STEPS + 2, events: more, ownerEpoch: 1 })
+          const before = ReadWorker.pagesSoFar()
+          const next = verifiedPages(store, undefined, yield* store.getRun(tenant.tenantId, "long"), { pageSize: PAGE })
+          let events = 0
+          for (;;) {
+            const page = yield* next
+            if (Option.isNone(page)) break
+            events += page.value.length
+          }
+          return { events, readAhead: ReadWorker.pagesSoFar() - before }
+        }))
+      }).pipe(Effect.provide(kernelOn(db)))
+      const { events, readAhead } = yield* read
+      expect(events).toBe(STEPS + 2 + 600)
+      expect(readAhead).toBe(0)
+    }))
+})
