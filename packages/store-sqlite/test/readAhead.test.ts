@@ -39,12 +39,16 @@ const alter = (db: string, sql: string, ...params: Array<unknown>) => {
  * the store's read-ahead worker ready before the read (and the verify worker off), or on the main thread alone;
  * `between` runs after the second page. `readAhead`: the pages the worker read.
  */
-const readPages = (db: string, ahead: boolean, options: { readonly between?: () => Promise<void>; readonly auditKey?: string; readonly runId?: string } = {}) =>
+const readPages = (
+  db: string,
+  ahead: boolean,
+  options: { readonly between?: () => Promise<void>; readonly auditKey?: string; readonly runId?: string; readonly started?: boolean } = {}
+) =>
   Effect.gen(function*() {
     const store = yield* EventStore.EventStore
     ReadWorker.use(ahead)
     VerifyWorker.use(ahead)
-    if (ahead) {
+    if (ahead && options.started !== false) {
       const worker = ReadWorker.aheadOf(store)
       expect(worker).toBeDefined()
       expect(yield* Effect.promise(() => worker!.ready())).toBe(true)
@@ -53,6 +57,7 @@ const readPages = (db: string, ahead: boolean, options: { readonly between?: () 
     const next = verifiedPages(store, options.auditKey, info, { pageSize: PAGE })
     const pages: Array<ReadonlyArray<Event.Event>> = []
     const before = ReadWorker.pagesSoFar()
+    const hashedBefore = VerifyWorker.hashedSoFar()
     const failure = yield* Effect.gen(function*() {
       for (;;) {
         const page = yield* next
@@ -61,7 +66,7 @@ const readPages = (db: string, ahead: boolean, options: { readonly between?: () 
         if (pages.length === 2 && options.between !== undefined) yield* Effect.promise(options.between)
       }
     }).pipe(Effect.flip, Effect.option, Effect.map(Option.getOrUndefined))
-    return { pages, failure, readAhead: ReadWorker.pagesSoFar() - before }
+    return { pages, failure, readAhead: ReadWorker.pagesSoFar() - before, hashedByVerifyWorker: VerifyWorker.hashedSoFar() - hashedBefore }
   }).pipe(Effect.ensuring(Effect.sync(() => (ReadWorker.use(true), VerifyWorker.use(true)))), Effect.provide(kernelOn(db, options.auditKey)))
 
 describe("the store's read-ahead worker", () => {
@@ -77,6 +82,18 @@ describe("the store's read-ahead worker", () => {
       // Every page after the first is asked of the worker once the one before is read; the first too, the worker being ready.
       expect(ahead.readAhead).toBe(ahead.pages.length)
       expect(here.readAhead).toBe(0)
+    }))
+
+  it.scopedLive("while the worker starts, pages are read and hashed on the main thread, none sent to the verify worker", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      // No worker runs: this read starts one, and reads here until the store's connection there is open.
+      yield* Effect.promise(ReadWorker.terminateAll)
+      expect(yield* Effect.promise(VerifyWorker.ready)).toBe(true)
+      const starting = yield* readPages(db, true, { started: false })
+      expect(starting.failure).toBeUndefined()
+      expect(starting.pages).toEqual((yield* readPages(db, false)).pages)
+      expect(starting.hashedByVerifyWorker).toBe(0)
     }))
 
   it.scopedLive("leaves a row it does not read (an id stored in another form) and every page after it to the main thread", () =>
@@ -166,6 +183,7 @@ describe("the store's read-ahead worker", () => {
           const more = TestLog.chain("long", tenant.tenantId, [...Array<Event.Event>(STEPS + 1), log[0]!], Array.from({ length: 600 }, () => ({ _tag: "RunResumed" as const, reason: "more" })))
           yield* store.append({ runId: "long", tenantId: tenant.tenantId, expectedSeq: STEPS + 2, events: more, ownerEpoch: 1 })
           const before = ReadWorker.pagesSoFar()
+    const hashedBefore = VerifyWorker.hashedSoFar()
           const next = verifiedPages(store, undefined, yield* store.getRun(tenant.tenantId, "long"), { pageSize: PAGE })
           let events = 0
           for (;;) {

@@ -67,6 +67,11 @@ export interface ReadAhead {
    * be (false). Reads need not call it (they read on the main thread until then); tests do, to read through it.
    */
   readonly ready: () => Promise<boolean>
+  /**
+   * Whether the worker may read the store's pages (now or once started): not when read-ahead is off, no worker can run
+   * in this process, the store's connection could not be opened there, or the store closed.
+   */
+  readonly usable: () => boolean
 }
 
 /** A page's state, shared with the worker: how many of its first events hash to theirs, whether to stop. */
@@ -368,7 +373,8 @@ export const make = (opener: Opener): Effect.Effect<ReadAhead, never, Scope.Scop
         poll()
       })
     }
-    return { request, ready }
+    const usable = () => enabled && !noWorker && !closed && !(openedIn !== undefined && !openedIn.dead && Atomics.load(opened, 0) === REFUSED)
+    return { request, ready, usable }
   })
 
 /** Each store's read-ahead (see `attach`), by the store's service object. */

@@ -314,6 +314,8 @@ export interface RequestAhead {
   ) => Effect.Effect<Effect.Effect<AheadPage | undefined, StoreError> | undefined>
   /** Starts the worker; resolves once it is ready (true) or could not be (false). */
   readonly ready: () => Promise<boolean>
+  /** Whether the worker may read pages (now or once started). */
+  readonly usable: () => boolean
 }
 
 /** The read-ahead of the SQLite store on tables `t`, through `ahead` (see `readWorker.ts`). */
@@ -332,5 +334,5 @@ export const makeAhead = (t: Tables, ahead: ReadWorker.ReadAhead): RequestAhead 
         ).pipe((read) => span("SqlEventStore.readEvents", { runId, fromSeq: from, limit, readAhead: true }, read))
       })
     })
-  return { request, ready: ahead.ready }
+  return { request, ready: ahead.ready, usable: ahead.usable }
 }

@@ -65,6 +65,7 @@ export const verifiedPages = (
   // worker (`readWorker`), that worker reads them too.
   const onWorker = VerifyWorker.worthIt(info.headSeq, pageSize)
   let readAhead = onWorker ? ReadWorker.aheadOf(store) : undefined
+  const verifyOnWorker = () => onWorker && (readAhead === undefined || !readAhead.usable())
   let logEnd = 0
   // The last seq read (the page ahead's last, when there is one), and the hash of that event.
   let readEnd = 0
@@ -103,10 +104,12 @@ export const verifiedPages = (
     readHash = last.hash
     return { events, hashed }
   }
-  // Reads the next page here (none at the log's end), its hashes sent to the verify worker when the read uses it.
+  // Reads the next page here (none at the log's end), its hashes sent to the verify worker when the read uses it and
+  // the store has no read-ahead worker that may read its pages: while that one starts, pages read here are hashed here
+  // (a third thread would only compete for the cores, and hold its own heap).
   const readHere = Effect.suspend(() =>
     Effect.map(store.readEvents(info.tenantId, info.runId, readEnd + 1, pageSize), (page) =>
-      settle(page, (events) => onWorker ? VerifyWorker.submit(VerifyWorker.pageOf(events, readHash, info.runId, info.tenantId), auditKey) : VerifyWorker.none, false))
+      settle(page, (events) => verifyOnWorker() ? VerifyWorker.submit(VerifyWorker.pageOf(events, readHash, info.runId, info.tenantId), auditKey) : VerifyWorker.none, false))
   )
   // Asks the read-ahead worker for the next page (see `askAhead`); after a page it cut short, pages are read here.
   const read: Effect.Effect<Ahead | undefined, ReadError> = Effect.suspend(() =>
