@@ -183,7 +183,6 @@ describe("the store's read-ahead worker", () => {
           const more = TestLog.chain("long", tenant.tenantId, [...Array<Event.Event>(STEPS + 1), log[0]!], Array.from({ length: 600 }, () => ({ _tag: "RunResumed" as const, reason: "more" })))
           yield* store.append({ runId: "long", tenantId: tenant.tenantId, expectedSeq: STEPS + 2, events: more, ownerEpoch: 1 })
           const before = ReadWorker.pagesSoFar()
-    const hashedBefore = VerifyWorker.hashedSoFar()
           const next = verifiedPages(store, undefined, yield* store.getRun(tenant.tenantId, "long"), { pageSize: PAGE })
           let events = 0
           for (;;) {
