@@ -273,7 +273,7 @@ const open = (
         // Reads the schema: a file that is not a database fails here, not on the first read.
         client.unsafe("SELECT count(*) AS tables FROM sqlite_master")
       ], { discard: true }).pipe(failed)
-      return { client, lane, ahead: image === undefined && !isMemory(options.filename) ? yield* ReadAhead.make(options.filename, timeoutMs) : undefined }
+      return { client, lane, ahead: image === undefined ? yield* ReadAhead.make(options.filename, timeoutMs) : undefined }
     }
     const synchronous = options.synchronous === "normal" ? "NORMAL" : "FULL"
     yield* enableWal(client, timeoutMs).pipe(failed)
@@ -291,7 +291,7 @@ const open = (
         reason: `permission denied: this process may not read and write ${options.filename} (to read it, open it with readOnly: true)`
       })
     }
-    return { client, lane, ahead: isMemory(options.filename) ? undefined : yield* ReadAhead.make(options.filename, timeoutMs) }
+    return { client, lane, ahead: yield* ReadAhead.make(options.filename, timeoutMs) }
   })
 
 /**

@@ -2,14 +2,16 @@
 // `internal/lazyPayload.ts`): the replay's outcome, what a consumer of such an event sees, and what a stored payload
 // that fails its guard (under a valid chain) does to a read and to a replay.
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { type Chat, EventStore, Kernel, Pricing, Tenant, Tool, ToolRegistry, Verify, Workflow } from "@artana/core"
+import { type Chat, type Event, EventStore, Kernel, Pricing, Tenant, Tool, ToolRegistry, Verify, Workflow } from "@artana/core"
 import { ScriptedModel, TestLog } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
-import { Cause, Effect, Either, Exit, FiberRef, Layer, Schema } from "effect"
+import { Cause, Effect, Either, Exit, FiberRef, Layer, Option, Schema } from "effect"
 import { globalValue } from "effect/GlobalValue"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as ReadWorker from "../../core/src/internal/readWorker.js"
+import { verifiedPages } from "../../core/src/internal/verifiedRead.js"
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "artana-lazy-requests-"))
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }))
@@ -55,23 +57,24 @@ const agent = (task: string) =>
       })
   })
 
-const script = Array.from({ length: TURNS }, (_, i) =>
-  ScriptedModel.toolCall("lookup", { i, note: `page ${i}` }, { content: `Checking page ${i}.`, usage: { inputTokens: 10, outputTokens: 2 }, costUsd: 0 }))
+const scriptOf = (turns: number) =>
+  Array.from({ length: turns }, (_, i) =>
+    ScriptedModel.toolCall("lookup", { i, note: `page ${i}` }, { content: `Checking page ${i}.`, usage: { inputTokens: 10, outputTokens: 2 }, costUsd: 0 }))
 
-const layerOf = (filename: string) =>
+const layerOf = (filename: string, turns = TURNS) =>
   Layer.provideMerge(
     Kernel.layer({ prices: { m: Pricing.free } }),
-    Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer(script), ToolRegistry.layer([lookup]))
+    Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer(scriptOf(turns)), ToolRegistry.layer([lookup]))
   )
 
 const ref = (runId: string) => ({ tenantId: tenant.tenantId, runId })
 
-/** A fresh database holding the agent's run `runId`, and its result. */
-const written = (runId: string) => {
+/** A fresh database holding the agent's run `runId` of `turns` turns (five events each), and its result. */
+const written = (runId: string, turns = TURNS) => {
   const filename = path.join(fs.mkdtempSync(path.join(root, "db-")), "artana.db")
-  const layer = layerOf(filename)
+  const layer = layerOf(filename, turns)
   return Effect.map(
-    Effect.provide(Effect.flatMap(Kernel.Kernel, (kernel) => kernel.execute(agent("Find the overdue invoices."), { runId, tenant, input: { turns: TURNS } })), layer),
+    Effect.provide(Effect.flatMap(Kernel.Kernel, (kernel) => kernel.execute(agent("Find the overdue invoices."), { runId, tenant, input: { turns } })), layer),
     (result) => ({ layer, result })
   )
 }
@@ -118,6 +121,34 @@ describe("a replay's ModelRequested payloads, decoded on demand", () => {
         expect(payload._tag === "ModelRequested" && payload.messages.length).toBeGreaterThanOrEqual(2)
         expect(e.payload).toBe(payload)
       }
+    }))
+
+  it.scopedLive("a long log whose pages the store's read-ahead worker reads: the same events, ModelRequested read lazily, the same replay", () =>
+    Effect.gen(function*() {
+      // 120 turns: 602 events, more than a replay's first page.
+      const { layer, result } = yield* written("long", 120)
+      const outcome = yield* Effect.provide(
+        Effect.gen(function*() {
+          const store = yield* EventStore.EventStore
+          const kernel = yield* Kernel.Kernel
+          expect(yield* Effect.promise(() => ReadWorker.aheadOf(store)!.ready())).toBe(true)
+          const before = ReadWorker.pagesSoFar()
+          const next = Effect.locally(verifiedPages(store, undefined, yield* store.getRun(tenant.tenantId, "long"), { pageSize: 100 }), replayRead, true)
+          const lazy: Array<Event.Event> = []
+          for (let page = yield* next; Option.isSome(page); page = yield* next) lazy.push(...page.value)
+          const readAhead = ReadWorker.pagesSoFar() - before
+          const eager = yield* store.readEvents(tenant.tenantId, "long")
+          const replayed = yield* kernel.replay(agent("Find the overdue invoices."), ref("long"))
+          return { lazy, eager, readAhead, replayed }
+        }),
+        layer
+      )
+      expect(outcome.readAhead).toBe(Math.ceil(outcome.eager.length / 100))
+      const requested = outcome.lazy.filter((e) => e.type === "ModelRequested")
+      expect(requested).toHaveLength(120)
+      expect(requested.every(isLazy)).toBe(true)
+      expect(outcome.lazy).toEqual(outcome.eager)
+      expect(outcome.replayed).toEqual(result)
     }))
 
   it.scoped("a stored ModelRequested that fails its guard under a valid chain fails the read and the replay with a StoreError", () =>

@@ -4,6 +4,7 @@
 // tampering caught before any event of its page is given, an audit key's HMAC, a worker ended mid-read, and a read
 // inside a transaction (which the worker's connection cannot see) never sent to it.
 import { afterAll, describe, expect, it } from "@effect/vitest"
+import * as fs from "node:fs"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Option } from "effect"
 import { type Event, EventStore } from "@artana/core"
@@ -127,6 +128,43 @@ describe("the store's read-ahead worker", () => {
         const given = pages.flat()
         expect(given.length).toBe(Math.floor((seq - 1) / PAGE) * PAGE)
       }
+    }))
+
+  it.scopedLive("fails a row that does not decode (a payload that is not JSON) with the error the main thread's read gives", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      alter(db, "UPDATE events SET payload = 'not json' WHERE run_id = ? AND seq = ?", "long", 2_600)
+      const [ahead, here] = [yield* readPages(db, true), yield* readPages(db, false)]
+      expect(ahead.failure).toMatchObject({ _tag: "StoreError", operation: "readEvents", reason: expect.stringMatching(/^corrupt row \(run long seq 2600\), column payload: not JSON/) })
+      expect(ahead.failure).toEqual(here.failure)
+      expect(ahead.pages).toEqual(here.pages)
+      expect(ahead.readAhead).toBeGreaterThan(0)
+    }))
+
+  it.scopedLive("closing the store closes its connection in the worker first: the whole database is in its file, no WAL left", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      for (let round = 0; round < 3; round++) {
+        // Pages read by the worker, then a commit of another run, then the store closes.
+        const read = yield* readPages(db, true, {
+          between: () =>
+            Effect.runPromise(Effect.provide(Effect.flatMap(EventStore.EventStore, (store) => TestLog.LongRun.write(store, { runId: `more-${round}`, tenant, steps: 10 })), kernelOn(db)))
+        })
+        expect(read.readAhead).toBeGreaterThan(0)
+        expect(fs.existsSync(`${db}-wal`)).toBe(false)
+      }
+    }))
+
+  it.scopedLive("a worker ended once it opened a store's connection is replaced for the next store", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      const ready = Effect.flatMap(EventStore.EventStore, (store) => Effect.promise(() => ReadWorker.aheadOf(store)!.ready()))
+      // A worker of its own, which answered nothing (not even the store's close) when it ends.
+      yield* Effect.promise(ReadWorker.terminateAll)
+      const first = yield* Effect.provide(Effect.tap(ready, () => Effect.promise(ReadWorker.terminateAll)), kernelOn(db))
+      expect(first).toBe(true)
+      expect(yield* Effect.provide(ready, kernelOn(db))).toBe(true)
+      expect((yield* readPages(db, true)).readAhead).toBeGreaterThan(0)
     }))
 
   it.scopedLive("a link altered in a page the worker read: the main thread's check of the links catches it", () =>

@@ -188,14 +188,16 @@ parentPort.on("message", (message) => {
     try {
       if (reader !== undefined) reader.close()
     } catch {}
+    parentPort.postMessage({ id: message.id })
   }
 })
+parentPort.postMessage({ id: -1 })
 `
 
 interface Running {
   readonly worker: Worker
   dead: boolean
-  /** Whether the worker ran its code (it answered a read or opened a connection): one that died before is not started again. */
+  /** Whether the worker ran its code (it says so first thing): one that died before is not started again. */
   started: boolean
   /** How many fibers wait for a page: while any does, the worker keeps the process alive (as any read would). */
   awaiting: number
@@ -270,6 +272,16 @@ const start = (): Running | undefined => {
   return self
 }
 
+/**
+ * One more (`by` 1) or one fewer (-1) fiber waits for the worker: while any does, it keeps the process alive (as any
+ * read or close would); else it never does.
+ */
+const waits = (self: Running, by: number) => {
+  self.awaiting += by
+  if (self.awaiting === 1 && by > 0) self.worker.ref()
+  if (self.awaiting === 0) self.worker.unref()
+}
+
 /** The worker, started if none runs; undefined when none can run. */
 const worker = (): Running | undefined => {
   if (!enabled || noWorker) return undefined
@@ -305,10 +317,27 @@ export const make = (opener: Opener): Effect.Effect<ReadAhead, never, Scope.Scop
       }
       return Atomics.load(opened, 0) === OPEN ? self : undefined
     }
+    // The store's connection there is closed before the store's own (this finalizer runs first): SQLite checkpoints a
+    // WAL file into the database, and removes it, only when the last connection to the file closes, so a close that
+    // did not wait left the last commits in the WAL file.
     yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
+      Effect.async<void>((done) => {
         closed = true
-        if (openedIn !== undefined && !openedIn.dead) openedIn.worker.postMessage({ kind: "close", store })
+        const self = openedIn
+        if (self === undefined || self.dead) return done(Effect.void)
+        const id = ids++
+        self.waiting.set(id, () => {
+          waits(self, -1)
+          done(Effect.void)
+        })
+        waits(self, 1)
+        try {
+          self.worker.postMessage({ kind: "close", store, id })
+        } catch {
+          self.waiting.delete(id)
+          waits(self, -1)
+          done(Effect.void)
+        }
       })
     )
     const request: ReadAhead["request"] = (text, params, prevHash, auditKey) => {
@@ -335,23 +364,18 @@ export const make = (opener: Opener): Effect.Effect<ReadAhead, never, Scope.Scop
         page = got === undefined ? undefined : { ...got, hashed }
         if (resume !== undefined) resume(page)
       })
-      const waits = (by: number) => {
-        self.awaiting += by
-        if (self.awaiting === 1 && by > 0) self.worker.ref()
-        if (self.awaiting === 0) self.worker.unref()
-      }
       return Effect.async<Page | undefined>((done) => {
         if (answered) return done(Effect.succeed(page))
-        waits(1)
+        waits(self, 1)
         resume = (got) => {
           resume = undefined
-          waits(-1)
+          waits(self, -1)
           done(Effect.succeed(got))
         }
         return Effect.sync(() => {
           if (resume === undefined) return
           resume = undefined
-          waits(-1)
+          waits(self, -1)
           // Not taken: the worker need not hash it.
           Atomics.store(state, STOP, 1)
         })
@@ -362,12 +386,13 @@ export const make = (opener: Opener): Effect.Effect<ReadAhead, never, Scope.Scop
       const self = openedIn
       if (self === undefined || closed) return Promise.resolve(false)
       // Polled: the worker says the connection is open through shared memory only.
-      self.worker.ref()
+      waits(self, 1)
       return new Promise<boolean>((resolve) => {
         const poll = () => {
           const state = Atomics.load(opened, 0)
-          if (state === OPENING && !self.dead) return void setTimeout(poll, 5)
-          if (!self.dead) self.worker.unref()
+          // Open, and the worker's word that it runs (a message, read on this thread) heard too.
+          if ((state === OPENING || (state === OPEN && !self.started)) && !self.dead) return void setTimeout(poll, 5)
+          waits(self, -1)
           resolve(state === OPEN && !self.dead)
         }
         poll()

@@ -5,7 +5,7 @@
  * (only the store's connection sees those).
  */
 import { SqlEventStore } from "@artana/core"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import type * as Scope from "effect/Scope"
@@ -55,8 +55,12 @@ const OPENER = `(config) => {
   }
 }`
 
-/** The read-ahead worker of the store on `filename`, ended with the scope. */
-export const make = (filename: string, busyTimeoutMs: number): Effect.Effect<SqlEventStore.ReadAhead, never, Scope.Scope> => {
+/**
+ * The read-ahead of the store on `filename`, its connection closed with the scope; none for a database in memory, nor
+ * a `file:` URI (the worker's connection would have to read it as the store's driver does).
+ */
+export const make = (filename: string, busyTimeoutMs: number): Effect.Effect<SqlEventStore.ReadAhead | undefined, never, Scope.Scope> => {
+  if (filename === "" || filename.startsWith(":memory:") || filename.startsWith("file:")) return Effect.succeed(undefined)
   const config: Config = {
     driver: driverName,
     module: driverName === "node:sqlite" ? "" : createRequire(import.meta.url).resolve("better-sqlite3"),
