@@ -215,6 +215,14 @@ interface Answer {
 const isAnswer = (message: unknown): message is Answer =>
   typeof message === "object" && message !== null && "id" in message && typeof message.id === "number"
 
+/**
+ * The worker's young generation, in MB (V8 lets a worker's grow to 32 MB, as the main thread's): a long resume's pages
+ * grew it to its most. At 8 MB a 100,000-step resume peaked ~14 MB lower (medians of 5 alternated runs: 230 against
+ * 244 MB), and replays cost no more wall time that the runs could tell (replay / floor 0.98 and 1.00 against 0.99 and
+ * 1.03, two alternated 8-round runs of `bench/kernel/replayWorker.ts`). See bench/scale/README.md.
+ */
+const YOUNG_GENERATION_MB = 8
+
 /** The process's worker (every store's connection is there), started by the first store that reads ahead. */
 let running: Running | undefined
 /** Set when a worker could not be made, or died before it ran: no store of this process tries again. */
@@ -248,7 +256,7 @@ const stop = (self: Running) => {
 const start = (): Running | undefined => {
   let worker: Worker
   try {
-    worker = new Worker(SOURCE, { eval: true })
+    worker = new Worker(SOURCE, { eval: true, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } })
   } catch {
     // A worker that cannot be made (a permission model, no threads) is not tried again in this process.
     noWorker = true
