@@ -130,6 +130,25 @@ describe("the store's read-ahead worker", () => {
       }
     }))
 
+  it.scopedLive("reads ids and hashes stored as text (an import, a repair) as the main thread reads them, and an upper-cased link breaks", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      const log = (yield* readPages(db, false)).pages.flat()
+      // By hand, as TEXT (the store packs none of these): ten ids, seq 1,500's hash and seq 1,501's prev_hash.
+      for (let seq = 1_000; seq < 1_010; seq++) alter(db, "UPDATE events SET event_id = ? WHERE run_id = 'long' AND seq = ?", log[seq - 1]!.eventId, seq)
+      alter(db, "UPDATE events SET hash = ? WHERE run_id = 'long' AND seq = 1500", log[1_499]!.hash)
+      alter(db, "UPDATE events SET prev_hash = ? WHERE run_id = 'long' AND seq = 1501", log[1_499]!.hash)
+      const [ahead, here] = [yield* readPages(db, true), yield* readPages(db, false)]
+      expect(ahead.failure).toBeUndefined()
+      expect(ahead.pages.flat()).toEqual(log)
+      expect(ahead.pages).toEqual(here.pages)
+      // The worker read every page (text is one of the forms it reads).
+      expect(ahead.readAhead).toBe(ahead.pages.length)
+      // A prev_hash stored as the upper-case text of the hash before: not that hash, so the link breaks there.
+      alter(db, "UPDATE events SET prev_hash = ? WHERE run_id = 'long' AND seq = 2000", log[1_998]!.hash.toUpperCase())
+      for (const on of [true, false]) expect((yield* readPages(db, on)).failure).toMatchObject({ _tag: "LogTampered", seq: 2_000 })
+    }))
+
   it.scopedLive("fails a row that does not decode (a payload that is not JSON) with the error the main thread's read gives", () =>
     Effect.gen(function*() {
       const db = yield* written
