@@ -106,11 +106,11 @@ export type { ReadValues } from "./internal/sqlEventRead.js"
 export type { Opener, ReadAhead } from "./internal/readWorker.js"
 
 /**
- * A read-ahead worker for a dialect's `ReadDialect` (`@artana/store-sqlite` makes one for a database file): a worker
- * thread, started by the store's first long read and ended with `scope`, that opens its own connection with `opener`
- * and reads a run's pages there (the driver's rows, their text, their hashes checked) while the main thread replays the
- * page before. It reads only committed rows: a read inside a transaction never goes to it. Nothing waits for it to
- * start, and a page it cannot read is read on the store's own connection.
+ * A read-ahead for a dialect's `ReadDialect` (`@artana/store-sqlite` makes one for a database file): a connection of
+ * the store's own, opened with `opener` (on the store's first long read) in the process's read-ahead worker thread and
+ * closed when `scope` closes, on which a run's pages are read (the driver's rows, their text, their hashes checked)
+ * while the main thread replays the page before. It reads only committed rows: a read inside a transaction never goes
+ * to it. Nothing waits for it to open, and a page it cannot read is read on the store's own connection.
  *
  * @example
  * const ahead = yield* SqlEventStore.readAhead({ source: "(config) => ({ rows: (text, params) => ..., close: () => {} })", config: { filename } })

@@ -1,16 +1,17 @@
 /**
  * A SQL store's long reads on a worker thread that owns a read-only connection of its own (`SqlEventStore.ReadAhead`,
- * which `@artana/store-sqlite` provides for a database file): a page of a run's events is read, its values made the
- * text the store's read would make (`sqlEventRead.ts`), and its hashes checked over the chain's material (`hash.ts`'s
- * own code, from its source text) there, while the main thread replays the page before. The main thread then only
- * slices the page's fields out of a few texts, parses the payloads and makes the events: the driver's rows, the page's
- * text for the verify worker and the hashing leave it.
+ * which `@artana/store-sqlite` provides for a database file): a page of a run's events is read there and its values
+ * made the text the store's read would make (`sqlEventRead.ts`); the page is sent, then its events are hashed over the
+ * chain's material (`hash.ts`'s own code, from its source text) until the main thread takes it, while the main thread
+ * replays the page before. The main thread then only slices the page's fields out of a few texts, parses the payloads,
+ * makes the events and hashes what the worker did not reach: the driver's rows and most of the hashing leave it.
  *
- * The worker only spares work, never a check: a page it could not read (not started yet, busy, died, an error of the
- * driver) is read by the main thread as before, and `Verify` makes every check but the hashes the worker vouched for.
- * It reads only what is committed (its own connection): a read inside a transaction is never sent to it. One worker per
- * store, started by the store's first long read (nothing waits for it: pages are read on the main thread until it is
- * ready), always `unref`ed, and ended with the store's scope.
+ * The worker only spares work, never a check: a page it could not read (not open yet, died, an error of the driver) is
+ * read by the main thread as before, and `Verify` makes every check but the hashes the worker vouched for. It reads
+ * only what is committed (its own connection): a read inside a transaction is never sent to it. One worker per process,
+ * started by the first store that reads ahead, with a connection per store opened on its first long read (nothing waits
+ * for either: pages are read on the main thread until then) and closed, awaited, when the store's scope closes; always
+ * `unref`ed but while a read or a close waits for it.
  */
 import { Worker } from "node:worker_threads"
 import * as Effect from "effect/Effect"

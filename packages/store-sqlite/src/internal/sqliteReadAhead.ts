@@ -1,8 +1,8 @@
 /**
- * The store's read-ahead worker (`SqlEventStore.readAhead`): a read-only connection of its own to the database file,
- * on a worker thread, on the driver the store runs on (`sqliteDriver.ts`), reading the pages of a long verified read
- * while the main thread replays the page before. Not for a database in memory, nor a read-only store's image of a file
- * (only the store's connection sees those).
+ * The store's read-ahead (`SqlEventStore.readAhead`): a read-only connection of its own to the database file, in the
+ * process's read-ahead worker thread, on the driver the store runs on (`sqliteDriver.ts`), reading the pages of a long
+ * verified read while the main thread replays the page before. Not for a database in memory, a `file:` URI, nor a
+ * read-only store's image of a file (only the store's connection sees those).
  */
 import { SqlEventStore } from "@artana/core"
 import * as Effect from "effect/Effect"
