@@ -12,6 +12,7 @@
 //   JSON.parse of each payload. Alternated, 15 rounds each. The verification's share is measured on its own
 //   (Verify.verifyEvents over the same 10,000 events read back, timed in each round) and reported in the row's detail.
 // concurrent_100_vs_floor: durable steps/s of 100 runs at once on one file / bare one-event commits/s (kernel/concurrent.ts).
+// concurrent_100_vs_floor_slow_flush: the same on a disk whose flush takes 8 ms, as the (kernel/slowFlush.ts).
 // step_vs_floor_normal: step_vs_floor on a store opened with synchronous=NORMAL, against its floor at NORMAL (kernel/normal.ts).
 // resume_10k_vs_floor: a crashed 10,000-event run resumed to its first new step / the same bare read (kernel/resume.ts).
 // Both floors run on the store's own driver (node:sqlite on Node 24+, better-sqlite3 12 on Node 20 and 22; the
@@ -27,6 +28,7 @@ import { echo, echoOneCommit, tenant } from "./fixtures.js"
 import { concurrent } from "./kernel/concurrent.js"
 import { normal } from "./kernel/normal.js"
 import { resume10k } from "./kernel/resume.js"
+import { concurrentOnSlowDisk } from "./kernel/slowFlush.js"
 import { type BenchResult, median, nowUs, progress } from "./lib.js"
 
 const STEPS = 2000
@@ -156,6 +158,7 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
     const { eventCount, readTimes, replayTimes, verifyTimes } = await Effect.runPromise(Effect.provide(program, layer))
     floor.close()
     const concurrency = await concurrent()
+    const onSlowDisk = await concurrentOnSlowDisk()
     const atNormal = await normal()
     const resumed = await resume10k()
 
@@ -222,6 +225,7 @@ export default async (machine: BenchResult["machine"]): Promise<BenchResult> => 
           }
         },
         concurrency,
+        ...(onSlowDisk === undefined ? [] : [onSlowDisk]),
         atNormal,
         resumed
       ]
