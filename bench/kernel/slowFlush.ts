@@ -40,7 +40,11 @@ export const concurrentOnSlowDisk = async (): Promise<BenchResult["rows"][number
     if (out.status !== 0) throw new Error(`concurrent.child.ts exited with ${out.status ?? out.signal}`)
     const row = JSON.parse(out.stdout.trim().split("\n").at(-1)!) as BenchResult["rows"][number]
     // Each floor commit flushes once: with the shim in place it cannot make more than 1e6 / FLUSH_US commits a second.
-    if (row.baselineValue > 1e6 / FLUSH_US) throw new Error(`the slow-flush shim did not take effect: the floor made ${row.baselineValue} commits/s`)
+    // More, and the shim was not in the process's path to the disk (a C library it does not interpose): no row.
+    if (row.baselineValue > 1e6 / FLUSH_US) {
+      progress(`concurrent_100_vs_floor_slow_flush: left out (the shim did not slow the floor: ${Math.round(row.baselineValue)} commits/s)`)
+      return undefined
+    }
     return { ...row, baseline: `${row.baseline}, on a disk whose flush takes ${FLUSH_US / 1000} ms`, detail: { ...row.detail, flush_ms: FLUSH_US / 1000 } }
   } finally {
     rmSync(dir, { recursive: true, force: true })
