@@ -43,6 +43,12 @@ export interface Options {
   readonly pool?: PoolOptions | undefined
   /** How long opening the first connection may take before the store is unavailable. Default 10 seconds. */
   readonly connectTimeout?: Duration.DurationInput | undefined
+  /**
+   * TCP keepalive on every connection (the pool's, the listening ones, a cancel's): how long a connection may be idle
+   * before the OS probes the server. A connection a NAT or load balancer dropped in silence is then found dead and
+   * replaced, rather than a LISTEN waiting on it for ever. Default 30 seconds; `false`: the OS's default (none).
+   */
+  readonly keepAlive?: Duration.DurationInput | false | undefined
   /** Prefix of every table, index, function and trigger name (see `SqlEventStore.Options`). */
   readonly tablePrefix?: string | undefined
   /** `application_name` of the connections, as `pg_stat_activity` shows it. Default `"artana"`. */
@@ -228,6 +234,9 @@ const connectionOf = (options: Options): Pg.ClientConfig => {
     connectionString: url,
     connectionTimeoutMillis: Duration.toMillis(connectTimeoutOf(options)),
     application_name: options.applicationName ?? "artana",
+    ...(options.keepAlive === false
+      ? { keepAlive: false }
+      : { keepAlive: true, keepAliveInitialDelayMillis: Duration.toMillis(Duration.decode(options.keepAlive ?? Duration.seconds(30))) }),
     ...(options.readOnly === true ? readOnlyConnection(url) : {})
   }
 }
