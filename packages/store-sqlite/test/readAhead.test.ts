@@ -70,7 +70,19 @@ const readPages = (
     return { pages, failure, readAhead: ReadWorker.pagesSoFar() - before, hashedByVerifyWorker: VerifyWorker.hashedSoFar() - hashedBefore }
   }).pipe(Effect.ensuring(Effect.sync(() => (ReadWorker.use(true), VerifyWorker.use(true)))), Effect.provide(kernelOn(db, options.auditKey)))
 
-describe("the store's read-ahead worker", () => {
+describe("where a store reads ahead", () => {
+  it.scopedLive("a store on a database file reads long logs ahead on better-sqlite3, never on node:sqlite (Node 24+), never in memory", () =>
+    Effect.gen(function*() {
+      const { db } = yield* workDir
+      const onFile = yield* Effect.provide(EventStore.EventStore, kernelOn(db))
+      expect(ReadWorker.aheadOf(onFile) !== undefined).toBe(SqliteStore.driverName === "better-sqlite3")
+      const inMemory = yield* Effect.provide(EventStore.EventStore, kernelOn(":memory:"))
+      expect(ReadWorker.aheadOf(inMemory)).toBeUndefined()
+    }))
+})
+
+// Not on node:sqlite, where the store has no read-ahead (src/internal/sqliteReadAhead.ts says why).
+describe.skipIf(SqliteStore.driverName === "node:sqlite")("the store's read-ahead worker", () => {
   it.scopedLive("reads every page of a long log, and gives the same events as the main thread's read", () =>
     Effect.gen(function*() {
       const db = yield* written

@@ -13,10 +13,12 @@ import { Worker } from "node:worker_threads"
 import type { Event } from "../Event.js"
 import { storedPayload, WORKER_HASHING } from "./hash.js"
 
-/** A page's state, shared with the worker: how many of its first events hash to theirs, whether to stop, whether taken. */
+/** A page's state, shared with the worker: how many of its first events hash to theirs, whether to stop, taken, done. */
 const HASHED = 0
 const STOP = 1
 const TAKEN = 2
+/** Set by the worker once it is done with the page (all hashed, a hash that differs, or asked to stop). */
+const DONE = 3
 
 /**
  * The worker's code (CommonJS, evaluated: it loads the same from the sources under vitest or tsx and from the built
@@ -56,6 +58,7 @@ parentPort.on("message", (page) => {
     start = ends[at + 3]
     Atomics.store(state, ${HASHED}, n + 1)
   }
+  Atomics.store(state, ${DONE}, 1)
 })
 Atomics.store(workerData, 0, 1)
 parentPort.postMessage("ready")
@@ -219,7 +222,7 @@ export const submit = (page: Page, auditKey: string | undefined): Hashed => {
   const self = running ?? (running = start())
   if (self === undefined || self.dead || Atomics.load(self.ready, 0) !== 1 || page.ends.length === 0) return none
   if (self.last !== undefined && Atomics.load(self.last, TAKEN) === 0) return none
-  const state = new Int32Array(new SharedArrayBuffer(12))
+  const state = new Int32Array(new SharedArrayBuffer(16))
   try {
     self.worker.postMessage({ ...page, state, key: auditKey })
   } catch {
@@ -231,6 +234,22 @@ export const submit = (page: Page, auditKey: string | undefined): Hashed => {
     const hashed = Atomics.load(state, HASHED)
     hashedByWorker += hashed
     return hashed
+  }
+}
+
+/**
+ * Resolves once the worker is done with the last page sent to it (tests: a read that waits for it between two pages
+ * knows the worker hashed that page as far as it could, whatever the scheduling). At once when no page waits for it.
+ */
+export const idle = async (): Promise<void> => {
+  const self = running
+  const state = self?.last
+  if (self === undefined || state === undefined) return
+  self.worker.ref()
+  try {
+    while (!self.dead && Atomics.load(state, DONE) === 0) await new Promise((resolve) => setTimeout(resolve, 5))
+  } finally {
+    self.worker.unref()
   }
 }
 

@@ -1,8 +1,14 @@
 /**
  * The store's read-ahead (`SqlEventStore.readAhead`): a read-only connection of its own to the database file, in the
- * process's read-ahead worker thread, on the driver the store runs on (`sqliteDriver.ts`), reading the pages of a long
- * verified read while the main thread replays the page before. Not for a database in memory, a `file:` URI, nor a
- * read-only store's image of a file (only the store's connection sees those).
+ * process's read-ahead worker thread, reading the pages of a long verified read while the main thread replays the
+ * page before. On better-sqlite3 only (Node.js 20 and 22). Not for a database in memory, a `file:` URI, nor a read-only
+ * store's image of a file (only the store's connection sees those).
+ *
+ * Not on `node:sqlite` (Node.js 24+): measured there (Node 24.21, 2 cores; README "Reading a long run"), it saved no
+ * time (`resume_10k_vs_floor` 1.70-1.79 with it, 1.66-1.67 without; `replay_10k_vs_floor` 1.23, 1.23 against 1.15,
+ * 1.51) and cost the main thread's heap: the old generation after a full collection peaked at 55-60 MB during a
+ * 200,000-step resume, 36 MB without, and that resume in a 64 MB heap (store-sqlite's `longRun.test.ts`) ran out of
+ * memory in 3 of 6 runs (none of 6 without).
  */
 import { SqlEventStore } from "@artana/core"
 import * as Effect from "effect/Effect"
@@ -11,9 +17,8 @@ import * as path from "node:path"
 import type * as Scope from "effect/Scope"
 import { driverName } from "./sqliteDriver.js"
 
-/** What the worker's connection needs: its driver (better-sqlite3's module file, or `node:sqlite`), the file, the wait on a lock. */
+/** What the worker's connection needs: better-sqlite3's module file, the file, the wait on a lock. */
 interface Config {
-  readonly driver: "node:sqlite" | "better-sqlite3"
   readonly module: string
   readonly filename: string
   readonly busyTimeoutMs: number
@@ -33,24 +38,10 @@ const CACHE_SIZE = -256
  * (at most 16 kept), rows as arrays of values as the store's own read gives them (`sqliteRead.ts`).
  */
 const OPENER = `(config) => {
-  let db
-  let prepare
-  if (config.driver === "node:sqlite") {
-    const { DatabaseSync } = require("node:sqlite")
-    db = new DatabaseSync(config.filename, { readOnly: true })
-    db.exec("PRAGMA busy_timeout = " + config.busyTimeoutMs)
-    db.exec("PRAGMA cache_size = " + config.cacheSize)
-    prepare = (text) => {
-      const statement = db.prepare(text)
-      statement.setReturnArrays(true)
-      return statement
-    }
-  } else {
-    const Database = require(config.module)
-    db = new Database(config.filename, { readonly: true, timeout: config.busyTimeoutMs })
-    db.exec("PRAGMA cache_size = " + config.cacheSize)
-    prepare = (text) => db.prepare(text).raw(true)
-  }
+  const Database = require(config.module)
+  const db = new Database(config.filename, { readonly: true, timeout: config.busyTimeoutMs })
+  db.exec("PRAGMA cache_size = " + config.cacheSize)
+  const prepare = (text) => db.prepare(text).raw(true)
   const cache = new Map()
   return {
     rows: (text, params) => {
@@ -68,13 +59,12 @@ const OPENER = `(config) => {
 
 /**
  * The read-ahead of the store on `filename`, its connection closed with the scope; none for a database in memory, nor
- * a `file:` URI (the worker's connection would have to read it as the store's driver does).
+ * a `file:` URI (the worker's connection would have to read it as the store's driver does), nor on `node:sqlite`.
  */
 export const make = (filename: string, busyTimeoutMs: number): Effect.Effect<SqlEventStore.ReadAhead | undefined, never, Scope.Scope> => {
-  if (filename === "" || filename.startsWith(":memory:") || filename.startsWith("file:")) return Effect.succeed(undefined)
+  if (driverName === "node:sqlite" || filename === "" || filename.startsWith(":memory:") || filename.startsWith("file:")) return Effect.succeed(undefined)
   const config: Config = {
-    driver: driverName,
-    module: driverName === "node:sqlite" ? "" : createRequire(import.meta.url).resolve("better-sqlite3"),
+    module: createRequire(import.meta.url).resolve("better-sqlite3"),
     // The worker's own working directory is the process's: a relative name is resolved now, as the store's was.
     filename: path.resolve(filename),
     busyTimeoutMs,
