@@ -39,11 +39,13 @@ const tamper = (db: string, seq: number) => {
 
 /**
  * The pages `verifiedPages` gives for run "long", read to the end or to its failure, in pages of `PAGE` events, with
- * the worker or without; `between` runs after the second page. By default it waits until the worker is done with the
- * page it was sent (the third, read before the second is given), so a read through the worker has it hash at least
- * that page however the threads are scheduled.
+ * the worker or without; `between` runs after the second page. Through the worker, each page given waits until the
+ * worker is done with the page it was sent meanwhile (the next one, read before this one was given), so from the third
+ * page on every page is sent to it and hashed there, however busy the machine: without the wait, a page the worker
+ * had not taken yet when the next was read left that one on the main thread, and on a loaded machine a whole read
+ * could be hashed there (`hashedByWorker` 0, seen under `stress --cpu 4`).
  */
-const readPages = (db: string, worker: boolean, between: () => Promise<void> = VerifyWorker.idle, auditKey?: string) =>
+const readPages = (db: string, worker: boolean, between: () => Promise<void> = () => Promise.resolve(), auditKey?: string) =>
   Effect.gen(function*() {
     VerifyWorker.use(worker)
     ReadWorker.use(false)
@@ -59,6 +61,7 @@ const readPages = (db: string, worker: boolean, between: () => Promise<void> = V
         if (Option.isNone(page)) return undefined
         pages.push(page.value)
         if (pages.length === 2) yield* Effect.promise(between)
+        if (worker) yield* Effect.promise(VerifyWorker.idle)
       }
     }).pipe(Effect.flip, Effect.option, Effect.map(Option.getOrUndefined))
     return { pages, failure, hashedByWorker: VerifyWorker.hashedSoFar() - before }
