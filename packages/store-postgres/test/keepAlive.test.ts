@@ -52,9 +52,11 @@ const connectionsTo = (port: number): Map<string, Socket> => {
 
 /**
  * Opens a store on a fresh database with `options`, and each of its connections: the pool's (a query), the runs
- * channel's (a watch) and `PgClient.listen`'s. The connections to the server it opened (none before it).
+ * channel's (a watch) and `PgClient.listen`'s. The connections to the server it opened (none before it), once each
+ * is `settled`: a socket is established in the kernel a moment before the client's connect callback sets its
+ * keepalive, so a test expecting the timer waits for it there (and fails on the wait if it never comes).
  */
-const storeConnections = (options: Omit<PostgresStore.Options, "url">) =>
+const storeConnections = (options: Omit<PostgresStore.Options, "url">, settled: (socket: Socket) => boolean) =>
   Effect.gen(function*() {
     const port = Number(new URL(pg.url!).port)
     const before = new Set(connectionsTo(port).keys())
@@ -62,23 +64,31 @@ const storeConnections = (options: Omit<PostgresStore.Options, "url">) =>
     yield* Context.get(context, SqlClient.SqlClient)`SELECT 1`
     yield* Context.get(context, RunNotices.RunNotices).watch!("acme", "kept-alive")
     const listening = yield* Effect.fork(Stream.runDrain(Context.get(context, PgClient.PgClient).listen("artana_keepalive_test")))
-    // Three connections of the store's own (the pool may hold more): wait until the listen's is open, and no socket
-    // has a statement's bytes unacknowledged (its retransmit timer, `tr` 1, shown instead of the keepalive's).
+    // Three connections of the store's own (the pool may hold more): wait until the listen's is open and every one
+    // is settled.
     const opened = Effect.suspend(() => {
       const now = [...connectionsTo(port)].filter(([inode]) => !before.has(inode)).map(([, socket]) => socket)
-      return now.length >= 3 && now.every((socket) => socket.timer !== 1) ? Effect.succeed(now) : Effect.fail("not yet")
+      return now.length >= 3 && now.every(settled) ? Effect.succeed(now) : Effect.fail(now)
     })
     const sockets = yield* Effect.retry(opened, { schedule: Schedule.spaced("20 millis"), times: 500 }).pipe(
-      Effect.orDieWith(() => new Error("the store's three connections (pool, runs channel, listen) did not open"))
+      Effect.orDieWith((now) =>
+        new Error(`the store's three connections (pool, runs channel, listen) did not open and settle: ${JSON.stringify(now)}`)
+      )
     )
     yield* Fiber.interrupt(listening)
     return sockets
   })
 
+/** The keepalive timer (`tr` 2) is pending. */
+const keptAlive = (socket: Socket) => socket.timer === 2
+
+/** No statement's bytes unacknowledged (the retransmit timer, `tr` 1, is shown instead of the keepalive's). */
+const quiet = (socket: Socket) => socket.timer !== 1
+
 describe.skipIf(pg.url === undefined || process.platform !== "linux")(`keepalive on the store's connections (${pg.description})`, () => {
   it.scopedLive("every connection has its keepalive timer armed at the idle time asked for", () =>
     Effect.gen(function*() {
-      const sockets = yield* storeConnections({ keepAlive: "5 seconds" })
+      const sockets = yield* storeConnections({ keepAlive: "5 seconds" }, keptAlive)
       expect(sockets.length).toBeGreaterThanOrEqual(3)
       for (const socket of sockets) {
         expect(socket.timer).toBe(2)
@@ -89,7 +99,7 @@ describe.skipIf(pg.url === undefined || process.platform !== "linux")(`keepalive
 
   it.scopedLive("by default, probes start after 30 seconds idle", () =>
     Effect.gen(function*() {
-      const sockets = yield* storeConnections({})
+      const sockets = yield* storeConnections({}, keptAlive)
       for (const socket of sockets) {
         expect(socket.timer).toBe(2)
         expect(socket.ticks).toBeGreaterThan(5 * TICKS)
@@ -99,7 +109,7 @@ describe.skipIf(pg.url === undefined || process.platform !== "linux")(`keepalive
 
   it.scopedLive("keepAlive: false leaves the OS's default: no keepalive timer", () =>
     Effect.gen(function*() {
-      const sockets = yield* storeConnections({ keepAlive: false })
+      const sockets = yield* storeConnections({ keepAlive: false }, quiet)
       expect(sockets.length).toBeGreaterThanOrEqual(3)
       for (const socket of sockets) expect(socket.timer).toBe(0)
     }))
