@@ -68,9 +68,9 @@ const childEnv = (extra: Record<string, string> = {}): NodeJS.ProcessEnv => {
   return env
 }
 
-const run = (command: string, args: ReadonlyArray<string>, cwd: string, env: NodeJS.ProcessEnv = childEnv()) =>
+const run = (command: string, args: ReadonlyArray<string>, cwd: string, env: NodeJS.ProcessEnv = childEnv(), timeout = COMMAND_MS) =>
   new Promise<Result>((resolve) => {
-    execFile(command, args, { cwd, env, timeout: COMMAND_MS, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(command, args, { cwd, env, timeout, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr })
     })
   })
@@ -168,6 +168,24 @@ const installReadme = async (readme: Readme, packed: ReadonlyArray<Packed>): Pro
   return { readme, dir, compiled }
 }
 
+/**
+ * The npm registry, pinged once with the installs' environment before they start. Where it cannot be reached (no
+ * network, or a proxy that re-signs TLS with a certificate authority the environment does not name), `pnpm add`
+ * may wait without end (seen: after a TLS failure it sat idle until the fixture's timeout, 9 minutes on): the
+ * fixture fails at once instead, saying why.
+ */
+const registryReachable = async (): Promise<void> => {
+  const result = await run("npm", ["ping", "--fetch-retries=0"], tmp, childEnv(), 60_000)
+  if (result.code !== 0) {
+    const reason = result.stderr.split("\n").find((l) => /request to|ETIMEDOUT|ENOTFOUND|ECONNREFUSED|cert/i.test(l)) ?? `npm ping exited ${result.code}`
+    throw new Error(
+      `the npm registry cannot be reached from the installs' environment (${reason.replace(/^npm error /, "")}). ` +
+        "Behind a proxy that re-signs TLS, name its certificate authority in npm's `cafile` or in NODE_EXTRA_CA_CERTS " +
+        "(apps/packaging/turbo.json passes it, and the proxy variables, through turbo to this test)."
+    )
+  }
+}
+
 /** The @artana scope's registry (the tarballs) for the global installs; the npm registry serves the rest. */
 let registry: Registry.Registry | undefined
 /** The prefix of the global installs: `bin/artana`, `lib/node_modules/@artana/cli`. */
@@ -209,6 +227,7 @@ const inPool = async <A, B>(items: ReadonlyArray<A>, limit: number, f: (a: A) =>
 }
 
 beforeAll(async () => {
+  await timed("npm ping", registryReachable)
   packed = await pack()
   registry = await Registry.start(packed)
   // The npm install of the CLI and the pnpm projects at once: each waits on the network and on native builds.
