@@ -172,7 +172,8 @@ const installReadme = async (readme: Readme, packed: ReadonlyArray<Packed>): Pro
  * The npm registry, pinged once with the installs' environment before they start. Where it cannot be reached (no
  * network, or a proxy that re-signs TLS with a certificate authority the environment does not name), `pnpm add`
  * may wait without end (seen: after a TLS failure it sat idle until the fixture's timeout, 9 minutes on): the
- * fixture fails at once instead, saying why.
+ * fixture fails at once instead, saying why. `npm ping`, not a package's metadata: npm answers `npm view` from its
+ * cache when the registry cannot be reached.
  */
 const registryReachable = async (): Promise<void> => {
   const result = await run("npm", ["ping", "--fetch-retries=0"], tmp, childEnv(), 60_000)
