@@ -1,8 +1,9 @@
 // A long verified read through the store's read-ahead worker (core's `readWorker`: a worker thread with a read-only
 // connection of its own that reads a run's pages, makes their text and hashes them ahead of the replay), against the
 // same read on the main thread alone: the same events, a row the worker does not read taken over by the main thread,
-// tampering caught before any event of its page is given, an audit key's HMAC, a worker ended mid-read, and a read
-// inside a transaction (which the worker's connection cannot see) never sent to it.
+// tampering caught before any event of its page is given, an audit key's HMAC, a worker ended mid-read, a read
+// inside a transaction (which the worker's connection cannot see) never sent to it, the worker's hashes of the page
+// ahead, and which wrapped stores keep the read-ahead.
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -70,6 +71,20 @@ const readPages = (
     return { pages, failure, readAhead: ReadWorker.pagesSoFar() - before, hashedByVerifyWorker: VerifyWorker.hashedSoFar() - hashedBefore }
   }).pipe(Effect.ensuring(Effect.sync(() => (ReadWorker.use(true), VerifyWorker.use(true)))), Effect.provide(kernelOn(db, options.auditKey)))
 
+/** A verified read of run "long" through `store`, in pages of `PAGE`: its events, and the pages the worker read. */
+const countedRead = (store: EventStore.Service) =>
+  Effect.gen(function*() {
+    const next = verifiedPages(store, undefined, yield* store.getRun(tenant.tenantId, "long"), { pageSize: PAGE })
+    const before = ReadWorker.pagesSoFar()
+    let events = 0
+    for (;;) {
+      const page = yield* next
+      if (Option.isNone(page)) break
+      events += page.value.length
+    }
+    return { events, readAhead: ReadWorker.pagesSoFar() - before }
+  })
+
 describe("where a store reads ahead", () => {
   it.scopedLive("a store on a database file reads long logs ahead on better-sqlite3, never on node:sqlite (Node 24+), never in memory", () =>
     Effect.gen(function*() {
@@ -95,6 +110,45 @@ describe.skipIf(SqliteStore.driverName === "node:sqlite")("the store's read-ahea
       // Every page after the first is asked of the worker once the one before is read; the first too, the worker being ready.
       expect(ahead.readAhead).toBe(ahead.pages.length)
       expect(here.readAhead).toBe(0)
+    }))
+
+  it.scopedLive("a store wrapped to time or notify its appends keeps its read-ahead; one with reads of its own has none", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      // The pages of a verified read through the store as `wrap` wraps it, and how many the worker read.
+      const through = (wrap: (store: EventStore.Service) => EventStore.Service) =>
+        Effect.gen(function*() {
+          const store = wrap(yield* EventStore.EventStore)
+          const worker = ReadWorker.aheadOf(store)
+          if (worker !== undefined) expect(yield* Effect.promise(() => worker.ready())).toBe(true)
+          return yield* countedRead(store)
+        }).pipe(Effect.provide(kernelOn(db)))
+      const pages = Math.ceil((STEPS + 2) / PAGE)
+      const timed = yield* through((store) => ({ ...store, append: (request) => store.append(request) }))
+      expect(timed).toEqual({ events: STEPS + 2, readAhead: pages })
+      let ownReads = 0
+      const traced = yield* through((store) => ({ ...store, readEvents: (...args) => (ownReads++, store.readEvents(...args)) }))
+      expect(traced).toEqual({ events: STEPS + 2, readAhead: 0 })
+      expect(ownReads).toBe(pages)
+    }))
+
+  it.scopedLive("the worker hashes the page ahead while the one before is replayed: given the time, all of it", () =>
+    Effect.gen(function*() {
+      const db = yield* written
+      const pages = yield* Effect.gen(function*() {
+        const store = yield* EventStore.EventStore
+        expect(yield* Effect.promise(() => ReadWorker.aheadOf(store)!.ready())).toBe(true)
+        const next = verifiedPages(store, undefined, yield* store.getRun(tenant.tenantId, "long"), { pageSize: PAGE })
+        const first = yield* next
+        // The second page was asked for when the first came: the worker read it and hashes it meanwhile.
+        const before = ReadWorker.hashedSoFar()
+        yield* Effect.sleep("1 second")
+        const second = yield* next
+        return { first, second, hashed: ReadWorker.hashedSoFar() - before }
+      }).pipe(Effect.provide(kernelOn(db)))
+      expect(Option.getOrThrow(pages.first).length).toBe(PAGE)
+      expect(Option.getOrThrow(pages.second).map((event) => event.seq)).toEqual(Array.from({ length: PAGE }, (_, i) => PAGE + i + 1))
+      expect(pages.hashed).toBe(PAGE)
     }))
 
   it.scopedLive("while the worker starts, pages are read and hashed on the main thread, none sent to the verify worker", () =>
@@ -251,15 +305,7 @@ describe.skipIf(SqliteStore.driverName === "node:sqlite")("the store's read-ahea
           const log = yield* store.readEvents(tenant.tenantId, "long", STEPS + 2)
           const more = TestLog.chain("long", tenant.tenantId, [...Array<Event.Event>(STEPS + 1), log[0]!], Array.from({ length: 600 }, () => ({ _tag: "RunResumed" as const, reason: "more" })))
           yield* store.append({ runId: "long", tenantId: tenant.tenantId, expectedSeq: STEPS + 2, events: more, ownerEpoch: 1 })
-          const before = ReadWorker.pagesSoFar()
-          const next = verifiedPages(store, undefined, yield* store.getRun(tenant.tenantId, "long"), { pageSize: PAGE })
-          let events = 0
-          for (;;) {
-            const page = yield* next
-            if (Option.isNone(page)) break
-            events += page.value.length
-          }
-          return { events, readAhead: ReadWorker.pagesSoFar() - before }
+          return yield* countedRead(store)
         }))
       }).pipe(Effect.provide(kernelOn(db)))
       const { events, readAhead } = yield* read

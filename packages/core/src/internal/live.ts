@@ -19,7 +19,6 @@ import * as Live from "../Live.js"
 import type * as LiveStore from "../LiveStore.js"
 import type * as RunNotices from "../RunNotices.js"
 import * as Verify from "../Verify.js"
-import * as ReadWorker from "./readWorker.js"
 import { runKey } from "./runKey.js"
 
 /** A wake-up taken before reading a run: it fires once the run changes after it was taken. */
@@ -188,14 +187,11 @@ export const notifying = (store: EventStore.Service, hub: Hub, tell?: (tenantId:
   return notifyingWith(store, appended)
 }
 
-/** The store with `appended` called after each append, keeping its read-ahead (`readWorker.ts`): its reads are the store's own. */
-const notifyingWith = (store: EventStore.Service, appended: (tenantId: string, runId: string) => void): EventStore.Service => {
-  const wrapped = notifyingAppends(store, appended)
-  const ahead = ReadWorker.aheadOf(store)
-  return ahead === undefined ? wrapped : ReadWorker.attach(wrapped, ahead)
-}
-
-const notifyingAppends = (store: EventStore.Service, appended: (tenantId: string, runId: string) => void): EventStore.Service => ({
+/**
+ * The store with `appended` called after each append. Its reads are the store's own (so is its read-ahead, kept by
+ * them: `readWorker.ts`).
+ */
+const notifyingWith = (store: EventStore.Service, appended: (tenantId: string, runId: string) => void): EventStore.Service => ({
   ...store,
   // A plain call after the append, twice a tool step: not an effect of its own run by `tap`, nor `map`'s (whose
   // `sync` is a node and a closure more per append than answering with the `void` there is).

@@ -2,9 +2,12 @@
  * A SQL store's long reads on a worker thread that owns a read-only connection of its own (`SqlEventStore.ReadAhead`,
  * which `@artana/store-sqlite` provides for a database file): a page of a run's events is read there and its values
  * made the text the store's read would make (`sqlEventRead.ts`); the page is sent, then its events are hashed over the
- * chain's material (`hash.ts`'s own code, from its source text) until the main thread takes it, while the main thread
- * replays the page before. The main thread then only slices the page's fields out of a few texts, parses the payloads,
- * makes the events and hashes what the worker did not reach: the driver's rows and most of the hashing leave it.
+ * chain's material (`hash.ts`'s own code, from its source text) until the main thread takes it. The main thread asks
+ * for the next page as soon as a page comes (its seqs and hashes say where the read stands), so the worker reads it
+ * while the main thread parses and replays the one before; a read asked for comes before any hashing (the worker hashes
+ * the pages sent, oldest first, only while no message waits). The main thread then only slices the page's fields out
+ * of a few texts, parses the payloads, makes the events and hashes what the worker did not reach: the driver's rows and
+ * most of the hashing leave it.
  *
  * The worker only spares work, never a check: a page it could not read (not open yet, died, an error of the driver) is
  * read by the main thread as before, and `Verify` makes every check but the hashes the worker vouched for. It reads
@@ -92,7 +95,7 @@ const REFUSED = 2
  * hashed, while they hash to their stored hash and the main thread has not taken the page (`state`).
  */
 const SOURCE = `
-const { parentPort } = require("node:worker_threads")
+const { parentPort, workerData } = require("node:worker_threads")
 ${WORKER_HASHING}
 const material = builder(constants.stored, new RegExp(constants.escaped))
 const TEXT_CHARS = 32768
@@ -157,22 +160,38 @@ const read = ({ store, id, text, params, prevHash, key, state }) => {
   if (parts.length > 0) texts.push(parts.join(""))
   parentPort.postMessage({ id, page: { texts, firsts: Int32Array.from(firsts), ends, numbers, count, rows: rows.length } })
   const event = { eventId: "", prevHash: "", runId: params[0], seq: 0, stepKey: "", tenantId: params[1], timestamp: 0, type: "" }
-  for (let n = 0; n < count && Atomics.load(state, ${STOP}) === 0; n++) {
-    const at = n * ${FIELDS}
-    event.eventId = fields[at]
-    event.type = fields[at + 1]
-    event.stepKey = fields[at + 2]
-    event.prevHash = fields[at + 4]
-    event.seq = numbers[n * 2]
-    event.timestamp = numbers[n * 2 + 1]
-    const hash = fields[at + 5]
-    if (hash.length !== 64 || event.prevHash.length !== 64) break
-    const m = material(event, fields[at + 3], true)
-    if (hashOf(m, key) !== hash) break
-    Atomics.store(state, ${HASHED}, n + 1)
+  queue.push({ fields, numbers, count, key, state, event, n: 0 })
+}
+// Whether the next event of a page sent hashes to its stored hash (then counted in its state) or not.
+const hashNext = (page) => {
+  const { fields, numbers, event, n } = page
+  const at = n * ${FIELDS}
+  event.eventId = fields[at]
+  event.type = fields[at + 1]
+  event.stepKey = fields[at + 2]
+  event.prevHash = fields[at + 4]
+  event.seq = numbers[n * 2]
+  event.timestamp = numbers[n * 2 + 1]
+  const hash = fields[at + 5]
+  if (hash.length !== 64 || event.prevHash.length !== 64) return false
+  if (hashOf(material(event, fields[at + 3], true), page.key) !== hash) return false
+  page.n = n + 1
+  Atomics.store(page.state, ${HASHED}, page.n)
+  return true
+}
+// Hashes the pages sent, oldest first, each until it is all hashed, a hash differs or the main thread took it; never
+// while a message waits (the main thread counts what it sends in \`inbox\`, this thread what it began): a read waited
+// for comes before the hashes of pages read before it.
+const inbox = new Int32Array(workerData.inbox)
+let begun = 0
+const hashQueued = () => {
+  while (queue.length > 0 && Atomics.load(inbox, 0) === begun) {
+    const page = queue[0]
+    if (page.n >= page.count || Atomics.load(page.state, ${STOP}) !== 0 || !hashNext(page)) queue.shift()
   }
 }
-parentPort.on("message", (message) => {
+const queue = []
+const handle = (message) => {
   if (message.kind === "read") return read(message)
   if (message.kind === "open") {
     try {
@@ -191,12 +210,19 @@ parentPort.on("message", (message) => {
     } catch {}
     parentPort.postMessage({ id: message.id })
   }
+}
+parentPort.on("message", (message) => {
+  begun++
+  handle(message)
+  hashQueued()
 })
 parentPort.postMessage({ id: -1 })
 `
 
 interface Running {
   readonly worker: Worker
+  /** Messages sent to the worker, counted before each is sent: it hashes only while it began them all. */
+  readonly inbox: Int32Array
   dead: boolean
   /** Whether the worker ran its code (it says so first thing): one that died before is not started again. */
   started: boolean
@@ -232,6 +258,8 @@ let noWorker = false
 let enabled = process.env["ARTANA_READ_AHEAD"] !== "0"
 /** Pages the worker read since the process started (tests and benches read it). */
 let pagesRead = 0
+/** Events the worker found hashing to their stored hash, in the pages taken since the process started. */
+let hashedByWorker = 0
 let ids = 0
 let stores = 0
 
@@ -242,6 +270,9 @@ export const use = (on: boolean): void => {
 
 /** Pages the read-ahead worker read since the process started. */
 export const pagesSoFar = (): number => pagesRead
+
+/** Events of the pages taken since the process started that the worker hashed (the main thread hashed the rest). */
+export const hashedSoFar = (): number => hashedByWorker
 
 /** Ends the read-ahead worker, as a worker that died would (tests: reads go on on the main thread). */
 export const terminateAll = (): Promise<void> => (running === undefined ? Promise.resolve() : running.worker.terminate().then(() => undefined))
@@ -256,14 +287,15 @@ const stop = (self: Running) => {
 
 const start = (): Running | undefined => {
   let worker: Worker
+  const inbox = new Int32Array(new SharedArrayBuffer(4))
   try {
-    worker = new Worker(SOURCE, { eval: true, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } })
+    worker = new Worker(SOURCE, { eval: true, workerData: { inbox: inbox.buffer }, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } })
   } catch {
     // A worker that cannot be made (a permission model, no threads) is not tried again in this process.
     noWorker = true
     return undefined
   }
-  const self: Running = { worker, dead: false, started: false, awaiting: 0, waiting: new Map() }
+  const self: Running = { worker, inbox, dead: false, started: false, awaiting: 0, waiting: new Map() }
   // Nothing waits for the worker unless a read waits for its page: it never keeps the process alive otherwise.
   worker.unref()
   worker.on("message", (message: unknown) => {
@@ -279,6 +311,17 @@ const start = (): Running | undefined => {
   worker.on("error", () => stop(self))
   worker.on("exit", () => stop(self))
   return self
+}
+
+/** Sends `message` to the worker, counted first (see `SOURCE`'s `hashQueued`); throws as `postMessage` does. */
+const send = (self: Running, message: unknown): void => {
+  Atomics.add(self.inbox, 0, 1)
+  try {
+    self.worker.postMessage(message)
+  } catch (cause) {
+    Atomics.sub(self.inbox, 0, 1)
+    throw cause
+  }
 }
 
 /**
@@ -319,7 +362,7 @@ export const make = (opener: Opener): Effect.Effect<ReadAhead, never, Scope.Scop
         openedIn = self
         opened = new Int32Array(new SharedArrayBuffer(4))
         try {
-          self.worker.postMessage({ kind: "open", store, source: opener.source, config: opener.config, opened })
+          send(self, { kind: "open", store, source: opener.source, config: opener.config, opened })
         } catch {
           return undefined
         }
@@ -341,7 +384,7 @@ export const make = (opener: Opener): Effect.Effect<ReadAhead, never, Scope.Scop
         })
         waits(self, 1)
         try {
-          self.worker.postMessage({ kind: "close", store, id })
+          send(self, { kind: "close", store, id })
         } catch {
           self.waiting.delete(id)
           waits(self, -1)
@@ -355,14 +398,16 @@ export const make = (opener: Opener): Effect.Effect<ReadAhead, never, Scope.Scop
       const id = ids++
       const state = new Int32Array(new SharedArrayBuffer(8))
       try {
-        self.worker.postMessage({ kind: "read", store, id, text, params, prevHash, key: auditKey, state })
+        send(self, { kind: "read", store, id, text, params, prevHash, key: auditKey, state })
       } catch {
         return undefined
       }
       // Asked for when the page is given: stops the worker's hashing there.
+      let vouched: number | undefined
       const hashed: Hashed = () => {
         Atomics.store(state, STOP, 1)
-        return Atomics.load(state, HASHED)
+        if (vouched === undefined) hashedByWorker += vouched = Atomics.load(state, HASHED)
+        return vouched
       }
       // The answer may come before anything waits for it: kept here until it is asked for.
       let answered = false
@@ -411,18 +456,19 @@ export const make = (opener: Opener): Effect.Effect<ReadAhead, never, Scope.Scop
     return { request, ready, usable }
   })
 
-/** Each store's read-ahead (see `attach`), by the store's service object. */
+/** Each store's read-ahead (see `attach`), by the store's own `readEvents`. */
 const aheads = new WeakMap<object, RequestAhead>()
 
 /**
- * Gives the store `service` its read-ahead, which `verifiedPages` uses for a long read. Kept by the object itself, so a
- * store that wraps this one (`{ ...store, readEvents }`, to trace or change its reads) has none: its reads go through
- * its own `readEvents`, never around it.
+ * Gives the store `service` its read-ahead, which `verifiedPages` uses for a long read. Kept by the store's own
+ * `readEvents`, which the read-ahead stands in for: a store that wraps this one and keeps its reads (`{ ...store,
+ * append }`, to time or notify its appends) keeps it; one with a `readEvents` of its own (to trace or change its reads)
+ * has none: its reads go through its own `readEvents`, never around it.
  */
-export const attach = <S extends object>(service: S, ahead: RequestAhead): S => {
-  aheads.set(service, ahead)
+export const attach = <S extends { readonly readEvents: object }>(service: S, ahead: RequestAhead): S => {
+  aheads.set(service.readEvents, ahead)
   return service
 }
 
 /** The read-ahead of `store`, if it has one (see `attach`). */
-export const aheadOf = (store: object): RequestAhead | undefined => aheads.get(store)
+export const aheadOf = (store: { readonly readEvents: object }): RequestAhead | undefined => aheads.get(store.readEvents)

@@ -287,14 +287,48 @@ export const make = (sql: SqlClient.SqlClient, t: Tables, values?: ReadValues) =
 }
 
 /**
- * A page the store's read-ahead worker read: its events, what stops the worker's hashing of them and says how many of
- * the first hash to their stored hash (`hashed`), and whether the worker stopped before the end of the page's rows
- * (`cut`: the rows after its events are to be read here).
+ * A page the store's read-ahead worker read, before its payloads are parsed: the seq and stored hash of each of its
+ * events and their payloads' length (where a read stands after them: the next page can be asked for at once), then its
+ * events; what stops the worker's hashing of them and says how many of the first hash to their stored hash (`hashed`);
+ * and whether the worker stopped before the end of the page's rows (`cut`: the rows after its events are to be read
+ * here).
  */
 export interface AheadPage {
-  readonly events: ReadonlyArray<Event>
+  /** How many events the worker made of the page's rows. */
+  readonly count: number
+  /** The seq of the page's `n`th event (from 0). */
+  readonly seqAt: (n: number) => number
+  /** The hash the page's `n`th event stores, as its event gives it. */
+  readonly hashAt: (n: number) => string
+  /** The characters of the stored payload text of the page's first `n` events. */
+  readonly payloadChars: (n: number) => number
+  /** The page's events, their payloads parsed (a row that does not decode fails as in `readEvents`). */
+  readonly events: Effect.Effect<Array<Event>, StoreError>
   readonly hashed: ReadWorker.Hashed
   readonly cut: boolean
+}
+
+/** `page` as an `AheadPage` of run `runId`: its fields read off its texts, its events made on demand. */
+const aheadPage = (runId: string, tenantId: string, page: ReadWorker.Page, lazy: boolean): AheadPage => {
+  const { ends, firsts, texts } = page
+  const F = ReadWorker.FIELDS
+  return {
+    count: page.count,
+    seqAt: (n) => page.numbers[n * 2]!,
+    hashAt: (n) => {
+      let chunk = 0
+      while (chunk + 1 < firsts.length && firsts[chunk + 1]! <= n) chunk++
+      return texts[chunk]!.slice(ends[n * F + 4], ends[n * F + 5])
+    },
+    payloadChars: (n) => {
+      let chars = 0
+      for (let i = 0; i < n; i++) chars += ends[i * F + 3]! - ends[i * F + 2]!
+      return chars
+    },
+    events: eventsOfPage(runId, tenantId, page, lazy),
+    hashed: page.hashed,
+    cut: page.count < page.rows
+  }
 }
 
 /**
@@ -327,11 +361,8 @@ export const makeAhead = (t: Tables, ahead: ReadWorker.ReadAhead): RequestAhead 
       return Effect.map(FiberRef.get(Lazy.replayRead), (lazy) => {
         const pending = ahead.request(text, [runId, tenantId, from, limit], prevHash, auditKey)
         if (pending === undefined) return undefined
-        return Effect.flatMap(pending, (page) =>
-          page === undefined
-            ? Effect.succeed(undefined)
-            : Effect.map(eventsOfPage(runId, tenantId, page, lazy), (events): AheadPage => ({ events, hashed: page.hashed, cut: page.count < page.rows }))
-        ).pipe((read) => span("SqlEventStore.readEvents", { runId, fromSeq: from, limit, readAhead: true }, read))
+        return Effect.map(pending, (page) => page === undefined ? undefined : aheadPage(runId, tenantId, page, lazy))
+          .pipe((read) => span("SqlEventStore.readEvents", { runId, fromSeq: from, limit, readAhead: true }, read))
       })
     })
   return { request, ready: ahead.ready, usable: ahead.usable }

@@ -11,7 +11,7 @@ import * as Errors from "../Errors.js"
 import type { Event, RunInfo } from "../Event.js"
 import * as EventStore from "../EventStore.js"
 import type { VerifyReport } from "../Verify.js"
-import { chainVerifier } from "./chainVerifier.js"
+import { type ChainVerifier, chainVerifier } from "./chainVerifier.js"
 import { GENESIS_HASH, storedPayload } from "./hash.js"
 import * as ReadWorker from "./readWorker.js"
 import type { AheadPage, RequestAhead } from "./sqlEventRead.js"
@@ -76,32 +76,33 @@ export const verifiedPages = (
   let ahead: Ahead | undefined
   // The error of a page read ahead, failed once the page before it was given.
   let failedAhead: ReadError | undefined
-  const end = Effect.suspend((): Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> => {
+  const end = Effect.suspend(() => {
     state = "done"
-    // The log ends before the head the run's record vouches for: events were removed (by hand, or a partial
-    // restore). Going on would run the removed steps again, side effects included, and hide the cut.
-    if (info.headSeq > logEnd) return Effect.fail(truncated(info, logEnd))
-    const report = verifier.finish()
-    return report.ok ? Effect.succeed(Option.none()) : Effect.fail(tampered(info, report))
+    return checkedEnd(info, logEnd, verifier)
   })
-  // A page read: its events up to the record's head, and where the read stands after it (undefined: the log ended).
-  // `cut`: the page's rows go on after its events (the read-ahead worker stopped at a row it does not read).
-  const settle = (page: ReadonlyArray<Event>, hashedOf: (events: ReadonlyArray<Event>) => VerifyWorker.Hashed, cut: boolean): Read | undefined => {
+  // Where the read stands after a page of `length` events, its first `within` up to the record's head (the last of
+  // them: `lastSeq`, `lastHash`; their payloads: `chars` long); false when none is (the log ended). `cut`: the page's
+  // rows go on after its events (the read-ahead worker stopped at a row it does not read).
+  const advance = (length: number, within: number, lastSeq: number, lastHash: string, chars: number, cut: boolean): boolean => {
+    if (within === 0) {
+      state = "end"
+      return false
+    }
     // Events appended after the record was read are not this read's: the record's head ends it. A short page is
     // the end of the log (as it was when read).
-    let events = page
-    const beyond = page.findIndex((event) => event.seq > info.headSeq)
-    if (beyond >= 0) events = page.slice(0, beyond)
-    if (events.length === 0) {
-      state = "end"
-      return undefined
-    }
-    const last = events[events.length - 1]!
-    if (beyond >= 0 || (!cut && page.length < pageSize) || last.seq >= info.headSeq) state = "end"
-    const hashed = hashedOf(events)
-    if (sized !== undefined) pageSize = nextPageSize(sized, events)
-    readEnd = last.seq
-    readHash = last.hash
+    if (within < length || (!cut && length < pageSize) || lastSeq >= info.headSeq) state = "end"
+    if (sized !== undefined) pageSize = sizedBy(sized, chars, within)
+    readEnd = lastSeq
+    readHash = lastHash
+    return true
+  }
+  // A page read here: its events up to the record's head, and where the read stands after it (undefined: the log ended).
+  const settle = (page: ReadonlyArray<Event>, hashedOf: (events: ReadonlyArray<Event>) => VerifyWorker.Hashed): Read | undefined => {
+    const events = upToHead(page, info.headSeq)
+    const last = events[events.length - 1]
+    // Sent to the verify worker from the hash before the page: before `advance` moves the read past it.
+    const hashed = last === undefined ? VerifyWorker.none : hashedOf(events)
+    if (last === undefined || !advance(page.length, events.length, last.seq, last.hash, sized === undefined ? 0 : payloadChars(events), false)) return undefined
     return { events, hashed }
   }
   // Reads the next page here (none at the log's end), its hashes sent to the verify worker when the read uses it and
@@ -109,14 +110,28 @@ export const verifiedPages = (
   // (a third thread would only compete for the cores, and hold its own heap).
   const readHere = Effect.suspend(() =>
     Effect.map(store.readEvents(info.tenantId, info.runId, readEnd + 1, pageSize), (page) =>
-      settle(page, (events) => verifyOnWorker() ? VerifyWorker.submit(VerifyWorker.pageOf(events, readHash, info.runId, info.tenantId), auditKey) : VerifyWorker.none, false))
+      settle(page, (events) => verifyOnWorker() ? VerifyWorker.submit(VerifyWorker.pageOf(events, readHash, info.runId, info.tenantId), auditKey) : VerifyWorker.none))
   )
-  // Asks the read-ahead worker for the next page (see `askAhead`); after a page it cut short, pages are read here.
+  // A page the read-ahead worker read: its seqs and hashes say where the read stands, so the next page is asked for at
+  // once (the worker reads it while this one is parsed and replayed). After a page it cut short, pages are read here.
+  const settleAhead = (page: AheadPage): Effect.Effect<Read | undefined, ReadError> => {
+    if (page.cut || page.count === 0) readAhead = undefined
+    if (page.count === 0) return readHere
+    const within = withinHead(page, info.headSeq)
+    const chars = sized === undefined || within === 0 ? 0 : page.payloadChars(within)
+    const last = within - 1
+    if (!advance(page.count, within, last < 0 ? 0 : page.seqAt(last), last < 0 ? "" : page.hashAt(last), chars, page.cut)) return Effect.succeed(undefined)
+    const events = Effect.map(page.events, (events): Read => ({ events: within < events.length ? events.slice(0, within) : events, hashed: page.hashed }))
+    return state === "read" ? Effect.zipRight(askNext, events) : events
+  }
+  // Asks for the next page (the worker's, or read here): kept as the page ahead, or its error (the next pull's).
+  const askNext: Effect.Effect<void> = Effect.matchEffect(Effect.suspend(() => read), {
+    onFailure: (error) => Effect.sync(() => void (failedAhead = error)),
+    onSuccess: (page) => Effect.sync(() => void (ahead = page))
+  })
+  // Asks the store's read-ahead worker for the next page (see `askAhead`), or reads it here.
   const read: Effect.Effect<Ahead | undefined, ReadError> = Effect.suspend(() =>
-    readAhead === undefined ? readHere : askAhead(readAhead, info, auditKey, readEnd + 1, pageSize, readHash, readHere, (page) => {
-      if (page.cut || page.events.length === 0) readAhead = undefined
-      return page.events.length === 0 ? readHere : Effect.succeed(settle(page.events, () => page.hashed, page.cut))
-    })
+    readAhead === undefined ? readHere : askAhead(readAhead, info, auditKey, readEnd + 1, pageSize, readHash, readHere, settleAhead)
   )
   // Verifies a page read (the worker's answer, then every other check) and gives it.
   const give = (page: Read): Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> => {
@@ -125,19 +140,12 @@ export const verifiedPages = (
     logEnd = page.events[page.events.length - 1]!.seq
     return Effect.succeed(Option.some(page.events))
   }
-  // The next page is read (and sent to the worker) while the worker hashes this one; a read without the worker
-  // gives each page before reading the next.
+  // The next page is read (and sent to the verify worker) while that worker hashes this one, unless it was asked for
+  // already (`settleAhead`); a read without the worker gives each page before reading the next. A failed read ahead
+  // does not hide a break in the page before it: that page is given (verified) first, the error is the next pull's.
   const giveReadingOn = (current: Read): Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> => {
-    if (!onWorker || state !== "read") return give(current)
-    return Effect.matchEffect(read, {
-      // A page read ahead that fails does not hide a break in the page before it: that page is verified (and given)
-      // first, as a read without the worker would, and the read's error is the next pull's.
-      onFailure: (error) => Effect.tap(give(current), () => (failedAhead = error, Effect.void)),
-      onSuccess: (page) => {
-        ahead = page
-        return give(current)
-      }
-    })
+    if (!onWorker || state !== "read" || ahead !== undefined || failedAhead !== undefined) return give(current)
+    return Effect.zipRight(askNext, Effect.suspend(() => give(current)))
   }
   const next: Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> = Effect.suspend(() => {
     const current = ahead
@@ -153,13 +161,35 @@ export const verifiedPages = (
       if (state === "end") return end
       return Effect.flatMap(read, (page) => (page === undefined ? end : (ahead = page, next)))
     }
-    if ("pending" in current) {
-      // The page the read-ahead worker was reading: once read, as a page read here.
-      return Effect.flatMap(current.pending, (page) => (page === undefined ? end : giveReadingOn(page)))
-    }
+    // The page the read-ahead worker was reading: once read, as a page read here.
+    if ("pending" in current) return Effect.flatMap(current.pending, (page) => (page === undefined ? end : giveReadingOn(page)))
     return giveReadingOn(current)
   })
   return next
+}
+
+/** The events of `page` up to `headSeq`. */
+const upToHead = (page: ReadonlyArray<Event>, headSeq: number): ReadonlyArray<Event> => {
+  const beyond = page.findIndex((event) => event.seq > headSeq)
+  return beyond >= 0 ? page.slice(0, beyond) : page
+}
+
+/** How many of `page`'s first events are up to `headSeq` (its seqs ascend). */
+const withinHead = (page: AheadPage, headSeq: number): number => {
+  let within = 0
+  while (within < page.count && page.seqAt(within) <= headSeq) within++
+  return within
+}
+
+/**
+ * The checks at the end of a log read up to `logEnd`: that it reaches the head its run's record vouches for (a log
+ * that ends before it had events removed, by hand or a partial restore: going on would run the removed steps again,
+ * side effects included, and hide the cut), then what `verifier` checks at the end.
+ */
+const checkedEnd = (info: RunInfo, logEnd: number, verifier: ChainVerifier): Effect.Effect<Option.Option<never>, ReadError> => {
+  if (info.headSeq > logEnd) return Effect.fail(truncated(info, logEnd))
+  const report = verifier.finish()
+  return report.ok ? Effect.succeed(Option.none()) : Effect.fail(tampered(info, report))
 }
 
 /**
@@ -196,11 +226,16 @@ export interface PageBytes {
   readonly max: number
 }
 
-/** The events of the page after `events` under `sized`: its budget at their bytes per event (payload text). */
-const nextPageSize = (sized: PageBytes, events: ReadonlyArray<Event>): number => {
+/** The characters of the stored payload text of `events`. */
+const payloadChars = (events: ReadonlyArray<Event>): number => {
   let chars = 0
   for (let i = 0; i < events.length; i++) chars += storedPayload(events[i]!).length
-  const perEvent = Math.max(1, chars / events.length)
+  return chars
+}
+
+/** The events of the page after a page of `events` events, `chars` characters of stored payload, under `sized`. */
+const sizedBy = (sized: PageBytes, chars: number, events: number): number => {
+  const perEvent = Math.max(1, chars / events)
   return Math.max(1, Math.min(Math.floor(sized.max), Math.floor(sized.budget / perEvent)))
 }
 

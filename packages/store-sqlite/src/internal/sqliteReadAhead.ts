@@ -4,11 +4,11 @@
  * page before. On better-sqlite3 only (Node.js 20 and 22). Not for a database in memory, a `file:` URI, nor a read-only
  * store's image of a file (only the store's connection sees those).
  *
- * Not on `node:sqlite` (Node.js 24+): measured there (Node 24.21, 2 cores; README "Reading a long run"), it saved no
- * time (`resume_10k_vs_floor` 1.70-1.79 with it, 1.66-1.67 without; `replay_10k_vs_floor` 1.23, 1.23 against 1.15,
- * 1.51) and cost the main thread's heap: the old generation after a full collection peaked at 55-60 MB during a
- * 200,000-step resume, 36 MB without, and that resume in a 64 MB heap (store-sqlite's `longRun.test.ts`) ran out of
- * memory in 3 of 6 runs (none of 6 without).
+ * Not on `node:sqlite` (Node.js 24+): measured there (Node 24.21, 2 cores), it cost the main thread's heap: the old
+ * generation after a full collection peaked at 55-60 MB during a 200,000-step resume, 36 MB without, and that resume
+ * in a 64 MB heap (store-sqlite's `longRun.test.ts`) ran out of memory in 3 of 6 runs (none of 6 without). (Its speed
+ * there was not measured: the bench rows said to compare it wrapped the store, which lost its read-ahead until core
+ * kept it by the store's `readEvents`.)
  */
 import { SqlEventStore } from "@artana/core"
 import * as Effect from "effect/Effect"
