@@ -707,12 +707,15 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
       Effect.gen(function*() {
         const url = new URL(yield* fresh)
         const user = `artana_ro_${Math.random().toString(36).slice(2, 8)}`
-        yield* PgTest.withClient(server, (sql) => sql.unsafe(`CREATE ROLE ${user} LOGIN PASSWORD 'pw'`))
+        // Long and random: `unavailable` checks that the error's location does not contain it, and a short one ("pw")
+        // was found in a random user name ("artana_ro_f2zpwx").
+        const password = `secret_${Math.random().toString(36).slice(2, 12)}`
+        yield* PgTest.withClient(server, (sql) => sql.unsafe(`CREATE ROLE ${user} LOGIN PASSWORD '${password}'`))
         yield* Effect.addFinalizer(() => Effect.ignore(PgTest.withClient(server, (sql) => sql.unsafe(`DROP ROLE IF EXISTS ${user}`))))
         // Since PostgreSQL 15 only the database owner may create in `public`; older servers: revoke it.
         yield* PgTest.withClient(url.toString(), (sql) => sql.unsafe("REVOKE CREATE ON SCHEMA public FROM PUBLIC"))
         url.username = user
-        url.password = "pw"
+        url.password = password
         const error = yield* unavailable({ url: url.toString() })
         expect(error.reason).toContain(`user ${user} lacks a privilege the store needs to create its tables`)
       }))
