@@ -6,9 +6,11 @@
  *
  * Not on `node:sqlite` (Node.js 24+): measured there (Node 24.21, 2 cores), it cost the main thread's heap: the old
  * generation after a full collection peaked at 55-60 MB during a 200,000-step resume, 36 MB without, and that resume
- * in a 64 MB heap (store-sqlite's `longRun.test.ts`) ran out of memory in 3 of 6 runs (none of 6 without). (Its speed
- * there was not measured: the bench rows said to compare it wrapped the store, which lost its read-ahead until core
- * kept it by the store's `readEvents`.)
+ * in a 64 MB heap (store-sqlite's `longRun.test.ts`) ran out of memory in 3 of 6 runs (none of 6 without). Measured
+ * again on Nov 28 with the next page asked for at once (the node:sqlite opener restored for the run): a 10,000-event
+ * resume 23.7-25.5 ms against 28.6-28.9 without (`resume_10k_vs_floor` 1.27-1.33 against 1.52-1.54), and the same
+ * 3 of 6 runs out of memory; 6 of 6 passed with `--max-semi-space-size=16` (with a 64 MB old space, V8's new space
+ * grew to 67 MB on Node 24 and to 34 MB on Node 20), which a library cannot set for its host process. So it stays off.
  */
 import { SqlEventStore } from "@artana/core"
 import * as Effect from "effect/Effect"
