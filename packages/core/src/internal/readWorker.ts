@@ -52,6 +52,12 @@ export interface Page {
 /** Stops the worker's hashing of a page and says how many of its first events hash to their stored hash. */
 export type Hashed = () => number
 
+/**
+ * Pages the worker keeps to hash at most (each holds its events' fields): two a read at most (the page given next and
+ * the one after it), so four reads at once; beyond that the oldest is dropped unhashed.
+ */
+const QUEUED = 8
+
 /** Fields per event in `Page.ends`. */
 export const FIELDS = 6
 
@@ -160,6 +166,10 @@ const read = ({ store, id, text, params, prevHash, key, state }) => {
   if (parts.length > 0) texts.push(parts.join(""))
   parentPort.postMessage({ id, page: { texts, firsts: Int32Array.from(firsts), ends, numbers, count, rows: rows.length } })
   const event = { eventId: "", prevHash: "", runId: params[0], seq: 0, stepKey: "", tenantId: params[1], timestamp: 0, type: "" }
+  // The pages taken (or all hashed) leave the queue whatever waits; at most QUEUED stay, the oldest dropped (a page
+  // never taken, of a read given up, is not hashed for ever; the main thread hashes what the worker did not).
+  queue = queue.filter((page) => page.n < page.count && Atomics.load(page.state, ${STOP}) === 0)
+  if (queue.length >= ${QUEUED}) queue.shift()
   queue.push({ fields, numbers, count, key, state, event, n: 0 })
 }
 // Whether the next event of a page sent hashes to its stored hash (then counted in its state) or not.
@@ -183,14 +193,14 @@ const hashNext = (page) => {
 // while a message waits (the main thread counts what it sends in \`inbox\`, this thread what it began): a read waited
 // for comes before the hashes of pages read before it.
 const inbox = new Int32Array(workerData.inbox)
-let begun = 0
+let begun = 0 // as \`inbox\`, an int32 that wraps
 const hashQueued = () => {
   while (queue.length > 0 && Atomics.load(inbox, 0) === begun) {
     const page = queue[0]
     if (page.n >= page.count || Atomics.load(page.state, ${STOP}) !== 0 || !hashNext(page)) queue.shift()
   }
 }
-const queue = []
+let queue = []
 const handle = (message) => {
   if (message.kind === "read") return read(message)
   if (message.kind === "open") {
@@ -212,7 +222,7 @@ const handle = (message) => {
   }
 }
 parentPort.on("message", (message) => {
-  begun++
+  begun = (begun + 1) | 0
   handle(message)
   hashQueued()
 })

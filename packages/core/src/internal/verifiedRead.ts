@@ -102,8 +102,8 @@ export const verifiedPages = (
     const last = events[events.length - 1]
     // Sent to the verify worker from the hash before the page: before `advance` moves the read past it.
     const hashed = last === undefined ? VerifyWorker.none : hashedOf(events)
-    if (last === undefined || !advance(page.length, events.length, last.seq, last.hash, sized === undefined ? 0 : payloadChars(events), false)) return undefined
-    return { events, hashed }
+    const chars = sized === undefined ? 0 : payloadChars(events)
+    return advance(page.length, events.length, last?.seq ?? 0, last?.hash ?? "", chars, false) ? { events, hashed } : undefined
   }
   // Reads the next page here (none at the log's end), its hashes sent to the verify worker when the read uses it and
   // the store has no read-ahead worker that may read its pages: while that one starts, pages read here are hashed here
@@ -150,12 +150,8 @@ export const verifiedPages = (
   const next: Effect.Effect<Option.Option<ReadonlyArray<Event>>, ReadError> = Effect.suspend(() => {
     const current = ahead
     ahead = undefined
-    if (failedAhead !== undefined) {
-      const error = failedAhead
-      failedAhead = undefined
-      state = "done"
-      return Effect.fail(error)
-    }
+    // The page ahead failed: the read fails here (and stays failed, below).
+    if (failedAhead !== undefined) return Effect.fail(failedAhead)
     if (current === undefined) {
       if (state === "done") return Effect.succeed(Option.none())
       if (state === "end") return end
@@ -165,7 +161,9 @@ export const verifiedPages = (
     if ("pending" in current) return Effect.flatMap(current.pending, (page) => (page === undefined ? end : giveReadingOn(page)))
     return giveReadingOn(current)
   })
-  return next
+  // A read that failed stays failed: a further pull gets its error again, never a page after it nor its end.
+  let failed: ReadError | undefined
+  return Effect.suspend(() => (failed !== undefined ? Effect.fail(failed) : Effect.tapError(next, (error) => Effect.sync(() => void (failed = error)))))
 }
 
 /** The events of `page` up to `headSeq`. */
