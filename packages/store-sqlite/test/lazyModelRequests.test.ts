@@ -13,9 +13,6 @@ import * as path from "node:path"
 import * as ReadWorker from "../../core/src/internal/readWorker.js"
 import { verifiedPages } from "../../core/src/internal/verifiedRead.js"
 
-/** Whether the store reads long logs ahead on a worker thread: on better-sqlite3, not on node:sqlite (Node 24+). */
-const readsAhead = SqliteStore.driverName === "better-sqlite3"
-
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "artana-lazy-requests-"))
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }))
 
@@ -126,7 +123,7 @@ describe("a replay's ModelRequested payloads, decoded on demand", () => {
       }
     }))
 
-  it.scopedLive("a long log whose pages the store's read-ahead worker reads (on better-sqlite3; node:sqlite reads them on the main thread): the same events, ModelRequested read lazily, the same replay", () =>
+  it.scopedLive("a long log whose pages the store's read-ahead worker reads: the same events, ModelRequested read lazily, the same replay", () =>
     Effect.gen(function*() {
       // 120 turns: 602 events, more than a replay's first page.
       const { layer, result } = yield* written("long", 120)
@@ -135,8 +132,7 @@ describe("a replay's ModelRequested payloads, decoded on demand", () => {
           const store = yield* EventStore.EventStore
           const kernel = yield* Kernel.Kernel
           const ahead = ReadWorker.aheadOf(store)
-          if (readsAhead) expect(yield* Effect.promise(() => ahead!.ready())).toBe(true)
-          else expect(ahead).toBeUndefined()
+          expect(yield* Effect.promise(() => ahead!.ready())).toBe(true)
           const before = ReadWorker.pagesSoFar()
           const next = Effect.locally(verifiedPages(store, undefined, yield* store.getRun(tenant.tenantId, "long"), { pageSize: 100 }), replayRead, true)
           const lazy: Array<Event.Event> = []
@@ -148,7 +144,7 @@ describe("a replay's ModelRequested payloads, decoded on demand", () => {
         }),
         layer
       )
-      expect(outcome.readAhead).toBe(readsAhead ? Math.ceil(outcome.eager.length / 100) : 0)
+      expect(outcome.readAhead).toBe(Math.ceil(outcome.eager.length / 100))
       const requested = outcome.lazy.filter((e) => e.type === "ModelRequested")
       expect(requested).toHaveLength(120)
       expect(requested.every(isLazy)).toBe(true)

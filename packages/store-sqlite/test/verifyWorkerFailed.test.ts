@@ -47,9 +47,8 @@ describe("a verify worker that cannot be made", () => {
       const { db } = yield* workDir
       const layer = storeOn(db)
       yield* Effect.provide(Effect.flatMap(EventStore.EventStore, (store) => TestLog.LongRun.write(store, { runId: "long", tenant, steps: 1_000 })), layer)
-      // The read-ahead worker (on better-sqlite3: node:sqlite has none), then the verify worker; the second read opens
-      // the store again.
-      const attempts = SqliteStore.driverName === "better-sqlite3" ? 2 : 1
+      // The read-ahead worker, then the verify worker; the second read opens the store again.
+      const attempts = 2
       expect(yield* Effect.provide(readAll, layer)).toBe(1_002)
       expect(made.count).toBe(attempts)
       expect(yield* Effect.provide(readAll, layer)).toBe(1_002)

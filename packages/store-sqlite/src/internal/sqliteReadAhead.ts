@@ -1,26 +1,31 @@
 /**
  * The store's read-ahead (`SqlEventStore.readAhead`): a read-only connection of its own to the database file, in the
- * process's read-ahead worker thread, reading the pages of a long verified read while the main thread replays the
- * page before. On better-sqlite3 only (Node.js 20 and 22). Not for a database in memory, a `file:` URI, nor a read-only
- * store's image of a file (only the store's connection sees those).
+ * process's read-ahead worker thread, on the driver the store runs on (`sqliteDriver.ts`), reading the pages of a long
+ * verified read while the main thread replays the page before. Not for a database in memory, a `file:` URI, nor a
+ * read-only store's image of a file (only the store's connection sees those).
  *
- * Not on `node:sqlite` (Node.js 24+): measured there (Node 24.21, 2 cores), it cost the main thread's heap: the old
- * generation after a full collection peaked at 55-60 MB during a 200,000-step resume, 36 MB without, and that resume
- * in a 64 MB heap (store-sqlite's `longRun.test.ts`) ran out of memory in 3 of 6 runs (none of 6 without). Measured
- * again on Nov 28 with the next page asked for at once (the node:sqlite opener restored for the run): a 10,000-event
- * resume 23.7-25.5 ms against 28.6-28.9 without (`resume_10k_vs_floor` 1.27-1.33 against 1.52-1.54), and the same
- * 3 of 6 runs out of memory; 6 of 6 passed with `--max-semi-space-size=16` (with a 64 MB old space, V8's new space
- * grew to 67 MB on Node 24 and to 34 MB on Node 20), which a library cannot set for its host process. So it stays off.
+ * On `node:sqlite` (Node.js 24+) only in a heap of `NODE_SQLITE_MIN_HEAP` or more. Measured on Node 24.21 (2 cores,
+ * Nov 28): a 200,000-step resume (store-sqlite's `longRun.test.ts`) with a 64 MB old space ran out of memory in 3 of
+ * 6 runs with the read-ahead, none without, and none in 4 runs each with 128 and 320 MB. Heap snapshots taken during
+ * that resume held 43 MB, the same at every page (the read-ahead keeps two pages, ~120,000 characters each), so it is
+ * not a leak: with the read-ahead V8 grew the main thread's young generation to 64 MB (32 MB without it; 16 MB at
+ * most on Node 20), and the young objects live at its full collections (up to 20 MB promoted at once, against 0.5 MB
+ * without) pushed the old space over its 64 MB. A library cannot set V8's young generation for
+ * its host (`--max-semi-space-size=16` made 6 of 6 pass), but it can read the heap's limit: a host that caps its heap
+ * that low gets the main thread's read, which allocates less. Node 20 and 22 (better-sqlite3) read ahead in any heap:
+ * `longRun.test.ts` passes there with it in 64 MB.
  */
 import { SqlEventStore } from "@artana/core"
 import * as Effect from "effect/Effect"
 import { createRequire } from "node:module"
 import * as path from "node:path"
+import { getHeapStatistics } from "node:v8"
 import type * as Scope from "effect/Scope"
 import { driverName } from "./sqliteDriver.js"
 
-/** What the worker's connection needs: better-sqlite3's module file, the file, the wait on a lock. */
+/** What the worker's connection needs: its driver (better-sqlite3's module file, or `node:sqlite`), the file, the wait on a lock. */
 interface Config {
+  readonly driver: "node:sqlite" | "better-sqlite3"
   readonly module: string
   readonly filename: string
   readonly busyTimeoutMs: number
@@ -40,10 +45,24 @@ const CACHE_SIZE = -256
  * (at most 16 kept), rows as arrays of values as the store's own read gives them (`sqliteRead.ts`).
  */
 const OPENER = `(config) => {
-  const Database = require(config.module)
-  const db = new Database(config.filename, { readonly: true, timeout: config.busyTimeoutMs })
-  db.exec("PRAGMA cache_size = " + config.cacheSize)
-  const prepare = (text) => db.prepare(text).raw(true)
+  let db
+  let prepare
+  if (config.driver === "node:sqlite") {
+    const { DatabaseSync } = require("node:sqlite")
+    db = new DatabaseSync(config.filename, { readOnly: true })
+    db.exec("PRAGMA busy_timeout = " + config.busyTimeoutMs)
+    db.exec("PRAGMA cache_size = " + config.cacheSize)
+    prepare = (text) => {
+      const statement = db.prepare(text)
+      statement.setReturnArrays(true)
+      return statement
+    }
+  } else {
+    const Database = require(config.module)
+    db = new Database(config.filename, { readonly: true, timeout: config.busyTimeoutMs })
+    db.exec("PRAGMA cache_size = " + config.cacheSize)
+    prepare = (text) => db.prepare(text).raw(true)
+  }
   const cache = new Map()
   return {
     rows: (text, params) => {
@@ -60,13 +79,26 @@ const OPENER = `(config) => {
 }`
 
 /**
+ * The heap limit (V8's `heap_size_limit`: the old space's and the young generation's) from which a store on
+ * `node:sqlite` reads ahead: 512 MiB. Node 24 gives 256 MiB for a 64 MB old space (which ran out of memory, see
+ * above), 320 for 128 MB (which did not), and ~4 GiB by default on a machine with 16 GiB or more.
+ */
+export const NODE_SQLITE_MIN_HEAP = 512 * 1024 * 1024
+
+/** Whether a store on `driver` reads ahead in this process's heap (see `NODE_SQLITE_MIN_HEAP`). */
+export const roomFor = (driver: typeof driverName): boolean =>
+  driver !== "node:sqlite" || getHeapStatistics().heap_size_limit >= NODE_SQLITE_MIN_HEAP
+
+/**
  * The read-ahead of the store on `filename`, its connection closed with the scope; none for a database in memory, nor
- * a `file:` URI (the worker's connection would have to read it as the store's driver does), nor on `node:sqlite`.
+ * a `file:` URI (the worker's connection would have to read it as the store's driver does), nor on `node:sqlite` in a
+ * small heap (`roomFor`).
  */
 export const make = (filename: string, busyTimeoutMs: number): Effect.Effect<SqlEventStore.ReadAhead | undefined, never, Scope.Scope> => {
-  if (driverName === "node:sqlite" || filename === "" || filename.startsWith(":memory:") || filename.startsWith("file:")) return Effect.succeed(undefined)
+  if (!roomFor(driverName) || filename === "" || filename.startsWith(":memory:") || filename.startsWith("file:")) return Effect.succeed(undefined)
   const config: Config = {
-    module: createRequire(import.meta.url).resolve("better-sqlite3"),
+    driver: driverName,
+    module: driverName === "node:sqlite" ? "" : createRequire(import.meta.url).resolve("better-sqlite3"),
     // The worker's own working directory is the process's: a relative name is resolved now, as the store's was.
     filename: path.resolve(filename),
     busyTimeoutMs,

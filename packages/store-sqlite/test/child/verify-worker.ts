@@ -27,9 +27,8 @@ const result = await Effect.runPromise(
     ReadWorker.use(false)
     yield* Effect.provide(replay, context)
     ReadWorker.use(true)
-    // The store reads ahead on better-sqlite3 only (not on node:sqlite, Node 24+: see src/internal/sqliteReadAhead.ts).
     const ahead = ReadWorker.aheadOf(Context.get(context, EventStore.EventStore))
-    if (SqliteStore.driverName === "better-sqlite3" && (ahead === undefined || !(yield* Effect.promise(ahead.ready)))) {
+    if (ahead === undefined || !(yield* Effect.promise(ahead.ready))) {
       return yield* Effect.dieMessage("the read-ahead worker did not start")
     }
     return yield* Effect.provide(replay, context)
