@@ -5,7 +5,9 @@
  *
  * @since 0.1.0
  */
+import type * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
@@ -26,9 +28,32 @@ export const storeError = (operation: string, error: SqlError): StoreError =>
 export const transactionDefects = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
   Effect.catchSomeDefect(effect, (defect) => (defect instanceof SqlError ? Option.some(Effect.fail(defect)) : Option.none()))
 
+/**
+ * `sql.withTransaction(body)`, its defects in the error channel (`transactionDefects`), failing with the body's own
+ * failure when the rollback after it failed as well: SQLite may have rolled the transaction back itself (a full disk,
+ * an I/O error), and then the rollback's "no such savepoint" or "no transaction is active" would hide why.
+ */
+export const transaction = <A, E, R>(sql: SqlClient.SqlClient, body: Effect.Effect<A, E, R>): Effect.Effect<A, E | SqlError, R> =>
+  Effect.suspend(() => {
+    let own: Cause.Cause<E> | undefined
+    const tracked = Effect.tapErrorCause(body, (cause) => Effect.sync(() => void (own = cause)))
+    return Effect.catchAllCause(transactionDefects(sql.withTransaction(tracked)), (cause) => Effect.failCause(own ?? cause))
+  })
+
 /** The driver's error code (`SQLITE_BUSY`, `23505`, ...), or "". */
 export const errorCode = (error: SqlError): string =>
   Predicate.hasProperty(error.cause, "code") && typeof error.cause.code === "string" ? error.cause.code : ""
+
+/**
+ * Whether a failure inside a SQLite transaction may have ended the transaction. SQLite rolls a whole transaction back
+ * by itself on some errors (a full disk, an I/O error, out of memory): a savepoint's rollback then fails, and the
+ * statements after it would run in a new transaction of their own. Only a constraint SQLite refused a statement for
+ * (`SQLITE_CONSTRAINT...`, which undoes that statement alone) or a failure no statement made (a batch refused before
+ * it was written) leaves the transaction usable; a defect or an interruption may have ended it as well.
+ */
+export const endsSqliteTransaction = (cause: Cause.Cause<unknown>): boolean =>
+  Cause.isDie(cause) || Cause.isInterrupted(cause) ||
+  Option.exists(Cause.failureOption(cause), (error) => error instanceof SqlError && !errorCode(error).startsWith("SQLITE_CONSTRAINT"))
 
 /** SQLite's `SQLITE_BUSY` (and its extended codes): the database was locked. */
 export const sqliteBusy = (error: SqlError): boolean => errorCode(error).startsWith("SQLITE_BUSY")

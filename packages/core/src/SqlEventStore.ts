@@ -132,7 +132,7 @@ export {
 // For SQLite append dialects: the statements of SQLite's append (the head trigger's), to run on a driver's own statements.
 export { type SqlitePlan, type SqliteStatement, statements as sqliteStatements } from "./internal/sqlAppendSqlite.js"
 // For group-committing dialects: the appends of one turn of the event loop, gathered (see `internal/groupCommit.ts`).
-export { type Pending as GroupedAppend, turnGroups } from "./internal/groupCommit.js"
+export { type Pending as GroupedAppend, turnGroups, waiting } from "./internal/groupCommit.js"
 
 const tables = (options: Options): Tables => {
   const prefix = SqlMigrations.checkPrefix(options.tablePrefix)

@@ -10,12 +10,13 @@
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Runtime from "effect/Runtime"
 import type { SequenceConflict, StoreError } from "../Errors.js"
 import type { AppendRequest } from "../EventStore.js"
-import { transactionDefects } from "../SqlErrors.js"
+import { endsSqliteTransaction, transactionDefects } from "../SqlErrors.js"
 import type { AppendBatch } from "./sqlAppend.js"
 
 type Outcome = Exit.Exit<void, SequenceConflict | StoreError | SqlError>
@@ -25,7 +26,22 @@ export interface Pending {
   readonly request: AppendRequest
   readonly conflict: () => SequenceConflict
   readonly answer: (outcome: Outcome) => void
+  /**
+   * Set when its caller was interrupted after its group left the turn (waiting for the connection, behind another
+   * fiber's transaction): a writer leaves it out if the group's write has not begun (see `waiting`).
+   */
+  cancelled?: boolean
+  /** Called when it is marked `cancelled`: a writer that can stop its write before it begins sets it. */
+  onCancel?: () => void
 }
+
+/**
+ * The appends of `group` whose callers still wait: what a writer writes when the group's write begins. An append
+ * interrupted before then is not written (its caller was told nothing was); one interrupted once the write began may
+ * be, as any write interrupted in flight.
+ */
+export const waiting = (group: ReadonlyArray<Pending>): ReadonlyArray<Pending> =>
+  group.some((p) => p.cancelled === true) ? group.filter((p) => p.cancelled !== true) : group
 
 /**
  * How long one run may go on writing at once, alone, before its next append waits for the turn's end (and the event
@@ -39,7 +55,8 @@ export type WriteAlone = (request: AppendRequest, conflict: () => SequenceConfli
 /**
  * Gathers the appends made in one turn of the event loop: the first of a turn schedules `write` for the turn's end
  * (`setImmediate`), which gets every append made before it, each to answer. An append interrupted before its group
- * is written leaves the group, and nothing of it is written.
+ * is written leaves the group, and nothing of it is written: still in the turn, it is taken out; in a group waiting
+ * for the connection, it is marked `cancelled`, and the writer leaves it out (`waiting`).
  *
  * With `alone`, a run that appends alone is not made to wait for the turn's end: its append is written at once (a
  * group of one is its plain append either way), saving the fiber's suspension and the loop's turn, which cost more CPU
@@ -92,6 +109,10 @@ export const turnGroups = (write: (group: ReadonlyArray<Pending>) => void, alone
       return Effect.sync(() => {
         const at = pending.indexOf(entry)
         if (at !== -1) pending.splice(at, 1)
+        else {
+          entry.cancelled = true
+          entry.onCancel?.()
+        }
       })
     })
   /**
@@ -112,21 +133,49 @@ export const make = (sql: SqlClient.SqlClient, append: AppendBatch): Effect.Effe
   Effect.map(Effect.runtime<never>(), (runtime) => {
     const runFork = Runtime.runFork(runtime)
 
-    /** One append on its own; or the group in one transaction, each in a savepoint, answered after the commit. */
+    /**
+     * One append on its own; or the group in one transaction, each in a savepoint, answered after the commit. An append
+     * whose caller was interrupted before its turn to be written (`cancelled`) is left out. A failure that may have
+     * ended the transaction (`SqlErrors.endsSqliteTransaction`: SQLite rolled it all back) fails the whole group, as
+     * nothing of it is written: the appends after it must not run in a new transaction of their own, nor the ones
+     * before it be answered as written.
+     */
     const write = (group: ReadonlyArray<Pending>): Effect.Effect<void> => {
       if (group.length === 1) {
         const only = group[0]!
         return Effect.map(Effect.exit(append(only.request, only.conflict, false)), only.answer)
       }
-      const each = Effect.forEach(group, (p) => Effect.exit(sql.withTransaction(append(p.request, p.conflict, true))))
+      // The failure that ended the transaction, given to every caller: the append's own (a full disk, ...), not the
+      // savepoint's rollback that then failed, nor the group's (no transaction is left to roll back).
+      let ended: Cause.Cause<SequenceConflict | StoreError | SqlError> | undefined
+      const each = Effect.forEach(group, (p) =>
+        Effect.suspend(() => {
+          if (p.cancelled === true) return Effect.succeed(undefined)
+          let own: Cause.Cause<SequenceConflict | StoreError | SqlError> | undefined
+          const appended = Effect.tapErrorCause(append(p.request, p.conflict, true), (cause) => Effect.sync(() => void (own = cause)))
+          return Effect.flatMap(Effect.exit(sql.withTransaction(appended)), (exit) => {
+            if (Exit.isSuccess(exit) || !endsSqliteTransaction(exit.cause)) return Effect.succeed(exit)
+            ended = own ?? exit.cause
+            return Effect.failCause(exit.cause)
+          })
+        }))
       return Effect.map(Effect.exit(transactionDefects(sql.withTransaction(each))), (exit) => {
-        // Committed: each has its own outcome. Not committed: nobody's events were written.
-        if (Exit.isSuccess(exit)) group.forEach((p, i) => p.answer(exit.value[i]!))
-        else group.forEach((p) => p.answer(exit))
+        // Committed: each has its own outcome (none for a caller gone before its turn). Not committed: nobody's events
+        // were written.
+        if (Exit.isFailure(exit)) return group.forEach((p) => p.answer(ended === undefined ? exit : Exit.failCause(ended)))
+        group.forEach((p, i) => {
+          const outcome = exit.value[i]
+          if (outcome !== undefined) p.answer(outcome)
+        })
       })
     }
 
     // Every append waits for the turn's end here: the alone path (`turnGroups`' `alone`) is store-sqlite's, tested there.
-    const grouped = turnGroups((group) => runFork(write(group)))
+    // A lone append's write waits for the connection in its own fiber: a caller gone meanwhile interrupts it there,
+    // before its statement runs (a group checks `cancelled` once it holds the connection, in its transaction).
+    const grouped = turnGroups((group) => {
+      const writing = runFork(write(group))
+      if (group.length === 1) group[0]!.onCancel = () => writing.unsafeInterruptAsFork(writing.id())
+    })
     return (request, conflict, inTransaction) => (inTransaction ? append(request, conflict, true) : grouped(request, conflict))
   })

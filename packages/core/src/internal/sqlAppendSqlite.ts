@@ -13,7 +13,7 @@ import * as Predicate from "effect/Predicate"
 import type { SequenceConflict } from "../Errors.js"
 import { type BatchSummary, type Event, summarize } from "../Event.js"
 import { type AppendRequest, fenceOf, newRunInfo } from "../EventStore.js"
-import { storeError, transactionDefects } from "../SqlErrors.js"
+import { storeError, transaction } from "../SqlErrors.js"
 import { type AppendBatch, chunksOf, claimedEpoch, eventValues, INSERT_CHUNK, orConflict, prevHashLookup, runRow, type Tables } from "./sqlAppend.js"
 
 /** The rows a SQLite statement changed, from better-sqlite3's raw result (`RunResult`). */
@@ -136,11 +136,11 @@ export const make = (sql: SqlClient.SqlClient, t: Tables): AppendBatch => {
     // whose first statement writes, so SQLite takes its write lock before anything else.
     switch (s.plan(request, summary)) {
       case "create":
-        return transactionDefects(sql.withTransaction(Effect.zipRight(createRun(request, conflict), insertEvents(request, conflict))))
+        return transaction(sql, Effect.zipRight(createRun(request, conflict), insertEvents(request, conflict)))
       case "insert":
         return insertEvents(request, conflict)
       case "update":
-        return transactionDefects(sql.withTransaction(Effect.zipRight(insertEvents(request, conflict), updateRun(request, summary))))
+        return transaction(sql, Effect.zipRight(insertEvents(request, conflict), updateRun(request, summary)))
     }
   }
 }

@@ -13,7 +13,7 @@ import * as Option from "effect/Option"
 import type { OwnershipLost } from "../Errors.js"
 import { SequenceConflict, StoreError } from "../Errors.js"
 import { type AppendRequest, fenced, fenceOf, invalidBatch } from "../EventStore.js"
-import { errorCode, retryWhile, storeError, transactionDefects } from "../SqlErrors.js"
+import { errorCode, retryWhile, storeError, transaction } from "../SqlErrors.js"
 import { type AppendBatch, isConflict, type Tables } from "./sqlAppend.js"
 import { toNumber } from "./sqlRows.js"
 
@@ -83,7 +83,7 @@ export const make = (sql: SqlClient.SqlClient, t: Tables, appendBatch: AppendBat
   const appendAll = (requests: ReadonlyArray<AppendRequest>): Effect.Effect<void, SequenceConflict | OwnershipLost | StoreError> => {
     const batches = requests.filter((r) => r.events.length > 0)
     if (batches.length <= 1) return batches.length === 0 ? Effect.void : append(batches[0]!)
-    const all = transactionDefects(sql.withTransaction(Effect.forEach(batches, append, { discard: true })))
+    const all = transaction(sql, Effect.forEach(batches, append, { discard: true }))
     // The fiber's context read in place (one node, not `contextWithEffect`'s two): this runs twice per tool step.
     return Effect.withFiberRuntime<void, SequenceConflict | OwnershipLost | StoreError>((fiber) => {
       const inTransaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)._tag === "Some"
@@ -102,7 +102,7 @@ export const make = (sql: SqlClient.SqlClient, t: Tables, appendBatch: AppendBat
       onSome: (request) => Effect.zipRight(append(request), loop)
     }))
     const isSqlError = (error: unknown): error is SqlError => error instanceof SqlError
-    return Effect.catchIf(transactionDefects(sql.withTransaction(loop)), isSqlError, (error) => Effect.fail(storeError("appendPaged", error)))
+    return Effect.catchIf(transaction(sql, loop), isSqlError, (error) => Effect.fail(storeError("appendPaged", error)))
   }
 
   return { append, appendAll, appendPaged }

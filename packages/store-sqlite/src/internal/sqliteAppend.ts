@@ -5,24 +5,25 @@
  *
  * Group commit: appends that arrive in one turn of the event loop are written together, in one transaction with a
  * savepoint each, and each caller is answered once that transaction has committed (durable at the file's
- * `synchronous` setting), with its own outcome: a refused append rolls back to its savepoint and fails alone. The
- * first append of a turn schedules the group's write for the turn's end (`setImmediate`); the runs a commit answered
- * continue at once, so their next appends make the next group. A group of one is its plain append: one INSERT,
- * committed on its own, for a tool step's batch. A run appending alone (no other run appended in this turn or in the
- * last turn that had appends, no transaction holds the connection, no group waits for it) does not wait for the turn's
- * end: its INSERT is written at once, synchronously (`SqlEventStore.turnGroups`). An
- * append inside a caller's transaction is not grouped: it runs in that transaction (a refused one leaves the
- * transaction usable).
+ * `synchronous` setting), with its own outcome: a refused append rolls back to its savepoint and fails alone, while a
+ * failure that may have ended the transaction (a full disk, an I/O error) fails the whole group, none of it written.
+ * The first append of a turn schedules the group's write for the turn's end (`setImmediate`); the runs a commit
+ * answered continue at once, so their next appends make the next group. A group of one is its plain append: one
+ * INSERT, committed on its own, for a tool step's batch. A caller interrupted before its group's write began (the
+ * group waiting for the connection) is left out of it (`SqlEventStore.waiting`). A run appending alone (no other run
+ * appended in this turn or in the last turn that had appends, no transaction holds the connection, no group waits for
+ * it) does not wait for the turn's end: its INSERT is written at once, synchronously (`SqlEventStore.turnGroups`).
+ * An append inside a caller's transaction of this client is not grouped: it runs in that transaction (a refused one
+ * leaves the transaction usable); inside another client's transaction (another database's), it is grouped as any
+ * other.
  *
  * Why not through the `SqlClient`: each of its statements costs a span, a compile, a cache lookup and a few fibers
  * (about 35 us of CPU, measured), twice a tool step; here the write is one synchronous call per group.
  */
 import { Event, type Errors, type EventStore, SqlErrors, SqlEventStore } from "@artana/core"
 import { SqlError } from "@effect/sql/SqlError"
-import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Option from "effect/Option"
 import type { Database, Statement } from "./sqliteDriver.js"
 import type { Lane } from "./sqliteClient.js"
 
@@ -127,9 +128,15 @@ export const make = (lane: Lane, t: SqlEventStore.Tables, onCommit?: (appends: n
 
   const grouped = groupedWrites(lane, writeGroup, onCommit)
 
+  // Inside a transaction of this client, the append is part of it; inside another client's (another database's), it is
+  // an append like any other.
   return (request, conflict, inTransaction) =>
     inTransaction
-      ? Effect.flatten(lane.inTransaction((db) => writeOne(db, { request, conflict, answer: noAnswer }, true)))
+      ? Effect.withFiberRuntime((fiber) =>
+        lane.holds(fiber.currentContext)
+          ? Effect.flatten(lane.inTransaction((db) => writeOne(db, { request, conflict, answer: noAnswer }, true)))
+          : grouped.now(request, conflict)
+      )
       : grouped.now(request, conflict)
 }
 
@@ -143,11 +150,8 @@ const attempt = (write: () => Errors.SequenceConflict | undefined): Outcome => {
   }
 }
 
-/** A driver error that is not a constraint SQLite refused the statement for (those undo the statement alone). */
-const brokeTransaction = (outcome: Outcome): boolean =>
-  Exit.isFailure(outcome) && Cause.failureOption(outcome.cause).pipe(
-    Option.exists((error) => error._tag === "SqlError" && !SqlErrors.errorCode(error).startsWith("SQLITE_CONSTRAINT"))
-  )
+/** A failure that may have ended the group's transaction (not a constraint SQLite refused the statement for). */
+const brokeTransaction = (outcome: Outcome): boolean => Exit.isFailure(outcome) && SqlErrors.endsSqliteTransaction(outcome.cause)
 
 /** Rolls back what a refused batch or group wrote; a rollback SQLite already made (on a failed COMMIT) is no error. */
 const undo = (db: Database, rollback: string, nested: boolean) => {
@@ -196,14 +200,17 @@ const groupedWrites = (
   let queued = 0
   return SqlEventStore.turnGroups(
     (group) => {
-      const answer = (outcomes: ReadonlyArray<Outcome>) => group.forEach((p, i) => p.answer(outcomes[i]!))
+      // The appends whose callers still wait, once the write begins (synchronously: none can leave during it), answered.
+      const write = (db: Database) => {
+        const written = SqlEventStore.waiting(group)
+        if (written.length === 0) return
+        const outcomes = commit(db, written)
+        written.forEach((p, i) => p.answer(outcomes[i]!))
+      }
       // The common case, no transaction open: written here and now, without a fiber to wait for the connection.
-      if (lane.idle() && queued === 0) return answer(lane.now((db) => commit(db, group)))
+      if (lane.idle() && queued === 0) return lane.now(write)
       queued++
-      Effect.runFork(Effect.ensuring(
-        Effect.map(lane.exclusive((db) => commit(db, group)), answer),
-        Effect.sync(() => queued--)
-      ))
+      Effect.runFork(Effect.ensuring(lane.exclusive(write), Effect.sync(() => queued--)))
     },
     // A run appending alone: its one INSERT now, synchronously, when no transaction holds the connection and no
     // group waits for it.

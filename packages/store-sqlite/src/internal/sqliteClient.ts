@@ -14,6 +14,7 @@ import * as Cache from "effect/Cache"
 import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import * as Driver from "./sqliteDriver.js"
@@ -35,6 +36,12 @@ export interface Lane {
   readonly exclusive: <A>(f: (db: Database) => A) => Effect.Effect<A>
   /** Runs `f` on the connection now: for a fiber inside a transaction of this client, which holds the connection. */
   readonly inTransaction: <A>(f: (db: Database) => A) => Effect.Effect<A>
+  /**
+   * Whether a fiber whose context is `context` is inside a transaction of this client, which then holds the
+   * connection for it. Not inside another client's: @effect/sql keeps every client's transaction under one tag
+   * (`SqlClient.TransactionConnection`), and that one's connection is not this one.
+   */
+  readonly holds: (context: Context.Context<never>) => boolean
   /**
    * No transaction of the client holds the connection: `now` may run a synchronous write, which nothing can enter
    * before it returns (the client's other statements run one at a time, each synchronously, outside transactions).
@@ -158,6 +165,7 @@ export const open = (
     const lane: Lane = {
       exclusive: (f) => semaphore.withPermits(1)(Effect.sync(() => f(db))),
       inTransaction: (f) => Effect.sync(() => f(db)),
+      holds: (context) => Option.exists(Context.getOption(context, Client.TransactionConnection), ([held]) => held === connection),
       idle: () => transactions === 0,
       now: (f) => f(db)
     }

@@ -37,10 +37,10 @@ export const make = (lane: Lane): SqlEventStore.ReadValues => {
     }
   }
   return (text, params, inTransaction) =>
-    Effect.suspend(() => {
-      // In the caller's transaction (its fiber holds the connection), or when none holds it: at once, synchronously
-      // (nothing else runs on the connection meanwhile). Else after the transaction that holds it.
-      if (inTransaction) return Effect.flatten(lane.inTransaction((db) => rows(db, text, params)))
+    Effect.withFiberRuntime((fiber) => {
+      // In the caller's transaction of this client (its fiber holds the connection), or when none holds it: at once,
+      // synchronously (nothing else runs on the connection meanwhile). Else after the transaction that holds it.
+      if (inTransaction && lane.holds(fiber.currentContext)) return Effect.flatten(lane.inTransaction((db) => rows(db, text, params)))
       if (lane.idle()) return lane.now((db) => rows(db, text, params))
       return Effect.flatten(lane.exclusive((db) => rows(db, text, params)))
     })
