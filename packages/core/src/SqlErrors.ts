@@ -40,8 +40,11 @@ export const transaction = <A, E, R>(sql: SqlClient.SqlClient, body: Effect.Effe
     return Effect.catchAllCause(transactionDefects(sql.withTransaction(tracked)), (cause) => Effect.failCause(own ?? cause))
   })
 
-/** The driver's error code (`SQLITE_BUSY`, `23505`, ...), or "". */
-export const errorCode = (error: SqlError): string =>
+/**
+ * The driver's error code (`SQLITE_BUSY`, `23505`, ...), or "": of a `SqlError`, or of the `StoreError` made of one
+ * (`storeError` keeps the driver's error as its cause).
+ */
+export const errorCode = (error: { readonly cause?: unknown }): string =>
   Predicate.hasProperty(error.cause, "code") && typeof error.cause.code === "string" ? error.cause.code : ""
 
 /**

@@ -102,7 +102,16 @@ export interface Task {
  */
 export const Outcome = Schema.Union(
   Schema.TaggedStruct("completed", { output: Json.Json }),
-  Schema.TaggedStruct("failed", { errorTag: Schema.String, error: Schema.String }),
+  Schema.TaggedStruct("failed", {
+    errorTag: Schema.String,
+    error: Schema.String,
+    /**
+     * The run did not end (the task's timeout interrupted it, or a store error stopped it): a retry resumes that run,
+     * its completed steps replayed, not run again, instead of starting a new one. Without it (the workflow failed: its
+     * run ended `RunFailed`), a retry is a new run, `task:<taskId>:attempt-<n>`.
+     */
+    resumable: Schema.optional(Schema.Literal(true))
+  }),
   Schema.TaggedStruct("paused", {
     ticket: Schema.String,
     reason: Schema.String,

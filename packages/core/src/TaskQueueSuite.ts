@@ -362,7 +362,7 @@ const repeatsAndRetries = (test: Test): void => {
         expect(next.map((t) => t.runAt)).toEqual([180 * SECOND])
       }))
 
-    test("no retry without a policy; with one, a failure is queued again after a backoff under a new run id", (queue) =>
+    test("no retry without a policy; with one, a failure is queued again after a backoff under a new run id (its own when its run did not end)", (queue) =>
       Effect.gen(function*() {
         const plain = yield* queue.enqueue(request())
         yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
@@ -381,6 +381,12 @@ const repeatsAndRetries = (test: Test): void => {
         yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
         expect(yield* queue.finish(retried.taskId, "w1", { _tag: "failed", errorTag: "Boom", error: "third" }))
           .toMatchObject({ status: "failed", attempts: 3, outcome: { error: "third" } })
+
+        // A run that did not end (a timeout, a store error): the retry resumes it, under the same run id.
+        const resumed = yield* queue.enqueue(request({ retry: { maxAttempts: 2, backoffSeconds: 5 } }))
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        expect(yield* queue.finish(resumed.taskId, "w1", { _tag: "failed", errorTag: "TaskTimeout", error: "late", resumable: true }))
+          .toMatchObject({ status: "queued", attempts: 1, runId: `task:${resumed.taskId}`, outcome: { resumable: true } })
       }))
 
 }

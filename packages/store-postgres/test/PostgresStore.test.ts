@@ -530,6 +530,31 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
         expect(Verify.verifyEvents(runId, log).ok).toBe(true)
       }))
 
+    it.scoped("appendAll's transaction that fails to serialize runs again, whole (continue-as-new's handover)", () =>
+      Effect.gen(function*() {
+        const { store, sql } = yield* open({ url: yield* fresh })
+        const first = TestLog.chain("old", "acme", [], [started()])
+        yield* store.append({ runId: "old", tenantId: "acme", expectedSeq: 0, events: first })
+        // The old run's second event fails its transaction once, as a serialization failure does: inside appendAll's
+        // transaction the append does not retry alone, and appendAll runs the whole transaction again.
+        yield* sql.unsafe("CREATE SEQUENCE fail_once")
+        yield* sql.unsafe(`CREATE FUNCTION fail_once() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
+          IF nextval('fail_once') = 1 THEN RAISE EXCEPTION 'could not serialize access' USING ERRCODE = '40001'; END IF;
+          RETURN NEW; END $$`)
+        yield* sql.unsafe("CREATE TRIGGER fail_once BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.seq = 2) EXECUTE FUNCTION fail_once()")
+        const ended = TestLog.chain("old", "acme", first, [{ _tag: "RunCompleted", output: "continued" }])
+        const successor = TestLog.chain("new", "acme", [], [started()])
+        yield* store.appendAll([
+          { runId: "old", tenantId: "acme", expectedSeq: 1, events: ended },
+          { runId: "new", tenantId: "acme", expectedSeq: 0, events: successor }
+        ])
+        const [tried] = yield* sql<{ n: string }>`SELECT last_value AS n FROM fail_once`
+        expect(Number(tried!.n)).toBe(2)
+        expect(yield* store.readEvents("acme", "old")).toEqual([...first, ...ended])
+        expect(yield* store.readEvents("acme", "new")).toEqual(successor)
+        expect(yield* store.getRun("acme", "old")).toMatchObject({ status: "completed", headSeq: 2 })
+      }))
+
     it.scopedLive("a batch of over 1,000 events racing a status change: one wins, the other conflicts, never a deadlock", () =>
       Effect.gen(function*() {
         const url = yield* fresh

@@ -15,6 +15,10 @@ const stores: ReadonlyArray<readonly [string, () => Layer.Layer<EventStore.Event
 
 // A lease far longer than any test: a worker loses a task only where a test means it to (a busy machine can starve a
 // process for a second; with a short lease it would lose its own task, and run a step again, in any test).
+/** The order workflow's side effects, each once, for task `taskId`'s first run (counts by name, sorted). */
+const orderedOnce = (taskId: string) =>
+  [[`charge:c1:task:${taskId}/tool:0`, 1], ["order:pack", 1], ["order:reserve", 1], ["order:ship", 1]].sort()
+
 const startWorker = (world: World, workerId: string, options: Partial<Worker.Options> = {}) =>
   Effect.fork(Worker.run({ workflows: world.workflows, concurrency: 2, pollInterval: "20 millis", leaseSeconds: 30, workerId, ...options }))
 
@@ -131,6 +135,38 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       yield* Fiber.interrupt(worker)
     }))
 
+  test("a retry after a timeout resumes the run: its completed steps are not run again", (world) =>
+    Effect.gen(function*() {
+      const session = yield* ArtanaSession.ArtanaSession
+      const queue = yield* TaskQueue.TaskQueue
+      const store = yield* EventStore.EventStore
+      const worker = yield* startWorker(world, "w1")
+      // Charges, reserves, then waits at the gate past its timeout: the first attempt times out there.
+      const taskId = yield* session.submit({
+        workflow: world.order,
+        input: { customer: "c1" },
+        tenant,
+        timeoutSeconds: 0.3,
+        retry: { maxAttempts: 2, backoffSeconds: 0.5 }
+      })
+      yield* eventually("the first attempt timed out", 10, () =>
+        Effect.map(queue.get(tenant.tenantId, taskId), (task) => task.attempts === 1 && task.outcome?._tag === "failed"))
+      expect(yield* queue.get(tenant.tenantId, taskId)).toMatchObject({
+        status: "queued",
+        runId: `task:${taskId}`,
+        outcome: { _tag: "failed", errorTag: "TaskTimeout", resumable: true }
+      })
+      world.gate.open()
+      expect(yield* session.waitForResult(tenant.tenantId, taskId, { timeout: "10 seconds", pollInterval: "10 millis" }))
+        .toMatchObject({ status: "completed", output: "shipped to c1", runId: `task:${taskId}` })
+      // The charge and the reservation ran once, in the first attempt; the second resumed the run after them.
+      expect([...world.effects.counts.entries()].sort()).toEqual(orderedOnce(taskId))
+      const events = yield* store.readEvents("acme", `task:${taskId}`)
+      expect(events.filter((e) => e.type === "RunResumed")).toHaveLength(1)
+      expect(yield* Effect.flip(store.getRun("acme", `task:${taskId}:attempt-2`))).toMatchObject({ _tag: "RunNotFound" })
+      yield* Fiber.interrupt(worker)
+    }))
+
   test("cancel and waitForResult's timeout", (world) =>
     Effect.gen(function*() {
       const session = yield* ArtanaSession.ArtanaSession
@@ -160,12 +196,7 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       const second = yield* startWorker(world, "w2")
       expect(yield* session.waitForResult(tenant.tenantId, taskId, { timeout: "10 seconds", pollInterval: "10 millis" }))
         .toMatchObject({ status: "completed", output: "shipped to c1" })
-      expect([...world.effects.counts.entries()].sort()).toEqual([
-        [`charge:c1:task:${taskId}/tool:0`, 1],
-        ["order:pack", 1],
-        ["order:reserve", 1],
-        ["order:ship", 1]
-      ].sort())
+      expect([...world.effects.counts.entries()].sort()).toEqual(orderedOnce(taskId))
       const events = yield* store.readEvents("acme", `task:${taskId}`)
       expect(events.filter((e) => e.type === "RunResumed")).toHaveLength(1)
       yield* Fiber.interrupt(second)

@@ -17,9 +17,12 @@ import { errorCode, retryWhile, storeError, transaction } from "../SqlErrors.js"
 import { type AppendBatch, isConflict, type Tables } from "./sqlAppend.js"
 import { toNumber } from "./sqlRows.js"
 
-/** PostgreSQL's serialization failure and deadlock: the server rolled the statement back, and it may run again. */
-const retryable = (error: SqlError | SequenceConflict | StoreError): boolean =>
-  error._tag === "SqlError" && (errorCode(error) === "40001" || errorCode(error) === "40P01")
+/**
+ * PostgreSQL's serialization failure and deadlock: the server rolled the statement back, and it may run again. As the
+ * driver's `SqlError`, or as the `StoreError` an append inside a transaction made of it (`appendAll`'s batches are).
+ */
+const retryable = (error: SqlError | SequenceConflict | OwnershipLost | StoreError): boolean =>
+  (error._tag === "SqlError" || error._tag === "StoreError") && (errorCode(error) === "40001" || errorCode(error) === "40P01")
 
 /**
  * How often such a statement runs again. At once, without a delay: the transaction it lost to has ended (and a
@@ -87,7 +90,7 @@ export const make = (sql: SqlClient.SqlClient, t: Tables, appendBatch: AppendBat
     // The fiber's context read in place (one node, not `contextWithEffect`'s two): this runs twice per tool step.
     return Effect.withFiberRuntime<void, SequenceConflict | OwnershipLost | StoreError>((fiber) => {
       const inTransaction = Context.getOption(fiber.currentContext, SqlClient.TransactionConnection)._tag === "Some"
-      const retried = inTransaction ? all : retryWhile(all, (error) => error._tag === "SqlError" && retryable(error), RETRIES)
+      const retried = inTransaction ? all : retryWhile(all, retryable, RETRIES)
       return Effect.catchTag(retried, "SqlError", (error) => Effect.fail(storeError("appendAll", error)))
     })
   }

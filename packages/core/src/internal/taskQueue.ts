@@ -139,7 +139,9 @@ export const finished = (task: Task, outcome: Outcome, now: number): Task => {
   const { response: _response, deadlineAt: _deadline, ...rest } = withoutLease(task)
   if (retries(task, outcome)) {
     const attempts = task.attempts + 1
-    return { ...rest, status: "queued", attempts, runId: runIdOf(task.taskId, attempts), runAt: now + backoffMillis(task, attempts), expiresAt: now + backoffMillis(task, attempts) + DAY_SECONDS * 1000, outcome, updatedAt: now }
+    // A run that did not end is resumed, never started again: its completed side effects stay done.
+    const runId = outcome._tag === "failed" && outcome.resumable === true ? task.runId : runIdOf(task.taskId, attempts)
+    return { ...rest, status: "queued", attempts, runId, runAt: now + backoffMillis(task, attempts), expiresAt: now + backoffMillis(task, attempts) + DAY_SECONDS * 1000, outcome, updatedAt: now }
   }
   if (outcome._tag === "paused" && outcome.wakeAt !== undefined) {
     // A wait for a signal with a deadline: queued for the deadline (a signal may wake it sooner: `woken`).

@@ -54,6 +54,8 @@ export const fromCause = (cause: Cause.Cause<unknown>): Result => {
     if (tagOf(error) === "InvalidHumanResponse" && Predicate.hasProperty(error, "ticket") && typeof error.ticket === "string") {
       return { _tag: "outcome", outcome: { _tag: "paused", ticket: error.ticket, reason: messageOf(error) } }
     }
+    // The store failed the kernel (nothing written; the run did not end and can be resumed): a retry resumes it.
+    if (tagOf(error) === "StoreError") return { _tag: "outcome", outcome: { _tag: "failed", errorTag: "StoreError", error: messageOf(error), resumable: true } }
     return failed(tagOf(error), messageOf(error))
   }
   return failed("Defect", Cause.pretty(cause))

@@ -73,9 +73,15 @@ const withTimeout = (task: TaskQueue.Task, effect: Effect.Effect<Result>): Effec
     Effect.timeoutTo(effect, {
       duration: Duration.millis(Math.max(0, deadline - now)),
       onSuccess: (result): Result => result,
+      // The run was interrupted, not ended: a retry resumes it.
       onTimeout: (): Result => ({
         _tag: "outcome",
-        outcome: { _tag: "failed", errorTag: "TaskTimeout", error: `the task ran longer than its timeout of ${task.timeoutSeconds ?? 0} seconds` }
+        outcome: {
+          _tag: "failed",
+          errorTag: "TaskTimeout",
+          error: `the task ran longer than its timeout of ${task.timeoutSeconds ?? 0} seconds`,
+          resumable: true
+        }
       })
     }))
 }
