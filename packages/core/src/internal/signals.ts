@@ -103,9 +103,37 @@ export const pausedWait = (
   })
 
 /**
+ * Whether the run its task `taskId` drives may go on now: paused at a signal wait whose signal came or whose deadline
+ * passed, or at an approval (which leaves the run `running`: its task is paused with the approval's id as its ticket)
+ * that has been decided.
+ */
+const goesOn = (
+  store: EventStore.Service,
+  queue: TaskQueue.Service,
+  info: { readonly tenantId: string; readonly runId: string; readonly headSeq: number; readonly status: string },
+  taskId: string
+): Effect.Effect<boolean, Errors.RunNotFound | Errors.StoreError> =>
+  Effect.gen(function*() {
+    if (info.status === "paused") {
+      const pause = yield* EventStore.lastEvent(store, info.tenantId, info.runId, (e) => e.payload._tag === "PauseRequested", { throughSeq: info.headSeq })
+      const wait = pause === undefined ? undefined : yield* pausedWait(store, info, pause)
+      return wait?.wake !== undefined
+    }
+    const task = yield* Effect.catchTag(queue.get(info.tenantId, taskId), "TaskNotFound", () => Effect.succeed(undefined))
+    const ticket = task?.status === "paused" && task.outcome?._tag === "paused" ? task.outcome.ticket : undefined
+    if (ticket === undefined) return false
+    // The approval's own events, the last first: its request is near the head, where the run paused.
+    const last = yield* EventStore.lastEvent(store, info.tenantId, info.runId, (e) =>
+      (e.payload._tag === "ApprovalRequested" || e.payload._tag === "ApprovalDecided") && e.payload.approvalId === ticket, { throughSeq: info.headSeq })
+    return last?.payload._tag === "ApprovalDecided"
+  })
+
+/**
  * Queues the task that drives a run (`TaskQueue.runIdOf`) when the run is paused at a signal wait that may go on now
- * (a signal of its name came, or its deadline passed). True when a task was woken. A run no task drives, or a task
- * that is not paused (still running: its worker wakes it once it has finished it), is left as it is.
+ * (a signal of its name came, or its deadline passed), or at an approval that was decided (a decision made while the
+ * worker still held the task could not queue it: `wakeDecided`; the worker's `wake` after finishing the task does).
+ * True when a task was woken. A run no task
+ * drives, or a task that is not paused (still running: its worker wakes it once it has finished it), is left as it is.
  */
 export const wakeTask = (
   store: EventStore.Service,
@@ -116,10 +144,7 @@ export const wakeTask = (
     const taskId = Tasks.taskIdOf(run.runId)
     if (taskId === undefined) return false
     const info = yield* store.getRun(run.tenantId, run.runId)
-    if (info.status !== "paused") return false
-    const pause = yield* EventStore.lastEvent(store, run.tenantId, run.runId, (e) => e.payload._tag === "PauseRequested", { throughSeq: info.headSeq })
-    const wait = pause === undefined ? undefined : yield* pausedWait(store, info, pause)
-    if (wait?.wake === undefined) return false
+    if (!(yield* goesOn(store, queue, info, taskId))) return false
     return yield* queue.wake(run.tenantId, taskId).pipe(
       Effect.as(true),
       Effect.catchTags({ TaskNotFound: () => Effect.succeed(false), InvalidTaskState: () => Effect.succeed(false) })
