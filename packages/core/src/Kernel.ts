@@ -219,8 +219,8 @@ export interface Service {
   /**
    * When the kernel shares its store with a `TaskQueue`: queues the task that drives `run` if the run is paused at a
    * signal wait that may go on now (a signal came, its deadline passed). `signal` does it after writing; a worker does
-   * it after it finished a task whose run paused at a wait (a signal may have come while it finished it). True when a
-   * task was woken; false without a queue.
+   * it after it finished a task whose run paused at a wait. A task still running keeps the wake-up for its finish
+   * (`TaskQueue.wake`). True when a task was woken (or will be, at its finish); false without a queue.
    */
   readonly wake: (run: RunRef) => Effect.Effect<boolean, Errors.RunNotFound | Errors.StoreError>
   /** A run of one chat: model step(s), tool steps, structured output. */

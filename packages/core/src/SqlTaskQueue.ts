@@ -87,6 +87,11 @@ export const migrations = (options: Options = {}): Record<string, SqlMigrations.
     "2_task_version": Effect.gen(function*() {
       const sql = (yield* SqlClient.SqlClient).withoutTransforms()
       yield* SqlMigrations.addColumn(sql, t.tasks, "version", { pg: "TEXT", sqlite: "TEXT" })
+    }),
+    // A wake-up that came while the task ran (`Task.wakePending`), kept for its finish: 1, or NULL.
+    "3_task_wake_pending": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      yield* SqlMigrations.addColumn(sql, t.tasks, "wake_pending", { pg: "INTEGER", sqlite: "INTEGER" })
     })
   }
 }
@@ -97,7 +102,8 @@ export const migrate = (options: Options = {}): Effect.Effect<void, StoreError |
   // The columns the queries use: a table changed outside Artana is refused on open, not on the first query.
   const columns = {
     [t.tasks]: ["task_id", "tenant_id", "workflow", "payload", "status", "run_id", "run_at", "expires_at", "idempotency_key", "series_id",
-      "occurrence", "attempts", "timeout_ms", "worker_id", "lease_expires_at", "deadline_at", "response", "outcome", "created_at", "updated_at", "version"]
+      "occurrence", "attempts", "timeout_ms", "worker_id", "lease_expires_at", "deadline_at", "response", "outcome", "created_at", "updated_at", "version",
+      "wake_pending"]
   }
   return SqlMigrations.run({ name: "task_queue", tablePrefix: options.tablePrefix, migrations: migrations(options), columns })
 }
@@ -117,8 +123,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, StoreError |
     const t = tableNames(options)
     const tasks = sql(t.tasks)
     const { notify, wakeups } = yield* Wakeups.make(sql, options, channel(options))
-    const { insert, transitions } = Transitions.make(sql, t.tasks, notify)
-    const { claim, expire } = Claim.make(sql, t.tasks)
+    const { insert, transitions, expireOne } = Transitions.make(sql, t.tasks, notify)
+    const { claim, expire } = Claim.make(sql, t.tasks, expireOne)
 
     const byKey = (request: EnqueueRequest, key: string) =>
       Effect.flatMap(

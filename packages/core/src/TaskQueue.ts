@@ -77,12 +77,18 @@ export interface Task {
   /** The first task of a repeating series (this task itself for the first occurrence). */
   readonly seriesId: string
   readonly occurrence: number
-  /** Failed executions so far. */
+  /** Failed executions so far (a retry policy's, or a store error's: `Outcome`'s `failed`). */
   readonly attempts: number
   readonly workerId?: string | undefined
   readonly leaseExpiresAt?: number | undefined
   /** When a running task times out (set when it is first claimed). */
   readonly deadlineAt?: number | undefined
+  /**
+   * A wake-up (`wake`) came while the task was running: its run, paused or about to pause, may go on (a signal came,
+   * an approval was decided). If its worker finishes it paused, the task is queued again at once instead, so a
+   * wake-up is kept even when that worker dies before it can look for one itself. Cleared when the task stops running.
+   */
+  readonly wakePending?: true | undefined
   /** A human response waiting for a worker to resume the paused run with it. */
   readonly response?: Json.Json | undefined
   /** How the task ended (or paused). */
@@ -108,7 +114,8 @@ export const Outcome = Schema.Union(
     /**
      * The run did not end (the task's timeout interrupted it, or a store error stopped it): a retry resumes that run,
      * its completed steps replayed, not run again, instead of starting a new one. Without it (the workflow failed: its
-     * run ended `RunFailed`), a retry is a new run, `task:<taskId>:attempt-<n>`.
+     * run ended `RunFailed`), a retry is a new run, `task:<taskId>:attempt-<n>`. A resumable `StoreError` is retried even
+     * without a retry policy: up to ten executions in all, the default backoff doubling (about 8.5 minutes).
      */
     resumable: Schema.optional(Schema.Literal(true))
   }),
@@ -213,7 +220,7 @@ export interface Service {
   readonly enqueue: (request: EnqueueRequest) => Effect.Effect<Task, InvalidTask | StoreError>
   /**
    * Claims up to `limit` due tasks: queued ones whose `runAt` has come, and running ones whose lease expired
-   * (their worker died). Expires stale queued tasks and times out abandoned ones first.
+   * (their worker died). Expires stale queued tasks and times out abandoned ones first (as `expire`).
    */
   readonly claim: (request: ClaimRequest) => Effect.Effect<ReadonlyArray<Task>, StoreError>
   /** Extends the lease; `LeaseLost` when the worker no longer holds the task. */
@@ -240,7 +247,8 @@ export interface Service {
   ) => Effect.Effect<Task, TaskNotFound | InvalidTaskState | StoreError>
   /**
    * Queues the tenant's paused task again, due now (or makes one queued for its signal wait's deadline due now): its
-   * run waits for a signal and one came (`Kernel.signal` calls it). Any other task is `InvalidTaskState`.
+   * run waits for a signal and one came (`Kernel.signal` calls it). A running task keeps the wake-up for its finish
+   * (`Task.wakePending`): finished paused, it is queued at once. Any other task is `InvalidTaskState`.
    */
   readonly wake: (tenantId: string, taskId: string) => Effect.Effect<Task, TaskNotFound | InvalidTaskState | StoreError>
   /** The tenant's task; another tenant's is `TaskNotFound`, as an id that never existed. */
@@ -252,7 +260,11 @@ export interface Service {
    * heartbeat). Another tenant's task is `TaskNotFound`, as an id that never existed.
    */
   readonly cancel: (tenantId: string, taskId: string) => Effect.Effect<Task, TaskNotFound | InvalidTaskState | StoreError>
-  /** Expires queued tasks past `expiresAt` and fails running tasks past their deadline whose lease expired. */
+  /**
+   * Expires queued tasks past `expiresAt`, and times out running tasks past their deadline whose lease expired (their
+   * worker died): failed, or retried under their policy by resuming their run, as a worker's own timeout is. A
+   * repeating task's next occurrence is enqueued after either, as after a finish. Returns how many tasks it changed.
+   */
   readonly expire: (now?: number) => Effect.Effect<number, StoreError>
   /**
    * Emits when a task may have become claimable: enqueued, responded to, released, or queued again (a retry, a
@@ -289,10 +301,12 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(PubSub.sliding<void
   }
   const expireAt = (now: number) => {
     let n = 0
-    for (const task of tasks.values()) {
+    for (const task of [...tasks.values()]) {
       const next = Tasks.expired(task, now)
       if (next !== undefined) {
         put(next)
+        const occurrence = Tasks.nextOccurrence(next, crypto.randomUUID(), now)
+        if (occurrence !== undefined) put(occurrence)
         n++
       }
     }

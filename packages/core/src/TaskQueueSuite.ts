@@ -9,6 +9,7 @@
  * @since 0.1.0
  */
 import { describe, expect, it } from "@effect/vitest"
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
@@ -206,8 +207,8 @@ const claiming = (test: Test): void => {
 
 }
 
-/** Expiry, timeouts, idempotency keys, cancel, pauses. */
-const lifecycle = (test: Test): void => {
+/** Expiry and timeouts. */
+const expiry = (test: Test): void => {
     test("a queued task expires after a day, counted from when it is due", (queue) =>
       Effect.gen(function*() {
         const now = yield* queue.enqueue(request())
@@ -237,6 +238,54 @@ const lifecycle = (test: Test): void => {
         expect(yield* queue.get(A, task.taskId)).toMatchObject({ status: "failed", outcome: { _tag: "failed", errorTag: "TaskTimeout" } })
       }))
 
+    test("an abandoned task past its deadline is retried under its policy, resuming its run, as a worker's timeout is", (queue) =>
+      Effect.gen(function*() {
+        const task = yield* queue.enqueue(request({ timeoutSeconds: 30, retry: { maxAttempts: 2, backoffSeconds: 5 } }))
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        yield* adjust(30 * SECOND)
+        expect(yield* queue.expire()).toBe(1)
+        const retried = yield* queue.get(A, task.taskId)
+        expect(retried).toMatchObject({
+          status: "queued",
+          attempts: 1,
+          runId: task.runId,
+          runAt: 35 * SECOND,
+          outcome: { _tag: "failed", errorTag: "TaskTimeout", resumable: true }
+        })
+        expect(retried.workerId).toBeUndefined()
+        expect(yield* queue.expire()).toBe(0)
+        yield* adjust(5 * SECOND)
+        // The retry's deadline counts from its own claim.
+        const [again] = yield* queue.claim({ workerId: "w2", limit: 1, leaseSeconds: 10 })
+        expect(again).toMatchObject({ taskId: task.taskId, runId: task.runId, deadlineAt: 65 * SECOND })
+        yield* adjust(30 * SECOND)
+        expect(yield* queue.claim({ workerId: "w3", limit: 1, leaseSeconds: 10 })).toEqual([])
+        expect(yield* queue.get(A, task.taskId)).toMatchObject({ status: "failed", attempts: 2 })
+      }))
+
+    test("a repeating task goes on after an occurrence that timed out abandoned, or expired unclaimed", (queue) =>
+      Effect.gen(function*() {
+        const abandoned = yield* queue.enqueue(request({ repeatIntervalSeconds: 60, timeoutSeconds: 30 }))
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        yield* adjust(30 * SECOND)
+        expect(yield* queue.expire()).toBe(1)
+        const series = yield* queue.list(A, { seriesId: abandoned.taskId })
+        expect(series.map((t) => [t.occurrence, t.status, t.runAt])).toEqual([[2, "queued", 60 * SECOND], [1, "failed", 0]])
+
+        const missed = yield* queue.enqueue(request({ repeatIntervalSeconds: 60, expiresAfterSeconds: 20, runAt: 40 * SECOND }))
+        yield* adjust(30 * SECOND)
+        // 60 s: the first series' occurrence is due (not stale); the second's, due at 40 s, expired at 60 s.
+        expect(yield* queue.expire()).toBe(1)
+        const next = yield* queue.list(A, { seriesId: missed.taskId })
+        expect(next.map((t) => [t.occurrence, t.status, t.runAt])).toEqual([[2, "queued", 100 * SECOND], [1, "expired", 40 * SECOND]])
+        // Expiring again changes nothing: one next occurrence each.
+        expect(yield* queue.expire()).toBe(0)
+        expect(yield* queue.list(A, { seriesId: missed.taskId })).toHaveLength(2)
+      }))
+}
+
+/** Idempotency keys, cancel, human responses. */
+const lifecycle = (test: Test): void => {
     test("an idempotency key returns the existing task, per tenant", (queue) =>
       Effect.gen(function*() {
         const first = yield* queue.enqueue(request({ idempotencyKey: "invoice-42" }))
@@ -287,13 +336,15 @@ const lifecycle = (test: Test): void => {
         expect(yield* queue.finish(reconcile.taskId, "w1", { _tag: "needs_reconciliation", stepKey: "tool:1", tool: "transfer" }))
           .toMatchObject({ status: "paused" })
       }))
+}
 
+/** Runs that wait for a signal: the task's wake-ups. */
+const signalWaits = (test: Test): void => {
     test("a task whose run waits for a signal: paused, or queued for the wait's deadline; wake makes it due now", (queue) =>
       Effect.gen(function*() {
         const waiting = yield* queue.enqueue(request())
         expect(yield* Effect.flip(queue.wake(A, waiting.taskId))).toMatchObject({ _tag: "InvalidTaskState", status: "queued" })
         yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
-        expect(yield* Effect.flip(queue.wake(A, waiting.taskId))).toMatchObject({ _tag: "InvalidTaskState", status: "running" })
         yield* queue.finish(waiting.taskId, "w1", { _tag: "paused", ticket: "signal:signal:0", reason: "waiting for signal" })
         expect(yield* Effect.flip(queue.wake(tenantB.tenantId, waiting.taskId))).toMatchObject({ _tag: "TaskNotFound" })
         yield* adjust(2 * DAY)
@@ -317,6 +368,45 @@ const lifecycle = (test: Test): void => {
         // A task scheduled for later, not waiting for a signal, is not made due by a wake.
         const later = yield* queue.enqueue(request({ runAt: 10 * DAY }))
         expect(yield* Effect.flip(queue.wake(A, later.taskId))).toMatchObject({ _tag: "InvalidTaskState" })
+      }))
+
+    test("a wake-up while the task runs is kept for its finish: finished paused, the task is queued at once", (queue) =>
+      Effect.gen(function*() {
+        const paused = { _tag: "paused", ticket: "signal:signal:0", reason: "waiting for signal" } as const
+        const task = yield* queue.enqueue(request())
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        yield* adjust(SECOND)
+        expect(yield* queue.wake(A, task.taskId)).toMatchObject({ status: "running", workerId: "w1", wakePending: true })
+        expect(yield* queue.heartbeat(task.taskId, "w1", 10)).toMatchObject({ wakePending: true })
+        yield* adjust(SECOND)
+        const queued = yield* queue.finish(task.taskId, "w1", paused)
+        expect(queued).toMatchObject({ status: "queued", runAt: 2 * SECOND, outcome: paused })
+        expect(queued.wakePending).toBeUndefined()
+        // Used up: the next execution that pauses stays paused.
+        const [again] = yield* queue.claim({ workerId: "w2", limit: 1, leaseSeconds: 10 })
+        expect(again?.wakePending).toBeUndefined()
+        expect(yield* queue.finish(task.taskId, "w2", paused)).toMatchObject({ status: "paused" })
+
+        // A wait with a deadline is queued now, not at the deadline; a task that completes, or is released, drops it.
+        const timed = yield* queue.enqueue(request())
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        yield* queue.wake(A, timed.taskId)
+        expect(yield* queue.finish(timed.taskId, "w1", { ...paused, wakeAt: 10 * DAY })).toMatchObject({ status: "queued", runAt: 2 * SECOND })
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        yield* queue.wake(A, timed.taskId)
+        const released = yield* queue.release(timed.taskId, "w1")
+        expect(released.wakePending).toBeUndefined()
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        yield* queue.wake(A, timed.taskId)
+        const completed = yield* queue.finish(timed.taskId, "w1", { _tag: "completed", output: null })
+        expect(completed.status).toBe("completed")
+        expect(completed.wakePending).toBeUndefined()
+        // A call in doubt waits for a person whatever woke the run.
+        const doubt = yield* queue.enqueue(request())
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        yield* queue.wake(A, doubt.taskId)
+        expect(yield* queue.finish(doubt.taskId, "w1", { _tag: "needs_reconciliation", stepKey: "tool:0", tool: "charge" })).toMatchObject({ status: "paused" })
+        expect(yield* Effect.flip(queue.wake(tenantB.tenantId, doubt.taskId))).toMatchObject({ _tag: "TaskNotFound" })
       }))
 
 }
@@ -387,6 +477,31 @@ const repeatsAndRetries = (test: Test): void => {
         yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
         expect(yield* queue.finish(resumed.taskId, "w1", { _tag: "failed", errorTag: "TaskTimeout", error: "late", resumable: true }))
           .toMatchObject({ status: "queued", attempts: 1, runId: `task:${resumed.taskId}`, outcome: { resumable: true } })
+        // Without a policy a timeout ends the task.
+        const late = yield* queue.enqueue(request())
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        expect(yield* queue.finish(late.taskId, "w1", { _tag: "failed", errorTag: "TaskTimeout", error: "late", resumable: true }))
+          .toMatchObject({ status: "failed", attempts: 1 })
+      }))
+
+    test("a store error is retried without a policy, resuming the run, ten executions in all", (queue) =>
+      Effect.gen(function*() {
+        const task = yield* queue.enqueue(request())
+        const storeError = { _tag: "failed", errorTag: "StoreError", error: "database is locked", resumable: true } as const
+        const waits: Array<number> = []
+        for (let attempt = 1; attempt < 10; attempt++) {
+          const [claimed] = yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+          expect(claimed?.taskId).toBe(task.taskId)
+          const now = yield* Clock.currentTimeMillis
+          const next = yield* queue.finish(task.taskId, "w1", storeError)
+          expect(next).toMatchObject({ status: "queued", attempts: attempt, runId: task.runId })
+          waits.push((next.runAt - now) / SECOND)
+          yield* adjust(next.runAt - now)
+        }
+        // The default backoff, doubled each time: 1 + 2 + ... + 256 seconds in all.
+        expect(waits).toEqual([1, 2, 4, 8, 16, 32, 64, 128, 256])
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        expect(yield* queue.finish(task.taskId, "w1", storeError)).toMatchObject({ status: "failed", attempts: 10, runId: task.runId })
       }))
 
 }
@@ -473,7 +588,9 @@ export const suite = (name: string, makeLayer: () => Layer.Layer<TaskQueue, unkn
   describe(`TaskQueue contract: ${name}`, () => {
     enqueueing(test)
     claiming(test)
+    expiry(test)
     lifecycle(test)
+    signalWaits(test)
     repeatsAndRetries(test)
     wakeups(test)
     versions(test)

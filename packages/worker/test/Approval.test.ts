@@ -1,6 +1,7 @@
 // A task whose run waits for a tool call's approval, driven by a worker on SQLite: the task pauses with the approval's
 // id; a response alone decides nothing; the decision itself (made anywhere: here the kernel, as `artana approve` does)
-// queues the task again, and a worker continues the run with it: the approved call runs once, with no response.
+// queues the task again, and a worker continues the run with it: the approved call runs once, with no response. A
+// decision or a signal that comes while the worker still holds the task is kept for the task's finish (`wakePending`).
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Predicate, Schema } from "effect"
 import { Kernel, TaskQueue, Tool, ToolRegistry, Workflow } from "@artana/core"
@@ -8,6 +9,7 @@ import { ScriptedModel } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
 import { ArtanaSession, Worker } from "@artana/worker"
 import { cleanup, eventually, tempDb, tenant } from "./helpers.js"
+import { approval } from "./signals/shared.js"
 
 afterAll(cleanup)
 
@@ -60,10 +62,16 @@ describe("a worker's task waiting for an approval", () => {
 })
 
 /**
- * The layer, its queue's first `finish` of a paused task held until `gate` opens (`finishing` says it was reached):
- * the window in which the worker still holds the task while its run waits for the approval.
+ * The layer over `workflows`, its queue's first `finish` of a paused task held until `gate` opens (`finishing` says it
+ * was reached): the window in which the worker still holds the task while its run waits. With `dies`, the worker goes
+ * no further once that finish has committed, as a process killed right then: it never looks for a wake-up itself.
  */
-const heldFinishLayer = (finishing: Deferred.Deferred<void>, gate: Deferred.Deferred<void>) => {
+const heldFinishLayer = (
+  workflows: ReadonlyArray<Workflow.Any>,
+  finishing: Deferred.Deferred<void>,
+  gate: Deferred.Deferred<void>,
+  dies: boolean
+) => {
   const store = SqliteStore.layer({ filename: tempDb() }).pipe(Layer.orDie)
   let held = false
   const queue = Layer.effect(
@@ -73,35 +81,77 @@ const heldFinishLayer = (finishing: Deferred.Deferred<void>, gate: Deferred.Defe
       finish: (taskId, workerId, outcome) => {
         if (outcome._tag !== "paused" || held) return queue.finish(taskId, workerId, outcome)
         held = true
-        return Effect.zipRight(Effect.zipRight(Deferred.succeed(finishing, undefined), Deferred.await(gate)), queue.finish(taskId, workerId, outcome))
+        const finish = Effect.zipRight(Effect.zipRight(Deferred.succeed(finishing, undefined), Deferred.await(gate)), queue.finish(taskId, workerId, outcome))
+        // The worker's finish is uninterruptible: its death is, so the test can stop it.
+        return dies ? Effect.zipRight(finish, Effect.interruptible(Effect.never)) : finish
       }
     }))
   ).pipe(Layer.provide(store))
   const ports = Layer.mergeAll(Layer.provideMerge(queue, store), ScriptedModel.layer([]), ToolRegistry.layer([payout]))
-  return Layer.provideMerge(ArtanaSession.layer, Layer.provideMerge(Kernel.layer({ workflows: [pay] }), ports))
+  return Layer.provideMerge(ArtanaSession.layer, Layer.provideMerge(Kernel.layer({ workflows }), ports))
 }
 
-describe("an approval decided while the worker still holds the task", () => {
-  it.live("is not lost: once the worker has finished the task paused, the task is queued again and the run goes on", () =>
+const startWorker = (workflows: ReadonlyArray<Workflow.Any>, workerId: string) =>
+  Effect.fork(Worker.run({ workflows, concurrency: 1, pollInterval: "20 millis", leaseSeconds: 30, workerId }))
+
+/**
+ * A run paused while its worker still holds the task, woken then by `wake` (an approval decided, a signal sent); the
+ * worker's finish is held meanwhile, and with `dies` that worker goes no further after it, so a second worker (`w2`,
+ * started after the finish) must take the task; the task must complete.
+ */
+const wokenWhileHeld = (
+  workflows: ReadonlyArray<Workflow.Any>,
+  workflow: Workflow.Any,
+  input: unknown,
+  wake: (taskId: string) => Effect.Effect<void, unknown, ArtanaSession.ArtanaSession | Kernel.Kernel>,
+  dies: boolean
+) =>
+  Effect.gen(function*() {
+    const finishing = yield* Deferred.make<void>()
+    const gate = yield* Deferred.make<void>()
+    yield* Effect.gen(function*() {
+      const session = yield* ArtanaSession.ArtanaSession
+      const queue = yield* TaskQueue.TaskQueue
+      const first = yield* startWorker(workflows, "w1")
+      const taskId = yield* session.submit({ workflow, input, tenant })
+      // The run paused; its worker has not finished the task yet (still running).
+      yield* Deferred.await(finishing)
+      expect(yield* queue.get(tenant.tenantId, taskId)).toMatchObject({ status: "running" })
+      yield* wake(taskId)
+      yield* Deferred.succeed(gate, undefined)
+      const second = dies ? yield* startWorker(workflows, "w2") : undefined
+      yield* eventually("the task completed", 20, () => Effect.map(queue.get(tenant.tenantId, taskId), (task) => task.status === "completed"))
+      yield* Fiber.interrupt(first)
+      if (second !== undefined) yield* Fiber.interrupt(second)
+    }).pipe(Effect.provide(heldFinishLayer(workflows, finishing, gate, dies)))
+  })
+
+const decideThe = (amount: number) => (_taskId: string) =>
+  Effect.gen(function*() {
+    const session = yield* ArtanaSession.ArtanaSession
+    const pending = (yield* session.approvals({ tenantId: tenant.tenantId })).find((a) => JSON.parse(a.arguments).amount === amount)
+    yield* session.decide({ tenantId: tenant.tenantId, approvalId: pending!.approvalId, approver: "ops", decision: "approve" })
+  })
+
+const sendDecision = (taskId: string) =>
+  Effect.flatMap(Kernel.Kernel, (kernel) =>
+    kernel.signal({ tenantId: tenant.tenantId, runId: TaskQueue.runIdOf(taskId), name: "decision", payload: { by: "ops" } }))
+
+describe("a wake-up while the worker still holds the task", () => {
+  it.live("an approval decided then is not lost: once the worker has finished the task paused, the run goes on", () =>
     Effect.gen(function*() {
-      const finishing = yield* Deferred.make<void>()
-      const gate = yield* Deferred.make<void>()
-      yield* Effect.gen(function*() {
-        const session = yield* ArtanaSession.ArtanaSession
-        const queue = yield* TaskQueue.TaskQueue
-        const worker = yield* Effect.fork(Worker.run({ workflows: [pay], concurrency: 1, pollInterval: "20 millis", leaseSeconds: 30, workerId: "w1" }))
-        const taskId = yield* session.submit({ workflow: pay, input: { amount: 80 }, tenant })
-        // The run paused for the approval; its worker has not finished the task yet (still running).
-        yield* Deferred.await(finishing)
-        expect(yield* queue.get(tenant.tenantId, taskId)).toMatchObject({ status: "running" })
-        const [pending] = yield* session.approvals({ tenantId: tenant.tenantId })
-        yield* session.decide({ tenantId: tenant.tenantId, approvalId: pending!.approvalId, approver: "ops", decision: "approve" })
-        yield* Deferred.succeed(gate, undefined)
-        yield* eventually("the task completed", 20, () => Effect.map(queue.get(tenant.tenantId, taskId), (task) => task.status === "completed"))
-        expect(paid.filter((p) => Predicate.hasProperty(p, "amount") && p.amount === 80)).toHaveLength(1)
-        yield* Fiber.interrupt(worker)
-      }).pipe(Effect.provide(heldFinishLayer(finishing, gate)))
+      yield* wokenWhileHeld([pay], pay, { amount: 80 }, decideThe(80), false)
+      expect(paid.filter((p) => Predicate.hasProperty(p, "amount") && p.amount === 80)).toHaveLength(1)
     }), 60_000)
+
+  it.live("an approval decided then is not lost when the worker dies right after finishing the task paused", () =>
+    Effect.gen(function*() {
+      yield* wokenWhileHeld([pay], pay, { amount: 90 }, decideThe(90), true)
+      expect(paid.filter((p) => Predicate.hasProperty(p, "amount") && p.amount === 90)).toHaveLength(1)
+    }), 60_000)
+
+  it.live("a signal sent then is not lost when the worker dies right after finishing the task paused", () =>
+    wokenWhileHeld([approval], approval, {}, sendDecision, true), 60_000)
 })
 
 describe("a session without a kernel", () => {

@@ -130,10 +130,9 @@ const goesOn = (
 
 /**
  * Queues the task that drives a run (`TaskQueue.runIdOf`) when the run is paused at a signal wait that may go on now
- * (a signal of its name came, or its deadline passed), or at an approval that was decided (a decision made while the
- * worker still held the task could not queue it: `wakeDecided`; the worker's `wake` after finishing the task does).
- * True when a task was woken. A run no task
- * drives, or a task that is not paused (still running: its worker wakes it once it has finished it), is left as it is.
+ * (a signal of its name came, or its deadline passed), or at an approval that was decided. True when a task was woken;
+ * a task still running keeps the wake-up for its finish (`TaskQueue.wake`). A run no task drives, or a task neither
+ * paused nor running, is left as it is.
  */
 export const wakeTask = (
   store: EventStore.Service,
@@ -154,8 +153,8 @@ export const wakeTask = (
 /**
  * Queues the task that drives a run (`TaskQueue.runIdOf`) once an approval the run paused for is decided, so that a
  * decision made anywhere (the CLI, an inbox, another process) lets a worker continue the run without a task
- * response. The decision is durable before this runs: a task that is not paused (its worker wakes it once it has
- * finished it), a run no task drives, or a queue that cannot be reached leaves the decision as it is (logged).
+ * response. The decision is durable before this runs: a task still running keeps the wake-up for its finish
+ * (`TaskQueue.wake`); a run no task drives, or a queue that cannot be reached, leaves the decision as it is (logged).
  */
 export const wakeDecided = (
   queue: TaskQueue.Service,

@@ -1,29 +1,35 @@
 /**
  * Claiming tasks of the SQL queue: one `UPDATE ... RETURNING` over the due tasks (on PostgreSQL its inner `SELECT`
- * takes `FOR UPDATE SKIP LOCKED`), after `expire` has retired what is past its time.
+ * takes `FOR UPDATE SKIP LOCKED`), after `expire` has retired what is past its time, each stale task through the
+ * state machine (`expireOne`), so a timed-out task is retried under its policy and a repeating one goes on.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import type { StoreError } from "../Errors.js"
 import type { ClaimVersions, Service } from "../TaskQueue.js"
-import { decodeRows, encodeOutcome, storeError } from "./sqlTaskRows.js"
-import * as Tasks from "./taskQueue.js"
+import { decodeRows, storeError } from "./sqlTaskRows.js"
 
-/** `expire` and `claim` of the queue on `sql`'s table `table`. */
-export const make = (sql: SqlClient.SqlClient, table: string) => {
+/**
+ * `expire` and `claim` of the queue on `sql`'s table `table`; `expireOne` retires one stale task (false when it is no
+ * longer stale: another claimer got to it first).
+ */
+export const make = (
+  sql: SqlClient.SqlClient,
+  table: string,
+  expireOne: (taskId: string, tenantId: string, now: number) => Effect.Effect<boolean, StoreError>
+) => {
   const tasks = sql(table)
-
-  const timedOut = encodeOutcome(Tasks.timedOut())
 
   const expire = (at?: number): Effect.Effect<number, StoreError> =>
     Effect.gen(function*() {
       const now = at ?? (yield* Clock.currentTimeMillis)
-      const expired = yield* sql`UPDATE ${tasks} SET status = 'expired', updated_at = ${now} WHERE status = 'queued' AND expires_at <= ${now} RETURNING task_id`
-      // A running task past its deadline whose worker is gone (lease expired): nobody will fail it but us.
-      const failed = yield* sql`UPDATE ${tasks} SET status = 'failed', outcome = ${timedOut}, attempts = attempts + 1, worker_id = NULL, lease_expires_at = NULL, updated_at = ${now}
-WHERE status = 'running' AND deadline_at IS NOT NULL AND deadline_at <= ${now} AND lease_expires_at <= ${now} RETURNING task_id`
-      return expired.length + failed.length
+      // Queued past its expiry, or running past its deadline with its worker gone (lease expired): nobody else will.
+      const stale = yield* sql<{ readonly task_id: string; readonly tenant_id: string }>`SELECT task_id, tenant_id FROM ${tasks}
+WHERE (status = 'queued' AND expires_at <= ${now}) OR (status = 'running' AND deadline_at <= ${now} AND lease_expires_at <= ${now})`
+      let changed = 0
+      for (const row of stale) if (yield* expireOne(row.task_id, row.tenant_id, now)) changed++
+      return changed
     }).pipe(Effect.catchTag("SqlError", storeError("expire")), Effect.withSpan("SqlTaskQueue.expire"))
 
   // SQLite has one writer at a time, so the single UPDATE claims atomically; Postgres needs the row locks, and

@@ -84,6 +84,7 @@ const taskFromRow = (row: Row): Task => {
   const leaseExpiresAt = optNum(row, "lease_expires_at")
   const deadlineAt = optNum(row, "deadline_at")
   const version = optText(row, "version")
+  const wakePending = optNum(row, "wake_pending") === 1
   const { input, tenant, ...schedule } = payload
   return {
     taskId: text(row, "task_id"),
@@ -103,6 +104,7 @@ const taskFromRow = (row: Row): Task => {
     ...(workerId === undefined ? {} : { workerId }),
     ...(leaseExpiresAt === undefined ? {} : { leaseExpiresAt }),
     ...(deadlineAt === undefined ? {} : { deadlineAt }),
+    ...(wakePending ? { wakePending } : {}),
     ...(response === undefined ? {} : { response: decoded("response", decodeResponse(response)) }),
     ...(outcome === undefined ? {} : { outcome: decoded("outcome", decodeOutcome(outcome)) }),
     ...(version === undefined ? {} : { version }),
@@ -154,6 +156,7 @@ export const rowOf = (task: Task) => ({
   worker_id: task.workerId ?? null,
   lease_expires_at: task.leaseExpiresAt ?? null,
   deadline_at: task.deadlineAt ?? null,
+  wake_pending: task.wakePending === true ? 1 : null,
   response: task.response === undefined ? null : JSON.stringify(task.response),
   outcome: task.outcome === undefined ? null : encodeOutcome(task.outcome),
   version: task.version ?? null,

@@ -1,5 +1,6 @@
 /**
- * The SQL task queue's transitions of one task (heartbeat, finish, release, respond, wake, cancel): each locks the
+ * The SQL task queue's transitions of one task (heartbeat, finish, release, respond, wake, cancel, and the expiry of a
+ * stale one): each locks the
  * task's row with its first statement (a write), applies the state machine of `taskQueue.ts` to it and writes it
  * back in the same transaction, with a repeating task's next occurrence inserted there, exactly once.
  */
@@ -17,6 +18,11 @@ import * as Tasks from "./taskQueue.js"
 /** How a transition ends: the task's new state (and a task to insert with it), or a typed failure. */
 type Step<E> = Either.Either<{ readonly task: Task; readonly insert?: Task | undefined }, E>
 
+/** The task is no longer stale when its row is locked: another claimer expired it, or took it over first. */
+class NotStale {
+  readonly _tag = "NotStale"
+}
+
 /** The transitions of the queue on `sql`'s table `table`; `notify` wakes the workers when one makes a task claimable. */
 export const make = (sql: SqlClient.SqlClient, table: string, notify: (taskId: string) => Effect.Effect<void, SqlError>) => {
   const tasks = sql(table)
@@ -33,7 +39,7 @@ export const make = (sql: SqlClient.SqlClient, table: string, notify: (taskId: s
    * Locks the task's row (the first statement writes, so SQLite takes its write lock before reading), applies
    * `step` to it and writes the result, all in one transaction. `owner` restricts it to a running task held by
    * that worker, or to a task of that tenant (another tenant's task matches no row, as an id that never existed);
-   * a row that does not match is `onMissing`.
+   * a row that does not match is `onMissing`. `at` is the time to apply `step` at; the clock's when absent.
    */
   const transition = <E>(
     operation: string,
@@ -41,10 +47,11 @@ export const make = (sql: SqlClient.SqlClient, table: string, notify: (taskId: s
     owner: { readonly workerId: string } | { readonly tenantId: string },
     onMissing: () => E,
     step: (task: Task, now: number) => Step<E>,
-    wakes = false
+    wakes = false,
+    at?: number
   ): Effect.Effect<Task, E | StoreError> =>
     sql.withTransaction(Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
+      const now = at ?? (yield* Clock.currentTimeMillis)
       const condition = "workerId" in owner
         ? sql`AND worker_id = ${owner.workerId} AND status = 'running'`
         : sql`AND tenant_id = ${owner.tenantId}`
@@ -95,5 +102,17 @@ export const make = (sql: SqlClient.SqlClient, table: string, notify: (taskId: s
           : Either.right({ task: Tasks.cancelled(task, now) }))
   }
 
-  return { insert, transitions }
+  /**
+   * Retires the tenant's task `taskId` if it is stale at `now` (`Tasks.expired`: expired, or timed out and retried
+   * under its policy), a repeating task's next occurrence inserted with it. False when it is not stale (any more).
+   */
+  const expireOne = (taskId: string, tenantId: string, now: number): Effect.Effect<boolean, StoreError> =>
+    transition<NotStale>("expire", taskId, { tenantId }, () => new NotStale(), (task) => {
+      const next = Tasks.expired(task, now)
+      return next === undefined
+        ? Either.left(new NotStale())
+        : Either.right({ task: next, insert: Tasks.nextOccurrence(next, crypto.randomUUID(), now) })
+    }, false, now).pipe(Effect.as(true), Effect.catchTag("NotStale", () => Effect.succeed(false)))
+
+  return { insert, transitions, expireOne }
 }

@@ -62,8 +62,9 @@ export const claimable = (task: Task, now: number): boolean =>
   (task.status === "queued" && task.runAt <= now && task.expiresAt > now) ||
   (task.status === "running" && task.leaseExpiresAt !== undefined && task.leaseExpiresAt <= now)
 
+/** The task no longer running: no worker, no lease, no wake-up kept for its finish. */
 const withoutLease = (task: Task): Task => {
-  const { leaseExpiresAt: _lease, workerId: _worker, ...rest } = task
+  const { leaseExpiresAt: _lease, workerId: _worker, wakePending: _wake, ...rest } = task
   return rest
 }
 
@@ -76,25 +77,30 @@ export const claimed = (task: Task, workerId: string, leaseSeconds: number, now:
   updatedAt: now
 })
 
-/** The stale task's next state: a queued task past its expiry expires; an abandoned one past its deadline fails. */
+/** True when the task is stale: queued past its expiry, or abandoned (its lease expired) past its deadline. */
+export const isStale = (task: Task, now: number): boolean =>
+  (task.status === "queued" && task.expiresAt <= now) ||
+  (task.status === "running" && task.deadlineAt !== undefined && task.deadlineAt <= now &&
+    task.leaseExpiresAt !== undefined && task.leaseExpiresAt <= now)
+
+/**
+ * The stale task's next state, or undefined for a task that is not stale: a queued task past its expiry expires; an
+ * abandoned one past its deadline times out as a worker's timeout does (`finished`): retried under its policy by
+ * resuming its run, which did not end. A repeating task's next occurrence follows either (`nextOccurrence`).
+ */
 export const expired = (task: Task, now: number): Task | undefined => {
-  if (task.status === "queued" && task.expiresAt <= now) return { ...task, status: "expired", updatedAt: now }
-  if (
-    task.status === "running" && task.deadlineAt !== undefined && task.deadlineAt <= now &&
-    task.leaseExpiresAt !== undefined && task.leaseExpiresAt <= now
-  ) {
-    return { ...withoutLease(task), status: "failed", attempts: task.attempts + 1, outcome: timedOut(), updatedAt: now }
-  }
-  return undefined
+  if (!isStale(task, now)) return undefined
+  return task.status === "queued" ? { ...task, status: "expired", updatedAt: now } : finished(task, timedOut(), now)
 }
 
-/** How a task that passed its deadline ends; `seconds` when the one failing it knows them. */
+/** How a task that passed its deadline ends (its run was interrupted, not ended); `seconds` when the one failing it knows them. */
 export const timedOut = (seconds?: number): Outcome => ({
   _tag: "failed",
   errorTag: "TaskTimeout",
   error: seconds === undefined
     ? "the task passed its deadline (timeoutSeconds, counted from its first claim) while no worker held it"
-    : `the task ran longer than its timeout of ${seconds} seconds`
+    : `the task ran longer than its timeout of ${seconds} seconds`,
+  resumable: true
 })
 
 /** True when a worker restricted to `workflows` (all when undefined) may claim the task. */
@@ -131,9 +137,20 @@ export const statusOf = (outcome: Outcome): TaskStatus => {
 export const backoffMillis = (task: Task, attempt: number): number =>
   (task.retry?.backoffSeconds ?? DEFAULT_BACKOFF_SECONDS) * 1000 * 2 ** Math.max(0, attempt - 1)
 
-/** True when a failure is retried: a retry policy with attempts left. Timeouts are retried too. */
+/**
+ * Executions in all of a task without a retry policy whose attempts fail on the store (`StoreError`: the run did not
+ * end): a store that is briefly away (a failover, a full disk being cleared) is ridden out, about eight and a half
+ * minutes of backoff in all, while a store error that does not pass still fails the task in the end.
+ */
+export const STORE_ERROR_ATTEMPTS = 10
+
+/** Executions in all the task gets for this failure: its policy's, else `STORE_ERROR_ATTEMPTS` for a store error, else one. */
+const attemptsFor = (task: Task, outcome: Outcome & { readonly _tag: "failed" }): number =>
+  task.retry?.maxAttempts ?? (outcome.errorTag === "StoreError" && outcome.resumable === true ? STORE_ERROR_ATTEMPTS : 1)
+
+/** True when a failure is retried: a retry policy with attempts left (timeouts are retried too), or a store error's. */
 export const retries = (task: Task, outcome: Outcome): boolean =>
-  outcome._tag === "failed" && task.retry !== undefined && task.attempts + 1 < task.retry.maxAttempts
+  outcome._tag === "failed" && task.attempts + 1 < attemptsFor(task, outcome)
 
 export const finished = (task: Task, outcome: Outcome, now: number): Task => {
   const { response: _response, deadlineAt: _deadline, ...rest } = withoutLease(task)
@@ -143,6 +160,10 @@ export const finished = (task: Task, outcome: Outcome, now: number): Task => {
     const runId = outcome._tag === "failed" && outcome.resumable === true ? task.runId : runIdOf(task.taskId, attempts)
     return { ...rest, status: "queued", attempts, runId, runAt: now + backoffMillis(task, attempts), expiresAt: now + backoffMillis(task, attempts) + DAY_SECONDS * 1000, outcome, updatedAt: now }
   }
+  if (outcome._tag === "paused" && task.wakePending === true) {
+    // Woken while it ran (a signal came, an approval was decided, after its run paused): its run may go on now.
+    return { ...rest, status: "queued", runAt: now, expiresAt: now + (task.expiresAfterSeconds ?? DAY_SECONDS) * 1000, outcome, updatedAt: now }
+  }
   if (outcome._tag === "paused" && outcome.wakeAt !== undefined) {
     // A wait for a signal with a deadline: queued for the deadline (a signal may wake it sooner: `woken`).
     const runAt = Math.max(now, outcome.wakeAt)
@@ -151,8 +172,13 @@ export const finished = (task: Task, outcome: Outcome, now: number): Task => {
   return { ...rest, status: statusOf(outcome), attempts: outcome._tag === "failed" ? task.attempts + 1 : task.attempts, outcome, updatedAt: now }
 }
 
-/** A paused task, or one queued for its signal wait's deadline, made due now (its run's signal came); else undefined. */
+/**
+ * A paused task, or one queued for its signal wait's deadline, made due now (its run's signal came); a running one
+ * marked so that its finish queues it if it pauses (the wake-up came while its worker still held it: `finished`);
+ * else undefined.
+ */
 export const woken = (task: Task, now: number): Task | undefined => {
+  if (task.status === "running") return { ...task, wakePending: true, updatedAt: now }
   const waiting = task.status === "paused" || (task.status === "queued" && task.outcome?._tag === "paused" && task.outcome.wakeAt !== undefined)
   if (!waiting) return undefined
   const { deadlineAt: _deadline, ...rest } = task
@@ -172,7 +198,8 @@ export const nextRunAt = (task: Pick<Task, "runAt">, intervalSeconds: number, no
 
 export const nextOccurrence = (task: Task, taskId: string, now: number): Task | undefined => {
   if (task.repeatIntervalSeconds === undefined) return undefined
-  if (task.status !== "completed" && task.status !== "failed") return undefined
+  // An occurrence that expired unclaimed is a missed tick: the series goes on. A cancelled one ends it.
+  if (task.status !== "completed" && task.status !== "failed" && task.status !== "expired") return undefined
   // A new task with a new run: any version may start it.
   const { outcome: _o, idempotencyKey: _k, version: _v, ...rest } = task
   const runAt = nextRunAt(task, task.repeatIntervalSeconds, now)
