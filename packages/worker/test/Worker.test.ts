@@ -207,8 +207,10 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       const session = yield* ArtanaSession.ArtanaSession
       const queue = yield* TaskQueue.TaskQueue
       const taskId = yield* session.submit({ workflow: world.order, input: { customer: "c2" }, tenant })
-      // A worker process that hangs and then dies: no heartbeat, nothing released.
-      const hung: TaskQueue.Service = { ...queue, heartbeat: () => Effect.never, release: () => Effect.never }
+      // A worker process that hangs and then dies: no heartbeat, nothing released (a release it tries, when its write
+      // is refused or when the test stops it, never comes back, and the test can still stop it).
+      const never = Effect.interruptible(Effect.never)
+      const hung: TaskQueue.Service = { ...queue, heartbeat: () => never, release: () => never }
       const first = yield* startWorker(world, "w1", { leaseSeconds: 0.5, concurrency: 1 }).pipe(Effect.provideService(TaskQueue.TaskQueue, hung))
       yield* eventually("the run waits at the gate", 10, () => world.gate.isWaiting())
       // w2's lease is long: were it to lapse too, w1 could take the task back and run a step a third time.
@@ -266,4 +268,50 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       const runAts = series.map((t) => t.runAt).sort((a, b) => a - b)
       for (let i = 1; i < runAts.length; i++) expect((runAts[i]! - runAts[0]!) % 200).toBe(0)
     }))
+})
+
+/**
+ * `store` whose first claim of a task's run taken over (the append holding its `RunResumed`) is beaten by another
+ * writer: the same events are written first, as by an older worker still driving the run, so the claim's own append
+ * finds a head it did not read, written by someone else, and the execution stops (`SequenceConflict`).
+ */
+const staleTwin = (store: Layer.Layer<EventStore.EventStore | TaskQueue.TaskQueue, unknown>) => {
+  let raced = false
+  const racing = Layer.effect(
+    EventStore.EventStore,
+    Effect.map(EventStore.EventStore, (inner): EventStore.Service => ({
+      ...inner,
+      append: (request) => {
+        if (raced || !request.events.some((e) => e.type === "RunResumed")) return inner.append(request)
+        raced = true
+        return Effect.zipRight(inner.append(request), inner.append(request))
+      }
+    }))
+  ).pipe(Layer.provide(store))
+  // One store (a layer is built once per provide): the racing view replaces its EventStore.
+  return Layer.merge(store, racing)
+}
+
+describe.each(stores)("Worker on %s, its claim of a run beaten by an older writer", (_name, makeStore) => {
+  it.live("hands its task back: the task is claimed again at once and its run resumed, not left held until the lease ends", () => {
+    const world = makeWorld()
+    return Effect.gen(function*() {
+      const session = yield* ArtanaSession.ArtanaSession
+      const store = yield* EventStore.EventStore
+      const taskId = yield* session.submit({ workflow: world.order, input: { customer: "c1" }, tenant })
+      const first = yield* startWorker(world, "w1")
+      yield* eventually("the run waits at the gate", 10, () => world.gate.isWaiting())
+      yield* Fiber.interrupt(first)
+      world.gate.open()
+      // A lease of an hour: a task left held by the worker that stopped could not complete within the test.
+      const second = yield* startWorker(world, "w2", { leaseSeconds: 3600 })
+      expect(yield* session.waitForResult(tenant.tenantId, taskId, { timeout: "30 seconds", pollInterval: "10 millis" }))
+        .toMatchObject({ status: "completed", output: "shipped to c1" })
+      expect([...world.effects.counts.entries()].sort()).toEqual(orderedOnce(taskId))
+      const events = yield* store.readEvents("acme", `task:${taskId}`)
+      // The twin's claim, then the one that went on.
+      expect(events.filter((e) => e.type === "RunResumed")).toHaveLength(2)
+      yield* Fiber.interrupt(second)
+    }).pipe(Effect.provide(layer(world, staleTwin(makeStore()))))
+  }, 60_000)
 })

@@ -5,8 +5,14 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 
-/** What one execution of a task came to: an outcome to finish the task with, or the task was lost to another worker. */
-export type Result = { readonly _tag: "outcome"; readonly outcome: TaskQueue.Outcome } | { readonly _tag: "lost"; readonly reason: string }
+/**
+ * What one execution of a task came to: an outcome to finish the task with, or the task was lost to another worker:
+ * the queue says so (`by: "queue"`, a heartbeat's `LeaseLost`), or the run's log does (`by: "run"`: another writer
+ * appended first, or a newer owner claimed the run) while the queue may still name this worker.
+ */
+export type Result =
+  | { readonly _tag: "outcome"; readonly outcome: TaskQueue.Outcome }
+  | { readonly _tag: "lost"; readonly by: "queue" | "run"; readonly reason: string }
 
 export const tagOf = (e: unknown): string => (Predicate.hasProperty(e, "_tag") && typeof e._tag === "string" ? e._tag : "Error")
 const messageOf = (e: unknown): string =>
@@ -49,7 +55,7 @@ export const fromCause = (cause: Cause.Cause<unknown>): Result => {
     const error = failure.value
     // Another execution wrote to the run first, or claimed it (a newer owner epoch fenced us), or our lease ran out
     // before a tool handler could start: another worker holds the task now, so we stop quietly.
-    if (tagOf(error) === "SequenceConflict" || tagOf(error) === "OwnershipLost") return { _tag: "lost", reason: messageOf(error) }
+    if (tagOf(error) === "SequenceConflict" || tagOf(error) === "OwnershipLost") return { _tag: "lost", by: "run", reason: messageOf(error) }
     // A response the pause's schema refuses: nothing was written, the run still waits; so does the task.
     if (tagOf(error) === "InvalidHumanResponse" && Predicate.hasProperty(error, "ticket") && typeof error.ticket === "string") {
       return { _tag: "outcome", outcome: { _tag: "paused", ticket: error.ticket, reason: messageOf(error) } }

@@ -62,7 +62,7 @@ const heartbeat = (setup: Setup, task: TaskQueue.Task, held: TaskLease.Held): Ef
     Effect.forever,
     Effect.catchTag("LeaseLost", (e): Effect.Effect<Result> => {
       held.lost(e.message)
-      return Effect.succeed({ _tag: "lost", reason: e.message })
+      return Effect.succeed({ _tag: "lost", by: "queue", reason: e.message })
     })
   )
 
@@ -100,13 +100,28 @@ const finish = (setup: Setup, task: TaskQueue.Task, outcome: TaskQueue.Outcome) 
     Effect.uninterruptible
   )
 
+/** Releases a task this worker no longer drives; a task another worker holds already (`LeaseLost`) is left to it. */
+const handBack = (setup: Setup, task: TaskQueue.Task) =>
+  setup.queue.release(task.taskId, setup.workerId).pipe(
+    Effect.tap(() => Effect.logInfo("task handed back to the queue")),
+    Effect.catchTag("LeaseLost", () => Effect.void),
+    Effect.catchTag("StoreError", (e) => Effect.logWarning("cannot hand the task back; it is claimed again when its lease expires", e.message))
+  )
+
 /** Runs a claimed task to its end; on interruption, releases it to the queue. */
 export const runTask = (setup: Setup, task: TaskQueue.Task): Effect.Effect<void> =>
   Effect.gen(function*() {
     yield* Effect.logInfo(task.response === undefined ? "task claimed" : "task claimed with a human response")
     const held = TaskLease.make(task)
     const result = yield* Effect.raceFirst(withTimeout(task, execute(setup, task, held.lease)), heartbeat(setup, task, held))
-    if (result._tag === "lost") return yield* Effect.logWarning("lost the task to another worker", result.reason)
+    if (result._tag === "lost") {
+      yield* Effect.logWarning("lost the task to another worker", result.reason)
+      // The run's log said so, not the queue: if the queue still names us (a stale worker's append beat our claim, or
+      // our lease ran out locally before anyone took the task), hand the task back, due now, rather than leave it
+      // held by nobody until our lease expires. Its next claim resumes the run and fences any older writer.
+      if (result.by === "run") yield* handBack(setup, task)
+      return
+    }
     yield* finish(setup, task, result.outcome)
     // A run paused at a signal wait: a signal that came while the task was still ours woke nothing; wake it now.
     if (result.outcome._tag === "paused") {
