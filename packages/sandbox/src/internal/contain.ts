@@ -11,7 +11,7 @@ import * as path from "node:path"
 import picomatch from "picomatch"
 import type { FsRule, ShellRule } from "../Policy.js"
 import type { Containment } from "./decision.js"
-import { matcherOf } from "./fsGuard.js"
+import { hiddenComponent, matcherOf } from "./fsGuard.js"
 import { type Cgroup, pidsCgroup, probeLimits, prologue, removeCgroup, rmdirNow, SH, type Units } from "./limits.js"
 
 
@@ -124,7 +124,23 @@ interface Bind {
   readonly writable: boolean
 }
 
-/** The policy's paths as binds: each glob's whole folder, or (for a finer glob) the entries that match it now. */
+/**
+ * Whether the rule admits `real` (a real path) as fs.read and fs.write would: the rule's globs match it (or, for a
+ * folder bound whole, what is in it) and, under `deny_hidden`, it has no hidden component. A glob's folder that a
+ * command replaced by a link (within a writable folder) resolves elsewhere, and is not admitted.
+ */
+const admits = (baseDir: string, rule: FsRule, real: string): boolean => {
+  if (rule.deny_hidden && hiddenComponent(path.relative(baseDir, real)) !== undefined) return false
+  const matches = matcherOf(baseDir, rule.paths)
+  return matches(real) || matches(path.join(real, "x"))
+}
+
+/**
+ * The policy's paths as binds: each glob's whole folder, or (for a finer glob) the entries that match it now. bwrap
+ * follows links in what it binds, so a link is never a bind: a glob's folder only where it really is (`admits`), and
+ * of a finer glob's entries only files and folders (a link a command planted there, `out/notes.md -> /etc/shadow`,
+ * would bind its target; inside the sandbox, a link in a bound folder resolves within the sandbox's own view).
+ */
 const bindsOf = (baseDir: string, rule: FsRule | undefined, writable: boolean, limit: { left: number }): ReadonlyArray<Bind> => {
   if (rule === undefined) return []
   const out: Array<Bind> = []
@@ -132,12 +148,12 @@ const bindsOf = (baseDir: string, rule: FsRule | undefined, writable: boolean, l
     const { root, whole } = rootOf(baseDir, glob)
     if (!fs.existsSync(root)) continue
     if (whole) {
-      out.push({ source: root, writable })
+      if (admits(baseDir, rule, root)) out.push({ source: root, writable })
       continue
     }
     const matches = matcherOf(baseDir, [glob])
     walk(root, limit, (entry, stat) => {
-      if (!stat.isDirectory() && matches(entry)) out.push({ source: entry, writable })
+      if (!stat.isDirectory() && !stat.isSymbolicLink() && matches(entry)) out.push({ source: entry, writable })
       return true
     })
   }
@@ -242,12 +258,13 @@ export const sandboxSpec = (
         const name = path.basename(entry)
         if (!name.startsWith(".")) return true
         if (name === ".git" && entryStat.isDirectory()) {
-          // git needs its repository; its hooks and configuration stay read-only unless fs.write allows them.
+          // git needs its repository; its hooks and configuration stay read-only unless fs.write allows them, and the
+          // repository itself is made a mount point (bound onto itself), which cannot be renamed or removed: else a
+          // command would swap in a copy with hooks and configuration of its own (`mv .git .git-old`).
           if (bind.writable) {
-            for (const part of ["hooks", "config"]) {
-              const p = path.join(entry, part)
-              if (fs.existsSync(p) && !(write !== undefined && !write.deny_hidden && writeMatches(p))) masks.push(["--ro-bind", p, p])
-            }
+            const guarded = ["hooks", "config"].map((part) => path.join(entry, part))
+              .filter((p) => fs.existsSync(p) && !(write !== undefined && !write.deny_hidden && writeMatches(p)))
+            if (guarded.length > 0) masks.push(["--bind", entry, entry], ...guarded.map((p) => ["--ro-bind", p, p]))
           }
           return false
         }

@@ -73,7 +73,7 @@ export const physicalEntry = (from: string, p: string): string => {
   return path.join(physical(from, parts.join("/") || (path.isAbsolute(p) ? path.sep : ".")), name)
 }
 
-const hiddenComponent = (relative: string): string | undefined =>
+export const hiddenComponent = (relative: string): string | undefined =>
   relative.split(/[\\/]/).find((part) => part.startsWith(".") && part !== "." && part !== "..")
 
 const describe = (base: string, p: string) => {
