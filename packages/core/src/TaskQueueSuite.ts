@@ -477,6 +477,11 @@ const repeatsAndRetries = (test: Test): void => {
         yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
         expect(yield* queue.finish(resumed.taskId, "w1", { _tag: "failed", errorTag: "TaskTimeout", error: "late", resumable: true }))
           .toMatchObject({ status: "queued", attempts: 1, runId: `task:${resumed.taskId}`, outcome: { resumable: true } })
+        // A budget stop is final, whatever the policy.
+        const spent = yield* queue.enqueue(request({ retry: { maxAttempts: 5 } }))
+        yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })
+        expect(yield* queue.finish(spent.taskId, "w1", { _tag: "failed", errorTag: "BudgetExceeded", error: "spent $0.45 of its $0.4 budget" }))
+          .toMatchObject({ status: "failed", attempts: 1 })
         // Without a policy a timeout ends the task.
         const late = yield* queue.enqueue(request())
         yield* queue.claim({ workerId: "w1", limit: 1, leaseSeconds: 10 })

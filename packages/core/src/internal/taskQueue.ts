@@ -148,9 +148,15 @@ export const STORE_ERROR_ATTEMPTS = 10
 const attemptsFor = (task: Task, outcome: Outcome & { readonly _tag: "failed" }): number =>
   task.retry?.maxAttempts ?? (outcome.errorTag === "StoreError" && outcome.resumable === true ? STORE_ERROR_ATTEMPTS : 1)
 
-/** True when a failure is retried: a retry policy with attempts left (timeouts are retried too), or a store error's. */
+/** Failures no retry can change: the run's lineage spent its budget, or a call could not be priced (fail closed). */
+const FINAL = new Set(["BudgetExceeded", "BudgetUnpriced"])
+
+/**
+ * True when a failure is retried: a retry policy with attempts left (timeouts are retried too), or a store error's.
+ * A budget stop never is: a retry would spend the same budget again.
+ */
 export const retries = (task: Task, outcome: Outcome): boolean =>
-  outcome._tag === "failed" && task.attempts + 1 < attemptsFor(task, outcome)
+  outcome._tag === "failed" && !FINAL.has(outcome.errorTag) && task.attempts + 1 < attemptsFor(task, outcome)
 
 export const finished = (task: Task, outcome: Outcome, now: number): Task => {
   const { response: _response, deadlineAt: _deadline, ...rest } = withoutLease(task)

@@ -3,12 +3,13 @@
  * by heartbeats meanwhile, and the task finished with how the run ended; a task given up on interruption is
  * released to the queue.
  */
-import type { Kernel, Lease, TaskQueue, Workflow } from "@artana/core"
+import { type Kernel, type Lease, TaskQueue, type Workflow } from "@artana/core"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
 import * as Schedule from "effect/Schedule"
 import * as TaskLease from "./lease.js"
 import { failed, fromCause, fromRunResult, type Result, tagOf } from "./outcome.js"
@@ -34,8 +35,16 @@ const execute = (setup: Setup, task: TaskQueue.Task, lease: Lease.Lease): Effect
   const input = workflow.decodeInput(task.input)
   if (Either.isLeft(input)) return Effect.succeed(failed("InvalidInput", `the input of task ${task.taskId} does not decode: ${input.left.message}`))
   const ref = { tenantId: task.tenantId, runId: task.runId }
+  // A retry's run is a sub-run of the task's first run: every attempt draws on one budget (the first run's lineage),
+  // so a retry policy never multiplies what a task may spend. A first attempt that never made a run (its workflow
+  // unknown to that worker) leaves the retry a run of its own.
+  const first = TaskQueue.runIdOf(task.taskId)
+  const start = (parentRunId: string | undefined) =>
+    kernel.execute(workflow, { runId: task.runId, tenant: task.tenant, input: input.right, lease, ...(parentRunId === undefined ? {} : { parentRunId }) })
   const drive: Effect.Effect<Kernel.RunResult<unknown>, unknown> = task.response === undefined
-    ? kernel.execute(workflow, { runId: task.runId, tenant: task.tenant, input: input.right, lease })
+    ? task.runId === first
+      ? start(undefined)
+      : start(first).pipe(Effect.catchIf((e) => tagOf(e) === "RunNotFound" && Predicate.hasProperty(e, "runId") && e.runId === first, () => start(undefined)))
     : kernel.resume({ ...ref, response: task.response, lease }).pipe(
       // The response is in the log already (a worker died after writing it): continue the run without it.
       Effect.catchIf((e) => tagOf(e) === "InvalidRunState", () => kernel.resume({ ...ref, lease }))
