@@ -6,6 +6,7 @@
  */
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
+import { Usage } from "./Chat.js"
 import { WaitingOn } from "./Event.js"
 
 /** Another writer appended to the run first: this execution lost the race and must stop. */
@@ -158,7 +159,12 @@ export class ModelError extends Schema.TaggedError<ModelError>()("ModelError", {
   ),
   reason: Schema.String,
   retryable: Schema.Boolean,
-  cause: Schema.optional(Schema.Defect)
+  cause: Schema.optional(Schema.Defect),
+  /**
+   * What the provider reported it billed for the failed call, when it answered (a reply refused as malformed, the
+   * sum of such replies an adapter retried): the kernel charges it to the run.
+   */
+  usage: Schema.optional(Usage)
 }) {
   override get message() {
     return `model call failed (${this.kind}): ${this.reason}`

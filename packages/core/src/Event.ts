@@ -72,9 +72,17 @@ export const ModelCompleted = Schema.TaggedStruct("ModelCompleted", {
 })
 
 /** A model call that failed (after the provider's own transport retries). */
+/**
+ * What a model call that did not complete was billed, when it was (the run's and the lineage's cost count it, as a
+ * `ModelCompleted`'s): a reply the port refused (`malformed_tool_call`), a stream broken after some output, a reply a
+ * middleware refused, a stream the budget stopped. Absent: nothing known to be billed.
+ */
+const billed = Schema.optional(Schema.Number)
+
 export const ModelFailed = Schema.TaggedStruct("ModelFailed", {
   kind: Schema.String,
-  error: Schema.String
+  error: Schema.String,
+  costUsd: billed
 })
 
 export const ToolRequested = Schema.TaggedStruct("ToolRequested", {
@@ -141,14 +149,18 @@ export const PolicyDenied = Schema.TaggedStruct("PolicyDenied", {
   tool: Schema.String,
   reason: Schema.String,
   capability: Schema.optional(Schema.String),
-  middleware: Schema.optional(Schema.String)
+  middleware: Schema.optional(Schema.String),
+  /** A model reply a middleware refused after the call (`afterModel`): what the call was billed. */
+  costUsd: billed
 })
 
 export const BudgetExceeded = Schema.TaggedStruct("BudgetExceeded", {
   limitUsd: Schema.Number,
   spentUsd: Schema.Number,
   /** `during_call`: a streamed reply crossed the limit; the stream was stopped there. */
-  phase: Schema.Literal("before_call", "after_call", "during_call")
+  phase: Schema.Literal("before_call", "after_call", "during_call"),
+  /** `during_call`: what the stopped stream was billed (its prompt, and its output so far at 4 characters a token). */
+  costUsd: billed
 })
 
 /** A note a middleware writes about what it did (PII findings, spend, rewrites). */
@@ -366,9 +378,23 @@ export const summarize = (events: ReadonlyArray<Event>): BatchSummary => {
   for (const event of events) {
     const p = event.payload
     status = statusAfter(p) ?? status
-    if (p._tag === "ModelCompleted") costUsd += p.costUsd
+    costUsd += costOfPayload(p)
   }
   return { status, costUsd }
+}
+
+/** What an event adds to its run's cost: a model call's, completed or not (see `ModelFailed.costUsd`). */
+export const costOfPayload = (p: EventPayload): number => {
+  switch (p._tag) {
+    case "ModelCompleted":
+      return p.costUsd
+    case "ModelFailed":
+    case "PolicyDenied":
+    case "BudgetExceeded":
+      return p.costUsd ?? 0
+    default:
+      return 0
+  }
 }
 
 /** The run status an event's payload sets (undefined: it leaves the status as it was). */

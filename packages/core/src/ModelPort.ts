@@ -148,7 +148,9 @@ export const make = (options: ProviderOptions): Service => {
         return Effect.fail(new ModelError({
           kind: "malformed_tool_call",
           reason: `the model returned a tool call without ${call.id.length === 0 ? "an id" : "a name"}`,
-          retryable: true
+          retryable: true,
+          // The reply was billed: the kernel charges it though it is refused.
+          usage: response.usage
         }))
       }
     }

@@ -1,5 +1,5 @@
 /** `Verify.make`'s implementation (see `chainVerifier`). */
-import { type Event, type RunStatus, statusAfter } from "../Event.js"
+import { costOfPayload, type Event, type RunStatus, statusAfter } from "../Event.js"
 import type { Verifier, VerifyOptions, VerifyReport } from "../Verify.js"
 import { chainChecker, GENESIS_HASH } from "./hash.js"
 import { isLazy, tagOf } from "./lazyPayload.js"
@@ -60,7 +60,7 @@ export const chainVerifier = (runId: string, options: VerifyOptions = {}): Chain
         if (isLazy(event)) continue
         const p = event.payload
         status = statusAfter(p) ?? status
-        if (p._tag === "ModelCompleted") costUsd += p.costUsd
+        costUsd += costOfPayload(p)
       }
       return undefined
     },

@@ -17,6 +17,7 @@ import * as ModelStream from "./modelStream.js"
 import * as RequestHash from "./requestHash.js"
 import type { StepEnv } from "./stepEnv.js"
 import * as Tracing from "./tracing.js"
+import type { Price } from "../Pricing.js"
 
 export interface ModelCall {
   readonly message: AssistantMessage
@@ -24,11 +25,29 @@ export interface ModelCall {
   readonly costUsd: number
 }
 
-/** Ends the step on a refusal of the middleware chain: a budget stop, or a denial logged with the call. */
-const refused = (env: StepEnv, key: string, phase: "before_call" | "after_call", before: ReadonlyArray<EventPayload>, error: InterceptorError, middleware: string) =>
-  error._tag === "BudgetExceeded"
-    ? env.budgetExceeded(key, phase, before)
-    : Effect.zipRight(env.append(key, [...before, { _tag: "PolicyDenied", tool: "model", reason: error.reason, middleware }]), Effect.fail(error))
+/**
+ * Ends the step on a refusal of the middleware chain: a budget stop, or a denial logged with the call. `costUsd`: what
+ * the call was billed, when the refusal came after it (charged to the run, and logged with the refusal).
+ */
+const refused = (env: StepEnv, key: string, phase: "before_call" | "after_call", before: ReadonlyArray<EventPayload>, error: InterceptorError, middleware: string, costUsd = 0) => {
+  env.spend(costUsd)
+  const billed = costUsd > 0 ? { costUsd } : {}
+  return error._tag === "BudgetExceeded"
+    ? env.budgetExceeded(key, phase, before, costUsd)
+    : Effect.zipRight(env.append(key, [...before, { _tag: "PolicyDenied", tool: "model", reason: error.reason, middleware, ...billed }]), Effect.fail(error))
+}
+
+/**
+ * What a call that failed was billed, as far as is known: the usage its error reports (a reply refused as malformed),
+ * else, once it streamed output, its prompt and that output (4 characters a token). Unknown (nothing streamed, no
+ * usage, or no price): 0.
+ */
+const failedCost = (env: StepEnv, sent: ModelPort.ModelRequest, error: Errors.ModelError, outputChars: number, promptTokens: number | undefined, price: Price | undefined): number => {
+  const usage = error.usage ?? (outputChars > 0 && promptTokens !== undefined ? { inputTokens: promptTokens, outputTokens: Math.ceil(outputChars / 4) } : undefined)
+  if (usage === undefined) return 0
+  const cost = chargedCost(env, sent, { model: sent.model, message: { role: "assistant", content: "" }, usage }, price)
+  return cost !== undefined && Number.isFinite(cost) ? cost : 0
+}
 
 /** A call the log does not hold: priced, passed through the chain, sent (streamed), charged and logged. */
 const liveCall = (env: StepEnv, key: string, request: ModelPort.ModelRequest, requestHash: string) =>
@@ -50,18 +69,26 @@ const liveCall = (env: StepEnv, key: string, request: ModelPort.ModelRequest, re
     const requested = requestedOf(sent, requestHash)
     const streamed = yield* ModelStream.run(env, key, sent, context, overBudgetOf(env, assumed, price))
     if (streamed._tag === "OverBudget") {
-      env.spend(Number.isFinite(streamed.costUsd) ? streamed.costUsd : 0)
+      // The stopped stream's cost is the run's (and its lineage's): logged on the stop, not only kept in memory.
+      const stoppedAt = Number.isFinite(streamed.costUsd) ? streamed.costUsd : 0
+      env.spend(stoppedAt)
       const note: EventPayload = { _tag: "MiddlewareNote", middleware: "kernel", note: "stream_stopped", data: { outputChars: streamed.outputChars, estimateUsd: Number.isFinite(streamed.costUsd) ? streamed.costUsd : null } }
-      return yield* env.budgetExceeded(key, "during_call", [requested, ...notes, note])
+      return yield* env.budgetExceeded(key, "during_call", [requested, ...notes, note], stoppedAt)
     }
     if (streamed._tag === "Failed") {
       yield* Tracing.annotate(() => ({ "error.type": streamed.error.kind }))
-      yield* env.append(key, [requested, ...notes, { _tag: "ModelFailed", kind: streamed.error.kind, error: streamed.error.reason }])
+      const costUsd = failedCost(env, sent, streamed.error, streamed.outputChars, assumed?.promptTokens, price)
+      env.spend(costUsd)
+      yield* env.append(key, [requested, ...notes, { _tag: "ModelFailed", kind: streamed.error.kind, error: streamed.error.reason, ...(costUsd > 0 ? { costUsd } : {}) }])
       return yield* Effect.fail(streamed.error)
     }
     const after = yield* Interceptors.run(deps.interceptors, "after", streamed.response, (i) =>
       i.afterModel === undefined ? undefined : (r) => i.afterModel!(sent, r, context))
-    if (after._tag === "Refused") return yield* refused(env, key, "after_call", [requested, ...notes], after.error, after.interceptor.name)
+    if (after._tag === "Refused") {
+      // The provider answered (and billed) before the middleware refused the reply: the run is charged for it.
+      const billed = chargedCost(env, sent, streamed.response, price)
+      return yield* refused(env, key, "after_call", [requested, ...notes], after.error, after.interceptor.name, billed !== undefined && Number.isFinite(billed) ? billed : 0)
+    }
     const response = after.value
     const costUsd = chargedCost(env, sent, response, price)
     if (costUsd === undefined) {

@@ -19,7 +19,7 @@ import type { StepEnv } from "./stepEnv.js"
 /** How a streamed call ended. */
 export type Streamed =
   | { readonly _tag: "Finished"; readonly response: ModelPort.ModelResponse }
-  | { readonly _tag: "Failed"; readonly error: Errors.ModelError }
+  | { readonly _tag: "Failed"; readonly error: Errors.ModelError; readonly outputChars: number }
   /** The budget was crossed after `outputChars` characters of output; `costUsd` is what the call cost so far. */
   | { readonly _tag: "OverBudget"; readonly outputChars: number; readonly costUsd: number }
 
@@ -107,7 +107,7 @@ export const run = (
     )
     if (fault !== undefined) return yield* env.fault(fault)
     if (ended === undefined && called !== undefined) {
-      if (Either.isLeft(called)) ended = { _tag: "Failed", error: called.left }
+      if (Either.isLeft(called)) ended = { _tag: "Failed", error: called.left, outputChars: chars }
       else {
         ended = { _tag: "Finished", response: called.right }
         yield* keep(flushed())
@@ -115,5 +115,5 @@ export const run = (
     }
     // The call's events come after its deltas for every reader: the deltas are in the shared store first.
     yield* env.deps.live.flushed
-    return ended ?? { _tag: "Failed", error: new Errors.ModelError({ kind: "server_error", reason: "the model's stream ended without a reply", retryable: true }) }
+    return ended ?? { _tag: "Failed", error: new Errors.ModelError({ kind: "server_error", reason: "the model's stream ended without a reply", retryable: true }), outputChars: chars }
   })

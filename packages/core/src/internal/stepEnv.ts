@@ -84,10 +84,11 @@ export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor
     return ownership.timed ? Effect.clockWith((clock) => go(clock.unsafeCurrentTimeMillis())) : go(0)
   }
 
-  const budgetExceeded = (stepKey: string, phase: "before_call" | "during_call" | "after_call", before: ReadonlyArray<EventPayload>) =>
+  /** Ends the execution over budget; `costUsd`: what the call that crossed it was billed, when no other event says. */
+  const budgetExceeded = (stepKey: string, phase: "before_call" | "during_call" | "after_call", before: ReadonlyArray<EventPayload>, costUsd?: number) =>
     Effect.gen(function*() {
       const error = new Errors.BudgetExceeded({ runId, limitUsd: tenant.budgetUsdLimit, spentUsd })
-      yield* append(stepKey, [...before, { _tag: "BudgetExceeded", limitUsd: tenant.budgetUsdLimit, spentUsd, phase }])
+      yield* append(stepKey, [...before, { _tag: "BudgetExceeded", limitUsd: tenant.budgetUsdLimit, spentUsd, phase, ...(costUsd !== undefined && costUsd > 0 ? { costUsd } : {}) }])
       return yield* halt({ _tag: "Failed", error })
     })
 
