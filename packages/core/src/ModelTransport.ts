@@ -13,7 +13,7 @@ import * as Option from "effect/Option"
 import type * as Redacted from "effect/Redacted"
 import { type Failure, failure } from "./internal/retrying.js"
 
-export { type Failure, failure, type RetryPolicy, retryPolicy, retrying } from "./internal/retrying.js"
+export { addUsage, billedFailure, type Failure, failure, type RetryPolicy, retryPolicy, retrying } from "./internal/retrying.js"
 
 /** The provider an adapter talks to, as its failures name it: the fix a person reads in a reason. */
 export interface Provider {

@@ -169,7 +169,9 @@ export const make = (options: Options = {}): Effect.Effect<Service> =>
         Effect.flatMap((reply) => ("error" in reply ? Effect.fail(reply) : checkedReply(reply, names)))
       )
       const result = yield* Effect.mapError(ModelTransport.retrying(attempt, policy), (f) => f.error)
-      return yield* toResponse(result.value, request, result.notes)
+      const response = yield* toResponse(result.value, request, result.notes)
+      // Replies refused and asked again were billed too: the usage the kernel charges is every attempt's.
+      return result.billed === undefined ? response : { ...response, usage: ModelTransport.addUsage(response.usage, result.billed) }
     })
 
     /**

@@ -56,3 +56,42 @@ describe("the tenant's budget over the openai SDK, no middleware", () => {
       yield* Effect.promise(() => free.close())
     }))
 })
+
+describe("replies the adapter refused and asked again were billed: the run is charged every one", () => {
+  // 1,000,000 prompt and 100,000 completion tokens of gpt-4o-mini: $0.21 a reply.
+  const usage = { promptTokens: 1_000_000, completionTokens: 100_000 }
+  const REPLY_USD = 0.21
+
+  it.scopedLive("three malformed tool calls retried, then an answer: four replies charged", () =>
+    Effect.gen(function*() {
+      const bad = FakeOpenAi.toolCall("lookup", "{not json", { usage })
+      const server = yield* FakeOpenAi.scoped([bad, bad, bad, FakeOpenAi.text("ok", { usage })])
+      const artana = Artana.create({ model: OpenAiModel.layer({ baseURL: server.url, defaultModel: "gpt-4o-mini", retryBaseDelay: "1 millis" }) })
+      const result = yield* Effect.either(Effect.tryPromise({
+        try: () => artana.chat({ runId: "retried", tenant: tenant(0.3), messages: [Chat.user("hi")], maxOutputTokens: 100_000 }),
+        catch: (e) => e
+      }))
+      expect(server.requests).toHaveLength(4)
+      // $0.84 spent against $0.30: the run ends over budget, not completed within it.
+      expect(result).toMatchObject({ left: { _tag: "BudgetExceeded" } })
+      const run = yield* Effect.promise(() => artana.getRun({ tenantId: "acme", runId: "retried" }))
+      expect(run.costUsd).toBeCloseTo(4 * REPLY_USD, 9)
+      yield* Effect.promise(() => artana.close())
+    }))
+
+  it.scopedLive("every attempt malformed: the call fails, and every reply is charged", () =>
+    Effect.gen(function*() {
+      const bad = FakeOpenAi.toolCall("lookup", "{not json", { usage })
+      const server = yield* FakeOpenAi.scoped([bad, bad, bad, bad])
+      const artana = Artana.create({ model: OpenAiModel.layer({ baseURL: server.url, defaultModel: "gpt-4o-mini", retryBaseDelay: "1 millis" }) })
+      const failed = yield* Effect.flip(Effect.tryPromise({
+        try: () => artana.chat({ runId: "all-bad", tenant: tenant(5), messages: [Chat.user("hi")], maxOutputTokens: 100_000 }),
+        catch: (e) => e
+      }))
+      expect(failed).toMatchObject({ _tag: "ModelError", kind: "malformed_tool_call" })
+      expect(server.requests).toHaveLength(4)
+      const run = yield* Effect.promise(() => artana.getRun({ tenantId: "acme", runId: "all-bad" }))
+      expect(run.costUsd).toBeCloseTo(4 * REPLY_USD, 9)
+      yield* Effect.promise(() => artana.close())
+    }))
+})

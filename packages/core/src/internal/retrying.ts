@@ -5,6 +5,7 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
+import type { Usage } from "../Chat.js"
 import { ModelError } from "../Errors.js"
 import type { ProviderNote } from "../ModelPort.js"
 
@@ -70,19 +71,49 @@ const schedule = (policy: RetryPolicy, notes: Array<ProviderNote>) => {
   )
 }
 
+/** A failed attempt whose reply was answered, and billed, as `usage` says: the kernel charges it (`ModelError.usage`). */
+export const billedFailure = (failed: Failure, usage: Usage): Failure => ({
+  retryAfterMs: failed.retryAfterMs,
+  error: new ModelError({
+    kind: failed.error.kind,
+    reason: failed.error.reason,
+    retryable: failed.error.retryable,
+    ...(failed.error.cause === undefined ? {} : { cause: failed.error.cause }),
+    usage
+  })
+})
+
+/** Two usages added up (cached input tokens counted when either has them). */
+export const addUsage = (a: Usage, b: Usage): Usage => {
+  const cached = (a.cachedInputTokens ?? 0) + (b.cachedInputTokens ?? 0)
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    ...(a.cachedInputTokens === undefined && b.cachedInputTokens === undefined ? {} : { cachedInputTokens: cached })
+  }
+}
+
 /**
- * Runs `attempt`, retrying retryable failures under `policy`. Succeeds with the value and the notes of the retries
- * that happened; a final failure says how many attempts were made.
+ * Runs `attempt`, retrying retryable failures under `policy`. Succeeds with the value, the notes of the retries that
+ * happened, and `billed`: what the failed attempts that were answered reported (`ModelError.usage`: a reply refused
+ * as malformed and asked again was billed all the same), for the adapter to add to the reply's usage. A final failure
+ * says how many attempts were made and carries every attempt's billed usage.
  */
 export const retrying = <A>(
   attempt: Effect.Effect<A, Failure>,
   policy: RetryPolicy
-): Effect.Effect<{ readonly value: A; readonly notes: ReadonlyArray<ProviderNote> }, Failure> =>
+): Effect.Effect<{ readonly value: A; readonly notes: ReadonlyArray<ProviderNote>; readonly billed: Usage | undefined }, Failure> =>
   Effect.suspend(() => {
     const notes: Array<ProviderNote> = []
-    return attempt.pipe(
+    let billed: Usage | undefined
+    const counted = Effect.tapError(attempt, (failure) =>
+      Effect.sync(() => {
+        const usage = failure.error.usage
+        if (usage !== undefined) billed = billed === undefined ? usage : addUsage(billed, usage)
+      }))
+    return counted.pipe(
       Effect.retry(schedule(policy, notes)),
-      Effect.map((value) => ({ value, notes })),
+      Effect.map((value) => ({ value, notes, billed })),
       Effect.mapError((failure): Failure => {
         if (notes.length === 0) return failure
         const { cause, kind, reason, retryable } = failure.error
@@ -90,7 +121,8 @@ export const retrying = <A>(
           kind,
           reason: `${reason} (gave up after ${notes.length + 1} attempts)`,
           retryable,
-          ...(cause === undefined ? {} : { cause })
+          ...(cause === undefined ? {} : { cause }),
+          ...(billed === undefined ? {} : { usage: billed })
         })
         return { error, retryAfterMs: failure.retryAfterMs }
       })

@@ -34,6 +34,18 @@ export const toResponse = (
   answer: AnswerTool | undefined,
   notes: ReadonlyArray<ModelPort.ProviderNote>
 ): ModelTransport.Failure | ModelPort.ModelResponse => {
+  const checked = checkedResponse(reply, request, names, answer, notes)
+  // A reply refused here was answered, and billed: the kernel charges what it reported (`ModelError.usage`).
+  return "error" in checked ? ModelTransport.billedFailure(checked, usageOf(reply.usage)) : checked
+}
+
+const checkedResponse = (
+  reply: Message,
+  request: ModelPort.ModelRequest,
+  names: ModelTransport.WireNames,
+  answer: AnswerTool | undefined,
+  notes: ReadonlyArray<ModelPort.ProviderNote>
+): ModelTransport.Failure | ModelPort.ModelResponse => {
   if (reply.stop_reason === "refusal") {
     const said = reply.content.flatMap((b) => (b.type === "text" ? [b.text] : [])).join("")
     return failure("refusal", `the model declined to answer${said.length > 0 ? `: ${excerpt(said)}` : ""}`, false)

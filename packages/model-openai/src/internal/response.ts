@@ -119,6 +119,21 @@ const excerpt = (text: string): string => (text.length > 200 ? `${text.slice(0, 
  * Returns the reply with its tool calls normalised (an empty argument string is `{}`, a missing id is made up).
  */
 export const check = (reply: Reply): Failure | Reply => {
+  const checked = checkChoice(reply)
+  const usage = reply.usage === undefined ? undefined : usageOf(reply.usage)
+  // A reply refused here was answered, and billed: the kernel charges what it reported (`ModelError.usage`).
+  return isFailure(checked) && usage !== undefined
+    ? ModelTransport.billedFailure(checked, usage)
+    : checked
+}
+
+/** The usage a server reported, as the kernel counts it. */
+const usageOf = (reported: CompletionUsage): Chat.Usage => {
+  const cached = reported.prompt_tokens_details?.cached_tokens
+  return { inputTokens: reported.prompt_tokens, outputTokens: reported.completion_tokens, ...(cached === undefined ? {} : { cachedInputTokens: cached }) }
+}
+
+const checkChoice = (reply: Reply): Failure | Reply => {
   if (!reply.hasChoice) return failure("server_error", "the server's reply has no choices", true)
   if (reply.refusal !== null && reply.refusal.length > 0) {
     return failure("refusal", `the model refused to answer: ${excerpt(reply.refusal)}`, false)
@@ -168,12 +183,7 @@ export const toResponse = (
     }
     let usage: Chat.Usage
     if (reply.usage !== undefined) {
-      const cached = reply.usage.prompt_tokens_details?.cached_tokens
-      usage = {
-        inputTokens: reply.usage.prompt_tokens,
-        outputTokens: reply.usage.completion_tokens,
-        ...(cached === undefined ? {} : { cachedInputTokens: cached })
-      }
+      usage = usageOf(reply.usage)
     } else {
       const inputTokens = yield* countMessages(request.messages, request.model)
       const written = (message.content ?? "") + (message.toolCalls ?? []).map((c) => c.name + c.arguments).join("")
