@@ -1,5 +1,7 @@
 // What the sandbox's test files share: the handler context and their temp folders.
 import { Tenant, type Tool } from "@artana/core"
+import { type Policy, Sandbox } from "@artana/sandbox"
+import { Effect, Either } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -37,3 +39,12 @@ export const contained = { containment: "bubblewrap", max_memory_bytes: 4_294_96
  * are what holds such a command, and the tests written for them run it so.
  */
 export const uncontained = { ...contained, containment: "none" } as const
+
+/** One `sh -c` call under `p`, in a sandbox of its own making: what it printed (stdout and stderr), or `ERROR <reason>` when the call failed. */
+export const sh = async (p: Policy.Policy, script: string): Promise<string> => {
+  const tool = Sandbox.tools(p).find((t) => t.name === "shell.run")!
+  const out = await Effect.runPromise(Effect.either(tool.invoke({ command: "sh", args: ["-c", script] }, context)))
+  if (Either.isLeft(out)) return `ERROR ${out.left.message}`
+  const r = out.right as { readonly stdout: string; readonly stderr: string }
+  return r.stdout + r.stderr
+}

@@ -2,26 +2,16 @@
 // for another. Each sandbox is built from the files as they are when the call starts, and bwrap follows links in what
 // it binds, so a link planted by one call must not become a bind of the next. Real bwrap; skipped nowhere.
 import { describe, expect, it } from "vitest"
-import { Effect, Either } from "effect"
-import { type Policy, Sandbox } from "@artana/sandbox"
+import type { Policy } from "@artana/sandbox"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { contained, context, tempFolder } from "./fixtures.js"
+import { contained, sh, tempFolder } from "./fixtures.js"
 
 const shell = (): Policy.ShellRule => ({ allow: true, executables: ["sh", "cat", "ln", "git"], denied_tokens: [], timeout_ms: 20_000, max_output_bytes: 1_048_576, ...contained })
 const fsRule = (paths: ReadonlyArray<string>) => ({ allow: true, paths: [...paths], deny_hidden: true, max_bytes: 1_048_576 })
 const policy = (base: string, read: ReadonlyArray<string>, write: ReadonlyArray<string>): Policy.Policy =>
   ({ baseDir: base, document: { default: "deny", tools: { "shell.run": shell(), "fs.read": fsRule(read), "fs.write": fsRule(write) } } })
-
-/** One `sh -c` call under `p`, in a sandbox of its own making: what it printed (stdout and stderr). */
-const sh = async (p: Policy.Policy, script: string): Promise<string> => {
-  const tool = Sandbox.tools(p).find((t) => t.name === "shell.run")!
-  const out = await Effect.runPromise(Effect.either(tool.invoke({ command: "sh", args: ["-c", script] }, context)))
-  if (Either.isLeft(out)) return `ERROR ${out.left.message}`
-  const r = out.right as { readonly stdout: string; readonly stderr: string }
-  return r.stdout + r.stderr
-}
 
 describe("a link a command planted is not bound by the next call's sandbox", () => {
   it("a link matching a finer read glob (`**/*.md`) to a file beside the policy, or to /etc/shadow", async () => {
@@ -77,7 +67,8 @@ describe("a repository in a writable folder", () => {
       "mv .git .git-old && mv .git-new .git && echo swapped"
     ].join(" && "))
     expect(swapped).not.toContain("swapped")
-    expect(swapped).toMatch(/busy/i)
+    // The rename fails (a mount point); the copy it left, a repository with a program in its configuration, is made inert.
+    expect(swapped).toMatch(/\.git-new \(a repository the command made; its HEAD moved/)
     // A person's git on the host reads the repository's own configuration: nothing of the command's runs.
     execFileSync("git", ["-C", repo, "status"], { stdio: "pipe" })
     expect(fs.existsSync(marker)).toBe(false)

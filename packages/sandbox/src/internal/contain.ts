@@ -11,7 +11,9 @@ import * as path from "node:path"
 import picomatch from "picomatch"
 import type { FsRule, ShellRule } from "../Policy.js"
 import type { Containment } from "./decision.js"
+import { TOOL_PATH, TooMany, walk, which } from "./files.js"
 import { hiddenComponent, matcherOf } from "./fsGuard.js"
+import { type GitGuard, guardRepositories, isGitDirectory } from "./gitGuard.js"
 import { type Cgroup, pidsCgroup, probeLimits, prologue, removeCgroup, rmdirNow, SH, type Units } from "./limits.js"
 
 
@@ -33,16 +35,6 @@ export const LAUNCHER_FD = 7
  */
 export const LAUNCHER_CPU_CALLS = 2
 
-/** Where the tools of containment are looked up: never the caller's PATH. */
-const TOOL_PATH = ["/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/sbin"]
-const which = (name: string): string | undefined => TOOL_PATH.map((d) => path.join(d, name)).find((p) => {
-  try {
-    fs.accessSync(p, fs.constants.X_OK)
-    return true
-  } catch {
-    return false
-  }
-})
 
 /** Whether containment can be had here, and with what; probed once per process (a sandbox that cannot start is none). */
 export type Availability = { readonly ok: true; readonly bwrap: string; readonly units: Units } | { readonly ok: false; readonly reason: string }
@@ -160,28 +152,6 @@ const bindsOf = (baseDir: string, rule: FsRule | undefined, writable: boolean, l
   return out
 }
 
-/** Visits the entries below `root` (links not followed); `visit` returning false skips a folder's contents. */
-const walk = (root: string, limit: { left: number }, visit: (entry: string, stat: fs.Stats) => boolean): void => {
-  let entries: Array<string>
-  try {
-    entries = fs.readdirSync(root)
-  } catch {
-    return
-  }
-  for (const name of entries) {
-    if (--limit.left < 0) throw new TooMany()
-    const entry = path.join(root, name)
-    let stat: fs.Stats
-    try {
-      stat = fs.lstatSync(entry)
-    } catch {
-      continue
-    }
-    if (visit(entry, stat) && stat.isDirectory()) walk(entry, limit, visit)
-  }
-}
-
-class TooMany extends Error {}
 
 /** How many entries the bound folders may hold before a call is refused (they are walked for hidden files at each call). */
 export const MAX_ENTRIES = 100_000
@@ -223,6 +193,8 @@ export interface Spec {
   readonly limits: { readonly cpuSeconds: number; readonly memoryBytes: number; readonly fileBytes: number; readonly maxProcesses: number }
   readonly cwd: string
   readonly key: string
+  /** The repositories of the writable folders: what guards them, to check after each call (gitGuard.ts). */
+  readonly git: GitGuard
 }
 
 /**
@@ -242,6 +214,7 @@ export const sandboxSpec = (
   const cwd = realOr(baseDir)
   let binds: Array<Bind>
   const masks: Array<Array<string>> = []
+  let git: GitGuard
   try {
     binds = [...bindsOf(cwd, read, false, limit), ...bindsOf(cwd, write, true, limit)]
     // A folder both readable and writable is bound once, read-write; parents before children.
@@ -249,6 +222,12 @@ export const sandboxSpec = (
     binds = [...new Map(binds.map((b) => [b.source, { source: b.source, writable: writable.has(b.source) }])).values()]
       .sort((a, b) => a.source.split(path.sep).length - b.source.split(path.sep).length || a.source.localeCompare(b.source))
     const writeMatches = write === undefined ? () => false : matcherOf(cwd, write.paths)
+    const repos: Array<string> = []
+    const masked = new Set<string>()
+    // Whether a path is writable in the sandbox: the innermost bind holding it is (a read-only folder inside a
+    // read-write one stays read-only, its repositories too: they need no guard, and binding them would undo that).
+    const writableAt = (p: string) => binds.filter((b) => p === b.source || p.startsWith(b.source + path.sep))
+      .reduce<Bind | undefined>((inner, b) => (inner === undefined || b.source.length > inner.source.length ? b : inner), undefined)?.writable === true
     for (const bind of binds) {
       const hideRule = bind.writable ? write : read
       const hide = hideRule?.deny_hidden ?? true
@@ -256,24 +235,28 @@ export const sandboxSpec = (
       if (!stat.isDirectory()) continue
       walk(bind.source, limit, (entry, entryStat) => {
         const name = path.basename(entry)
-        if (!name.startsWith(".")) return true
-        if (name === ".git" && entryStat.isDirectory()) {
-          // git needs its repository; its hooks and configuration stay read-only unless fs.write allows them, and the
-          // repository itself is made a mount point (bound onto itself), which cannot be renamed or removed: else a
-          // command would swap in a copy with hooks and configuration of its own (`mv .git .git-old`).
-          if (bind.writable) {
-            const guarded = ["hooks", "config"].map((part) => path.join(entry, part))
-              .filter((p) => fs.existsSync(p) && !(write !== undefined && !write.deny_hidden && writeMatches(p)))
-            if (guarded.length > 0) masks.push(["--bind", entry, entry], ...guarded.map((p) => ["--ro-bind", p, p]))
-          }
+        if (!name.startsWith(".")) {
+          // A bare repository in a writable folder is guarded as a `.git` is (git takes it for a repository).
+          if (!bind.writable || !entryStat.isDirectory() || !isGitDirectory(entry)) return true
+          if (writableAt(entry)) repos.push(entry)
+          return false
+        }
+        if (name === ".git" && (entryStat.isDirectory() || entryStat.isFile())) {
+          // git needs its repository; in a writable folder, what git would run of it is guarded (gitGuard.ts).
+          if (bind.writable && writableAt(entry)) repos.push(entry)
           return false
         }
         // git's own files in a work tree (.gitignore, .gitattributes, .gitmodules) stay: git reads them to work.
         if (!hide || entryStat.isSymbolicLink() || (name.startsWith(".git") && entryStat.isFile())) return false
         masks.push(entryStat.isDirectory() ? ["--tmpfs", entry, "--remount-ro", entry] : ["--ro-bind", "/dev/null", entry])
+        masked.add(entry)
         return false
       })
     }
+    const allowed = (p: string) => write !== undefined && !write.deny_hidden && writeMatches(p)
+    const roots = binds.filter((b) => b.writable && fs.lstatSync(b.source).isDirectory()).map((b) => b.source)
+    git = guardRepositories(repos, roots, masked, allowed, limit)
+    masks.push(...git.masks.map((m) => [...m]))
   } catch (e) {
     if (e instanceof TooMany) throw new Error(`the folders shell.run's sandbox binds hold more than ${MAX_ENTRIES} entries: narrow fs.read's and fs.write's paths`)
     throw e
@@ -310,7 +293,7 @@ export const sandboxSpec = (
     "--chdir", cwd
   ]
   const limits = { cpuSeconds: Math.ceil(rule.timeout_ms / 1000), memoryBytes: rule.max_memory_bytes, fileBytes: rule.max_file_bytes, maxProcesses: rule.max_processes }
-  return { bwrap, limits, cwd, key: JSON.stringify([bwrap, limits]) }
+  return { bwrap, limits, cwd, key: JSON.stringify([bwrap, limits]), git }
 }
 
 /** bash, which closes fds of any number (dash's redirections take one digit). */

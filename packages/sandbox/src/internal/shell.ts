@@ -11,9 +11,10 @@ import * as path from "node:path"
 import type { Readable } from "node:stream"
 import { Json } from "@artana/core"
 import type { FsRule, ShellRule } from "../Policy.js"
-import { availability, SANDBOX_HOME, sandboxSpec } from "./contain.js"
+import { availability, MAX_ENTRIES, SANDBOX_HOME, sandboxSpec } from "./contain.js"
 import { exists, real } from "./files.js"
 import { checkRead, matcherOf, physical } from "./fsGuard.js"
+import { afterCall, type GitGuard } from "./gitGuard.js"
 import { type RunOutcome, type RunResult, runContained } from "./launcher.js"
 
 /** The only PATH the sandbox looks executables up on, and gives its children. */
@@ -235,10 +236,30 @@ export const run = (
       extraEnv: commandEnvironment(decision.name, baseDir),
       argv: [decision.executable, ...decision.args],
       rule
-    }, signal)
+    }, signal).then((outcome) => gitChecked(outcome, spec.git))
   } catch (e) {
     return Promise.resolve({ _tag: "error", reason: e instanceof Error ? e.message : String(e), partial: empty })
   }
+}
+
+/**
+ * A call's outcome once what git on the host would run of the call's writes is undone (gitGuard.ts): a call that left
+ * any fails, saying what was removed or moved aside, whatever its own exit.
+ */
+const gitChecked = (outcome: RunOutcome, guard: GitGuard): RunOutcome => {
+  let done: ReadonlyArray<string>
+  try {
+    done = afterCall(guard, { left: MAX_ENTRIES })
+  } catch (e) {
+    done = [`they could not be checked (${e instanceof Error ? e.message : String(e)})`]
+  }
+  if (done.length === 0) return outcome
+  const reason = `the command wrote what git on the host would run (a repository's hooks or configuration, as git reads ` +
+    `them: hooks/, config, config.worktree, commondir, modules/, worktrees/, or a repository of its own): ${done.join("; ")}. ` +
+    `Commands may not change git's configuration in fs.write's folders; a policy that trusts them to allows hidden files there (deny_hidden: false)`
+  return outcome._tag === "ok"
+    ? { _tag: "error", reason, partial: outcome.result }
+    : { _tag: "error", reason: `${outcome.reason}; ${reason}`, partial: outcome.partial }
 }
 
 /**
