@@ -14,6 +14,7 @@ import type { Containment } from "./decision.js"
 import { TOOL_PATH, TooMany, walk, which } from "./files.js"
 import { hiddenComponent, matcherOf } from "./fsGuard.js"
 import { type GitGuard, guardRepositories, isGitDirectory } from "./gitGuard.js"
+import { type Mount, mountsOf } from "./mounts.js"
 import { type Cgroup, pidsCgroup, probeLimits, prologue, removeCgroup, rmdirNow, SH, type Units } from "./limits.js"
 
 
@@ -195,6 +196,8 @@ export interface Spec {
   readonly key: string
   /** The repositories of the writable folders: what guards them, to check after each call (gitGuard.ts). */
   readonly git: GitGuard
+  /** The policy's mounts, checked in the sandbox before its first call (mounts.ts). */
+  readonly mounts: ReadonlyArray<Mount>
 }
 
 /**
@@ -264,6 +267,13 @@ export const sandboxSpec = (
   const inside = (p: string) => binds.some((b) => p === b.source || p.startsWith(b.source + path.sep))
   const underSystem = (p: string) => SYSTEM.some((s) => p === s || p.startsWith(s + path.sep))
   const exe = realOr(executable)
+  const policyMounts = [
+    // The working directory, when no bind covers it, is an empty read-only folder holding the binds below it.
+    ...(inside(cwd) ? [] : ["--tmpfs", cwd]),
+    ...binds.flatMap((b) => [b.writable ? "--bind" : "--ro-bind", b.source, b.source]),
+    ...masks.flat(),
+    ...(inside(cwd) ? [] : ["--remount-ro", cwd])
+  ]
   const bwrap = [
     ...namespaces(),
     // The launcher is the sandbox's PID 1 (no init of bwrap's, which a command could ptrace or write to): launcher.ts.
@@ -279,11 +289,7 @@ export const sandboxSpec = (
     "--remount-ro", "/dev",
     "--size", String(rule.max_file_bytes), "--perms", "1777", "--tmpfs", "/tmp",
     "--dir", SANDBOX_HOME,
-    // The working directory, when no bind covers it, is an empty read-only folder holding the binds below it.
-    ...(inside(cwd) ? [] : ["--tmpfs", cwd]),
-    ...binds.flatMap((b) => [b.writable ? "--bind" : "--ro-bind", b.source, b.source]),
-    ...masks.flat(),
-    ...(inside(cwd) ? [] : ["--remount-ro", cwd]),
+    ...policyMounts,
     // An executable the policy lists by path outside the system folders is bound read-only where it is.
     ...(underSystem(executable) || inside(exe) ? [] : ["--ro-bind", exe, exe, ...(exe === executable ? [] : ["--ro-bind", exe, executable])]),
     // The launcher that receives the calls (launcher.ts): a copy of the host's /bin/sh made from fd 7, execute-only,
@@ -293,7 +299,7 @@ export const sandboxSpec = (
     "--chdir", cwd
   ]
   const limits = { cpuSeconds: Math.ceil(rule.timeout_ms / 1000), memoryBytes: rule.max_memory_bytes, fileBytes: rule.max_file_bytes, maxProcesses: rule.max_processes }
-  return { bwrap, limits, cwd, key: JSON.stringify([bwrap, limits]), git }
+  return { bwrap, limits, cwd, key: JSON.stringify([bwrap, limits]), git, mounts: mountsOf(policyMounts) }
 }
 
 /** bash, which closes fds of any number (dash's redirections take one digit). */

@@ -44,6 +44,7 @@ import type { Readable, Writable } from "node:stream"
 import type { ShellRule } from "../Policy.js"
 import { type Availability, type Contained, LAUNCHER_FD, LAUNCHER_PATH, SANDBOX_HOME, type Spec, startCommand } from "./contain.js"
 import { SH } from "./limits.js"
+import { differs } from "./mounts.js"
 import { type Baseline, launcherPid, pristine, record } from "./pristine.js"
 
 export interface RunResult {
@@ -558,7 +559,14 @@ const converse = (launcher: Launcher, call: Call, signal?: AbortSignal): Promise
       if (launcher.baseline === undefined) {
         const outer = child.pid
         launcher.inside ??= outer === undefined ? undefined : launcherPid(outer)
-        launcher.baseline = launcher.inside === undefined ? undefined : record(launcher.inside, launcher.folders)
+        // A new sandbox runs nothing before its mounts are checked (mounts.ts): a folder swapped for a link while
+        // bwrap built it would have bound the link's target.
+        const inside = launcher.inside
+        const wrong = inside === undefined ? "its launcher could not be found" : differs(inside, call.spec.mounts)
+        if (inside === undefined || wrong !== undefined) {
+          return kill(`the sandbox was not built as its policy says (${wrong}): a folder it binds changed while it was being built; it was stopped before running anything`)
+        }
+        launcher.baseline = record(inside, launcher.folders)
       }
       const script = callScript(call.spec.limits.cpuSeconds, call.extraEnv, call.argv)
       const stdin = pipeAt(child, 0)
