@@ -110,6 +110,30 @@ describe("a command cannot make the host's git run a program of its choosing", (
     expect(fs.existsSync(w.marker)).toBe(false)
   }, 60_000)
 
+  it("a repository whose .git is a link: left alone by a call that uses it, put back when a command points it elsewhere", async () => {
+    const w = workspace("linked-gitdir")
+    // The repository's git directory moved beside it (a folder git takes for one: guarded as such), a link in its place.
+    const gitDir = path.join(w.base, "workspace/store/repo.git")
+    fs.mkdirSync(path.dirname(gitDir))
+    fs.renameSync(path.join(w.repo, ".git"), gitDir)
+    fs.symlinkSync(gitDir, path.join(w.repo, ".git"))
+    const p = policy(w.base)
+    expect(await sh(p, `cd workspace/repo && echo b > b.txt && git add b.txt && git ${ID} commit -qm b && echo committed`)).toContain("committed")
+    expect(fs.readlinkSync(path.join(w.repo, ".git"))).toBe(gitDir)
+    expect(await sh(p, `git config --file workspace/store/repo.git/config core.fsmonitor ${w.fsmonitor}`)).toMatch(/busy|Read-only/)
+    const out = await sh(p, [
+      "cd workspace/repo",
+      "git init -q --bare ../planted",
+      `git config --file ../planted/config core.fsmonitor ${w.fsmonitor}`,
+      "rm .git && ln -s ../planted .git"
+    ].join(" && "))
+    expect(out).toMatch(/^ERROR .*repo\/\.git \(a link to the repository's git directory, changed: put back; what was there moved to .*\.git-untrusted\)/)
+    expect(fs.readlinkSync(path.join(w.repo, ".git"))).toBe(gitDir)
+    hostGit(w.repo, "status")
+    expect(fs.existsSync(w.marker)).toBe(false)
+    expect(hostGit(w.repo, "log", "--format=%s", "-1").trim()).toBe("b")
+  }, 60_000)
+
   it("a plain repository a command makes is kept, and from the next call on its configuration is read-only", async () => {
     const w = workspace("plain")
     const p = policy(w.base)

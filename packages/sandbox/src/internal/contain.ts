@@ -244,7 +244,7 @@ export const sandboxSpec = (
           if (writableAt(entry)) repos.push(entry)
           return false
         }
-        if (name === ".git" && (entryStat.isDirectory() || entryStat.isFile())) {
+        if (name === ".git" && (entryStat.isDirectory() || entryStat.isFile() || entryStat.isSymbolicLink())) {
           // git needs its repository; in a writable folder, what git would run of it is guarded (gitGuard.ts).
           if (bind.writable && writableAt(entry)) repos.push(entry)
           return false

@@ -38,8 +38,9 @@ export interface GitGuard {
   /** `modules/` and `worktrees/` folders that were there, and the git directories they held. */
   readonly nests: ReadonlyArray<string>
   readonly gitDirs: ReadonlySet<string>
-  /** The `.git` entries of the writable folders before the call. */
+  /** The `.git` entries of the writable folders before the call (and bare repositories), and what the links among them named. */
   readonly repos: ReadonlySet<string>
+  readonly links: ReadonlyMap<string, string>
   /** The writable folders, and the hidden folders in them the sandbox masked (nothing could be written there). */
   readonly roots: ReadonlyArray<string>
   readonly masked: ReadonlySet<string>
@@ -97,13 +98,16 @@ export const guardRepositories = (
       }
     }
   }
+  const links = new Map<string, string>()
   for (const repo of new Set(repos)) {
     if (allowed(repo)) continue
     const stat = fs.lstatSync(repo)
     if (stat.isDirectory()) guardDir(repo)
     else if (stat.isFile()) masks.push(["--ro-bind", repo, repo])
+    // A link cannot be bound (bwrap would bind its target): it is checked after the call, and put back if changed.
+    else if (stat.isSymbolicLink()) links.set(repo, fs.readlinkSync(repo))
   }
-  return { masks, absent, nests, gitDirs, repos: new Set(repos), roots, masked, allowed }
+  return { masks, absent, nests, gitDirs, repos: new Set(repos), links, roots, masked, allowed }
 }
 
 /** The configuration's keys as git reads them (git itself parses the file; includes not followed), or undefined when it cannot. */
@@ -192,6 +196,12 @@ export const afterCall = (guard: GitGuard, limit: { left: number }): ReadonlyArr
     done.push(`${p} (removed)`)
   }
   guard.absent.filter(exists).forEach(remove)
+  for (const [link, target] of guard.links) {
+    if (answer(() => fs.readlinkSync(link) === target)) continue
+    const aside = exists(link) ? `; what was there moved to ${moveAside(link)}` : ""
+    fs.symlinkSync(target, link)
+    done.push(`${link} (a link to the repository's git directory, changed: put back${aside})`)
+  }
   for (const nest of guard.nests) gitDirsIn(nest, limit).gitDirs.filter((g) => !guard.gitDirs.has(g)).forEach(remove)
   const known = (p: string) => guard.repos.has(p) || guard.gitDirs.has(p) || guard.allowed(p)
   try {
