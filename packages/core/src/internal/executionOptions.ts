@@ -15,6 +15,7 @@ import type * as RunNotices from "../RunNotices.js"
 import type { TenantContext } from "../Tenant.js"
 import type { Durability } from "../Tool.js"
 import type * as ToolRegistry from "../ToolRegistry.js"
+import type { InFlight } from "./inFlight.js"
 import type { Hub } from "./live.js"
 import type * as LiveTier from "./liveTier.js"
 import type { Log } from "./replayCursor.js"
@@ -31,6 +32,8 @@ export interface Deps {
   readonly defaultMaxOutputTokens: number
   /** False only when the kernel was built with `enforceBudget: false`: calls are priced but never refused. */
   readonly enforceBudget: boolean
+  /** The estimates of this kernel's model calls in flight, by lineage: counted by each pre-call check (`inFlight.ts`). */
+  readonly inFlight: InFlight
   /** How an idempotent tool that does not say is logged. */
   readonly idempotentToolDurability: Durability
   /** How often a `ctx.waitForSignal` reads the run's log for new signals (default `Signals.DEFAULT_POLL_MILLIS`). */

@@ -22,6 +22,7 @@ import * as RunNotices from "../RunNotices.js"
 import { TaskQueue } from "../TaskQueue.js"
 import { ToolRegistry } from "../ToolRegistry.js"
 import type * as Execution from "./execution.js"
+import * as InFlight from "./inFlight.js"
 import * as LiveRead from "./live.js"
 import * as LiveNotify from "./liveNotify.js"
 import * as LiveTier from "./liveTier.js"
@@ -57,6 +58,7 @@ export const make = (options: Options) =>
       priceOf: Pricing.resolver(options, model.prices),
       defaultMaxOutputTokens: options.defaultMaxOutputTokens ?? 1024,
       enforceBudget: options.enforceBudget ?? true,
+      inFlight: InFlight.make(),
       idempotentToolDurability: options.idempotentToolDurability ?? "two-phase",
       signalPollMillis: options.signalPollInterval === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalPollInterval)),
       signalHoldMillis: options.signalWaitHold === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalWaitHold)),

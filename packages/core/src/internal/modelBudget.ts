@@ -16,15 +16,20 @@ export const UNPRICED = "budget_unpriced"
 /** Ends the execution: the run fails on its budget. */
 export const failed = (env: StepEnv, error: Errors.BudgetExceeded | Errors.BudgetUnpriced) => env.halt({ _tag: "Failed", error })
 
-/** What a call's estimate assumed: the prompt's tokens, and the output tokens sent as the model's cap. */
+/**
+ * What a call's estimate assumed: the prompt's tokens, and the output tokens sent as the model's cap; and the release
+ * of the estimate, held for the lineage while the call is in flight (`inFlight.ts`).
+ */
 export interface Assumed {
   readonly promptTokens: number
   readonly outputTokens: number
+  readonly release: () => void
 }
 
 /**
- * Refuses a call the budget cannot hold (by its price, or its estimate); notes what the kernel decided. Returns the
- * tokens the estimate assumed, when it made one.
+ * Refuses a call the budget cannot hold (by its price, or its estimate with the lineage's spend and its other calls in
+ * flight in this kernel); notes what the kernel decided. Returns the tokens the estimate assumed, when it made one,
+ * and the estimate is then held for the lineage until `release` (the check and the hold are one synchronous step).
  */
 export const checkBudget = (env: StepEnv, key: string, sent: ModelPort.ModelRequest, price: Price | undefined, requested: EventPayload, notes: Array<EventPayload>) =>
   Effect.gen(function*() {
@@ -45,12 +50,23 @@ export const checkBudget = (env: StepEnv, key: string, sent: ModelPort.ModelRequ
     // A count the tokenizer cannot give is priced at the whole budget: refused, not waved through.
     const estimateUsd = costOf({ inputTokens: promptTokens, outputTokens }, price) ?? Number.POSITIVE_INFINITY
     const spentUsd = env.spentUsd()
-    if (spentUsd + estimateUsd <= tenant.budgetUsdLimit) return { outputTokens, promptTokens } satisfies Assumed
+    const inFlightUsd = deps.inFlight.of(tenant.tenantId, env.options.rootRunId)
+    if (spentUsd + inFlightUsd + estimateUsd <= tenant.budgetUsdLimit) {
+      return { outputTokens, promptTokens, release: deps.inFlight.hold(tenant.tenantId, env.options.rootRunId, estimateUsd) } satisfies Assumed
+    }
     notes.push({
       _tag: "MiddlewareNote",
       middleware: "kernel",
       note: "estimate_over_budget",
-      data: { model: sent.model, promptTokens, outputTokens, estimateUsd: Number.isFinite(estimateUsd) ? estimateUsd : null, spentUsd, limitUsd: tenant.budgetUsdLimit }
+      data: {
+        model: sent.model,
+        promptTokens,
+        outputTokens,
+        estimateUsd: Number.isFinite(estimateUsd) ? estimateUsd : null,
+        spentUsd,
+        ...(inFlightUsd > 0 ? { inFlightUsd } : {}),
+        limitUsd: tenant.budgetUsdLimit
+      }
     })
     return yield* env.budgetExceeded(key, "before_call", [requested, ...notes])
   })

@@ -7,10 +7,10 @@ import * as Effect from "effect/Effect"
 import type { AssistantMessage, Usage } from "../Chat.js"
 import * as Errors from "../Errors.js"
 import type { EventPayload } from "../Event.js"
-import type { InterceptorError } from "../Middleware.js"
+import type { CallContext, InterceptorError } from "../Middleware.js"
 import type * as ModelPort from "../ModelPort.js"
 import * as Interceptors from "./interceptors.js"
-import { chargedCost, checkBudget, failed, overBudgetOf, UNPRICED } from "./modelBudget.js"
+import { type Assumed, chargedCost, checkBudget, failed, overBudgetOf, UNPRICED } from "./modelBudget.js"
 import { recordedCall } from "./modelRecorded.js"
 import { requestedOf } from "./modelRequested.js"
 import * as ModelStream from "./modelStream.js"
@@ -63,9 +63,29 @@ const liveCall = (env: StepEnv, key: string, request: ModelPort.ModelRequest, re
       i.beforeModel === undefined ? undefined : (r) => i.beforeModel!(r, context))
     if (before._tag === "Refused") return yield* refused(env, key, "before_call", [requestedOf(before.value, requestHash), ...notes], before.error, before.interceptor.name)
     const price = deps.priceOf(before.value.model)
-    const assumed = yield* checkBudget(env, key, before.value, price, requestedOf(before.value, requestHash), notes)
+    // The estimate is held for the lineage while the call is in flight, released however the call ends.
+    return yield* Effect.acquireUseRelease(
+      checkBudget(env, key, before.value, price, requestedOf(before.value, requestHash), notes),
+      (assumed) => sendAndCharge(env, key, before.value, requestHash, price, assumed, notes, context),
+      (assumed) => Effect.sync(() => assumed?.release())
+    )
+  })
+
+/** A priced, checked call: sent (streamed), charged and logged. */
+const sendAndCharge = (
+  env: StepEnv,
+  key: string,
+  request: ModelPort.ModelRequest,
+  requestHash: string,
+  price: Price | undefined,
+  assumed: Assumed | undefined,
+  notes: Array<EventPayload>,
+  context: CallContext
+) =>
+  Effect.gen(function*() {
+    const { deps, tenant } = env
     // The reply may not cost more than the estimate: the output tokens it assumed are sent as the model's cap.
-    const sent = assumed === undefined || before.value.maxOutputTokens !== undefined ? before.value : { ...before.value, maxOutputTokens: assumed.outputTokens }
+    const sent = assumed === undefined || request.maxOutputTokens !== undefined ? request : { ...request, maxOutputTokens: assumed.outputTokens }
     const requested = requestedOf(sent, requestHash)
     const streamed = yield* ModelStream.run(env, key, sent, context, overBudgetOf(env, assumed, price))
     if (streamed._tag === "OverBudget") {

@@ -1,0 +1,57 @@
+// Concurrent calls of one lineage in one kernel: each is checked against the lineage's spend and the estimates of its
+// other calls in flight, so sub-runs started together cannot each spend the whole budget's remainder.
+import { describe, expect, it } from "@effect/vitest"
+import { Chat, EventStore, Kernel, ModelPort, Tenant, ToolRegistry, Workflow } from "@artana/core"
+import { Effect, Either, Layer, Schema } from "effect"
+
+const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 2.5 })
+
+/** A model priced at $1 an output token, each answer taking time (the calls overlap) and as long as it may be. */
+const slowModel = () => {
+  let calls = 0
+  const port = ModelPort.make({
+    defaultModel: "m",
+    prices: { m: { input: 0, cachedInput: 0, output: 1_000_000 } },
+    generate: (request) =>
+      Effect.as(Effect.sleep("30 millis").pipe(Effect.tap(() => void calls++)), {
+        model: request.model,
+        message: { role: "assistant" as const, content: "answer" },
+        usage: { inputTokens: 10, outputTokens: request.maxOutputTokens ?? 1 }
+      })
+  })
+  const layer = Layer.provideMerge(Kernel.layer(), Layer.mergeAll(EventStore.layerMemory, Layer.succeed(ModelPort.ModelPort, port), ToolRegistry.layer([])))
+  return { calls: () => calls, layer }
+}
+
+/** One model call of at most one output token ($1). */
+const oneCall = Workflow.make({
+  name: "one-call",
+  input: Schema.Null,
+  output: Schema.String,
+  run: (_input, ctx) => Effect.map(ctx.modelStep({ messages: [Chat.user("hi")], maxOutputTokens: 1, key: "m" }), (r) => String(r.message.content))
+})
+
+describe("calls in flight count against the lineage's budget", () => {
+  it.live("four sub-runs started together under room for two calls: two are answered, two refused before the call", () => {
+    const m = slowModel()
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      yield* kernel.execute(Workflow.make({ name: "root", input: Schema.Null, output: Schema.Null, run: () => Effect.succeed(null) }), { runId: "root", tenant, input: null })
+      const children = yield* Effect.forEach([1, 2, 3, 4], (i) =>
+        Effect.either(kernel.execute(oneCall, { runId: `root::sub_agent::${i}`, tenant, input: null, parentRunId: "root" })), { concurrency: "unbounded" })
+      const lineage = yield* (yield* EventStore.EventStore).listRuns("acme", { rootRunId: "root" })
+      const spent = lineage.reduce((sum, r) => sum + r.costUsd, 0)
+      expect({ calls: m.calls(), refused: children.filter(Either.isLeft).length, spent }).toEqual({ calls: 2, refused: 2, spent: 2 })
+    }).pipe(Effect.provide(m.layer))
+  })
+
+  it.live("a call that ended (answered or failed) no longer holds its estimate: the next call of the lineage has room again", () => {
+    const m = slowModel()
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const first = yield* kernel.execute(oneCall, { runId: "solo", tenant, input: null })
+      const second = yield* kernel.execute(oneCall, { runId: "solo::sub_agent::1", tenant, input: null, parentRunId: "solo" })
+      expect({ first: first.status, second: second.status, calls: m.calls() }).toEqual({ first: "completed", second: "completed", calls: 2 })
+    }).pipe(Effect.provide(m.layer))
+  })
+})
