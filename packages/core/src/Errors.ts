@@ -121,8 +121,13 @@ export class BudgetExceeded extends Schema.TaggedError<BudgetExceeded>()("Budget
   spentUsd: Schema.Number
 }) {
   override get message() {
-    return `run ${this.runId} spent $${this.spentUsd.toFixed(6)} of its $${this.limitUsd} budget; raise the ` +
-      `tenant's budgetUsdLimit or start a smaller run`
+    // Under the limit: a call was refused before it was sent, its estimate (with the lineage's calls in flight) too much.
+    return this.spentUsd < this.limitUsd
+      ? `run ${this.runId} spent $${this.spentUsd.toFixed(6)} of its $${this.limitUsd} budget, and its next model call ` +
+        `could cost more than is left (with the lineage's other calls in flight); raise the tenant's budgetUsdLimit, ` +
+        `lower the call's maxOutputTokens, or start a smaller run`
+      : `run ${this.runId} spent $${this.spentUsd.toFixed(6)} of its $${this.limitUsd} budget; raise the ` +
+        `tenant's budgetUsdLimit or start a smaller run`
   }
 }
 

@@ -2,7 +2,7 @@
 // other calls in flight, so sub-runs started together cannot each spend the whole budget's remainder.
 import { describe, expect, it } from "@effect/vitest"
 import { Chat, EventStore, Kernel, ModelPort, Tenant, ToolRegistry, Workflow } from "@artana/core"
-import { Effect, Either, Layer, Schema } from "effect"
+import { Deferred, Effect, Either, Fiber, Layer, Schema } from "effect"
 
 const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 2.5 })
 
@@ -53,5 +53,31 @@ describe("calls in flight count against the lineage's budget", () => {
       const second = yield* kernel.execute(oneCall, { runId: "solo::sub_agent::1", tenant, input: null, parentRunId: "solo" })
       expect({ first: first.status, second: second.status, calls: m.calls() }).toEqual({ first: "completed", second: "completed", calls: 2 })
     }).pipe(Effect.provide(m.layer))
+  })
+
+  it.live("a call interrupted in flight releases its estimate too", () => {
+    const roomForOne = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1.5 })
+    return Effect.gen(function*() {
+      const sent = yield* Deferred.make<void>()
+      let calls = 0
+      // The first call hangs once sent; the next answers.
+      const port = ModelPort.make({
+        defaultModel: "m",
+        prices: { m: { input: 0, cachedInput: 0, output: 1_000_000 } },
+        generate: (request) =>
+          ++calls === 1
+            ? Effect.zipRight(Deferred.succeed(sent, undefined), Effect.never)
+            : Effect.succeed({ model: request.model, message: { role: "assistant" as const, content: "answer" }, usage: { inputTokens: 10, outputTokens: 1 } })
+      })
+      const layer = Layer.provideMerge(Kernel.layer(), Layer.mergeAll(EventStore.layerMemory, Layer.succeed(ModelPort.ModelPort, port), ToolRegistry.layer([])))
+      yield* Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        const first = yield* Effect.fork(kernel.execute(oneCall, { runId: "cut", tenant: roomForOne, input: null }))
+        yield* Deferred.await(sent)
+        yield* Fiber.interrupt(first)
+        const second = yield* kernel.execute(oneCall, { runId: "cut::sub_agent::1", tenant: roomForOne, input: null, parentRunId: "cut" })
+        expect({ status: second.status, calls }).toEqual({ status: "completed", calls: 2 })
+      }).pipe(Effect.provide(layer))
+    })
   })
 })

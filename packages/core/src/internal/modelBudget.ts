@@ -31,7 +31,16 @@ export interface Assumed {
  * flight in this kernel); notes what the kernel decided. Returns the tokens the estimate assumed, when it made one,
  * and the estimate is then held for the lineage until `release` (the check and the hold are one synchronous step).
  */
-export const checkBudget = (env: StepEnv, key: string, sent: ModelPort.ModelRequest, price: Price | undefined, requested: EventPayload, notes: Array<EventPayload>) =>
+export const checkBudget = (
+  env: StepEnv,
+  key: string,
+  sent: ModelPort.ModelRequest,
+  price: Price | undefined,
+  requested: EventPayload,
+  notes: Array<EventPayload>,
+  /** Where the token count may be interrupted (the caller holds the rest uninterruptible: see `modelStep.ts`). */
+  interruptible: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = (effect) => effect
+) =>
   Effect.gen(function*() {
     const { deps, tenant } = env
     if (!deps.enforceBudget) {
@@ -45,7 +54,7 @@ export const checkBudget = (env: StepEnv, key: string, sent: ModelPort.ModelRequ
     }
     if (!(price.input > 0 || price.output > 0)) return
     // The call's cost at most: the prompt as the model counts it, and every output token the request allows.
-    const promptTokens = yield* deps.model.countTokens(sent.messages, sent.model)
+    const promptTokens = yield* interruptible(deps.model.countTokens(sent.messages, sent.model))
     const outputTokens = sent.maxOutputTokens ?? deps.defaultMaxOutputTokens
     // A count the tokenizer cannot give is priced at the whole budget: refused, not waved through.
     const estimateUsd = costOf({ inputTokens: promptTokens, outputTokens }, price) ?? Number.POSITIVE_INFINITY

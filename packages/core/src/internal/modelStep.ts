@@ -63,12 +63,14 @@ const liveCall = (env: StepEnv, key: string, request: ModelPort.ModelRequest, re
       i.beforeModel === undefined ? undefined : (r) => i.beforeModel!(r, context))
     if (before._tag === "Refused") return yield* refused(env, key, "before_call", [requestedOf(before.value, requestHash), ...notes], before.error, before.interceptor.name)
     const price = deps.priceOf(before.value.model)
-    // The estimate is held for the lineage while the call is in flight, released however the call ends.
-    return yield* Effect.acquireUseRelease(
-      checkBudget(env, key, before.value, price, requestedOf(before.value, requestHash), notes),
-      (assumed) => sendAndCharge(env, key, before.value, requestHash, price, assumed, notes, context),
-      (assumed) => Effect.sync(() => assumed?.release())
-    )
+    // The estimate is held for the lineage while the call is in flight, released however the call ends: from the hold
+    // (made where the check passes) to the release's registration nothing can be interrupted; the token count before
+    // the check and the call itself can.
+    return yield* Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(
+        checkBudget(env, key, before.value, price, requestedOf(before.value, requestHash), notes, restore),
+        (assumed) => Effect.ensuring(restore(sendAndCharge(env, key, before.value, requestHash, price, assumed, notes, context)), Effect.sync(() => assumed?.release()))
+      ))
   })
 
 /** A priced, checked call: sent (streamed), charged and logged. */
