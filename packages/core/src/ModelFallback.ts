@@ -1,7 +1,8 @@
 /**
  * A `ModelPort` that falls back: each call goes to the first model; when it fails with one of the listed kinds (a rate
  * limit, an outage), the next one answers, and so on. The kernel logs the model that actually answered
- * (`ModelCompleted.model`) and prices the call by it; a `fallback` note in the log says which model failed and why.
+ * (`ModelCompleted.model`) and prices the call by it; a `fallback` note in the log says which model failed and why,
+ * and what it billed when it answered before failing (a refused reply: `billed`, charged at its own price).
  * Replay reads the log, so a replayed run never calls any of them. A streamed call (`stream`, what the kernel uses)
  * falls back the same way until the first delta; after it, a failure fails the call (the deltas are out).
  *
@@ -51,7 +52,15 @@ export const make = (models: readonly [ModelPort.Service, ...Array<ModelPort.Ser
   const handOn = (i: number, sent: ModelPort.ModelRequest, error: ModelError): ModelPort.ProviderNote | undefined => {
     const next = models[i + 1]
     if (next === undefined || !kinds.has(error.kind)) return undefined
-    return { source: "fallback", note: "fallback", data: { from: sent.model, to: next.defaultModel, kind: error.kind, reason: error.reason } }
+    // What the failed model billed (a reply it refused), charged to the run by the kernel at that model's price.
+    const billed = error.usage === undefined ? {} : {
+      billed: {
+        inputTokens: error.usage.inputTokens,
+        outputTokens: error.usage.outputTokens,
+        ...(error.usage.cachedInputTokens === undefined ? {} : { cachedInputTokens: error.usage.cachedInputTokens })
+      }
+    }
+    return { source: "fallback", note: "fallback", data: { from: sent.model, to: next.defaultModel, kind: error.kind, reason: error.reason, ...billed } }
   }
 
   // The last failure, naming the models that failed before it.

@@ -3,7 +3,8 @@
 // the budget stopped. Each cost is logged (`ModelFailed`, `PolicyDenied` or `BudgetExceeded` carry `costUsd`), so the
 // run's cost, its lineage's and a resumed execution's spend all count it. (Found in review: each was charged $0.)
 import { describe, expect, it } from "@effect/vitest"
-import { Chat, Errors, EventStore, Kernel, Middleware, ModelPort, Tenant, ToolRegistry, Workflow } from "@artana/core"
+import { Chat, Errors, EventStore, Kernel, Middleware, ModelFallback, ModelPort, Tenant, ToolRegistry, Workflow } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
 import { Effect, Either, Layer, Schema } from "effect"
 
 const tenant = (budgetUsdLimit: number) => Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit })
@@ -132,4 +133,26 @@ describe("a billed model call that does not complete is charged", () => {
       expect(yield* store.lineageCostUsd("acme", "root")).toBeCloseTo(afterA, 9)
     }).pipe(Effect.provide(kernelWith(port)))
   })
+})
+
+describe("a model a fallback passed over after it billed", () => {
+  it.effect("its refused reply is charged at its own price, with the answer of the model that took over", () =>
+    Effect.gen(function*() {
+      const refused = new Errors.ModelError({ kind: "refusal", reason: "refused", retryable: false, usage: { inputTokens: 0, outputTokens: 1_000_000 } })
+      const first = ScriptedModel.make([{ error: refused }], { model: "a", prices: { a: { input: 0, cachedInput: 0, output: 2 } } })
+      const second = ScriptedModel.make([ScriptedModel.text("b answers", { usage: { inputTokens: 0, outputTokens: 1_000_000 } })], {
+        model: "b",
+        prices: { b: { input: 0, cachedInput: 0, output: 1 } }
+      })
+      const port = ModelFallback.make([first.port, second.port], { on: ["refusal"] })
+      const layer = Layer.provideMerge(Kernel.layer(), Layer.mergeAll(EventStore.layerMemory, Layer.succeed(ModelPort.ModelPort, port), ToolRegistry.layer([])))
+      yield* Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 100 })
+        yield* kernel.chat({ runId: "passed-over", tenant, messages: [Chat.user("hi")], maxOutputTokens: 1_000_000 })
+        const run = yield* (yield* EventStore.EventStore).getRun("acme", "passed-over")
+        // $1 for b's answer, $2 for a's refused reply.
+        expect(run.costUsd).toBe(3)
+      }).pipe(Effect.provide(layer))
+    }))
 })

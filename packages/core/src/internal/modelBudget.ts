@@ -4,6 +4,9 @@
  * while it streams past what was estimated; charged, once answered, what it cost.
  */
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import { Usage } from "../Chat.js"
 import * as Errors from "../Errors.js"
 import type { EventPayload } from "../Event.js"
 import type * as ModelPort from "../ModelPort.js"
@@ -146,3 +149,24 @@ export const chargedCost = (env: StepEnv, sent: ModelPort.ModelRequest, response
     ? (env.deps.enforceBudget ? undefined : 0)
     : costOf(response.usage, answeredPrice)
 }
+
+/**
+ * What the models a fallback passed over billed for the call (`fallback` notes with `billed` usage: a reply a model
+ * answered and the port refused), each at its own model's price, else at the price of the call's model. Undefined
+ * when such usage cannot be priced under an enforced budget (the call is then refused as unpriced).
+ */
+export const passedOverCost = (env: StepEnv, response: ModelPort.ModelResponse, price: Price | undefined): number | undefined => {
+  let sum = 0
+  for (const note of response.notes ?? []) {
+    const passed = note.source === "fallback" ? decodePassedOver(note.data) : Option.none()
+    if (Option.isNone(passed)) continue
+    const at = env.deps.priceOf(passed.value.from) ?? price
+    const cost = at === undefined ? (env.deps.enforceBudget ? undefined : 0) : costOf(passed.value.billed, at)
+    if (cost === undefined) return undefined
+    sum += cost
+  }
+  return sum
+}
+
+/** A `fallback` note's model and what it billed. */
+const decodePassedOver = Schema.decodeUnknownOption(Schema.Struct({ from: Schema.String, billed: Usage }))

@@ -10,7 +10,7 @@ import type { EventPayload } from "../Event.js"
 import type { CallContext, InterceptorError } from "../Middleware.js"
 import type * as ModelPort from "../ModelPort.js"
 import * as Interceptors from "./interceptors.js"
-import { type Assumed, chargedCost, checkBudget, failed, overBudgetOf, UNPRICED } from "./modelBudget.js"
+import { type Assumed, chargedCost, checkBudget, failed, overBudgetOf, passedOverCost, UNPRICED } from "./modelBudget.js"
 import { recordedCall } from "./modelRecorded.js"
 import { requestedOf } from "./modelRequested.js"
 import * as ModelStream from "./modelStream.js"
@@ -112,7 +112,9 @@ const sendAndCharge = (
       return yield* refused(env, key, "after_call", [requested, ...notes], after.error, after.interceptor.name, billed !== undefined && Number.isFinite(billed) ? billed : 0)
     }
     const response = after.value
-    const costUsd = chargedCost(env, sent, response, price)
+    const answered = chargedCost(env, sent, response, price)
+    const passedOver = passedOverCost(env, response, price)
+    const costUsd = answered === undefined || passedOver === undefined ? undefined : answered + passedOver
     if (costUsd === undefined) {
       const why = `the call to model "${response.model}" reported a cost or usage that is not one (cost ${String(response.costUsd)}, usage ${JSON.stringify(response.usage)})`
       yield* env.append(key, [requested, ...notes, { _tag: "ModelFailed", kind: UNPRICED, error: why }])
