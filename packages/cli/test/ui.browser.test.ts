@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { type Browser, chromium, type Page } from "playwright-core"
 import { artanaJson, cleanup, planWorkspace, tempDir } from "./helpers.js"
@@ -135,6 +137,33 @@ describe("artana ui in chromium", () => {
     expect(await page.locator("#seq-1").getAttribute("class")).not.toContain("broken")
     await page.screenshot({ path: screenshotPath("tampered"), fullPage: true })
     await page.close()
+  })
+
+  it("another site cannot frame the inbox (clickjacking): the frame is refused, a click over it approves nothing", async () => {
+    const inbox = await fetch(`${actions.url}inbox`)
+    expect(inbox.headers.get("x-frame-options")).toBe("DENY")
+    expect(inbox.headers.get("content-security-policy")).toContain("frame-ancestors 'none'")
+    // The attacker's page, another origin: the inbox in an invisible frame over a decoy button.
+    const attacker = http.createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "text/html" })
+      res.end(`<!doctype html><body style="margin:0"><button style="position:absolute;left:0;top:0;width:1280px;height:900px">Win</button>
+<iframe src="${actions.url}inbox" style="position:absolute;left:0;top:0;width:1280px;height:900px;opacity:0.01;border:0"></iframe></body>`)
+    })
+    await new Promise<void>((resolve) => attacker.listen(0, "127.0.0.1", () => resolve()))
+    try {
+      const page = await open(`http://127.0.0.1:${(attacker.address() as AddressInfo).port}/`)
+      const frame = page.frames().find((f) => f !== page.mainFrame())!
+      await frame.waitForLoadState()
+      expect(await frame.locator("form[action='/actions/approve']").count()).toBe(0)
+      // Where the inbox's first Approve button would be.
+      await page.mouse.click(640, 200)
+      await page.close()
+    } finally {
+      await new Promise<void>((resolve) => attacker.close(() => resolve()))
+    }
+    const still = await open(`${actions.url}inbox`)
+    expect(await still.locator("tr[data-approval^='plan-1@']").count()).toBe(1)
+    await still.close()
   })
 
   it("approves a paused plan step from the inbox (--allow-actions): the run goes on and completes", async () => {

@@ -55,6 +55,8 @@ describe("artana ui over HTTP", () => {
       const once = yield* get(`${base}/runs/research?tenant=acme&token=${token}`)
       expect(once.status).toBe(303)
       expect(once.headers.location).toBe("/runs/research?tenant=acme")
+      // A link `//evil.example/?token=...` (a valid token) redirects within the server, never to another host.
+      expect((yield* get(`${base}//evil.example/?token=${token}`)).headers.location).toBe("/evil.example/")
       const cookie = String(once.headers["set-cookie"]).split(";")[0]!
       expect(String(once.headers["set-cookie"])).toMatch(/HttpOnly/i)
       const withCookie = yield* get(`${base}/runs/research?tenant=acme`, { cookie })
@@ -98,6 +100,8 @@ describe("artana ui over HTTP", () => {
       expect((yield* get(`${acting.url}actions/respond`, form, "POST", "run=waiting&tenant=acme&response={}&csrf=stale")).status).toBe(403)
       const crossSite = yield* get(`${acting.url}actions/respond`, { ...form, origin: "http://attacker.example" }, "POST", `run=waiting&tenant=acme&response={}&csrf=${token}`)
       expect(crossSite.status).toBe(403)
+      // An opaque origin (a sandboxed frame's, a data: page's) is another page's too.
+      expect((yield* get(`${acting.url}actions/respond`, { ...form, origin: "null" }, "POST", `run=waiting&tenant=acme&response={}&csrf=${token}`)).status).toBe(403)
       // With the token the action runs: the kernel refuses to resume a workflow the CLI does not have, and says so.
       const done = yield* get(`${acting.url}actions/respond`, form, "POST", `run=waiting&tenant=acme&response={}&csrf=${token}`)
       expect(done.status).toBe(409)

@@ -4,6 +4,7 @@
  */
 import { EventStore } from "@artana/core"
 import { Hono } from "hono"
+import { secureHeaders } from "hono/secure-headers"
 import type { Context } from "hono"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -31,6 +32,15 @@ const int = (text: string | undefined, fallback: number, max: number): number =>
 
 export const makeApp = (options: AppOptions): Hono => {
   const app = new Hono()
+  // Every response, refusals included: never in another site's frame (a page elsewhere would frame the inbox and have
+  // a person click Approve: the click is the inspector's own form, token and Origin right), scripts and styles only
+  // the inspector's own, no sniffing, no referrer. Hono's own middleware (`hono/secure-headers`).
+  app.use("*", secureHeaders({
+    xFrameOptions: "DENY",
+    contentSecurityPolicy: { defaultSrc: ["'self'"], frameAncestors: ["'none'"], objectSrc: ["'none'"], baseUri: ["'none'"], formAction: ["'self'"] },
+    referrerPolicy: "same-origin",
+    crossOriginResourcePolicy: "same-origin"
+  }))
   app.use("*", guard(options.guard))
   const ctxOf = (c: Context): PageContext => ({
     tenant: c.req.query("tenant") || options.tenant,

@@ -65,7 +65,8 @@ export const guard = (g: Guard): MiddlewareHandler => async (c, next) => {
       setCookie(c, COOKIE, g.token, { httpOnly: true, sameSite: "Strict", path: "/" })
       const url = new URL(c.req.url)
       url.searchParams.delete("token")
-      return c.redirect(`${url.pathname}${url.search}`, 303)
+      // The path as one leading slash: `//evil.example/?token=...` must not redirect to another host.
+      return c.redirect(`/${url.pathname.replace(/^\/+/, "")}${url.search}`, 303)
     }
     if (!same(bearer(c.req.header("authorization")), g.token) && !same(getCookie(c, COOKIE), g.token)) {
       c.header("www-authenticate", "Bearer")
@@ -74,7 +75,8 @@ export const guard = (g: Guard): MiddlewareHandler => async (c, next) => {
   }
   if (c.req.method === "POST") {
     const origin = c.req.header("origin")
-    if (origin !== undefined && origin !== "null" && hostOf(origin) !== host) {
+    // An opaque origin (`null`: a sandboxed frame, a data: page) is another page's too.
+    if (origin !== undefined && (origin === "null" || hostOf(origin) !== host)) {
       return c.text("artana ui: an action must come from its own pages", 403)
     }
     const body = await c.req.parseBody()
