@@ -18,6 +18,7 @@ import type * as EventStore from "./EventStore.js"
 import type * as Fork from "./Fork.js"
 import { chainEnd } from "./internal/continueAsNew.js"
 import type * as Execution from "./internal/execution.js"
+import * as Tracing from "./internal/tracing.js"
 import * as ForkLog from "./internal/fork.js"
 import * as KernelDeps from "./internal/kernelDeps.js"
 import * as KernelReads from "./internal/kernelReads.js"
@@ -334,7 +335,7 @@ export const make = (options: Options = {}) =>
           Effect.onExit(dropDeltasAfter(start.tenant.tenantId, runId))
         )
       return startRun(runtime, workflow, start, runId, existing, dropDeltasAfter(start.tenant.tenantId, runId, true)).pipe(
-        Effect.withSpan("Kernel.execute", { attributes: { workflow: workflow.name }, captureStackTrace: false })
+        Tracing.spanned("Kernel.execute", { attributes: { workflow: workflow.name }, captureStackTrace: false })
       )
     }
 
@@ -360,10 +361,10 @@ export const make = (options: Options = {}) =>
         const info = yield* chainEnd(store, yield* store.getRun(run.tenantId, run.runId))
         // A given workflow is checked by name like a registered one (continueRun: NonDeterminism on another name).
         return yield* Effect.onExit(resumeWith(info, run.workflow ?? (yield* workflowFor(info)), run), dropDeltasAfter(info.tenantId, info.runId))
-      }).pipe(Effect.withSpan("Kernel.resume"))
+      }).pipe(Tracing.spanned("Kernel.resume"))
     }
 
-    const forkLog = (request: Fork.ForkRequest) => ForkLog.write(store, deps.auditKey, request).pipe(Effect.withSpan("Kernel.forkLog"))
+    const forkLog = (request: Fork.ForkRequest) => ForkLog.write(store, deps.auditKey, request).pipe(Tracing.spanned("Kernel.forkLog"))
     function fork<I, O, E>(request: ForkOptions & { readonly workflow: Workflow.Workflow<I, O, E> }): Effect.Effect<RunResult<O>, E | KernelError | Fork.ForkError>
     function fork(request: ForkOptions): Effect.Effect<RunResult<Register.ByNameOutput>, Register.ByNameError | KernelError | Fork.ForkError>
     function fork(request: ForkOptions): Effect.Effect<RunResult<unknown>, unknown> {
@@ -374,7 +375,7 @@ export const make = (options: Options = {}) =>
         const takeover = forked.created ? `fork of run ${forked.forkedFrom.runId} at seq ${forked.forkedFrom.seq}: its first execution` : undefined
         // A fork already driven elsewhere to its end (or a pause) is returned as it stands, as `resume` would.
         return yield* Effect.onExit(continueRun(runtime, workflow, info, "live", undefined, undefined, takeover), dropDeltasAfter(info.tenantId, info.runId))
-      }).pipe(Effect.withSpan("Kernel.fork", { attributes: { runId: request.runId } }))
+      }).pipe(Tracing.spanned("Kernel.fork", { attributes: { runId: request.runId } }))
     }
 
     const service: Service = {
@@ -382,7 +383,7 @@ export const make = (options: Options = {}) =>
       resume,
       replay: (workflow, run) =>
         Effect.flatMap(store.getRun(run.tenantId, run.runId), (info) => continueRun(runtime, workflow, info, "replay", undefined)).pipe(
-          Effect.withSpan("Kernel.replay")
+          Tracing.spanned("Kernel.replay")
         ),
       reconcile: Effect.fn("Kernel.reconcile")(function*(run) {
         return yield* reconcile(runtime, queue, run)

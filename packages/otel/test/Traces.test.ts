@@ -8,7 +8,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
-import { Artana, Tenant } from "@artana/core"
+import { Artana, EventStore, Kernel, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
+import { Effect, Either, Layer, Schema } from "effect"
 import { ScriptedModel } from "@artana/core/testing"
 import { AgentClient } from "@artana/agent"
 import { SqliteStore } from "@artana/store-sqlite"
@@ -178,4 +179,30 @@ describe("traces exported over OTLP/HTTP", () => {
       "artana.budget.spent_usd": 5
     })
   }, 120_000)
+
+  it("a failed step's error text (a tool's message naming its argument) leaves only under content capture; the run fails with it all the same", async () => {
+    const email = "ann.secret@acme.example"
+    const lookup = Tool.make({
+      name: "crm.lookup",
+      description: "Finds a customer by email",
+      parameters: Schema.Struct({ email: Schema.String }),
+      handler: ({ email }) => Effect.fail(new Error(`no customer with email ${email}`))
+    })
+    const find = Workflow.make({ name: "find", input: Schema.Struct({ email: Schema.String }), output: Schema.Unknown, run: (input, ctx) => ctx.tool(lookup, input) })
+    const attempt = async (serviceName: string, captureContent: boolean) => {
+      const layer = Layer.provideMerge(Kernel.layer({ workflows: [find] }), Layer.mergeAll(EventStore.layerMemory, ScriptedModel.layer([]), ToolRegistry.layer([lookup])))
+      const result = await Effect.runPromise(Effect.flatMap(Kernel.Kernel, (k) => Effect.either(k.execute(find, { runId: `err-${serviceName}`, tenant, input: { email } }))).pipe(
+        Effect.provide(layer),
+        Effect.provide(ArtanaOtel.layer({ url: `${receiver.endpoint}/v1/traces`, protocol: "http/json", serviceName, captureContent }))
+      ))
+      expect(Either.isLeft(result) && result.left.message).toContain(email)
+      const spans = receiver.spans.filter((s) => s.service === serviceName)
+      expect(one(named(spans, "artana.run"), () => true).statusCode).toBe(2)
+      // What went over the wire for this service: the status message, exception events and stacks included.
+      return receiver.bodies.filter((b) => b.includes(serviceName)).join("\n")
+    }
+    expect(await attempt("artana-error-quiet", false)).not.toContain(email)
+    expect(await attempt("artana-error-content", true)).toContain(email)
+  }, 120_000)
 })
+

@@ -4,6 +4,7 @@
  * another process, a takeover) links to the one before it without storing anything: the epoch before its own names
  * it. Spans are opened with no stack trace captured and attributes built once, so a kernel with no tracer pays little.
  */
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Tracer from "effect/Tracer"
@@ -11,6 +12,50 @@ import type { EventPayload } from "../Event.js"
 import type { TenantContext } from "../Tenant.js"
 import { CaptureContent } from "../Tracing.js"
 import { sha256 } from "./hash.js"
+
+/** A failure as a span shows it without content: the error's tag only (its message may hold arguments, data, prompts). */
+class SpanFailure extends Error {
+  constructor(tag: string) {
+    super(`${tag} (its message is content: exported only under CaptureContent)`)
+    this.name = tag
+    this.stack = `${tag}: ${this.message}`
+  }
+}
+
+/** The tag of a cause's first failure or defect. */
+const tagOf = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.failureOption(cause)
+  const error: unknown = Option.isSome(failure) ? failure.value : Option.getOrUndefined(Cause.dieOption(cause))
+  if (typeof error === "object" && error !== null) {
+    const tag = (error as { readonly _tag?: unknown })._tag
+    if (typeof tag === "string") return tag
+    if (error instanceof Error) return error.name
+  }
+  return Option.isSome(failure) ? "Failure" : "Defect"
+}
+
+/**
+ * `Effect.withSpan`, except that a failure's text reaches the span (its status, its exception event and stack, as
+ * OpenTelemetry exporters write them from the cause) only under `CaptureContent`: without it, the span fails with the
+ * error's tag alone, and the effect still fails with its own cause outside the span. An error's message is content:
+ * a tool's error names the customer it did not find, a divergence quotes the arguments of both calls.
+ */
+export const withSpan = <A, E, R>(effect: Effect.Effect<A, E, R>, name: string, options: Tracer.SpanOptions): Effect.Effect<A, E, R> =>
+  Effect.flatMap(CaptureContent, (capture) => {
+    if (capture) return Effect.withSpan(effect, name, options)
+    let original: Cause.Cause<E> | undefined
+    const quiet: Effect.Effect<A, E | SpanFailure, R> = Effect.catchAllCause(effect, (cause) => {
+      original = cause
+      const shown: Cause.Cause<E | SpanFailure> = Cause.isInterruptedOnly(cause) ? cause : Cause.fail(new SpanFailure(tagOf(cause)))
+      return Effect.failCause(shown)
+    })
+    // The effect's own cause; a failure it did not raise (none is expected) as a defect.
+    return Effect.catchAllCause(Effect.withSpan(quiet, name, options), (cause) => Effect.failCause(original ?? Cause.die(Cause.squash(cause))))
+  })
+
+/** `withSpan` for a pipe: `effect.pipe(Tracing.spanned("Kernel.resume"))`. */
+export const spanned = (name: string, options: Tracer.SpanOptions = {}) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  withSpan(effect, name, options)
 
 /** The synthetic parent of an execution's span: its trace id and span id derive from the run and the epoch. */
 export const executionContext = (tenantId: string, runId: string, epoch: number): Tracer.ExternalSpan => {
@@ -87,7 +132,7 @@ export const execution = <A, E, R>(info: ExecutionInfo, effect: Effect.Effect<A,
     }
     if (info.parentRunId !== undefined) attributes["artana.parent_run_id"] = info.parentRunId
     if (info.resumed !== undefined) attributes["artana.resumed"] = info.resumed
-    return Effect.withSpan(effect, "artana.run", {
+    return withSpan(effect, "artana.run", {
       ...(info.mode === "live" ? { parent: executionContext(info.tenant.tenantId, info.runId, info.epoch) } : { root: true }),
       links,
       attributes,
@@ -116,7 +161,7 @@ export const spanWith = <A, E, R>(
   when(() => {
     const recorded = after()
     const spanned = recorded === undefined ? effect : Effect.tap(effect, (a) => recordAfter(recorded, a))
-    return Effect.withSpan(spanned, name, { attributes: attributes(), captureStackTrace: false })
+    return withSpan(spanned, name, { attributes: attributes(), captureStackTrace: false })
   }, effect)
 
 const recordAfter = <A>(after: After<A>, a: A): Effect.Effect<void> => {
@@ -148,7 +193,7 @@ export const append = <A, E, R>(
   when: When = whenTraced
 ): Effect.Effect<A, E, R> =>
   when(() => {
-    const spanned = Effect.withSpan(write, "artana.append", { attributes: { "artana.step_key": stepKey, "artana.events": payloads.length }, captureStackTrace: false })
+    const spanned = withSpan(write, "artana.append", { attributes: { "artana.step_key": stepKey, "artana.events": payloads.length }, captureStackTrace: false })
     const decisions = decisionsOf(payloads)
     return decisions === undefined ? spanned : Effect.zipRight(Effect.annotateCurrentSpan(decisions), spanned)
   }, write)
