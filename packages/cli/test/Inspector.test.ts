@@ -7,7 +7,7 @@ import { ScriptedModel } from "@artana/core/testing"
 import { Inspector } from "@artana/cli"
 import { SqliteStore } from "@artana/store-sqlite"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Layer, Redacted, Schema } from "effect"
 import * as path from "node:path"
 import { cleanup, tempDir } from "./helpers.js"
 
@@ -84,4 +84,26 @@ describe("Inspector.serve over an application's kernel", () => {
       expect(page).toContain("data-status=\"completed\"")
       expect(page).toContain("ApprovalDecided")
     }).pipe(Effect.provide(appLayer(path.join(tempDir(), "app.db"))), Effect.scoped))
+
+  it.live("an approval with edited arguments is decided by the application's kernel: its tool checks the edit, its audit key hashes it", () =>
+    Effect.gen(function*() {
+      sent.length = 0
+      const kernel = yield* Kernel.Kernel
+      expect((yield* kernel.execute(notify, { runId: "notify-k", tenant: acme, input: { to: "dave" } })).status).toBe("paused")
+      // Served without the application's audit key: the decision is the application's kernel's to hash.
+      const server = yield* Inspector.serve({ tenant: "acme", port: 0, allowActions: true, approver: "ops", resumeAfterDecision: true })
+      const inbox = yield* Effect.promise(() => fetch(`${server.url}inbox`).then((r) => r.text()))
+      const csrf = /name="csrf" value="([^"]+)"/.exec(inbox)![1]!
+      const approvalId = /data-approval="(notify-k@[^"]+)"/.exec(inbox)![1]!
+      const badEdit = yield* post(`${server.url}actions/approve`, { csrf, tenant: "acme", id: approvalId, approver: "ops", args: "{\"to\":5}" })
+      expect(badEdit.status).toBe(409)
+      const approved = yield* post(`${server.url}actions/approve`, { csrf, tenant: "acme", id: approvalId, approver: "ops", args: "{\"to\":\"dave-edited\"}" })
+      expect(approved.status).toBe(303)
+      expect(sent).toEqual(["dave-edited"])
+      expect((yield* kernel.verify({ tenantId: "acme", runId: "notify-k" })).ok).toBe(true)
+    }).pipe(Effect.provide(Layer.provideMerge(
+      Kernel.layer({ workflows: [notify], auditKey: Redacted.make("app-hmac-key") }),
+      Layer.mergeAll(SqliteStore.layer({ filename: path.join(tempDir(), "keyed.db") }), ScriptedModel.layer([]), ToolRegistry.layer([send]), Middleware.layer([]))
+    )), Effect.scoped), 60_000)
 })
+

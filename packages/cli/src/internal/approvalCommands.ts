@@ -156,9 +156,14 @@ export const decideAndContinue = (options: {
   readonly approver: string
   readonly choice: Choice
   readonly auditKey: Redacted.Redacted<string> | undefined
+  /**
+   * The application's kernel (the inspector served by an application): a run that is no plan run is decided through
+   * it, with its tools (an edit is checked against the tool's schema), middleware and audit key.
+   */
+  readonly application?: Kernel.Service | undefined
 }): Effect.Effect<Continued, DecideFailure, Scope.Scope> =>
   Effect.gen(function*() {
-    const { store, tenant: tenantId, id, approver, choice, auditKey } = options
+    const { store, tenant: tenantId, id, approver, choice, auditKey, application } = options
     // A plan run's tools are rebuilt from its logged policy: edits are checked against them, and the plan goes on.
     const runId = Approval.runIdOf(id)
     const readFirst = Effect.flatMap(EventStore.EventStore, (s) => s.readEvents(tenantId, runId ?? "", 1, 1)).pipe(
@@ -167,6 +172,9 @@ export const decideAndContinue = (options: {
     )
     const first = runId === undefined ? [] : yield* readFirst
     const input = PlanRunner.loggedInput(first)
+    if (input === undefined && application !== undefined) {
+      return { decided: yield* application.decideApproval({ tenantId, approvalId: id, approver, ...choice }), outcome: undefined }
+    }
     const toolbox = input === undefined ? undefined : yield* Toolbox.fromRecord(input.policy, input.mcp)
     const tools = toolbox?.tools ?? []
     const registry = { get: (name: string) => tools.find((t) => t.name === name), list: () => tools }

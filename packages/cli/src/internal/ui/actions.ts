@@ -1,7 +1,7 @@
 /**
  * The inbox's actions, only with `--allow-actions`: approve (optionally with edited arguments) and reject go through
  * `approvalCommands.decideAndContinue`, as `artana approve`/`reject` do (the kernel's `decideApproval`, then a plan run
- * goes on at once); respond resumes a run paused for a person with the response (`Kernel.resume`), which needs the run's
+ * goes on at once; a run that is no plan run is decided by the kernel served: the application's); respond resumes a run paused for a person with the response (`Kernel.resume`), which needs the run's
  * workflow: the CLI knows plan runs only, so a run of an application's workflow is answered with the kernel's error
  * and left paused. A decision redirects to the run's page; a refused one shows the inbox with why.
  */
@@ -60,7 +60,10 @@ export const actionRoutes = (app: Hono, options: ActionOptions): void => {
         if (approver === "") return yield* badField("approver", "say who decides (it is logged)")
         const choice = yield* choose(body)
         const store = Layer.succeed(EventStore.EventStore, yield* EventStore.EventStore)
-        const { decided, outcome } = yield* Effect.scoped(decideAndContinue({ store, tenant, id: field(body, "id"), approver, choice, auditKey: options.auditKey }))
+        // A run that is no plan run is decided by the kernel the inspector serves: the application's (its tools check
+        // an edit, its audit key hashes the decision), or `artana ui`'s own.
+        const application = yield* Kernel.Kernel
+        const { decided, outcome } = yield* Effect.scoped(decideAndContinue({ store, tenant, id: field(body, "id"), approver, choice, auditKey: options.auditKey, application }))
         // A run of the application's workflow goes on with the application's kernel, as `Artana.approve` does.
         if (outcome === undefined && options.resumeAfterDecision) yield* Effect.flatMap(Kernel.Kernel, (k) => k.resume({ tenantId: tenant, runId: decided.runId }))
         return { runId: outcome?.runId ?? decided.runId }
