@@ -20,8 +20,19 @@ import { makeApp } from "./internal/ui/app.js"
 import { isLoopback, loopbackHosts, newToken } from "./internal/ui/guard.js"
 
 export interface Options {
-  /** The tenant shown first (the runs list has a field for another). */
+  /** The tenant shown first (the runs list has a field for another, unless `tenants` limits them). */
   readonly tenant: string
+  /**
+   * The only tenants served: a request naming another is refused (403), reads and actions alike. Default: any tenant a
+   * request names. Give it when the inspector is for one tenant's people (`tenants: ["acme"]`).
+   */
+  readonly tenants?: ReadonlyArray<string> | undefined
+  /**
+   * Who decides, from the request: the identity the application (or its proxy) authenticated, e.g. a header its proxy
+   * sets. When given, the form's approver is ignored (a tool's `approvers` then checks this identity), and a request it
+   * names nobody for may not act. Default: the form's approver, which the person types (`approver` prefilled).
+   */
+  readonly approverOf?: ((request: Request) => string | undefined) | undefined
   /** The address to bind (default 127.0.0.1); any other requires the token `serve` makes (`Server.token`). */
   readonly host?: string | undefined
   /** The port (default 8484; 0: any free port, in `Server.url`). */
@@ -61,6 +72,8 @@ export const serve = (
       tenant: options.tenant,
       allowActions: options.allowActions === true,
       approver: options.approver ?? "",
+      tenants: options.tenants === undefined ? undefined : new Set(options.tenants),
+      approverOf: options.approverOf,
       auditKey: options.auditKey,
       resumeAfterDecision: options.resumeAfterDecision === true,
       guard: { token, csrf: newToken(), hosts: () => (token === undefined ? loopbackHosts(port) : undefined) }

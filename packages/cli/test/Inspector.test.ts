@@ -41,6 +41,26 @@ const notify = Workflow.make({
   run: ({ to }, ctx) => ctx.tool(send, { to })
 })
 
+/** A payout only alice may approve. */
+const pay = Tool.make({
+  name: "pay",
+  description: "Pays someone",
+  parameters: Schema.Struct({ to: Schema.String }),
+  needsApproval: () => Effect.succeed(true),
+  approvers: ["alice"],
+  handler: ({ to }) => Effect.sync(() => {
+    sent.push(to)
+    return `paid ${to}`
+  })
+})
+
+const payout = Workflow.make({
+  name: "payout",
+  input: Schema.Struct({ to: Schema.String }),
+  output: Schema.String,
+  run: ({ to }, ctx) => ctx.tool(pay, { to })
+})
+
 const appLayer = (filename: string) =>
   Layer.provideMerge(
     Kernel.layer({ workflows: [review, notify] }),
@@ -104,6 +124,43 @@ describe("Inspector.serve over an application's kernel", () => {
     }).pipe(Effect.provide(Layer.provideMerge(
       Kernel.layer({ workflows: [notify], auditKey: Redacted.make("app-hmac-key") }),
       Layer.mergeAll(SqliteStore.layer({ filename: path.join(tempDir(), "keyed.db") }), ScriptedModel.layer([]), ToolRegistry.layer([send]), Middleware.layer([]))
+    )), Effect.scoped), 60_000)
+
+  it.live("served for one tenant and one authenticated approver: another tenant is refused, the form's approver is not who decides", () =>
+    Effect.gen(function*() {
+      sent.length = 0
+      const kernel = yield* Kernel.Kernel
+      const globex = Tenant.TenantContext.make({ tenantId: "globex", capabilities: [], budgetUsdLimit: 0 })
+      expect((yield* kernel.execute(payout, { runId: "payout-g", tenant: globex, input: { to: "eve" } })).status).toBe("paused")
+      expect((yield* kernel.execute(payout, { runId: "payout-a", tenant: acme, input: { to: "carol" } })).status).toBe("paused")
+      // The application's proxy authenticates people and names them in a header.
+      const server = yield* Inspector.serve({
+        tenant: "acme",
+        tenants: ["acme"],
+        port: 0,
+        allowActions: true,
+        resumeAfterDecision: true,
+        approverOf: (request) => request.headers.get("x-authenticated-user") ?? undefined
+      })
+      const as = (user: string) => ({ "x-authenticated-user": user })
+      expect((yield* Effect.promise(() => fetch(`${server.url}?tenant=globex`, { headers: as("alice") }))).status).toBe(403)
+      expect((yield* Effect.promise(() => fetch(`${server.url}runs/payout-g?tenant=globex`, { headers: as("alice") }))).status).toBe(403)
+      const inbox = yield* Effect.promise(() => fetch(`${server.url}inbox`, { headers: as("alice") }).then((r) => r.text()))
+      const csrf = /name="csrf" value="([^"]+)"/.exec(inbox)![1]!
+      const approvalId = /data-approval="(payout-a@[^"]+)"/.exec(inbox)![1]!
+      const approve = (user: string, tenant: string, id: string) =>
+        Effect.promise(() =>
+          fetch(`${server.url}actions/approve`, { method: "POST", headers: { ...form, ...as(user) }, body: new URLSearchParams({ csrf, tenant, id, approver: "alice", args: "" }), redirect: "manual" })
+        )
+      expect((yield* approve("alice", "globex", "payout-g@tool:0")).status).toBe(403)
+      // bob typed "alice" in the form: he is still bob, whom the tool's approvers do not name.
+      expect((yield* approve("bob", "acme", approvalId)).status).toBe(409)
+      expect(sent).toEqual([])
+      expect((yield* approve("alice", "acme", approvalId)).status).toBe(303)
+      expect(sent).toEqual(["carol"])
+    }).pipe(Effect.provide(Layer.provideMerge(
+      Kernel.layer({ workflows: [payout] }),
+      Layer.mergeAll(SqliteStore.layer({ filename: path.join(tempDir(), "tenants.db") }), ScriptedModel.layer([]), ToolRegistry.layer([pay]), Middleware.layer([]))
     )), Effect.scoped), 60_000)
 })
 

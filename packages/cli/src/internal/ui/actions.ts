@@ -55,7 +55,8 @@ export const actionRoutes = (app: Hono, options: ActionOptions): void => {
     Effect.gen(function*() {
       const body = yield* Effect.promise(() => c.req.parseBody())
       const tenant = field(body, "tenant") || options.tenant
-      const approver = field(body, "approver").trim() || options.approver
+      // The identity the application authenticated when it says how to read it; else the form's (typed) approver.
+      const approver = options.approverOf === undefined ? field(body, "approver").trim() || options.approver : options.approverOf(c.req.raw)?.trim() ?? ""
       const effect = Effect.gen(function*() {
         if (approver === "") return yield* badField("approver", "say who decides (it is logged)")
         const choice = yield* choose(body)

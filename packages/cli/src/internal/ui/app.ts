@@ -42,6 +42,18 @@ export const makeApp = (options: AppOptions): Hono => {
     crossOriginResourcePolicy: "same-origin"
   }))
   app.use("*", guard(options.guard))
+  const tenants = options.tenants
+  if (tenants !== undefined) {
+    // A tenant the inspector does not serve is refused, whether a page asks for it or an action names it.
+    app.use("*", async (c, next) => {
+      const body = c.req.method === "POST" ? await c.req.parseBody() : {}
+      const named = [c.req.query("tenant"), typeof body["tenant"] === "string" ? body["tenant"] : undefined].filter((t) => t !== undefined && t !== "")
+      const other = named.find((t) => !tenants.has(t!))
+      if (other !== undefined) return c.text(`this inspector serves the tenant${tenants.size === 1 ? "" : "s"} ${[...tenants].join(", ")}, not "${other}"`, 403)
+      await next()
+      return undefined
+    })
+  }
   const ctxOf = (c: Context): PageContext => ({
     tenant: c.req.query("tenant") || options.tenant,
     csrf: options.guard.csrf,

@@ -14,6 +14,10 @@ export interface AppOptions {
   readonly tenant: string
   readonly allowActions: boolean
   readonly approver: string
+  /** The only tenants served (`Inspector.Options.tenants`), or undefined: any. */
+  readonly tenants?: ReadonlySet<string> | undefined
+  /** Who decides, from the request (`Inspector.Options.approverOf`), or undefined: the form's approver. */
+  readonly approverOf?: ((request: Request) => string | undefined) | undefined
   readonly auditKey: Redacted.Redacted<string> | undefined
   /** After a decision on a run that is not a plan run, resume it (`Inspector.Options.resumeAfterDecision`). */
   readonly resumeAfterDecision: boolean
