@@ -100,6 +100,12 @@ describe("artana ui over HTTP", () => {
       expect((yield* get(`${acting.url}actions/respond`, form, "POST", "run=waiting&tenant=acme&response={}&csrf=stale")).status).toBe(403)
       const crossSite = yield* get(`${acting.url}actions/respond`, { ...form, origin: "http://attacker.example" }, "POST", `run=waiting&tenant=acme&response={}&csrf=${token}`)
       expect(crossSite.status).toBe(403)
+      // A body past 1 MiB is refused before anything reads it.
+      const huge = yield* Effect.promise(() =>
+        fetch(`${acting.url}actions/respond`, { method: "POST", headers: form, body: `csrf=${token}&response=${"x".repeat(1_100_000)}` }).then((r) => r.status, (e: unknown) => String(e))
+      )
+      // 413, or (the server answering before the client finished sending) the connection cut: never an action done.
+      expect(huge === 413 || (typeof huge === "string" && huge.includes("fetch failed"))).toBe(true)
       // An opaque origin (a sandboxed frame's, a data: page's) is another page's too.
       expect((yield* get(`${acting.url}actions/respond`, { ...form, origin: "null" }, "POST", `run=waiting&tenant=acme&response={}&csrf=${token}`)).status).toBe(403)
       // With the token the action runs: the kernel refuses to resume a workflow the CLI does not have, and says so.

@@ -4,6 +4,7 @@
  */
 import { EventStore } from "@artana/core"
 import { Hono } from "hono"
+import { bodyLimit } from "hono/body-limit"
 import { secureHeaders } from "hono/secure-headers"
 import type { Context } from "hono"
 import * as Effect from "effect/Effect"
@@ -41,6 +42,8 @@ export const makeApp = (options: AppOptions): Hono => {
     referrerPolicy: "same-origin",
     crossOriginResourcePolicy: "same-origin"
   }))
+  // An action's form is small: a body past 1 MiB is refused before anything reads it (413).
+  app.use("*", bodyLimit({ maxSize: 1024 * 1024, onError: (c) => c.text("artana ui: the request's body is over 1 MiB", 413) }))
   app.use("*", guard(options.guard))
   const tenants = options.tenants
   if (tenants !== undefined) {
