@@ -18,9 +18,12 @@ export interface Options {
 
 const NAME = "capability-guard"
 
-/** The capability a tool needs under these rules (the tool's own requirement first). */
-export const requiredCapability = (tool: string, own: string | undefined, rules: Readonly<Record<string, string>>): string | undefined => {
-  if (own !== undefined) return own
+/**
+ * The capability the guard's rules require for a tool (an exact name first, else the longest `prefix.*`), whatever
+ * the tool requires of its own: a rule adds to the tool's requirement, it never gives way to it (an MCP or plugin
+ * tool always names one of its own, and a stricter rule for one deployment must still hold).
+ */
+export const requiredCapability = (tool: string, rules: Readonly<Record<string, string>>): string | undefined => {
   const exact = rules[tool]
   if (exact !== undefined) return exact
   let best: string | undefined
@@ -37,18 +40,19 @@ export const middleware = (options: Options = {}): Middleware.Interceptor => {
     name: NAME,
     beforeModel: (request, ctx) =>
       Effect.gen(function*() {
-        const stripped = request.tools.filter((t) => !Tenant.hasCapability(ctx.tenant, requiredCapability(t.name, undefined, rules)))
+        const stripped = request.tools.filter((t) => !Tenant.hasCapability(ctx.tenant, requiredCapability(t.name, rules)))
         if (stripped.length === 0) return request
         yield* ctx.note(NAME, "tools_stripped", { tools: stripped.map((t) => t.name) })
         return { ...request, tools: request.tools.filter((t) => !stripped.includes(t)) }
       }),
     beforeTool: (call, ctx) => {
-      const capability = requiredCapability(call.tool, call.requiresCapability, rules)
-      return Tenant.hasCapability(ctx.tenant, capability)
+      // Both must hold: the tool's own requirement (the kernel checks it too) and the rule's.
+      const capability = [call.requiresCapability, requiredCapability(call.tool, rules)].find((c) => !Tenant.hasCapability(ctx.tenant, c))
+      return capability === undefined
         ? Effect.succeed(call)
         : Effect.fail(new Errors.PolicyDenied({
           tool: call.tool,
-          ...(capability === undefined ? {} : { capability }),
+          capability,
           reason: `tenant ${ctx.tenant.tenantId} lacks capability "${capability}" required for "${call.tool}"`
         }))
     }

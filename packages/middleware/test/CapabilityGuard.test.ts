@@ -51,4 +51,30 @@ describe("CapabilityGuard", () => {
       { content: null, toolCalls: [{ name: "bank.wire", arguments: { amount: 5 } }, { name: "lookup", arguments: {} }] },
       ScriptedModel.text("could not wire")
     ], [CapabilityGuard.middleware({ require: { "bank.*": "finance:write", lookup: "search" } })], { tools: [wire, lookup], model: "gpt-4o-mini" }))))
+
+  // An MCP or plugin tool always requires a capability of its own (`mcp:<server>`): a deployment's stricter rule for
+  // one of its tools must still hold when the tenant has the tool's own one.
+  let written = 0
+  const writeNote = Tool.make({
+    name: "notes.write_note",
+    description: "Writes a note",
+    parameters: Schema.Struct({ text: Schema.String }),
+    requiresCapability: "mcp:notes",
+    handler: () => Effect.sync(() => (written++, "written"))
+  })
+
+  it.effect("a rule holds for a tool that requires a capability of its own: hidden from the model, and a call to it denied", () =>
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const scripted = yield* ScriptedModel.ScriptedModel
+      yield* kernel.chat({ runId: "guard-own", tenant: tenant(1, ["mcp:notes"]), messages: [Chat.user("write it")] })
+      expect(scripted.requests()[0]!.tools.map((t) => t.name)).toEqual([])
+      const events = yield* (yield* EventStore.EventStore).readEvents("acme", "guard-own")
+      expect(events.find((e) => e.payload._tag === "PolicyDenied")?.payload).toMatchObject({ tool: "notes.write_note", capability: "notes:write" })
+      expect(written).toBe(0)
+    }).pipe(Effect.provide(layer([
+      { content: null, toolCalls: [{ name: "notes.write_note", arguments: { text: "pwned" } }] },
+      ScriptedModel.text("could not write")
+    ], [CapabilityGuard.middleware({ require: { "notes.write_note": "notes:write" } })], { tools: [writeNote] }))))
 })
+
