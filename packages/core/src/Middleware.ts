@@ -15,6 +15,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { BudgetExceeded, PolicyDenied, ToolError } from "./Errors.js"
+import type { AssistantMessage, ChatMessage } from "./Chat.js"
 import type { Json } from "./Json.js"
 import type { ModelDelta, ModelRequest, ModelResponse } from "./ModelPort.js"
 import type { TenantContext } from "./Tenant.js"
@@ -29,6 +30,24 @@ export interface CallContext {
   readonly spentUsd: number
   /** Writes a `MiddlewareNote` into the log, in the same batch as the call's events. */
   readonly note: (middleware: string, note: string, data: Json) => Effect.Effect<void>
+}
+
+/** What an interceptor knows about a logged model call a replay passed (nothing is written during a replay). */
+export interface ReplayContext {
+  readonly runId: string
+  readonly rootRunId: string
+  readonly tenant: TenantContext
+  readonly stepKey: string
+}
+
+/** A model call the log holds, as a replay passes it: the request the code built now, and what the log says of it. */
+export interface ReplayedModelCall {
+  /** The request as the code built it (before the chain): the same call, its hash checked against the log. */
+  readonly request: ModelRequest
+  /** The messages the model was sent, as logged (`ModelRequested`): what the chain made of `request.messages`. */
+  readonly sent: ReadonlyArray<ChatMessage>
+  /** The reply as logged (`ModelCompleted`, what the `afterModel` hooks left); undefined when the call ended otherwise. */
+  readonly reply: AssistantMessage | undefined
 }
 
 /** A tool call as middleware sees it: the tool, its capability and the arguments as JSON text. */
@@ -61,6 +80,14 @@ export interface Interceptor {
   ) => Effect.Effect<ModelResponse, InterceptorError>
   /** Called once per streamed model call, after `beforeModel`: the hook its deltas pass through, in the chain's order. */
   readonly modelDeltas?: (request: ModelRequest, context: CallContext) => Effect.Effect<DeltaHook>
+  /**
+   * Called for each model call a replay (a resume, a recovery, a fork's first execution) takes from the
+   * log instead of making it: for a middleware whose state in memory was built by its hooks on the first execution
+   * (the PII scrubber's numbering), to build it again from what the log says. Calls come as the replayed code reaches them (concurrent
+   * branches in any order). Synchronous, and may not fail: a replay
+   * writes nothing. Not called for calls made live.
+   */
+  readonly replayedModel?: (call: ReplayedModelCall, context: ReplayContext) => void
   readonly beforeTool?: (call: ToolCallInfo, context: CallContext) => Effect.Effect<ToolCallInfo, InterceptorError>
   readonly afterTool?: (call: ToolCallInfo, result: Json, context: CallContext) => Effect.Effect<Json, InterceptorError | ToolError>
 }

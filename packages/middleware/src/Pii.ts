@@ -15,11 +15,14 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
-import { type Chat, Errors, type Json, type Middleware } from "@artana/core"
-import { detect } from "./internal/pii/detect.js"
+import { type Chat, Errors, type Middleware } from "@artana/core"
+import { substitute } from "./internal/pii/detect.js"
 import { mapJson } from "./internal/pii/json.js"
-import { deltaHook } from "./internal/pii/stream.js"
 import * as internal from "./internal/pii/kinds.js"
+import { count, makeTally, scrubJsonText, scrubMessage, summary, textsOf } from "./internal/pii/messages.js"
+import * as Numbering from "./internal/pii/numbering.js"
+import { learn } from "./internal/pii/rebuild.js"
+import { deltaHook } from "./internal/pii/stream.js"
 
 /**
  * A kind of PII: `email`, `phone`, `card`, `iban`, `ssn`, `ipv4`, `ipv6`, `openai_key`, `aws_access_key`,
@@ -81,71 +84,28 @@ export interface Scrubber {
   readonly placeholders: PlaceholderMap
 }
 
-const placeholderOf = (kind: Kind, n: number): string => `<${kind.toUpperCase()}_${n}>`
-const PLACEHOLDER = /<[A-Z][A-Z0-9_]*_\d+>/g
-const kindOfLabel: ReadonlyMap<string, Kind> = new Map(internal.kinds.map((k) => [k.toUpperCase(), k]))
-
-/** The kind a placeholder names (`<EMAIL_3>` -> `email`), if it is one. */
-const kindOfPlaceholder = (placeholder: string): Kind | undefined =>
-  kindOfLabel.get(placeholder.slice(1, placeholder.lastIndexOf("_")))
-
-/** A scrubber with its own numbering. */
-export const makeScrubber = (options: ScrubOptions = {}): Scrubber => {
+/** A scrubber numbering into `numbering`. */
+const scrubberOf = (numbering: Numbering.Numbering, options: ScrubOptions): Scrubber => {
   const enabled = options.kinds ?? internal.kinds
   const includeValues = options.includeValues ?? true
-  const byKey = new Map<string, string>()
-  const values = new Map<string, string>()
-  const counters = new Map<Kind, number>()
-
-  const placeholderFor = (kind: Kind, key: string, value: string): string => {
-    const id = `${kind}\u0000${key}`
-    const known = byKey.get(id)
-    if (known !== undefined) return known
-    const n = (counters.get(kind) ?? 0) + 1
-    counters.set(kind, n)
-    const placeholder = placeholderOf(kind, n)
-    byKey.set(id, placeholder)
-    values.set(placeholder, value)
-    return placeholder
-  }
-
-  /**
-   * Placeholders already in a text (a reply scrubbed earlier, sent back in the conversation) keep their numbers:
-   * numbering goes on after them, so a process that rebuilds it from the messages never hands one out twice.
-   */
-  const reserve = (text: string) => {
-    for (const placeholder of text.match(PLACEHOLDER) ?? []) {
-      const kind = kindOfPlaceholder(placeholder)
-      const n = Number(placeholder.slice(placeholder.lastIndexOf("_") + 1, -1))
-      if (kind !== undefined && n > (counters.get(kind) ?? 0)) counters.set(kind, n)
-    }
-  }
-
   return {
     scrub: (text) => {
-      if (text.includes("<")) reserve(text)
-      const found = detect(text, enabled)
-      if (found.length === 0) return { text, findings: [] }
-      const findings: Array<Finding> = []
-      let out = ""
-      let last = 0
-      for (const c of found) {
-        const value = text.slice(c.start, c.end)
-        const placeholder = placeholderFor(c.kind, c.key, value)
-        out += text.slice(last, c.start) + placeholder
-        last = c.end
-        findings.push(
-          includeValues
-            ? { kind: c.kind, start: c.start, end: c.end, placeholder, value }
-            : { kind: c.kind, start: c.start, end: c.end, placeholder }
-        )
+      // Placeholders already in a text (a reply scrubbed earlier, sent back in the conversation) keep their numbers.
+      numbering.reserve(text)
+      const { findings, text: scrubbed } = substitute(text, enabled, (c, value) => numbering.issue(c.kind, c.key, value))
+      return {
+        text: scrubbed,
+        findings: findings.map(({ end, kind, placeholder, start, value }) =>
+          includeValues ? { kind, start, end, placeholder, value } : { kind, start, end, placeholder })
       }
-      return { text: out + text.slice(last), findings }
     },
-    restore: (text) => restore(text, values),
-    placeholders: values
+    restore: (text) => restore(text, numbering.values),
+    placeholders: numbering.values
   }
 }
+
+/** A scrubber with its own numbering. */
+export const makeScrubber = (options: ScrubOptions = {}): Scrubber => scrubberOf(Numbering.make(), options)
 
 /**
  * Scrubs one text, numbering from 1.
@@ -160,7 +120,7 @@ export const scrub = (text: string, options: ScrubOptions = {}): ScrubResult => 
 
 /** `text` with every placeholder found in `map` replaced by its value; unknown placeholders stay. */
 export const restore = (text: string, map: PlaceholderMap): string =>
-  text.replace(PLACEHOLDER, (placeholder) => map.get(placeholder) ?? placeholder)
+  text.replace(Numbering.PLACEHOLDER, (placeholder) => map.get(placeholder) ?? placeholder)
 
 // ------------------------------------------------------------------------------------------ middleware
 
@@ -185,82 +145,11 @@ export interface Options {
 
 const NAME = "pii"
 
-/** Per-request counts, for the note. */
-interface Tally {
-  readonly counts: Map<Kind, number>
-  readonly distinct: Map<Kind, Set<string>>
-}
-
-const makeTally = (): Tally => ({ counts: new Map(), distinct: new Map() })
-
-const count = (tally: Tally, kind: Kind, placeholder: string): void => {
-  tally.counts.set(kind, (tally.counts.get(kind) ?? 0) + 1)
-  const seen = tally.distinct.get(kind) ?? new Set<string>()
-  seen.add(placeholder)
-  tally.distinct.set(kind, seen)
-}
-
-const summary = (tally: Tally): { readonly total: number; readonly data: Json.Json } => {
-  const counts: Record<string, number> = {}
-  const distinct: Record<string, number> = {}
-  let total = 0
-  for (const [kind, n] of tally.counts) {
-    counts[kind] = n
-    distinct[kind] = tally.distinct.get(kind)?.size ?? 0
-    total += n
-  }
-  return { total, data: { total, counts, distinct } }
-}
-
-const scrubText = (scrubber: Scrubber, text: string, tally: Tally): string => {
-  const result = scrubber.scrub(text)
-  for (const f of result.findings) count(tally, f.kind, f.placeholder)
-  return result.text
-}
-
-/**
- * A JSON text (tool-call arguments, a tool's result) scrubbed string by string, so it stays valid JSON; a
- * value outside any string (a card number written as a JSON number) becomes a string placeholder. Text
- * that is not JSON is scrubbed as text.
- */
-const scrubJsonText = (scrubber: Scrubber, text: string, tally: Tally): string =>
-  mapJson(
-    text,
-    (value) => scrubText(scrubber, value, tally),
-    (segment) => {
-      const result = scrubber.scrub(segment)
-      let out = ""
-      let last = 0
-      for (const f of result.findings) {
-        count(tally, f.kind, f.placeholder)
-        out += segment.slice(last, f.start) + JSON.stringify(f.placeholder)
-        last = f.end
-      }
-      return out + segment.slice(last)
-    }
-  ) ?? scrubText(scrubber, text, tally)
-
-const scrubMessage = (scrubber: Scrubber, message: Chat.ChatMessage, tally: Tally): Chat.ChatMessage => {
-  switch (message.role) {
-    case "system":
-    case "user": {
-      const content = scrubText(scrubber, message.content, tally)
-      return content === message.content ? message : { ...message, content }
-    }
-    case "tool": {
-      const content = scrubJsonText(scrubber, message.content, tally)
-      return content === message.content ? message : { ...message, content }
-    }
-    case "assistant": {
-      const content = message.content === null ? null : scrubText(scrubber, message.content, tally)
-      const toolCalls = message.toolCalls?.map((call) => {
-        const args = scrubJsonText(scrubber, call.arguments, tally)
-        return args === call.arguments ? call : { ...call, arguments: args }
-      })
-      if (content === message.content && (toolCalls ?? []).every((call, i) => call === message.toolCalls?.[i])) return message
-      return toolCalls === undefined ? { ...message, content } : { ...message, content, toolCalls }
-    }
-  }
+/** What the middleware keeps of a run: its numbering, a scrubber numbering into it, the replayed messages read. */
+interface RunNumbering {
+  readonly numbering: Numbering.Numbering
+  readonly scrubber: Scrubber
+  readonly learned: WeakSet<Chat.ChatMessage>
 }
 
 /**
@@ -269,14 +158,16 @@ const scrubMessage = (scrubber: Scrubber, message: Chat.ChatMessage, tally: Tall
  * - `beforeModel` scrubs every message (system, user, assistant text and tool-call arguments, tool
  *   results), so the request the model gets, and the `ModelRequested` event, hold placeholders only. When it
  *   found something it writes a `MiddlewareNote` `scrubbed` with `{ total, counts, distinct }` per kind.
- * - Numbering is derived from the run's messages: values are numbered in order of first appearance across
- *   the message list. A chat's list only grows, so a process resuming the run after a crash numbers exactly
- *   as the first one did. The per-run map kept in memory is a cache of that derivation.
+ * - Numbering: a value keeps its placeholder for the whole run, and a new value gets the next number of its kind,
+ *   after every placeholder the request already holds (one scrubbed earlier, or another run's), so no placeholder
+ *   ever stands for two values. A process that resumes or recovers the run reads the numbering back from the log:
+ *   for each model call the replay passes (`replayedModel`), the placeholder each value had is read from the logged
+ *   request, so it numbers and restores as the first process did. The per-run numbering kept in memory is that.
  * - With `restoreToolArguments`, `beforeTool` puts the real values back into the call's JSON arguments
- *   (string by string) and notes `restored` with counts. It restores only placeholders issued for this run.
- *   If the run resumed in this process after its last model call (no map yet) and the arguments hold
- *   placeholders, the call is denied (`PolicyDenied`) rather than run on placeholders: the model gets the
- *   error, and its next request rebuilds the map.
+ *   (string by string) and notes `restored` with counts. It restores only placeholders issued (or read back) for
+ *   this run. If this process has no numbering for the run (it evicted it, `maxCachedRuns`) and the arguments hold
+ *   placeholders, or one of them stood for two values in the log (written before this check existed), the call is
+ *   denied (`PolicyDenied`) rather than run on placeholders or on the wrong value: the model gets the error.
  *
  * @example
  * ```ts
@@ -285,37 +176,47 @@ const scrubMessage = (scrubber: Scrubber, message: Chat.ChatMessage, tally: Tall
  */
 export const middleware = (options: Options = {}): Middleware.Interceptor => {
   const maxRuns = Math.max(1, options.maxCachedRuns ?? 1000)
-  const scrubOptions: ScrubOptions = { kinds: options.kinds, includeValues: false }
-  const runs = new Map<string, Scrubber>()
-  const keyOf = (ctx: Middleware.CallContext) => `${ctx.tenant.tenantId}\u0000${ctx.runId}`
+  const enabled = options.kinds ?? internal.kinds
+  const scrubOptions: ScrubOptions = { kinds: enabled, includeValues: false }
+  const runs = new Map<string, RunNumbering>()
+  const keyOf = (ctx: Middleware.ReplayContext) => `${ctx.tenant.tenantId}\u0000${ctx.runId}`
 
-  const cached = (ctx: Middleware.CallContext): Scrubber | undefined => {
+  const cached = (ctx: Middleware.ReplayContext): RunNumbering | undefined => {
     const key = keyOf(ctx)
-    const scrubber = runs.get(key)
-    if (scrubber !== undefined) {
+    const run = runs.get(key)
+    if (run !== undefined) {
       // Most recently used last: eviction takes the first key.
       runs.delete(key)
-      runs.set(key, scrubber)
+      runs.set(key, run)
     }
-    return scrubber
+    return run
   }
 
-  const scrubberFor = (ctx: Middleware.CallContext): Scrubber => {
+  const numberingFor = (ctx: Middleware.ReplayContext): RunNumbering => {
     const known = cached(ctx)
     if (known !== undefined) return known
-    const scrubber = makeScrubber(scrubOptions)
-    runs.set(keyOf(ctx), scrubber)
+    const numbering = Numbering.make()
+    const run: RunNumbering = { numbering, scrubber: scrubberOf(numbering, scrubOptions), learned: new WeakSet() }
+    runs.set(keyOf(ctx), run)
     while (runs.size > maxRuns) {
       const oldest = runs.keys().next()
       if (oldest.done === true) break
       runs.delete(oldest.value)
     }
-    return scrubber
+    return run
+  }
+
+  const replayedModel: NonNullable<Middleware.Interceptor["replayedModel"]> = (call, ctx) => {
+    const run = numberingFor(ctx)
+    learn(run.numbering, enabled, call.request.messages, call.sent, call.reply, run.learned)
   }
 
   const beforeModel: NonNullable<Middleware.Interceptor["beforeModel"]> = (request, ctx) =>
     Effect.gen(function*() {
-      const scrubber = scrubberFor(ctx)
+      const { numbering, scrubber } = numberingFor(ctx)
+      // Every placeholder the request holds is taken before any value is numbered: one this process did not issue
+      // (another run's, or a numbering it evicted) must not be handed to a value of this request.
+      for (const message of request.messages) for (const text of textsOf(message)) numbering.reserve(text)
       const tally = makeTally()
       const messages = request.messages.map((m) => scrubMessage(scrubber, m, tally))
       const { data, total } = summary(tally)
@@ -326,23 +227,27 @@ export const middleware = (options: Options = {}): Middleware.Interceptor => {
 
   const beforeTool: NonNullable<Middleware.Interceptor["beforeTool"]> = (call, ctx) =>
     Effect.gen(function*() {
-      const wanted = call.arguments.match(PLACEHOLDER)
+      const wanted = call.arguments.match(Numbering.PLACEHOLDER)
       if (wanted === null) return call
-      const scrubber = cached(ctx)
-      if (scrubber === undefined) {
-        return yield* new Errors.PolicyDenied({
-          tool: call.tool,
-          reason: `pii: the arguments hold placeholders (${[...new Set(wanted)].join(", ")}) but this process has not ` +
-            `seen the run's messages since it resumed, so it cannot restore them; ask again and they will be restored`
-        })
+      const run = cached(ctx)
+      const deny = (reason: string) => new Errors.PolicyDenied({ tool: call.tool, reason: `pii: ${reason}` })
+      if (run === undefined) {
+        return yield* deny(`the arguments hold placeholders (${[...new Set(wanted)].join(", ")}) but this process ` +
+          `has no numbering for the run (it was evicted: raise maxCachedRuns), so it cannot restore them`)
+      }
+      const { numbering } = run
+      const twice = wanted.filter((placeholder) => numbering.conflicted.has(placeholder))
+      if (twice.length > 0) {
+        return yield* deny(`${[...new Set(twice)].join(", ")} stood for two different values in this run's log, so ` +
+          `which one the call means is unknown; name the value again`)
       }
       const tally = makeTally()
       const restored = mapJson(
         call.arguments,
         (value) =>
-          value.replace(PLACEHOLDER, (placeholder) => {
-            const original = scrubber.placeholders.get(placeholder)
-            const kind = kindOfPlaceholder(placeholder)
+          value.replace(Numbering.PLACEHOLDER, (placeholder) => {
+            const original = numbering.values.get(placeholder)
+            const kind = Numbering.kindOfPlaceholder(placeholder)
             if (original === undefined || kind === undefined) return placeholder
             count(tally, kind, placeholder)
             return original
@@ -358,7 +263,7 @@ export const middleware = (options: Options = {}): Middleware.Interceptor => {
   const afterModel: NonNullable<Middleware.Interceptor["afterModel"]> = (_request, response, ctx) =>
     Effect.gen(function*() {
       const tally = makeTally()
-      const message = scrubMessage(scrubberFor(ctx), response.message, tally)
+      const message = scrubMessage(numberingFor(ctx).scrubber, response.message, tally)
       const { data, total } = summary(tally)
       if (total === 0 || message.role !== "assistant") return response
       yield* ctx.note(NAME, "scrubbed_reply", data)
@@ -367,13 +272,14 @@ export const middleware = (options: Options = {}): Middleware.Interceptor => {
 
   const modelDeltas: NonNullable<Middleware.Interceptor["modelDeltas"]> = (_request, ctx) =>
     Effect.sync(() => {
-      const scrubber = scrubberFor(ctx)
+      const { scrubber } = numberingFor(ctx)
       return deltaHook((text) => scrub(text, scrubOptions), (text) => scrubber.scrub(text).text, (json) => scrubJsonText(scrubber, json, makeTally()))
     })
 
   return {
     name: NAME,
     beforeModel,
+    replayedModel,
     ...(options.restoreToolArguments === true ? { beforeTool } : {}),
     ...(options.scrubReplies === true ? { afterModel, modelDeltas } : {})
   }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Exit, Layer, Schema } from "effect"
-import { Chat, EventStore, type Json, Kernel, Middleware, type ModelPort, Tenant, Tool, ToolRegistry } from "@artana/core"
+import { Chat, EventStore, type Json, Kernel, Middleware, type ModelPort, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import * as Pii from "../src/Pii.js"
 
@@ -194,6 +194,10 @@ const request = (messages: ReadonlyArray<Chat.ChatMessage>): ModelPort.ModelRequ
 const beforeModel = (interceptor: Middleware.Interceptor, messages: ReadonlyArray<Chat.ChatMessage>, context: Middleware.CallContext) =>
   interceptor.beforeModel === undefined ? Effect.die("no beforeModel") : interceptor.beforeModel(request(messages), context)
 
+/** Tells `interceptor` of a logged call a replay passed, as the kernel does. */
+const replayed = (interceptor: Middleware.Interceptor, raw: ReadonlyArray<Chat.ChatMessage>, sent: ReadonlyArray<Chat.ChatMessage>, context: Middleware.CallContext) =>
+  interceptor.replayedModel?.({ request: request(raw), sent, reply: undefined }, context)
+
 const beforeTool = (interceptor: Middleware.Interceptor, args: string, context: Middleware.CallContext) =>
   interceptor.beforeTool === undefined
     ? Effect.die("no beforeTool")
@@ -212,7 +216,10 @@ describe("Pii.middleware (interceptor)", () => {
   it.effect("scrubs every role, tool results and tool-call arguments, keeping JSON valid; notes counts only", () =>
     Effect.gen(function*() {
       const notes: Array<Note> = []
-      const sent = yield* beforeModel(Pii.middleware(), [
+      const pii = Pii.middleware()
+      // The conversation's placeholders were issued by the earlier requests of the run (the model saw them there).
+      for (const n of [2, 4]) yield* beforeModel(pii, conversation.slice(0, n), makeContext("r1"))
+      const sent = yield* beforeModel(pii, [
         ...conversation,
         Chat.assistant("ok", [{ id: "c2", name: "charge", arguments: String.raw`{"card": 4111111111111111, "memo": "for\nann@example.com"}` }])
       ], makeContext("r1", notes))
@@ -237,16 +244,41 @@ describe("Pii.middleware (interceptor)", () => {
       }])
     }))
 
-  it.effect("numbering is derived from the messages: a fresh instance (another process) numbers a grown list as the first did", () =>
+  it.effect("another process reads the numbering back from the replayed calls and numbers a grown list as the first did", () =>
     Effect.gen(function*() {
       const first = Pii.middleware()
       const context = makeContext("r1")
-      yield* beforeModel(first, conversation.slice(0, 2), context)
+      const calls = [conversation.slice(0, 2), conversation.slice(0, 4)]
+      const sent: Array<ReadonlyArray<Chat.ChatMessage>> = []
+      for (const messages of calls) sent.push((yield* beforeModel(first, messages, context)).messages)
       const grown = yield* beforeModel(first, conversation, context)
-      const resumed = yield* beforeModel(Pii.middleware(), conversation, makeContext("r1"))
-      expect(resumed.messages).toEqual(grown.messages)
-      // And the order is that of first appearance, whatever the order of kinds.
       expect(grown.messages[5]?.content).toBe("Also cc <EMAIL_3> and <EMAIL_2>")
+      // Replayed in either order (concurrent branches may be reached in another order): the same numbering.
+      for (const order of [[0, 1], [1, 0]]) {
+        const resumed = Pii.middleware()
+        for (const i of order) replayed(resumed, calls[i]!, sent[i]!, makeContext("r1"))
+        expect((yield* beforeModel(resumed, conversation, makeContext("r1"))).messages).toEqual(grown.messages)
+      }
+    }))
+
+  it.effect("a value is never given a placeholder the request already holds, issued or not by this process", () =>
+    Effect.gen(function*() {
+      // Another run's (or an evicted numbering's) <EMAIL_1> comes in a message after a new address.
+      const sent = yield* beforeModel(Pii.middleware(), [Chat.system("Escalations: bob@example.org"), Chat.user("From <EMAIL_1> and <EMAIL_2>: refund")], makeContext("r1"))
+      expect(sent.messages.map((m) => m.content)).toEqual(["Escalations: <EMAIL_3>", "From <EMAIL_1> and <EMAIL_2>: refund"])
+    }))
+
+  it.effect("a placeholder the log shows standing for two values is never restored", () =>
+    Effect.gen(function*() {
+      const pii = Pii.middleware({ restoreToolArguments: true })
+      // A log written before numbering read placeholders first: ann and then bob were both sent as <EMAIL_1>.
+      replayed(pii, [Chat.user("ann@example.com")], [Chat.user("<EMAIL_1>")], makeContext("r1"))
+      replayed(pii, [Chat.system("bob@example.org"), Chat.user("<EMAIL_1>")], [Chat.system("<EMAIL_1>"), Chat.user("<EMAIL_1>")], makeContext("r1"))
+      const denied = yield* Effect.either(beforeTool(pii, JSON.stringify({ to: "<EMAIL_1>" }), makeContext("r1")))
+      expect(Either.isLeft(denied) && denied.left._tag === "PolicyDenied" && denied.left.reason).toContain("two different values")
+      // A new value is numbered after both.
+      const next = yield* beforeModel(pii, [Chat.user("carl@example.net")], makeContext("r1"))
+      expect(next.messages[0]?.content).toBe("<EMAIL_2>")
     }))
 
   it.effect("writes no note and returns the request unchanged when there is nothing to scrub", () =>
@@ -273,7 +305,7 @@ describe("Pii.middleware (interceptor)", () => {
   it.effect("restores only placeholders issued for the same run, and notes counts", () =>
     Effect.gen(function*() {
       const pii = Pii.middleware({ restoreToolArguments: true })
-      yield* beforeModel(pii, conversation, makeContext("r1"))
+      for (const n of [2, 4, 6]) yield* beforeModel(pii, conversation.slice(0, n), makeContext("r1"))
       yield* beforeModel(pii, [Chat.user("no personal data here")], makeContext("r2"))
       const args = JSON.stringify({ to: "<EMAIL_2>", cc: ["<EMAIL_1>", "<EMAIL_7>"], body: "card <CARD_1>" })
       const notes: Array<Note> = []
@@ -290,7 +322,7 @@ describe("Pii.middleware (interceptor)", () => {
       expect(Either.isLeft(otherTenant) && otherTenant.left._tag).toBe("PolicyDenied")
     }))
 
-  it.effect("denies a call holding placeholders when this process has no map for the run, until the next model call rebuilds it", () =>
+  it.effect("denies a call holding placeholders when this process has no numbering for the run", () =>
     Effect.gen(function*() {
       const pii = Pii.middleware({ restoreToolArguments: true, maxCachedRuns: 1 })
       const args = JSON.stringify({ to: "<EMAIL_1>" })
@@ -298,13 +330,15 @@ describe("Pii.middleware (interceptor)", () => {
       expect(Either.isLeft(denied) && denied.left._tag === "PolicyDenied" && denied.left.reason).toContain("<EMAIL_1>")
       // Arguments without placeholders pass untouched.
       expect((yield* beforeTool(pii, `{"to":"x"}`, makeContext("r1"))).arguments).toBe(`{"to":"x"}`)
-      yield* beforeModel(pii, conversation, makeContext("r1"))
+      yield* beforeModel(pii, conversation.slice(0, 2), makeContext("r1"))
       expect(JSON.parse((yield* beforeTool(pii, args, makeContext("r1"))).arguments)).toEqual({ to: "ann@example.com" })
-      // With room for one run, another run evicts r1; its map is rebuilt from the messages on its next model call.
+      // With room for one run, another run evicts r1: its calls are denied, and its next request numbers after the
+      // placeholders it holds (the evicted numbering's values are not known here, so none is handed out again).
       yield* beforeModel(pii, [Chat.user("carl@example.net")], makeContext("r2"))
       expect(Either.isLeft(yield* Effect.either(beforeTool(pii, args, makeContext("r1"))))).toBe(true)
-      yield* beforeModel(pii, conversation, makeContext("r1"))
-      expect(JSON.parse((yield* beforeTool(pii, args, makeContext("r1"))).arguments)).toEqual({ to: "ann@example.com" })
+      const again = yield* beforeModel(pii, conversation, makeContext("r1"))
+      expect(again.messages[1]?.content).toBe("I am <EMAIL_3>, card <CARD_1>.")
+      expect(JSON.parse((yield* beforeTool(pii, args, makeContext("r1"))).arguments)).toEqual({ to: "<EMAIL_1>" })
     }))
 })
 
@@ -459,6 +493,51 @@ describe("Pii.middleware in a kernel", () => {
         `notify:${OTHER}`,
         `send_email:${EMAIL}:cc ${OTHER}`
       ])
+    })
+  })
+
+  it.effect("another process resuming a run of two chats restores the value the model meant, not a later chat's", () => {
+    received.length = 0
+    const crash = { on: true }
+    const tools = makeTools(received, crash)
+    // Chat one notes the customer (ann); a tool; chat two holds bob's address in its system message and passes on
+    // what chat one answered (`<EMAIL_1>`, ann's placeholder).
+    const workflow = Workflow.make({
+      name: "two-chats",
+      input: Schema.String,
+      output: Schema.String,
+      run: (customer, ctx) =>
+        Effect.gen(function*() {
+          const noted = yield* ctx.chat({ messages: [Chat.user(`The customer is ${customer}.`)], tools: [] })
+          yield* ctx.tool("notify", { to: "team" })
+          const sent = yield* ctx.chat({
+            messages: [Chat.system(`Escalations go to ${OTHER}.`), Chat.user(`Email the customer a receipt. Notes: ${noted.output}`)],
+            tools: ["send_email"]
+          })
+          return sent.output
+        })
+    })
+    return Effect.gen(function*() {
+      const store = Layer.succeed(EventStore.EventStore, yield* EventStore.makeMemory)
+      const middleware = () => [Pii.middleware({ restoreToolArguments: true })]
+      // Process A: chat one, then dies in `notify`.
+      const processA = kernelLayer([ScriptedModel.text("Customer: <EMAIL_1>.")], tools, middleware(), store)
+      const crashed = yield* Effect.exit(Effect.flatMap(Kernel.Kernel, (k) => k.execute(workflow, { runId: "pii-two", tenant, input: EMAIL })).pipe(Effect.provide(processA)))
+      expect(Exit.isFailure(crashed)).toBe(true)
+      // Process B: replays chat one from the log, re-runs `notify`, and makes chat two live.
+      crash.on = false
+      const processB = kernelLayer([call("b1", "send_email", { to: "<EMAIL_1>", body: "receipt" }), ScriptedModel.text("done")], tools, middleware(), store)
+      const requests = yield* Effect.gen(function*() {
+        const result = yield* Effect.flatMap(Kernel.Kernel, (k) => k.execute(workflow, { runId: "pii-two", tenant, input: EMAIL }))
+        expect(result.status).toBe("completed")
+        return (yield* ScriptedModel.ScriptedModel).requests()
+      }).pipe(Effect.provide(processB))
+      // Bob is not given ann's placeholder, and the tool gets ann's address.
+      expect(requests[0]?.messages.map((m) => m.content)).toEqual([
+        "Escalations go to <EMAIL_2>.",
+        "Email the customer a receipt. Notes: Customer: <EMAIL_1>."
+      ])
+      expect(received.filter((r) => r.startsWith("send_email"))).toEqual([`send_email:${EMAIL}:receipt`])
     })
   })
 })

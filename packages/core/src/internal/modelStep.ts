@@ -11,7 +11,7 @@ import type { CallContext, InterceptorError } from "../Middleware.js"
 import type * as ModelPort from "../ModelPort.js"
 import * as Interceptors from "./interceptors.js"
 import { type Assumed, chargedCost, checkBudget, failed, overBudgetOf, passedOverCost, UNPRICED } from "./modelBudget.js"
-import { recordedCall } from "./modelRecorded.js"
+import { recordedCall, type Seen } from "./modelRecorded.js"
 import { requestedOf } from "./modelRequested.js"
 import * as ModelStream from "./modelStream.js"
 import * as RequestHash from "./requestHash.js"
@@ -140,6 +140,16 @@ const sendAndCharge = (
     return { message: response.message, usage: response.usage, costUsd } satisfies ModelCall
   })
 
+/** The middleware's `replayedModel` hooks, told of the logged call at `key` of `request`; undefined when none has one. */
+const replayHooks = (env: StepEnv, key: string, request: ModelPort.ModelRequest): Seen | undefined => {
+  const hooks = env.deps.interceptors.filter((i) => i.replayedModel !== undefined)
+  if (hooks.length === 0) return undefined
+  const context = { runId: env.runId, rootRunId: env.options.rootRunId, tenant: env.tenant, stepKey: key }
+  return (sent, reply) => {
+    for (const i of hooks) i.replayedModel!({ request, sent, reply }, context)
+  }
+}
+
 /**
  * The model step of an execution: one call under `explicitKey` (else the next `model:<n>`), recorded or run live. Begun
  * when called: call it as the step runs (inside an effect); a recorded result comes back as an `Exit` (`answered.ts`).
@@ -153,7 +163,7 @@ export const make = (env: StepEnv) => (request: ModelPort.ModelRequest, explicit
   return env.answer(
     key,
     () => `a model call (request ${RequestHash.requestHash(request).slice(0, 12)})`,
-    (events) => recordedCall(env, key, events, request),
+    (events) => recordedCall(env, key, events, request, replayHooks(env, key, request)),
     () =>
       Tracing.span(
         "artana.model",

@@ -50,3 +50,24 @@ export const detect = (text: string, enabled: ReadonlyArray<Kind>): ReadonlyArra
   }
   return kept
 }
+
+/** `text` with each finding (of `enabled` kinds) replaced by what `name` gives it, and the findings with their names. */
+export const substitute = (
+  text: string,
+  enabled: ReadonlyArray<Kind>,
+  name: (found: Candidate, value: string) => string
+): { readonly text: string; readonly findings: ReadonlyArray<Candidate & { readonly placeholder: string; readonly value: string }> } => {
+  const found = detect(text, enabled)
+  if (found.length === 0) return { text, findings: [] }
+  const findings: Array<Candidate & { readonly placeholder: string; readonly value: string }> = []
+  let out = ""
+  let last = 0
+  for (const c of found) {
+    const value = text.slice(c.start, c.end)
+    const placeholder = name(c, value)
+    out += text.slice(last, c.start) + placeholder
+    last = c.end
+    findings.push({ ...c, placeholder, value })
+  }
+  return { text: out + text.slice(last), findings }
+}

@@ -1,0 +1,83 @@
+/**
+ * A run's numbering read back from its log. A replayed model call gives the request the code built (raw values) and
+ * the messages the log says were sent (placeholders): each message's values are found again and marked, and the
+ * placeholder the logged text holds where a mark is, is the one that value had. Read back, not derived again: the
+ * same whatever order the run's calls were first scrubbed in (concurrent branches), whichever process scrubbed them.
+ *
+ * @internal
+ */
+import type { Chat } from "@artana/core"
+import { type Candidate, type Kind } from "./kinds.js"
+import { substitute } from "./detect.js"
+import { makeTally, scrubMessage, type TextScrubber, textsOf } from "./messages.js"
+import type { Numbering } from "./numbering.js"
+
+const MARK = /\uE000(\d+)\uE001/g
+const PLACEHOLDER_AT = /<[A-Z][A-Z0-9_]*_\d+>/y
+
+/** A scrubber that numbers nothing: each value becomes a mark (private-use characters JSON leaves as they are). */
+const marking = (enabled: ReadonlyArray<Kind>, found: Array<Candidate & { readonly value: string }>): TextScrubber => ({
+  scrub: (text) =>
+    substitute(text, enabled, (candidate, value) => {
+      found.push({ ...candidate, value })
+      return `\uE000${found.length - 1}\uE001`
+    })
+})
+
+/** The placeholder `sent` holds at each mark of `marked`, by the mark's index; undefined where the texts differ otherwise. */
+const readBack = (marked: string, sent: string): ReadonlyArray<readonly [number, string]> | undefined => {
+  const out: Array<readonly [number, string]> = []
+  let at = 0
+  let last = 0
+  for (const mark of marked.matchAll(MARK)) {
+    const literal = marked.slice(last, mark.index)
+    if (!sent.startsWith(literal, at)) return undefined
+    at += literal.length
+    PLACEHOLDER_AT.lastIndex = at
+    const placeholder = PLACEHOLDER_AT.exec(sent)?.[0]
+    if (placeholder === undefined) return undefined
+    out.push([Number(mark[1]), placeholder])
+    at += placeholder.length
+    last = mark.index + mark[0].length
+  }
+  const rest = marked.slice(last)
+  return sent.length === at + rest.length && sent.endsWith(rest) ? out : undefined
+}
+
+/**
+ * Takes into `numbering` what one logged call shows: every placeholder its sent messages and its reply hold is taken
+ * (numbering goes on after them), and a value of `raw` whose message was sent as scrubbing it gives (same role, same
+ * text around the values) has the placeholder the logged text holds in its place. `learned`: raw messages already read
+ * (a chat's list repeats them in every request).
+ */
+export const learn = (
+  numbering: Numbering,
+  enabled: ReadonlyArray<Kind>,
+  raw: ReadonlyArray<Chat.ChatMessage>,
+  sent: ReadonlyArray<Chat.ChatMessage>,
+  reply: Chat.AssistantMessage | undefined,
+  learned: WeakSet<Chat.ChatMessage>
+): void => {
+  for (const message of sent) for (const text of textsOf(message)) numbering.reserve(text)
+  if (reply !== undefined) for (const text of textsOf(reply)) numbering.reserve(text)
+  if (raw.length !== sent.length) return
+  for (let i = 0; i < raw.length; i++) {
+    const message = raw[i]!
+    if (learned.has(message)) continue
+    const found: Array<Candidate & { readonly value: string }> = []
+    const marked = scrubMessage(marking(enabled, found), message, makeTally())
+    const logged = sent[i]!
+    if (found.length > 0 && marked.role === logged.role) {
+      const markedTexts = textsOf(marked)
+      const loggedTexts = textsOf(logged)
+      if (markedTexts.length !== loggedTexts.length) continue
+      for (let j = 0; j < markedTexts.length; j++) {
+        for (const [index, placeholder] of readBack(markedTexts[j]!, loggedTexts[j]!) ?? []) {
+          const value = found[index]!
+          numbering.learn(value.kind, value.key, value.value, placeholder)
+        }
+      }
+    }
+    learned.add(message)
+  }
+}
