@@ -19,7 +19,7 @@ import { type Chat, Errors, type Middleware } from "@artana/core"
 import { substitute } from "./internal/pii/detect.js"
 import { mapJson } from "./internal/pii/json.js"
 import * as internal from "./internal/pii/kinds.js"
-import { count, makeTally, scrubJsonText, scrubMessage, summary, textsOf } from "./internal/pii/messages.js"
+import { count, makeTally, scrubJsonText, scrubMessage, scrubToolSpec, summary, textsOf } from "./internal/pii/messages.js"
 import * as Numbering from "./internal/pii/numbering.js"
 import { learn } from "./internal/pii/rebuild.js"
 import { deltaHook } from "./internal/pii/stream.js"
@@ -156,7 +156,8 @@ interface RunNumbering {
  * The PII middleware, named `"pii"`.
  *
  * - `beforeModel` scrubs every message (system, user, assistant text and tool-call arguments, tool
- *   results), so the request the model gets, and the `ModelRequested` event, hold placeholders only. When it
+ *   results) and every offered tool's description and parameter schema (its strings; not property names), so the
+ *   request the model gets, and the `ModelRequested` event, hold placeholders only. When it
  *   found something it writes a `MiddlewareNote` `scrubbed` with `{ total, counts, distinct }` per kind.
  * - Numbering: a value keeps its placeholder for the whole run, and a new value gets the next number of its kind,
  *   after every placeholder the request already holds (one scrubbed earlier, or another run's), so no placeholder
@@ -219,10 +220,11 @@ export const middleware = (options: Options = {}): Middleware.Interceptor => {
       for (const message of request.messages) for (const text of textsOf(message)) numbering.reserve(text)
       const tally = makeTally()
       const messages = request.messages.map((m) => scrubMessage(scrubber, m, tally))
+      const tools = request.tools.map((spec) => scrubToolSpec(scrubber, spec, tally))
       const { data, total } = summary(tally)
       if (total === 0) return request
       yield* ctx.note(NAME, "scrubbed", data)
-      return { ...request, messages }
+      return { ...request, messages, tools }
     })
 
   const beforeTool: NonNullable<Middleware.Interceptor["beforeTool"]> = (call, ctx) =>

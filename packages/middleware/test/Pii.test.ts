@@ -281,6 +281,36 @@ describe("Pii.middleware (interceptor)", () => {
       expect(next.messages[0]?.content).toBe("<EMAIL_2>")
     }))
 
+  it.effect("scrubs the offered tools' descriptions and parameter schemas (an MCP server's text), keeping property names", () =>
+    Effect.gen(function*() {
+      const notes: Array<Note> = []
+      const spec = {
+        name: "escalate",
+        description: "Escalates to the on-call lead, bob@example.org (+44 20 7946 0958).",
+        parameters: {
+          type: "object",
+          properties: { "ann@example.com": { type: "boolean" }, to: { type: "string", enum: ["ann@example.com", "team"], description: "Who" } },
+          required: ["to"]
+        }
+      }
+      const pii = Pii.middleware()
+      const sent = yield* pii.beforeModel!({ model: "m", messages: [Chat.user("write to ann@example.com")], tools: [spec] }, makeContext("r1", notes))
+      expect(sent.tools).toEqual([{
+        name: "escalate",
+        description: "Escalates to the on-call lead, <EMAIL_2> (<PHONE_1>).",
+        parameters: {
+          type: "object",
+          properties: { "ann@example.com": { type: "boolean" }, to: { type: "string", enum: ["<EMAIL_1>", "team"], description: "Who" } },
+          required: ["to"]
+        }
+      }])
+      expect(notes[0]?.data).toMatchObject({ total: 4, counts: { email: 3, phone: 1 } })
+      // Nothing to scrub: the same specs.
+      const plain = { name: "noop", description: "Does nothing", parameters: { type: "object" } }
+      const untouched = yield* pii.beforeModel!({ model: "m", messages: [Chat.user("hi")], tools: [plain] }, makeContext("r1"))
+      expect(untouched.tools[0]).toBe(plain)
+    }))
+
   it.effect("writes no note and returns the request unchanged when there is nothing to scrub", () =>
     Effect.gen(function*() {
       const notes: Array<Note> = []

@@ -99,3 +99,31 @@ export const textsOf = (message: Chat.ChatMessage): ReadonlyArray<string> =>
   message.role === "assistant"
     ? [...(message.content === null ? [] : [message.content]), ...(message.toolCalls ?? []).map((call) => call.arguments)]
     : [message.content]
+
+/** `value` with every string in it (not the keys of its objects) passed through `f`; the same object when none changed. */
+const mapStrings = (value: Json.Json, f: (text: string) => string): Json.Json => {
+  if (typeof value === "string") return f(value)
+  if (Array.isArray(value)) {
+    const items = value.map((item: Json.Json) => mapStrings(item, f))
+    return items.every((item, i) => item === value[i]) ? value : items
+  }
+  if (typeof value !== "object" || value === null) return value
+  const object = value as { readonly [key: string]: Json.Json }
+  let changed = false
+  const out: Record<string, Json.Json> = {}
+  for (const [key, item] of Object.entries(object)) {
+    out[key] = mapStrings(item, f)
+    changed ||= out[key] !== item
+  }
+  return changed ? out : value
+}
+
+/**
+ * A tool as the model sees it, scrubbed: its description and every string of its parameters' JSON Schema (descriptions,
+ * titles, examples, defaults, enum values); property names are the tool's interface and stay.
+ */
+export const scrubToolSpec = (scrubber: TextScrubber, spec: Chat.ToolSpec, tally: Tally): Chat.ToolSpec => {
+  const description = scrubText(scrubber, spec.description, tally)
+  const parameters = mapStrings(spec.parameters, (text) => scrubText(scrubber, text, tally)) as Json.JsonObject
+  return description === spec.description && parameters === spec.parameters ? spec : { ...spec, description, parameters }
+}
