@@ -1,7 +1,7 @@
 // ctx.modelStep and ctx.toolCall: one model step whose tool calls come back unrun, and a model-issued call run by
 // name + JSON arguments + call id, with the offered-tools check. A loop built from them logs what chat logs.
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Schema } from "effect"
+import { Cause, Effect, Either, Exit, Schema } from "effect"
 import { Chat, EventStore, Kernel, Tool, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { kernelLayer, makeTools, tenant } from "./fixtures.js"
@@ -242,5 +242,24 @@ describe("WorkflowContext.modelStep and toolCall", () => {
         ["lookup", "get_balance"]
       ])
     }).pipe(Effect.provide(kernelLayer(offers.map(() => ScriptedModel.text("ok")), all)))
+  })
+
+  it.effect("two different tools of one name offered to a step are refused, never one of them by chance", () => {
+    const mine = makeLookup([])
+    const theirs = makeLookup([])
+    const w = Workflow.make({
+      name: "twins",
+      input: Schema.Null,
+      output: Schema.String,
+      run: (_i, ctx) => Effect.map(ctx.modelStep({ messages: [Chat.user("go")], tools: [mine, theirs] }), () => "sent")
+    })
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const scripted = yield* ScriptedModel.ScriptedModel
+      const exit = yield* Effect.exit(kernel.execute(w, { runId: "twins", tenant, input: null }))
+      const shown = Exit.isSuccess(exit) ? JSON.stringify(exit.value) : Cause.pretty(exit.cause)
+      expect(shown).toContain(`two different tools offered to one step are named "lookup"`)
+      expect(scripted.requests()).toEqual([])
+    }).pipe(Effect.provide(kernelLayer([ScriptedModel.text("ok")], makeTools().all)))
   })
 })

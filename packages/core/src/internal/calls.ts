@@ -99,7 +99,8 @@ export const make = (env: StepEnv, modelCall: ReturnType<typeof ModelStep.make>,
   let lastOffer: Offer | undefined
 
   /**
-   * The tools a step offers: names resolved in the registry (unknown names dropped), values as given. The same tools
+   * The tools a step offers: names resolved in the registry (unknown names dropped), values as given; two different
+   * tools of one name are a defect (thrown: every caller calls it inside `Effect.suspend`). The same tools
    * as the last step's (resolved again, compared by value) get its offer: the tenant is the execution's.
    */
   const offerTools = (tools: ReadonlyArray<string | Tool> | undefined): Offer => {
@@ -115,6 +116,12 @@ export const make = (env: StepEnv, modelCall: ReturnType<typeof ModelStep.make>,
     const visible = new Map<string, Tool>()
     const all = new Map<string, Tool>()
     for (const t of resolved) {
+      const named = all.get(t.name)
+      // Two tools of one name: the model could call only one, and which would be chance (an app's tool and an MCP
+      // server's, a registered one and a value). A bug in the workflow's code, as the registry's duplicate is.
+      if (named !== undefined && named !== t) {
+        throw new Error(`two different tools offered to one step are named "${t.name}"; a step's tool names must be unique (rename one, or offer one of them)`)
+      }
       all.set(t.name, t)
       if (hasCapability(env.tenant, t.requiresCapability)) visible.set(t.name, t)
     }
