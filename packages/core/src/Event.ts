@@ -25,8 +25,15 @@ export type ContinuedFrom = typeof ContinuedFrom.Type
 /**
  * Where a fork (`Kernel.fork`) came from: its log is `runId`'s events 1..`seq`, copied and re-chained under the fork's
  * id (its own `RunStarted` first). `overridden`: the step keys whose recorded results the fork replaced (what-if).
+ * `carriedUsd`: what the source's lineage had spent beyond the copied events by the prefix's end (its sub-runs, and
+ * what the source itself carried): part of the fork's cost (`costOfPayload`), so a fork's budget does not start afresh.
  */
-export const ForkedFrom = Schema.Struct({ runId: Schema.String, seq: Schema.Int, overridden: Schema.optional(Schema.Array(Schema.String)) })
+export const ForkedFrom = Schema.Struct({
+  runId: Schema.String,
+  seq: Schema.Int,
+  overridden: Schema.optional(Schema.Array(Schema.String)),
+  carriedUsd: Schema.optional(Schema.Number)
+})
 export type ForkedFrom = typeof ForkedFrom.Type
 
 export const RunStarted = Schema.TaggedStruct("RunStarted", {
@@ -383,9 +390,11 @@ export const summarize = (events: ReadonlyArray<Event>): BatchSummary => {
   return { status, costUsd }
 }
 
-/** What an event adds to its run's cost: a model call's, completed or not (see `ModelFailed.costUsd`). */
+/** What an event adds to its run's cost: a model call's, completed or not (see `ModelFailed.costUsd`), and what a fork carries. */
 export const costOfPayload = (p: EventPayload): number => {
   switch (p._tag) {
+    case "RunStarted":
+      return p.forkedFrom?.carriedUsd ?? 0
     case "ModelCompleted":
       return p.costUsd
     case "ModelFailed":

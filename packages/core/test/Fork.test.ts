@@ -1,8 +1,9 @@
 // Forks (`Kernel.fork`) on the in-memory store: overrides that change what follows; refused overrides; tenancy;
 // idempotence and spend. The fork at every event of a run is core's ForkSuite (run here, on SQLite and on PostgreSQL).
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
-import { Errors, EventStore, Kernel, type Middleware } from "@artana/core"
+import { Effect, Either, Schema, TestClock } from "effect"
+import { Chat, Errors, EventStore, Kernel, type Middleware, Tool, Workflow } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
 import { ForkSuite } from "@artana/core/testing/suites"
 import { kernelLayer } from "./fixtures.js"
 
@@ -86,6 +87,77 @@ describe("Kernel.fork", () => {
       expect(source.costUsd).toBe(0.01)
       expect(yield* store.lineageCostUsd(tenant.tenantId, a.runId)).toBe(0.01)
     }).pipe(Effect.provide(layer())), 60_000)
+
+  it.effect("a fork carries what the source's sub-runs spent by its prefix's end: its budget does not start afresh", () => {
+    // A $0.05 budget: the parent's call ($0.01) and its sub-agent's ($0.04, a grandchild's $0.01 of it) spend it all.
+    const poor = { ...tenant, budgetUsdLimit: 0.05 }
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const store = yield* EventStore.EventStore
+      const scripted = yield* ScriptedModel.ScriptedModel
+      const spend = (name: string, inner?: Workflow.Workflow<null, string, unknown>): Workflow.Workflow<null, string, unknown> =>
+        Workflow.make({
+          name,
+          input: Schema.Null,
+          output: Schema.String,
+          run: (_i, ctx) =>
+            Effect.gen(function*() {
+              if (inner !== undefined) yield* kernel.execute(inner, { runId: `${ctx.runId}::inner`, tenant: ctx.tenant, parentRunId: ctx.runId, input: null })
+              return (yield* ctx.modelStep({ messages: [Chat.user("spend")], tools: [] })).message.content ?? ""
+            })
+        })
+      const child = spend("child", spend("grandchild"))
+      const delegate = Tool.make({
+        name: "delegate",
+        description: "Runs a sub-agent",
+        parameters: Schema.Struct({}),
+        // The test's clock stands still unless moved: the sub-agent starts a millisecond after the step before it ended,
+        // and the step ends a millisecond after it (a real clock moves on its own; in the same millisecond, a sub-run
+        // is counted: a fork never starts with less spent).
+        handler: (_args, ctx) =>
+          Effect.gen(function*() {
+            yield* TestClock.adjust("1 millis")
+            const result = yield* kernel.execute(child, { runId: `${ctx.runId}::child`, tenant: ctx.tenant, parentRunId: ctx.runId, input: null })
+            yield* TestClock.adjust("1 millis")
+            return result.status
+          })
+      })
+      const parent = Workflow.make({
+        name: "parent",
+        input: Schema.Null,
+        output: Schema.String,
+        run: (_i, ctx) =>
+          Effect.gen(function*() {
+            const step = yield* ctx.modelStep({ messages: [Chat.user("go")], tools: [delegate] })
+            yield* ctx.toolCall(step.toolCalls[0]!, { tools: [delegate], key: "delegate" })
+            return (yield* ctx.modelStep({ messages: [Chat.user("again")], tools: [] })).message.content ?? ""
+          })
+      })
+      const original = yield* Effect.either(kernel.execute(parent, { runId: "spent", tenant: poor, input: null }))
+      expect(Either.isLeft(original) && original.left._tag).toBe("BudgetExceeded")
+      expect(scripted.calls()).toBe(3)
+      // The fork after the sub-agent's step: its prefix's own call, and what the sub-agent's lineage spent.
+      const forked = yield* kernel.forkLog({ ...ref("spent"), atStep: "delegate" })
+      expect(forked.forkedFrom.carriedUsd).toBeCloseTo(0.04)
+      expect(yield* store.lineageCostUsd(tenant.tenantId, forked.runId)).toBeCloseTo(0.05)
+      expect((yield* kernel.verify(ref(forked.runId))).ok).toBe(true)
+      // Driven on, its next call is refused as the source's was: no budget came back.
+      const driven = yield* Effect.either(kernel.resume({ ...ref(forked.runId), workflow: parent }))
+      expect(Either.isLeft(driven) && driven.left._tag).toBe("BudgetExceeded")
+      expect(scripted.calls()).toBe(3)
+      // A fork of the fork carries what its source carried; a fork before the sub-agent ran carries nothing.
+      const again = yield* kernel.forkLog({ ...ref(forked.runId), atStep: "delegate" })
+      expect(yield* store.lineageCostUsd(tenant.tenantId, again.runId)).toBeCloseTo(0.05)
+      const before = yield* kernel.forkLog({ ...ref("spent"), atStep: "model:0" })
+      expect(before.forkedFrom.carriedUsd).toBeUndefined()
+      expect(yield* store.lineageCostUsd(tenant.tenantId, before.runId)).toBeCloseTo(0.01)
+    }).pipe(Effect.provide(kernelLayer([
+      ScriptedModel.toolCall("delegate", {}, { costUsd: 0.01 }),
+      ScriptedModel.text("grandchild spent", { costUsd: 0.01 }),
+      ScriptedModel.text("child spent", { costUsd: 0.03 }),
+      ScriptedModel.text("unreachable", { costUsd: 0.01 })
+    ], [])))
+  })
 
   it.effect("a step's notes written before its request stay with it: a fork at a note is cut back before the step", () => {
     // A middleware that notes every tool call: for a call that needs approval, its note leads the approval's batch.

@@ -9,6 +9,7 @@ import * as Errors from "../Errors.js"
 import type { ForkedFrom } from "../Event.js"
 import type * as EventStore from "../EventStore.js"
 import * as Fork from "../Fork.js"
+import { carriedSpend } from "./forkCarry.js"
 import { copy } from "./forkCopy.js"
 import { boundary, stepEnd } from "./forkCut.js"
 import { overridesAt } from "./forkOverrides.js"
@@ -53,11 +54,13 @@ export const write = (store: EventStore.Service, auditKey: string | undefined, r
     const cut = yield* boundary(store, auditKey, info, limit, new Set(Object.keys(overrides)))
     const replacements = yield* overridesAt(info, cut, overrides)
     const overridden = Object.keys(overrides).sort()
-    const forkedFrom: ForkedFrom = { runId: info.runId, seq: cut.seq, ...(overridden.length === 0 ? {} : { overridden }) }
+    const asked: ForkedFrom = { runId: info.runId, seq: cut.seq, ...(overridden.length === 0 ? {} : { overridden }) }
     const forkRunId = request.forkRunId ?? Fork.forkRunId(info.runId, cut.seq, request.overrides)
     if (forkRunId === info.runId) return yield* new Errors.InvalidInput({ what: "fork run id", reason: "a fork needs an id of its own" })
-    const found = yield* existing(store, info.tenantId, forkRunId, forkedFrom)
+    const found = yield* existing(store, info.tenantId, forkRunId, asked)
     if (found !== undefined) return found
+    const carriedUsd = yield* carriedSpend(store, info, cut.seq)
+    const forkedFrom: ForkedFrom = carriedUsd > 0 ? { ...asked, carriedUsd } : asked
     const written = yield* Effect.either(copy(store, auditKey, info, forkRunId, forkedFrom, replacements))
     if (Either.isRight(written)) return { runId: forkRunId, forkedFrom, created: true } satisfies Fork.Forked
     const error = written.left
