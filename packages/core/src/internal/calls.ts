@@ -70,6 +70,23 @@ const resolvesTo = (tools: ReadonlyArray<string | Tool>, resolved: ReadonlyArray
   return n === resolved.length
 }
 
+/** The offer of the tools `resolved`, for the execution's tenant; two different tools of one name are a defect (thrown). */
+const offerOf = (env: StepEnv, resolved: ReadonlyArray<Tool>): Offer => {
+  const visible = new Map<string, Tool>()
+  const all = new Map<string, Tool>()
+  for (const t of resolved) {
+    const named = all.get(t.name)
+    // Two tools of one name: the model could call only one, and which would be chance (an app's tool and an MCP
+    // server's, a registered one and a value). A bug in the workflow's code, as the registry's duplicate is.
+    if (named !== undefined && named !== t) {
+      throw new Error(`two different tools offered to one step are named "${t.name}"; a step's tool names must be unique (rename one, or offer one of them)`)
+    }
+    all.set(t.name, t)
+    if (hasCapability(env.tenant, t.requiresCapability)) visible.set(t.name, t)
+  }
+  return { visible, offered: new Set(visible.keys()), specs: [...visible.values()].map((t) => t.spec), all, resolved }
+}
+
 const decodeAnswer = <A, I>(schema: Schema.Schema<A, I>, text: string): Either.Either<A, string> => {
   let parsed: unknown
   try {
@@ -113,19 +130,7 @@ export const make = (env: StepEnv, modelCall: ReturnType<typeof ModelStep.make>,
         return found === undefined ? [] : [found]
       })
     if (lastOffer !== undefined && sameTools(lastOffer.resolved, resolved)) return lastOffer
-    const visible = new Map<string, Tool>()
-    const all = new Map<string, Tool>()
-    for (const t of resolved) {
-      const named = all.get(t.name)
-      // Two tools of one name: the model could call only one, and which would be chance (an app's tool and an MCP
-      // server's, a registered one and a value). A bug in the workflow's code, as the registry's duplicate is.
-      if (named !== undefined && named !== t) {
-        throw new Error(`two different tools offered to one step are named "${t.name}"; a step's tool names must be unique (rename one, or offer one of them)`)
-      }
-      all.set(t.name, t)
-      if (hasCapability(env.tenant, t.requiresCapability)) visible.set(t.name, t)
-    }
-    lastOffer = { visible, offered: new Set(visible.keys()), specs: [...visible.values()].map((t) => t.spec), all, resolved }
+    lastOffer = offerOf(env, resolved)
     return lastOffer
   }
 
