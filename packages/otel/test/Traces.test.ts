@@ -15,7 +15,7 @@ import { AgentClient } from "@artana/agent"
 import { SqliteStore } from "@artana/store-sqlite"
 import { Pii } from "@artana/middleware"
 import { ArtanaOtel } from "@artana/otel"
-import { afterPause, analyst, beforePause, SECRET_ARGUMENT, SECRET_PROMPT, SECRET_RESULT, tenant } from "./fixtures/agents.js"
+import { afterPause, analyst, beforePause, refund as refundTool, SECRET_ARGUMENT, SECRET_PROMPT, SECRET_RESULT, tenant } from "./fixtures/agents.js"
 import { OtlpReceiver as Otlp } from "@artana/otel/testing"
 
 const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url))
@@ -133,7 +133,8 @@ describe("traces exported over OTLP/HTTP", () => {
     for (const secret of [SECRET_PROMPT, "jane.roe@example.com", SECRET_ARGUMENT, SECRET_RESULT, "EMEA made 1.2M"]) expect(wire).not.toContain(secret)
   }, 600_000)
 
-  it("with content capture on, the spans carry the prompt, the arguments and the results", async () => {
+  it("with content capture on, the spans carry the prompt, the arguments (an approver's edit included) and the results", async () => {
+    const EDITED_ORDER = "order-EDITED-5150"
     const filename = join(dir, "capture.db")
     const client = AgentClient.create({
       store: SqliteStore.layer({ filename }),
@@ -143,7 +144,8 @@ describe("traces exported over OTLP/HTTP", () => {
     try {
       const paused = await client.run(analyst, { runId: "c-1", tenant, prompt: SECRET_PROMPT })
       const approvalId = paused.status === "paused" ? paused.approval!.approvalId : ""
-      await client.decide({ tenantId: tenant.tenantId, approvalId, approver: "lead", decision: "approve" })
+      // Approved with the order edited: the span shows the arguments the call was made with.
+      await client.decide({ tenantId: tenant.tenantId, approvalId, approver: "lead", decision: "approve", arguments: { order: EDITED_ORDER, amount: 5 }, tool: refundTool })
       expect(await client.run(analyst, { runId: "c-1", tenant, prompt: SECRET_PROMPT })).toMatchObject({ status: "completed" })
     } finally {
       await client.close()
@@ -152,7 +154,8 @@ describe("traces exported over OTLP/HTTP", () => {
     const model = named(spans, "artana.model")[0]!
     expect(String(model.attributes["gen_ai.input.messages"])).toContain(SECRET_PROMPT)
     const refund = one(named(spans, "artana.tool"), (s) => s.attributes["artana.tool.outcome"] === "ok")
-    expect(String(refund.attributes["gen_ai.tool.call.arguments"])).toContain(SECRET_ARGUMENT)
+    expect(String(refund.attributes["gen_ai.tool.call.arguments"])).toContain(EDITED_ORDER)
+    expect(String(refund.attributes["gen_ai.tool.call.arguments"])).not.toContain(SECRET_ARGUMENT)
     expect(String(refund.attributes["gen_ai.tool.call.result"])).toContain(SECRET_RESULT)
   }, 120_000)
 

@@ -69,7 +69,9 @@ export const recorded = (env: StepEnv, prepare: Prepare, call: ToolCallRequest, 
       return env.fault(new Errors.InvalidRunState({ runId: env.runId, status: `approved at step ${key}, its call not made yet`, expected: "settled (a replay runs no tool)" }))
     }
     const requested = requestedOf(env.runId, call, key, decided.arguments ?? asked.arguments)
-    return traced(call, key, requested.idempotencyKey, tool, approvedCall(env, prepare, call, key, tool, requested, decided.arguments, asked.arguments), env.spans)
+    // The span shows the call as it is made: with the approver's edit, when there is one.
+    const made = decided.arguments === undefined ? call : { ...call, arguments: decided.arguments }
+    return traced(made, key, requested.idempotencyKey, tool, approvedCall(env, prepare, call, key, tool, requested, decided.arguments, asked.arguments), env.spans)
   })
 
 /** An approved call made now, with the approved arguments (edited ones pass the `beforeTool` hooks). */
