@@ -58,26 +58,26 @@ export const learn = (
   reply: Chat.AssistantMessage | undefined,
   learned: WeakSet<Chat.ChatMessage>
 ): void => {
-  for (const message of sent) for (const text of textsOf(message)) numbering.reserve(text)
   if (reply !== undefined) for (const text of textsOf(reply)) numbering.reserve(text)
-  if (raw.length !== sent.length) return
-  for (let i = 0; i < raw.length; i++) {
-    const message = raw[i]!
-    if (learned.has(message)) continue
+  const aligned = raw.length === sent.length
+  for (let i = 0; i < sent.length; i++) {
+    const message = aligned ? raw[i] : undefined
+    // A message read before (a chat's list repeats them in every request) was logged as it was then.
+    if (message !== undefined && learned.has(message)) continue
+    const logged = sent[i]!
+    for (const text of textsOf(logged)) numbering.reserve(text)
+    if (message === undefined) continue
+    learned.add(message)
     const found: Array<Candidate & { readonly value: string }> = []
     const marked = scrubMessage(marking(enabled, found), message, makeTally())
-    const logged = sent[i]!
-    if (found.length > 0 && marked.role === logged.role) {
-      const markedTexts = textsOf(marked)
-      const loggedTexts = textsOf(logged)
-      if (markedTexts.length !== loggedTexts.length) continue
-      for (let j = 0; j < markedTexts.length; j++) {
-        for (const [index, placeholder] of readBack(markedTexts[j]!, loggedTexts[j]!) ?? []) {
-          const value = found[index]!
-          numbering.learn(value.kind, value.key, value.value, placeholder)
-        }
+    const markedTexts = textsOf(marked)
+    const loggedTexts = textsOf(logged)
+    if (found.length === 0 || marked.role !== logged.role || markedTexts.length !== loggedTexts.length) continue
+    for (let j = 0; j < markedTexts.length; j++) {
+      for (const [index, placeholder] of readBack(markedTexts[j]!, loggedTexts[j]!) ?? []) {
+        const value = found[index]!
+        numbering.learn(value.kind, value.key, value.value, placeholder)
       }
     }
-    learned.add(message)
   }
 }
