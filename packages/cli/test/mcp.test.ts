@@ -46,7 +46,8 @@ describe("MCP servers in the CLI: artana mcp pin, and plans that call MCP tools"
       expect(pins.read_note).toBe(McpTools.fingerprint({
         name: "read_note",
         description: "Reads a note by its path",
-        inputSchema: { type: "object", properties: { path: { type: "string", minLength: 1 } }, required: ["path"] }
+        inputSchema: { type: "object", properties: { path: { type: "string", minLength: 1 } }, required: ["path"] },
+        readOnlyHint: true
       }))
 
       // The server rewrote a description: pinning again names the tool that changed.

@@ -74,8 +74,8 @@ const Common = {
   tools: Schema.optional(Schema.Record({ key: Schema.String, value: ToolRule })),
   /**
    * Fingerprints (`Mcp.fingerprint`) of the tools a person reviewed, by tool name (`artana mcp pin` writes them).
-   * When present, a tool whose name, description or input schema differs, or that is not pinned, is withheld from
-   * the model and the withholding is logged. Absent: the server's tools are offered as listed.
+   * When present, a tool whose name, description, input schema, hints or output schema differ, or that is not
+   * pinned, is withheld from the model and the withholding is logged. Absent: the server's tools are offered as listed.
    */
   pins: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/)) }))
 }

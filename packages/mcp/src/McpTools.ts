@@ -26,13 +26,18 @@ import type { McpServerError } from "./McpErrors.js"
 import { connectionOf, McpServers, type Service } from "./McpServers.js"
 import { toOutput } from "./internal/result.js"
 
-/** A tool as its server listed it: what the model would see, and the hints Artana may act on. */
+/**
+ * A tool as its server listed it: what the model would see, and the hints and output schema Artana may act on.
+ * `destructiveHint` and `outputSchema` are optional so lists logged before they were recorded still decode.
+ */
 export const Listed = Schema.Struct({
   name: Schema.String,
   description: Schema.String,
   inputSchema: Json.Json,
   readOnlyHint: Schema.optional(Schema.Boolean),
-  idempotentHint: Schema.optional(Schema.Boolean)
+  idempotentHint: Schema.optional(Schema.Boolean),
+  destructiveHint: Schema.optional(Schema.Boolean),
+  outputSchema: Schema.optional(Json.Json)
 })
 export type Listed = typeof Listed.Type
 
@@ -51,22 +56,42 @@ export type Entry = typeof Entry.Type
 export const ToolList = Schema.Struct({ entries: Schema.Array(Entry) })
 export type ToolList = typeof ToolList.Type
 
+/** What a fingerprint covers: what the model reads, and every hint or schema that changes how a call is governed. */
+export type Fingerprinted = Pick<Listed, "name" | "description" | "inputSchema" | "readOnlyHint" | "idempotentHint" | "destructiveHint" | "outputSchema">
+
 /**
- * The fingerprint of a tool: SHA-256 of the canonical JSON of its name, description and input schema (key order and
- * spacing do not matter). What `artana mcp pin` writes and pins compare.
+ * The fingerprint of a tool: SHA-256 of the canonical JSON of its name, description, input schema, and, when the
+ * server lists them, its `readOnlyHint`, `idempotentHint`, `destructiveHint` and output schema (key order and spacing
+ * do not matter). The hints decide whether a call is retried after a crash or left in doubt, so a pinned tool that
+ * starts claiming to be read-only is withheld as changed, never silently made retryable. What `artana mcp pin` writes
+ * and pins compare. A tool with none of the hints and no output schema keeps the fingerprint it had before they were
+ * covered.
  */
-export const fingerprint = (tool: Pick<Listed, "name" | "description" | "inputSchema">): string =>
-  Json.hash({ name: tool.name, description: tool.description, inputSchema: tool.inputSchema })
+export const fingerprint = (tool: Fingerprinted): string =>
+  Json.hash({
+    name: tool.name,
+    description: tool.description,
+    inputSchema: tool.inputSchema,
+    ...(tool.readOnlyHint === undefined ? {} : { readOnlyHint: tool.readOnlyHint }),
+    ...(tool.idempotentHint === undefined ? {} : { idempotentHint: tool.idempotentHint }),
+    ...(tool.destructiveHint === undefined ? {} : { destructiveHint: tool.destructiveHint }),
+    ...(tool.outputSchema === undefined ? {} : { outputSchema: tool.outputSchema })
+  })
 
 /** A listed MCP tool as the step logs it. */
 export const listed = (tool: McpTool): Listed => {
   const schema = Json.fromUnknown(tool.inputSchema)
+  const output = tool.outputSchema === undefined ? undefined : Json.fromUnknown(tool.outputSchema)
+  const hints = tool.annotations
   return {
     name: tool.name,
     description: tool.description ?? "",
     inputSchema: schema.ok ? schema.json : {},
-    ...(tool.annotations?.readOnlyHint === undefined ? {} : { readOnlyHint: tool.annotations.readOnlyHint }),
-    ...(tool.annotations?.idempotentHint === undefined ? {} : { idempotentHint: tool.annotations.idempotentHint })
+    ...(hints?.readOnlyHint === undefined ? {} : { readOnlyHint: hints.readOnlyHint }),
+    ...(hints?.idempotentHint === undefined ? {} : { idempotentHint: hints.idempotentHint }),
+    ...(hints?.destructiveHint === undefined ? {} : { destructiveHint: hints.destructiveHint }),
+    // Came over JSON-RPC, so it is JSON.
+    ...(output?.ok === true ? { outputSchema: output.json } : {})
   }
 }
 
