@@ -32,7 +32,24 @@ export class InvalidMcpConfig extends Schema.TaggedError<InvalidMcpConfig>()("In
   }
 }
 
-export type McpError = McpServerError | InvalidMcpConfig
+/**
+ * An MCP tool's result that breaks the output schema the server listed for it (its `structuredContent` does not match,
+ * or is missing). The call reached the server, so it may have acted; the kernel logs it as the tool's failure.
+ */
+export class McpToolOutputInvalid extends Schema.TaggedError<McpToolOutputInvalid>()("McpToolOutputInvalid", {
+  tool: Schema.String,
+  /** Where in `structuredContent` (`$` for all of it). */
+  path: Schema.String,
+  reason: Schema.String
+}) {
+  override get message() {
+    return `the result of "${this.tool}" breaks the output schema its server listed: structuredContent at ${this.path} ${this.reason}. ` +
+      "The call reached the server and may have acted; fix the server's result (or its outputSchema, then review and pin the tool again)"
+  }
+}
+
+export type McpError = McpServerError | InvalidMcpConfig | McpToolOutputInvalid
 
 /** Whether `u` is one of this package's errors. */
-export const isMcpError = (u: unknown): u is McpError => Predicate.isTagged(u, "McpServerError") || Predicate.isTagged(u, "InvalidMcpConfig")
+export const isMcpError = (u: unknown): u is McpError =>
+  Predicate.isTagged(u, "McpServerError") || Predicate.isTagged(u, "InvalidMcpConfig") || Predicate.isTagged(u, "McpToolOutputInvalid")

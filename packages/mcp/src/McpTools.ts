@@ -15,14 +15,15 @@
  *
  * @since 0.1.0
  */
-import { Errors, Json, type Tool, type Workflow } from "@artana/core"
-import { defineTool } from "@artana/plugin-sdk"
+import { Errors, Json, Tool, type Workflow } from "@artana/core"
+import { defineTool, PluginTool } from "@artana/plugin-sdk"
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as McpConfig from "./McpConfig.js"
-import type { McpServerError } from "./McpErrors.js"
+import { type McpServerError, McpToolOutputInvalid } from "./McpErrors.js"
 import { connectionOf, McpServers, type Service } from "./McpServers.js"
 import { toOutput } from "./internal/result.js"
 
@@ -104,11 +105,33 @@ export const idempotentOf = (server: McpConfig.Server, tool: Listed): boolean =>
 
 const NAME = /^[a-zA-Z0-9_.-]{1,64}$/
 
+/**
+ * The check of a result against the tool's listed output schema (none without one). Done here, from the logged list,
+ * and not left to the SDK client: a client that did not list the tools itself (a resumed run, another process) checks
+ * nothing. Throws on a schema Ajv cannot compile (the tool is then withheld).
+ */
+const outputCheck = (name: string, tool: Listed): (output: Json.Json) => Effect.Effect<Json.Json, McpToolOutputInvalid> => {
+  if (tool.outputSchema === undefined) return Effect.succeed
+  if (!Json.isObject(tool.outputSchema)) throw new Error("its output schema is not a JSON object")
+  const decode = Schema.decodeUnknownEither(PluginTool.jsonSchema(tool.outputSchema))
+  return (output) => {
+    const structured = Json.isObject(output) ? output.structuredContent : undefined
+    if (structured === undefined) {
+      return Effect.fail(new McpToolOutputInvalid({ tool: name, path: "$", reason: "is missing (the tool lists an output schema)" }))
+    }
+    return Either.match(decode(structured), {
+      onLeft: (error) => Effect.fail(new McpToolOutputInvalid({ tool: name, ...Tool.firstIssue(error) })),
+      onRight: () => Effect.succeed(output)
+    })
+  }
+}
+
 /** The governed tool for a listed one (a plugin-SDK tool: its arguments validated before the handler runs). */
 const governed = (service: Service, server: McpConfig.Server, tool: Listed): Tool.Tool => {
   const name = qualifiedName(server.name, tool.name)
   const timeoutMs = McpConfig.timeoutOf(server, tool.name)
   const parameters = Json.isObject(tool.inputSchema) ? tool.inputSchema : {}
+  const checkOutput = outputCheck(name, tool)
   return defineTool<Json.Json>({
     name,
     description: tool.description,
@@ -122,7 +145,7 @@ const governed = (service: Service, server: McpConfig.Server, tool: Listed): Too
         const connection = yield* Effect.mapError(connectionOf(service, server.name), (e) => new Errors.ToolError({ tool: name, reason: e.message }))
         const result = yield* connection.call(tool.name, name, args, { signal: context.signal, timeoutMs })
         const output = toOutput(name, result, service.options.saveBinariesTo)
-        return output.ok ? output.output : yield* output.error
+        return output.ok ? yield* checkOutput(output.output) : yield* output.error
       })
   })
 }
@@ -133,6 +156,11 @@ const unusable = (service: Service, server: McpConfig.Server, tool: Listed): str
   if (!NAME.test(name)) return `its name "${name}" is not one the model APIs take (${NAME.source})`
   if (!Json.isObject(tool.inputSchema) || (tool.inputSchema.type !== undefined && tool.inputSchema.type !== "object")) {
     return "its input schema is not an object schema"
+  }
+  try {
+    outputCheck(name, tool)
+  } catch (e) {
+    return `its output schema cannot be validated: ${e instanceof Error ? e.message : String(e)}`
   }
   try {
     governed(service, server, tool)

@@ -17,6 +17,18 @@ import * as Schema from "effect/Schema"
 import * as Tracer from "effect/Tracer"
 import { closeObjects, fromJsonSchema, invalidSchema } from "./internal/jsonSchema.js"
 
+/**
+ * An Effect Schema that accepts what a raw JSON Schema accepts, validated with the same Ajv setup as tool parameters
+ * (formats, compiled validators cached), with the schema taken as written: objects are not closed. For JSON a tool
+ * receives rather than its arguments, such as an MCP tool's `structuredContent` against its `outputSchema`. Throws on
+ * a schema Ajv cannot compile.
+ *
+ * @example
+ * const Output = PluginTool.jsonSchema({ type: "object", properties: { bytes: { type: "integer" } }, required: ["bytes"] })
+ * Schema.decodeUnknownEither(Output)({ bytes: "many" }) // Left: $.bytes must be integer
+ */
+export const jsonSchema = <A = Json.Json>(schema: JsonSchema): Schema.Schema<A, A> => fromJsonSchema<A>(schema)
+
 /** Raw JSON Schema of a tool's arguments (an object schema). */
 export type JsonSchema = Json.JsonObject
 
