@@ -80,12 +80,18 @@ const Common = {
   pins: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String.pipe(Schema.pattern(/^[0-9a-f]{64}$/)) }))
 }
 
+/** `${NAME}`: a reference to an environment variable, resolved when the server is first connected. */
+const TEMPLATE = /\$\{[A-Za-z_][A-Za-z0-9_]*\}/
+
 /** A server Artana starts as a child process and speaks to over its stdin and stdout. */
 export const StdioServer = Schema.Struct({
   ...Common,
   command: Schema.String.pipe(Schema.minLength(1)),
   args: Schema.optional(Schema.Array(Schema.String)),
-  /** Variables for the process, on top of a minimal inherited set (`PATH`, `HOME`...); `${NAME}` reads the environment. */
+  /**
+   * Variables for the process, on top of a minimal inherited set (`PATH`, `HOME`...); each value reads the environment
+   * (`${NAME}`): a literal is refused, as it would be logged.
+   */
   env: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
   cwd: Schema.optional(Schema.String)
 })
@@ -95,12 +101,34 @@ export type StdioServer = typeof StdioServer.Type
 export const HttpServer = Schema.Struct({
   ...Common,
   url: Schema.String.pipe(Schema.filter((u) => URL.canParse(u) && /^https?:/.test(u) || "an http:// or https:// URL")),
-  /** Headers sent with every request; `${NAME}` reads the environment (a token), never logged. */
+  /**
+   * Headers sent with every request; each value reads the environment (`Bearer ${TOKEN}`), never logged: a literal is
+   * refused, as it would be logged.
+   */
   headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String }))
 })
 export type HttpServer = typeof HttpServer.Type
 
-export const Server = Schema.Union(StdioServer, HttpServer)
+/**
+ * The first `env` or `headers` value that reads no variable. Each must read at least one (`${TOKEN}`,
+ * `Bearer ${TOKEN}`): the config is logged with the run (the CLI's policy in `RunStarted`, so a resumed run can rebuild
+ * its servers), so a literal value, a token most likely, would be in the log for anyone who reads it; a `${NAME}` is
+ * resolved at connect time, held `Redacted`, and never logged. Checked on the decoded server (not in its `env` and
+ * `headers` fields) so the problem is reported for the server's own kind, at the value's path.
+ */
+const literalValue = (server: StdioServer | HttpServer): Schema.FilterIssue | undefined => {
+  const [field, values] = "command" in server ? ["env", server.env] as const : ["headers", server.headers] as const
+  const literal = Object.entries(values ?? {}).find(([, value]) => !TEMPLATE.test(value))
+  if (literal === undefined) return undefined
+  const what = field === "env" ? "environment value" : "header value"
+  return {
+    path: [field, literal[0]],
+    message: `a literal ${what} would be logged with the run; read it from the environment: write "\${NAME}" (for a header, ` +
+      `"Bearer \${NAME}") and set NAME where Artana runs`
+  }
+}
+
+export const Server = Schema.Union(StdioServer, HttpServer).pipe(Schema.filter((server) => literalValue(server) ?? true))
 export type Server = typeof Server.Type
 
 export const Config = Schema.Struct({

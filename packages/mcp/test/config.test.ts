@@ -33,4 +33,25 @@ mcp:
     const unknown = McpServers.decodeConfig({ servers: [{ name: "a", command: "x", capabilty: "typo" }] })
     expect(Either.isLeft(unknown)).toBe(true)
   })
+
+  it("refuses a literal env or header value (it would be logged with the run) and says how to read it from the environment", () => {
+    const header = McpConfig.fromPolicy(`mcp:
+  servers:
+    - { name: gh, url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer ghp_literal" } }
+`, "policy.yaml")
+    expect(Either.isLeft(header) && header.left).toMatchObject({ _tag: "InvalidMcpConfig", file: "policy.yaml", line: 3 })
+    expect(Either.isLeft(header) && header.left.message).toContain('would be logged with the run; read it from the environment: write "${NAME}"')
+    expect(Either.isLeft(header) && header.left.message).not.toContain("ghp_literal")
+    const env = McpServers.decodeConfig({ servers: [{ name: "files", command: "node", env: { API_KEY: "sk-literal" } }] })
+    expect(Either.isLeft(env) && env.left).toMatchObject({ path: "$.servers[0].env.API_KEY", reason: expect.stringContaining("literal environment value") })
+
+    // Templates, whole or inside a value, are what the config takes.
+    const ok = McpServers.decodeConfig({
+      servers: [
+        { name: "files", command: "node", env: { API_KEY: "${FILES_KEY}", URL: "https://${HOST}/v1" } },
+        { name: "gh", url: "https://mcp.example.com/mcp", headers: { Authorization: "Bearer ${GH_TOKEN}" } }
+      ]
+    })
+    expect(Either.isRight(ok)).toBe(true)
+  })
 })

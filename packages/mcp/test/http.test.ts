@@ -62,9 +62,9 @@ describe("MCP tools over Streamable HTTP", () => {
     const calls = path.join(dir, "calls-4.jsonl")
     const server = await start({ callsFile: calls, token: "t", refuseCalls: true })
     try {
-      const config = { servers: [{ name: "notes", url: server.url, headers: { Authorization: "Bearer t" } }] }
+      const config = { servers: [{ name: "notes", url: server.url, headers: { Authorization: "Bearer ${NOTES_TOKEN}" } }] }
       const script = [ScriptedModel.toolCall("notes.write_note", { path: "a.txt", text: "x" }), ScriptedModel.text("refused")]
-      const out = await withKernel({ db: path.join(dir, "4.db"), config, script }, Effect.gen(function*() {
+      const out = await withKernel({ db: path.join(dir, "4.db"), config, script, env: { NOTES_TOKEN: "t" } }, Effect.gen(function*() {
         const kernel = yield* Kernel.Kernel
         const result = yield* kernel.execute(agent, { runId: "refused", tenant: tenant(), input: "go" })
         return { result, events: payloads(yield* kernel.readEvents({ tenantId: "acme", runId: "refused" })) }
@@ -87,7 +87,7 @@ describe("MCP tools over Streamable HTTP", () => {
         servers: [{
           name: "notes",
           url: server.url,
-          headers: { Authorization: "Bearer t" },
+          headers: { Authorization: "Bearer ${NOTES_TOKEN}" },
           capability: "notes:read",
           tools: { write_note: { capability: "notes:write" } }
         }]
@@ -97,7 +97,7 @@ describe("MCP tools over Streamable HTTP", () => {
         ScriptedModel.toolCall("notes.read_note", { path: "a.txt" }),
         ScriptedModel.text("done")
       ]
-      const out = await withKernel({ db: path.join(dir, "3.db"), config, script }, Effect.gen(function*() {
+      const out = await withKernel({ db: path.join(dir, "3.db"), config, script, env: { NOTES_TOKEN: "t" } }, Effect.gen(function*() {
         const kernel = yield* Kernel.Kernel
         const result = yield* kernel.execute(agent, { runId: "caps", tenant: tenant(["notes:read"]), input: "go" })
         const requests = (yield* ScriptedModel.ScriptedModel).requests()
