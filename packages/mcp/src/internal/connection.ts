@@ -90,13 +90,51 @@ const neverSent = (e: unknown): boolean => {
   return false
 }
 
+interface Connected {
+  readonly client: Client
+  readonly sdk: Sdk
+  /** Ends the connection at once, for a server given up on (see `abandon`). */
+  readonly abandon: () => Promise<void>
+}
+
+/** Bounds the wait for a killed process to be reaped: a grandchild holding its pipes may delay its close event. */
+const REAPED_WITHIN_MS = 5_000
+
+/**
+ * Ends a connection given up on (a server that did not answer `initialize` or `tools/list` in time). `client.close()`
+ * is not enough: it closes the stdio child's stdin and waits before signalling, and once a failed `connect` has begun
+ * closing the transport it no longer holds the process, so a child that ignores its stdin (a hung server) was left
+ * running. The child is killed by the pid taken when it was spawned, and awaited until the transport saw it close
+ * (the process reaped, so the pid is gone).
+ */
+const abandonment = (client: Client, pid: number | null, closed: Promise<void>) => async (): Promise<void> => {
+  if (pid === null) {
+    await client.close().catch(() => undefined)
+    return
+  }
+  try {
+    process.kill(pid, "SIGKILL")
+  } catch {
+    // Already gone.
+  }
+  let timer: ReturnType<typeof setTimeout> | undefined
+  await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, REAPED_WITHIN_MS)))])
+  clearTimeout(timer)
+}
+
+/** Whether a failure is the SDK's request timeout (`timeout_ms` passed), so the message can say which deadline. */
+const timedOut = ({ ErrorCode, McpError }: Sdk, e: unknown): boolean => e instanceof McpError && e.code === ErrorCode.RequestTimeout
+
 /**
  * `provider` is the `ConfigProvider` the layer was built with: `${NAME}`s are read through it when the server is first
- * connected (in a tool call, whose own services are emptied by the plugin SDK).
+ * connected (in a tool call, whose own services are emptied by the plugin SDK). `initialize` and `tools/list` wait at
+ * most the server's `timeout_ms` (default 60 s); a server that does not answer in time is given up on and its process
+ * killed.
  */
 export const make = (server: Server, provider: ConfigProvider.ConfigProvider): Connection => {
-  let current: Promise<{ readonly client: Client; readonly sdk: Sdk }> | undefined
+  let current: Promise<Connected> | undefined
   let closed = false
+  const timeoutMs = server.timeout_ms ?? 60_000
 
   const connect = Effect.gen(function*() {
     if (closed) return yield* new McpServerError({ server: server.name, reason: "the connections were closed with their layer" })
@@ -104,10 +142,26 @@ export const make = (server: Server, provider: ConfigProvider.ConfigProvider): C
       const loaded = yield* sdk(server.name)
       const transport = yield* Effect.withConfigProvider(transportOf(server, loaded), provider)
       const client = new loaded.Client({ name: "artana", version: "0.1.0" }, { capabilities: {} })
-      const connecting = client.connect(transport).then(() => ({ client, sdk: loaded }))
+      let onClosed = (): void => undefined
+      const closedOnce = new Promise<void>((resolve) => (onClosed = resolve))
+      const started = client.connect(transport, { timeout: timeoutMs })
+      // Spawned synchronously by `connect`: the pid is known now, before a failed `connect` lets go of the process.
+      const abandon = abandonment(client, transport instanceof loaded.StdioClientTransport ? transport.pid : null, closedOnce)
+      const connecting = started.then(
+        (): Connected => ({ client, sdk: loaded, abandon }),
+        async (e: unknown) => {
+          await abandon()
+          throw new McpServerError({
+            server: server.name,
+            reason: timedOut(loaded, e) ? `did not answer initialize within its timeout_ms (${timeoutMs} ms)` : `cannot connect: ${messageOf(e)}`,
+            cause: e
+          })
+        }
+      )
       current = connecting
       // A server that went away is connected again (started again) on next use.
       client.onclose = () => {
+        onClosed()
         if (current === connecting) current = undefined
       }
       connecting.catch(() => {
@@ -117,18 +171,30 @@ export const make = (server: Server, provider: ConfigProvider.ConfigProvider): C
     const pending = current
     return yield* Effect.tryPromise({
       try: () => pending,
-      catch: (cause) => new McpServerError({ server: server.name, reason: `cannot connect: ${messageOf(cause)}`, cause })
+      catch: (cause) =>
+        cause instanceof McpServerError ? cause : new McpServerError({ server: server.name, reason: `cannot connect: ${messageOf(cause)}`, cause })
     })
   })
 
   const list = Effect.gen(function*() {
-    const { client } = yield* connect
+    const { abandon, client, sdk: loaded } = yield* connect
     const tools: Array<McpTool> = []
     let cursor: string | undefined
     do {
+      const params = cursor === undefined ? {} : { cursor }
       const page = yield* Effect.tryPromise({
-        try: () => client.listTools(cursor === undefined ? {} : { cursor }),
-        catch: (cause) => new McpServerError({ server: server.name, reason: `listing its tools failed: ${messageOf(cause)}`, cause })
+        try: () =>
+          client.listTools(params, { timeout: timeoutMs }).catch(async (e: unknown) => {
+            // A server that does not list its tools in time is hung: it is stopped, and started again on next use.
+            if (timedOut(loaded, e)) await abandon()
+            throw e
+          }),
+        catch: (cause) =>
+          new McpServerError({
+            server: server.name,
+            reason: timedOut(loaded, cause) ? `did not list its tools within its timeout_ms (${timeoutMs} ms)` : `listing its tools failed: ${messageOf(cause)}`,
+            cause
+          })
       })
       tools.push(...page.tools)
       cursor = page.nextCursor
