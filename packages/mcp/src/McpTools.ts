@@ -126,10 +126,27 @@ const outputCheck = (name: string, tool: Listed): (output: Json.Json) => Effect.
   }
 }
 
+/**
+ * A call that got no answer in time was sent, then cancelled: the server may have acted. A non-idempotent tool's call
+ * is then of unknown outcome (its step in doubt, as after a crash: reconciliation), never a plain failure the model
+ * may simply retry; an idempotent one stays a timeout, safe to repeat.
+ */
+const unansweredIsUnknown = (name: string, idempotent: boolean) => (e: Errors.ToolError | Errors.ToolOutcomeUnknown) =>
+  e._tag === "ToolError" && e.timedOut === true && !idempotent
+    ? Effect.fail(new Errors.ToolOutcomeUnknown({ tool: name, reason: `${e.reason}; the request had reached the server, which may have acted` }))
+    : Effect.fail(e)
+
+/**
+ * The kernel's deadline for a call: a backstop only, past the call's own timeout (`Connection.call`), which ends it
+ * first with the outcome above. `reconcile` also waits for it before it settles a call.
+ */
+const BACKSTOP_MS = 5_000
+
 /** The governed tool for a listed one (a plugin-SDK tool: its arguments validated before the handler runs). */
 const governed = (service: Service, server: McpConfig.Server, tool: Listed): Tool.Tool => {
   const name = qualifiedName(server.name, tool.name)
   const timeoutMs = McpConfig.timeoutOf(server, tool.name)
+  const idempotent = idempotentOf(server, tool)
   const parameters = Json.isObject(tool.inputSchema) ? tool.inputSchema : {}
   const checkOutput = outputCheck(name, tool)
   return defineTool<Json.Json>({
@@ -137,13 +154,16 @@ const governed = (service: Service, server: McpConfig.Server, tool: Listed): Too
     description: tool.description,
     parameters,
     requiresCapability: McpConfig.capabilityOf(server, tool.name),
-    idempotent: idempotentOf(server, tool),
-    timeout: timeoutMs,
+    idempotent,
+    timeout: timeoutMs + BACKSTOP_MS,
     ...McpConfig.approvalOf(server, tool.name),
     handler: (args, context) =>
       Effect.gen(function*() {
         const connection = yield* Effect.mapError(connectionOf(service, server.name), (e) => new Errors.ToolError({ tool: name, reason: e.message }))
-        const result = yield* connection.call(tool.name, name, args, { signal: context.signal, timeoutMs })
+        const result = yield* Effect.catchAll(
+          connection.call(tool.name, name, args, { signal: context.signal, timeoutMs }),
+          unansweredIsUnknown(name, idempotent)
+        )
         const output = toOutput(name, result, service.options.saveBinariesTo)
         return output.ok ? yield* checkOutput(output.output) : yield* output.error
       })

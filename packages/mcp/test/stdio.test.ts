@@ -105,13 +105,24 @@ describe("MCP tools over stdio", () => {
     expect(fs.readdirSync(images)).toEqual([`${sha}.png`])
   })
 
-  it("a server that hangs hits the tool's timeout", async () => {
+  it("an idempotent tool whose server hangs hits the tool's timeout: a plain timeout, safe to repeat", async () => {
     const { db, calls } = fresh()
-    const config = { servers: [stdioServer(calls, { tools: { hang: { timeout_ms: 1500 } } })] }
+    const config = { servers: [stdioServer(calls, { tools: { hang: { timeout_ms: 1500, idempotent: true } } })] }
     const script = [ScriptedModel.toolCall("notes.hang", {}), ScriptedModel.text("moved on")]
     const { result, events } = await run({ db, config, script }, "hang")
     expect(Either.getOrThrow(result)).toMatchObject({ status: "completed", output: { answer: "moved on" } })
     expect(events.filter((p) => p._tag === "ToolFailed")).toEqual([expect.objectContaining({ tool: "notes.hang", kind: "timeout" })])
+  })
+
+  it("a non-idempotent tool whose server hangs past its timeout leaves its step in doubt: the request was sent", async () => {
+    const { db, calls } = fresh()
+    const config = { servers: [stdioServer(calls, { tools: { hang: { timeout_ms: 1500 } } })] }
+    const script = [ScriptedModel.toolCall("notes.hang", {}), ScriptedModel.text("moved on")]
+    const { result, events } = await run({ db, config, script }, "hang-in-doubt")
+    expect(Either.getOrThrow(result)).toMatchObject({ status: "needs_reconciliation", tool: "notes.hang" })
+    expect(events.map((p) => p._tag).slice(-2)).toEqual(["ToolRequested", "ReconciliationRequired"])
+    expect(events.some((p) => p._tag === "ToolFailed")).toBe(false)
+    expect(callsIn(calls)).toEqual([{ tool: "hang", args: {} }])
   })
 
   it("a server killed mid-call leaves a non-idempotent step in doubt: reconciliation, never a silent failure", async () => {

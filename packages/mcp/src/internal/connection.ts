@@ -5,6 +5,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import type { Tool as McpTool } from "@modelcontextprotocol/sdk/types.js"
 import * as Config from "effect/Config"
 import type * as ConfigProvider from "effect/ConfigProvider"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import { isStdio, type Server } from "../McpConfig.js"
@@ -17,7 +18,8 @@ export interface Connection {
   /**
    * Calls a tool. A failure the server answered (a JSON-RPC error) or that happened before the request was sent is
    * a `ToolError`; one after it was sent, with no answer (the server died, the connection broke), is
-   * `ToolOutcomeUnknown`: the call may have acted.
+   * `ToolOutcomeUnknown`: the call may have acted. No answer within `timeoutMs` (the request was sent, then
+   * cancelled) is a `ToolError` with `timedOut`: the caller knows whether the tool is safe to repeat (see `McpTools`).
    */
   readonly call: (
     tool: string,
@@ -125,6 +127,24 @@ const abandonment = (client: Client, pid: number | null, closed: Promise<void>) 
 /** Whether a failure is the SDK's request timeout (`timeout_ms` passed), so the message can say which deadline. */
 const timedOut = ({ ErrorCode, McpError }: Sdk, e: unknown): boolean => e instanceof McpError && e.code === ErrorCode.RequestTimeout
 
+/** What a call's failure says about its outcome (see `Connection.call`). */
+const callFailure = (
+  { ErrorCode, McpError, StreamableHTTPError }: Sdk,
+  server: string,
+  qualified: string,
+  e: unknown
+): Errors.ToolError | Errors.ToolOutcomeUnknown => {
+  if (e instanceof McpError && e.code !== ErrorCode.ConnectionClosed) {
+    return new Errors.ToolError({ tool: qualified, reason: e.message, timedOut: e.code === ErrorCode.RequestTimeout })
+  }
+  if (neverSent(e)) return new Errors.ToolError({ tool: qualified, reason: `server "${server}" cannot be reached: ${messageOf(e)}` })
+  // An HTTP 4xx refuses the request itself (a token revoked, a bad request): it did not act.
+  if (e instanceof StreamableHTTPError && e.code !== undefined && e.code >= 400 && e.code < 500) {
+    return new Errors.ToolError({ tool: qualified, reason: `server "${server}" refused the call: ${e.message}` })
+  }
+  return new Errors.ToolOutcomeUnknown({ tool: qualified, reason: `server "${server}" went away during the call: ${messageOf(e)}` })
+}
+
 /**
  * `provider` is the `ConfigProvider` the layer was built with: `${NAME}`s are read through it when the server is first
  * connected (in a tool call, whose own services are emptied by the plugin SDK). `initialize` and `tools/list` wait at
@@ -202,34 +222,35 @@ export const make = (server: Server, provider: ConfigProvider.ConfigProvider): C
     return tools
   }).pipe(Effect.withSpan("Mcp.listTools", { attributes: { server: server.name } }))
 
-  const call: Connection["call"] = (tool, qualified, args, options) =>
-    Effect.gen(function*() {
+  const call: Connection["call"] = (tool, qualified, args, options) => {
+    // Whether the request left: a deadline passed before it did (still connecting) means nothing was sent.
+    let sending = false
+    const attempt = Effect.gen(function*() {
       // The schema the arguments were validated with is an object schema: anything else never reaches a server.
       if (!Json.isObject(args)) return yield* new Errors.ToolError({ tool: qualified, reason: "the arguments are not a JSON object" })
-      const { client, sdk: { ErrorCode, McpError, StreamableHTTPError } } = yield* Effect.mapError(
+      const { client, sdk: loaded } = yield* Effect.mapError(
         connect,
         (e) => new Errors.ToolError({ tool: qualified, reason: e.message, cause: e })
       )
+      sending = true
       return yield* Effect.tryPromise({
         try: (interrupted) =>
           client.callTool({ name: tool, arguments: args }, undefined, {
             signal: AbortSignal.any([interrupted, options.signal]),
-            // Artana's own timeout ends the call first (and cancels it); the SDK's is a backstop.
+            // The timeout below ends the call first (and cancels it: interrupted); the SDK's is a backstop.
             timeout: options.timeoutMs + 5_000
           }),
-        catch: (e): Errors.ToolError | Errors.ToolOutcomeUnknown => {
-          if (e instanceof McpError && e.code !== ErrorCode.ConnectionClosed) {
-            return new Errors.ToolError({ tool: qualified, reason: e.message, timedOut: e.code === ErrorCode.RequestTimeout })
-          }
-          if (neverSent(e)) return new Errors.ToolError({ tool: qualified, reason: `server "${server.name}" cannot be reached: ${messageOf(e)}` })
-          // An HTTP 4xx refuses the request itself (a token revoked, a bad request): it did not act.
-          if (e instanceof StreamableHTTPError && e.code !== undefined && e.code >= 400 && e.code < 500) {
-            return new Errors.ToolError({ tool: qualified, reason: `server "${server.name}" refused the call: ${e.message}` })
-          }
-          return new Errors.ToolOutcomeUnknown({ tool: qualified, reason: `server "${server.name}" went away during the call: ${messageOf(e)}` })
-        }
+        catch: (e) => callFailure(loaded, server.name, qualified, e)
       })
+    })
+    return Effect.timeoutFail(attempt, {
+      duration: Duration.millis(options.timeoutMs),
+      onTimeout: () =>
+        sending
+          ? new Errors.ToolError({ tool: qualified, reason: `no answer within ${options.timeoutMs} ms; the request was cancelled`, timedOut: true })
+          : new Errors.ToolError({ tool: qualified, reason: `server "${server.name}" was not connected within ${options.timeoutMs} ms; nothing was sent` })
     }).pipe(Effect.withSpan("Mcp.callTool", { attributes: { server: server.name, tool } }))
+  }
 
   const close = Effect.promise(async () => {
     closed = true
