@@ -109,18 +109,26 @@ const REAPED_WITHIN_MS = 5_000
  * running. The child is killed by the pid taken when it was spawned, and awaited until the transport saw it close
  * (the process reaped, so the pid is gone).
  */
-const abandonment = (client: Client, pid: number | null, closed: Promise<void>) => async (): Promise<void> => {
+/** The transport's close, as the client saw it: a promise, and whether it has happened. */
+interface Closing {
+  readonly done: Promise<void>
+  readonly seen: () => boolean
+}
+
+const abandonment = (client: Client, pid: number | null, closed: Closing) => async (): Promise<void> => {
   if (pid === null) {
     await client.close().catch(() => undefined)
     return
   }
+  // Already closed (exited at start, say): its pid may belong to another process by now.
+  if (closed.seen()) return
   try {
     process.kill(pid, "SIGKILL")
   } catch {
     // Already gone.
   }
   let timer: ReturnType<typeof setTimeout> | undefined
-  await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, REAPED_WITHIN_MS)))])
+  await Promise.race([closed.done, new Promise<void>((resolve) => (timer = setTimeout(resolve, REAPED_WITHIN_MS)))])
   clearTimeout(timer)
 }
 
@@ -162,11 +170,15 @@ export const make = (server: Server, provider: ConfigProvider.ConfigProvider): C
       const loaded = yield* sdk(server.name)
       const transport = yield* Effect.withConfigProvider(transportOf(server, loaded), provider)
       const client = new loaded.Client({ name: "artana", version: "0.1.0" }, { capabilities: {} })
+      let seen = false
       let onClosed = (): void => undefined
-      const closedOnce = new Promise<void>((resolve) => (onClosed = resolve))
+      const done = new Promise<void>((resolve) => (onClosed = () => {
+        seen = true
+        resolve()
+      }))
       const started = client.connect(transport, { timeout: timeoutMs })
       // Spawned synchronously by `connect`: the pid is known now, before a failed `connect` lets go of the process.
-      const abandon = abandonment(client, transport instanceof loaded.StdioClientTransport ? transport.pid : null, closedOnce)
+      const abandon = abandonment(client, transport instanceof loaded.StdioClientTransport ? transport.pid : null, { done, seen: () => seen })
       const connecting = started.then(
         (): Connected => ({ client, sdk: loaded, abandon }),
         async (e: unknown) => {
