@@ -287,7 +287,7 @@ export const commands: ReadonlyArray<CommandDoc> = [
     summary: "MCP: pin the tools the policy's MCP servers offer now; serve the policy's tools as an MCP server",
     details: [
       "pin: connects to each server of the policy's mcp: section (a stdio server is started, then stopped), fingerprints",
-      "every tool it offers (name, description, input schema) and writes the fingerprints as the server's pins, keeping",
+      "every tool it offers (name, description, input schema, read-only/idempotent/destructive hints, output schema) and writes the fingerprints as the server's pins, keeping",
       "the file's comments. From then on a tool whose fingerprint differs, or that is new, is withheld from the model",
       "(and the withholding logged) until a person reviews it and pins again.",
       "serve: serves the policy's tools over MCP (stdio, or Streamable HTTP with --http); every call is a run of its own,",
