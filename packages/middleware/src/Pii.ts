@@ -149,7 +149,7 @@ const NAME = "pii"
 interface RunNumbering {
   readonly numbering: Numbering.Numbering
   readonly scrubber: Scrubber
-  readonly learned: WeakSet<Chat.ChatMessage>
+  readonly learned: WeakMap<Chat.ChatMessage, string>
 }
 
 /**
@@ -197,7 +197,7 @@ export const middleware = (options: Options = {}): Middleware.Interceptor => {
     const known = cached(ctx)
     if (known !== undefined) return known
     const numbering = Numbering.make()
-    const run: RunNumbering = { numbering, scrubber: scrubberOf(numbering, scrubOptions), learned: new WeakSet() }
+    const run: RunNumbering = { numbering, scrubber: scrubberOf(numbering, scrubOptions), learned: new WeakMap() }
     runs.set(keyOf(ctx), run)
     while (runs.size > maxRuns) {
       const oldest = runs.keys().next()

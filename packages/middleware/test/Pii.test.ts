@@ -1,8 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Either, Exit, Layer, Schema } from "effect"
-import { Chat, EventStore, type Json, Kernel, Middleware, type ModelPort, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
+import { Chat, EventStore, type Json, Kernel, type Middleware, type ModelPort, Tenant, Tool, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import * as Pii from "../src/Pii.js"
+import { kernelLayer, notifyTool } from "./kernelFixtures.js"
 
 const found = (text: string) => Pii.scrub(text).findings.map((f) => [f.kind, f.value])
 
@@ -400,26 +401,9 @@ const makeTools = (received: Array<string>, crash: { on: boolean } = { on: false
     idempotent: true,
     handler: ({ email }) => Effect.sync(() => (received.push(`lookup_manager:${email}`), { manager: OTHER }))
   }),
-  Tool.make({
-    name: "notify",
-    description: "Notifies a person",
-    parameters: Schema.Struct({ to: Schema.String }),
-    idempotent: true,
-    // Simulates the process dying mid-handler: the execution stops with no outcome written.
-    handler: ({ to }) => Effect.suspend(() => (received.push(`notify:${to}`), crash.on ? Effect.interrupt : Effect.succeed("ok")))
-  })
+  notifyTool(received, crash)
 ]
 
-const kernelLayer = (
-  script: ReadonlyArray<ScriptedModel.Reply>,
-  tools: ReadonlyArray<Tool.Tool>,
-  middleware: ReadonlyArray<Middleware.Interceptor>,
-  store: Layer.Layer<EventStore.EventStore> = EventStore.layerMemory
-) =>
-  Layer.provideMerge(
-    Kernel.layer(),
-    Layer.mergeAll(store, ScriptedModel.layer(script), ToolRegistry.layer(tools), Middleware.layer(middleware))
-  )
 
 const call = (id: string, name: string, args: Json.Json): ScriptedModel.Reply => ({ content: null, toolCalls: [{ id, name, arguments: args }] })
 

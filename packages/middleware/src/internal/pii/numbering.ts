@@ -19,7 +19,20 @@ const kindOfLabel: ReadonlyMap<string, Kind> = new Map(kinds.map((k) => [k.toUpp
 export const kindOfPlaceholder = (placeholder: string): Kind | undefined =>
   kindOfLabel.get(placeholder.slice(1, placeholder.lastIndexOf("_")))
 
-const numberOf = (placeholder: string): number => Number(placeholder.slice(placeholder.lastIndexOf("_") + 1, -1))
+/**
+ * Numbers a run can reach: a text holding `<EMAIL_9007199254740992>` (a paste, a web page) must not raise the counter
+ * where `n + 1 === n` (every new value would get one placeholder). A placeholder past it is left alone: numbering
+ * never gets there.
+ */
+const MAX_NUMBER = 1_000_000_000
+
+/** A placeholder's number, or undefined past `MAX_NUMBER`. */
+const numberOf = (placeholder: string): number | undefined => {
+  const digits = placeholder.slice(placeholder.lastIndexOf("_") + 1, -1)
+  if (digits.length > 10) return undefined
+  const n = Number(digits)
+  return n <= MAX_NUMBER ? n : undefined
+}
 
 export interface Numbering {
   /** The value's placeholder: the one it has, else the next number of its kind. */
@@ -41,8 +54,8 @@ export const make = (): Numbering => {
   const counters = new Map<Kind, number>()
   const conflicted = new Set<string>()
 
-  const raise = (kind: Kind, n: number) => {
-    if (n > (counters.get(kind) ?? 0)) counters.set(kind, n)
+  const raise = (kind: Kind, n: number | undefined) => {
+    if (n !== undefined && n > (counters.get(kind) ?? 0)) counters.set(kind, n)
   }
 
   return {
@@ -59,7 +72,7 @@ export const make = (): Numbering => {
       return placeholder
     },
     learn: (kind, key, value, placeholder) => {
-      if (kindOfPlaceholder(placeholder) !== kind) return
+      if (kindOfPlaceholder(placeholder) !== kind || numberOf(placeholder) === undefined) return
       raise(kind, numberOf(placeholder))
       const id = `${kind}\u0000${key}`
       const had = keyOf.get(placeholder)

@@ -46,9 +46,12 @@ const readBack = (marked: string, sent: string): ReadonlyArray<readonly [number,
 
 /**
  * Takes into `numbering` what one logged call shows: every placeholder its sent messages and its reply hold is taken
- * (numbering goes on after them), and a value of `raw` whose message was sent as scrubbing it gives (same role, same
- * text around the values) has the placeholder the logged text holds in its place. `learned`: raw messages already read
- * (a chat's list repeats them in every request).
+ * (numbering goes on after them), and, when the whole request was sent as scrubbing it gives (as many messages, each of
+ * the same role with the same text around its values), each value of `raw` has the placeholder the logged text holds
+ * in its place. One message that does not line up (a middleware after this one dropped, added or rewrote one) and
+ * nothing of the call is read back: a message paired with another's logged text would give a value the wrong
+ * placeholder. `learned`: raw messages already read, with the logged texts they were read against (a chat's list
+ * repeats them in every request).
  */
 export const learn = (
   numbering: Numbering,
@@ -56,28 +59,39 @@ export const learn = (
   raw: ReadonlyArray<Chat.ChatMessage>,
   sent: ReadonlyArray<Chat.ChatMessage>,
   reply: Chat.AssistantMessage | undefined,
-  learned: WeakSet<Chat.ChatMessage>
+  learned: WeakMap<Chat.ChatMessage, string>
 ): void => {
   if (reply !== undefined) for (const text of textsOf(reply)) numbering.reserve(text)
-  const aligned = raw.length === sent.length
+  let aligned = raw.length === sent.length
+  const read: Array<readonly [Candidate & { readonly value: string }, string]> = []
+  const fresh: Array<readonly [Chat.ChatMessage, string]> = []
   for (let i = 0; i < sent.length; i++) {
-    const message = aligned ? raw[i] : undefined
-    // A message read before (a chat's list repeats them in every request) was logged as it was then.
-    if (message !== undefined && learned.has(message)) continue
     const logged = sent[i]!
-    for (const text of textsOf(logged)) numbering.reserve(text)
-    if (message === undefined) continue
-    learned.add(message)
+    const loggedTexts = textsOf(logged)
+    const loggedKey = loggedTexts.join("\u0000")
+    const message = aligned ? raw[i] : undefined
+    const known = message === undefined ? undefined : learned.get(message)
+    if (known !== undefined) {
+      if (known !== loggedKey) aligned = false
+      continue
+    }
+    for (const text of loggedTexts) numbering.reserve(text)
+    if (message === undefined || !aligned) continue
     const found: Array<Candidate & { readonly value: string }> = []
     const marked = scrubMessage(marking(enabled, found), message, makeTally())
     const markedTexts = textsOf(marked)
-    const loggedTexts = textsOf(logged)
-    if (found.length === 0 || marked.role !== logged.role || markedTexts.length !== loggedTexts.length) continue
-    for (let j = 0; j < markedTexts.length; j++) {
-      for (const [index, placeholder] of readBack(markedTexts[j]!, loggedTexts[j]!) ?? []) {
-        const value = found[index]!
-        numbering.learn(value.kind, value.key, value.value, placeholder)
-      }
+    if (marked.role !== logged.role || markedTexts.length !== loggedTexts.length) {
+      aligned = false
+      continue
     }
+    for (let j = 0; j < markedTexts.length && aligned; j++) {
+      const pairs = readBack(markedTexts[j]!, loggedTexts[j]!)
+      if (pairs === undefined) aligned = false
+      else for (const [index, placeholder] of pairs) read.push([found[index]!, placeholder])
+    }
+    fresh.push([message, loggedKey])
   }
+  if (!aligned) return
+  for (const [value, placeholder] of read) numbering.learn(value.kind, value.key, value.value, placeholder)
+  for (const [message, key] of fresh) learned.set(message, key)
 }
