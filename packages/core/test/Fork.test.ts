@@ -11,6 +11,7 @@ const { finish, original, ran, replies, tenant, tools, workflow: tour } = ForkSu
 const layer = () => kernelLayer(replies, tools, { kernel: { workflows: [tour] } })
 
 const ref = (runId: string) => ({ tenantId: tenant.tenantId, runId })
+const poor = { ...tenant, budgetUsdLimit: 0.05 }
 
 // The fork at every event, the long fork, the copy's atomicity: the suite every store runs.
 ForkSuite.suite("memory", () => EventStore.layerMemory)
@@ -90,7 +91,6 @@ describe("Kernel.fork", () => {
 
   it.effect("a fork carries what the source's sub-runs spent by its prefix's end: its budget does not start afresh", () => {
     // A $0.05 budget: the parent's call ($0.01) and its sub-agent's ($0.04, a grandchild's $0.01 of it) spend it all.
-    const poor = { ...tenant, budgetUsdLimit: 0.05 }
     return Effect.gen(function*() {
       const kernel = yield* Kernel.Kernel
       const store = yield* EventStore.EventStore
@@ -158,6 +158,76 @@ describe("Kernel.fork", () => {
       ScriptedModel.text("unreachable", { costUsd: 0.01 })
     ], [])))
   })
+
+  it.effect("a fork of a continue-as-new chain's later run carries what the earlier runs spent", () =>
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const store = yield* EventStore.EventStore
+      const scripted = yield* ScriptedModel.ScriptedModel
+      const chain = Workflow.make({
+        name: "chain",
+        input: Schema.Number,
+        output: Schema.String,
+        run: (generation, ctx) =>
+          Effect.gen(function*() {
+            const first = yield* ctx.modelStep({ messages: [Chat.user(`gen ${generation}`)], tools: [] })
+            if (generation === 0) return yield* ctx.continueAsNew(1)
+            return (yield* ctx.modelStep({ messages: [Chat.user("again")], tools: [] })).message.content ?? first.message.content ?? ""
+          })
+      })
+      const original = yield* Effect.either(kernel.execute(chain, { runId: "chain", tenant: poor, input: 0 }))
+      // gen 0 spent $0.04, gen 1 $0.01: the lineage is at its $0.05 limit and gen 1's second call is refused.
+      expect(Either.isLeft(original) && original.left._tag).toBe("BudgetExceeded")
+      expect(scripted.calls()).toBe(2)
+      expect(yield* store.lineageCostUsd(tenant.tenantId, "chain")).toBeCloseTo(0.05)
+      const forked = yield* kernel.forkLog({ ...ref("chain::continued::1"), atStep: "model:0" })
+      const driven = yield* Effect.either(kernel.resume({ ...ref(forked.runId), workflow: chain }))
+      expect(Either.isLeft(driven) && driven.left._tag).toBe("BudgetExceeded")
+      // The source's lineage had spent $0.05 by the prefix's end.
+      expect(yield* store.lineageCostUsd(tenant.tenantId, forked.runId)).toBeCloseTo(0.05)
+    }).pipe(Effect.provide(kernelLayer([
+      ScriptedModel.text("gen0", { costUsd: 0.04 }),
+      ScriptedModel.text("gen1", { costUsd: 0.01 }),
+      ScriptedModel.text("should be refused", { costUsd: 0.01 })
+    ], []))))
+
+  it.effect("a fork of a sub-run carries what its parent spent on the same budget", () =>
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const store = yield* EventStore.EventStore
+      const scripted = yield* ScriptedModel.ScriptedModel
+      const child = Workflow.make({
+        name: "child2",
+        input: Schema.Null,
+        output: Schema.String,
+        run: (_i, ctx) =>
+          Effect.gen(function*() {
+            yield* ctx.modelStep({ messages: [Chat.user("child one")], tools: [] })
+            return (yield* ctx.modelStep({ messages: [Chat.user("child two")], tools: [] })).message.content ?? ""
+          })
+      })
+      const parent = Workflow.make({
+        name: "parent2",
+        input: Schema.Null,
+        output: Schema.String,
+        run: (_i, ctx) =>
+          Effect.gen(function*() {
+            yield* ctx.modelStep({ messages: [Chat.user("parent")], tools: [] })
+            const r = yield* kernel.execute(child, { runId: `${ctx.runId}::child`, tenant: ctx.tenant, parentRunId: ctx.runId, input: null })
+            return r.status
+          })
+      })
+      const original = yield* Effect.either(kernel.execute(parent, { runId: "p2", tenant: poor, input: null }))
+      expect(scripted.calls()).toBe(2)
+      const forked = yield* kernel.forkLog({ ...ref("p2::child"), atStep: "model:0" })
+      const driven = yield* Effect.either(kernel.resume({ ...ref(forked.runId), workflow: child }))
+      // The sub-run's second call was refused on the lineage's budget; its fork's should be too.
+      expect(Either.isLeft(driven) && driven.left._tag).toBe("BudgetExceeded")
+    }).pipe(Effect.provide(kernelLayer([
+      ScriptedModel.text("parent", { costUsd: 0.04 }),
+      ScriptedModel.text("child one", { costUsd: 0.01 }),
+      ScriptedModel.text("should be refused", { costUsd: 0.01 })
+    ], []))))
 
   it.effect("a step's notes written before its request stay with it: a fork at a note is cut back before the step", () => {
     // A middleware that notes every tool call: for a call that needs approval, its note leads the approval's batch.
