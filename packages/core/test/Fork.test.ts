@@ -217,8 +217,11 @@ describe("Kernel.fork", () => {
             return r.status
           })
       })
+      // The child's second call is refused: parent and child spent the lineage's $0.05.
       const original = yield* Effect.either(kernel.execute(parent, { runId: "p2", tenant: poor, input: null }))
+      expect(Either.isLeft(original) && original.left._tag).toBe("BudgetExceeded")
       expect(scripted.calls()).toBe(2)
+      expect(yield* store.lineageCostUsd(tenant.tenantId, "p2")).toBeCloseTo(0.05)
       const forked = yield* kernel.forkLog({ ...ref("p2::child"), atStep: "model:0" })
       const driven = yield* Effect.either(kernel.resume({ ...ref(forked.runId), workflow: child }))
       // The sub-run's second call was refused on the lineage's budget; its fork's should be too.
