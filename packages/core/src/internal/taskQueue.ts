@@ -11,8 +11,8 @@ export const DEFAULT_BACKOFF_SECONDS = 1
 /** A task's first run id; a retry gets its own (a failed run stays failed in the log). */
 export const runIdOf = (taskId: string, attempt = 0): string => (attempt === 0 ? `task:${taskId}` : `task:${taskId}:attempt-${attempt + 1}`)
 
-/** The task id in a run id `runIdOf` made, or undefined for a run that is not a task's. */
-export const taskIdOf = (runId: string): string | undefined => /^task:(.+?)(?::attempt-\d+)?$/.exec(runId)?.[1]
+/** The task id in a run id `runIdOf` made (or a continue-as-new successor of one), or undefined for a run that is not a task's. */
+export const taskIdOf = (runId: string): string | undefined => /^task:(.+?)(?::attempt-\d+)?(?:::continued::\d+)?$/.exec(runId)?.[1]
 
 const positive = (value: number | undefined, name: string): string | undefined =>
   value === undefined || (Number.isFinite(value) && value > 0) ? undefined : `${name} must be a positive number, got ${value}`

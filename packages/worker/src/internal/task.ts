@@ -45,9 +45,11 @@ const execute = (setup: Setup, task: TaskQueue.Task, lease: Lease.Lease): Effect
     ? task.runId === first
       ? start(undefined)
       : start(first).pipe(Effect.catchIf((e) => tagOf(e) === "RunNotFound" && Predicate.hasProperty(e, "runId") && e.runId === first, () => start(undefined)))
-    : kernel.resume({ ...ref, response: task.response, lease }).pipe(
+    // With this worker's workflow, not the kernel's registry: a worker pinned to an older version continues its runs
+    // with that version's code, whatever the process's kernel registers.
+    : kernel.resume({ ...ref, workflow, response: task.response, lease }).pipe(
       // The response is in the log already (a worker died after writing it): continue the run without it.
-      Effect.catchIf((e) => tagOf(e) === "InvalidRunState", () => kernel.resume({ ...ref, lease }))
+      Effect.catchIf((e) => tagOf(e) === "InvalidRunState", () => kernel.resume({ ...ref, workflow, lease }))
     )
   return Effect.matchCauseEffect(drive, {
     onSuccess: (result) => Effect.succeed(fromRunResult(workflow, result)),
