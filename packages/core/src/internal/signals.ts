@@ -87,8 +87,15 @@ export const pausedWait = (
     })
     if (awaited === undefined || awaited.payload._tag !== "SignalAwaited") return undefined
     const { deadline, name } = awaited.payload
+    // Signals the wait's own batch was written after (appended by a sender between the wait's look at its inbox and
+    // the pause, and adopted by the pause's append): the run of `SignalSent`s right before the `SignalAwaited`. The
+    // process that paused takes such a signal at once; one that died before it did left it here, untaken.
+    const before = yield* EventStore.lastEvent(store, info.tenantId, info.runId, (e) => e.payload._tag !== "SignalSent", {
+      throughSeq: awaited.seq - 1
+    })
     // A paused run's log grows only by signals: those after the pause are read, a page at a time.
-    const arrived = yield* EventStore.stream(store, info.tenantId, info.runId, { fromSeq: pause.seq + 1 }).pipe(
+    const arrived = yield* EventStore.stream(store, info.tenantId, info.runId, { fromSeq: (before?.seq ?? 0) + 1 }).pipe(
+      Stream.filter((e) => e.seq < awaited.seq || e.seq > pause.seq),
       Stream.takeWhile((e) => e.seq <= info.headSeq),
       Stream.filter((e) => e.payload._tag === "SignalSent" && e.payload.name === name),
       Stream.runHead
