@@ -122,6 +122,33 @@ describe("ctx.continueAsNew", () => {
     }).pipe(Effect.provide(kernelLayer([], [])))
   })
 
+  it.effect("a chain keeps the version that started it when newer code continues it: its runs are counted there", () => {
+    // Each page waits for a person, then continues as new; version 2 of the code continues a run version 1 started.
+    const stepper = (version: string) =>
+      Workflow.make({
+        name: "stepper",
+        version,
+        input: Schema.Number,
+        output: Schema.Number,
+        run: (page, ctx) =>
+          Effect.gen(function*() {
+            yield* ctx.pauseForHuman({ reason: `page ${page}` })
+            return page < 2 ? yield* ctx.continueAsNew(page + 1) : page
+          })
+      })
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const store = yield* EventStore.EventStore
+      expect(yield* kernel.execute(stepper("1"), { runId: "v", tenant, input: 0 })).toMatchObject({ status: "paused", runId: "v" })
+      const next = yield* kernel.resume({ tenantId: tenant.tenantId, runId: "v", workflow: stepper("2"), response: "ok" })
+      expect(next).toMatchObject({ status: "paused", runId: "v::continued::1" })
+      // The successor is version 1's run (a worker's task stays pinned to "1"): version 1 is still in flight.
+      expect((yield* runOf("v::continued::1")).version).toBe("1")
+      expect((yield* logOf("v::continued::1"))[0]!.payload).toMatchObject({ _tag: "RunStarted", version: "1" })
+      expect(yield* store.versionCounts({ workflow: "stepper" })).toMatchObject([{ workflow: "stepper", version: "1", runs: 2, inFlight: 1 }])
+    }).pipe(Effect.provide(kernelLayer([], [])))
+  })
+
   it.effect("the budget spent carries over: a successor is held to what the whole chain spent", () => {
     const budgetTenant = Tenant.TenantContext.make({ tenantId: tenant.tenantId, capabilities: [], budgetUsdLimit: 0.4 })
     // Each run's model call costs 0.15 USD (a million input tokens of gpt-4o-mini).

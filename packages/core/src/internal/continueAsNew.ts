@@ -95,7 +95,9 @@ export const make = <I, O, E>(
         ...(started.parentRunId === undefined ? {} : { parentRunId: started.parentRunId }),
         rootRunId,
         continuedFrom: { runId, chainRunId, generation },
-        version: workflow.version
+        // The chain's version, not the continuing code's: the task that drives the chain stays pinned to it, so the
+        // run is counted (`versionCounts`) where its workers are; a chain started before versions records none.
+        ...(started.version === undefined ? {} : { version: started.version })
       }
       // The successor's first owner is this execution: its RunStarted creates it with epoch 1, as a new run's does.
       const first = Ledger.make({
