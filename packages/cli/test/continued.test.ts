@@ -59,4 +59,36 @@ describe("a continue-as-new chain in the read commands", () => {
       expect(last.json).toMatchObject({ run: { status: "completed", rootRunId: "pages" }, continuedFrom: { runId: "pages::continued::1", chainRunId: "pages", generation: 2 } })
       expect(last.json).not.toHaveProperty("continuedAs")
     }))
+
+  it.live("a signal to a continued run goes to the chain's last run; show-run shows a signal carried over", () => {
+    /** The first run takes "first" and continues as new; its successor takes "later", then waits for "last". */
+    const inbox = Workflow.make({
+      name: "inbox",
+      input: Schema.Number,
+      output: Schema.String,
+      run: (generation, ctx) =>
+        Effect.gen(function*() {
+          if (generation === 0) {
+            yield* Effect.orDie(ctx.waitForSignal("first", Schema.String))
+            return yield* ctx.continueAsNew(1)
+          }
+          const later = yield* Effect.orDie(ctx.waitForSignal("later", Schema.String))
+          return `${later} ${yield* Effect.orDie(ctx.waitForSignal("last", Schema.String))}`
+        })
+    })
+    const inProcess = <A, E>(f: (kernel: Kernel.Service) => Effect.Effect<A, E>) => Effect.provide(Effect.flatMap(Kernel.Kernel, f), sqliteKernel(db))
+    return Effect.gen(function*() {
+      expect(yield* inProcess((k) => k.execute(inbox, { runId: "inbox", tenant: tenant("acme"), input: 0 }))).toMatchObject({ status: "paused" })
+      for (const name of ["later", "first"]) {
+        expect((yield* artana(["signal", "inbox", name, "--payload", JSON.stringify(name), "--db", db, "--tenant", "acme"], { cwd: dir })).code).toBe(0)
+      }
+      // The first run takes "first" and continues; its successor takes the "later" it was handed, and waits.
+      expect(yield* inProcess((k) => k.resume({ tenantId: "acme", runId: "inbox", workflow: inbox }))).toMatchObject({ status: "paused", runId: "inbox::continued::1" })
+      const shown = yield* artana(["show-run", "inbox::continued::1", "--db", db, "--tenant", "acme"], { cwd: dir })
+      expect(shown.stdout).toMatch(/SignalSent\s+later \(carried from run inbox seq 4\): "later"/)
+      const sent = yield* artanaJson(["signal", "inbox", "last", "--payload", "\"done\"", "--db", db, "--tenant", "acme"], { cwd: dir })
+      expect(sent.json).toMatchObject({ runId: "inbox::continued::1", name: "last", duplicate: false })
+      expect(yield* inProcess((k) => k.resume({ tenantId: "acme", runId: "inbox", workflow: inbox }))).toMatchObject({ status: "completed", output: "later done" })
+    })
+  })
 })

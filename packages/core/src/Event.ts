@@ -229,7 +229,13 @@ export const RunFailed = Schema.TaggedStruct("RunFailed", {
 export const SignalSent = Schema.TaggedStruct("SignalSent", {
   signalId: Schema.String,
   name: Schema.String,
-  payload: Json
+  payload: Json,
+  /**
+   * Where a signal carried over by continue-as-new was sent: the run it continues and the seq it had there. A run
+   * hands the signals it did not take to its successor, in the successor's first batch (see the core README's
+   * "Signals"). Absent for a signal a sender wrote.
+   */
+  carriedFrom: Schema.optional(Schema.Struct({ runId: Schema.String, seq: Schema.Number }))
 })
 
 /**

@@ -16,7 +16,7 @@ import * as Errors from "./Errors.js"
 import type { Event, RunInfo, WaitingOn } from "./Event.js"
 import type * as EventStore from "./EventStore.js"
 import type * as Fork from "./Fork.js"
-import { chainEnd } from "./internal/continueAsNew.js"
+import { chainEnd } from "./internal/chain.js"
 import type * as Execution from "./internal/execution.js"
 import * as Tracing from "./internal/tracing.js"
 import * as ForkLog from "./internal/fork.js"
@@ -135,6 +135,11 @@ export interface SignalRequest extends RunRef {
 /** Where a signal was written: its id and its seq in the run's log. */
 export interface SignalReceipt {
   readonly signalId: string
+  /**
+   * The run whose log holds the signal: the run addressed, or, when it continued as new, the last run of its chain
+   * (a signal follows the chain as `resume` and `execute` do).
+   */
+  readonly runId: string
   readonly seq: number
   /** True when a signal of this id was already in the run's log: nothing was written, `seq` is the first one's. */
   readonly duplicate?: boolean | undefined

@@ -230,7 +230,7 @@ describe("signals", () => {
       expect(timedOut.timestamp).toBe(deadline)
     }).pipe(Effect.provide(kernelLayer([], []))))
 
-  it.effect("a failed run and a run that continued as new refuse signals too; the chain's last run takes them", () =>
+  it.effect("a failed run refuses signals too; one to a run that continued as new goes to its chain's last run", () =>
     Effect.gen(function*() {
       const kernel = yield* Kernel.Kernel
       const failing = Workflow.make({ name: "failing", input: Schema.Null, output: Schema.String, run: () => Effect.fail("no") })
@@ -245,9 +245,7 @@ describe("signals", () => {
       })
       const last = yield* kernel.execute(chain, { runId: "c1", tenant, input: 0 })
       expect(last).toMatchObject({ status: "paused", runId: "c1::continued::1" })
-      const continued = yield* Effect.either(kernel.signal({ ...ref("c1"), name: "decision", payload: "go" }))
-      expect(Either.isLeft(continued) && continued.left).toMatchObject({ _tag: "SignalRefused", status: "continued" })
-      yield* kernel.signal({ ...ref("c1::continued::1"), name: "decision", payload: "go" })
+      expect(yield* kernel.signal({ ...ref("c1"), name: "decision", payload: "go" })).toMatchObject({ runId: "c1::continued::1" })
       expect(yield* kernel.resume({ ...ref("c1"), workflow: chain })).toEqual({ status: "completed", runId: "c1::continued::1", output: "go" })
     }).pipe(Effect.provide(kernelLayer([], []))))
 })
@@ -281,7 +279,7 @@ describe("signals with an id (de-duplication)", () => {
         kernel.signal({ ...ref("dedup"), name: "note", payload: "one (retried)", id: "msg-1" }),
         kernel.signal({ ...ref("dedup"), name: "note", payload: "one (retried)", id: "msg-1" })
       ], { concurrency: "unbounded" })
-      expect(again).toEqual([0, 1, 2].map(() => ({ signalId: "msg-1", seq: first.seq, duplicate: true })))
+      expect(again).toEqual([0, 1, 2].map(() => ({ signalId: "msg-1", runId: "dedup", seq: first.seq, duplicate: true })))
       expect(sentIds(yield* logOf("dedup"))).toEqual(["msg-1"])
       // Resumed, the run takes the one signal and waits for a second: the duplicates were never delivered.
       const waiting = yield* kernel.resume({ ...ref("dedup"), workflow: twoNotes })

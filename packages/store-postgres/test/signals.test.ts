@@ -92,4 +92,30 @@ describe.skipIf(pg.url === undefined)(`signals on PostgreSQL (${pg.description})
       const log = yield* b.store.readEvents("acme", "once")
       expect(log.filter((e) => e.payload._tag === "SignalSent")).toHaveLength(1)
     }), 90_000)
+
+  it.scopedLive("a signal another pool writes while a run hands over (continue-as-new) is carried to the successor, which takes it", () =>
+    Effect.gen(function*() {
+      const url = yield* PgTest.freshDatabase(pg.url!)
+      const a = yield* kernelOn(url)
+      const b = yield* kernelOn(url)
+      // Generation 0 does a step; right before it hands over, kernel b (another pool) signals the run.
+      const relay = Workflow.make({
+        name: "relay",
+        input: Schema.Number,
+        output: Schema.String,
+        run: (generation, ctx) =>
+          Effect.gen(function*() {
+            yield* ctx.step("work", Effect.succeed(generation), Schema.Number)
+            if (generation > 0) return yield* Effect.orDie(ctx.waitForSignal("go", Schema.String, { timeout: 0 }))
+            yield* Effect.orDie(b.kernel.signal({ tenantId: "acme", runId: "relay", name: "go", payload: "mid-handover" }))
+            return yield* ctx.continueAsNew(1)
+          })
+      })
+      expect(yield* a.kernel.execute(relay, { runId: "relay", tenant, input: 0 })).toEqual({ status: "completed", runId: "relay::continued::1", output: "mid-handover" })
+      const types = (events: ReadonlyArray<{ readonly type: string }>) => events.map((e) => e.type)
+      expect(types(yield* b.store.readEvents("acme", "relay"))).toEqual(["RunStarted", "StepCompleted", "SignalSent", "RunContinued"])
+      const successor = yield* b.store.readEvents("acme", "relay::continued::1")
+      expect(successor[1]?.payload).toMatchObject({ _tag: "SignalSent", payload: "mid-handover", carriedFrom: { runId: "relay", seq: 3 } })
+      for (const runId of ["relay", "relay::continued::1"]) expect(yield* b.kernel.verify({ tenantId: "acme", runId })).toMatchObject({ ok: true })
+    }), 90_000)
 })

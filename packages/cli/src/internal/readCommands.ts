@@ -442,7 +442,7 @@ export const describeEvent = (p: Event.EventPayload): string => {
     case "RunFailed":
       return `${p.errorTag}: ${p.error}`
     case "SignalSent":
-      return `${p.name}: ${JSON.stringify(p.payload)} (id ${p.signalId})`
+      return `${p.name}${p.carriedFrom === undefined ? "" : ` (carried from run ${p.carriedFrom.runId} seq ${p.carriedFrom.seq})`}: ${JSON.stringify(p.payload)} (id ${p.signalId})`
     case "SignalAwaited":
       return `${p.name}${p.deadline === undefined ? "" : ` until ${new Date(p.deadline).toISOString()}`}`
     case "SignalReceived":

@@ -47,12 +47,12 @@ export const signal = (args: SignalArgs) =>
       Effect.provide(Services.kernel({ store: Layer.succeedContext(opened), auditKey: args.auditKey }))
     )
     if (args.format === "json") {
-      yield* Out.json({ runId: args.run, name: args.name, signalId: receipt.signalId, seq: receipt.seq, duplicate: receipt.duplicate === true })
+      yield* Out.json({ runId: receipt.runId, name: args.name, signalId: receipt.signalId, seq: receipt.seq, duplicate: receipt.duplicate === true })
     } else {
       const s = Out.outStyle()
       yield* Out.stdout(receipt.duplicate === true
-        ? `${s.green("✓")} signal ${s.bold(args.name)} of id ${receipt.signalId} was already delivered to run ${s.bold(args.run)} (seq ${receipt.seq}): not sent again`
-        : `${s.green("✓")} signal ${s.bold(args.name)} delivered to run ${s.bold(args.run)} (seq ${receipt.seq}, id ${receipt.signalId})`)
+        ? `${s.green("✓")} signal ${s.bold(args.name)} of id ${receipt.signalId} was already delivered to run ${s.bold(receipt.runId)} (seq ${receipt.seq}): not sent again`
+        : `${s.green("✓")} signal ${s.bold(args.name)} delivered to run ${s.bold(receipt.runId)} (seq ${receipt.seq}, id ${receipt.signalId})`)
     }
     return ExitCode.Ok
   })))

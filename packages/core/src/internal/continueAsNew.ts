@@ -4,7 +4,6 @@
  * from the chain (`continuedRunId`), so a crash and a retry of one handover conflict instead of starting two. The
  * caller of an operation on a run gets the result of the last run of its chain.
  */
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Errors from "../Errors.js"
@@ -19,6 +18,7 @@ import { drive, toJson } from "./drive.js"
 import * as Execution from "./execution.js"
 import { canonicalJson } from "./hash.js"
 import * as Ledger from "./ledger.js"
+import type * as Signals from "./signals.js"
 import type { Runtime } from "./runs.js"
 
 type RunStarted = Extract<EventPayload, { readonly _tag: "RunStarted" }>
@@ -30,22 +30,15 @@ export interface Continuation<O, E> {
   readonly handOver: (input: unknown) => Effect.Effect<RunResult<O>, E | KernelError>
 }
 
-/** The run that continues a run, from its last event (`RunContinued`): one event read, whatever the run's length. */
-export const successorOf = (store: EventStore.Service, info: RunInfo): Effect.Effect<string, Errors.RunNotFound | Errors.StoreError> =>
-  Effect.flatMap(store.readEvents(info.tenantId, info.runId, info.headSeq, 1), ([last]) =>
-    last?.payload._tag === "RunContinued"
-      ? Effect.succeed(last.payload.nextRunId)
-      : Effect.fail(new Errors.StoreError({ operation: "readEvents", reason: `run ${info.runId} is continued but its last event (seq ${info.headSeq}) is not RunContinued` })))
-
-/** The last run of `info`'s chain (`info` itself unless it continued as new): where `resume` and `execute` act. */
-export const chainEnd = (store: EventStore.Service, info: RunInfo): Effect.Effect<RunInfo, Errors.RunNotFound | Errors.StoreError> =>
-  Effect.gen(function*() {
-    let current = info
-    while (current.status === "continued") {
-      current = yield* store.getRun(current.tenantId, yield* successorOf(store, current))
-    }
-    return current
-  })
+/** The signals a run did not take, as its successor's copies (same id, name and payload; where they were sent). */
+const carried = (runId: string, untaken: ReadonlyArray<Signals.Pending>): Array<EventPayload> =>
+  untaken.map(({ payload, seq }) => ({
+    _tag: "SignalSent",
+    signalId: payload.signalId,
+    name: payload.name,
+    payload: payload.payload,
+    carriedFrom: { runId, seq }
+  }))
 
 /**
  * The continuation of an execution of run `runId` (whose `RunStarted` is `started`): in a live execution, the handover
@@ -100,7 +93,7 @@ export const make = <I, O, E>(
         ...(started.version === undefined ? {} : { version: started.version })
       }
       // The successor's first owner is this execution: its RunStarted creates it with epoch 1, as a new run's does.
-      const first = Ledger.make({
+      const successor = Ledger.make({
         store: deps.store,
         auditKey: deps.auditKey,
         runId: nextRunId,
@@ -109,17 +102,26 @@ export const make = <I, O, E>(
         ownerEpoch: 1,
         claim: false,
         onRefused: () => undefined
-      }).prepare(RUN_STEP_KEY, [successorStarted], yield* Clock.currentTimeMillis)
+      })
+      // Its first batch: the RunStarted, then the signals this run did not take (built again when the handover adopts
+      // a signal a sender appended meanwhile), so a signal sent to the chain is offered to its later waits.
+      let first: EventStore.AppendRequest | undefined
+      const firstBatch: Ledger.Alongside = (timestamp) => {
+        first = successor.prepare(RUN_STEP_KEY, [successorStarted, ...carried(runId, exec.untakenSignals())], timestamp)
+        return [first]
+      }
       // Both or neither: a crash before the commit leaves the run to resume (and continue once), after it the successor.
-      yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunContinued", nextRunId, input: input.right }], [first])
+      yield* exec.appendOrFail(RUN_STEP_KEY, [{ _tag: "RunContinued", nextRunId, input: input.right }], firstBatch)
+      const written = first!.events
       // This run ended here: its deltas go now, not when the chain's execution ends (a long chain would keep them all).
       yield* dropDeltas(deps, started.tenant.tenantId, runId)
       const next = Execution.make(deps, {
         runId: nextRunId,
         rootRunId,
         tenant: started.tenant,
-        // Its log is the RunStarted just written: nothing to replay, the code runs live after it.
-        head: { seq: first.events.length, hash: first.events[first.events.length - 1]!.hash },
+        // Its log is the batch just written: nothing to replay, the code runs live after it, with its signals.
+        head: { seq: written.length, hash: written[written.length - 1]!.hash },
+        written,
         mode: "live",
         spentUsd: yield* lineageSpend(started.tenant.tenantId, rootRunId),
         lineageSpend: lineageSpend(started.tenant.tenantId, rootRunId),

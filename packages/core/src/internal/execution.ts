@@ -44,6 +44,7 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
   // A run taken over is claimed once its whole log was read and verified, before anything runs live (a live step,
   // an in-doubt call run again, a response logged): of two processes resuming it at once, the second fails there.
   if (log !== undefined) inbox.add(log.first)
+  if (options.written !== undefined) inbox.add(options.written)
   const claimed: ReplayCursor.Log | undefined = log === undefined ? log : {
     first: log.first,
     next: Effect.tap(log.next, (page) => (Option.isNone(page) ? ledger.claim() : Effect.sync(() => inbox.add(page.value))))
@@ -64,6 +65,8 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
     context,
     /** Appends after the current head; fails with the store's error (used for a run's final events). */
     appendOrFail: ledger.append,
+    /** The signals in the run's log (or adopted since) no wait took: what a handover carries to the successor. */
+    untakenSignals: inbox.untaken,
     halted: env.halted,
     head: ledger.head,
     spentUsd: env.spentUsd,

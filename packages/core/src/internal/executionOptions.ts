@@ -5,6 +5,7 @@
  */
 import type * as Effect from "effect/Effect"
 import type * as Errors from "../Errors.js"
+import type { Event } from "../Event.js"
 import type * as EventStore from "../EventStore.js"
 import type { Lease } from "../Lease.js"
 import type * as LiveStore from "../LiveStore.js"
@@ -62,6 +63,8 @@ export interface ExecutionOptions {
   readonly tenant: TenantContext
   /** The run's log, read a page at a time as the code asks for steps (absent: a new run). */
   readonly log?: Log | undefined
+  /** Events of a run's log that this execution does not replay but knows (its signals): a successor's first batch. */
+  readonly written?: ReadonlyArray<Event> | undefined
   /** The run's head (its record's): appends follow it. Absent: a new run. */
   readonly head?: { readonly seq: number; readonly hash: string } | undefined
   /**

@@ -17,7 +17,7 @@ import type { EventsOptions, LiveOptions, Options, RunRef, RunResult, Service } 
 import * as Live from "../Live.js"
 import * as Verify from "../Verify.js"
 import type * as Execution from "./execution.js"
-import { chainEnd } from "./continueAsNew.js"
+import { chainEnd } from "./chain.js"
 import { dropDeltas, dropOwnDeltas } from "./deltaRetention.js"
 import { lastVerifiedEvent, verifiedEvents } from "./ledger.js"
 import * as LiveRead from "./live.js"

@@ -28,12 +28,16 @@ export const make = (
   return {
     signal: (request) =>
       Signals.send(store, deps.auditKey, request).pipe(
-        // A run waiting for it in another process reads its log now, not at its next poll.
-        Effect.tap((receipt) => (notices === undefined || receipt.duplicate === true ? Effect.void : notices.notify(request.tenantId, request.runId))),
+        // A run waiting for it in another process reads its log now, not at its next poll. The run is the receipt's:
+        // the one addressed, or the last of its chain.
+        Effect.tap((receipt) => (notices === undefined || receipt.duplicate === true ? Effect.void : notices.notify(request.tenantId, receipt.runId))),
         // The signal is written: a failure to wake the run's task only delays the run (a worker's `wake` after it
         // paused, or a resume, picks it up), so it is logged, and the sender is not told to send it again.
-        Effect.tap(() =>
-          Effect.catchAll(wake(request), (e) => Effect.logWarning(`signal written to run ${request.runId}, but its task was not woken`, e.message))
+        Effect.tap((receipt) =>
+          Effect.catchAll(
+            wake({ tenantId: request.tenantId, runId: receipt.runId }),
+            (e) => Effect.logWarning(`signal written to run ${receipt.runId}, but its task was not woken`, e.message)
+          )
         ),
         Effect.withSpan("Kernel.signal", { attributes: { runId: request.runId, signal: request.name } })
       ),

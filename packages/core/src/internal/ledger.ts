@@ -19,6 +19,15 @@ export type AppendError =
   | Errors.StoreError
   | Errors.LogTampered
 
+/**
+ * Other runs' batches written in one transaction with a ledger's batch (`EventStore.appendAll`): the handover of
+ * continue-as-new. Built for each attempt, with its timestamp: an attempt made again after adopting signals builds
+ * them again (the successor's batch carries the signals its predecessor did not take).
+ */
+export type Alongside = (timestamp: number) => ReadonlyArray<EventStore.AppendRequest>
+
+const NONE: Alongside = () => []
+
 export interface LedgerOptions {
   readonly store: EventStore.Service
   readonly auditKey: string | undefined
@@ -57,7 +66,7 @@ export const make = (options: LedgerOptions) => {
       const reason = resumed
       if (reason === undefined || mode === "replay") return Effect.void
       resumed = undefined
-      return appendBatch(RUN_STEP_KEY, [{ _tag: "RunResumed", reason }], [], (error) =>
+      return appendBatch(RUN_STEP_KEY, [{ _tag: "RunResumed", reason }], NONE, (error) =>
         Effect.suspend(() => {
           resumed = reason
           return Effect.fail(error)
@@ -68,7 +77,7 @@ export const make = (options: LedgerOptions) => {
   const append = (
     stepKey: string,
     payloads: ReadonlyArray<EventPayload>,
-    alongside: ReadonlyArray<EventStore.AppendRequest> = []
+    alongside: Alongside = NONE
   ): Effect.Effect<void, AppendError> =>
     resumed === undefined || mode === "replay"
       ? appendBatch(stepKey, payloads, alongside, Effect.fail)
@@ -84,8 +93,8 @@ export const make = (options: LedgerOptions) => {
     orElse: (error: AppendError) => Effect.Effect<never, E>
   ): Effect.Effect<void, E> =>
     resumed === undefined || mode === "replay"
-      ? appendBatch(stepKey, payloads, [], orElse)
-      : Effect.catchAll(Effect.zipRight(claim(), appendBatch(stepKey, payloads, [], Effect.fail)), orElse)
+      ? appendBatch(stepKey, payloads, NONE, orElse)
+      : Effect.catchAll(Effect.zipRight(claim(), appendBatch(stepKey, payloads, NONE, Effect.fail)), orElse)
 
   /** The batch `append` writes: the events after the current head, hash-chained, with the execution's epoch. */
   const prepare = (stepKey: string, payloads: ReadonlyArray<EventPayload>, timestamp: number): EventStore.AppendRequest => ({
@@ -105,7 +114,7 @@ export const make = (options: LedgerOptions) => {
   const appendBatch = <E>(
     stepKey: string,
     payloads: ReadonlyArray<EventPayload>,
-    alongside: ReadonlyArray<EventStore.AppendRequest>,
+    alongside: Alongside,
     orElse: (error: AppendError) => Effect.Effect<never, E>
   ): Effect.Effect<void, E> => {
     if (mode === "replay") {
@@ -113,8 +122,9 @@ export const make = (options: LedgerOptions) => {
     }
     // No generator: this runs twice per tool step. The clock is read in place (`clockWith`), not as an effect of its own.
     return Effect.clockWith((clock) => {
-      const request = prepare(stepKey, payloads, clock.unsafeCurrentTimeMillis())
-      const write = alongside.length === 0 ? options.store.append(request) : options.store.appendAll([request, ...alongside])
+      const timestamp = clock.unsafeCurrentTimeMillis()
+      const request = prepare(stepKey, payloads, timestamp)
+      const write = alongside === NONE ? options.store.append(request) : options.store.appendAll([request, ...alongside(timestamp)])
       // `matchEffect`: one node for the outcome, twice a tool step (the success is bookkept in place).
       return Effect.matchEffect(write, {
         onSuccess: () => {
@@ -125,12 +135,12 @@ export const make = (options: LedgerOptions) => {
         },
         onFailure: (error): Effect.Effect<void, E> => {
           // Senders append signals to the run's chain under the same sequence check: a conflict they caused is
-          // settled by adopting their events and writing the batch again after them (see `catchUp`). Not at seq 0:
-          // nobody signals a run before it exists, so there the run exists already (`startRun` goes on with it).
-          if (error._tag === "SequenceConflict" && alongside.length === 0 && request.expectedSeq > 0) {
+          // settled by adopting their events and writing the batch again after them (see `catchUp`). Not at seq 0
+          // (the run exists: `startRun` goes on with it); a handover's conflict of its successor's adopts nothing.
+          if (error._tag === "SequenceConflict" && request.expectedSeq > 0) {
             return Effect.flatMap(
               Effect.catchAll(catchUp(), orElse),
-              (adopted) => adopted === "foreign" || adopted === 0 ? refused(error, orElse) : appendBatch(stepKey, payloads, [], orElse)
+              (adopted) => adopted === "foreign" || adopted === 0 ? refused(error, orElse) : appendBatch(stepKey, payloads, alongside, orElse)
             )
           }
           return refused(error, orElse)

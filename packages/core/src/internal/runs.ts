@@ -14,6 +14,7 @@ import type { KernelError, RunResult, StartOptions } from "../Kernel.js"
 import type { Lease } from "../Lease.js"
 import { firstIssue } from "../Tool.js"
 import type * as Workflow from "../Workflow.js"
+import { chainEnd } from "./chain.js"
 import * as ContinueAsNew from "./continueAsNew.js"
 import { drive, toJson } from "./drive.js"
 import * as Execution from "./execution.js"
@@ -94,7 +95,7 @@ export const continueRun = <I, O, E>(
     const { deps, lineageSpend } = runtime
     // A run that continued as new: its work goes on in its successor (a replay replays the run, then the successor).
     if (mode === "live" && info.status === "continued") {
-      return yield* continueRun(runtime, workflow, yield* ContinueAsNew.chainEnd(deps.store, info), mode, response, lease)
+      return yield* continueRun(runtime, workflow, yield* chainEnd(deps.store, info), mode, response, lease)
     }
     // The record's workflow is its RunStarted's (checked again below, once that event is read and verified).
     if (info.workflow !== workflow.name) return yield* wrongWorkflow(info, workflow, info.workflow)

@@ -21,7 +21,7 @@ export { send, type SendError } from "./signalSend.js"
 type SignalSent = Extract<EventPayload, { readonly _tag: "SignalSent" }>
 
 /** A signal in the run's log that no wait took yet. */
-interface Pending {
+export interface Pending {
   readonly seq: number
   readonly payload: SignalSent
 }
@@ -46,7 +46,9 @@ export const makeInbox = () => {
       for (const signal of pending.values()) if (signal.payload.name === name) return signal
       return undefined
     },
-    take: (seq: number) => void pending.delete(seq)
+    take: (seq: number) => void pending.delete(seq),
+    /** Every signal not taken yet, oldest first: what a run that continues as new hands to its successor. */
+    untaken: (): ReadonlyArray<Pending> => [...pending.values()]
   }
 }
 

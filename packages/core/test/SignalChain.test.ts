@@ -1,0 +1,123 @@
+// Signals and continue-as-new: a signal sent to a chain reaches the chain's later waits. A review found a signal that
+// landed during a handover failing it (SequenceConflict) and lost; a signal a run did not take is carried over.
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, Schema } from "effect"
+import { EventStore, Kernel, Workflow } from "@artana/core"
+import { kernelLayer, tenant } from "./fixtures.js"
+
+const ref = (runId: string) => ({ tenantId: tenant.tenantId, runId })
+const logOf = (runId: string) => Effect.flatMap(EventStore.EventStore, (s) => s.readEvents(tenant.tenantId, runId))
+const shape = (events: ReadonlyArray<{ readonly type: string; readonly stepKey: string }>) => events.map((e) => `${e.type}@${e.stepKey}`)
+
+/** Generation 0 does a step and continues as new; generation 1 takes a "go" signal (it never pauses: timeout 0). */
+const relay = Workflow.make({
+  name: "relay",
+  input: Schema.Number,
+  output: Schema.String,
+  run: (generation, ctx) =>
+    Effect.gen(function*() {
+      yield* ctx.step("work", Effect.succeed(generation), Schema.Number)
+      if (generation === 0) return yield* ctx.continueAsNew(1)
+      return yield* ctx.waitForSignal("go", Schema.String, { timeout: 0 }).pipe(Effect.catchTag("SignalTimeout", () => Effect.succeed("no signal")), Effect.orDie)
+    })
+})
+
+describe("signals across continue-as-new", () => {
+  it.effect("a signal that lands while the run hands over is adopted and carried to the successor, whose wait takes it", () =>
+    Effect.gen(function*() {
+      const inner = yield* EventStore.makeMemory
+      const sender = kernelLayer([], [], { store: Layer.succeed(EventStore.EventStore, inner) })
+      let raced: { readonly runId: string; readonly seq: number } | undefined
+      // A sender's signal lands between the code's last look at the run and the handover's transaction.
+      const wrapped: EventStore.Service = {
+        ...inner,
+        appendAll: (requests) =>
+          Effect.gen(function*() {
+            if (raced === undefined && requests.some((r) => r.events.some((e) => e.payload._tag === "RunContinued"))) {
+              raced = yield* Effect.orDie(Effect.provide(Effect.flatMap(Kernel.Kernel, (k) => k.signal({ ...ref("h"), name: "go", payload: "raced" })), sender))
+            }
+            return yield* inner.appendAll(requests)
+          })
+      }
+      const result = yield* Effect.provide(
+        Effect.flatMap(Kernel.Kernel, (k) => k.execute(relay, { runId: "h", tenant, input: 0 })),
+        kernelLayer([], [], { store: Layer.succeed(EventStore.EventStore, wrapped) })
+      )
+      // The sender was told the signal is in run h (it was running); the chain's next wait took it.
+      expect(raced).toMatchObject({ runId: "h", seq: 3 })
+      expect(result).toEqual({ status: "completed", runId: "h::continued::1", output: "raced" })
+      expect(shape(yield* inner.readEvents(tenant.tenantId, "h"))).toEqual(["RunStarted@run", "StepCompleted@step:0", "SignalSent@run", "RunContinued@run"])
+      const successor = yield* inner.readEvents(tenant.tenantId, "h::continued::1")
+      expect(shape(successor)).toEqual(["RunStarted@run", "SignalSent@run", "StepCompleted@step:0", "SignalReceived@signal:1", "RunCompleted@run"])
+      expect(successor[1]!.payload).toMatchObject({ _tag: "SignalSent", name: "go", payload: "raced", carriedFrom: { runId: "h", seq: 3 } })
+      // Both logs verify, and a replay of the chain takes the carried signal at the same point.
+      yield* Effect.provide(
+        Effect.gen(function*() {
+          const kernel = yield* Kernel.Kernel
+          for (const runId of ["h", "h::continued::1"]) expect(yield* kernel.verify(ref(runId))).toMatchObject({ ok: true })
+          expect(yield* kernel.replay(relay, ref("h"))).toEqual(result)
+        }),
+        sender
+      )
+    }))
+
+  it.effect("a signal the run did not take goes on to its successor; one it took does not", () => {
+    /** Takes a "first" signal, then continues as new; the successor takes a "later" signal sent before the handover. */
+    const twoStage = Workflow.make({
+      name: "two-stage",
+      input: Schema.Number,
+      output: Schema.Array(Schema.String),
+      run: (generation, ctx) =>
+        Effect.gen(function*() {
+          if (generation === 0) {
+            yield* Effect.orDie(ctx.waitForSignal("first", Schema.String))
+            return yield* ctx.continueAsNew(1)
+          }
+          const later = yield* Effect.orDie(ctx.waitForSignal("later", Schema.String))
+          const first = yield* ctx.waitForSignal("first", Schema.String, { timeout: 0 }).pipe(Effect.catchTag("SignalTimeout", () => Effect.succeed("none")), Effect.orDie)
+          return [later, first]
+        })
+    })
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      expect(yield* kernel.execute(twoStage, { runId: "s", tenant, input: 0 })).toMatchObject({ status: "paused", runId: "s" })
+      // Sent while generation 0 waits for "first": "later" waits in its log, untaken, when it continues as new.
+      yield* kernel.signal({ ...ref("s"), name: "later", payload: "L", id: "later-1" })
+      yield* kernel.signal({ ...ref("s"), name: "first", payload: "F" })
+      expect(yield* kernel.resume({ ...ref("s"), workflow: twoStage })).toEqual({ status: "completed", runId: "s::continued::1", output: ["L", "none"] })
+      const carried = (yield* logOf("s::continued::1")).filter((e) => e.payload._tag === "SignalSent").map((e) => e.payload)
+      expect(carried).toEqual([{ _tag: "SignalSent", signalId: "later-1", name: "later", payload: "L", carriedFrom: { runId: "s", seq: 4 } }])
+      // The keyed signal sent again to the chain is a duplicate: found where it was first written.
+      expect(yield* Effect.either(kernel.signal({ ...ref("s"), name: "later", payload: "L", id: "later-1" }))).toMatchObject({
+        _tag: "Right",
+        right: { signalId: "later-1", runId: "s", seq: 4, duplicate: true }
+      })
+    }).pipe(Effect.provide(kernelLayer([], [])))
+  })
+
+  it.effect("a signal to a run that continued as new goes to the last run of its chain; a keyed one is written once", () => {
+    /** Continues as new twice, then waits for a "go" signal. */
+    const chain = Workflow.make({
+      name: "chain",
+      input: Schema.Number,
+      output: Schema.String,
+      run: (n, ctx) => (n < 2 ? ctx.continueAsNew(n + 1) : Effect.orDie(ctx.waitForSignal("go", Schema.String)))
+    })
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      expect(yield* kernel.execute(chain, { runId: "c", tenant, input: 0 })).toMatchObject({ status: "paused", runId: "c::continued::2" })
+      const receipt = yield* kernel.signal({ ...ref("c"), name: "go", payload: "yes", id: "go-1" })
+      expect(receipt).toMatchObject({ signalId: "go-1", runId: "c::continued::2", seq: 4 })
+      expect(receipt.duplicate).toBeUndefined()
+      // Sent again, through either id: found in the last run's log, nothing written.
+      expect(yield* kernel.signal({ ...ref("c::continued::1"), name: "go", payload: "yes", id: "go-1" })).toEqual({ ...receipt, duplicate: true })
+      expect(yield* kernel.resume({ ...ref("c"), workflow: chain })).toEqual({ status: "completed", runId: "c::continued::2", output: "yes" })
+      // The chain has ended: a new signal is refused, naming the run that completed.
+      expect(yield* Effect.flip(kernel.signal({ ...ref("c"), name: "go", payload: "again" }))).toMatchObject({
+        _tag: "SignalRefused",
+        runId: "c::continued::2",
+        status: "completed"
+      })
+    }).pipe(Effect.provide(kernelLayer([], [])))
+  })
+})
