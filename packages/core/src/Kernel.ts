@@ -308,6 +308,12 @@ export interface Options extends Pricing.Options {
    */
   readonly signalWaitHold?: Duration.DurationInput | undefined
   /**
+   * How long a model call's estimate stays held against its lineage's budget in a store shared by processes
+   * (`BudgetHolds`: the SQL stores) when nothing releases it: a process that died mid-call holds the estimate that
+   * long. Default 15 minutes; a call that runs longer is held no longer, and its cost counts once logged.
+   */
+  readonly budgetHoldTtl?: Duration.DurationInput | undefined
+  /**
    * How often `live` reads a run again when nothing woke it (a run written by another process). Default 200 ms; a
    * run written in this process wakes its readers at once.
    */

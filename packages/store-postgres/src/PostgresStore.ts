@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-import { ApprovalsIndex, Errors, EventStore, type LiveStore, RunNotices, SqlErrors, SqlEventStore, SqlLiveStore, SqlTaskQueue, type TaskQueue } from "@artana/core"
+import { ApprovalsIndex, BudgetHolds, Errors, EventStore, type LiveStore, RunNotices, SqlErrors, SqlEventStore, SqlLiveStore, SqlTaskQueue, type TaskQueue } from "@artana/core"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
@@ -78,6 +78,7 @@ export type Services =
   | SqlEventStore.AppendDialect
   | RunNotices.RunNotices
   | ApprovalsIndex.ApprovalsIndex
+  | BudgetHolds.BudgetHolds
 
 const STORE = "postgres"
 
@@ -485,7 +486,7 @@ export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnava
       Effect.flatMap(RunWatch.make(connectionOf(options), runsChannel(options), pg), RunNotices.fromChannel))
   )
   // One after the other: a database that refuses the first store's tables fails the layer once, with its reason.
-  return Layer.provideMerge(Layer.provideMerge(Layer.provideMerge(Layer.mergeAll(liveStore, runNotices, ApprovalsIndex.layerSql({ tablePrefix: options.tablePrefix })), taskQueue), eventStore), layerClient(options))
+  return Layer.provideMerge(Layer.provideMerge(Layer.provideMerge(Layer.mergeAll(liveStore, runNotices, ApprovalsIndex.layerSql({ tablePrefix: options.tablePrefix }), BudgetHolds.layerSql({ tablePrefix: options.tablePrefix })), taskQueue), eventStore), layerClient(options))
 }
 
 /** The channel of the `RunNotices` of a store's tables: `artana_<prefix>runs`. */

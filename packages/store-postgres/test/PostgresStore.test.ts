@@ -82,7 +82,7 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
       const url = yield* fresh
       const { pg: client, sql } = yield* open({ url: Redacted.make(url), tablePrefix: "artana_", pool: { max: 3 }, applicationName: "artana-test" })
       const tables = yield* sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name`
-      expect(tables.map((t) => t.table_name)).toEqual(["artana_event_store_migrations", "artana_events", "artana_live_deltas", "artana_live_migrations", "artana_runs", "artana_task_queue_migrations", "artana_tasks"])
+      expect(tables.map((t) => t.table_name)).toEqual(["artana_budget_holds", "artana_event_store_migrations", "artana_events", "artana_live_deltas", "artana_live_migrations", "artana_runs", "artana_task_queue_migrations", "artana_tasks"])
       // Appends move the head in their own statement: no trigger, no foreign key check per event.
       const triggers = yield* sql<{ trigger_name: string }>`SELECT DISTINCT trigger_name FROM information_schema.triggers WHERE event_object_table = 'artana_events'`
       expect(triggers).toEqual([])
@@ -195,7 +195,7 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
       const [schema] = yield* sql<{ schema: string }>`SELECT current_schema() AS schema`
       expect(schema!.schema).toMatch(/^artana_t/)
       const tables = yield* sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables WHERE table_schema = ${schema!.schema} ORDER BY table_name`
-      expect(tables.map((t) => t.table_name)).toEqual(["event_store_migrations", "events", "live_deltas", "live_migrations", "runs", "task_queue_migrations", "tasks"])
+      expect(tables.map((t) => t.table_name)).toEqual(["budget_holds", "event_store_migrations", "events", "live_deltas", "live_migrations", "runs", "task_queue_migrations", "tasks"])
     }))
 
   it.scoped("one freshDatabase effect gives every run a database of its own", () =>
@@ -233,7 +233,7 @@ describe.skipIf(pg.url === undefined)(`PostgresStore (${pg.description})`, () =>
       yield* store.append({ runId: "run-1", tenantId: "acme", expectedSeq: 2, events: TestLog.chain("run-1", "acme", events, [step("b")]) })
       expect(yield* store.getRun("acme", "run-1")).toMatchObject({ headSeq: 3 })
       const tables = yield* sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY table_name`
-      expect(tables.map((t) => t.table_name)).toEqual(["Artana_event_store_migrations", "Artana_events", "Artana_live_deltas", "Artana_live_migrations", "Artana_runs", "Artana_task_queue_migrations", "Artana_tasks"])
+      expect(tables.map((t) => t.table_name)).toEqual(["Artana_budget_holds", "Artana_event_store_migrations", "Artana_events", "Artana_live_deltas", "Artana_live_migrations", "Artana_runs", "Artana_task_queue_migrations", "Artana_tasks"])
     }))
 
   it.scopedLive("opening a store while other workers hold appends in flight neither waits for them nor deadlocks", () =>

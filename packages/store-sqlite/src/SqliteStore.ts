@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import { ApprovalsIndex, Errors, EventStore, LiveStore, RunNotices, SqlEventStore, SqlLiveStore, SqlTaskQueue, type TaskQueue } from "@artana/core"
+import { ApprovalsIndex, BudgetHolds, Errors, EventStore, LiveStore, RunNotices, SqlEventStore, SqlLiveStore, SqlTaskQueue, type TaskQueue } from "@artana/core"
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
@@ -69,6 +69,7 @@ export type Services =
   | SqlEventStore.ReadDialect
   | RunNotices.RunNotices
   | ApprovalsIndex.ApprovalsIndex
+  | BudgetHolds.BudgetHolds
 
 const STORE = "sqlite"
 
@@ -339,7 +340,7 @@ export const layer = (options: Options): Layer.Layer<Services, Errors.StoreUnava
   // Notices of other processes' commits to the file, so that a run waiting in this process reads its log at once.
   const runNotices = Layer.scoped(RunNotices.RunNotices, Notices.make(options.filename, isMemory(options.filename)))
   // One after the other: a database that refuses the first store's tables fails the layer once, with its reason.
-  return Layer.provideMerge(Layer.provideMerge(Layer.provideMerge(Layer.mergeAll(liveStore, runNotices, ApprovalsIndex.layerSql({ tablePrefix: options.tablePrefix })), taskQueue), eventStore), layerClient(options))
+  return Layer.provideMerge(Layer.provideMerge(Layer.provideMerge(Layer.mergeAll(liveStore, runNotices, ApprovalsIndex.layerSql({ tablePrefix: options.tablePrefix }), BudgetHolds.layerSql({ tablePrefix: options.tablePrefix })), taskQueue), eventStore), layerClient(options))
 }
 
 /** A connection as `driver()` opens it: the part of better-sqlite3's `Database` both drivers offer. */

@@ -112,7 +112,7 @@ describe("SqliteStore", () => {
     Effect.gen(function*() {
       const { sql } = yield* open({ filename: tempDb(), tablePrefix: "artana_" })
       const tables = yield* sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`
-      expect(tables.map((t) => t.name)).toEqual(["artana_event_store_migrations", "artana_events", "artana_live_deltas", "artana_live_migrations", "artana_runs", "artana_task_queue_migrations", "artana_tasks"])
+      expect(tables.map((t) => t.name)).toEqual(["artana_budget_holds", "artana_event_store_migrations", "artana_events", "artana_live_deltas", "artana_live_migrations", "artana_runs", "artana_task_queue_migrations", "artana_tasks"])
     }))
 
   it.scoped("what one layer appended survives closing it and opening the file again", () =>

@@ -64,7 +64,7 @@ const fingerprint = (filename: string) => ({
 
 /** The file as the Artana before the migration ledgers left it: no ledger tables, user_version 0. */
 const asBeforeLedgers = (filename: string) =>
-  byHand(filename, "DROP TABLE event_store_migrations", "DROP TABLE task_queue_migrations", "DROP TABLE live_deltas", "DROP TABLE live_migrations", "PRAGMA user_version = 0")
+  byHand(filename, "DROP TABLE event_store_migrations", "DROP TABLE task_queue_migrations", "DROP TABLE live_deltas", "DROP TABLE live_migrations", "DROP TABLE budget_holds", "PRAGMA user_version = 0")
 
 const open = (options: SqliteStore.Options) =>
   Effect.scoped(Effect.gen(function*() {
@@ -132,7 +132,7 @@ describe("an older database migrates as before", () => {
       expect(yield* open({ filename })).toEqual({ runs: ["run-1"], events: 2 })
       expect(inspect(filename)).toEqual({
         userVersion: SqlMigrations.SQLITE_FILE_VERSION,
-        tables: ["event_store_migrations", "events", "live_deltas", "live_migrations", "runs", "task_queue_migrations", "tasks"]
+        tables: ["budget_holds", "event_store_migrations", "events", "live_deltas", "live_migrations", "runs", "task_queue_migrations", "tasks"]
       })
       const Database = SqliteStore.driver()
       const db = new Database(filename, { readonly: true })

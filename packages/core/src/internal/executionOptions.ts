@@ -16,7 +16,7 @@ import type * as RunNotices from "../RunNotices.js"
 import type { TenantContext } from "../Tenant.js"
 import type { Durability } from "../Tool.js"
 import type * as ToolRegistry from "../ToolRegistry.js"
-import type { InFlight } from "./inFlight.js"
+import type { Holder } from "./inFlight.js"
 import type { Hub } from "./live.js"
 import type * as LiveTier from "./liveTier.js"
 import type { Log } from "./replayCursor.js"
@@ -33,8 +33,11 @@ export interface Deps {
   readonly defaultMaxOutputTokens: number
   /** False only when the kernel was built with `enforceBudget: false`: calls are priced but never refused. */
   readonly enforceBudget: boolean
-  /** The estimates of this kernel's model calls in flight, by lineage: counted by each pre-call check (`inFlight.ts`). */
-  readonly inFlight: InFlight
+  /**
+   * Where each model call's estimate is held while it is in flight, counted by every pre-call check of its lineage
+   * (`inFlight.ts`): in the store when it has `BudgetHolds` (every process's calls), else in this kernel's memory.
+   */
+  readonly budgetHolds: Holder
   /** How an idempotent tool that does not say is logged. */
   readonly idempotentToolDurability: Durability
   /** How often a `ctx.waitForSignal` reads the run's log for new signals (default `Signals.DEFAULT_POLL_MILLIS`). */

@@ -1,4 +1,12 @@
 /**
+ * Where a model call's estimate is held against its lineage's budget while the call is in flight: in the kernel's
+ * memory (`inMemory`), or in the store (`shared`, over `BudgetHolds`), where every process sees every other's.
+ */
+import * as Effect from "effect/Effect"
+import type * as BudgetHolds from "../BudgetHolds.js"
+import type { StoreError } from "../Errors.js"
+
+/**
  * The estimates of the model calls in flight in one kernel, by lineage (tenant and root run). A call's pre-call check
  * counts the estimates of its lineage's other calls in flight with the spend: sub-runs started together (an agent's
  * parallel sub-agents) would otherwise each see the whole remainder of the budget and together spend past it. Calls
@@ -34,3 +42,70 @@ export const make = (): InFlight => {
     }
   }
 }
+
+/** An estimate held for a call in flight: `release` ends the hold (once the call's cost is logged, or it failed). */
+export interface Held {
+  readonly release: Effect.Effect<void>
+}
+
+/** A hold refused: what the lineage had spent, and held for its calls in flight, when it was asked. */
+export interface Over {
+  readonly spentUsd: number
+  readonly heldUsd: number
+}
+
+/** Where a model call's estimate is held against its lineage's budget (see `BudgetHolds`). */
+export interface Holder {
+  /**
+   * True when a hold lapses on its own (the store's): its request may then be interrupted, since a hold taken by a
+   * request interrupted before its release was registered only lasts until it lapses. An in-memory hold never lapses.
+   */
+  readonly lapses: boolean
+  /** Holds `usd` when the lineage's spend (`spentUsd`, as the execution knows it), holds and `usd` fit in `limitUsd`. */
+  readonly hold: (request: {
+    readonly tenantId: string
+    readonly rootRunId: string
+    readonly usd: number
+    readonly limitUsd: number
+    readonly spentUsd: number
+  }) => Effect.Effect<Held | Over, StoreError>
+}
+
+/** Holds in this kernel's memory (`make`): its own calls see each other's, other processes' are not seen. */
+export const inMemory = (inFlight: InFlight): Holder => ({
+  lapses: false,
+  hold: (r) =>
+    Effect.sync(() => {
+      const heldUsd = inFlight.of(r.tenantId, r.rootRunId)
+      if (!(r.spentUsd + heldUsd + r.usd <= r.limitUsd)) return { spentUsd: r.spentUsd, heldUsd }
+      const release = inFlight.hold(r.tenantId, r.rootRunId, r.usd)
+      return { release: Effect.sync(release) }
+    })
+})
+
+/**
+ * Holds in the store (`BudgetHolds`), seen by every process on it, each lapsing `ttlMillis` after it was taken unless
+ * released first (a process that died holds nothing for longer). A call the execution's own view of the spend refuses
+ * asks the store nothing.
+ */
+export const shared = (holds: BudgetHolds.Service, ttlMillis: number): Holder => ({
+  lapses: true,
+  hold: (r) =>
+    Effect.suspend((): Effect.Effect<Held | Over, StoreError> => {
+      if (!(r.spentUsd + r.usd <= r.limitUsd)) return Effect.succeed({ spentUsd: r.spentUsd, heldUsd: 0 })
+      const holdId = crypto.randomUUID()
+      return Effect.clockWith((clock) => {
+        const now = clock.unsafeCurrentTimeMillis()
+        return Effect.map(
+          holds.hold({ tenantId: r.tenantId, rootRunId: r.rootRunId, holdId, usd: r.usd, limitUsd: r.limitUsd, now, expiresAt: now + ttlMillis }),
+          (result): Held | Over =>
+            result.held
+              ? {
+                release: Effect.catchAll(holds.release(r.tenantId, holdId), (e) =>
+                  Effect.logWarning(`the budget hold of a model call of lineage ${r.rootRunId} was not released; it lapses on its own`, e.message))
+              }
+              : { spentUsd: Math.max(r.spentUsd, result.spentUsd), heldUsd: result.heldUsd }
+        )
+      })
+    })
+})

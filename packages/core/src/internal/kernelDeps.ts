@@ -12,6 +12,7 @@ import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
 import * as Scope from "effect/Scope"
 import * as Tracer from "effect/Tracer"
+import * as BudgetHolds from "../BudgetHolds.js"
 import * as EventStore from "../EventStore.js"
 import type { Options } from "../Kernel.js"
 import * as LiveStore from "../LiveStore.js"
@@ -28,6 +29,9 @@ import * as LiveNotify from "./liveNotify.js"
 import * as LiveTier from "./liveTier.js"
 
 /** The kernel's ports from the context, and `options`' settings, as its executions use them. */
+/** How long a model call's estimate stays held in the store when nothing releases it (`Kernel.Options.budgetHoldTtl`). */
+export const DEFAULT_HOLD_TTL = "15 minutes"
+
 export const make = (options: Options) =>
   Effect.gen(function*() {
     // Notices of this process's writes for other processes' live readers (PostgreSQL: NOTIFY), when the store needs them.
@@ -45,6 +49,8 @@ export const make = (options: Options) =>
     const queue = yield* Effect.serviceOption(TaskQueue)
     // Notices of writes to runs across processes (PostgreSQL: LISTEN/NOTIFY), when the store gives them.
     const notices = Option.getOrUndefined(yield* Effect.serviceOption(RunNotices.RunNotices))
+    // Model calls' estimates held in the store, seen by every process on it (SQL stores), when it gives them.
+    const holds = yield* Effect.serviceOption(BudgetHolds.BudgetHolds)
     // The services the kernel was built with, and the kernel itself: workflow code runs with them, so a workflow that
     // needs one (an agent: the kernel, the model, its memory) reads it at run time and stays a plain value.
     // Not the span or scope current while the kernel was built: each run's code nests under its own caller's span.
@@ -58,7 +64,10 @@ export const make = (options: Options) =>
       priceOf: Pricing.resolver(options, model.prices),
       defaultMaxOutputTokens: options.defaultMaxOutputTokens ?? 1024,
       enforceBudget: options.enforceBudget ?? true,
-      inFlight: InFlight.make(),
+      budgetHolds: Option.match(holds, {
+        onNone: () => InFlight.inMemory(InFlight.make()),
+        onSome: (h) => InFlight.shared(h, Duration.toMillis(Duration.decode(options.budgetHoldTtl ?? DEFAULT_HOLD_TTL)))
+      }),
       idempotentToolDurability: options.idempotentToolDurability ?? "two-phase",
       signalPollMillis: options.signalPollInterval === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalPollInterval)),
       signalHoldMillis: options.signalWaitHold === undefined ? undefined : Duration.toMillis(Duration.decode(options.signalWaitHold)),

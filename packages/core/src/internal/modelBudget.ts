@@ -26,7 +26,7 @@ export const failed = (env: StepEnv, error: Errors.BudgetExceeded | Errors.Budge
 export interface Assumed {
   readonly promptTokens: number
   readonly outputTokens: number
-  readonly release: () => void
+  readonly release: Effect.Effect<void>
 }
 
 /**
@@ -61,11 +61,11 @@ export const checkBudget = (
     const outputTokens = sent.maxOutputTokens ?? deps.defaultMaxOutputTokens
     // A count the tokenizer cannot give is priced at the whole budget: refused, not waved through.
     const estimateUsd = costOf({ inputTokens: promptTokens, outputTokens }, price) ?? Number.POSITIVE_INFINITY
-    const spentUsd = env.spentUsd()
-    const inFlightUsd = deps.inFlight.of(tenant.tenantId, env.options.rootRunId)
-    if (spentUsd + inFlightUsd + estimateUsd <= tenant.budgetUsdLimit) {
-      return { outputTokens, promptTokens, release: deps.inFlight.hold(tenant.tenantId, env.options.rootRunId, estimateUsd) } satisfies Assumed
-    }
+    const holds = deps.budgetHolds
+    const ask = holds.hold({ tenantId: tenant.tenantId, rootRunId: env.options.rootRunId, usd: estimateUsd, limitUsd: tenant.budgetUsdLimit, spentUsd: env.spentUsd() })
+    const held = yield* Effect.catchAll(holds.lapses ? interruptible(ask) : ask, env.fault)
+    if ("release" in held) return { outputTokens, promptTokens, release: held.release } satisfies Assumed
+    const { spentUsd, heldUsd: inFlightUsd } = held
     notes.push({
       _tag: "MiddlewareNote",
       middleware: "kernel",

@@ -65,11 +65,11 @@ const liveCall = (env: StepEnv, key: string, request: ModelPort.ModelRequest, re
     const price = deps.priceOf(before.value.model)
     // The estimate is held for the lineage while the call is in flight, released however the call ends: from the hold
     // (made where the check passes) to the release's registration nothing can be interrupted; the token count before
-    // the check and the call itself can.
+    // the check, a store's hold (which lapses on its own) and the call itself can.
     return yield* Effect.uninterruptibleMask((restore) =>
       Effect.flatMap(
         checkBudget(env, key, before.value, price, requestedOf(before.value, requestHash), notes, restore),
-        (assumed) => Effect.ensuring(restore(sendAndCharge(env, key, before.value, requestHash, price, assumed, notes, context)), Effect.sync(() => assumed?.release()))
+        (assumed) => Effect.ensuring(restore(sendAndCharge(env, key, before.value, requestHash, price, assumed, notes, context)), assumed?.release ?? Effect.void)
       ))
   })
 

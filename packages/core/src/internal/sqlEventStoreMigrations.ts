@@ -249,6 +249,28 @@ const runsPausedAt = (t: Tables): SqlMigrations.Migration =>
     yield* sql.unsafe(`CREATE INDEX IF NOT EXISTS ${quote(`${t.prefix}${PAUSED_INDEX}`)} ON ${quote(t.runs)} (tenant_id, paused_at, run_id) WHERE status = 'paused'`)
   })
 
+/** The table of the budget's holds (`BudgetHolds`), after the store's prefix. */
+export const HOLDS_TABLE = "budget_holds"
+
+// The estimates of model calls in flight, held where every process on the store sees them (see `BudgetHolds`): keyed
+// by tenant and hold, found by lineage. `expires_at` (ms) lets a hold a dead process left lapse.
+const budgetHolds = (t: Tables): SqlMigrations.Migration =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const quote = (id: string) => sql.onDialectOrElse({ pg: () => `"${id}"`, orElse: () => id })
+    const real = sql.onDialectOrElse({ pg: () => "DOUBLE PRECISION", orElse: () => "REAL" })
+    const table = quote(`${t.prefix}${HOLDS_TABLE}`)
+    yield* sql.unsafe(`CREATE TABLE IF NOT EXISTS ${table} (
+  tenant_id TEXT NOT NULL,
+  hold_id TEXT NOT NULL,
+  root_run_id TEXT NOT NULL,
+  usd ${real} NOT NULL,
+  expires_at ${real} NOT NULL,
+  PRIMARY KEY (tenant_id, hold_id)
+)`)
+    yield* sql.unsafe(`CREATE INDEX IF NOT EXISTS ${quote(`${t.prefix}${HOLDS_TABLE}_lineage_idx`)} ON ${table} (tenant_id, root_run_id)`)
+  })
+
 /** The migrations of the store's tables `t`, keyed `<id>_<name>` (see `SqlEventStore.migrations`). */
 export const migrations = (t: Tables): Record<string, SqlMigrations.Migration> => ({
   "1_event_store": createTables(t),
@@ -263,5 +285,6 @@ export const migrations = (t: Tables): Record<string, SqlMigrations.Migration> =
   "10_run_version_index": runVersionIndex(t),
   "11_runs_paused_index": runsPausedIndex(t),
   "12_postgres_run_key": postgresRunKey(t),
-  "13_runs_paused_at": runsPausedAt(t)
+  "13_runs_paused_at": runsPausedAt(t),
+  "14_budget_holds": budgetHolds(t)
 })

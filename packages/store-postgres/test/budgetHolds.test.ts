@@ -1,0 +1,62 @@
+// A lineage's budget across processes on PostgreSQL: two kernels on two pools drive sub-runs of one root at once. Each
+// call's estimate is held in the database (`BudgetHolds`, ordered per lineage by an advisory lock), so together they
+// send no more calls than the budget holds; before, each counted only its own calls in flight and together sent four.
+import { describe, expect, it } from "@effect/vitest"
+import { inject } from "vitest"
+import { Chat, EventStore, Kernel, ModelPort, Tenant, ToolRegistry, Workflow } from "@artana/core"
+import { Context, Deferred, Effect, Either, Fiber, Layer, Schema } from "effect"
+import { PostgresStore } from "@artana/store-postgres"
+import { PgTest } from "@artana/store-postgres/testing"
+
+const pg = PgTest.server(inject("artanaPg"))
+/** Room for two calls of at most one output token ($1 each). */
+const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 2.5 })
+
+const oneCall = Workflow.make({
+  name: "one-call",
+  input: Schema.Null,
+  output: Schema.String,
+  run: (_input, ctx) => Effect.map(ctx.modelStep({ messages: [Chat.user("hi")], maxOutputTokens: 1, key: "m" }), (r) => String(r.message.content))
+})
+
+/** A kernel on its own pool over `url` (another process, as far as the database can tell), with `port` as its model. */
+const kernelOn = (url: string, port: ModelPort.Service) =>
+  Effect.map(
+    Layer.build(Kernel.layer().pipe(
+      Layer.provideMerge(Layer.mergeAll(PostgresStore.layer({ url, pool: { max: 4 } }), Layer.succeed(ModelPort.ModelPort, port), ToolRegistry.layer([])))
+    )),
+    (context) => ({ kernel: Context.get(context, Kernel.Kernel), store: Context.get(context, EventStore.EventStore) })
+  )
+
+describe.skipIf(pg.url === undefined)(`a lineage's budget across two pools (${pg.description})`, () => {
+  it.scopedLive("six sub-runs, three on each pool, under room for two calls: two calls are sent, four refused before the call", () =>
+    Effect.gen(function*() {
+      const url = yield* PgTest.freshDatabase(pg.url!)
+      const open = yield* Deferred.make<void>()
+      let calls = 0
+      // $1 an output token; every answer waits for `open`, so every call sent is in flight until then.
+      const port = ModelPort.make({
+        defaultModel: "m",
+        prices: { m: { input: 0, cachedInput: 0, output: 1_000_000 } },
+        generate: (request) =>
+          Effect.zipRight(
+            Effect.sync(() => void calls++),
+            Effect.as(Deferred.await(open), { model: request.model, message: { role: "assistant" as const, content: "answer" }, usage: { inputTokens: 1, outputTokens: 1 } })
+          )
+      })
+      const a = yield* kernelOn(url, port)
+      const b = yield* kernelOn(url, port)
+      yield* a.kernel.execute(Workflow.make({ name: "root", input: Schema.Null, output: Schema.Null, run: () => Effect.succeed(null) }), { runId: "root", tenant, input: null })
+      const children = yield* Effect.forEach([a, b, a, b, a, b], (k, i) =>
+        Effect.fork(Effect.either(k.kernel.execute(oneCall, { runId: `root::sub_agent::${i}`, tenant, input: null, parentRunId: "root" }))))
+      // Until every sub-run has either sent its call (held at the gate) or ended (refused).
+      const settled = () => Effect.map(Effect.forEach(children, (f) => f.poll), (polls) => calls + polls.filter((p) => p._tag === "Some").length)
+      while ((yield* settled()) < children.length) yield* Effect.sleep("10 millis")
+      const inFlight = calls
+      yield* Deferred.succeed(open, undefined)
+      const results = yield* Effect.forEach(children, Fiber.join)
+      expect({ inFlight, refused: results.filter(Either.isLeft).map((r) => r.left._tag) }).toEqual({ inFlight: 2, refused: Array(4).fill("BudgetExceeded") })
+      const lineage = yield* b.store.listRuns("acme", { rootRunId: "root" })
+      expect(lineage.reduce((sum, r) => sum + r.costUsd, 0)).toBe(2)
+    }), 90_000)
+})

@@ -1,0 +1,98 @@
+// A lineage's budget across processes on one SQLite file: two kernels, each on its own connection (as two processes),
+// drive sub-runs of one root at once. Each call's estimate is held in the file (`BudgetHolds`), so together they send
+// no more calls than the budget holds; before, each kernel counted only its own calls in flight, and two kernels under
+// room for two calls sent four.
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { BudgetHolds, Chat, EventStore, Kernel, ModelPort, Tenant, ToolRegistry, Workflow } from "@artana/core"
+import { Context, Deferred, Effect, Either, Fiber, Layer, Schema } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { SqliteStore } from "../src/index.js"
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), "artana-holds-"))
+afterAll(() => fs.rmSync(root, { recursive: true, force: true }))
+let n = 0
+const tempDb = () => path.join(root, `holds-${n++}.db`)
+
+/** Room for two calls of at most one output token ($1 each). */
+const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 2.5 })
+
+/** One model call of at most one output token. */
+const oneCall = Workflow.make({
+  name: "one-call",
+  input: Schema.Null,
+  output: Schema.String,
+  run: (_input, ctx) => Effect.map(ctx.modelStep({ messages: [Chat.user("hi")], maxOutputTokens: 1, key: "m" }), (r) => String(r.message.content))
+})
+const rootWorkflow = Workflow.make({ name: "root", input: Schema.Null, output: Schema.Null, run: () => Effect.succeed(null) })
+
+/** A model at $1 an output token whose answers wait for `open`: every call sent is in flight until then. */
+const gatedModel = (open: Deferred.Deferred<void>) => {
+  let calls = 0
+  const port = ModelPort.make({
+    defaultModel: "m",
+    prices: { m: { input: 0, cachedInput: 0, output: 1_000_000 } },
+    generate: (request) =>
+      Effect.zipRight(
+        Effect.sync(() => void calls++),
+        Effect.as(Deferred.await(open), { model: request.model, message: { role: "assistant" as const, content: "answer" }, usage: { inputTokens: 1, outputTokens: 1 } })
+      )
+  })
+  return { port, calls: () => calls }
+}
+
+/** A kernel on its own connection to `filename` (another process, as far as the file can tell), and its holds. */
+const kernelOn = (filename: string, port: ModelPort.Service) =>
+  Effect.map(
+    Layer.build(Kernel.layer().pipe(
+      Layer.provideMerge(Layer.mergeAll(SqliteStore.layer({ filename }), Layer.succeed(ModelPort.ModelPort, port), ToolRegistry.layer([])))
+    )),
+    (context) => ({ kernel: Context.get(context, Kernel.Kernel), store: Context.get(context, EventStore.EventStore), holds: Context.get(context, BudgetHolds.BudgetHolds) })
+  )
+
+describe("a lineage's budget across two kernels on one SQLite file", () => {
+  it.scopedLive("four sub-runs, two in each kernel, under room for two calls: two calls are sent, two refused before the call", () =>
+    Effect.gen(function*() {
+      const filename = tempDb()
+      const open = yield* Deferred.make<void>()
+      const model = gatedModel(open)
+      const a = yield* kernelOn(filename, model.port)
+      const b = yield* kernelOn(filename, model.port)
+      yield* a.kernel.execute(rootWorkflow, { runId: "root", tenant, input: null })
+      const children = yield* Effect.forEach([a, a, b, b], (k, i) =>
+        Effect.fork(Effect.either(k.kernel.execute(oneCall, { runId: `root::sub_agent::${i}`, tenant, input: null, parentRunId: "root" }))))
+      // Until every sub-run has either sent its call (held at the gate) or ended (refused).
+      const settled = () => Effect.map(Effect.forEach(children, (f) => f.poll), (polls) => model.calls() + polls.filter((p) => p._tag === "Some").length)
+      while ((yield* settled()) < 4) yield* Effect.sleep("10 millis")
+      const inFlight = model.calls()
+      yield* Deferred.succeed(open, undefined)
+      const results = yield* Effect.forEach(children, Fiber.join)
+      const refused = results.filter(Either.isLeft).map((r) => r.left)
+      expect({ inFlight, refused: refused.map((e) => e._tag) }).toEqual({ inFlight: 2, refused: ["BudgetExceeded", "BudgetExceeded"] })
+      const lineage = yield* a.store.listRuns("acme", { rootRunId: "root" })
+      expect(lineage.reduce((sum, r) => sum + r.costUsd, 0)).toBe(2)
+      // Every hold was released once its call's cost was logged.
+      expect(yield* b.holds.hold({ tenantId: "acme", rootRunId: "root", holdId: "probe", usd: 0.5, limitUsd: 2.5, now: Date.now(), expiresAt: Date.now() + 60_000 })).toEqual({ held: true })
+    }), 60_000)
+
+  it.scopedLive("a hold a dead process left refuses the lineage's calls until it lapses", () =>
+    Effect.gen(function*() {
+      const filename = tempDb()
+      const open = yield* Deferred.make<void>()
+      yield* Deferred.succeed(open, undefined)
+      const model = gatedModel(open)
+      const a = yield* kernelOn(filename, model.port)
+      const now = Date.now()
+      // A process that held $2 for lineage "solo" died mid-call: its hold lasts an hour.
+      expect(yield* a.holds.hold({ tenantId: "acme", rootRunId: "solo", holdId: "dead-1", usd: 2, limitUsd: 2.5, now, expiresAt: now + 3_600_000 })).toEqual({ held: true })
+      const refused = yield* Effect.flip(a.kernel.execute(oneCall, { runId: "solo", tenant, input: null }))
+      expect(refused).toMatchObject({ _tag: "BudgetExceeded" })
+      const note = (yield* a.store.readEvents("acme", "solo")).find((e) => e.payload._tag === "MiddlewareNote")
+      expect(note?.payload).toMatchObject({ note: "estimate_over_budget", data: { inFlightUsd: 2, spentUsd: 0, limitUsd: 2.5 } })
+      // Another lineage's hold that lapsed already counts for nothing.
+      expect(yield* a.holds.hold({ tenantId: "acme", rootRunId: "other", holdId: "dead-2", usd: 2, limitUsd: 2.5, now, expiresAt: now - 1 })).toEqual({ held: true })
+      expect(yield* a.kernel.execute(oneCall, { runId: "other", tenant, input: null })).toMatchObject({ status: "completed" })
+      expect(model.calls()).toBe(1)
+    }), 60_000)
+})
