@@ -17,7 +17,7 @@ import * as Effect from "effect/Effect"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import { makeApp } from "./internal/ui/app.js"
-import { isLoopback, loopbackHosts, newToken } from "./internal/ui/guard.js"
+import { cookieName, isLoopback, loopbackHosts, newToken } from "./internal/ui/guard.js"
 
 export interface Options {
   /** The tenant shown first (the runs list has a field for another, unless `tenants` limits them). */
@@ -76,7 +76,7 @@ export const serve = (
       approverOf: options.approverOf,
       auditKey: options.auditKey,
       resumeAfterDecision: options.resumeAfterDecision === true,
-      guard: { token, csrf: newToken(), hosts: () => (token === undefined ? loopbackHosts(port) : undefined) }
+      guard: { token, csrf: newToken(), hosts: () => (token === undefined ? loopbackHosts(port) : undefined), cookie: () => cookieName(port) }
     })
     port = yield* listen(app.fetch, host, port)
     const shown = host.includes(":") ? `[${host}]` : host

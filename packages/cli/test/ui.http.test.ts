@@ -59,9 +59,19 @@ describe("artana ui over HTTP", () => {
       expect((yield* get(`${base}//evil.example/?token=${token}`)).headers.location).toBe("/evil.example/")
       const cookie = String(once.headers["set-cookie"]).split(";")[0]!
       expect(String(once.headers["set-cookie"])).toMatch(/HttpOnly/i)
-      const withCookie = yield* get(`${base}/runs/research?tenant=acme`, { cookie })
+      // Named after the port: a browser sends one host's cookies to every port, and another inspector on this host
+      // keeps its own cookie beside this one (one name would have each login log the other inspector out).
+      expect(cookie.startsWith(`artana_ui_token_${port}=`)).toBe(true)
+      const other = yield* startUi(["--db", db, "--tenant", "acme", "--host", "0.0.0.0"], dir)
+      const otherPort = new URL(other.url).port
+      const otherCookie = String((yield* get(`http://127.0.0.1:${otherPort}/?token=${other.token!}`)).headers["set-cookie"]).split(";")[0]!
+      const both = `${cookie}; ${otherCookie}`
+      const withCookie = yield* get(`${base}/runs/research?tenant=acme`, { cookie: both })
       expect(withCookie.status).toBe(200)
       expect(withCookie.body).toContain("subtree $0.9375")
+      expect((yield* get(`http://127.0.0.1:${otherPort}/runs/research?tenant=acme`, { cookie: both })).status).toBe(200)
+      // One inspector's cookie opens nothing on the other.
+      expect((yield* get(`http://127.0.0.1:${otherPort}/runs/research?tenant=acme`, { cookie })).status).toBe(401)
       // Printed once: on stderr, at the start.
       expect(ui.stderr().split(token).length - 1).toBe(1)
     }).pipe(Effect.scoped))

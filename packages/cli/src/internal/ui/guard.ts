@@ -18,9 +18,16 @@ export interface Guard {
   readonly csrf: string
   /** The `Host` headers accepted; undefined: any (a non-loopback bind, where the token protects). */
   readonly hosts: () => ReadonlySet<string> | undefined
+  /** The name of the token's cookie (`cookieName` of the server's port). */
+  readonly cookie: () => string
 }
 
-export const COOKIE = "artana_ui_token"
+/**
+ * The token cookie's name for the server on `port`. A browser keeps cookies per host, whatever the port, so two
+ * inspectors on one host (on two ports) would each overwrite the other's under one name, and every login of one logged
+ * the other out: each port's cookie has its own name.
+ */
+export const cookieName = (port: number): string => `artana_ui_token_${port}`
 
 /** Whether an address is this machine's loopback: no token is needed there. */
 export const isLoopback = (host: string): boolean => host === "127.0.0.1" || host === "localhost" || host === "::1" || host === "[::1]"
@@ -62,13 +69,13 @@ export const guard = (g: Guard): MiddlewareHandler => async (c, next) => {
   if (g.token !== undefined) {
     const fromQuery = c.req.query("token")
     if (fromQuery !== undefined && same(fromQuery, g.token)) {
-      setCookie(c, COOKIE, g.token, { httpOnly: true, sameSite: "Strict", path: "/" })
+      setCookie(c, g.cookie(), g.token, { httpOnly: true, sameSite: "Strict", path: "/" })
       const url = new URL(c.req.url)
       url.searchParams.delete("token")
       // The path as one leading slash: `//evil.example/?token=...` must not redirect to another host.
       return c.redirect(`/${url.pathname.replace(/^\/+/, "")}${url.search}`, 303)
     }
-    if (!same(bearer(c.req.header("authorization")), g.token) && !same(getCookie(c, COOKIE), g.token)) {
+    if (!same(bearer(c.req.header("authorization")), g.token) && !same(getCookie(c, g.cookie()), g.token)) {
       c.header("www-authenticate", "Bearer")
       return c.text("artana ui: this server needs the token it printed when it started (?token=TOKEN once, or Authorization: Bearer TOKEN)", 401)
     }
