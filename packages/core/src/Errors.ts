@@ -443,8 +443,8 @@ export class InvalidTenant extends Schema.TaggedError<InvalidTenant>()("InvalidT
 // --- signals (`Kernel.signal`, `ctx.waitForSignal`)
 
 /**
- * `Kernel.signal` refused a message: the run has ended (completed, failed, or continued as a new run), so nothing
- * would ever read it. Nothing was written. A continued run's work goes on in `nextRunId`'s chain: signal the last run.
+ * `Kernel.signal` refused a message: the run (the last of its chain, when the one addressed continued as new) has
+ * ended, completed or failed, so nothing would ever read it. Nothing was written.
  */
 export class SignalRefused extends Schema.TaggedError<SignalRefused>()("SignalRefused", {
   runId: Schema.String,

@@ -216,8 +216,9 @@ export interface Service {
   readonly verify: (run: RunRef & { readonly head?: Head | undefined }) => Effect.Effect<VerifyReport, Errors.RunNotFound | Errors.StoreError>
   /**
    * Delivers a durable message to a run that is running, paused, or not yet at the `ctx.waitForSignal` that takes it:
-   * a `SignalSent` appended to the run's own chain (see the core README's "Signals"). A run that ended (completed,
-   * failed, continued) refuses it with `SignalRefused`; another tenant's run is `RunNotFound`. Nothing resumes here:
+   * a `SignalSent` appended to the run's own chain (see the core README's "Signals"). A run that continued as new
+   * passes it on to the last run of its chain (the receipt's `runId`); one that completed or failed refuses it with
+   * `SignalRefused`; another tenant's run is `RunNotFound`. Nothing resumes here:
    * an execution waiting in some process takes it at its next read of the log; a run paused for a person or left by a
    * crash takes it once resumed and at the wait.
    */

@@ -120,4 +120,88 @@ describe("signals across continue-as-new", () => {
       })
     }).pipe(Effect.provide(kernelLayer([], [])))
   })
+
+  it.effect("a resumed run carries every untaken signal, also those on log pages its code's steps did not need read", () => {
+    // Found by a review: a resume reads the log a page (256 events) at a time as the code asks for steps, and the
+    // handover carried only the signals of the pages read; the rest stayed in the ended run.
+    let crash = true
+    const drain = Workflow.make({
+      name: "drain",
+      input: Schema.Number,
+      output: Schema.Number,
+      run: (generation, ctx) =>
+        Effect.gen(function*() {
+          if (generation === 0) {
+            yield* ctx.step("work", Effect.succeed(1), Schema.Number)
+            if (crash) return yield* Effect.die("the process died after the step")
+            return yield* ctx.continueAsNew(1)
+          }
+          let taken = 0
+          while (yield* ctx.waitForSignal("x", Schema.Number, { timeout: 0 }).pipe(Effect.as(true), Effect.catchTag("SignalTimeout", () => Effect.succeed(false)), Effect.orDie)) taken++
+          return taken
+        })
+    })
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      yield* Effect.exit(kernel.execute(drain, { runId: "p", tenant, input: 0 }))
+      // 300 signals while it is down: more than the first page of a replay.
+      for (let i = 0; i < 300; i++) yield* kernel.signal({ ...ref("p"), name: "x", payload: i })
+      crash = false
+      expect(yield* kernel.resume({ ...ref("p"), workflow: drain })).toEqual({ status: "completed", runId: "p::continued::1", output: 300 })
+      expect((yield* logOf("p::continued::1")).filter((e) => e.payload._tag === "SignalSent")).toHaveLength(300)
+    }).pipe(Effect.provide(kernelLayer([], [])))
+  })
+
+  it.effect("code that continues as new before a step its log holds is NonDeterminism: a taken signal is not carried again", () => {
+    // Found by a review: a deploy without ctx.patched that continues as new before a recorded wait handed the signal
+    // that wait took to the successor, which took it again.
+    let deployed: "v1" | "v2" = "v1"
+    const flow = Workflow.make({
+      name: "flow",
+      input: Schema.Number,
+      output: Schema.String,
+      run: (generation, ctx) =>
+        Effect.gen(function*() {
+          if (generation === 0 && deployed === "v1") {
+            yield* Effect.orDie(ctx.waitForSignal("order", Schema.String))
+            return yield* Effect.die("the process died")
+          }
+          if (generation === 0) return yield* ctx.continueAsNew(1)
+          return yield* Effect.orDie(ctx.waitForSignal("order", Schema.String))
+        })
+    })
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      yield* kernel.execute(flow, { runId: "f", tenant, input: 0 })
+      yield* kernel.signal({ ...ref("f"), name: "order", payload: "order-1" })
+      yield* Effect.exit(kernel.resume({ ...ref("f"), workflow: flow }))
+      expect(shape(yield* logOf("f")).at(-1)).toBe("SignalReceived@signal:0")
+      deployed = "v2"
+      expect(yield* Effect.flip(kernel.resume({ ...ref("f"), workflow: flow }))).toMatchObject({ _tag: "NonDeterminism", stepKey: "signal:0" })
+      expect(yield* Effect.either(logOf("f::continued::1"))).toMatchObject({ _tag: "Left" })
+    }).pipe(Effect.provide(kernelLayer([], [])))
+  })
+
+  it.effect("a keyed signal an earlier run of the chain took is a duplicate when sent again to a later run", () => {
+    // Found by a review: a webhook retrying with the run id the kernel reports now (the chain's last) paid twice.
+    const payer = Workflow.make({
+      name: "payer",
+      input: Schema.Number,
+      output: Schema.String,
+      run: (generation, ctx) =>
+        Effect.gen(function*() {
+          const paid = yield* Effect.orDie(ctx.waitForSignal("pay", Schema.String))
+          return generation === 0 ? yield* ctx.continueAsNew(1) : `second payment: ${paid}`
+        })
+    })
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      yield* kernel.execute(payer, { runId: "pay", tenant, input: 0 })
+      const first = yield* kernel.signal({ ...ref("pay"), name: "pay", payload: "invoice-1", id: "invoice-1" })
+      expect(yield* kernel.resume({ ...ref("pay"), workflow: payer })).toMatchObject({ status: "paused", runId: "pay::continued::1" })
+      const retry = yield* kernel.signal({ ...ref("pay::continued::1"), name: "pay", payload: "invoice-1", id: "invoice-1" })
+      expect(retry).toEqual({ ...first, duplicate: true })
+      expect(yield* kernel.resume({ ...ref("pay"), workflow: payer })).toMatchObject({ status: "paused", runId: "pay::continued::1" })
+    }).pipe(Effect.provide(kernelLayer([], [])))
+  })
 })

@@ -99,11 +99,18 @@ export const drive = <I, O, E>(
             yield* exec.appendOrFail(RUN_STEP_KEY, [runFailed(halted.error, encodeKernelFailure(halted.error))])
           }
           return yield* Effect.fail(halted.error)
-        case "Continued":
+        case "Continued": {
           if (continuation === undefined) {
             return yield* new Errors.InvalidRunState({ runId, status: "continuing as new", expected: "a run of the kernel's execute, resume or replay" })
           }
+          // As before an end: the rest of the log is read (its signals reach the inbox the handover carries, however
+          // little of the log the code's steps needed) and must hold no step the code skipped.
+          const next = yield* exec.unconsumed()
+          if (next !== undefined) {
+            return yield* new Errors.NonDeterminism({ runId, stepKey: next.key, expected: next.description, actual: "a continue-as-new" })
+          }
           return yield* continuation.handOver(halted.input)
+        }
       }
     }
     if (Exit.isSuccess(exit)) {

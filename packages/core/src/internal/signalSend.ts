@@ -38,10 +38,27 @@ const sentWithId = (store: EventStore.Service, tenantId: string, runId: string, 
   )
 
 /**
+ * The first `SignalSent` of id `signalId` in the runs `runId` continues (its chain's earlier runs, the latest first),
+ * if there is one: each log read whole, once (an earlier run has ended: its log no longer grows).
+ */
+const sentEarlier = (store: EventStore.Service, tenantId: string, runId: string, signalId: string) =>
+  Effect.gen(function*() {
+    let current = runId
+    for (;;) {
+      const [first] = yield* store.readEvents(tenantId, current, 1, 1)
+      const previous = first?.payload._tag === "RunStarted" ? first.payload.continuedFrom?.runId : undefined
+      if (previous === undefined) return undefined
+      const seq = yield* sentWithId(store, tenantId, previous, signalId, 1, Number.MAX_SAFE_INTEGER)
+      if (seq !== undefined) return { runId: previous, seq }
+      current = previous
+    }
+  })
+
+/**
  * Appends a `SignalSent` after the head of the run, or, when it continued as new, of the last run of its chain (read
  * again when an execution's append gets in first). A keyed signal (`id`) is looked for in the log first, of every run
- * of the chain from the one addressed (each whole once; on a retry only what was appended since): when its id is
- * there, nothing is written (also when the run has ended since: a sender retrying is told it got through).
+ * of the chain (each whole once; on a retry only what was appended since): when its id is there, nothing is written
+ * (also when the run has ended since: a sender retrying is told it got through).
  */
 export const send = (store: EventStore.Service, auditKey: string | undefined, request: SignalRequest): Effect.Effect<SignalReceipt, SendError> =>
   Effect.gen(function*() {
@@ -56,6 +73,11 @@ export const send = (store: EventStore.Service, auditKey: string | undefined, re
     // (through `checked`) without finding the id.
     let runId = request.runId
     let checked = unchecked
+    // A keyed signal taken by an earlier run of the chain (one it did not take was carried here, id and all).
+    if (request.id !== undefined) {
+      const earlier = yield* sentEarlier(store, tenantId, runId, signalId)
+      if (earlier !== undefined) return { signalId, runId: earlier.runId, seq: earlier.seq, duplicate: true }
+    }
     for (let attempt = 1;;) {
       const info = yield* store.getRun(tenantId, runId)
       if (checked < info.headSeq) {
