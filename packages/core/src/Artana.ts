@@ -79,6 +79,8 @@ export interface Options extends Pricing.Options {
   readonly signalPollInterval?: Duration.DurationInput | undefined
   /** How long an execution waits for a signal in its process before the run pauses (`Kernel.Options.signalWaitHold`). */
   readonly signalWaitHold?: Duration.DurationInput | undefined
+  /** How long a model call's estimate stays held in a shared store when nothing releases it (`Kernel.Options.budgetHoldTtl`). */
+  readonly budgetHoldTtl?: Duration.DurationInput | undefined
   /**
    * More services the workflows read when they run (workflow code runs with the kernel's services and the kernel
    * itself), e.g. the `MemoryStore` of `@artana/agent`'s agents: layers with no requirements of their own.
@@ -117,7 +119,8 @@ export const layer = (options: Options): Layer.Layer<Services, unknown> => {
     defaultMaxOutputTokens: options.defaultMaxOutputTokens,
     enforceBudget: options.enforceBudget,
     signalPollInterval: options.signalPollInterval,
-    signalWaitHold: options.signalWaitHold
+    signalWaitHold: options.signalWaitHold,
+    budgetHoldTtl: options.budgetHoldTtl
   })
   return Layer.provideMerge(kernel, ports)
 }

@@ -16,7 +16,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { StoreError } from "./Errors.js"
-import { storeError } from "./SqlErrors.js"
+import { storeError, transaction } from "./SqlErrors.js"
 import { HOLDS_TABLE } from "./internal/sqlEventStoreMigrations.js"
 import * as SqlMigrations from "./SqlMigrations.js"
 
@@ -24,7 +24,10 @@ import * as SqlMigrations from "./SqlMigrations.js"
 export interface HoldRequest {
   readonly tenantId: string
   readonly rootRunId: string
-  /** The hold's id (a UUID): what `release` names. */
+  /**
+   * The hold's id, what `release` names: the kernel's is the call's run and step key, so a call made again (its run
+   * resumed after the process that held it died) replaces its own earlier hold instead of counting it twice.
+   */
   readonly holdId: string
   readonly usd: number
   readonly limitUsd: number
@@ -34,10 +37,15 @@ export interface HoldRequest {
   readonly expiresAt: number
 }
 
-/** A hold taken, or refused with what the lineage had spent and held then. */
-export type HoldResult =
-  | { readonly held: true }
-  | { readonly held: false; readonly spentUsd: number; readonly heldUsd: number }
+/**
+ * A hold taken, or refused; either way with what the lineage had spent and held (by its other calls in flight, this
+ * hold's earlier one not counted) when it was asked.
+ */
+export interface HoldResult {
+  readonly held: boolean
+  readonly spentUsd: number
+  readonly heldUsd: number
+}
 
 export interface Service {
   /** Takes the hold when the lineage's spend, its unexpired holds and `usd` stay within `limitUsd` (atomically). */
@@ -81,19 +89,24 @@ export const makeSql = (options: { readonly tablePrefix?: string | undefined } =
     const hold = (r: HoldRequest): Effect.Effect<HoldResult, StoreError> =>
       Effect.gen(function*() {
         yield* lock(r)
-        yield* sql`DELETE FROM ${holds} WHERE tenant_id = ${r.tenantId} AND root_run_id = ${r.rootRunId} AND expires_at <= ${r.now}`
-        const written = yield* insert(r)
-        if (written.length > 0) return { held: true } as const
+        // Holds that lapsed (whichever lineage's: a lineage that never runs again leaves none for good), and this
+        // hold's own earlier one (its call made again).
+        yield* sql`DELETE FROM ${holds} WHERE expires_at <= ${r.now} OR (tenant_id = ${r.tenantId} AND hold_id = ${r.holdId})`
         const [row] = yield* spentAndHeld(r.tenantId, r.rootRunId)
-        return { held: false, spentUsd: sum(row, "spent"), heldUsd: sum(row, "held") } as const
+        const written = yield* insert(r)
+        return { held: written.length > 0, spentUsd: sum(row, "spent"), heldUsd: sum(row, "held") }
       }).pipe(
-        (effect) => sql.onDialectOrElse({ pg: () => sql.withTransaction(effect), orElse: () => effect }),
+        // A failed COMMIT is a driver failure like any other (`transaction`), not a defect.
+        (effect) => sql.onDialectOrElse({ pg: () => transaction(sql, effect), orElse: () => effect }),
         Effect.catchTag("SqlError", failed("holdBudget")),
         Effect.withSpan("BudgetHolds.hold", { attributes: { rootRunId: r.rootRunId }, captureStackTrace: false })
       )
 
     return {
-      hold,
+      hold: (r) =>
+        Number.isFinite(r.usd) && r.usd >= 0
+          ? hold(r)
+          : Effect.dieMessage(`BudgetHolds.hold: the amount held must be a finite amount of at least 0, not ${r.usd}`),
       release: (tenantId, holdId) =>
         sql`DELETE FROM ${holds} WHERE tenant_id = ${tenantId} AND hold_id = ${holdId}`.pipe(
           Effect.asVoid,

@@ -4,7 +4,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { inject } from "vitest"
 import { Chat, EventStore, Kernel, ModelPort, Tenant, ToolRegistry, Workflow } from "@artana/core"
-import { Context, Deferred, Effect, Either, Fiber, Layer, Schema } from "effect"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Cause, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Option, Schema } from "effect"
 import { PostgresStore } from "@artana/store-postgres"
 import { PgTest } from "@artana/store-postgres/testing"
 
@@ -25,8 +26,17 @@ const kernelOn = (url: string, port: ModelPort.Service) =>
     Layer.build(Kernel.layer().pipe(
       Layer.provideMerge(Layer.mergeAll(PostgresStore.layer({ url, pool: { max: 4 } }), Layer.succeed(ModelPort.ModelPort, port), ToolRegistry.layer([])))
     )),
-    (context) => ({ kernel: Context.get(context, Kernel.Kernel), store: Context.get(context, EventStore.EventStore) })
+    (context) => ({ kernel: Context.get(context, Kernel.Kernel), store: Context.get(context, EventStore.EventStore), sql: Context.get(context, SqlClient.SqlClient) })
   )
+
+/** A model at $1 an output token that answers at once. */
+const answering = ModelPort.make({
+  defaultModel: "m",
+  prices: { m: { input: 0, cachedInput: 0, output: 1_000_000 } },
+  generate: (request) => Effect.succeed({ model: request.model, message: { role: "assistant" as const, content: "answer" }, usage: { inputTokens: 1, outputTokens: 1 } })
+})
+/** Room for one call. */
+const roomForOne = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1.5 })
 
 describe.skipIf(pg.url === undefined)(`a lineage's budget across two pools (${pg.description})`, () => {
   it.scopedLive("six sub-runs, three on each pool, under room for two calls: two calls are sent, four refused before the call", () =>
@@ -58,5 +68,34 @@ describe.skipIf(pg.url === undefined)(`a lineage's budget across two pools (${pg
       expect({ inFlight, refused: results.filter(Either.isLeft).map((r) => r.left._tag) }).toEqual({ inFlight: 2, refused: Array(4).fill("BudgetExceeded") })
       const lineage = yield* b.store.listRuns("acme", { rootRunId: "root" })
       expect(lineage.reduce((sum, r) => sum + r.costUsd, 0)).toBe(2)
+    }), 90_000)
+
+  it.scopedLive("a run interrupted while its hold commits leaves no hold behind; run again, it completes", () =>
+    Effect.gen(function*() {
+      // Found by a review: interrupted during a slow COMMIT (synchronous replication, a loaded server), the hold was
+      // committed with no release registered, and refused the lineage's calls for the hold's lifetime.
+      const url = yield* PgTest.freshDatabase(pg.url!)
+      const { kernel, sql, store } = yield* kernelOn(url, answering)
+      yield* sql.unsafe(`CREATE FUNCTION slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; END $$`)
+      yield* sql.unsafe(`CREATE CONSTRAINT TRIGGER slow_commit AFTER INSERT ON budget_holds DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION slow_commit()`)
+      const run = yield* Effect.fork(kernel.execute(oneCall, { runId: "r1", tenant: roomForOne, input: null }))
+      yield* Effect.sleep("400 millis")
+      yield* Fiber.interrupt(run)
+      yield* sql.unsafe(`DROP TRIGGER slow_commit ON budget_holds`)
+      expect(yield* sql.unsafe(`SELECT usd FROM budget_holds`)).toEqual([])
+      expect(yield* kernel.execute(oneCall, { runId: "r1", tenant: roomForOne, input: null })).toMatchObject({ status: "completed" })
+      expect(yield* store.lineageCostUsd("acme", "r1")).toBe(1)
+    }), 90_000)
+
+  it.scopedLive("a hold whose COMMIT fails ends the execution with a StoreError (a fault it can be resumed from), not a defect", () =>
+    Effect.gen(function*() {
+      const url = yield* PgTest.freshDatabase(pg.url!)
+      const { kernel, sql } = yield* kernelOn(url, answering)
+      yield* sql.unsafe(`CREATE FUNCTION fail_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'could not serialize access' USING ERRCODE = '40001'; END $$`)
+      yield* sql.unsafe(`CREATE CONSTRAINT TRIGGER fail_commit AFTER INSERT ON budget_holds DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION fail_commit()`)
+      const exit = yield* Effect.exit(kernel.execute(oneCall, { runId: "r1", tenant: roomForOne, input: null }))
+      expect(Exit.isFailure(exit) && !Cause.isDie(exit.cause) && Option.getOrUndefined(Cause.failureOption(exit.cause))).toMatchObject({ _tag: "StoreError" })
+      yield* sql.unsafe(`DROP TRIGGER fail_commit ON budget_holds`)
+      expect(yield* kernel.resume({ tenantId: "acme", runId: "r1", workflow: oneCall })).toMatchObject({ status: "completed" })
     }), 90_000)
 })

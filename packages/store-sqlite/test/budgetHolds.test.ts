@@ -5,10 +5,15 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { BudgetHolds, Chat, EventStore, Kernel, ModelPort, Tenant, ToolRegistry, Workflow } from "@artana/core"
 import { Context, Deferred, Effect, Either, Fiber, Layer, Schema } from "effect"
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import { fileURLToPath } from "node:url"
 import { SqliteStore } from "../src/index.js"
+
+const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url))
+const CRASH_CHILD = fileURLToPath(new URL("./child/budget-crash.ts", import.meta.url))
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "artana-holds-"))
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }))
@@ -73,7 +78,7 @@ describe("a lineage's budget across two kernels on one SQLite file", () => {
       const lineage = yield* a.store.listRuns("acme", { rootRunId: "root" })
       expect(lineage.reduce((sum, r) => sum + r.costUsd, 0)).toBe(2)
       // Every hold was released once its call's cost was logged.
-      expect(yield* b.holds.hold({ tenantId: "acme", rootRunId: "root", holdId: "probe", usd: 0.5, limitUsd: 2.5, now: Date.now(), expiresAt: Date.now() + 60_000 })).toEqual({ held: true })
+      expect(yield* b.holds.hold({ tenantId: "acme", rootRunId: "root", holdId: "probe", usd: 0.5, limitUsd: 2.5, now: Date.now(), expiresAt: Date.now() + 60_000 })).toMatchObject({ held: true })
     }), 60_000)
 
   it.scopedLive("a hold a dead process left refuses the lineage's calls until it lapses", () =>
@@ -85,14 +90,86 @@ describe("a lineage's budget across two kernels on one SQLite file", () => {
       const a = yield* kernelOn(filename, model.port)
       const now = Date.now()
       // A process that held $2 for lineage "solo" died mid-call: its hold lasts an hour.
-      expect(yield* a.holds.hold({ tenantId: "acme", rootRunId: "solo", holdId: "dead-1", usd: 2, limitUsd: 2.5, now, expiresAt: now + 3_600_000 })).toEqual({ held: true })
+      expect(yield* a.holds.hold({ tenantId: "acme", rootRunId: "solo", holdId: "dead-1", usd: 2, limitUsd: 2.5, now, expiresAt: now + 3_600_000 })).toMatchObject({ held: true })
       const refused = yield* Effect.flip(a.kernel.execute(oneCall, { runId: "solo", tenant, input: null }))
       expect(refused).toMatchObject({ _tag: "BudgetExceeded" })
       const note = (yield* a.store.readEvents("acme", "solo")).find((e) => e.payload._tag === "MiddlewareNote")
       expect(note?.payload).toMatchObject({ note: "estimate_over_budget", data: { inFlightUsd: 2, spentUsd: 0, limitUsd: 2.5 } })
       // Another lineage's hold that lapsed already counts for nothing.
-      expect(yield* a.holds.hold({ tenantId: "acme", rootRunId: "other", holdId: "dead-2", usd: 2, limitUsd: 2.5, now, expiresAt: now - 1 })).toEqual({ held: true })
+      expect(yield* a.holds.hold({ tenantId: "acme", rootRunId: "other", holdId: "dead-2", usd: 2, limitUsd: 2.5, now, expiresAt: now - 1 })).toMatchObject({ held: true })
       expect(yield* a.kernel.execute(oneCall, { runId: "other", tenant, input: null })).toMatchObject({ status: "completed" })
       expect(model.calls()).toBe(1)
+    }), 60_000)
+
+  it.scopedLive("a run whose process died in a model call is resumed and completes: its own hold is replaced, not counted twice", () =>
+    Effect.gen(function*() {
+      // Found by a review: the dead process's hold (a random id) stayed for the hold's lifetime, and the resumed call,
+      // counted beside it, was refused: the run failed for good with BudgetExceeded.
+      const filename = tempDb()
+      yield* Effect.async<void, Error>((resume) => {
+        const child = spawn(process.execPath, ["--import", "tsx", CRASH_CHILD, filename, "crashed"], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] })
+        let stderr = ""
+        child.stderr.on("data", (d: Buffer) => void (stderr += d.toString()))
+        child.stdout.on("data", (d: Buffer) => {
+          if (d.toString().includes("calling")) child.kill("SIGKILL")
+        })
+        child.once("exit", (code, signal) => resume(signal === "SIGKILL" ? Effect.void : Effect.fail(new Error(`the child exited ${code}: ${stderr}`))))
+        return Effect.sync(() => void child.kill("SIGKILL"))
+      })
+      const open = yield* Deferred.make<void>()
+      yield* Deferred.succeed(open, undefined)
+      const model = gatedModel(open)
+      const a = yield* kernelOn(filename, model.port)
+      // Room for one call ($1.50 of $1 calls): the dead process's hold and the resumed call's would not fit together.
+      const roomForOne = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1.5 })
+      expect(yield* a.kernel.execute(oneCall, { runId: "crashed", tenant: roomForOne, input: null })).toMatchObject({ status: "completed", output: "answer" })
+      expect(yield* a.store.lineageCostUsd("acme", "crashed")).toBe(1)
+    }), 180_000)
+
+  it.scopedLive("a reply streamed past its estimate is stopped before it eats the room another process's call holds", () =>
+    Effect.gen(function*() {
+      // Found by a review: the stream's stop counted the lineage's spend only, so a server streaming past the request's
+      // cap spent the room held for a call in flight elsewhere, and the lineage ended at $3 of $2.50.
+      const filename = tempDb()
+      const prices = { m: { input: 0, cachedInput: 0, output: 10_000 } }
+      const hundred = Workflow.make({
+        name: "hundred",
+        input: Schema.Null,
+        output: Schema.Number,
+        run: (_input, ctx) => Effect.map(ctx.modelStep({ messages: [Chat.user("hi")], maxOutputTokens: 100, key: "m" }), (r) => String(r.message.content).length)
+      })
+      const open = yield* Deferred.make<void>()
+      let bCalls = 0
+      // Process B: a call of at most 100 tokens ($1), in flight until `open`.
+      const portB = ModelPort.make({
+        defaultModel: "m",
+        prices,
+        generate: (request) =>
+          Effect.zipRight(Effect.sync(() => void bCalls++), Effect.as(Deferred.await(open), { model: request.model, message: { role: "assistant" as const, content: "x".repeat(400) }, usage: { inputTokens: 0, outputTokens: 100 } }))
+      })
+      // Process A: its server streams 200 tokens ($2) although the request's cap is 100.
+      const reply = { message: { role: "assistant" as const, content: "abcd".repeat(200) }, usage: { inputTokens: 0, outputTokens: 200 } }
+      const portA = ModelPort.make({
+        defaultModel: "m",
+        prices,
+        generate: (request) => Effect.succeed({ model: request.model, ...reply }),
+        streamTo: (request, sink) =>
+          Effect.suspend(() => {
+            for (let i = 0; i < 200; i++) if (!sink([{ _tag: "TextDelta", text: "abcd" }])) return Effect.never
+            return Effect.succeed({ model: request.model, ...reply })
+          })
+      })
+      const a = yield* kernelOn(filename, portA)
+      const b = yield* kernelOn(filename, portB)
+      yield* a.kernel.execute(rootWorkflow, { runId: "root", tenant, input: null })
+      const inB = yield* Effect.fork(b.kernel.execute(hundred, { runId: "root::sub::b", tenant, input: null, parentRunId: "root" }))
+      while (bCalls === 0) yield* Effect.sleep("10 millis")
+      const inA = yield* Effect.either(a.kernel.execute(hundred, { runId: "root::sub::a", tenant, input: null, parentRunId: "root" }))
+      yield* Deferred.succeed(open, undefined)
+      expect(yield* Fiber.join(inB)).toMatchObject({ status: "completed", output: 400 })
+      expect(Either.isLeft(inA) && inA.left._tag).toBe("BudgetExceeded")
+      // The delta that crossed was billed (one token: $0.01); nothing after it was.
+      const spent = yield* a.store.lineageCostUsd("acme", "root")
+      expect(spent).toBeLessThanOrEqual(tenant.budgetUsdLimit + 0.01 + 1e-9)
     }), 60_000)
 })

@@ -43,15 +43,32 @@ export const make = (): InFlight => {
   }
 }
 
-/** An estimate held for a call in flight: `release` ends the hold (once the call's cost is logged, or it failed). */
+/**
+ * An estimate held for a call in flight: `release` ends the hold (once the call's cost is logged, or it failed);
+ * `othersUsd`, what the lineage's other calls in flight held when it was taken (a stream is stopped before it eats
+ * into their room: `overBudgetOf`).
+ */
 export interface Held {
   readonly release: Effect.Effect<void>
+  readonly othersUsd: number
 }
 
 /** A hold refused: what the lineage had spent, and held for its calls in flight, when it was asked. */
 export interface Over {
   readonly spentUsd: number
   readonly heldUsd: number
+}
+
+/** A call's hold to take: `usd` for its lineage, when its spend (`spentUsd`, as the execution knows it), holds and `usd` fit in `limitUsd`. */
+export interface HoldRequest {
+  readonly tenantId: string
+  readonly rootRunId: string
+  /** The call's run and step key: its hold's identity (a call made again replaces its own earlier hold). */
+  readonly runId: string
+  readonly stepKey: string
+  readonly usd: number
+  readonly limitUsd: number
+  readonly spentUsd: number
 }
 
 /** Where a model call's estimate is held against its lineage's budget (see `BudgetHolds`). */
@@ -61,14 +78,7 @@ export interface Holder {
    * request interrupted before its release was registered only lasts until it lapses. An in-memory hold never lapses.
    */
   readonly lapses: boolean
-  /** Holds `usd` when the lineage's spend (`spentUsd`, as the execution knows it), holds and `usd` fit in `limitUsd`. */
-  readonly hold: (request: {
-    readonly tenantId: string
-    readonly rootRunId: string
-    readonly usd: number
-    readonly limitUsd: number
-    readonly spentUsd: number
-  }) => Effect.Effect<Held | Over, StoreError>
+  readonly hold: (request: HoldRequest) => Effect.Effect<Held | Over, StoreError>
 }
 
 /** Holds in this kernel's memory (`make`): its own calls see each other's, other processes' are not seen. */
@@ -79,32 +89,31 @@ export const inMemory = (inFlight: InFlight): Holder => ({
       const heldUsd = inFlight.of(r.tenantId, r.rootRunId)
       if (!(r.spentUsd + heldUsd + r.usd <= r.limitUsd)) return { spentUsd: r.spentUsd, heldUsd }
       const release = inFlight.hold(r.tenantId, r.rootRunId, r.usd)
-      return { release: Effect.sync(release) }
+      return { release: Effect.sync(release), othersUsd: heldUsd }
     })
 })
 
 /**
  * Holds in the store (`BudgetHolds`), seen by every process on it, each lapsing `ttlMillis` after it was taken unless
- * released first (a process that died holds nothing for longer). A call the execution's own view of the spend refuses
- * asks the store nothing.
+ * released first (a process that died holds nothing for longer). A hold is the call's (its run and step key): the
+ * same call made again replaces it. A request interrupted releases what it may have taken. A call the execution's own
+ * view of the spend refuses asks the store nothing.
  */
 export const shared = (holds: BudgetHolds.Service, ttlMillis: number): Holder => ({
   lapses: true,
   hold: (r) =>
     Effect.suspend((): Effect.Effect<Held | Over, StoreError> => {
       if (!(r.spentUsd + r.usd <= r.limitUsd)) return Effect.succeed({ spentUsd: r.spentUsd, heldUsd: 0 })
-      const holdId = crypto.randomUUID()
+      const holdId = JSON.stringify([r.runId, r.stepKey])
+      const release = Effect.catchAll(holds.release(r.tenantId, holdId), (e) =>
+        Effect.logWarning(`the budget hold of model call ${r.stepKey} of run ${r.runId} was not released; it lapses on its own`, e.message))
       return Effect.clockWith((clock) => {
         const now = clock.unsafeCurrentTimeMillis()
-        return Effect.map(
-          holds.hold({ tenantId: r.tenantId, rootRunId: r.rootRunId, holdId, usd: r.usd, limitUsd: r.limitUsd, now, expiresAt: now + ttlMillis }),
-          (result): Held | Over =>
-            result.held
-              ? {
-                release: Effect.catchAll(holds.release(r.tenantId, holdId), (e) =>
-                  Effect.logWarning(`the budget hold of a model call of lineage ${r.rootRunId} was not released; it lapses on its own`, e.message))
-              }
-              : { spentUsd: Math.max(r.spentUsd, result.spentUsd), heldUsd: result.heldUsd }
+        return holds.hold({ tenantId: r.tenantId, rootRunId: r.rootRunId, holdId, usd: r.usd, limitUsd: r.limitUsd, now, expiresAt: now + ttlMillis }).pipe(
+          Effect.map((result): Held | Over =>
+            result.held ? { release, othersUsd: result.heldUsd } : { spentUsd: Math.max(r.spentUsd, result.spentUsd), heldUsd: result.heldUsd }),
+          // Interrupted while the store took it (a COMMIT in flight): it may be held, with no release registered yet.
+          Effect.onInterrupt(() => release)
         )
       })
     })

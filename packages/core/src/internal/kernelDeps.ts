@@ -28,10 +28,10 @@ import * as LiveRead from "./live.js"
 import * as LiveNotify from "./liveNotify.js"
 import * as LiveTier from "./liveTier.js"
 
-/** The kernel's ports from the context, and `options`' settings, as its executions use them. */
 /** How long a model call's estimate stays held in the store when nothing releases it (`Kernel.Options.budgetHoldTtl`). */
 export const DEFAULT_HOLD_TTL = "15 minutes"
 
+/** The kernel's ports from the context, and `options`' settings, as its executions use them. */
 export const make = (options: Options) =>
   Effect.gen(function*() {
     // Notices of this process's writes for other processes' live readers (PostgreSQL: NOTIFY), when the store needs them.

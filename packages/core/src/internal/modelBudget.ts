@@ -27,6 +27,8 @@ export interface Assumed {
   readonly promptTokens: number
   readonly outputTokens: number
   readonly release: Effect.Effect<void>
+  /** What the lineage's other calls in flight held when this one's estimate was held: room this call may not use. */
+  readonly othersUsd: number
 }
 
 /**
@@ -62,9 +64,17 @@ export const checkBudget = (
     // A count the tokenizer cannot give is priced at the whole budget: refused, not waved through.
     const estimateUsd = costOf({ inputTokens: promptTokens, outputTokens }, price) ?? Number.POSITIVE_INFINITY
     const holds = deps.budgetHolds
-    const ask = holds.hold({ tenantId: tenant.tenantId, rootRunId: env.options.rootRunId, usd: estimateUsd, limitUsd: tenant.budgetUsdLimit, spentUsd: env.spentUsd() })
+    const ask = holds.hold({
+      tenantId: tenant.tenantId,
+      rootRunId: env.options.rootRunId,
+      runId: env.runId,
+      stepKey: key,
+      usd: estimateUsd,
+      limitUsd: tenant.budgetUsdLimit,
+      spentUsd: env.spentUsd()
+    })
     const held = yield* Effect.catchAll(holds.lapses ? interruptible(ask) : ask, env.fault)
-    if ("release" in held) return { outputTokens, promptTokens, release: held.release } satisfies Assumed
+    if ("release" in held) return { outputTokens, promptTokens, release: held.release, othersUsd: held.othersUsd } satisfies Assumed
     const { spentUsd, heldUsd: inFlightUsd } = held
     notes.push({
       _tag: "MiddlewareNote",
@@ -85,19 +95,22 @@ export const checkBudget = (
 
 /**
  * A streamed reply's check, as its output comes: a server may stream past the cap, so the output so far (4 characters
- * a token) is priced, and its cost returned once the spend would pass the limit (undefined: go on). The cost grows
+ * a token) is priced, and its cost returned once the spend would pass the limit, less what the lineage's other calls
+ * in flight held when this one's estimate was held (undefined: go on). The cost grows
  * with the output, so the most output tokens the budget allows is worked out once (again only when the run's spend
  * changed): a delta costs a comparison, not a pricing.
  */
 export const overBudgetOf = (env: StepEnv, assumed: Assumed | undefined, price: Price | undefined): (outputChars: number) => number | undefined => {
   if (assumed === undefined || price === undefined) return () => undefined
+  // The room held for the lineage's other calls in flight (every process's, on a store that holds them) is theirs.
+  const limit = env.tenant.budgetUsdLimit - assumed.othersUsd
   const costAt = (outputTokens: number): number => costOf({ inputTokens: assumed.promptTokens, outputTokens }, price) ?? Number.POSITIVE_INFINITY
   /** The most output tokens within the budget after `spent` (-1: not even none). */
   const allowance = (spent: number): number => {
-    const within = (tokens: number) => !(spent + costAt(tokens) > env.tenant.budgetUsdLimit)
+    const within = (tokens: number) => !(spent + costAt(tokens) > limit)
     if (!within(0)) return -1
     const perToken = price.output / 1_000_000
-    const guess = perToken > 0 ? Math.floor((env.tenant.budgetUsdLimit - spent - costAt(0)) / perToken) : Number.MAX_SAFE_INTEGER
+    const guess = perToken > 0 ? Math.floor((limit - spent - costAt(0)) / perToken) : Number.MAX_SAFE_INTEGER
     return lastWithin(within, Math.max(0, Math.min(Number.MAX_SAFE_INTEGER, Number.isFinite(guess) ? guess : 0)))
   }
   let spentAt = env.spentUsd()
