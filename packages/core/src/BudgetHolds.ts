@@ -24,11 +24,14 @@ import * as SqlMigrations from "./SqlMigrations.js"
 export interface HoldRequest {
   readonly tenantId: string
   readonly rootRunId: string
-  /**
-   * The hold's id, what `release` names: the kernel's is the call's run and step key, so a call made again (its run
-   * resumed after the process that held it died) replaces its own earlier hold instead of counting it twice.
-   */
+  /** The hold's id (unique: the kernel's is a UUID), what `release` names. */
   readonly holdId: string
+  /**
+   * The call the hold is for (the kernel's: its run and step key): a hold of the same call taken before is replaced,
+   * so a call made again (its run resumed after the process that held it died, or taken over from one that is slow:
+   * that one's append is fenced, its cost never logged) does not count its earlier hold beside its own.
+   */
+  readonly callId?: string | undefined
   readonly usd: number
   readonly limitUsd: number
   /** The time now (ms since the epoch): holds that expired by then count for nothing, and are removed. */
@@ -74,8 +77,8 @@ export const makeSql = (options: { readonly tablePrefix?: string | undefined } =
     // One statement: the lineage's spend and holds are read and the hold written under one write lock (SQLite's; on
     // PostgreSQL the transaction's advisory lock on the lineage, taken first, orders the holds of one lineage).
     const insert = (r: HoldRequest) =>
-      sql`INSERT INTO ${holds} (tenant_id, hold_id, root_run_id, usd, expires_at)
-  SELECT ${r.tenantId}, ${r.holdId}, ${r.rootRunId}, ${r.usd}, ${r.expiresAt}
+      sql`INSERT INTO ${holds} (tenant_id, hold_id, call_id, root_run_id, usd, expires_at)
+  SELECT ${r.tenantId}, ${r.holdId}, ${r.callId ?? null}, ${r.rootRunId}, ${r.usd}, ${r.expiresAt}
   WHERE (SELECT COALESCE(SUM(cost_usd), 0) FROM ${runs} WHERE tenant_id = ${r.tenantId} AND root_run_id = ${r.rootRunId})
     + (SELECT COALESCE(SUM(usd), 0) FROM ${holds} WHERE tenant_id = ${r.tenantId} AND root_run_id = ${r.rootRunId}) + ${r.usd} <= ${r.limitUsd}
   RETURNING hold_id`
@@ -86,18 +89,27 @@ export const makeSql = (options: { readonly tablePrefix?: string | undefined } =
         orElse: () => Effect.void
       })
 
+    // Holds that lapsed, whichever lineage's (a lineage that never runs again leaves none for good): outside the
+    // hold's transaction, and on PostgreSQL skipping rows another transaction holds, so no lineage waits on another.
+    const purge = (now: number) =>
+      sql.onDialectOrElse({
+        pg: () =>
+          sql`DELETE FROM ${holds} WHERE (tenant_id, hold_id) IN (SELECT tenant_id, hold_id FROM ${holds} WHERE expires_at <= ${now} FOR UPDATE SKIP LOCKED)`,
+        orElse: () => sql`DELETE FROM ${holds} WHERE expires_at <= ${now}`
+      })
+
     const hold = (r: HoldRequest): Effect.Effect<HoldResult, StoreError> =>
       Effect.gen(function*() {
         yield* lock(r)
-        // Holds that lapsed (whichever lineage's: a lineage that never runs again leaves none for good), and this
-        // hold's own earlier one (its call made again).
-        yield* sql`DELETE FROM ${holds} WHERE expires_at <= ${r.now} OR (tenant_id = ${r.tenantId} AND hold_id = ${r.holdId})`
+        // The lineage's lapsed holds, and the earlier hold of the same call (made again).
+        yield* sql`DELETE FROM ${holds} WHERE tenant_id = ${r.tenantId} AND ((root_run_id = ${r.rootRunId} AND expires_at <= ${r.now}) OR call_id = ${r.callId ?? null})`
         const [row] = yield* spentAndHeld(r.tenantId, r.rootRunId)
         const written = yield* insert(r)
         return { held: written.length > 0, spentUsd: sum(row, "spent"), heldUsd: sum(row, "held") }
       }).pipe(
         // A failed COMMIT is a driver failure like any other (`transaction`), not a defect.
         (effect) => sql.onDialectOrElse({ pg: () => transaction(sql, effect), orElse: () => effect }),
+        (effect) => Effect.zipRight(purge(r.now), effect),
         Effect.catchTag("SqlError", failed("holdBudget")),
         Effect.withSpan("BudgetHolds.hold", { attributes: { rootRunId: r.rootRunId }, captureStackTrace: false })
       )

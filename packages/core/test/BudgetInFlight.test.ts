@@ -2,7 +2,7 @@
 // other calls in flight, so sub-runs started together cannot each spend the whole budget's remainder.
 import { describe, expect, it } from "@effect/vitest"
 import { Chat, EventStore, Kernel, ModelPort, Tenant, ToolRegistry, Workflow } from "@artana/core"
-import { Deferred, Effect, Either, Fiber, Layer, Schema } from "effect"
+import { Deferred, Effect, Either, Fiber, FiberId, Layer, Schema } from "effect"
 
 const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 2.5 })
 
@@ -79,5 +79,41 @@ describe("calls in flight count against the lineage's budget", () => {
         expect({ status: second.status, calls }).toEqual({ status: "completed", calls: 2 })
       }).pipe(Effect.provide(layer))
     })
+  })
+
+  it.live("a stream whose sibling call ended while it streamed is not stopped: the sibling's cost counts once", () => {
+    // Found by a review: the stream's stop subtracted what the sibling held when its own hold was taken, and counted
+    // the sibling's cost again once logged: a call within the budget was stopped, and the run failed.
+    const port = ModelPort.make({
+      defaultModel: "m",
+      prices: { m: { input: 0, cachedInput: 0, output: 1_000_000 } },
+      generate: (request) => Effect.succeed({ model: request.model, message: { role: "assistant" as const, content: "fast" }, usage: { inputTokens: 1, outputTokens: 1 } }),
+      streamTo: (request, sink) =>
+        Effect.gen(function*() {
+          const slow = request.messages.some((m) => m.content === "slow")
+          // The slow call streams once the fast one has ended.
+          if (slow) yield* Deferred.await(fastEnded)
+          sink([{ _tag: "TextDelta", text: slow ? "slow" : "fast" }])
+          return { model: request.model, message: { role: "assistant" as const, content: slow ? "slow" : "fast" }, usage: { inputTokens: 1, outputTokens: 1 } }
+        })
+    })
+    const fastEnded = Deferred.unsafeMake<void>(FiberId.none)
+    const twoCalls = Workflow.make({
+      name: "two-calls",
+      input: Schema.Null,
+      output: Schema.Array(Schema.String),
+      run: (_input, ctx) =>
+        Effect.all([
+          Effect.map(ctx.modelStep({ messages: [Chat.user("fast")], maxOutputTokens: 1, key: "fast" }), (r) => String(r.message.content)).pipe(
+            Effect.tap(() => Deferred.succeed(fastEnded, undefined))
+          ),
+          Effect.map(ctx.modelStep({ messages: [Chat.user("slow")], maxOutputTokens: 1, key: "slow" }), (r) => String(r.message.content))
+        ], { concurrency: "unbounded" })
+    })
+    const layer = Layer.provideMerge(Kernel.layer(), Layer.mergeAll(EventStore.layerMemory, Layer.succeed(ModelPort.ModelPort, port), ToolRegistry.layer([])))
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      expect(yield* kernel.execute(twoCalls, { runId: "two", tenant, input: null })).toEqual({ status: "completed", runId: "two", output: ["fast", "slow"] })
+    }).pipe(Effect.provide(layer))
   })
 })

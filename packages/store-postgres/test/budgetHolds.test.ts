@@ -3,7 +3,7 @@
 // send no more calls than the budget holds; before, each counted only its own calls in flight and together sent four.
 import { describe, expect, it } from "@effect/vitest"
 import { inject } from "vitest"
-import { Chat, EventStore, Kernel, ModelPort, Tenant, ToolRegistry, Workflow } from "@artana/core"
+import { BudgetHolds, Chat, EventStore, Kernel, ModelPort, Tenant, ToolRegistry, Workflow } from "@artana/core"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Cause, Context, Deferred, Effect, Either, Exit, Fiber, Layer, Option, Schema } from "effect"
 import { PostgresStore } from "@artana/store-postgres"
@@ -26,7 +26,12 @@ const kernelOn = (url: string, port: ModelPort.Service) =>
     Layer.build(Kernel.layer().pipe(
       Layer.provideMerge(Layer.mergeAll(PostgresStore.layer({ url, pool: { max: 4 } }), Layer.succeed(ModelPort.ModelPort, port), ToolRegistry.layer([])))
     )),
-    (context) => ({ kernel: Context.get(context, Kernel.Kernel), store: Context.get(context, EventStore.EventStore), sql: Context.get(context, SqlClient.SqlClient) })
+    (context) => ({
+      kernel: Context.get(context, Kernel.Kernel),
+      store: Context.get(context, EventStore.EventStore),
+      sql: Context.get(context, SqlClient.SqlClient),
+      holds: Context.get(context, BudgetHolds.BudgetHolds)
+    })
   )
 
 /** A model at $1 an output token that answers at once. */
@@ -97,5 +102,36 @@ describe.skipIf(pg.url === undefined)(`a lineage's budget across two pools (${pg
       expect(Exit.isFailure(exit) && !Cause.isDie(exit.cause) && Option.getOrUndefined(Cause.failureOption(exit.cause))).toMatchObject({ _tag: "StoreError" })
       yield* sql.unsafe(`DROP TRIGGER fail_commit ON budget_holds`)
       expect(yield* kernel.resume({ tenantId: "acme", runId: "r1", workflow: oneCall })).toMatchObject({ status: "completed" })
+    }), 90_000)
+
+  it.scopedLive("a hold of one lineage never waits on another lineage's COMMIT, lapsed holds about or not", () =>
+    Effect.gen(function*() {
+      // Found by a review: each hold deleted every lineage's lapsed holds inside its transaction, row-locking them
+      // until its COMMIT, so a slow COMMIT of lineage A stalled the holds of lineage B.
+      const url = yield* PgTest.freshDatabase(pg.url!)
+      const a = yield* kernelOn(url, answering)
+      const b = yield* kernelOn(url, answering)
+      const hold = (k: typeof a, rootRunId: string, holdId: string, now: number, expiresAt: number) =>
+        k.holds.hold({ tenantId: "acme", rootRunId, holdId, usd: 0.1, limitUsd: 10, now, expiresAt })
+      // A third lineage's hold that lapsed (its process died).
+      yield* hold(a, "dead", "dead-1", Date.now() - 10_000, Date.now() - 1)
+      // Lineage A's COMMIT waits until the test lets it go (as a commit to a slow standby does).
+      const gate = yield* Deferred.make<void>()
+      const gateHeld = yield* Deferred.make<void>()
+      yield* Effect.fork(a.sql.withTransaction(Effect.zipRight(
+        Effect.zipRight(a.sql`SELECT pg_advisory_xact_lock(4242)`, Deferred.succeed(gateHeld, undefined)),
+        Deferred.await(gate)
+      )))
+      yield* Deferred.await(gateHeld)
+      yield* a.sql.unsafe(`CREATE FUNCTION held_commit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.root_run_id = 'A' THEN PERFORM pg_advisory_xact_lock(4242); END IF; RETURN NULL; END $$`)
+      yield* a.sql.unsafe(`CREATE CONSTRAINT TRIGGER held_commit AFTER INSERT ON budget_holds DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION held_commit()`)
+      const inA = yield* Effect.fork(hold(a, "A", "a-1", Date.now(), Date.now() + 60_000))
+      // Until A's COMMIT waits on the gate (PostgreSQL shows an advisory lock not granted).
+      while ((yield* b.sql`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)[0]?.n === 0) yield* Effect.sleep("10 millis")
+      // Lineage B's hold goes through while A's COMMIT still waits.
+      expect(yield* hold(b, "B", "b-1", Date.now(), Date.now() + 60_000).pipe(Effect.timeout("30 seconds"))).toMatchObject({ held: true })
+      expect(yield* inA.poll).toEqual(Option.none())
+      yield* Deferred.succeed(gate, undefined)
+      expect(yield* Fiber.join(inA)).toMatchObject({ held: true })
     }), 90_000)
 })

@@ -172,4 +172,33 @@ describe("a lineage's budget across two kernels on one SQLite file", () => {
       const spent = yield* a.store.lineageCostUsd("acme", "root")
       expect(spent).toBeLessThanOrEqual(tenant.budgetUsdLimit + 0.01 + 1e-9)
     }), 60_000)
+
+  it.scopedLive("a run taken over while its call is in flight elsewhere: the slow process's release leaves the new call's hold", () =>
+    Effect.gen(function*() {
+      // Found by a review: both attempts' holds had one id, so the slow process's release, when its call ended,
+      // deleted the hold of the call that took over, and another sub-run's call was let in past the budget.
+      const roomForOne = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1.5 })
+      const filename = tempDb()
+      const openA = yield* Deferred.make<void>()
+      const openB = yield* Deferred.make<void>()
+      const modelA = gatedModel(openA)
+      const modelB = gatedModel(openB)
+      const a = yield* kernelOn(filename, modelA.port)
+      const b = yield* kernelOn(filename, modelB.port)
+      yield* a.kernel.execute(rootWorkflow, { runId: "root", tenant: roomForOne, input: null })
+      // Process A's call of run x is in flight (slow, not dead); process B takes the run over and makes the call again.
+      const inA = yield* Effect.fork(Effect.either(a.kernel.execute(oneCall, { runId: "root::sub::x", tenant: roomForOne, input: null, parentRunId: "root" })))
+      while (modelA.calls() === 0) yield* Effect.sleep("10 millis")
+      const inB = yield* Effect.fork(b.kernel.resume({ tenantId: "acme", runId: "root::sub::x", workflow: oneCall }))
+      while (modelB.calls() === 0) yield* Effect.sleep("10 millis")
+      // A's call ends (its append is fenced: B owns the run) and releases its hold.
+      yield* Deferred.succeed(openA, undefined)
+      expect(yield* Fiber.join(inA)).toMatchObject({ _tag: "Left", left: { _tag: "OwnershipLost" } })
+      // B's call is still held: another sub-run's call has no room.
+      const other = yield* Effect.either(a.kernel.execute(oneCall, { runId: "root::sub::y", tenant: roomForOne, input: null, parentRunId: "root" }))
+      expect(Either.isLeft(other) && other.left._tag).toBe("BudgetExceeded")
+      yield* Deferred.succeed(openB, undefined)
+      expect(yield* Fiber.join(inB)).toMatchObject({ status: "completed" })
+      expect(yield* a.store.lineageCostUsd("acme", "root")).toBe(1)
+    }), 60_000)
 })

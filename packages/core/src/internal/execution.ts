@@ -71,7 +71,9 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
     head: ledger.head,
     spentUsd: env.spentUsd,
     /** The first step the log holds that the code did not ask for (reading the rest of the log), or undefined. */
-    unconsumed: cursor.unconsumed
+    unconsumed: cursor.unconsumed,
+    /** Reads the rest of the log: its signals, and which of them its waits took, reach the inbox. */
+    readRest: cursor.readRest
   }
 }
 

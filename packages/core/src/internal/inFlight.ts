@@ -45,12 +45,13 @@ export const make = (): InFlight => {
 
 /**
  * An estimate held for a call in flight: `release` ends the hold (once the call's cost is logged, or it failed);
- * `othersUsd`, what the lineage's other calls in flight held when it was taken (a stream is stopped before it eats
- * into their room: `overBudgetOf`).
+ * `roomUsd`, what the call may cost at most without eating into the room the lineage's other calls in flight held
+ * when it was taken (the limit, less the spend and their holds then): a stream past its estimate is stopped there
+ * (`overBudgetOf`).
  */
 export interface Held {
   readonly release: Effect.Effect<void>
-  readonly othersUsd: number
+  readonly roomUsd: number
 }
 
 /** A hold refused: what the lineage had spent, and held for its calls in flight, when it was asked. */
@@ -89,29 +90,33 @@ export const inMemory = (inFlight: InFlight): Holder => ({
       const heldUsd = inFlight.of(r.tenantId, r.rootRunId)
       if (!(r.spentUsd + heldUsd + r.usd <= r.limitUsd)) return { spentUsd: r.spentUsd, heldUsd }
       const release = inFlight.hold(r.tenantId, r.rootRunId, r.usd)
-      return { release: Effect.sync(release), othersUsd: heldUsd }
+      return { release: Effect.sync(release), roomUsd: r.limitUsd - r.spentUsd - heldUsd }
     })
 })
 
 /**
  * Holds in the store (`BudgetHolds`), seen by every process on it, each lapsing `ttlMillis` after it was taken unless
- * released first (a process that died holds nothing for longer). A hold is the call's (its run and step key): the
- * same call made again replaces it. A request interrupted releases what it may have taken. A call the execution's own
- * view of the spend refuses asks the store nothing.
+ * released first (a process that died holds nothing for longer). A hold is for its call (its run and step key): the
+ * same call made again replaces it; each hold is released by its own id, so a replaced one's release takes nothing of
+ * the new one. A request interrupted releases what it may have taken. A call the execution's own view of the spend
+ * refuses asks the store nothing.
  */
 export const shared = (holds: BudgetHolds.Service, ttlMillis: number): Holder => ({
   lapses: true,
   hold: (r) =>
     Effect.suspend((): Effect.Effect<Held | Over, StoreError> => {
       if (!(r.spentUsd + r.usd <= r.limitUsd)) return Effect.succeed({ spentUsd: r.spentUsd, heldUsd: 0 })
-      const holdId = JSON.stringify([r.runId, r.stepKey])
+      const holdId = crypto.randomUUID()
+      const callId = JSON.stringify([r.runId, r.stepKey])
       const release = Effect.catchAll(holds.release(r.tenantId, holdId), (e) =>
         Effect.logWarning(`the budget hold of model call ${r.stepKey} of run ${r.runId} was not released; it lapses on its own`, e.message))
       return Effect.clockWith((clock) => {
         const now = clock.unsafeCurrentTimeMillis()
-        return holds.hold({ tenantId: r.tenantId, rootRunId: r.rootRunId, holdId, usd: r.usd, limitUsd: r.limitUsd, now, expiresAt: now + ttlMillis }).pipe(
-          Effect.map((result): Held | Over =>
-            result.held ? { release, othersUsd: result.heldUsd } : { spentUsd: Math.max(r.spentUsd, result.spentUsd), heldUsd: result.heldUsd }),
+        return holds.hold({ tenantId: r.tenantId, rootRunId: r.rootRunId, holdId, callId, usd: r.usd, limitUsd: r.limitUsd, now, expiresAt: now + ttlMillis }).pipe(
+          Effect.map((result): Held | Over => {
+            const spentUsd = Math.max(r.spentUsd, result.spentUsd)
+            return result.held ? { release, roomUsd: r.limitUsd - spentUsd - result.heldUsd } : { spentUsd, heldUsd: result.heldUsd }
+          }),
           // Interrupted while the store took it (a COMMIT in flight): it may be held, with no release registered yet.
           Effect.onInterrupt(() => release)
         )

@@ -27,8 +27,8 @@ export interface Assumed {
   readonly promptTokens: number
   readonly outputTokens: number
   readonly release: Effect.Effect<void>
-  /** What the lineage's other calls in flight held when this one's estimate was held: room this call may not use. */
-  readonly othersUsd: number
+  /** What the call may cost at most: the limit, less the spend and the other calls' holds when its own was taken. */
+  readonly roomUsd: number
 }
 
 /**
@@ -74,7 +74,7 @@ export const checkBudget = (
       spentUsd: env.spentUsd()
     })
     const held = yield* Effect.catchAll(holds.lapses ? interruptible(ask) : ask, env.fault)
-    if ("release" in held) return { outputTokens, promptTokens, release: held.release, othersUsd: held.othersUsd } satisfies Assumed
+    if ("release" in held) return { outputTokens, promptTokens, release: held.release, roomUsd: held.roomUsd } satisfies Assumed
     const { spentUsd, heldUsd: inFlightUsd } = held
     notes.push({
       _tag: "MiddlewareNote",
@@ -95,19 +95,19 @@ export const checkBudget = (
 
 /**
  * A streamed reply's check, as its output comes: a server may stream past the cap, so the output so far (4 characters
- * a token) is priced, and its cost returned once the spend would pass the limit, less what the lineage's other calls
- * in flight held when this one's estimate was held (undefined: go on). The cost grows
- * with the output, so the most output tokens the budget allows is worked out once (again only when the run's spend
+ * a token) is priced, and its cost returned once the spend would pass the limit, or the call would cost more than the
+ * room it had when its estimate was held (`Assumed.roomUsd`; undefined: go on). The cost grows with the output, so the most output tokens the budget allows is worked out once (again only when the run's spend
  * changed): a delta costs a comparison, not a pricing.
  */
 export const overBudgetOf = (env: StepEnv, assumed: Assumed | undefined, price: Price | undefined): (outputChars: number) => number | undefined => {
   if (assumed === undefined || price === undefined) return () => undefined
-  // The room held for the lineage's other calls in flight (every process's, on a store that holds them) is theirs.
-  const limit = env.tenant.budgetUsdLimit - assumed.othersUsd
+  const limit = env.tenant.budgetUsdLimit
+  // The room held for the lineage's other calls in flight when this one's was (every process's, on a store that holds
+  // them) is theirs: measured then, so a sibling that has ended since (its cost now in the spend) counts once.
   const costAt = (outputTokens: number): number => costOf({ inputTokens: assumed.promptTokens, outputTokens }, price) ?? Number.POSITIVE_INFINITY
   /** The most output tokens within the budget after `spent` (-1: not even none). */
   const allowance = (spent: number): number => {
-    const within = (tokens: number) => !(spent + costAt(tokens) > limit)
+    const within = (tokens: number) => !(spent + costAt(tokens) > limit) && !(costAt(tokens) > assumed.roomUsd)
     if (!within(0)) return -1
     const perToken = price.output / 1_000_000
     const guess = perToken > 0 ? Math.floor((limit - spent - costAt(0)) / perToken) : Number.MAX_SAFE_INTEGER

@@ -112,9 +112,14 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
       return Effect.flatMap(steps.load(steps.state.pages), unconsumed)
     })
 
+  /** Reads the rest of the log, a page at a time (its signals reach the inbox), whatever the code asked for. */
+  const readRest = (): Effect.Effect<void, LoadError> =>
+    Effect.suspend(() => (steps.state.done ? Effect.void : Effect.flatMap(steps.load(steps.state.pages), readRest)))
+
   return {
     lookup,
     probe,
+    readRest,
     /** The step's key: the explicit one, else `<kind>:<n>` by the order in which the code asks for steps. */
     nextKey: (kind: string, explicit: string | undefined): string => {
       const index = counter++

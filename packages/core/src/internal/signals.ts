@@ -28,7 +28,8 @@ export interface Pending {
 
 /**
  * The signals an execution knows of and has not taken: those read in its log and those it adopted since. A recorded
- * `SignalReceived` removes its signal (a signal is always logged before the step that takes it).
+ * `SignalReceived` removes its signal, when its page is read and when its wait is replayed (a signal is always logged
+ * before the step that takes it), so the inbox holds what the log says no wait took, whichever steps the code replayed.
  */
 export const makeInbox = () => {
   const pending = new Map<number, Pending>()
@@ -36,7 +37,9 @@ export const makeInbox = () => {
     add: (events: ReadonlyArray<Event>) => {
       for (const event of events) {
         // A replay's lazy `ModelRequested` (`lazyPayload.ts`) is not decoded here.
-        if (event.stepKey !== RUN_STEP_KEY || tagOf(event) !== "SignalSent") continue
+        const tag = tagOf(event)
+        if (tag === "SignalReceived" && event.payload._tag === "SignalReceived") pending.delete(event.payload.signalSeq)
+        if (event.stepKey !== RUN_STEP_KEY || tag !== "SignalSent") continue
         const payload = event.payload
         if (payload._tag === "SignalSent") pending.set(event.seq, { seq: event.seq, payload })
       }

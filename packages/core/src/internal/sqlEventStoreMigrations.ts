@@ -253,7 +253,8 @@ const runsPausedAt = (t: Tables): SqlMigrations.Migration =>
 export const HOLDS_TABLE = "budget_holds"
 
 // The estimates of model calls in flight, held where every process on the store sees them (see `BudgetHolds`): keyed
-// by tenant and hold, found by lineage. `expires_at` (ms) lets a hold a dead process left lapse.
+// by tenant and hold, found by lineage; `call_id` names the call (a call made again replaces its hold). `expires_at`
+// (ms) lets a hold a dead process left lapse.
 const budgetHolds = (t: Tables): SqlMigrations.Migration =>
   Effect.gen(function*() {
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
@@ -263,6 +264,7 @@ const budgetHolds = (t: Tables): SqlMigrations.Migration =>
     yield* sql.unsafe(`CREATE TABLE IF NOT EXISTS ${table} (
   tenant_id TEXT NOT NULL,
   hold_id TEXT NOT NULL,
+  call_id TEXT,
   root_run_id TEXT NOT NULL,
   usd ${real} NOT NULL,
   expires_at ${real} NOT NULL,
