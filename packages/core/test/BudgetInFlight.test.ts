@@ -116,4 +116,60 @@ describe("calls in flight count against the lineage's budget", () => {
       expect(yield* kernel.execute(twoCalls, { runId: "two", tenant, input: null })).toEqual({ status: "completed", runId: "two", output: ["fast", "slow"] })
     }).pipe(Effect.provide(layer))
   })
+
+  it.live("a stream at exactly its estimate, the budget's room used to the cent, is not stopped by a rounding", () => {
+    // Found by the third review: the stream's room (limit - spent - held) came out a hair under the estimate the hold
+    // had just admitted (spent + held + estimate <= limit), and a reply at its cap failed the run.
+    const roomy = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 0.6 })
+    const otherSent = Deferred.unsafeMake<void>(FiberId.none)
+    const mainEnded = Deferred.unsafeMake<void>(FiberId.none)
+    const reply = (request: ModelPort.ModelRequest, text: string, tokens: number) => ({
+      model: request.model,
+      message: { role: "assistant" as const, content: text },
+      usage: { inputTokens: 1, outputTokens: tokens }
+    })
+    // $0.05 an output token: "first" spends $0.05, "other" holds $0.20 (4 tokens), "main" holds and spends $0.35 (7).
+    const port = ModelPort.make({
+      defaultModel: "m",
+      prices: { m: { input: 0, cachedInput: 0, output: 50_000 } },
+      generate: (request) => Effect.succeed(reply(request, "a", 1)),
+      streamTo: (request, sink) =>
+        Effect.gen(function*() {
+          const which = String(request.messages.at(-1)?.content)
+          if (which === "first") {
+            sink([{ _tag: "TextDelta", text: "a" }])
+            return reply(request, "a", 1)
+          }
+          if (which === "other") {
+            yield* Deferred.succeed(otherSent, undefined)
+            yield* Deferred.await(mainEnded)
+            sink([{ _tag: "TextDelta", text: "b".repeat(16) }])
+            return reply(request, "b".repeat(16), 4)
+          }
+          sink([{ _tag: "TextDelta", text: "c".repeat(28) }])
+          return reply(request, "c".repeat(28), 7)
+        })
+    })
+    const flow = Workflow.make({
+      name: "room",
+      input: Schema.Null,
+      output: Schema.Array(Schema.String),
+      run: (_i, ctx) =>
+        Effect.gen(function*() {
+          yield* ctx.modelStep({ messages: [Chat.user("first")], maxOutputTokens: 1, key: "first" })
+          const other = ctx.modelStep({ messages: [Chat.user("other")], maxOutputTokens: 4, key: "other" })
+          const main = Effect.zipRight(
+            Deferred.await(otherSent),
+            Effect.ensuring(ctx.modelStep({ messages: [Chat.user("main")], maxOutputTokens: 7, key: "main" }), Deferred.succeed(mainEnded, undefined))
+          )
+          const replies = yield* Effect.all([other, main], { concurrency: "unbounded" })
+          return replies.map((r) => String(r.message.content).slice(0, 1))
+        })
+    })
+    const layer = Layer.provideMerge(Kernel.layer(), Layer.mergeAll(EventStore.layerMemory, Layer.succeed(ModelPort.ModelPort, port), ToolRegistry.layer([])))
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      expect(yield* kernel.execute(flow, { runId: "room", tenant: roomy, input: null })).toEqual({ status: "completed", runId: "room", output: ["b", "c"] })
+    }).pipe(Effect.provide(layer))
+  })
 })

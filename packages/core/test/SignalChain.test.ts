@@ -152,10 +152,9 @@ describe("signals across continue-as-new", () => {
     }).pipe(Effect.provide(kernelLayer([], [])))
   })
 
-  it.effect("code that continues as new before a wait its log holds does not carry the signal that wait took", () => {
-    // Found by a review: a deploy without ctx.patched that continues as new before a recorded wait handed the signal
-    // that wait took to the successor, which took it again. The log says which signals were taken, whatever the code
-    // replayed.
+  it.effect("code that continues as new before a wait its log holds is NonDeterminism: the signal it took is neither lost nor taken twice", () => {
+    // Found by reviews: a deploy without ctx.patched that continues as new before a recorded wait handed the signal
+    // that wait took to the successor, which took it again; not carrying it instead lost the order the sender sent.
     let deployed: "v1" | "v2" = "v1"
     const flow = Workflow.make({
       name: "flow",
@@ -178,8 +177,8 @@ describe("signals across continue-as-new", () => {
       yield* Effect.exit(kernel.resume({ ...ref("f"), workflow: flow }))
       expect(shape(yield* logOf("f")).at(-1)).toBe("SignalReceived@signal:0")
       deployed = "v2"
-      expect(yield* kernel.resume({ ...ref("f"), workflow: flow })).toMatchObject({ status: "paused", runId: "f::continued::1" })
-      expect((yield* logOf("f::continued::1")).filter((e) => e.payload._tag === "SignalSent")).toEqual([])
+      expect(yield* Effect.flip(kernel.resume({ ...ref("f"), workflow: flow }))).toMatchObject({ _tag: "NonDeterminism", stepKey: "signal:0" })
+      expect(yield* Effect.either(logOf("f::continued::1"))).toMatchObject({ _tag: "Left" })
     }).pipe(Effect.provide(kernelLayer([], [])))
   })
 
@@ -251,5 +250,46 @@ describe("signals across continue-as-new", () => {
         expect(yield* kernel.resume({ ...ref("bc"), workflow: w })).toEqual({ status: "completed", runId: "bc::continued::1", output: "done" })
       }).pipe(Effect.provide(kernelLayer([], [])))
     })
+  })
+
+  it.effect("code that now continues as new before a logged step is NonDeterminism, on resume and on replay", () => {
+    // Found by the third review: with the check dropped, the successor ran a logged charge again, and a replay of new
+    // code that removed a step before its continue-as-new reported the chain as matching.
+    let charges = 0
+    let deployed: "v1" | "v2" = "v1"
+    const charger = Workflow.make({
+      name: "charger",
+      input: Schema.Number,
+      output: Schema.String,
+      run: (generation, ctx) =>
+        Effect.gen(function*() {
+          if (generation === 0 && deployed === "v2") return yield* ctx.continueAsNew(1)
+          yield* ctx.step("charge", Effect.sync(() => ++charges), Schema.Number)
+          if (generation === 0) return yield* Effect.die("the process died after the charge")
+          return "charged"
+        })
+    })
+    const twoSteps = (version: "v1" | "v2") =>
+      Workflow.make({
+        name: "replayed",
+        input: Schema.Number,
+        output: Schema.String,
+        run: (generation, ctx) =>
+          Effect.gen(function*() {
+            if (generation > 0) return "done"
+            yield* ctx.step("a", Effect.succeed(1), Schema.Number)
+            if (version === "v1") yield* ctx.step("b", Effect.succeed(2), Schema.Number)
+            return yield* ctx.continueAsNew(1)
+          })
+      })
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      yield* Effect.exit(kernel.execute(charger, { runId: "c", tenant, input: 0 }))
+      deployed = "v2"
+      expect(yield* Effect.flip(kernel.resume({ ...ref("c"), workflow: charger }))).toMatchObject({ _tag: "NonDeterminism", stepKey: "step:0" })
+      expect(charges).toBe(1)
+      expect(yield* kernel.execute(twoSteps("v1"), { runId: "r", tenant, input: 0 })).toMatchObject({ status: "completed", runId: "r::continued::1" })
+      expect(yield* Effect.flip(kernel.replay(twoSteps("v2"), ref("r")))).toMatchObject({ _tag: "NonDeterminism", stepKey: "step:1" })
+    }).pipe(Effect.provide(kernelLayer([], [])))
   })
 })

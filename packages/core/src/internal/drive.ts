@@ -104,9 +104,13 @@ export const drive = <I, O, E>(
             return yield* new Errors.InvalidRunState({ runId, status: "continuing as new", expected: "a run of the kernel's execute, resume or replay" })
           }
           // The rest of the log is read: its signals reach the inbox the handover carries, however little of the log
-          // the code's steps needed, and the signals its waits took leave it. Steps the code did not ask for are left:
-          // a concurrent branch's, interrupted by the halt (a review found them refused as NonDeterminism).
-          yield* exec.readRest()
+          // the code's steps needed. A step after the last one the code consumed is a divergence, as before an end;
+          // steps before it the code did not ask for are a concurrent branch's, interrupted by the halt (reviews found
+          // both: a skipped charge run again by the successor, and such branches refused).
+          const skipped = yield* exec.skippedAtHandover()
+          if (skipped !== undefined) {
+            return yield* new Errors.NonDeterminism({ runId, stepKey: skipped.key, expected: skipped.description, actual: "a continue-as-new" })
+          }
           return yield* continuation.handOver(halted.input)
         }
       }

@@ -72,8 +72,8 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
     spentUsd: env.spentUsd,
     /** The first step the log holds that the code did not ask for (reading the rest of the log), or undefined. */
     unconsumed: cursor.unconsumed,
-    /** Reads the rest of the log: its signals, and which of them its waits took, reach the inbox. */
-    readRest: cursor.readRest
+    /** Reads the rest of the log for a handover (its signals reach the inbox); a step the code skipped, or undefined. */
+    skippedAtHandover: cursor.skippedAtHandover
   }
 }
 

@@ -47,6 +47,8 @@ export interface State {
   lastKey: string | undefined
   /** How many events the held steps have. */
   heldEvents: number
+  /** The highest seq of the events of the steps consumed (0: none). */
+  consumedSeq: number
 }
 
 export const make = (log: Log | undefined) => {
@@ -57,7 +59,7 @@ export const make = (log: Log | undefined) => {
   // kept until the array is compacted (held that long, they outlive the young generation and swell the heap).
   let order: Array<Step | undefined> = []
   let cursor = 0
-  const state: State = { done: log === undefined, ended: false, pages: 0, lastKey: undefined, heldEvents: 0 }
+  const state: State = { done: log === undefined, ended: false, pages: 0, lastKey: undefined, heldEvents: 0, consumedSeq: 0 }
   const lock = Effect.unsafeMakeSemaphore(1)
   // What the cursor sees of the state: plain fields (a getter per field cost a replay ~10% of the cursor's time).
   const view: Readonly<State> = state
@@ -93,6 +95,8 @@ export const make = (log: Log | undefined) => {
       step.consumed = true
       held.delete(step.key)
       state.heldEvents -= step.events.length
+      const last = step.events[step.events.length - 1]!.seq
+      if (last > state.consumedSeq) state.consumedSeq = last
     },
     /** The first held step not consumed (a patch marker not asked for yet is passed over: a later `patched` finds it by key). */
     nextUnconsumed: (): Step | undefined => {
@@ -104,6 +108,14 @@ export const make = (log: Log | undefined) => {
         cursor = 0
       }
       return order[cursor]
+    },
+    /** The first held step not consumed (nor a patch marker) that begins after `seq`. */
+    unconsumedAfter: (seq: number): Step | undefined => {
+      for (let i = cursor; i < order.length; i++) {
+        const step = order[i]
+        if (step !== undefined && !step.consumed && !isMarker(step.key, step.events) && step.events[0]!.seq > seq) return step
+      }
+      return undefined
     },
     /** Reads the next page, unless another fiber read one since `seen` (or the log ended). */
     load: (seen: number): Effect.Effect<void, LoadError> =>

@@ -45,13 +45,13 @@ export const make = (): InFlight => {
 
 /**
  * An estimate held for a call in flight: `release` ends the hold (once the call's cost is logged, or it failed);
- * `roomUsd`, what the call may cost at most without eating into the room the lineage's other calls in flight held
- * when it was taken (the limit, less the spend and their holds then): a stream past its estimate is stopped there
- * (`overBudgetOf`).
+ * `baseUsd`, the lineage's spend and its other calls' holds when it was taken: a stream past its estimate is stopped
+ * once `baseUsd` and its cost would pass the limit, summed in the order the hold's own check sums them
+ * (`overBudgetOf`), so a reply at its estimate is never stopped by a rounding.
  */
 export interface Held {
   readonly release: Effect.Effect<void>
-  readonly roomUsd: number
+  readonly baseUsd: number
 }
 
 /** A hold refused: what the lineage had spent, and held for its calls in flight, when it was asked. */
@@ -90,7 +90,7 @@ export const inMemory = (inFlight: InFlight): Holder => ({
       const heldUsd = inFlight.of(r.tenantId, r.rootRunId)
       if (!(r.spentUsd + heldUsd + r.usd <= r.limitUsd)) return { spentUsd: r.spentUsd, heldUsd }
       const release = inFlight.hold(r.tenantId, r.rootRunId, r.usd)
-      return { release: Effect.sync(release), roomUsd: r.limitUsd - r.spentUsd - heldUsd }
+      return { release: Effect.sync(release), baseUsd: r.spentUsd + heldUsd }
     })
 })
 
@@ -115,7 +115,7 @@ export const shared = (holds: BudgetHolds.Service, ttlMillis: number): Holder =>
         return holds.hold({ tenantId: r.tenantId, rootRunId: r.rootRunId, holdId, callId, usd: r.usd, limitUsd: r.limitUsd, now, expiresAt: now + ttlMillis }).pipe(
           Effect.map((result): Held | Over => {
             const spentUsd = Math.max(r.spentUsd, result.spentUsd)
-            return result.held ? { release, roomUsd: r.limitUsd - spentUsd - result.heldUsd } : { spentUsd, heldUsd: result.heldUsd }
+            return result.held ? { release, baseUsd: spentUsd + result.heldUsd } : { spentUsd, heldUsd: result.heldUsd }
           }),
           // Interrupted while the store took it (a COMMIT in flight): it may be held, with no release registered yet.
           Effect.onInterrupt(() => release)

@@ -27,8 +27,8 @@ export interface Assumed {
   readonly promptTokens: number
   readonly outputTokens: number
   readonly release: Effect.Effect<void>
-  /** What the call may cost at most: the limit, less the spend and the other calls' holds when its own was taken. */
-  readonly roomUsd: number
+  /** The lineage's spend and its other calls' holds when this call's estimate was held (`Held.baseUsd`). */
+  readonly baseUsd: number
 }
 
 /**
@@ -74,7 +74,7 @@ export const checkBudget = (
       spentUsd: env.spentUsd()
     })
     const held = yield* Effect.catchAll(holds.lapses ? interruptible(ask) : ask, env.fault)
-    if ("release" in held) return { outputTokens, promptTokens, release: held.release, roomUsd: held.roomUsd } satisfies Assumed
+    if ("release" in held) return { outputTokens, promptTokens, release: held.release, baseUsd: held.baseUsd } satisfies Assumed
     const { spentUsd, heldUsd: inFlightUsd } = held
     notes.push({
       _tag: "MiddlewareNote",
@@ -95,8 +95,8 @@ export const checkBudget = (
 
 /**
  * A streamed reply's check, as its output comes: a server may stream past the cap, so the output so far (4 characters
- * a token) is priced, and its cost returned once the spend would pass the limit, or the call would cost more than the
- * room it had when its estimate was held (`Assumed.roomUsd`; undefined: go on). The cost grows with the output, so the most output tokens the budget allows is worked out once (again only when the run's spend
+ * a token) is priced, and its cost returned once the spend would pass the limit, or so would the spend and holds its
+ * estimate was held beside (`Assumed.baseUsd`; undefined: go on). The cost grows with the output, so the most output tokens the budget allows is worked out once (again only when the run's spend
  * changed): a delta costs a comparison, not a pricing.
  */
 export const overBudgetOf = (env: StepEnv, assumed: Assumed | undefined, price: Price | undefined): (outputChars: number) => number | undefined => {
@@ -107,7 +107,7 @@ export const overBudgetOf = (env: StepEnv, assumed: Assumed | undefined, price: 
   const costAt = (outputTokens: number): number => costOf({ inputTokens: assumed.promptTokens, outputTokens }, price) ?? Number.POSITIVE_INFINITY
   /** The most output tokens within the budget after `spent` (-1: not even none). */
   const allowance = (spent: number): number => {
-    const within = (tokens: number) => !(spent + costAt(tokens) > limit) && !(costAt(tokens) > assumed.roomUsd)
+    const within = (tokens: number) => !(spent + costAt(tokens) > limit) && !(assumed.baseUsd + costAt(tokens) > limit)
     if (!within(0)) return -1
     const perToken = price.output / 1_000_000
     const guess = perToken > 0 ? Math.floor((limit - spent - costAt(0)) / perToken) : Number.MAX_SAFE_INTEGER

@@ -112,14 +112,24 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
       return Effect.flatMap(steps.load(steps.state.pages), unconsumed)
     })
 
-  /** Reads the rest of the log, a page at a time (its signals reach the inbox), whatever the code asked for. */
-  const readRest = (): Effect.Effect<void, LoadError> =>
-    Effect.suspend(() => (steps.state.done ? Effect.void : Effect.flatMap(steps.load(steps.state.pages), readRest)))
+  /**
+   * Reads the rest of the log (its signals reach the inbox) for a handover, and returns the first step the log holds
+   * after the last step the code consumed (code that skipped it: a divergence), or undefined. Steps before that one
+   * that the code did not ask for are passed over: a concurrent branch's, interrupted by the handover. A page read
+   * that holds a step ends the reading there, so the rest of a long log is never held.
+   */
+  const skippedAtHandover = (): Effect.Effect<{ readonly key: string; readonly description: string } | undefined, LoadError> =>
+    Effect.suspend(() => {
+      const next = steps.unconsumedAfter(steps.state.consumedSeq)
+      if (next !== undefined) return Effect.succeed({ key: next.key, description: describe(next.events) })
+      if (steps.state.done) return Effect.succeed(undefined)
+      return Effect.flatMap(steps.load(steps.state.pages), skippedAtHandover)
+    })
 
   return {
     lookup,
     probe,
-    readRest,
+    skippedAtHandover,
     /** The step's key: the explicit one, else `<kind>:<n>` by the order in which the code asks for steps. */
     nextKey: (kind: string, explicit: string | undefined): string => {
       const index = counter++

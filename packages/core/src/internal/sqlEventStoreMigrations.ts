@@ -273,6 +273,13 @@ const budgetHolds = (t: Tables): SqlMigrations.Migration =>
     yield* sql.unsafe(`CREATE INDEX IF NOT EXISTS ${quote(`${t.prefix}${HOLDS_TABLE}_lineage_idx`)} ON ${table} (tenant_id, root_run_id)`)
   })
 
+// `call_id` for a table made before it had one (a database opened by a build of the day it came in).
+const budgetHoldsCall = (t: Tables): SqlMigrations.Migration =>
+  Effect.gen(function*() {
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    yield* SqlMigrations.addColumn(sql, `${t.prefix}${HOLDS_TABLE}`, "call_id", { pg: "TEXT", sqlite: "TEXT" })
+  })
+
 /** The migrations of the store's tables `t`, keyed `<id>_<name>` (see `SqlEventStore.migrations`). */
 export const migrations = (t: Tables): Record<string, SqlMigrations.Migration> => ({
   "1_event_store": createTables(t),
@@ -288,5 +295,6 @@ export const migrations = (t: Tables): Record<string, SqlMigrations.Migration> =
   "11_runs_paused_index": runsPausedIndex(t),
   "12_postgres_run_key": postgresRunKey(t),
   "13_runs_paused_at": runsPausedAt(t),
-  "14_budget_holds": budgetHolds(t)
+  "14_budget_holds": budgetHolds(t),
+  "15_budget_holds_call": budgetHoldsCall(t)
 })
