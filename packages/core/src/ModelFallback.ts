@@ -37,7 +37,8 @@ const kindsOf = (on: ReadonlyArray<Trigger>): ReadonlySet<ModelError["kind"]> =>
  * The models, first to last, as one port. The first gets each request as the kernel built it; a later one gets it
  * with its own `defaultModel` (a model name of one provider means nothing to another). The port's default model and
  * token counter are the first's (the kernel's pre-call estimate is made for it); its prices are all of theirs, the
- * first's winning, so the call is priced by the model that answered.
+ * first's winning, so the call is priced by the model that answered. Its `answeredBy` names every model a call may
+ * end at, so the kernel's pre-call estimate is the dearest of them.
  */
 export const make = (models: readonly [ModelPort.Service, ...Array<ModelPort.Service>], options: Options = {}): ModelPort.Service => {
   const [primary] = models
@@ -125,10 +126,23 @@ export const make = (models: readonly [ModelPort.Service, ...Array<ModelPort.Ser
   return ModelPort.make({
     defaultModel: primary.defaultModel,
     prices,
+    answeredBy: (model) => answeredBy(models, model),
     generate,
     streamTo: (request, sink) => streamed(0, request, [], [], sink),
     countTokens: (messages, model) => primary.countTokens(messages, model)
   })
+}
+
+/**
+ * The models a call for `model` may end at: the first model's (itself a fallback, or a router, naming its own), then
+ * each later model's default (the model it is sent as), once each.
+ */
+const answeredBy = (models: ReadonlyArray<ModelPort.Service>, model: string): ReadonlyArray<string> => {
+  const named = models.flatMap((port, i) => {
+    const sent = i === 0 ? model : port.defaultModel
+    return port.answeredBy?.(sent) ?? [sent]
+  })
+  return [...new Set(named)]
 }
 
 /**

@@ -103,6 +103,12 @@ export interface Service {
   readonly countTokens: (messages: ReadonlyArray<ChatMessage>, model?: string) => Effect.Effect<number>
   /** The provider's own prices (see `Pricing`): after the deployment's, before the built-in table. */
   readonly prices?: PriceTable | undefined
+  /**
+   * The models a call sent for `model` may be answered (and billed) by, when the port may hand it to other models
+   * (`ModelFallback`: the model asked for, then each later model's default). The kernel's pre-call estimate, the hold
+   * it takes on the budget and a stream's stop price the call at the dearest of them. Absent: `model` alone.
+   */
+  readonly answeredBy?: ((model: string) => ReadonlyArray<string>) | undefined
 }
 
 /** The model the kernel talks to. */
@@ -125,6 +131,8 @@ export interface ProviderOptions {
   readonly countTokens?: ((messages: ReadonlyArray<ChatMessage>, model: string) => Effect.Effect<number>) | undefined
   /** The provider's own prices, for models the built-in table does not know. */
   readonly prices?: PriceTable | undefined
+  /** `Service.answeredBy`: a port that hands calls on to other models names them here. */
+  readonly answeredBy?: ((model: string) => ReadonlyArray<string>) | undefined
 }
 
 /** Rough token count (4 characters a token, plus per-message overhead) for providers without a tokenizer. */
@@ -175,6 +183,7 @@ export const make = (options: ProviderOptions): Service => {
   return {
   defaultModel: options.defaultModel,
   prices: options.prices,
+  answeredBy: options.answeredBy,
   generate,
   stream,
   streamTo,

@@ -83,6 +83,11 @@ export const make = (routes: Routes<ModelPort.Service>, options: Options = {}): 
     streamTo: (request, sink) =>
       Effect.flatMap(portOf(request.model), ({ port, route }) =>
         Effect.map(port.streamTo(request, sink), (response) => noted(response, request.model, route))),
+    // The routed port's, when it hands calls on (a fallback); a model no route serves is refused before any call.
+    answeredBy: (model) => {
+      const route = routeOf(names, model)
+      return (route === undefined ? undefined : routes[route]!.answeredBy?.(model)) ?? [model]
+    },
     countTokens: (messages, model) => {
       const route = routeOf(names, model)
       const port = route === undefined ? undefined : routes[route]

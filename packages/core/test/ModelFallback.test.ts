@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Stream } from "effect"
-import { Chat, Errors, ModelFallback, ModelPort, Pricing } from "@artana/core"
+import { Chunk, Effect, Layer, Schema, Stream } from "effect"
+import { Chat, Errors, EventStore, Kernel, ModelFallback, ModelPort, ModelRouter, Pricing, Tenant, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 
 const fail = (kind: Errors.ModelError["kind"]): ScriptedModel.Reply => ({ error: new Errors.ModelError({ kind, reason: `${kind} here`, retryable: true }) })
@@ -76,4 +76,52 @@ describe("ModelFallback.make", () => {
       expect(error.reason).toBe("connection reset")
       expect(second.inspector.calls()).toBe(0)
     }))
+})
+
+describe("the kernel's budget with a fallback", () => {
+  // $1 a million tokens in and out for the first model, $100 for the second: a call of 1,000 prompt tokens capped at
+  // 1,000 output tokens is estimated at $0.002 by the first's price and $0.20 by the second's.
+  const cheap = { input: 1, cachedInput: 1, output: 1 }
+  const dear = { input: 100, cachedInput: 100, output: 100 }
+  const tenant = (budgetUsdLimit: number) => Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit })
+  const oneCall = Workflow.make({
+    name: "one-call",
+    input: Schema.Null,
+    output: Schema.String,
+    run: (_i, ctx) => Effect.map(ctx.modelStep({ messages: [Chat.user("x".repeat(4_000))], maxOutputTokens: 1_000, key: "m" }), (r) => r.message.content ?? "")
+  })
+  const kernelOver = (port: ModelPort.Service) =>
+    Layer.provideMerge(Kernel.layer(), Layer.mergeAll(EventStore.layerMemory, Layer.succeed(ModelPort.ModelPort, port), ToolRegistry.layer([])))
+  const usage = { inputTokens: 1_000, outputTokens: 1_000 }
+
+  it.effect("a call a pricier later model may answer is estimated at that model's price: refused before any model is asked", () => {
+    const first = ScriptedModel.make([fail("rate_limited")], { model: "cheap-model", prices: { "cheap-model": cheap } })
+    const second = ScriptedModel.make([ScriptedModel.text("dear answer", { usage })], { model: "dear-model", prices: { "dear-model": dear } })
+    return Effect.gen(function*() {
+      const result = yield* Effect.either((yield* Kernel.Kernel).execute(oneCall, { runId: "r", tenant: tenant(0.05), input: null }))
+      expect(result).toMatchObject({ left: { _tag: "BudgetExceeded" } })
+      expect(first.inspector.calls() + second.inspector.calls()).toBe(0)
+      const run = yield* (yield* EventStore.EventStore).getRun("acme", "r")
+      expect(run.costUsd).toBe(0)
+      const events = yield* (yield* EventStore.EventStore).readEvents("acme", "r")
+      const note = events.flatMap((e) => (e.payload._tag === "MiddlewareNote" && e.payload.note === "estimate_over_budget" ? [e.payload.data] : []))[0]
+      expect(note).toMatchObject({ model: "cheap-model" })
+      expect(Number((note as Record<string, unknown>)["estimateUsd"])).toBeGreaterThan(0.05)
+    }).pipe(Effect.provide(kernelOver(ModelFallback.make([first.port, second.port]))))
+  })
+
+  it.effect("within the dearest model's estimate: the cheap model answers and is charged its own price; a router passes the fallback's models on", () => {
+    const first = ScriptedModel.make([ScriptedModel.text("cheap answer", { usage })], { model: "cheap-model", prices: { "cheap-model": cheap } })
+    const second = ScriptedModel.make([], { model: "dear-model", prices: { "dear-model": dear } })
+    const fallback = ModelFallback.make([first.port, second.port])
+    const router = ModelRouter.make({ "cheap-*": fallback })
+    expect(router.answeredBy?.("cheap-model")).toEqual(["cheap-model", "dear-model"])
+    expect(router.answeredBy?.("other")).toEqual(["other"])
+    return Effect.gen(function*() {
+      const answer = yield* (yield* Kernel.Kernel).execute(oneCall, { runId: "r", tenant: tenant(0.5), input: null })
+      expect(answer).toMatchObject({ status: "completed", output: "cheap answer" })
+      const run = yield* (yield* EventStore.EventStore).getRun("acme", "r")
+      expect(run.costUsd).toBeCloseTo(0.002, 9)
+    }).pipe(Effect.provide(kernelOver(router)))
+  })
 })

@@ -16,6 +16,22 @@ import type { StepEnv } from "./stepEnv.js"
 /** `ModelFailed.kind` of a call refused because nothing prices its model. */
 export const UNPRICED = "budget_unpriced"
 
+/**
+ * The price a call's estimate, its hold and its stream's stop are made at: the dearest, rate by rate, of the models it
+ * may end at (`ModelPort.Service.answeredBy`: a fallback's later models), so a call a pricier model answers stays
+ * within what was held. A model nothing prices counts at `price`, the price it is charged at. Undefined: unpriced.
+ */
+export const estimatePrice = (env: StepEnv, model: string, price: Price | undefined): Price | undefined => {
+  const models = price === undefined ? undefined : env.deps.model.answeredBy?.(model)
+  if (price === undefined || models === undefined) return price
+  let dearest = price
+  for (const m of models) {
+    const p = env.deps.priceOf(m) ?? price
+    dearest = { input: Math.max(dearest.input, p.input), cachedInput: Math.max(dearest.cachedInput, p.cachedInput), output: Math.max(dearest.output, p.output) }
+  }
+  return dearest
+}
+
 /** Ends the execution: the run fails on its budget. */
 export const failed = (env: StepEnv, error: Errors.BudgetExceeded | Errors.BudgetUnpriced) => env.halt({ _tag: "Failed", error })
 

@@ -10,7 +10,7 @@ import type { EventPayload } from "../Event.js"
 import type { CallContext, InterceptorError } from "../Middleware.js"
 import type * as ModelPort from "../ModelPort.js"
 import * as Interceptors from "./interceptors.js"
-import { type Assumed, chargedCost, checkBudget, failed, overBudgetOf, passedOverCost, UNPRICED } from "./modelBudget.js"
+import { type Assumed, chargedCost, checkBudget, estimatePrice, failed, overBudgetOf, passedOverCost, UNPRICED } from "./modelBudget.js"
 import { recordedCall, type Seen } from "./modelRecorded.js"
 import { requestedOf } from "./modelRequested.js"
 import * as ModelStream from "./modelStream.js"
@@ -63,13 +63,15 @@ const liveCall = (env: StepEnv, key: string, request: ModelPort.ModelRequest, re
       i.beforeModel === undefined ? undefined : (r) => i.beforeModel!(r, context))
     if (before._tag === "Refused") return yield* refused(env, key, "before_call", [requestedOf(before.value, requestHash), ...notes], before.error, before.interceptor.name)
     const price = deps.priceOf(before.value.model)
+    // Estimated at the dearest model the call may end at (a fallback's), charged at the price of the one that answers.
+    const estimated = estimatePrice(env, before.value.model, price)
     // The estimate is held for the lineage while the call is in flight, released however the call ends: from the hold
     // (made where the check passes) to the release's registration nothing can be interrupted; the token count before
     // the check, a store's hold (which lapses on its own) and the call itself can.
     return yield* Effect.uninterruptibleMask((restore) =>
       Effect.flatMap(
-        checkBudget(env, key, before.value, price, requestedOf(before.value, requestHash), notes, restore),
-        (assumed) => Effect.ensuring(restore(sendAndCharge(env, key, before.value, requestHash, price, assumed, notes, context)), assumed?.release ?? Effect.void)
+        checkBudget(env, key, before.value, estimated, requestedOf(before.value, requestHash), notes, restore),
+        (assumed) => Effect.ensuring(restore(sendAndCharge(env, key, before.value, requestHash, price, estimated, assumed, notes, context)), assumed?.release ?? Effect.void)
       ))
   })
 
@@ -80,6 +82,8 @@ const sendAndCharge = (
   request: ModelPort.ModelRequest,
   requestHash: string,
   price: Price | undefined,
+  /** The price the call was estimated at (`estimatePrice`): its stream is stopped by it. */
+  estimated: Price | undefined,
   assumed: Assumed | undefined,
   notes: Array<EventPayload>,
   context: CallContext
@@ -89,7 +93,7 @@ const sendAndCharge = (
     // The reply may not cost more than the estimate: the output tokens it assumed are sent as the model's cap.
     const sent = assumed === undefined || request.maxOutputTokens !== undefined ? request : { ...request, maxOutputTokens: assumed.outputTokens }
     const requested = requestedOf(sent, requestHash)
-    const streamed = yield* ModelStream.run(env, key, sent, context, overBudgetOf(env, assumed, price))
+    const streamed = yield* ModelStream.run(env, key, sent, context, overBudgetOf(env, assumed, estimated))
     if (streamed._tag === "OverBudget") {
       // The stopped stream's cost is the run's (and its lineage's): logged on the stop, not only kept in memory.
       const stoppedAt = Number.isFinite(streamed.costUsd) ? streamed.costUsd : 0
