@@ -8,12 +8,19 @@
  * @since 0.1.0
  */
 import { Kernel, TaskQueue, type Workflow } from "@artana/core"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import * as Task from "./internal/task.js"
+
+/** A task this worker runs: whether the queue knows its execution ended, and when nothing of it runs any more. */
+interface Running {
+  settled: boolean
+  readonly done: Deferred.Deferred<void>
+}
 
 /** Options of `run`. */
 export interface Options {
@@ -82,7 +89,9 @@ export const run = (options: Options): Effect.Effect<never, never, Kernel.Kernel
     const setup: Task.Setup = { kernel, queue, workerId, leaseSeconds, heartbeatInterval, workflows }
 
     const fibers = yield* FiberSet.make<void, never>()
-    const running = new Set<string>()
+    // The tasks this worker runs. `settled`: the queue knows the execution ended (what follows, the wake-up of a run
+    // paused at a signal wait, may still run); `done` once nothing of it runs.
+    const running = new Map<string, Running>()
     // Set by the queue's wake-ups (an enqueue, a response, a release; on Postgres from any process) and by a task
     // of this worker ending: the idle loop polls at once instead of at its next tick.
     const wake = yield* Queue.sliding<void>(1)
@@ -95,11 +104,22 @@ export const run = (options: Options): Effect.Effect<never, never, Kernel.Kernel
         Effect.catchAll((e) => Effect.as(Effect.logError("claim failed", e.message), []))
       )
       for (const task of tasks) {
+        const current = running.get(task.taskId)
         // Our own task, its lease expired while its heartbeats failed: the claim renewed the lease for the
         // execution already under way here; a second one would race it.
-        if (running.has(task.taskId)) continue
-        running.add(task.taskId)
-        yield* FiberSet.run(fibers, Effect.ensuring(Task.runTask(setup, task), Effect.zipRight(Effect.sync(() => running.delete(task.taskId)), Queue.offer(wake, undefined))))
+        if (current !== undefined && !current.settled) continue
+        // Claimed again after its execution here ended (answered, woken) while that execution's last bookkeeping
+        // still ran: a new claim, run once that is done. Skipped, it would stay ours, unrun, until its lease expired.
+        const entry: Running = { settled: false, done: yield* Deferred.make<void>() }
+        running.set(task.taskId, entry)
+        const after = current === undefined ? Effect.void : Deferred.await(current.done)
+        const ended = Effect.sync(() => {
+          if (running.get(task.taskId) === entry) running.delete(task.taskId)
+        }).pipe(Effect.zipRight(Deferred.succeed(entry.done, undefined)), Effect.zipRight(Queue.offer(wake, undefined)))
+        const settled = Effect.sync(() => {
+          entry.settled = true
+        })
+        yield* FiberSet.run(fibers, Effect.ensuring(Task.runTask(setup, task, { after, settled }), ended))
       }
       return tasks.length === free ? free : 0
     })

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Schema } from "effect"
-import { Errors, EventStore, type Kernel, TaskQueue, Tenant, Tool, Workflow } from "@artana/core"
+import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
+import { Errors, EventStore, Kernel, TaskQueue, Tenant, Tool, Workflow } from "@artana/core"
 import { TenantIsolation } from "@artana/core/testing"
 import { SqliteStore } from "@artana/store-sqlite"
 import { ArtanaSession, Worker } from "@artana/worker"
@@ -59,6 +59,34 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       const waiting = yield* session.waitForResult(tenant.tenantId, taskId, { timeout: "10 seconds", pollInterval: "10 millis" })
       expect(waiting).toMatchObject({ status: "paused", ticket: "tool:0" })
       expect(waiting.status === "paused" && waiting.reason).toContain(`"send" at step tool:0 of run child-1 in doubt`)
+      yield* Fiber.interrupt(worker)
+    }))
+
+  test("a task answered while its paused execution's last bookkeeping still runs is run at once, not left claimed", (world) =>
+    Effect.gen(function*() {
+      // After a task's outcome is recorded, its worker still checks the paused run for signals (`Kernel.wake`); held
+      // here, so the response lands then, deterministically. The poll it wakes claims the task for this worker.
+      const gate = yield* Deferred.make<void>()
+      const gated = Layer.effect(
+        Kernel.Kernel,
+        Effect.map(Kernel.Kernel, (k): Kernel.Service => ({ ...k, wake: (run) => Effect.zipRight(Deferred.await(gate), k.wake(run)) }))
+      )
+      const session = yield* ArtanaSession.ArtanaSession
+      const queue = yield* TaskQueue.TaskQueue
+      // No polling within the test (an hour) and a lease longer than it: only the wake-ups run tasks.
+      const worker = yield* Effect.fork(
+        Effect.provide(Worker.run({ workflows: world.workflows, concurrency: 2, pollInterval: "1 hour", leaseSeconds: 600, workerId: "w1" }), gated)
+      )
+      const wait = { timeout: "20 seconds", pollInterval: "10 millis" } as const
+      const taskId = yield* session.submit({ workflow: world.approve, input: { amount: 7 }, tenant })
+      expect(yield* session.waitForResult(tenant.tenantId, taskId, wait)).toMatchObject({ status: "paused" })
+      yield* session.respond(tenant.tenantId, taskId, { approved: true })
+      yield* eventually("the worker claimed the answered task", 20, () => Effect.map(queue.get(tenant.tenantId, taskId), (t) => t.status === "running"))
+      yield* Deferred.succeed(gate, undefined)
+      // Skipped as the execution already under way, it stayed claimed by this worker, unrun, until its lease expired.
+      expect(yield* session.waitForResult(tenant.tenantId, taskId, wait)).toMatchObject({ status: "completed", output: "approved" })
+      expect(world.effects.of("approve:prepare")).toBe(1)
+      expect(world.effects.of("approve:apply:true")).toBe(1)
       yield* Fiber.interrupt(worker)
     }))
 

@@ -119,9 +119,22 @@ const handBack = (setup: Setup, task: TaskQueue.Task) =>
     Effect.catchTag("StoreError", (e) => Effect.logWarning("cannot hand the task back; it is claimed again when its lease expires", e.message))
   )
 
-/** Runs a claimed task to its end; on interruption, releases it to the queue. */
-export const runTask = (setup: Setup, task: TaskQueue.Task): Effect.Effect<void> =>
+/** When a claimed task runs, and what hears that its execution ended. */
+export interface Turn {
+  /** Waited for before anything runs: the end of this worker's earlier execution of the task (default none). */
+  readonly after?: Effect.Effect<void> | undefined
+  /**
+   * Runs once the queue knows the execution ended (its outcome recorded, or the task handed back or lost): a claim of
+   * the task after that is a new one (a response, a wake-up), not this execution's lease renewed.
+   */
+  readonly settled?: Effect.Effect<void> | undefined
+}
+
+/** Runs a claimed task to its end; on interruption (waiting for its turn too), releases it to the queue. */
+export const runTask = (setup: Setup, task: TaskQueue.Task, turn: Turn = {}): Effect.Effect<void> =>
   Effect.gen(function*() {
+    if (turn.after !== undefined) yield* turn.after
+    const settled = turn.settled ?? Effect.void
     yield* Effect.logInfo(task.response === undefined ? "task claimed" : "task claimed with a human response")
     const held = TaskLease.make(task)
     const result = yield* Effect.raceFirst(withTimeout(task, execute(setup, task, held.lease)), heartbeat(setup, task, held))
@@ -131,9 +144,10 @@ export const runTask = (setup: Setup, task: TaskQueue.Task): Effect.Effect<void>
       // our lease ran out locally before anyone took the task), hand the task back, due now, rather than leave it
       // held by nobody until our lease expires. Its next claim resumes the run and fences any older writer.
       if (result.by === "run") yield* handBack(setup, task)
-      return
+      return yield* settled
     }
     yield* finish(setup, task, result.outcome)
+    yield* settled
     // A run paused at a signal wait: a signal that came while the task was still ours woke nothing; wake it now.
     if (result.outcome._tag === "paused") {
       yield* setup.kernel.wake({ tenantId: task.tenantId, runId: task.runId }).pipe(
