@@ -20,7 +20,7 @@ import { makeApp } from "./internal/ui/app.js"
 import { cookieName, isLoopback, loopbackHosts, newToken } from "./internal/ui/guard.js"
 
 export interface Options {
-  /** The tenant shown first (the runs list has a field for another, unless `tenants` limits them). */
+  /** The tenant shown first (the runs list has a field for another, unless `tenants` limits them); one of `tenants`. */
   readonly tenant: string
   /**
    * The only tenants served: a request naming another is refused (403), reads and actions alike. Default: any tenant a
@@ -62,6 +62,9 @@ export const serve = (
   options: Options
 ): Effect.Effect<Server, Errors.InvalidInput, Scope.Scope | Kernel.Kernel | EventStore.EventStore | ToolRegistry.ToolRegistry> =>
   Effect.gen(function*() {
+    if (options.tenants !== undefined && !options.tenants.includes(options.tenant)) {
+      return yield* new Errors.InvalidInput({ what: "tenant", reason: `"${options.tenant}" is not one of the tenants served (tenants: ${options.tenants.join(", ")})` })
+    }
     const context = yield* Effect.context<Kernel.Kernel | EventStore.EventStore | ToolRegistry.ToolRegistry>()
     const host = options.host ?? "127.0.0.1"
     const token = isLoopback(host) ? undefined : newToken()

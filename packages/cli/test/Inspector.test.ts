@@ -69,6 +69,16 @@ const appLayer = (filename: string) =>
 
 const form = { "content-type": "application/x-www-form-urlencoded" }
 
+/** Served for acme's people, each identified by the application's proxy in a header. */
+const servedToIdentifiedPeople = Inspector.serve({
+  tenant: "acme",
+  tenants: ["acme"],
+  port: 0,
+  allowActions: true,
+  resumeAfterDecision: true,
+  approverOf: (request) => request.headers.get("x-authenticated-user") ?? undefined
+})
+
 const post = (url: string, fields: Record<string, string>) =>
   Effect.promise(() => fetch(url, { method: "POST", headers: form, body: new URLSearchParams(fields), redirect: "manual" }))
 
@@ -95,6 +105,9 @@ describe("Inspector.serve over an application's kernel", () => {
       expect((yield* store.getRun("acme", "review-1")).status).toBe("completed")
       const [end] = yield* store.readEvents("acme", "review-1", (yield* store.getRun("acme", "review-1")).headSeq, 1)
       expect(end?.payload).toEqual({ _tag: "RunCompleted", output: { signed: true } })
+      // Who responded is logged with the response: here the inspector's default person, as a decision logs it.
+      const responses = (yield* store.readEvents("acme", "review-1")).filter((e) => e.payload._tag === "HumanResponded")
+      expect(responses.map((e) => e.payload)).toMatchObject([{ payload: { signed: true }, respondedBy: "ops" }])
 
       const approved = yield* post(`${server.url}actions/approve`, { csrf, tenant: "acme", id: approvalId, approver: "ops", args: "" })
       expect(approved.status).toBe(303)
@@ -134,14 +147,7 @@ describe("Inspector.serve over an application's kernel", () => {
       expect((yield* kernel.execute(payout, { runId: "payout-g", tenant: globex, input: { to: "eve" } })).status).toBe("paused")
       expect((yield* kernel.execute(payout, { runId: "payout-a", tenant: acme, input: { to: "carol" } })).status).toBe("paused")
       // The application's proxy authenticates people and names them in a header.
-      const server = yield* Inspector.serve({
-        tenant: "acme",
-        tenants: ["acme"],
-        port: 0,
-        allowActions: true,
-        resumeAfterDecision: true,
-        approverOf: (request) => request.headers.get("x-authenticated-user") ?? undefined
-      })
+      const server = yield* servedToIdentifiedPeople
       const as = (user: string) => ({ "x-authenticated-user": user })
       expect((yield* Effect.promise(() => fetch(`${server.url}?tenant=globex`, { headers: as("alice") }))).status).toBe(403)
       expect((yield* Effect.promise(() => fetch(`${server.url}runs/payout-g?tenant=globex`, { headers: as("alice") }))).status).toBe(403)
@@ -162,5 +168,58 @@ describe("Inspector.serve over an application's kernel", () => {
       Kernel.layer({ workflows: [payout] }),
       Layer.mergeAll(SqliteStore.layer({ filename: path.join(tempDir(), "tenants.db") }), ScriptedModel.layer([]), ToolRegistry.layer([pay]), Middleware.layer([]))
     )), Effect.scoped), 60_000)
-})
 
+  it.live("with approverOf, a response is the identified person's: a request it names nobody for responds to nothing", () =>
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      expect((yield* kernel.execute(review, { runId: "review-who", tenant: acme, input: { doc: "Q4" } })).status).toBe("paused")
+      const server = yield* servedToIdentifiedPeople
+      // Reading is open: anyone who reaches the inspector gets the page and its form token.
+      const inbox = yield* Effect.promise(() => fetch(`${server.url}inbox`).then((r) => r.text()))
+      const csrf = /name="csrf" value="([^"]+)"/.exec(inbox)![1]!
+      const respond = (headers: Record<string, string>) =>
+        Effect.promise(() =>
+          fetch(`${server.url}actions/respond`, {
+            method: "POST",
+            headers: { ...form, ...headers },
+            // The form's typed name is not who responds when the application identifies people.
+            body: new URLSearchParams({ csrf, tenant: "acme", run: "review-who", approver: "carol", response: "{\"signed\":true}" }),
+            redirect: "manual"
+          }))
+      const store = yield* EventStore.EventStore
+      const anonymous = yield* respond({})
+      expect({ http: anonymous.status, status: (yield* store.getRun("acme", "review-who")).status }).toEqual({ http: 409, status: "paused" })
+      expect(yield* Effect.promise(() => anonymous.text())).toContain("approverOf names nobody")
+      const carol = yield* respond({ "x-authenticated-user": "dave" })
+      expect(carol.status).toBe(303)
+      expect((yield* store.getRun("acme", "review-who")).status).toBe("completed")
+      const responses = (yield* store.readEvents("acme", "review-who")).filter((e) => e.payload._tag === "HumanResponded")
+      expect(responses.map((e) => e.payload)).toMatchObject([{ respondedBy: "dave" }])
+    }).pipe(Effect.provide(appLayer(path.join(tempDir(), "who.db"))), Effect.scoped), 60_000)
+
+  it.live("a default tenant outside `tenants` is refused when serving, not shown", () =>
+    Effect.gen(function*() {
+      const served = yield* Effect.flip(Inspector.serve({ tenant: "globex", tenants: ["acme"], port: 0 }))
+      expect(served).toMatchObject({ _tag: "InvalidInput", what: "tenant" })
+      expect(served.message).toContain("\"globex\" is not one of the tenants served")
+    }).pipe(Effect.provide(appLayer(path.join(tempDir(), "default.db"))), Effect.scoped), 60_000)
+
+  it.live("pages are kept by no cache, and an argument's bidirectional controls are shown, not obeyed", () =>
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      // U+202E turns the rest of the line around: "moc.elpmaxe@bob" would read as "bob@example.com".
+      const waiting = yield* kernel.execute(notify, { runId: "notify-bidi", tenant: acme, input: { to: "\u202emoc.elpmaxe@bob" } })
+      expect(waiting.status).toBe("paused")
+      const server = yield* Inspector.serve({ tenant: "acme", port: 0 })
+      const inbox = yield* Effect.promise(() => fetch(`${server.url}inbox`))
+      expect(inbox.headers.get("cache-control")).toBe("no-store")
+      const body = yield* Effect.promise(() => inbox.text())
+      expect(body).toContain("\\u202emoc.elpmaxe@bob")
+      expect(body).not.toContain("\u202e")
+      const run = yield* Effect.promise(() => fetch(`${server.url}runs/notify-bidi?tenant=acme`))
+      expect(run.headers.get("cache-control")).toBe("no-store")
+      expect(yield* Effect.promise(() => run.text())).not.toContain("\u202e")
+      const asset = yield* Effect.promise(() => fetch(`${server.url}assets/ui.js`))
+      expect(asset.headers.get("cache-control")).toBe("no-cache")
+    }).pipe(Effect.provide(appLayer(path.join(tempDir(), "bidi.db"))), Effect.scoped), 60_000)
+})

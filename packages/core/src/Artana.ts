@@ -477,8 +477,8 @@ export interface Client {
   readonly chat: <A = string, I = unknown>(options: ChatOptions<A, I>) => Promise<ChatResult<A>>
   readonly callTool: (options: CallToolOptions) => Promise<Kernel.RunResult<Json.Json>>
   readonly resume: {
-    <I, O, E>(run: Kernel.RunRef & { readonly response?: unknown; readonly workflow: Workflow.Workflow<I, O, E> }): Promise<Kernel.RunResult<O>>
-    (run: Kernel.RunRef & { readonly response?: unknown }): Promise<Kernel.RunResult<Register.ByNameOutput>>
+    <I, O, E>(run: Kernel.RunRef & { readonly response?: unknown; readonly respondedBy?: string | undefined; readonly workflow: Workflow.Workflow<I, O, E> }): Promise<Kernel.RunResult<O>>
+    (run: Kernel.RunRef & { readonly response?: unknown; readonly respondedBy?: string | undefined }): Promise<Kernel.RunResult<Register.ByNameOutput>>
   }
   readonly replay: <I, O, E>(workflow: Workflow.Workflow<I, O, E>, run: Kernel.RunRef) => Promise<Kernel.RunResult<O>>
   /** Settles a call in doubt; refused while it may still be running unless `force` (see `Kernel.reconcile`). */

@@ -149,7 +149,9 @@ export const PauseRequested = Schema.TaggedStruct("PauseRequested", {
 
 export const HumanResponded = Schema.TaggedStruct("HumanResponded", {
   ticket: Schema.String,
-  payload: Json
+  payload: Json,
+  /** Who responded, when the resume said (`Kernel.ResumeOptions.respondedBy`: the identity the application authenticated). */
+  respondedBy: Schema.optional(Schema.String)
 })
 
 export const PolicyDenied = Schema.TaggedStruct("PolicyDenied", {

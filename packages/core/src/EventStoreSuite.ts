@@ -462,6 +462,23 @@ const tenancy = (test: Test): void => {
         expect(yield* store.getRun(tenantA.tenantId, a.runId)).toMatchObject({ status: "paused", headSeq: 3 })
       }))
 
+    test("a run is its tenant's: a RunStarted naming another tenant, or an id holding a control character, is refused and nothing written", (store) =>
+      Effect.gen(function*() {
+        // A RunStarted for tenant B in tenant A's run: a kernel resuming it would act for B, with B's capabilities.
+        const forB = chain("run-other", tenantA.tenantId, [], [started(tenantB)])
+        const other = yield* Effect.flip(store.append({ runId: "run-other", tenantId: tenantA.tenantId, expectedSeq: 0, events: forB }))
+        expect(other).toMatchObject({ _tag: "StoreError" })
+        expect(String(other.message)).toContain("for tenant tenant-b")
+        expect((yield* Effect.flip(store.getRun(tenantA.tenantId, "run-other")))._tag).toBe("RunNotFound")
+        // Ids are joined with a NUL into keys: "tenant-a\u0000x" with run "r" would spell "tenant-a" with run "x\u0000r".
+        for (const [tenantId, runId] of [[`${tenantA.tenantId}\u0000x`, "r"], [tenantA.tenantId, "x\u0000r"], [tenantA.tenantId, "tab\tr"]] as const) {
+          const events = chain(runId, tenantId, [], [started(tenantA)])
+          const refused = yield* Effect.flip(store.append({ runId, tenantId, expectedSeq: 0, events }))
+          expect(refused).toMatchObject({ _tag: "StoreError" })
+          expect(String(refused.message)).toContain("holds a control character")
+        }
+        expect(yield* store.listRuns(tenantA.tenantId)).toEqual([])
+      }))
 }
 
 /** Fencing, and batches written whole or not at all. */

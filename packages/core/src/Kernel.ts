@@ -117,6 +117,11 @@ export type ReconcileOutcome =
 /** What `resume` takes: the run, the response to its open pause (if paused), the caller's lease. */
 export interface ResumeOptions extends RunRef {
   readonly response?: unknown
+  /**
+   * Who responds (the person or system the application authenticated): logged with the response
+   * (`HumanResponded.respondedBy`), as an approval logs its approver. Only with a `response`.
+   */
+  readonly respondedBy?: string | undefined
   readonly lease?: Lease | undefined
 }
 
@@ -362,7 +367,9 @@ export const make = (options: Options = {}) =>
       if (run.response !== undefined && info.status !== "paused") {
         return Effect.fail(new Errors.InvalidRunState({ runId: run.runId, status: info.status, expected: "paused (only a paused run takes a response)" }))
       }
-      const response = info.status === "paused" ? { payload: run.response === undefined ? null : run.response } : undefined
+      const response = info.status === "paused"
+        ? { payload: run.response === undefined ? null : run.response, ...(run.respondedBy === undefined ? {} : { by: run.respondedBy }) }
+        : undefined
       return continueRun(runtime, workflow, info, "live", response, run.lease)
     }
     function resume<I, O, E>(run: ResumeOptions & { readonly workflow: Workflow.Workflow<I, O, E> }): Effect.Effect<RunResult<O>, E | KernelError>

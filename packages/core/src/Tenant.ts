@@ -11,8 +11,19 @@ import * as Schema from "effect/Schema"
  * @example
  * const tenant = TenantContext.make({ tenantId: "acme", capabilities: ["finance:read"], budgetUsdLimit: 1 })
  */
+/**
+ * Why `id` cannot be a tenant's (or a run's) id, or undefined: a control character (a NUL among them) in it. Ids are
+ * joined with a NUL into the keys of per-run maps and hashes; one that holds a control character could spell another
+ * tenant's key (`"acme\u0000x"` and run `"r1"` against `"acme"` and run `"x\u0000r1"`). Stores refuse such ids
+ * (`EventStore.invalidBatch`), and a `TenantContext` cannot hold one.
+ */
+export const badId = (id: string): string | undefined =>
+  // eslint-disable-next-line no-control-regex
+  /[\u0000-\u001f\u007f]/.test(id) ? `${JSON.stringify(id)} holds a control character` : undefined
+
 export class TenantContext extends Schema.Class<TenantContext>("TenantContext")({
-  tenantId: Schema.NonEmptyTrimmedString,
+  /** No control character (`badId`): the id is a key, joined with others by a NUL. */
+  tenantId: Schema.NonEmptyTrimmedString.pipe(Schema.filter((id) => badId(id) === undefined, { message: () => "a tenant id holds no control character" })),
   capabilities: Schema.Array(Schema.String),
   /** USD, finite: a budget that cannot be written into the log (`Infinity`) is no budget. */
   budgetUsdLimit: Schema.Number.pipe(Schema.finite(), Schema.nonNegative())

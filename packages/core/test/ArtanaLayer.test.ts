@@ -94,6 +94,8 @@ describe("Artana.layer and the accessors", () => {
       const bad = [
         [{ tenantId: "acme", budgetUsdLimit: Infinity }, "budgetUsdLimit"],
         [{ tenantId: " ", budgetUsdLimit: 1 }, "tenantId"],
+        // A NUL would let this tenant's keys spell another's ("acme\u0000x" + run "r1" = "acme" + run "x\u0000r1").
+        [{ tenantId: "acme\u0000x", budgetUsdLimit: 1 }, "a tenant id holds no control character"],
         [{ tenantId: "acme", budgetUsdLimit: 1, capabilites: ["x"] }, "capabilites"]
       ] as const
       for (const [tenant, field] of bad) {

@@ -215,8 +215,11 @@ describe("Kernel workflows", () => {
       expect(Either.isLeft(bad) && bad.left).toMatchObject({ _tag: "InvalidHumanResponse" })
       expect(Either.isLeft(bad) && String(bad.left)).toContain("approved")
       expect((yield* store.getRun(tenant.tenantId, "wf-1")).headSeq).toBe(before.headSeq)
-      const done = yield* kernel.resume({ tenantId: tenant.tenantId, runId: "wf-1", response: { approved: true, by: "ann" } })
+      const done = yield* kernel.resume({ tenantId: tenant.tenantId, runId: "wf-1", response: { approved: true, by: "ann" }, respondedBy: "ann@acme" })
       expect(done).toEqual({ status: "completed", runId: "wf-1", output: "done 700 true true" })
+      // Who answered is logged with the answer, as an approval logs its approver.
+      const responded = (yield* store.readEvents(tenant.tenantId, "wf-1")).find((e) => e.payload._tag === "HumanResponded")?.payload
+      expect(responded).toMatchObject({ _tag: "HumanResponded", payload: { approved: true, by: "ann" }, respondedBy: "ann@acme" })
       expect(tools.counter.calls).toEqual(["get_balance:wf-1/tool:0", "notify:moved 500"])
       const replayed = yield* kernel.replay(workflow, { tenantId: tenant.tenantId, runId: "wf-1" })
       expect(replayed).toEqual(done)

@@ -434,7 +434,7 @@ export const describeEvent = (p: Event.EventPayload): string => {
     case "PauseRequested":
       return `${p.reason} (ticket ${p.ticket})`
     case "HumanResponded":
-      return `ticket ${p.ticket}: ${JSON.stringify(p.payload)}`
+      return `ticket ${p.ticket}${p.respondedBy === undefined ? "" : ` by ${p.respondedBy}`}: ${JSON.stringify(p.payload)}`
     case "BudgetExceeded":
       return `spent $${p.spentUsd} of $${p.limitUsd} (${p.phase})`
     case "RunCompleted":

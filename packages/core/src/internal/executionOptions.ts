@@ -60,6 +60,12 @@ export interface Deps {
   readonly notices?: RunNotices.Service | undefined
 }
 
+/** The response a `resume` brings for a run's open pause: its payload, and who gave it (`ResumeOptions.respondedBy`). */
+export interface Response {
+  readonly payload: unknown
+  readonly by?: string | undefined
+}
+
 export interface ExecutionOptions {
   readonly runId: string
   readonly rootRunId: string
@@ -84,8 +90,8 @@ export interface ExecutionOptions {
    * budget while this execution runs, so the spend is re-read before every model call.
    */
   readonly lineageSpend?: Effect.Effect<number, Errors.StoreError> | undefined
-  /** The response a `resume` brings for the open pause. */
-  readonly response?: { readonly payload: unknown } | undefined
+  /** The response a `resume` brings for the open pause, and who gave it. */
+  readonly response?: Response | undefined
   // --- ownership (fencing): see `ownership.ts`.
   /** The owner epoch this execution writes with (the fencing token its tool handlers get). */
   readonly ownerEpoch: number

@@ -12,11 +12,12 @@ import * as Json from "../Json.js"
 import { firstIssue, jsonSchemaOf } from "../Tool.js"
 import type { PauseOptions } from "../Workflow.js"
 import type { StepEnv } from "./stepEnv.js"
+import type { Response } from "./executionOptions.js"
 import * as Tracing from "./tracing.js"
 import { payloadUnlessLazy } from "./lazyPayload.js"
 
 /** An execution's `pauseForHuman`; `response` is the one a `resume` brings for the open pause (logged once taken). */
-export const make = (env: StepEnv, response: { readonly payload: unknown } | undefined) => {
+export const make = (env: StepEnv, response: Response | undefined) => {
   const { runId } = env
   let pendingResponse = response
 
@@ -37,7 +38,7 @@ export const make = (env: StepEnv, response: { readonly payload: unknown } | und
         return value.right
       }
       if (pendingResponse === undefined) return yield* env.halt({ _tag: "Paused", ticket, reason })
-      const given = pendingResponse.payload
+      const { payload: given, by } = pendingResponse
       const value = decode(given)
       if (Either.isLeft(value)) return yield* env.fault(new Errors.InvalidHumanResponse({ runId, ticket, reason: value.left }))
       const encoded = pause.schema === undefined
@@ -48,7 +49,7 @@ export const make = (env: StepEnv, response: { readonly payload: unknown } | und
         return yield* env.fault(new Errors.InvalidHumanResponse({ runId, ticket, reason: json === undefined || json.ok ? "does not encode" : json.error }))
       }
       pendingResponse = undefined
-      yield* Tracing.span("artana.resume", { "artana.step_key": key, "artana.pause.ticket": ticket }, env.append(key, [{ _tag: "HumanResponded", ticket, payload: json.json }]))
+      yield* Tracing.span("artana.resume", { "artana.step_key": key, "artana.pause.ticket": ticket }, env.append(key, [{ _tag: "HumanResponded", ticket, payload: json.json, ...(by === undefined ? {} : { respondedBy: by }) }]))
       return value.right
     })
 

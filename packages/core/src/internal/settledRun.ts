@@ -13,7 +13,7 @@ import { reconciliationPath } from "../EventStore.js"
 import { firstIssue } from "../Tool.js"
 import type * as Workflow from "../Workflow.js"
 import { decodeKernelFailure } from "./drive.js"
-import type { Deps } from "./executionOptions.js"
+import type { Deps, Response } from "./executionOptions.js"
 import { headEvent, lastEventOf, lastOf, ownHeadEvent, type ReadError } from "./ledger.js"
 import * as Signals from "./signals.js"
 
@@ -75,7 +75,7 @@ const inDoubt = (deps: Deps, info: RunInfo) =>
  * A paused run: still paused (waiting for an approval, a person or a signal), or going on (a response came, a signal
  * came or its wait's deadline passed).
  */
-const paused = (deps: Deps, info: RunInfo, response: { readonly payload: unknown } | undefined) =>
+const paused = (deps: Deps, info: RunInfo, response: Response | undefined) =>
   Effect.gen(function*() {
     // A head that cannot be read (a log cut or broken) is reported by the read that follows, as before.
     const read = yield* Effect.either(ownHeadEvent(deps.store, deps.auditKey, info))
@@ -124,7 +124,7 @@ export const settled = <I, O, E>(
   deps: Deps,
   workflow: Workflow.Workflow<I, O, E>,
   info: RunInfo,
-  response: { readonly payload: unknown } | undefined,
+  response: Response | undefined,
   takeover: string | undefined
 ) =>
   Effect.gen(function*() {

@@ -7,6 +7,7 @@ import { OwnershipLost } from "../Errors.js"
 import { type RunInfo, type RunStatus, summarize } from "../Event.js"
 import type { AppendRequest, RunsPage, VersionCount } from "../EventStore.js"
 import * as RunCursor from "./runCursor.js"
+import { badId } from "../Tenant.js"
 
 /** The statuses of a run in flight: it may still run code (see `VersionCount.inFlight`). */
 export const IN_FLIGHT: ReadonlyArray<RunStatus> = ["running", "paused", "needs_reconciliation"]
@@ -31,6 +32,10 @@ export const countVersions = (runs: Iterable<RunInfo>): ReadonlyArray<VersionCou
  * refused before it reaches the log.
  */
 export const invalidBatch = (request: AppendRequest): string | undefined => {
+  const badTenant = badId(request.tenantId)
+  if (badTenant !== undefined) return `the tenant id ${badTenant}`
+  const badRun = badId(request.runId)
+  if (badRun !== undefined) return `the run id ${badRun}`
   for (let i = 0; i < request.events.length; i++) {
     const event = request.events[i]!
     if (event.runId !== request.runId || event.tenantId !== request.tenantId) {
@@ -40,6 +45,10 @@ export const invalidBatch = (request: AppendRequest): string | undefined => {
       return `event ${i + 1} of the batch has seq ${event.seq}; after seq ${request.expectedSeq} it must be ${request.expectedSeq + i + 1}`
     }
     if (event.type !== event.payload._tag) return `event ${event.seq} has type ${event.type} but a ${event.payload._tag} payload`
+    // A run is its tenant's: a RunStarted naming another tenant would have the kernel act for that one.
+    if (event.payload._tag === "RunStarted" && event.payload.tenant.tenantId !== request.tenantId) {
+      return `event ${event.seq} starts the run for tenant ${event.payload.tenant.tenantId}, not for the batch's tenant ${request.tenantId}`
+    }
   }
   return undefined
 }

@@ -16,10 +16,11 @@ import { firstIssue } from "../Tool.js"
 import { decodeExactOnce, encodeExactOnce } from "./exactGuard.js"
 import * as HumanPause from "./humanPause.js"
 import type { StepEnv } from "./stepEnv.js"
+import type { Response } from "./executionOptions.js"
 import * as Tracing from "./tracing.js"
 import { payloadUnlessLazy } from "./lazyPayload.js"
 
-export const make = (env: StepEnv, response: { readonly payload: unknown } | undefined) => {
+export const make = (env: StepEnv, response: Response | undefined) => {
   /** A step the log holds: its logged value, decoded (an exact value is used as it is), or a fault. */
   const recorded = <A, I>(name: string, stepKey: string, events: ReadonlyArray<Event>, schema: Schema.Schema<A, I>): Effect.Effect<A> => {
     const first = payloadUnlessLazy(events[0]!)

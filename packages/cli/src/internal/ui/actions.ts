@@ -3,7 +3,8 @@
  * `approvalCommands.decideAndContinue`, as `artana approve`/`reject` do (the kernel's `decideApproval`, then a plan run
  * goes on at once; a run that is no plan run is decided by the kernel served: the application's); respond resumes a run paused for a person with the response (`Kernel.resume`), which needs the run's
  * workflow: the CLI knows plan runs only, so a run of an application's workflow is answered with the kernel's error
- * and left paused. A decision redirects to the run's page; a refused one shows the inbox with why.
+ * and left paused. Who acts is logged with each (the approver, `HumanResponded.respondedBy`): with `approverOf`, the
+ * identity the application authenticated, and a request it names nobody for acts on nothing. A decision redirects to the run's page; a refused one shows the inbox with why.
  */
 import { EventStore, Json, Kernel } from "@artana/core"
 import type { Context, Hono } from "hono"
@@ -51,14 +52,25 @@ export const actionRoutes = (app: Hono, options: ActionOptions): void => {
     return c.html(inboxView(ctx, inbox.value, Date.now(), options.approver, notice(message, false)), 409)
   }
 
+  /**
+   * Who acts (decides, or responds): the identity the application authenticated when it says how to read it (a request
+   * it names nobody for may not act); else the form's (typed) name. Logged with the decision or the response.
+   */
+  const actor = (c: Context, body: Record<string, unknown>, what: string) => {
+    const name = options.approverOf === undefined ? field(body, "approver").trim() || options.approver : options.approverOf(c.req.raw)?.trim() ?? ""
+    const missing = name !== "" ? undefined : options.approverOf === undefined
+      ? badField("approver", `say who ${what} (it is logged)`)
+      : badField("approver", `the application's approverOf names nobody for this request: only a person it identified ${what}`)
+    return { name, missing }
+  }
+
   const decide = (c: Context, choose: (body: Record<string, unknown>) => Effect.Effect<Choice, ReturnType<typeof badField>>) =>
     Effect.gen(function*() {
       const body = yield* Effect.promise(() => c.req.parseBody())
       const tenant = field(body, "tenant") || options.tenant
-      // The identity the application authenticated when it says how to read it; else the form's (typed) approver.
-      const approver = options.approverOf === undefined ? field(body, "approver").trim() || options.approver : options.approverOf(c.req.raw)?.trim() ?? ""
+      const { name: approver, missing } = actor(c, body, "decides")
       const effect = Effect.gen(function*() {
-        if (approver === "") return yield* badField("approver", "say who decides (it is logged)")
+        if (missing !== undefined) return yield* missing
         const choice = yield* choose(body)
         const store = Layer.succeed(EventStore.EventStore, yield* EventStore.EventStore)
         // A run that is no plan run is decided by the kernel the inspector serves: the application's (its tools check
@@ -95,10 +107,12 @@ export const actionRoutes = (app: Hono, options: ActionOptions): void => {
     const body = await c.req.parseBody()
     const tenant = field(body, "tenant") || options.tenant
     const runId = field(body, "run")
+    const { name: respondedBy, missing } = actor(c, body, "responds")
     const effect = Effect.gen(function*() {
+      if (missing !== undefined) return yield* missing
       const response = yield* parseJson("response", field(body, "response"))
       const kernel = yield* Kernel.Kernel
-      yield* kernel.resume({ tenantId: tenant, runId, response })
+      yield* kernel.resume({ tenantId: tenant, runId, response, respondedBy })
       return { runId }
     })
     return answer(c, tenant, effect)

@@ -42,16 +42,22 @@ export const makeApp = (options: AppOptions): Hono => {
     referrerPolicy: "same-origin",
     crossOriginResourcePolicy: "same-origin"
   }))
+  // Pages hold the forms' token and runs' payloads: kept by no cache (the assets say their own).
+  app.use("*", async (c, next) => {
+    await next()
+    if (!c.res.headers.has("cache-control")) c.res.headers.set("cache-control", "no-store")
+  })
   // An action's form is small: a body past 1 MiB is refused before anything reads it (413).
   app.use("*", bodyLimit({ maxSize: 1024 * 1024, onError: (c) => c.text("artana ui: the request's body is over 1 MiB", 413) }))
   app.use("*", guard(options.guard))
   const tenants = options.tenants
   if (tenants !== undefined) {
-    // A tenant the inspector does not serve is refused, whether a page asks for it or an action names it.
+    // A tenant the inspector does not serve is refused, whether a page asks for it or an action names it, or a request
+    // naming none falls back to it (the default `tenant`, when it is not one of `tenants`).
     app.use("*", async (c, next) => {
       const body = c.req.method === "POST" ? await c.req.parseBody() : {}
       const named = [c.req.query("tenant"), typeof body["tenant"] === "string" ? body["tenant"] : undefined].filter((t) => t !== undefined && t !== "")
-      const other = named.find((t) => !tenants.has(t!))
+      const other = (named.length === 0 ? [options.tenant] : named).find((t) => !tenants.has(t!))
       if (other !== undefined) return c.text(`this inspector serves the tenant${tenants.size === 1 ? "" : "s"} ${[...tenants].join(", ")}, not "${other}"`, 403)
       await next()
       return undefined

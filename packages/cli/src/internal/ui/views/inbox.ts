@@ -5,7 +5,7 @@
  */
 import type { Approval } from "@artana/core"
 import type { Inbox } from "../data.js"
-import { duration, h, href, type Html, page, type PageContext, time } from "./html.js"
+import { duration, h, href, type Html, page, type PageContext, time, visible } from "./html.js"
 
 const runLink = (ctx: PageContext, runId: string) => h`<a href="${href(`/runs/${encodeURIComponent(runId)}`, { tenant: ctx.tenant })}">${runId}</a>`
 
@@ -14,7 +14,7 @@ const hidden = (ctx: PageContext, fields: Readonly<Record<string, string>>) =>
     Object.entries(fields).map(([k, v]) => h`<input type="hidden" name="${k}" value="${v}">`)
   }`
 
-const approver = (name: string) => h`<label>approver <input name="approver" value="${name}" size="10" required></label>`
+const approver = (name: string, label = "approver") => h`<label>${label} <input name="approver" value="${name}" size="10" required></label>`
 
 const approvalActions = (ctx: PageContext, a: Approval.PendingApproval, approverName: string): Html =>
   !ctx.allowActions
@@ -28,10 +28,11 @@ const approvalActions = (ctx: PageContext, a: Approval.PendingApproval, approver
     <label>reason <input name="reason" required size="24"></label>
     <button type="submit" class="reject">Reject</button></form>`
 
-const pauseActions = (ctx: PageContext, runId: string): Html =>
+const pauseActions = (ctx: PageContext, runId: string, responder: string): Html =>
   !ctx.allowActions
     ? h`<span class="dim">resume it from the application that runs its workflow, or start artana ui with --allow-actions</span>`
     : h`<form method="post" action="/actions/respond" class="action">${hidden(ctx, { run: runId })}
+    ${approver(responder, "responder")}
     <label>response (JSON) <textarea name="response" rows="2" cols="40" required>{}</textarea></label>
     <button type="submit" class="respond">Respond</button></form>`
 
@@ -42,7 +43,7 @@ ${notice ?? ""}
 ${inbox.approvals.length === 0 ? h`<p class="empty">No pending approvals for tenant ${ctx.tenant}.</p>` : h`<table class="approvals">
   <thead><tr><th>Run</th><th>Step</th><th>Tool</th><th>Arguments</th><th>Waiting</th><th>Approvers</th><th></th></tr></thead>
   <tbody>${inbox.approvals.map((a) => h`<tr data-approval="${a.approvalId}">
-    <td>${runLink(ctx, a.runId)}</td><td>${a.stepKey}</td><td>${a.tool}</td><td><pre>${a.arguments}</pre></td>
+    <td>${runLink(ctx, a.runId)}</td><td>${a.stepKey}</td><td>${a.tool}</td><td><pre>${visible(a.arguments)}</pre></td>
     <td title="${time(a.requestedAt)}">${duration(Math.max(0, now - a.requestedAt))}</td><td>${a.approvers === undefined ? "anyone" : a.approvers.join(", ")}</td>
     <td>${approvalActions(ctx, a, approverName)}</td></tr>`)}</tbody>
 </table>`}
@@ -52,7 +53,7 @@ ${inbox.pauses.length === 0 ? h`<p class="empty">No run waits for a response.</p
   <thead><tr><th>Run</th><th>Workflow</th><th>Reason</th><th>Ticket</th><th>Waiting</th><th></th></tr></thead>
   <tbody>${inbox.pauses.map((p) => h`<tr data-pause="${p.runId}">
     <td>${runLink(ctx, p.runId)}</td><td>${p.workflow}</td><td>${p.reason}</td><td>${p.ticket}</td>
-    <td title="${time(p.at)}">${duration(Math.max(0, now - p.at))}</td><td>${pauseActions(ctx, p.runId)}</td></tr>`)}</tbody>
+    <td title="${time(p.at)}">${duration(Math.max(0, now - p.at))}</td><td>${pauseActions(ctx, p.runId, approverName)}</td></tr>`)}</tbody>
 </table>`}
 ${inbox.more ? h`<p class="dim">More paused runs than the inbox looked at: narrow with the runs list (status paused).</p>` : ""}
 </section>`)

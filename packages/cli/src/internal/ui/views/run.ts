@@ -6,7 +6,7 @@
 import type { Event } from "@artana/core"
 import { describeEvent } from "../../readCommands.js"
 import { type ChainStatus, type Divergence, FORKS_LIMIT, type LineageNode, type StepSummary } from "../data.js"
-import { duration, h, href, type Html, page, type PageContext, statusBadge, time, usd } from "./html.js"
+import { duration, h, href, type Html, page, type PageContext, statusBadge, time, usd, visible } from "./html.js"
 
 const runHref = (ctx: PageContext, runId: string, query: Readonly<Record<string, string | number | undefined>> = {}) =>
   href(`/runs/${encodeURIComponent(runId)}`, { tenant: ctx.tenant, ...query })
@@ -45,7 +45,7 @@ export const eventRow = (startedAt: number, e: Event.Event): Html =>
   <td class="num">+${duration(Math.max(0, e.timestamp - startedAt))}</td>
   <td>${e.stepKey}</td>
   <td class="type">${e.type}</td>
-  <td><details><summary>${describeEvent(e.payload)}</summary><pre>${JSON.stringify(e.payload, null, 2)}</pre></details></td>
+  <td><details><summary>${visible(describeEvent(e.payload))}</summary><pre>${visible(JSON.stringify(e.payload, null, 2))}</pre></details></td>
 </tr>`
 
 const lineageTree = (ctx: PageContext, node: LineageNode, current: string): Html => {
