@@ -8,6 +8,7 @@ import { Inspector } from "@artana/cli"
 import { SqliteStore } from "@artana/store-sqlite"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted, Schema } from "effect"
+import { SqlClient } from "@effect/sql"
 import * as path from "node:path"
 import { cleanup, tempDir } from "./helpers.js"
 
@@ -222,4 +223,31 @@ describe("Inspector.serve over an application's kernel", () => {
       const asset = yield* Effect.promise(() => fetch(`${server.url}assets/ui.js`))
       expect(asset.headers.get("cache-control")).toBe("no-cache")
     }).pipe(Effect.provide(appLayer(path.join(tempDir(), "bidi.db"))), Effect.scoped), 60_000)
+
+  it.live("a paused run whose log was changed is shown broken, not answerable; the inbox still shows the others", () =>
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      expect((yield* kernel.execute(review, { runId: "review-ok", tenant: acme, input: { doc: "Q1" } })).status).toBe("paused")
+      expect((yield* kernel.execute(review, { runId: "review-bad", tenant: acme, input: { doc: "Q2" } })).status).toBe("paused")
+      expect((yield* kernel.execute(notify, { runId: "notify-ok", tenant: acme, input: { to: "ann@example.com" } })).status).toBe("paused")
+      expect((yield* kernel.execute(notify, { runId: "notify-bad", tenant: acme, input: { to: "joe@example.com" } })).status).toBe("paused")
+      // Someone with write access to the store edits a pause's reason and an approval's address: their hashes no
+      // longer match. Each is that run's problem; it used to fail the whole inbox (500) and every approvals listing.
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE events SET payload = replace(payload, 'sign off Q2', 'sign off Q9') WHERE run_id = 'review-bad' AND type = 'PauseRequested'`
+      yield* sql`UPDATE events SET payload = replace(payload, 'joe@example.com', 'eve@evil.example') WHERE run_id = 'notify-bad' AND type = 'ApprovalRequested'`
+      const page = yield* kernel.approvalsPage({ tenantId: "acme" })
+      expect(page.approvals.map((a) => a.runId)).toEqual(["notify-ok"])
+      expect(page.unreadable?.map((u) => u.runId).sort()).toEqual(["notify-bad", "review-bad"])
+      const server = yield* Inspector.serve({ tenant: "acme", port: 0, allowActions: true, approver: "ops" })
+      const inbox = yield* Effect.promise(() => fetch(`${server.url}inbox`))
+      const body = yield* Effect.promise(() => inbox.text())
+      expect(inbox.status, body.slice(-600)).toBe(200)
+      expect(body).toContain("sign off Q1")
+      expect(body).toMatch(/data-pause="review-bad"[\s\S]*its log does not verify[\s\S]*not answerable/)
+      expect(body).not.toContain("sign off Q9")
+      expect(body).toContain("ann@example.com")
+      expect(body).not.toContain("eve@evil.example")
+      expect(body).toMatch(/data-pause="notify-bad"[\s\S]*its log does not verify/)
+    }).pipe(Effect.provide(appLayer(path.join(tempDir(), "broken.db"))), Effect.scoped), 60_000)
 })

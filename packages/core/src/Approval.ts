@@ -51,6 +51,19 @@ export interface ApprovalsFilter {
 export interface ApprovalsPage {
   readonly approvals: ReadonlyArray<PendingApproval>
   readonly next?: string | undefined
+  /**
+   * Paused runs the page looked at whose log does not verify (`LogTampered`): their approvals can be neither listed nor
+   * decided (a decision reads the log verified). Listed here, not failing the page: one run's broken log does not hide
+   * every other run's approvals. Absent when there are none.
+   */
+  readonly unreadable?: ReadonlyArray<Unreadable> | undefined
+}
+
+/** A paused run whose log does not verify, where its approvals were looked for: `LogTampered`'s fields. */
+export interface Unreadable {
+  readonly runId: string
+  readonly seq: number
+  readonly reason: string
 }
 
 /** Who decides, and which approval. */

@@ -249,7 +249,9 @@ export interface Service {
   readonly decideApproval: (decision: Approval.DecideRequest) => Effect.Effect<Approval.Decided, Approval.DecideError>
   /**
    * The tenant's pending approvals (the inbox), filtered by run, tool, or age, the longest waiting first: the tenant's
-   * paused runs in the order they paused (`ApprovalsIndex`), whose head event is a pending approval.
+   * paused runs in the order they paused (`ApprovalsIndex`), whose head event is a pending approval. A paused run whose
+   * log does not verify is left out (logged as a warning; `approvalsPage` lists it as `unreadable`): one broken log does
+   * not hide every other run's approvals.
    */
   readonly approvals: (filter: Approval.ApprovalsFilter) => Effect.Effect<ReadonlyArray<Approval.PendingApproval>, Errors.StoreError | Errors.LogTampered>
   /** `approvals` a page at a time: `next` is the cursor of the page after (`after`), absent on the last page. */

@@ -62,11 +62,14 @@ export const approvals = (args: ApprovalsArgs) =>
       ["--limit", args.limit === 50 ? undefined : args.limit],
       ["--after", page.next]
     ])
+    const unreadable = page.unreadable ?? []
     if (args.format === "json") {
-      yield* Out.json({ tenantId: args.tenant, approvals: pending, next: page.next ?? null })
+      yield* Out.json({ tenantId: args.tenant, approvals: pending, next: page.next ?? null, ...(unreadable.length === 0 ? {} : { unreadable }) })
       return ExitCode.Ok
     }
     const s = Out.outStyle()
+    // Paused runs whose log does not verify: their approvals can be neither listed nor decided.
+    for (const u of unreadable) yield* Out.stderr(`run ${u.runId}: its log does not verify (${u.reason}, seq ${u.seq}); see artana verify ${u.runId}`)
     if (pending.length === 0) {
       yield* Out.stdout(`no ${args.after === undefined ? "" : "more "}pending approvals for tenant ${args.tenant}`)
       return ExitCode.Ok

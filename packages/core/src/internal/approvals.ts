@@ -126,12 +126,29 @@ const before = (a: ApprovalsIndex.Position, b: ApprovalsIndex.Position): number 
  * The runs' pending approvals (each run's head event, read alone and verified against its record's head, is a pending
  * `ApprovalRequested` of the filter's tool, asked at or before `cutoff`).
  */
-const pendingOf = (runtime: Runtime, runs: ReadonlyArray<{ readonly info: RunInfo; readonly pausedAt?: number }>, tool: string | undefined, cutoff: number | undefined) =>
+const pendingOf = (
+  runtime: Runtime,
+  runs: ReadonlyArray<{ readonly info: RunInfo; readonly pausedAt?: number }>,
+  tool: string | undefined,
+  cutoff: number | undefined,
+  unreadable: Array<Approval.Unreadable>
+) =>
   Effect.map(
-    Effect.forEach(runs, (r) => Effect.map(readHead(runtime, r.info), (head) => ({ ...r, head })), { concurrency: 8 }),
-    (heads) => {
+    Effect.forEach(runs, (r) =>
+      readHead(runtime, r.info).pipe(
+        Effect.map((head) => [{ ...r, head }]),
+        // A run whose log does not verify is noted (and logged), not the whole page's failure.
+        Effect.catchTag("LogTampered", (e) =>
+          Effect.as(
+            Effect.sync(() => unreadable.push({ runId: e.runId, seq: e.seq, reason: e.reason })).pipe(
+              Effect.zipRight(Effect.logWarning(`approvals: run ${e.runId} left out, ${e.message}`))
+            ),
+            []
+          ))
+      ), { concurrency: 8 }),
+    (listed) => {
       const found: Array<Found> = []
-      for (const { head, info, pausedAt } of heads) {
+      for (const { head, info, pausedAt } of listed.flat()) {
         const p = head.payload
         if (info.status !== "paused" || p._tag !== "ApprovalRequested") continue
         if (tool !== undefined && p.tool !== tool) continue
@@ -145,8 +162,17 @@ const pendingOf = (runtime: Runtime, runs: ReadonlyArray<{ readonly info: RunInf
     }
   )
 
+/** What a page looks for: up to `wanted` approvals after `after`, asked by `cutoff`; runs it cannot read go to `unreadable`. */
+interface Query {
+  readonly filter: Approval.ApprovalsFilter
+  readonly after: ApprovalsIndex.Position | undefined
+  readonly cutoff: number | undefined
+  readonly wanted: number
+  readonly unreadable: Array<Approval.Unreadable>
+}
+
 /** Up to `wanted` pending approvals after `after`, in the inbox's order, from the index of paused runs. */
-const fromIndex = (runtime: Runtime, index: ApprovalsIndex.Service, filter: Approval.ApprovalsFilter, after: ApprovalsIndex.Position | undefined, cutoff: number | undefined, wanted: number) =>
+const fromIndex = (runtime: Runtime, index: ApprovalsIndex.Service, { after, cutoff, filter, unreadable, wanted }: Query) =>
   Effect.gen(function*() {
     const found: Array<Found> = []
     const size = Math.min(PAGE, Math.max(16, wanted))
@@ -158,7 +184,7 @@ const fromIndex = (runtime: Runtime, index: ApprovalsIndex.Service, filter: Appr
           Effect.catchTag(runtime.deps.store.getRun(filter.tenantId, p.runId), "RunNotFound", () => Effect.succeed(undefined)),
           (info) => (info === undefined ? [] : [{ info, pausedAt: p.pausedAt }])
         ), { concurrency: 8 })
-      for (const f of yield* pendingOf(runtime, runs.flat(), filter.tool, cutoff)) found.push(f)
+      for (const f of yield* pendingOf(runtime, runs.flat(), filter.tool, cutoff, unreadable)) found.push(f)
       const last = paused[paused.length - 1]
       if (found.length >= wanted || last === undefined || paused.length < size) return found.slice(0, wanted)
       from = last
@@ -166,7 +192,7 @@ const fromIndex = (runtime: Runtime, index: ApprovalsIndex.Service, filter: Appr
   })
 
 /** The same without an index (the in-memory store): every paused run of the tenant, sorted here. */
-const fromRunList = (runtime: Runtime, filter: Approval.ApprovalsFilter, after: ApprovalsIndex.Position | undefined, cutoff: number | undefined, wanted: number) =>
+const fromRunList = (runtime: Runtime, { after, cutoff, filter, unreadable, wanted }: Query) =>
   Effect.gen(function*() {
     const found: Array<Found> = []
     let page: string | undefined
@@ -176,7 +202,7 @@ const fromRunList = (runtime: Runtime, filter: Approval.ApprovalsFilter, after: 
         "InvalidInput",
         (e) => Effect.fail(new Errors.StoreError({ operation: "listRuns", reason: e.message }))
       )
-      for (const f of yield* pendingOf(runtime, listed.runs.map((info) => ({ info })), filter.tool, cutoff)) found.push(f)
+      for (const f of yield* pendingOf(runtime, listed.runs.map((info) => ({ info })), filter.tool, cutoff, unreadable)) found.push(f)
       page = listed.next
     } while (page !== undefined)
     return found.filter((f) => after === undefined || before(f.at, after) > 0).sort((a, b) => before(a.at, b.at)).slice(0, wanted)
@@ -202,21 +228,24 @@ const pageAfter = (
     const now = yield* Clock.currentTimeMillis
     const cutoff = filter.olderThan === undefined ? undefined : now - Duration.toMillis(Duration.decode(filter.olderThan))
     const limit = filter.limit === undefined ? Infinity : Math.max(0, Math.floor(filter.limit))
+    const unreadable: Array<Approval.Unreadable> = []
     if (filter.runId !== undefined) {
       const info = yield* Effect.catchTag(runtime.deps.store.getRun(filter.tenantId, filter.runId), "RunNotFound", () => Effect.succeed(undefined))
-      const found = info === undefined ? [] : yield* pendingOf(runtime, [{ info }], filter.tool, cutoff)
-      return { approvals: found.filter((f) => after === undefined || before(f.at, after) > 0).slice(0, limit).map((f) => f.approval) }
+      const found = info === undefined ? [] : yield* pendingOf(runtime, [{ info }], filter.tool, cutoff, unreadable)
+      const approvals = found.filter((f) => after === undefined || before(f.at, after) > 0).slice(0, limit).map((f) => f.approval)
+      return { approvals, ...(unreadable.length === 0 ? {} : { unreadable }) }
     }
     // One more than the page: whether a next page exists.
     const wanted = limit === Infinity ? Infinity : limit + 1
     const found = Option.isSome(index)
-      ? yield* fromIndex(runtime, index.value, filter, after, cutoff, wanted)
-      : yield* fromRunList(runtime, filter, after, cutoff, wanted)
+      ? yield* fromIndex(runtime, index.value, { filter, after, cutoff, wanted, unreadable })
+      : yield* fromRunList(runtime, { filter, after, cutoff, wanted, unreadable })
     const shown = found.slice(0, limit)
     const last = shown[shown.length - 1]
     return {
       approvals: shown.map((f) => f.approval),
-      ...(found.length > limit && last !== undefined ? { next: RunCursor.encode({ createdAt: last.at.pausedAt, key: last.at.runId }) } : {})
+      ...(found.length > limit && last !== undefined ? { next: RunCursor.encode({ createdAt: last.at.pausedAt, key: last.at.runId }) } : {}),
+      ...(unreadable.length === 0 ? {} : { unreadable })
     }
   })
 

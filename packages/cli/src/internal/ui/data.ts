@@ -192,6 +192,8 @@ export interface HumanPause {
   readonly ticket: string
   readonly reason: string
   readonly at: number
+  /** Its log does not verify (`LogTampered`): shown so, with nothing to answer it by. */
+  readonly broken?: true | undefined
 }
 
 /** At most this many paused runs are looked at for the inbox. */
@@ -200,6 +202,8 @@ export const INBOX_LIMIT = 200
 /** The tenant's pending tool approvals and runs paused for a person (read back from each paused run's head). */
 export interface Inbox {
   readonly approvals: ReadonlyArray<Approval.PendingApproval>
+  /** Paused runs whose log does not verify, where approvals were looked for (`ApprovalsPage.unreadable`). */
+  readonly unreadable: ReadonlyArray<Approval.Unreadable>
   readonly pauses: ReadonlyArray<HumanPause>
   /** More paused runs than were looked at. */
   readonly more: boolean
@@ -209,19 +213,28 @@ export const inbox = (tenantId: string): Effect.Effect<Inbox, Errors.StoreError 
   Effect.gen(function*() {
     const kernel = yield* Kernel.Kernel
     const store = yield* EventStore.EventStore
-    const approvals = yield* kernel.approvals({ tenantId, limit: INBOX_LIMIT })
+    const { approvals, unreadable = [] } = yield* kernel.approvalsPage({ tenantId, limit: INBOX_LIMIT })
     const paused = yield* store.listRunsPage(tenantId, { status: "paused", limit: INBOX_LIMIT })
     const pauses: Array<HumanPause> = []
     for (const run of paused.runs) {
       // Signals sent to a paused run follow its pause: the pause is the run's own last event.
-      const head = yield* kernel.lastEvent({ tenantId, runId: run.runId }, (e) => e.payload._tag !== "SignalSent").pipe(
-        Effect.catchTag("RunNotFound", () => Effect.succeed(undefined))
+      const read = yield* kernel.lastEvent({ tenantId, runId: run.runId }, (e) => e.payload._tag !== "SignalSent").pipe(
+        Effect.catchTag("RunNotFound", () => Effect.succeed(undefined)),
+        // One run whose log was changed is that run's problem: the inbox shows it so, and the others as they are.
+        Effect.either
       )
+      if (Either.isLeft(read) && read.left._tag === "LogTampered") {
+        pauses.push({ runId: run.runId, workflow: run.workflow, ticket: "", reason: `its log does not verify: ${read.left.reason} (seq ${read.left.seq})`, at: run.updatedAt, broken: true })
+        continue
+      }
+      const head = yield* read
       if (head?.payload._tag === "PauseRequested") {
         pauses.push({ runId: run.runId, workflow: run.workflow, ticket: head.payload.ticket, reason: head.payload.reason, at: head.timestamp })
       }
     }
-    return { approvals, pauses, more: paused.next !== undefined }
+    // A run both lists name (a paused run whose log does not verify) is shown once, with the pauses.
+    const broken = new Set(pauses.filter((p) => p.broken === true).map((p) => p.runId))
+    return { approvals, unreadable: unreadable.filter((u) => !broken.has(u.runId)), pauses, more: paused.next !== undefined }
   })
 
 /** A cost given in the form, or why it is none. */

@@ -40,12 +40,15 @@ export const inboxView = (ctx: PageContext, inbox: Inbox, now: number, approverN
   page(ctx, "Inbox", h`<h1>Inbox</h1>
 ${notice ?? ""}
 <section id="approvals"><h2>Tool calls waiting for approval</h2>
-${inbox.approvals.length === 0 ? h`<p class="empty">No pending approvals for tenant ${ctx.tenant}.</p>` : h`<table class="approvals">
+${inbox.approvals.length === 0 && inbox.unreadable.length === 0 ? h`<p class="empty">No pending approvals for tenant ${ctx.tenant}.</p>` : h`<table class="approvals">
   <thead><tr><th>Run</th><th>Step</th><th>Tool</th><th>Arguments</th><th>Waiting</th><th>Approvers</th><th></th></tr></thead>
   <tbody>${inbox.approvals.map((a) => h`<tr data-approval="${a.approvalId}">
     <td>${runLink(ctx, a.runId)}</td><td>${a.stepKey}</td><td>${a.tool}</td><td><pre>${visible(a.arguments)}</pre></td>
     <td title="${time(a.requestedAt)}">${duration(Math.max(0, now - a.requestedAt))}</td><td>${a.approvers === undefined ? "anyone" : a.approvers.join(", ")}</td>
-    <td>${approvalActions(ctx, a, approverName)}</td></tr>`)}</tbody>
+    <td>${approvalActions(ctx, a, approverName)}</td></tr>`)}${
+    inbox.unreadable.map((u) => h`<tr data-unreadable="${u.runId}"><td>${runLink(ctx, u.runId)}</td><td colspan="5">its log does not verify: ${u.reason} (seq ${u.seq})</td>
+    <td><span class="dim">not answerable: see its page</span></td></tr>`)
+  }</tbody>
 </table>`}
 </section>
 <section id="pauses"><h2>Runs paused for a person</h2>
@@ -53,7 +56,7 @@ ${inbox.pauses.length === 0 ? h`<p class="empty">No run waits for a response.</p
   <thead><tr><th>Run</th><th>Workflow</th><th>Reason</th><th>Ticket</th><th>Waiting</th><th></th></tr></thead>
   <tbody>${inbox.pauses.map((p) => h`<tr data-pause="${p.runId}">
     <td>${runLink(ctx, p.runId)}</td><td>${p.workflow}</td><td>${p.reason}</td><td>${p.ticket}</td>
-    <td title="${time(p.at)}">${duration(Math.max(0, now - p.at))}</td><td>${pauseActions(ctx, p.runId, approverName)}</td></tr>`)}</tbody>
+    <td title="${time(p.at)}">${duration(Math.max(0, now - p.at))}</td><td>${p.broken === true ? h`<span class="dim">not answerable: see its page</span>` : pauseActions(ctx, p.runId, approverName)}</td></tr>`)}</tbody>
 </table>`}
 ${inbox.more ? h`<p class="dim">More paused runs than the inbox looked at: narrow with the runs list (status paused).</p>` : ""}
 </section>`)
