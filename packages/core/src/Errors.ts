@@ -31,6 +31,15 @@ export class StoreError extends Schema.TaggedError<StoreError>()("StoreError", {
   }
 }
 
+/** How the reason of a `StoreError` for a corrupt row begins: a row that does not hold what it should. */
+export const CORRUPT_ROW = "corrupt row"
+
+/**
+ * Whether the store failed on a corrupt row (one run's broken log, as a `LogTampered` is) rather than being down: a
+ * listing over many runs (the approvals inbox) names that run and goes on.
+ */
+export const isCorruptRow = (error: StoreError): boolean => error.reason.startsWith(CORRUPT_ROW)
+
 /** The store could not be opened at all. */
 export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>()("StoreUnavailable", {
   store: Schema.String,

@@ -107,9 +107,10 @@ export const make = (models: readonly [ModelPort.Service, ...Array<ModelPort.Ser
       const model = models[i]!
       const sent = sentTo(i, model, request)
       let started = false
-      const onward: ModelPort.DeltaSink = (deltas) => {
+      // Says which model streams (a nested fallback's own answer wins): the kernel prices the stream's stop at it.
+      const onward: ModelPort.DeltaSink = (deltas, from) => {
         started = true
-        return sink(deltas)
+        return sink(deltas, from ?? sent.model)
       }
       return model.streamTo(sent, onward).pipe(
         Effect.map((response) => withNotes(response, notes)),

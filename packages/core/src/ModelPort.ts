@@ -80,8 +80,10 @@ export type StreamPart = ModelDelta | Finished
  * Where the push path of a streamed call (`streamTo`) hands its deltas, synchronously, as they arrive (deltas that
  * arrived together in one call). It does not throw. It returns false once it wants no more (a budget crossed): the
  * provider stops reading then, and the caller interrupts `streamTo`'s effect, which ends the provider's request.
+ * `model`: the model the deltas come from, when a port hands calls among models (`ModelFallback` says which): the
+ * kernel prices a stream's stop at it.
  */
-export type DeltaSink = (deltas: ReadonlyArray<ModelDelta>) => boolean
+export type DeltaSink = (deltas: ReadonlyArray<ModelDelta>, model?: string) => boolean
 
 export interface Service {
   /** The model used when a request names none. */

@@ -1,8 +1,8 @@
 // Forks (`Kernel.fork`) on the in-memory store: overrides that change what follows; refused overrides; tenancy;
 // idempotence and spend. The fork at every event of a run is core's ForkSuite (run here, on SQLite and on PostgreSQL).
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either, Schema, TestClock } from "effect"
-import { Chat, Errors, EventStore, Kernel, type Middleware, Tool, Workflow } from "@artana/core"
+import { Effect, Either, Layer, Schema, TestClock } from "effect"
+import { Chat, Errors, EventStore, Kernel, type Middleware, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import { ForkSuite } from "@artana/core/testing/suites"
 import { kernelLayer } from "./fixtures.js"
@@ -245,4 +245,30 @@ describe("Kernel.fork", () => {
       expect(yield* finish(yield* kernel.fork({ ...ref("noted"), atSeq: note.seq, workflow: tour }))).toMatchObject({ status: "completed", output: "hello|100|10|yes|paid 10|go" })
     }).pipe(Effect.provide(kernelLayer(replies, tools, { middleware: [noting], kernel: { workflows: [tour] } })))
   }, 60_000)
+})
+
+describe("a fork overriding a person's response (found in review)", () => {
+  const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1 })
+  const ask = Workflow.make({
+    name: "ask",
+    input: Schema.Null,
+    output: Schema.Boolean,
+    run: (_i, ctx) => Effect.map(ctx.pauseForHuman({ reason: "wire $1M?", schema: Schema.Struct({ approve: Schema.Boolean }) }), (r) => r.approve)
+  })
+  const layer = Layer.provideMerge(Kernel.layer({ workflows: [ask] }), Layer.mergeAll(EventStore.layerMemory, ScriptedModel.layer([]), ToolRegistry.layer([])))
+
+  it.effect("does not attribute the fork's replaced response to the person who gave the original", () =>
+    Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const store = yield* EventStore.EventStore
+      expect((yield* kernel.execute(ask, { runId: "r", tenant, input: null })).status).toBe("paused")
+      yield* kernel.resume({ tenantId: "acme", runId: "r", response: { approve: false }, respondedBy: "ann@acme" })
+      const responded = (yield* store.readEvents("acme", "r")).find((e) => e.payload._tag === "HumanResponded")!
+      expect(responded.payload).toMatchObject({ payload: { approve: false }, respondedBy: "ann@acme" })
+      const forked = yield* kernel.forkLog({ tenantId: "acme", runId: "r", atSeq: responded.seq, overrides: { [responded.stepKey]: { approve: true } } })
+      const copy = (yield* store.readEvents("acme", forked.runId)).find((e) => e.payload._tag === "HumanResponded")!
+      expect(copy.payload).toMatchObject({ payload: { approve: true } })
+      // ann said no; the fork's "yes" is not hers.
+      expect(copy.payload).not.toHaveProperty("respondedBy", "ann@acme")
+    }).pipe(Effect.provide(layer)))
 })

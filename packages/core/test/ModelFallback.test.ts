@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Chunk, Effect, Layer, Schema, Stream } from "effect"
+import { Chunk, Effect, Either, Layer, Schema, Stream } from "effect"
 import { Chat, Errors, EventStore, Kernel, ModelFallback, ModelPort, ModelRouter, Pricing, Tenant, ToolRegistry, Workflow } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 
@@ -123,5 +123,21 @@ describe("the kernel's budget with a fallback", () => {
       const run = yield* (yield* EventStore.EventStore).getRun("acme", "r")
       expect(run.costUsd).toBeCloseTo(0.002, 9)
     }).pipe(Effect.provide(kernelOver(router)))
+  })
+  it.effect("a stream is stopped at the price of the model streaming: a cheap model past its cap, within the budget at its own price, goes on (found in review)", () => {
+    // 250 output tokens streamed (past the 10-token cap, as a server may): $0.00025 at the cheap model's price.
+    const first = ScriptedModel.make([ScriptedModel.text("word ".repeat(200), { deltas: 100, usage: { inputTokens: 5, outputTokens: 250 } })], { model: "cheap-model", prices: { "cheap-model": cheap } })
+    const second = ScriptedModel.make([], { model: "dear-model", prices: { "dear-model": dear } })
+    const port = ModelFallback.make([first.port, second.port])
+    const layer = Layer.provideMerge(Kernel.layer({ defaultMaxOutputTokens: 10 }), Layer.mergeAll(EventStore.layerMemory, Layer.succeed(ModelPort.ModelPort, port), ToolRegistry.layer([])))
+    return Effect.gen(function*() {
+      const kernel = yield* Kernel.Kernel
+      const result = yield* Effect.either(kernel.chat({ runId: "s", tenant: tenant(0.002), messages: [Chat.user("hi")] }))
+      const run = yield* (yield* EventStore.EventStore).getRun("acme", "s")
+      // Only the cheap model answered: it is charged its own price, $0.000255 at most.
+      expect(second.inspector.calls()).toBe(0)
+      expect(run.costUsd).toBeLessThan(0.0003)
+      expect(Either.isRight(result)).toBe(true)
+    }).pipe(Effect.provide(layer))
   })
 })

@@ -34,17 +34,19 @@ const wipe = Tool.make({
 })
 const job = Workflow.make({ name: "job", input: Schema.Null, output: Schema.Unknown, run: (_i, ctx) => ctx.tool(wipe, {}) })
 
+/** A kernel over a new SQLite file, with its store and the file's SQL client (to write rows as an older store did). */
+const opened = Effect.suspend(() => Effect.map(
+  Layer.build(Layer.provideMerge(
+    Kernel.layer({ workflows: [job] }),
+    Layer.mergeAll(SqliteStore.layer({ filename: tempDb() }), ScriptedModel.layer([]), ToolRegistry.layer([wipe]))
+  )),
+  (context) => ({ store: Context.get(context, EventStore.EventStore), sql: Context.get(context, SqlClient.SqlClient), kernel: Context.get(context, Kernel.Kernel) })
+))
+
 describe("a run whose RunStarted names another tenant", () => {
   it.scoped("is refused as tampered when resumed: no tool runs, nothing is written to either tenant's run", () =>
     Effect.gen(function*() {
-      const filename = tempDb()
-      const context = yield* Layer.build(Layer.provideMerge(
-        Kernel.layer({ workflows: [job] }),
-        Layer.mergeAll(SqliteStore.layer({ filename }), ScriptedModel.layer([]), ToolRegistry.layer([wipe]))
-      ))
-      const store = Context.get(context, EventStore.EventStore)
-      const sql = Context.get(context, SqlClient.SqlClient)
-      const kernel = Context.get(context, Kernel.Kernel)
+      const { kernel, sql, store } = yield* opened
       // globex's own run "r", started; then acme's run "r", as an older Artana let it be written: a valid chain whose
       // RunStarted names globex (stores refuse that batch now, so it is written row by row).
       yield* store.append({ runId: "r", tenantId: "globex", expectedSeq: 0, events: TestLog.chain("r", "globex", [], [{ _tag: "RunStarted", workflow: "other", input: null, tenant: globex }]) })
@@ -63,5 +65,38 @@ describe("a run whose RunStarted names another tenant", () => {
       expect(yield* store.readEvents("globex", "r")).toEqual(globexBefore)
       const acmeTypes = (yield* store.readEvents("acme", "r")).map((e) => e.type)
       expect(acmeTypes.filter((t) => t !== "RunStarted" && t !== "RunResumed")).toEqual([])
+    }))
+
+  it.scoped("is refused as tampered when reconciled too: nothing is written to the other tenant's run (found in review)", () =>
+    Effect.gen(function*() {
+      const { kernel, sql, store } = yield* opened
+      // globex's own run "r": three events.
+      yield* store.append({
+        runId: "r", tenantId: "globex", expectedSeq: 0,
+        events: TestLog.chain("r", "globex", [], [
+          { _tag: "RunStarted", workflow: "other", input: null, tenant: globex },
+          { _tag: "StepCompleted", name: "a", value: 1 },
+          { _tag: "StepCompleted", name: "b", value: 2 }
+        ])
+      })
+      // acme's run "r", in doubt, written by an older Artana: its RunStarted names globex.
+      const crafted = TestLog.chain("r", "acme", [], [
+        { _tag: "RunStarted", workflow: "job", input: null, tenant: globex },
+        { _tag: "ToolRequested", tool: "wipe", arguments: "{}", idempotencyKey: "k" },
+        { _tag: "ReconciliationRequired", tool: "wipe", idempotencyKey: "k" }
+      ])
+      yield* sql`INSERT INTO runs (run_id, tenant_id, workflow, root_run_id, status, head_seq, head_hash, cost_usd, created_at, updated_at) VALUES ('r', 'acme', 'job', 'r', 'needs_reconciliation', 0, ${crafted[0]!.prevHash}, 0, 0, 0)`
+      for (const e of crafted) {
+        yield* sql`INSERT INTO events (run_id, seq, event_id, tenant_id, timestamp, type, step_key, payload, prev_hash, hash) VALUES (${e.runId}, ${e.seq}, ${e.eventId}, ${e.tenantId}, ${e.timestamp}, ${e.type}, ${e.stepKey}, ${JSON.stringify(e.payload)}, ${e.prevHash}, ${e.hash})`
+      }
+      const info = yield* store.getRun("acme", "r")
+      expect(info).toMatchObject({ status: "needs_reconciliation", headSeq: 3 })
+      const globexBefore = yield* store.readEvents("globex", "r")
+
+      const result = yield* Effect.either(kernel.reconcile({ tenantId: "acme", runId: "r", outcome: { ok: true, result: "done" }, force: true }))
+      const globexAfter = yield* store.readEvents("globex", "r")
+      // Nothing may be written to globex's run by a call naming acme's.
+      expect(globexAfter.map((e) => e.type)).toEqual(globexBefore.map((e) => e.type))
+      expect(result).toMatchObject({ _tag: "Left", left: { _tag: "LogTampered" } })
     }))
 })

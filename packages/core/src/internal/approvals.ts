@@ -137,14 +137,17 @@ const pendingOf = (
     Effect.forEach(runs, (r) =>
       readHead(runtime, r.info).pipe(
         Effect.map((head) => [{ ...r, head }]),
-        // A run whose log does not verify is noted (and logged), not the whole page's failure.
-        Effect.catchTag("LogTampered", (e) =>
-          Effect.as(
-            Effect.sync(() => unreadable.push({ runId: e.runId, seq: e.seq, reason: e.reason })).pipe(
-              Effect.zipRight(Effect.logWarning(`approvals: run ${e.runId} left out, ${e.message}`))
-            ),
-            []
-          ))
+        // A run whose log does not verify, or holds a corrupt row, is noted (and logged), not the whole page's failure.
+        Effect.catchIf(
+          (e): e is Errors.LogTampered | Errors.StoreError => e._tag === "LogTampered" || Errors.isCorruptRow(e),
+          (e) =>
+            Effect.as(
+              Effect.sync(() => unreadable.push({ runId: r.info.runId, seq: e._tag === "LogTampered" ? e.seq : r.info.headSeq, reason: e.reason })).pipe(
+                Effect.zipRight(Effect.logWarning(`approvals: run ${r.info.runId} left out, ${e.message}`))
+              ),
+              []
+            )
+        )
       ), { concurrency: 8 }),
     (listed) => {
       const found: Array<Found> = []

@@ -28,8 +28,11 @@ const replaced = (event: Event, value: Json.Json): Either.Either<EventPayload, E
       return p.kind === "tool_error" || p.kind === "timeout"
         ? Either.right({ _tag: "ToolCompleted", tool: p.tool, result: value })
         : Either.left(invalidOverride(event.stepKey, `the call was refused (${p.kind}) before its handler ran: fork before it instead`))
-    case "HumanResponded":
-      return Either.right({ ...p, payload: value })
+    case "HumanResponded": {
+      // The fork's response is nobody's that the log knows: the original responder did not give it.
+      const { respondedBy: _respondedBy, ...response } = p
+      return Either.right({ ...response, payload: value })
+    }
     case "SignalReceived":
       return Either.right({ ...p, payload: value })
     case "ModelCompleted": {

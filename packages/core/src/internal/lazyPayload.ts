@@ -18,7 +18,7 @@
 import * as Either from "effect/Either"
 import * as FiberRef from "effect/FiberRef"
 import { globalValue } from "effect/GlobalValue"
-import { StoreError } from "../Errors.js"
+import { CORRUPT_ROW, StoreError } from "../Errors.js"
 import { decodeStoredPayload, type Event, type EventPayload } from "../Event.js"
 import { causeText } from "../SqlErrors.js"
 import { StoredText } from "./storedText.js"
@@ -35,7 +35,7 @@ export const notJson = (cause: unknown): string => `not JSON (${causeText(cause)
 
 /** The error of a read that met a corrupt row (`column` does not hold what it should, `reason`). */
 export const corruptRow = (runId: string, seq: unknown, column: string, reason: string): StoreError =>
-  new StoreError({ operation: "readEvents", reason: `corrupt row (run ${runId} seq ${String(seq)}), column ${column}: ${reason}` })
+  new StoreError({ operation: "readEvents", reason: `${CORRUPT_ROW} (run ${runId} seq ${String(seq)}), column ${column}: ${reason}` })
 
 /**
  * A `ModelRequested` read with its stored text only; its payload decoded on first use (see the module's comment). Not a

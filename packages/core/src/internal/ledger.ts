@@ -11,6 +11,15 @@ import type * as EventStore from "../EventStore.js"
 import { GENESIS_HASH, writerMaterial } from "./hash.js"
 import { catchUp as catchUpSignals, chainBatch, type Head } from "./headChain.js"
 
+/**
+ * A run is its record's tenant's: a `RunStarted` naming another (a log stores refuse now, written before) would have
+ * an execution act for that tenant, with its capabilities, in its runs. The broken log's error, or undefined.
+ */
+export const otherTenant = (info: RunInfo, started: Event): Errors.LogTampered | undefined =>
+  started.payload._tag === "RunStarted" && started.payload.tenant.tenantId !== info.tenantId
+    ? new Errors.LogTampered({ runId: info.runId, seq: started.seq, reason: `the run of tenant ${info.tenantId} starts for tenant ${started.payload.tenant.tenantId}` })
+    : undefined
+
 /** What an append fails with: the store refused the batch, or the execution writes nothing (a replay). */
 export type AppendError =
   | Errors.InvalidRunState

@@ -75,6 +75,22 @@ const liveCall = (env: StepEnv, key: string, request: ModelPort.ModelRequest, re
       ))
   })
 
+/**
+ * A stream's stop (`overBudgetOf`) at the price of the model streaming, when the port says which (a fallback's later
+ * model, charged at its own price), else at the price the call was estimated at.
+ */
+const stopsByModel = (env: StepEnv, assumed: Assumed | undefined, price: Price | undefined, estimated: Price | undefined) => {
+  const stops = new Map<string | undefined, (outputChars: number) => number | undefined>()
+  return (outputChars: number, model: string | undefined): number | undefined => {
+    let stop = stops.get(model)
+    if (stop === undefined) {
+      stop = overBudgetOf(env, assumed, model === undefined ? estimated : env.deps.priceOf(model) ?? price)
+      stops.set(model, stop)
+    }
+    return stop(outputChars)
+  }
+}
+
 /** A priced, checked call: sent (streamed), charged and logged. */
 const sendAndCharge = (
   env: StepEnv,
@@ -82,7 +98,7 @@ const sendAndCharge = (
   request: ModelPort.ModelRequest,
   requestHash: string,
   price: Price | undefined,
-  /** The price the call was estimated at (`estimatePrice`): its stream is stopped by it. */
+  /** The price the call was estimated at (`estimatePrice`): its stream is stopped by it unless it says its model. */
   estimated: Price | undefined,
   assumed: Assumed | undefined,
   notes: Array<EventPayload>,
@@ -93,7 +109,7 @@ const sendAndCharge = (
     // The reply may not cost more than the estimate: the output tokens it assumed are sent as the model's cap.
     const sent = assumed === undefined || request.maxOutputTokens !== undefined ? request : { ...request, maxOutputTokens: assumed.outputTokens }
     const requested = requestedOf(sent, requestHash)
-    const streamed = yield* ModelStream.run(env, key, sent, context, overBudgetOf(env, assumed, estimated))
+    const streamed = yield* ModelStream.run(env, key, sent, context, stopsByModel(env, assumed, price, estimated))
     if (streamed._tag === "OverBudget") {
       // The stopped stream's cost is the run's (and its lineage's): logged on the stop, not only kept in memory.
       const stoppedAt = Number.isFinite(streamed.costUsd) ? streamed.costUsd : 0

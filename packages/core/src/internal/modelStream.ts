@@ -35,7 +35,7 @@ export const run = (
   key: string,
   sent: ModelPort.ModelRequest,
   context: CallContext,
-  overBudget: (outputChars: number) => number | undefined
+  overBudget: (outputChars: number, model: string | undefined) => number | undefined
 ): Effect.Effect<Streamed> =>
   Effect.gen(function*() {
     const { hub, store } = env.deps.live
@@ -80,13 +80,13 @@ export const run = (
     }
     // The push path: from the provider's loop through the budget, the middleware's hooks and the live tier to this
     // process's readers, with no Effect work per delta. The deltas that arrived together are kept in one append.
-    const sink: ModelPort.DeltaSink = (deltas) => {
+    const sink: ModelPort.DeltaSink = (deltas, model) => {
       if (ended !== undefined || fault !== undefined) return false
 
       const out: Array<ModelPort.ModelDelta> = []
       for (const part of deltas) {
         chars += charsOf(part)
-        const costUsd = overBudget(chars)
+        const costUsd = overBudget(chars, model)
         if (costUsd !== undefined) {
           // Nothing from the crossing delta on is kept.
           ended = { _tag: "OverBudget", outputChars: chars, costUsd }

@@ -14,7 +14,7 @@ import type { ReconcileOutcome, RunRef } from "../Kernel.js"
 import type { Service as TaskQueueService } from "../TaskQueue.js"
 import type { Runtime } from "./runs.js"
 import * as Execution from "./execution.js"
-import { lastEventOf, verifiedEvents } from "./ledger.js"
+import { lastEventOf, otherTenant, verifiedEvents } from "./ledger.js"
 import * as Tasks from "./taskQueue.js"
 
 export interface ReconcileRequest extends RunRef {
@@ -80,6 +80,8 @@ export const reconcile = (runtime: Runtime, queue: Option.Option<TaskQueueServic
     if (required === undefined || started?._tag !== "RunStarted") {
       return yield* new Errors.StoreError({ operation: "reconcile", reason: "the log has no ReconciliationRequired event" })
     }
+    const stranger = otherTenant(info, found.started!)
+    if (stranger !== undefined) return yield* stranger
     const awaited = required.payload.waitingOn?.[0]
     if (awaited !== undefined) {
       // Not in doubt itself: its step waits on another run. The step in doubt is settled there, never here.

@@ -21,7 +21,7 @@ import * as Execution from "./execution.js"
 import * as Tracing from "./tracing.js"
 import * as Lazy from "./lazyPayload.js"
 import type { Response } from "./executionOptions.js"
-import { headEvent, verifiedPages } from "./ledger.js"
+import { headEvent, otherTenant, verifiedPages } from "./ledger.js"
 import { readFailure, settled } from "./settledRun.js"
 
 /** What the kernel's operations on runs share. */
@@ -69,11 +69,8 @@ const readStart = <I, O, E>(deps: Execution.Deps, workflow: Workflow.Workflow<I,
     if (started === undefined || started._tag !== "RunStarted") {
       return yield* new Errors.StoreError({ operation: "readEvents", reason: `run ${info.runId} has no RunStarted event` })
     }
-    // The run is its record's tenant's: a RunStarted naming another (a log stores refuse now, written before) would
-    // have this execution act for that tenant, with its capabilities, in its runs.
-    if (started.tenant.tenantId !== info.tenantId) {
-      return yield* new Errors.LogTampered({ runId: info.runId, seq: first[0]!.seq, reason: `the run of tenant ${info.tenantId} starts for tenant ${started.tenant.tenantId}` })
-    }
+    const stranger = otherTenant(info, first[0]!)
+    if (stranger !== undefined) return yield* stranger
     if (started.workflow !== workflow.name) return yield* wrongWorkflow(info, workflow, started.workflow)
     const input = workflow.decodeInput(started.input)
     if (Either.isLeft(input)) {

@@ -223,8 +223,9 @@ export const inbox = (tenantId: string): Effect.Effect<Inbox, Errors.StoreError 
         // One run whose log was changed is that run's problem: the inbox shows it so, and the others as they are.
         Effect.either
       )
-      if (Either.isLeft(read) && read.left._tag === "LogTampered") {
-        pauses.push({ runId: run.runId, workflow: run.workflow, ticket: "", reason: `its log does not verify: ${read.left.reason} (seq ${read.left.seq})`, at: run.updatedAt, broken: true })
+      if (Either.isLeft(read) && (read.left._tag === "LogTampered" || (read.left._tag === "StoreError" && Errors.isCorruptRow(read.left)))) {
+        const at = read.left._tag === "LogTampered" ? ` (seq ${read.left.seq})` : ""
+        pauses.push({ runId: run.runId, workflow: run.workflow, ticket: "", reason: `its log does not verify: ${read.left.reason}${at}`, at: run.updatedAt, broken: true })
         continue
       }
       const head = yield* read

@@ -1,0 +1,52 @@
+// One paused run whose head row no longer decodes (edited to a payload the schema refuses: a corrupt row, not a
+// tampered chain) is that run's problem: the approvals listing names it as unreadable and lists the others. (Found in
+// review: `approvalsPage` left out a run whose log does not verify, but a corrupt row still failed every listing.)
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient } from "@effect/sql"
+import { Kernel, Tenant, Tool, ToolRegistry, Workflow } from "@artana/core"
+import { ScriptedModel } from "@artana/core/testing"
+import { SqliteStore } from "@artana/store-sqlite"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+
+const dirs: Array<string> = []
+afterAll(() => {
+  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true })
+})
+const tempDb = () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "artana-approvals-corrupt-"))
+  dirs.push(dir)
+  return path.join(dir, "artana.db")
+}
+
+const acme = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1 })
+const send = Tool.make({
+  name: "send",
+  description: "Sends a message",
+  parameters: Schema.Struct({ to: Schema.String }),
+  needsApproval: () => Effect.succeed(true),
+  handler: ({ to }) => Effect.succeed(`sent to ${to}`)
+})
+const notify = Workflow.make({ name: "notify", input: Schema.Struct({ to: Schema.String }), output: Schema.String, run: ({ to }, ctx) => ctx.tool(send, { to }) })
+
+describe("approvals with one broken paused run", () => {
+  it.scoped("a paused run whose head row was edited so it no longer decodes does not fail the other runs' approvals", () =>
+    Effect.gen(function*() {
+      const context = yield* Layer.build(Layer.provideMerge(
+        Kernel.layer({ workflows: [notify] }),
+        Layer.mergeAll(SqliteStore.layer({ filename: tempDb() }), ScriptedModel.layer([]), ToolRegistry.layer([send]))
+      ))
+      const kernel = Context.get(context, Kernel.Kernel)
+      const sql = Context.get(context, SqlClient.SqlClient)
+      expect((yield* kernel.execute(notify, { runId: "ok", tenant: acme, input: { to: "ann@example.com" } })).status).toBe("paused")
+      expect((yield* kernel.execute(notify, { runId: "bad", tenant: acme, input: { to: "joe@example.com" } })).status).toBe("paused")
+      // Edited as the cli test edits one (a changed address), but to a value of the wrong type.
+      yield* sql`UPDATE events SET payload = replace(payload, '"tool":"send"', '"tool":5') WHERE run_id = 'bad' AND type = 'ApprovalRequested'`
+      const page = yield* Effect.either(kernel.approvalsPage({ tenantId: "acme" }))
+      expect(page._tag === "Left" ? `${page.left._tag}: ${page.left.message}` : "ok").toBe("ok")
+      expect(page._tag === "Right" && page.right.approvals.map((a) => a.runId)).toEqual(["ok"])
+      expect(page._tag === "Right" && page.right.unreadable?.map((u) => [u.runId, u.reason.startsWith("corrupt row")])).toEqual([["bad", true]])
+    }))
+})
