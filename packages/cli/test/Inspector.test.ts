@@ -211,6 +211,8 @@ describe("Inspector.serve over an application's kernel", () => {
       // U+202E turns the rest of the line around: "moc.elpmaxe@bob" would read as "bob@example.com".
       const waiting = yield* kernel.execute(notify, { runId: "notify-bidi", tenant: acme, input: { to: "\u202emoc.elpmaxe@bob" } })
       expect(waiting.status).toBe("paused")
+      // A pause's reason is the workflow's text, made from its input: shown the same way.
+      expect((yield* kernel.execute(review, { runId: "review-bidi", tenant: acme, input: { doc: "\u202e3Q" } })).status).toBe("paused")
       const server = yield* Inspector.serve({ tenant: "acme", port: 0 })
       const inbox = yield* Effect.promise(() => fetch(`${server.url}inbox`))
       expect(inbox.headers.get("cache-control")).toBe("no-store")

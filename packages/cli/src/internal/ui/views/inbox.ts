@@ -55,7 +55,7 @@ ${inbox.approvals.length === 0 && inbox.unreadable.length === 0 ? h`<p class="em
 ${inbox.pauses.length === 0 ? h`<p class="empty">No run waits for a response.</p>` : h`<table class="pauses">
   <thead><tr><th>Run</th><th>Workflow</th><th>Reason</th><th>Ticket</th><th>Waiting</th><th></th></tr></thead>
   <tbody>${inbox.pauses.map((p) => h`<tr data-pause="${p.runId}">
-    <td>${runLink(ctx, p.runId)}</td><td>${p.workflow}</td><td>${p.reason}</td><td>${p.ticket}</td>
+    <td>${runLink(ctx, p.runId)}</td><td>${p.workflow}</td><td>${visible(p.reason)}</td><td>${p.ticket}</td>
     <td title="${time(p.at)}">${duration(Math.max(0, now - p.at))}</td><td>${p.broken === true ? h`<span class="dim">not answerable: see its page</span>` : pauseActions(ctx, p.runId, approverName)}</td></tr>`)}</tbody>
 </table>`}
 ${inbox.more ? h`<p class="dim">More paused runs than the inbox looked at: narrow with the runs list (status paused).</p>` : ""}

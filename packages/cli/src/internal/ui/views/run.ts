@@ -128,7 +128,7 @@ export const runView = (ctx: PageContext, v: RunView): Html => {
 </dl>
 ${v.divergence === undefined ? "" : h`<section class="divergence" id="divergence"><h2>Replay diverged</h2>
   <p>At step <b>${v.divergence.stepKey}</b> (the run failed at seq ${v.divergence.seq}): the code did not ask for what the log holds.</p>
-  <table class="diff"><tr><th>the log holds</th><td><pre>${v.divergence.expected}</pre></td></tr><tr><th>the code asked for</th><td><pre>${v.divergence.actual}</pre></td></tr></table></section>`}
+  <table class="diff"><tr><th>the log holds</th><td><pre>${visible(v.divergence.expected)}</pre></td></tr><tr><th>the code asked for</th><td><pre>${visible(v.divergence.actual)}</pre></td></tr></table></section>`}
 <section id="lineage"><h2>Lineage</h2>
 ${v.lineage.forkedFrom === undefined ? "" : forkedFromLine(ctx, v.lineage.forkedFrom)}
 ${v.lineage.tree === undefined ? h`<p class="dim">The lineage's root is not in this tenant's store.</p>` : h`<ul class="tree">${lineageTree(ctx, v.lineage.tree, info.runId)}</ul>`}
