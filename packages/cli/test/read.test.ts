@@ -115,6 +115,29 @@ describe("runs of another version of their workflow's code", () => {
     }))
 })
 
+describe("text from a run's log in the terminal", () => {
+  it.live("show-run prints a tool's escape sequences and bidirectional controls as escapes, not obeyed", () =>
+    Effect.gen(function*() {
+      const file = path.join(dir, "escapes.db")
+      // A tool's error (a fetched page's text, say) that would clear the screen and turn the rest of the line around.
+      const error = "boom\u001b[2J\u001b]0;pwned\u0007 \u202eevil"
+      yield* Effect.flatMap(EventStore.EventStore, (store) =>
+        store.append({
+          runId: "esc",
+          tenantId: "acme",
+          expectedSeq: 0,
+          events: TestLog.chain("esc", "acme", [], [
+            { _tag: "RunStarted", workflow: "greet", input: null, tenant: tenant("acme") },
+            { _tag: "ToolFailed", tool: "fetch", kind: "tool_error", error }
+          ])
+        })).pipe(Effect.provide(SqliteStore.layer({ filename: file })))
+      const shown = yield* artana(["show-run", "esc", "--db", file, "--tenant", "acme"], { cwd: dir })
+      expect(shown.code, shown.stderr).toBe(0)
+      for (const raw of ["\u001b", "\u0007", "\u202e"]) expect(shown.stdout).not.toContain(raw)
+      expect(shown.stdout).toContain("fetch tool_error: boom\\u001b[2J\\u001b]0;pwned\\u0007 \\u202eevil")
+    }))
+})
+
 describe("artana show-run", () => {
   it.live("shows the run, its lineage tree (parent and child runs) and its events", () =>
     Effect.gen(function*() {

@@ -70,10 +70,24 @@ export const duration = (ms: number): string => {
   return `${minutes} min ${Math.round((ms - minutes * 60_000) / 1000)} s`
 }
 
-/** An ISO timestamp without milliseconds, in UTC. */
-/** At most `max` characters of `text`, an ellipsis marking the cut. */
-export const clip = (text: string, max = 72): string => (text.length <= max ? text : `${text.slice(0, max - 1)}…`)
+/** Every match of `pattern` (global) in `text` as its escape, `\u001b`: shown, not obeyed. */
+export const escapeMatches = (text: string, pattern: RegExp): string =>
+  text.replace(pattern, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
 
+/**
+ * Control characters (an escape sequence a model or a tool wrote could clear the screen, retitle the window or hide what
+ * follows; a newline would break the table) and bidirectional controls (which reorder what follows).
+ */
+// eslint-disable-next-line no-control-regex
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
+
+/** At most `max` characters of `text` (text from a run's log: its unsafe characters escaped), an ellipsis marking the cut. */
+export const clip = (text: string, max = 72): string => {
+  const safe = escapeMatches(text, UNSAFE)
+  return safe.length <= max ? safe : `${safe.slice(0, max - 1)}…`
+}
+
+/** An ISO timestamp without milliseconds, in UTC. */
 export const timestamp = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z")
 
 export type Status = "ok" | "denied" | "failed" | "skipped" | "in_doubt" | "awaiting_approval" | "completed" | "running" | "paused" | "needs_reconciliation" | "continued"

@@ -4,6 +4,7 @@
  * put in one); `page` the layout every page shares.
  */
 import { html } from "hono/html"
+import { escapeMatches } from "../../terminal.js"
 
 /** HTML a template made: put in another template as it is. */
 export type Html = Exclude<ReturnType<typeof html>, Promise<unknown>>
@@ -19,8 +20,7 @@ export const h = (strings: TemplateStringsArray, ...values: ReadonlyArray<unknow
  * Text as it is, with its bidirectional controls shown as escapes (`\u202e`): a tool's arguments (a model's, so an
  * attacker's) cannot read one way to the person deciding and another way to the tool.
  */
-export const visible = (text: string): string =>
-  text.replace(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+export const visible = (text: string): string => escapeMatches(text, /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g)
 
 /** What every page needs: the tenant shown, the token of the forms, whether actions are on. */
 export interface PageContext {
