@@ -92,6 +92,11 @@ export const migrations = (options: Options = {}): Record<string, SqlMigrations.
     "3_task_wake_pending": Effect.gen(function*() {
       const sql = (yield* SqlClient.SqlClient).withoutTransforms()
       yield* SqlMigrations.addColumn(sql, t.tasks, "wake_pending", { pg: "INTEGER", sqlite: "INTEGER" })
+    }),
+    // Who gave a task's waiting `response` (`Task.respondedBy`), or NULL.
+    "4_task_responded_by": Effect.gen(function*() {
+      const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+      yield* SqlMigrations.addColumn(sql, t.tasks, "responded_by", { pg: "TEXT", sqlite: "TEXT" })
     })
   }
 }
@@ -103,7 +108,7 @@ export const migrate = (options: Options = {}): Effect.Effect<void, StoreError |
   const columns = {
     [t.tasks]: ["task_id", "tenant_id", "workflow", "payload", "status", "run_id", "run_at", "expires_at", "idempotency_key", "series_id",
       "occurrence", "attempts", "timeout_ms", "worker_id", "lease_expires_at", "deadline_at", "response", "outcome", "created_at", "updated_at", "version",
-      "wake_pending"]
+      "wake_pending", "responded_by"]
   }
   return SqlMigrations.run({ name: "task_queue", tablePrefix: options.tablePrefix, migrations: migrations(options), columns })
 }

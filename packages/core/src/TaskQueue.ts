@@ -91,6 +91,8 @@ export interface Task {
   readonly wakePending?: true | undefined
   /** A human response waiting for a worker to resume the paused run with it. */
   readonly response?: Json.Json | undefined
+  /** Who gave `response` (`RespondOptions.respondedBy`): the worker logs it as `HumanResponded.respondedBy`. */
+  readonly respondedBy?: string | undefined
   /** How the task ended (or paused). */
   readonly outcome?: Outcome | undefined
   /**
@@ -167,6 +169,12 @@ export interface ClaimVersions {
 }
 
 /** Filters for `list` (always within one tenant). */
+/** Options of `respond`. */
+export interface RespondOptions {
+  /** Who responded: logged with the response (`HumanResponded.respondedBy`), as an approval logs its approver. */
+  readonly respondedBy?: string | undefined
+}
+
 export interface ListFilter {
   readonly status?: TaskStatus | undefined
   readonly workflow?: string | undefined
@@ -243,7 +251,8 @@ export interface Service {
   readonly respond: (
     tenantId: string,
     taskId: string,
-    response: Json.Json
+    response: Json.Json,
+    options?: RespondOptions
   ) => Effect.Effect<Task, TaskNotFound | InvalidTaskState | StoreError>
   /**
    * Queues the tenant's paused task again, due now (or makes one queued for its signal wait's deadline due now): its
@@ -354,12 +363,12 @@ export const makeMemory: Effect.Effect<Service> = Effect.map(PubSub.sliding<void
         if (task === undefined) return Effect.fail(new LeaseLost({ taskId, workerId }))
         return Effect.succeed(put(Tasks.released(task, now)))
       })),
-    respond: (tenantId, taskId, response) =>
+    respond: (tenantId, taskId, response, options) =>
       wake(Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Task, TaskNotFound | InvalidTaskState> => {
         const task = ofTenant(tenantId, taskId)
         if (task === undefined) return Effect.fail(new TaskNotFound({ taskId, tenantId }))
         if (task.status !== "paused") return Effect.fail(new InvalidTaskState({ taskId, status: task.status, expected: "paused" }))
-        return Effect.succeed(put(Tasks.responded(task, response, now)))
+        return Effect.succeed(put(Tasks.responded(task, response, options?.respondedBy, now)))
       })),
     wake: (tenantId, taskId) =>
       wake(Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Task, TaskNotFound | InvalidTaskState> => {

@@ -78,11 +78,15 @@ export interface Service {
     tenantId: string,
     taskId: string
   ) => Effect.Effect<void, TaskQueue.TaskNotFound | TaskQueue.InvalidTaskState | Errors.StoreError>
-  /** Answers a paused task: the response is stored and the task queued again; a worker resumes the run with it. */
+  /**
+   * Answers a paused task: the response is stored and the task queued again; a worker resumes the run with it. Name
+   * the person with `respondedBy`: the run's log records who responded (`HumanResponded.respondedBy`).
+   */
   readonly respond: (
     tenantId: string,
     taskId: string,
-    response: Json.Json
+    response: Json.Json,
+    options?: TaskQueue.RespondOptions
   ) => Effect.Effect<void, TaskQueue.TaskNotFound | TaskQueue.InvalidTaskState | Errors.StoreError>
   /** The tenant's tool calls waiting for a person's decision (the approvals inbox; `Kernel.approvals`). */
   readonly approvals: (
@@ -178,7 +182,7 @@ export const make: Effect.Effect<Service, never, TaskQueue.TaskQueue> = Effect.g
     },
     list: (tenantId, filter) => queue.list(tenantId, filter),
     cancel: (tenantId, taskId) => Effect.asVoid(queue.cancel(tenantId, taskId)),
-    respond: (tenantId, taskId, response) => Effect.asVoid(queue.respond(tenantId, taskId, response)),
+    respond: (tenantId, taskId, response, options) => Effect.asVoid(queue.respond(tenantId, taskId, response, options)),
     approvals: (filter) => withKernel((k) => k.approvals(filter)),
     decide: (decision) => withKernel((k) => k.decideApproval(decision)),
     approvalsPage: (filter) => withKernel((k) => k.approvalsPage(filter))

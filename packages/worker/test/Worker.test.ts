@@ -101,11 +101,17 @@ describe.each(stores)("Worker on %s", (_name, makeStore) => {
       yield* session.respond(tenant.tenantId, taskId, { approved: "yes" })
       const refused = yield* session.waitForResult(tenant.tenantId, taskId, { timeout: "10 seconds", pollInterval: "10 millis" })
       expect(refused).toMatchObject({ status: "paused", reason: expect.stringContaining("is invalid") })
-      yield* session.respond(tenant.tenantId, taskId, { approved: true })
+      // Naming the person: the run's log records who responded, as an approval records its approver.
+      yield* session.respond(tenant.tenantId, taskId, { approved: true }, { respondedBy: "ann@acme" })
       const done = yield* session.waitForResult(tenant.tenantId, taskId, { timeout: "10 seconds", pollInterval: "10 millis" })
       expect(done).toMatchObject({ status: "completed", output: "approved" })
       expect(world.effects.of("approve:prepare")).toBe(1)
       expect(world.effects.of("approve:apply:true")).toBe(1)
+      const events = yield* (yield* EventStore.EventStore).readEvents(tenant.tenantId, `task:${taskId}`)
+      const responses = events.flatMap((e) => e.payload._tag === "HumanResponded" ? [e.payload] : [])
+      expect(responses).toEqual([expect.objectContaining({ payload: { approved: true }, respondedBy: "ann@acme" })])
+      // The task no longer holds the response nor its responder.
+      expect(yield* (yield* TaskQueue.TaskQueue).get(tenant.tenantId, taskId)).not.toHaveProperty("respondedBy")
       expect(yield* Effect.flip(session.respond(tenant.tenantId, taskId, { approved: false }))).toMatchObject({ _tag: "InvalidTaskState", status: "completed" })
       yield* Fiber.interrupt(worker)
     }))

@@ -79,6 +79,7 @@ const taskFromRow = (row: Row): Task => {
   const payload = decoded("payload", decodePayload(text(row, "payload")))
   const outcome = optText(row, "outcome")
   const response = optText(row, "response")
+  const respondedBy = optText(row, "responded_by")
   const key = optText(row, "idempotency_key")
   const workerId = optText(row, "worker_id")
   const leaseExpiresAt = optNum(row, "lease_expires_at")
@@ -106,6 +107,7 @@ const taskFromRow = (row: Row): Task => {
     ...(deadlineAt === undefined ? {} : { deadlineAt }),
     ...(wakePending ? { wakePending } : {}),
     ...(response === undefined ? {} : { response: decoded("response", decodeResponse(response)) }),
+    ...(respondedBy === undefined ? {} : { respondedBy }),
     ...(outcome === undefined ? {} : { outcome: decoded("outcome", decodeOutcome(outcome)) }),
     ...(version === undefined ? {} : { version }),
     createdAt: num(row, "created_at"),
@@ -158,6 +160,7 @@ export const rowOf = (task: Task) => ({
   deadline_at: task.deadlineAt ?? null,
   wake_pending: task.wakePending === true ? 1 : null,
   response: task.response === undefined ? null : JSON.stringify(task.response),
+  responded_by: task.respondedBy ?? null,
   outcome: task.outcome === undefined ? null : encodeOutcome(task.outcome),
   version: task.version ?? null,
   created_at: task.createdAt,

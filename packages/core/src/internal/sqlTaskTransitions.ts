@@ -83,10 +83,10 @@ export const make = (sql: SqlClient.SqlClient, table: string, notify: (taskId: s
       }, true),
     release: (taskId, workerId) =>
       transition("release", taskId, { workerId }, lost(taskId, workerId), (task, now) => Either.right({ task: Tasks.released(task, now) }), true),
-    respond: (tenantId, taskId, response) =>
+    respond: (tenantId, taskId, response, options) =>
       transition<TaskNotFound | InvalidTaskState>("respond", taskId, { tenantId }, notFound(tenantId, taskId), (task, now) =>
         task.status === "paused"
-          ? Either.right({ task: Tasks.responded(task, response, now) })
+          ? Either.right({ task: Tasks.responded(task, response, options?.respondedBy, now) })
           : Either.left(new InvalidTaskState({ taskId, status: task.status, expected: "paused" })), true),
     wake: (tenantId, taskId) =>
       transition<TaskNotFound | InvalidTaskState>("wake", taskId, { tenantId }, notFound(tenantId, taskId), (task, now) => {

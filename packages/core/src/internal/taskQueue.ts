@@ -159,7 +159,7 @@ export const retries = (task: Task, outcome: Outcome): boolean =>
   outcome._tag === "failed" && !FINAL.has(outcome.errorTag) && task.attempts + 1 < attemptsFor(task, outcome)
 
 export const finished = (task: Task, outcome: Outcome, now: number): Task => {
-  const { response: _response, deadlineAt: _deadline, ...rest } = withoutLease(task)
+  const { response: _response, respondedBy: _respondedBy, deadlineAt: _deadline, ...rest } = withoutLease(task)
   if (retries(task, outcome)) {
     const attempts = task.attempts + 1
     // A run that did not end is resumed, never started again: its completed side effects stay done.
@@ -225,9 +225,9 @@ export const nextOccurrence = (task: Task, taskId: string, now: number): Task | 
 
 export const released = (task: Task, now: number): Task => ({ ...withoutLease(task), status: "queued", runAt: Math.min(task.runAt, now), expiresAt: Math.max(task.expiresAt, now + (task.expiresAfterSeconds ?? DAY_SECONDS) * 1000), updatedAt: now })
 
-export const responded = (task: Task, response: Json.Json, now: number): Task => {
-  const { deadlineAt: _deadline, ...rest } = task
-  return { ...rest, status: "queued", response, runAt: now, expiresAt: now + (task.expiresAfterSeconds ?? DAY_SECONDS) * 1000, updatedAt: now }
+export const responded = (task: Task, response: Json.Json, respondedBy: string | undefined, now: number): Task => {
+  const { deadlineAt: _deadline, respondedBy: _before, ...rest } = task
+  return { ...rest, status: "queued", response, ...(respondedBy === undefined ? {} : { respondedBy }), runAt: now, expiresAt: now + (task.expiresAfterSeconds ?? DAY_SECONDS) * 1000, updatedAt: now }
 }
 
 export const cancelled = (task: Task, now: number): Task => ({ ...withoutLease(task), status: "cancelled", updatedAt: now })

@@ -47,7 +47,7 @@ const execute = (setup: Setup, task: TaskQueue.Task, lease: Lease.Lease): Effect
       : start(first).pipe(Effect.catchIf((e) => tagOf(e) === "RunNotFound" && Predicate.hasProperty(e, "runId") && e.runId === first, () => start(undefined)))
     // With this worker's workflow, not the kernel's registry: a worker pinned to an older version continues its runs
     // with that version's code, whatever the process's kernel registers.
-    : kernel.resume({ ...ref, workflow, response: task.response, lease }).pipe(
+    : kernel.resume({ ...ref, workflow, response: task.response, ...(task.respondedBy === undefined ? {} : { respondedBy: task.respondedBy }), lease }).pipe(
       // The response is in the log already (a worker died after writing it): continue the run without it.
       Effect.catchIf((e) => tagOf(e) === "InvalidRunState", () => kernel.resume({ ...ref, workflow, lease }))
     )
