@@ -219,7 +219,7 @@ export const page = (
 ): Effect.Effect<Approval.ApprovalsPage, Errors.StoreError | Errors.LogTampered | Errors.InvalidInput> =>
   filter.after === undefined
     ? pageAfter(runtime, index, filter, undefined)
-    : Effect.flatMap(RunCursor.decode(filter.after, "string"), (c) => pageAfter(runtime, index, filter, { pausedAt: c.createdAt, runId: String(c.key) }))
+    : Effect.flatMap(RunCursor.decode(filter.after), (c) => pageAfter(runtime, index, filter, { pausedAt: c.createdAt, runId: c.runId }))
 
 const pageAfter = (
   runtime: Runtime,
@@ -247,7 +247,7 @@ const pageAfter = (
     const last = shown[shown.length - 1]
     return {
       approvals: shown.map((f) => f.approval),
-      ...(found.length > limit && last !== undefined ? { next: RunCursor.encode({ createdAt: last.at.pausedAt, key: last.at.runId }) } : {}),
+      ...(found.length > limit && last !== undefined ? { next: RunCursor.encode({ createdAt: last.at.pausedAt, runId: last.at.runId }) } : {}),
       ...(unreadable.length === 0 ? {} : { unreadable })
     }
   })

@@ -43,6 +43,9 @@ interface State {
 
 const keyOf = (tenantId: string, runId: string) => `${tenantId}\u0000${runId}`
 
+/** The creation count of the tenant's run `runId` (a cursor's tie-breaker); past every run when it has none. */
+const orderOf = (state: State, tenantId: string, runId: string): number => state.runs.get(keyOf(tenantId, runId))?.order ?? Infinity
+
 const listed = (state: State, tenantId: string, filter: ListRunsFilter, after: RunCursor.Position | undefined) =>
   [...state.runs.values()]
     .filter(({ info: r, order }) =>
@@ -56,7 +59,7 @@ const listed = (state: State, tenantId: string, filter: ListRunsFilter, after: R
       (filter.createdUntil === undefined || r.createdAt < filter.createdUntil) &&
       (filter.minCostUsd === undefined || r.costUsd >= filter.minCostUsd) &&
       (filter.forkedFrom === undefined || r.forkedFrom === filter.forkedFrom) &&
-      (after === undefined || r.createdAt < after.createdAt || (r.createdAt === after.createdAt && order > Number(after.key)))
+      (after === undefined || r.createdAt < after.createdAt || (r.createdAt === after.createdAt && order > orderOf(state, tenantId, after.runId)))
     )
     .sort((a, b) => b.info.createdAt - a.info.createdAt || a.order - b.order)
     .slice(0, filter.limit === undefined ? undefined : Math.max(0, Math.floor(filter.limit)))
@@ -181,8 +184,8 @@ export const make = (): Service => {
       }),
     listRunsPage: (tenantId, filter = {}) =>
       Effect.map(
-        filter.after === undefined ? Either.right(undefined) : RunCursor.decode(filter.after, "number"),
-        (after) => pageOf(listed(state, tenantId, { ...filter, limit: filter.limit === undefined ? undefined : filter.limit + 1 }, after), filter.limit, (r) => ({ createdAt: r.info.createdAt, key: r.order }), (r) => r.info)
+        filter.after === undefined ? Either.right(undefined) : RunCursor.decode(filter.after),
+        (after) => pageOf(listed(state, tenantId, { ...filter, limit: filter.limit === undefined ? undefined : filter.limit + 1 }, after).map((r) => r.info), filter.limit)
       ),
     versionCounts: (filter = {}) =>
       Effect.sync(() =>

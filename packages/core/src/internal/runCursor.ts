@@ -7,19 +7,21 @@ import * as Either from "effect/Either"
 import { InvalidInput } from "../Errors.js"
 
 /**
- * A position: the last listed run's creation time and the store's tie-breaker for it (SQLite's rowid, the run id on
- * PostgreSQL, the in-memory store's creation count).
+ * A position: the last listed run's creation time and its id. Runs created in the same millisecond are ordered by the
+ * store's own tie-breaker (SQLite's rowid, the run id on PostgreSQL, the in-memory store's creation count), which each
+ * store looks up from the run id: a cursor never shows a store-wide counter, which would tell a tenant how many runs
+ * every tenant made between two of its pages.
  */
 export interface Position {
   readonly createdAt: number
-  readonly key: number | string
+  readonly runId: string
 }
 
-const VERSION = "r1"
+const VERSION = "r2"
 
-/** The cursor's text: `r1.` and base64url JSON, so a person copies it whole and no shell quoting is needed. */
+/** The cursor's text: `r2.` and base64url JSON, so a person copies it whole and no shell quoting is needed. */
 export const encode = (position: Position): string =>
-  `${VERSION}.${Buffer.from(JSON.stringify([position.createdAt, position.key]), "utf8").toString("base64url")}`
+  `${VERSION}.${Buffer.from(JSON.stringify([position.createdAt, position.runId]), "utf8").toString("base64url")}`
 
 const invalid = (text: string, reason: string) =>
   new InvalidInput({
@@ -27,10 +29,12 @@ const invalid = (text: string, reason: string) =>
     reason: `"${text.length > 80 ? `${text.slice(0, 80)}...` : text}" ${reason}: pass the cursor the previous page printed, unchanged (\`next\`)`
   })
 
-/** The position a cursor names; `InvalidInput` for text no page gave out, or a cursor of a store of another kind. */
-export const decode = (text: string, keyType: "number" | "string"): Either.Either<Position, InvalidInput> => {
+/** The position a cursor names; `InvalidInput` for text no page gave out (or a cursor of an older version, `r1.`). */
+export const decode = (text: string): Either.Either<Position, InvalidInput> => {
   const dot = text.indexOf(".")
-  if (dot < 0 || text.slice(0, dot) !== VERSION) return Either.left(invalid(text, "is not a run list cursor"))
+  const version = dot < 0 ? undefined : text.slice(0, dot)
+  if (version === "r1") return Either.left(invalid(text, "was given out by an older version of Artana: list again from the first page"))
+  if (version !== VERSION) return Either.left(invalid(text, "is not a run list cursor"))
   let value: unknown
   try {
     value = JSON.parse(Buffer.from(text.slice(dot + 1), "base64url").toString("utf8"))
@@ -38,10 +42,9 @@ export const decode = (text: string, keyType: "number" | "string"): Either.Eithe
     return Either.left(invalid(text, "is not a run list cursor"))
   }
   if (!Array.isArray(value) || value.length !== 2) return Either.left(invalid(text, "is not a run list cursor"))
-  const [createdAt, key]: ReadonlyArray<unknown> = value
-  if (typeof createdAt !== "number" || !Number.isFinite(createdAt)) return Either.left(invalid(text, "is not a run list cursor"))
-  if (typeof key !== keyType || (typeof key === "number" && !Number.isSafeInteger(key))) {
-    return Either.left(invalid(text, "was given out by a store of another kind"))
+  const [createdAt, runId]: ReadonlyArray<unknown> = value
+  if (typeof createdAt !== "number" || !Number.isFinite(createdAt) || typeof runId !== "string") {
+    return Either.left(invalid(text, "is not a run list cursor"))
   }
-  return typeof key === "number" || typeof key === "string" ? Either.right({ createdAt, key }) : Either.left(invalid(text, "is not a run list cursor"))
+  return Either.right({ createdAt, runId })
 }

@@ -20,7 +20,7 @@ import {
 import { storeError } from "../SqlErrors.js"
 import * as RunCursor from "./runCursor.js"
 import type { Tables } from "./sqlAppend.js"
-import { decodeRows, num, numberValue, runFromRow, text } from "./sqlRows.js"
+import { decodeRows, num, runFromRow, text } from "./sqlRows.js"
 
 /**
  * A run's columns as `runFromRow` reads them (`runColumns`, the runs table aliased `r`), and what follows the table
@@ -53,9 +53,13 @@ const listing = (sql: SqlClient.SqlClient, t: Tables, { runColumns, runHead }: R
   // gives them: SQLite's rowid records it; Postgres has no such column, so the run id decides there.
   const tieBreak = sql.onDialectOrElse({ sqlite: () => sql`r.rowid ASC`, orElse: () => sql`r.run_id ASC` })
 
-  // The tie-breaker of the listing order, as a column of each listed row: the key of a page's cursor.
-  const listKey = sql.literal(sql.onDialectOrElse({ sqlite: () => ", r.rowid AS list_key", orElse: () => ", r.run_id AS list_key" }))
-  const keyColumn = sql.onDialectOrElse({ sqlite: () => sql`r.rowid`, orElse: () => sql`r.run_id` })
+  // After a cursor's run in that order: on SQLite the tie-breaker is that run's rowid, looked up here (a cursor names
+  // the run, never the store-wide rowid); a run the tenant does not have leaves only the older runs.
+  const afterKey = (tenantId: string, runId: string) =>
+    sql.onDialectOrElse({
+      sqlite: () => sql`r.rowid > (SELECT c.rowid FROM ${runs} c WHERE c.tenant_id = ${tenantId} AND c.run_id = ${runId})`,
+      orElse: () => sql`r.run_id > ${runId}`
+    })
 
   const listed = (tenantId: string, filter: ListRunsFilter, after: RunCursor.Position | undefined) => {
     const where = [sql`r.tenant_id = ${tenantId}`]
@@ -70,35 +74,24 @@ const listing = (sql: SqlClient.SqlClient, t: Tables, { runColumns, runHead }: R
     if (filter.forkedFrom !== undefined) where.push(sql`r.forked_from = ${filter.forkedFrom}`)
     // After the cursor in (created_at DESC, key ASC): the bound on created_at is the index range, the rest a filter.
     if (after !== undefined) {
-      where.push(sql`r.created_at <= ${after.createdAt}`, sql`(r.created_at < ${after.createdAt} OR ${keyColumn} > ${after.key})`)
+      where.push(sql`r.created_at <= ${after.createdAt}`, sql`(r.created_at < ${after.createdAt} OR ${afterKey(tenantId, after.runId)})`)
     }
     const limit = filter.limit === undefined ? sql`` : sql`LIMIT ${Math.max(0, Math.floor(filter.limit))}`
-    return sql`SELECT ${runColumns}${listKey} FROM ${runs} r ${runHead} WHERE ${sql.and(where)} ORDER BY r.created_at DESC, ${tieBreak} ${limit}`.pipe(
-      Effect.flatMap((rows) =>
-        decodeRows("listRuns", rows, (row) => `run ${String(row.run_id)}`, (row) => {
-          const info = runFromRow(row)
-          const key = row.list_key
-          const position: RunCursor.Position = { createdAt: info.createdAt, key: typeof key === "string" ? key : numberValue(key, "rowid") }
-          return { info, position }
-        })
-      ),
+    return sql`SELECT ${runColumns} FROM ${runs} r ${runHead} WHERE ${sql.and(where)} ORDER BY r.created_at DESC, ${tieBreak} ${limit}`.pipe(
+      Effect.flatMap((rows) => decodeRows("listRuns", rows, (row) => `run ${String(row.run_id)}`, runFromRow)),
       Effect.catchTag("SqlError", (error) => Effect.fail(storeError("listRuns", error)))
     )
   }
 
   const listRuns = (tenantId: string, filter: ListRunsFilter = {}): Effect.Effect<ReadonlyArray<RunInfo>, StoreError> =>
-    listed(tenantId, filter, undefined).pipe(
-      Effect.map((rows) => rows.map((r) => r.info)),
-      Effect.withSpan("SqlEventStore.listRuns")
-    )
+    listed(tenantId, filter, undefined).pipe(Effect.withSpan("SqlEventStore.listRuns"))
 
   const listRunsPage = (tenantId: string, filter: ListRunsPageFilter = {}): Effect.Effect<RunsPage, StoreError | InvalidInput> =>
     Effect.gen(function*() {
-      const keyType = sql.onDialectOrElse({ sqlite: () => "number" as const, orElse: () => "string" as const })
-      const after = filter.after === undefined ? undefined : yield* RunCursor.decode(filter.after, keyType)
+      const after = filter.after === undefined ? undefined : yield* RunCursor.decode(filter.after)
       // One run more than the page: whether a next page exists, without counting.
       const rows = yield* listed(tenantId, { ...filter, limit: filter.limit === undefined ? undefined : Math.floor(filter.limit) + 1 }, after)
-      return pageOf(rows, filter.limit, (r) => r.position, (r) => r.info)
+      return pageOf(rows, filter.limit)
     }).pipe(Effect.withSpan("SqlEventStore.listRunsPage"))
 
   return { listRuns, listRunsPage }

@@ -106,14 +106,9 @@ export const newRunInfo = (request: AppendRequest): RunInfo | undefined => {
  * A page from the runs a store read with one more than `limit` (every store's `listRunsPage`): the first `limit` of
  * them, and the cursor of the last one when there was one more.
  */
-export const pageOf = <Row>(
-  rows: ReadonlyArray<Row>,
-  limit: number | undefined,
-  position: (row: Row) => RunCursor.Position,
-  info: (row: Row) => RunInfo
-): RunsPage => {
+export const pageOf = (rows: ReadonlyArray<RunInfo>, limit: number | undefined): RunsPage => {
   const size = limit === undefined ? rows.length : Math.max(0, Math.floor(limit))
-  const kept = rows.slice(0, size)
-  const last = kept[kept.length - 1]
-  return rows.length > size && last !== undefined ? { runs: kept.map(info), next: RunCursor.encode(position(last)) } : { runs: kept.map(info) }
+  const runs = rows.slice(0, size)
+  const last = runs[runs.length - 1]
+  return rows.length > size && last !== undefined ? { runs, next: RunCursor.encode({ createdAt: last.createdAt, runId: last.runId }) } : { runs }
 }
