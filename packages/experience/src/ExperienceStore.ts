@@ -81,26 +81,32 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
   const rules = new Map<string, ExperienceRule & { readonly updatedAt: number }>()
   const applied = new Set<string>()
   const strip = ({ updatedAt: _, ...rule }: ExperienceRule & { readonly updatedAt: number }): ExperienceRule => rule
-  /** Runs `write` unless `key` was applied for `tenantId`; records it. */
-  const once = (tenantIds: ReadonlyArray<string>, key: string | undefined, write: () => void) => {
-    if (key !== undefined && tenantIds.some((t) => applied.has(`${t}\u0000${key}`))) return
-    write()
-    if (key !== undefined) for (const t of tenantIds) applied.add(`${t}\u0000${key}`)
+  /** True when `key` was not applied for `tenantId` yet (or there is no key); records it. A key is each tenant's own. */
+  const fresh = (tenantId: string, key: string | undefined): boolean => {
+    if (key === undefined) return true
+    const k = `${tenantId}\u0000${key}`
+    if (applied.has(k)) return false
+    applied.add(k)
+    return true
   }
   return {
     saveRules: (batch, options = {}) =>
       Effect.gen(function*() {
         const prepared = yield* prepare(batch)
         const now = yield* Clock.currentTimeMillis
-        once(prepared.map((r) => r.tenantId), options.idempotencyKey, () => {
-          for (const rule of prepared) {
-            const existing = rules.get(rule.ruleId)
-            rules.set(rule.ruleId, existing === undefined
-              ? { ruleId: rule.ruleId, tenantId: rule.tenantId, taskCategory: rule.taskCategory, ruleType: rule.ruleType, content: rule.content, successCount: 0, failCount: 0, updatedAt: now }
-              : { ...existing, successCount: existing.successCount + 1, updatedAt: now })
-          }
+        const writes = new Set([...new Set(prepared.map((r) => r.tenantId))].filter((t) => fresh(t, options.idempotencyKey)))
+        for (const rule of prepared) {
+          if (!writes.has(rule.tenantId)) continue
+          const existing = rules.get(rule.ruleId)
+          rules.set(rule.ruleId, existing === undefined
+            ? { ruleId: rule.ruleId, tenantId: rule.tenantId, taskCategory: rule.taskCategory, ruleType: rule.ruleType, content: rule.content, successCount: 0, failCount: 0, updatedAt: now }
+            : { ...existing, successCount: existing.successCount + 1, updatedAt: now })
+        }
+        // A rule its tenant's key skipped and that was never stored (the key was used for other rules) is not returned.
+        return prepared.flatMap((r) => {
+          const rule = rules.get(r.ruleId)
+          return rule === undefined ? [] : [strip(rule)]
         })
-        return prepared.map((r) => strip(rules.get(r.ruleId)!))
       }),
     getRules: (tenantId, taskCategory, limit = DEFAULT_LIMIT) =>
       Effect.sync(() =>
@@ -115,12 +121,11 @@ export const makeMemory: Effect.Effect<Service> = Effect.sync(() => {
         const now = yield* Clock.currentTimeMillis
         const existing = rules.get(ruleId)
         if (existing === undefined || existing.tenantId !== tenantId) return yield* new RuleNotFound({ tenantId, ruleId })
-        once([tenantId], options.idempotencyKey, () => {
-          const current = rules.get(ruleId)!
+        if (fresh(tenantId, options.idempotencyKey)) {
           rules.set(ruleId, positive
-            ? { ...current, successCount: current.successCount + 1, updatedAt: now }
-            : { ...current, failCount: current.failCount + 1, updatedAt: now })
-        })
+            ? { ...existing, successCount: existing.successCount + 1, updatedAt: now }
+            : { ...existing, failCount: existing.failCount + 1, updatedAt: now })
+        }
         return strip(rules.get(ruleId)!)
       })
   }

@@ -133,6 +133,14 @@ const isolationAndWrites = (test: Test): void => {
       const once = { idempotencyKey: "run-7/reinforce" }
       yield* store.reinforce("tenant-a", first[0]!.ruleId, true, once)
       expect(yield* store.reinforce("tenant-a", first[0]!.ruleId, true, once)).toMatchObject({ successCount: 1 })
+      // A key is each tenant's own in a batch of several tenants' rules: B having used it skips B's rules, not A's.
+      const shared = { idempotencyKey: "run-9/save_rules" }
+      yield* store.saveRules([rule("B's first", { tenantId: "tenant-b" })], shared)
+      const mixed = yield* store.saveRules([rule("A's rule under B's key"), rule("B's second", { tenantId: "tenant-b" })], shared)
+      expect(mixed.map((r) => [r.tenantId, r.content])).toEqual([["tenant-a", "A's rule under B's key"]])
+      expect((yield* store.getRules("tenant-b", "booking")).map((r) => r.content)).toEqual(["B's first"])
+      // Its repeat writes nothing more.
+      expect(yield* store.saveRules([rule("A's rule under B's key"), rule("B's second", { tenantId: "tenant-b" })], shared)).toEqual(mixed)
       // Without a key every write counts.
       yield* store.saveRules([rule("Never book twice")])
       expect((yield* store.getRules("tenant-a", "booking")).find((r) => r.content === "Never book twice")).toMatchObject({ successCount: 1 })

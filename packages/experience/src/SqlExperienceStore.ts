@@ -102,17 +102,14 @@ export const make = (options: Options = {}): Effect.Effect<Service, Errors.Store
           Effect.fail(new Errors.StoreError({ operation: `ExperienceStore.${operation}`, reason: `corrupt row: ${error.message}`, cause: error })))
       )
 
-    /** Records `key` for each tenant; true when it was new (the guarded write should happen). */
-    const claimKey = (tenantIds: ReadonlyArray<string>, key: string | undefined, now: number) =>
-      Effect.gen(function*() {
-        if (key === undefined) return true
-        let fresh = true
-        for (const tenantId of new Set(tenantIds)) {
-          const inserted = yield* sql`INSERT INTO ${appliedTable} (tenant_id, idempotency_key, applied_at) VALUES (${tenantId}, ${key}, ${now}) ON CONFLICT DO NOTHING RETURNING tenant_id`
-          if (inserted.length === 0) fresh = false
-        }
-        return fresh
-      })
+    /** Records `key` for the tenant; true when it was new (the guarded write should happen). A key is each tenant's own. */
+    const claimKey = (tenantId: string, key: string | undefined, now: number) =>
+      key === undefined
+        ? Effect.succeed(true)
+        : Effect.map(
+          sql`INSERT INTO ${appliedTable} (tenant_id, idempotency_key, applied_at) VALUES (${tenantId}, ${key}, ${now}) ON CONFLICT DO NOTHING RETURNING tenant_id`,
+          (inserted) => inserted.length > 0
+        )
 
     const byIds = (tenantIds: ReadonlyArray<string>, ids: ReadonlyArray<string>) =>
       Effect.flatMap(
@@ -127,8 +124,10 @@ export const make = (options: Options = {}): Effect.Effect<Service, Errors.Store
         const now = yield* Clock.currentTimeMillis
         const tenantIds = prepared.map((r) => r.tenantId)
         const stored = yield* sql.withTransaction(Effect.gen(function*() {
-          if (yield* claimKey(tenantIds, options.idempotencyKey, now)) {
-            for (const rule of prepared) {
+          const writes = new Set<string>()
+          for (const tenantId of new Set(tenantIds)) if (yield* claimKey(tenantId, options.idempotencyKey, now)) writes.add(tenantId)
+          for (const rule of prepared) {
+            if (writes.has(rule.tenantId)) {
               yield* sql`INSERT INTO ${rulesTable} ${
                 sql.insert({
                   rule_id: rule.ruleId,
@@ -148,7 +147,11 @@ export const make = (options: Options = {}): Effect.Effect<Service, Errors.Store
           return yield* byIds(tenantIds, prepared.map((r) => r.ruleId))
         })).pipe(SqlErrors.transactionDefects, Effect.catchTag("SqlError", failed("saveRules")))
         const byId = new Map(stored.map((r) => [r.ruleId, r]))
-        return prepared.map((r) => byId.get(r.ruleId)!)
+        // A rule its tenant's key skipped and that was never stored (the key was used for other rules) is not returned.
+        return prepared.flatMap((r) => {
+          const rule = byId.get(r.ruleId)
+          return rule === undefined ? [] : [rule]
+        })
       }).pipe(Effect.withSpan("SqlExperienceStore.saveRules"))
 
     const getRules: Service["getRules"] = (tenantId, taskCategory, limit = DEFAULT_LIMIT) =>
@@ -168,7 +171,7 @@ ORDER BY (success_count - fail_count) DESC, success_count DESC, rule_id ASC LIMI
           // first statement writes, so SQLite takes its write lock before reading.
           const found = yield* sql`UPDATE ${rulesTable} SET updated_at = updated_at WHERE rule_id = ${ruleId} AND tenant_id = ${tenantId} RETURNING rule_id`
           if (found.length === 0) return []
-          if (yield* claimKey([tenantId], options.idempotencyKey, now)) {
+          if (yield* claimKey(tenantId, options.idempotencyKey, now)) {
             yield* sql`UPDATE ${rulesTable} SET ${column} = ${column} + 1, updated_at = ${now} WHERE rule_id = ${ruleId} AND tenant_id = ${tenantId}`
           }
           return yield* byIds([tenantId], [ruleId])
