@@ -52,9 +52,11 @@ export interface ApprovalsPage {
   readonly approvals: ReadonlyArray<PendingApproval>
   readonly next?: string | undefined
   /**
-   * Paused runs the page looked at whose log does not verify (`LogTampered`): their approvals can be neither listed nor
-   * decided (a decision reads the log verified). Listed here, not failing the page: one run's broken log does not hide
-   * every other run's approvals. Absent when there are none.
+   * Paused runs in the page's range of the inbox whose log does not verify (`LogTampered`) or holds a corrupt row:
+   * their approvals can be neither listed nor decided (a decision reads the log verified). Listed here, not failing the
+   * page: one run's broken log does not hide every other run's approvals. Each is named on the one page whose range it
+   * falls in (when it paused, or its last event's time), whatever the `tool` filter (its tool cannot be read); absent
+   * when there are none.
    */
   readonly unreadable?: ReadonlyArray<Unreadable> | undefined
 }

@@ -49,4 +49,32 @@ describe("approvals with one broken paused run", () => {
       expect(page._tag === "Right" && page.right.approvals.map((a) => a.runId)).toEqual(["ok"])
       expect(page._tag === "Right" && page.right.unreadable?.map((u) => [u.runId, u.reason.startsWith("corrupt row")])).toEqual([["bad", true]])
     }))
+
+  it.scoped("a broken run is named once, on the page of the inbox it falls in, not on every page that read past it", () =>
+    Effect.gen(function*() {
+      const context = yield* Layer.build(Layer.provideMerge(
+        Kernel.layer({ workflows: [notify] }),
+        Layer.mergeAll(SqliteStore.layer({ filename: tempDb() }), ScriptedModel.layer([]), ToolRegistry.layer([send]))
+      ))
+      const kernel = Context.get(context, Kernel.Kernel)
+      const sql = Context.get(context, SqlClient.SqlClient)
+      // Paused in one millisecond (the test clock): the inbox orders them by run id.
+      for (const runId of ["a-ok", "b-bad", "c-ok", "d-ok"]) {
+        expect((yield* kernel.execute(notify, { runId, tenant: acme, input: { to: `${runId}@example.com` } })).status).toBe("paused")
+      }
+      yield* sql`UPDATE events SET payload = replace(payload, '"tool":"send"', '"tool":5') WHERE run_id = 'b-bad' AND type = 'ApprovalRequested'`
+      const pages: Array<{ approvals: Array<string>; unreadable: Array<string> }> = []
+      let after: string | undefined
+      do {
+        const page = yield* kernel.approvalsPage({ tenantId: "acme", limit: 1, ...(after === undefined ? {} : { after }) })
+        pages.push({ approvals: page.approvals.map((a) => a.runId), unreadable: (page.unreadable ?? []).map((u) => u.runId) })
+        after = page.next
+      } while (after !== undefined)
+      // The first page read b-bad only to learn whether a page follows; it belongs between a-ok and c-ok.
+      expect(pages).toEqual([
+        { approvals: ["a-ok"], unreadable: [] },
+        { approvals: ["c-ok"], unreadable: ["b-bad"] },
+        { approvals: ["d-ok"], unreadable: [] }
+      ])
+    }))
 })

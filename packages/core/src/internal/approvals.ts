@@ -131,7 +131,7 @@ const pendingOf = (
   runs: ReadonlyArray<{ readonly info: RunInfo; readonly pausedAt?: number }>,
   tool: string | undefined,
   cutoff: number | undefined,
-  unreadable: Array<Approval.Unreadable>
+  unreadable: Array<Noted>
 ) =>
   Effect.map(
     Effect.forEach(runs, (r) =>
@@ -142,7 +142,13 @@ const pendingOf = (
           (e): e is Errors.LogTampered | Errors.StoreError => e._tag === "LogTampered" || Errors.isCorruptRow(e),
           (e) =>
             Effect.as(
-              Effect.sync(() => unreadable.push({ runId: r.info.runId, seq: e._tag === "LogTampered" ? e.seq : r.info.headSeq, reason: e.reason })).pipe(
+              Effect.sync(() =>
+                unreadable.push({
+                  entry: { runId: r.info.runId, seq: e._tag === "LogTampered" ? e.seq : r.info.headSeq, reason: e.reason },
+                  // Where it would be in the inbox: when it paused (the index's), or its last event's time.
+                  at: { pausedAt: r.pausedAt ?? r.info.updatedAt, runId: r.info.runId }
+                })
+              ).pipe(
                 Effect.zipRight(Effect.logWarning(`approvals: run ${r.info.runId} left out, ${e.message}`))
               ),
               []
@@ -171,7 +177,37 @@ interface Query {
   readonly after: ApprovalsIndex.Position | undefined
   readonly cutoff: number | undefined
   readonly wanted: number
-  readonly unreadable: Array<Approval.Unreadable>
+  readonly unreadable: Array<Noted>
+}
+
+/** A run whose log could not be read, and where in the inbox's order it would be. */
+interface Noted {
+  readonly entry: Approval.Unreadable
+  readonly at: ApprovalsIndex.Position
+}
+
+/**
+ * The unreadable runs a page names: those in its own range of the inbox's order (after `after`, up to its last
+ * approval when a page follows), asked by `cutoff`, each once. A page reads runs past its range to find whether
+ * another page follows: those it names on the page they belong to.
+ */
+const inRange = (
+  noted: ReadonlyArray<Noted>,
+  after: ApprovalsIndex.Position | undefined,
+  last: ApprovalsIndex.Position | undefined,
+  cutoff: number | undefined
+): ReadonlyArray<Approval.Unreadable> => {
+  const seen = new Set<string>()
+  return noted
+    .filter((n) =>
+      (after === undefined || before(n.at, after) > 0) && (last === undefined || before(n.at, last) <= 0) &&
+      (cutoff === undefined || n.at.pausedAt <= cutoff))
+    .sort((a, b) => before(a.at, b.at))
+    .flatMap((n) => {
+      if (seen.has(n.entry.runId)) return []
+      seen.add(n.entry.runId)
+      return [n.entry]
+    })
 }
 
 /** Up to `wanted` pending approvals after `after`, in the inbox's order, from the index of paused runs. */
@@ -231,24 +267,29 @@ const pageAfter = (
     const now = yield* Clock.currentTimeMillis
     const cutoff = filter.olderThan === undefined ? undefined : now - Duration.toMillis(Duration.decode(filter.olderThan))
     const limit = filter.limit === undefined ? Infinity : Math.max(0, Math.floor(filter.limit))
-    const unreadable: Array<Approval.Unreadable> = []
+    const noted: Array<Noted> = []
+    const named = (last: ApprovalsIndex.Position | undefined) => {
+      const unreadable = inRange(noted, after, last, cutoff)
+      return unreadable.length === 0 ? {} : { unreadable }
+    }
     if (filter.runId !== undefined) {
       const info = yield* Effect.catchTag(runtime.deps.store.getRun(filter.tenantId, filter.runId), "RunNotFound", () => Effect.succeed(undefined))
-      const found = info === undefined ? [] : yield* pendingOf(runtime, [{ info }], filter.tool, cutoff, unreadable)
+      const found = info === undefined ? [] : yield* pendingOf(runtime, [{ info }], filter.tool, cutoff, noted)
       const approvals = found.filter((f) => after === undefined || before(f.at, after) > 0).slice(0, limit).map((f) => f.approval)
-      return { approvals, ...(unreadable.length === 0 ? {} : { unreadable }) }
+      return { approvals, ...named(undefined) }
     }
     // One more than the page: whether a next page exists.
     const wanted = limit === Infinity ? Infinity : limit + 1
     const found = Option.isSome(index)
-      ? yield* fromIndex(runtime, index.value, { filter, after, cutoff, wanted, unreadable })
-      : yield* fromRunList(runtime, { filter, after, cutoff, wanted, unreadable })
+      ? yield* fromIndex(runtime, index.value, { filter, after, cutoff, wanted, unreadable: noted })
+      : yield* fromRunList(runtime, { filter, after, cutoff, wanted, unreadable: noted })
     const shown = found.slice(0, limit)
     const last = shown[shown.length - 1]
+    const more = found.length > limit && last !== undefined
     return {
       approvals: shown.map((f) => f.approval),
-      ...(found.length > limit && last !== undefined ? { next: RunCursor.encode({ createdAt: last.at.pausedAt, runId: last.at.runId }) } : {}),
-      ...(unreadable.length === 0 ? {} : { unreadable })
+      ...(more ? { next: RunCursor.encode({ createdAt: last.at.pausedAt, runId: last.at.runId }) } : {}),
+      ...named(more ? last.at : undefined)
     }
   })
 
