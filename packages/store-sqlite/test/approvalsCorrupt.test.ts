@@ -31,15 +31,19 @@ const send = Tool.make({
 })
 const notify = Workflow.make({ name: "notify", input: Schema.Struct({ to: Schema.String }), output: Schema.String, run: ({ to }, ctx) => ctx.tool(send, { to }) })
 
+/** A kernel on a new SQLite file, and the file's SQL client (to break a row as a person editing it would). */
+const world = Effect.map(
+  Layer.build(Layer.provideMerge(
+    Kernel.layer({ workflows: [notify] }),
+    Layer.mergeAll(SqliteStore.layer({ filename: tempDb() }), ScriptedModel.layer([]), ToolRegistry.layer([send]))
+  )),
+  (context) => ({ kernel: Context.get(context, Kernel.Kernel), sql: Context.get(context, SqlClient.SqlClient) })
+)
+
 describe("approvals with one broken paused run", () => {
   it.scoped("a paused run whose head row was edited so it no longer decodes does not fail the other runs' approvals", () =>
     Effect.gen(function*() {
-      const context = yield* Layer.build(Layer.provideMerge(
-        Kernel.layer({ workflows: [notify] }),
-        Layer.mergeAll(SqliteStore.layer({ filename: tempDb() }), ScriptedModel.layer([]), ToolRegistry.layer([send]))
-      ))
-      const kernel = Context.get(context, Kernel.Kernel)
-      const sql = Context.get(context, SqlClient.SqlClient)
+      const { kernel, sql } = yield* world
       expect((yield* kernel.execute(notify, { runId: "ok", tenant: acme, input: { to: "ann@example.com" } })).status).toBe("paused")
       expect((yield* kernel.execute(notify, { runId: "bad", tenant: acme, input: { to: "joe@example.com" } })).status).toBe("paused")
       // Edited as the cli test edits one (a changed address), but to a value of the wrong type.
@@ -52,12 +56,7 @@ describe("approvals with one broken paused run", () => {
 
   it.scoped("a broken run is named once, on the page of the inbox it falls in, not on every page that read past it", () =>
     Effect.gen(function*() {
-      const context = yield* Layer.build(Layer.provideMerge(
-        Kernel.layer({ workflows: [notify] }),
-        Layer.mergeAll(SqliteStore.layer({ filename: tempDb() }), ScriptedModel.layer([]), ToolRegistry.layer([send]))
-      ))
-      const kernel = Context.get(context, Kernel.Kernel)
-      const sql = Context.get(context, SqlClient.SqlClient)
+      const { kernel, sql } = yield* world
       // Paused in one millisecond (the test clock): the inbox orders them by run id.
       for (const runId of ["a-ok", "b-bad", "c-ok", "d-ok"]) {
         expect((yield* kernel.execute(notify, { runId, tenant: acme, input: { to: `${runId}@example.com` } })).status).toBe("paused")
