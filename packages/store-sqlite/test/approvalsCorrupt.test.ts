@@ -32,13 +32,13 @@ const send = Tool.make({
 const notify = Workflow.make({ name: "notify", input: Schema.Struct({ to: Schema.String }), output: Schema.String, run: ({ to }, ctx) => ctx.tool(send, { to }) })
 
 /** A kernel on a new SQLite file, and the file's SQL client (to break a row as a person editing it would). */
-const world = Effect.map(
+const world = Effect.suspend(() => Effect.map(
   Layer.build(Layer.provideMerge(
     Kernel.layer({ workflows: [notify] }),
     Layer.mergeAll(SqliteStore.layer({ filename: tempDb() }), ScriptedModel.layer([]), ToolRegistry.layer([send]))
   )),
   (context) => ({ kernel: Context.get(context, Kernel.Kernel), sql: Context.get(context, SqlClient.SqlClient) })
-)
+))
 
 describe("approvals with one broken paused run", () => {
   it.scoped("a paused run whose head row was edited so it no longer decodes does not fail the other runs' approvals", () =>
