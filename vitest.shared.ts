@@ -27,7 +27,10 @@ export default defineConfig({
       { find: /^@artana\/model-openai$/, replacement: src("model-openai") },
       { find: /^@artana\/model-anthropic\/testing$/, replacement: src("model-anthropic", "testing.ts") },
       { find: /^@artana\/model-anthropic$/, replacement: src("model-anthropic") },
-      { find: /^@artana\/sandbox\/Audit$/, replacement: src("sandbox", "Audit.ts") }
+      { find: /^@artana\/sandbox\/Audit$/, replacement: src("sandbox", "Audit.ts") },
+      { find: /^@artana\/mcp$/, replacement: src("mcp") },
+      { find: /^@artana\/otel\/testing$/, replacement: src("otel", "testing.ts") },
+      { find: /^@artana\/otel$/, replacement: src("otel") }
     ]
   },
   test: {

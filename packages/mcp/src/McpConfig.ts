@@ -17,6 +17,7 @@
  *     - name: github
  *       url: https://api.example.com/mcp
  *       headers: { Authorization: "Bearer ${GITHUB_TOKEN}" }
+ *       sessions: shared                  # default per_tenant: a connection (a process, a session) per tenant
  * ```
  *
  * `${NAME}` in `headers` and `env` is read from the environment when the server is first connected (through Effect's
@@ -70,6 +71,14 @@ const Common = {
   idempotent: Schema.optional(Schema.Boolean),
   /** Deadline of one call (default 60,000). */
   timeout_ms: Schema.optional(PositiveInt),
+  /**
+   * Whose session a connection is. `per_tenant` (the default): each tenant gets its own connection (a stdio server a
+   * process of its own, an HTTP server a session of its own), so a server that keeps state per connection never mixes
+   * two tenants' state. `shared`: one connection for the whole process, for a server that keeps none.
+   */
+  sessions: Schema.optional(Schema.Literal("per_tenant", "shared")),
+  /** A tenant's connection to a `per_tenant` server is closed after this long unused (default 300,000: five minutes). */
+  idle_timeout_ms: Schema.optional(PositiveInt),
   /** Rules per tool, by the server's own tool name. */
   tools: Schema.optional(Schema.Record({ key: Schema.String, value: ToolRule })),
   /**

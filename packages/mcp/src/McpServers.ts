@@ -2,7 +2,9 @@
  * `McpServers`: the connections to the configured MCP servers, for the layer's lifetime. A server is connected on
  * first use (a stdio server's process is started then, so a replay, which calls no tool and lists nothing, never
  * starts one), connected again after it went away, and closed when the layer's scope closes (a stdio server's
- * process is ended: stdin closed, then SIGTERM, then SIGKILL).
+ * process is ended: stdin closed, then SIGTERM, then SIGKILL). Each tenant has its own connection to a server unless
+ * the server's config says `sessions: shared`; a tenant's connection unused for the server's `idle_timeout_ms` is
+ * closed (see `internal/sessions.ts`).
  *
  * Provide it to the kernel's layer so workflows find it (`McpTools.load`):
  *
@@ -21,7 +23,8 @@ import type * as Scope from "effect/Scope"
 import { Tool } from "@artana/core"
 import * as McpConfig from "./McpConfig.js"
 import { InvalidMcpConfig, McpServerError } from "./McpErrors.js"
-import * as Connection from "./internal/connection.js"
+import type * as Connection from "./internal/connection.js"
+import * as Sessions from "./internal/sessions.js"
 
 export interface Options {
   /**
@@ -34,8 +37,11 @@ export interface Options {
 export interface Service {
   readonly config: McpConfig.Config
   readonly options: Options
-  /** The connection to a configured server. */
-  readonly connection: (server: string) => Connection.Connection | undefined
+  /**
+   * The connection to a configured server that `tenantId` uses: its own (`sessions: per_tenant`, the default) or the
+   * process's (`shared`). Without a tenant (a listing outside any run), the process's own.
+   */
+  readonly connection: (server: string, tenantId?: string) => Connection.Connection | undefined
 }
 
 /** The connections to the configured MCP servers. */
@@ -52,9 +58,16 @@ export const decodeConfig = (input: unknown): Either.Either<McpConfig.Config, In
 export const make = (config: McpConfig.Config, options: Options = {}): Effect.Effect<Service, never, Scope.Scope> =>
   Effect.gen(function*() {
     const provider = yield* Effect.configProviderWith(Effect.succeed)
-    const connections = new Map(config.servers.map((s) => [s.name, Connection.make(s, provider)] as const))
-    yield* Effect.addFinalizer(() => Effect.forEach([...connections.values()], (c) => c.close, { concurrency: "unbounded", discard: true }))
-    return { config, options, connection: (server) => connections.get(server) }
+    const servers = new Map(config.servers.map((s) => [s.name, Sessions.make(s, provider)] as const))
+    yield* Effect.addFinalizer(() => Effect.forEach([...servers.values()], (s) => s.close, { concurrency: "unbounded", discard: true }))
+    // Tenants' idle connections are closed by a sweep, as often as half the shortest idle time (at least every 50 ms).
+    const idles = config.servers.filter(Sessions.perTenant).map(Sessions.idleMillis)
+    if (idles.length > 0) {
+      const every = Math.max(50, Math.floor(Math.min(...idles) / 2))
+      const sweep = Effect.suspend(() => Effect.forEach([...servers.values()], (s) => s.sweep(Date.now()), { discard: true }))
+      yield* Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(every), sweep)))
+    }
+    return { config, options, connection: (server, tenantId) => servers.get(server)?.connection(tenantId) }
   })
 
 /**
@@ -69,9 +82,9 @@ export const layer = (config: unknown, options: Options = {}): Layer.Layer<McpSe
     Effect.flatMap(decodeConfig(config), (decoded) => make(decoded, options))
   )
 
-/** The connection to `server`, or a `McpServerError` naming the configured ones. */
-export const connectionOf = (service: Service, server: string): Effect.Effect<Connection.Connection, McpServerError> => {
-  const connection = service.connection(server)
+/** The connection to `server` that `tenantId` uses, or a `McpServerError` naming the configured ones. */
+export const connectionOf = (service: Service, server: string, tenantId?: string): Effect.Effect<Connection.Connection, McpServerError> => {
+  const connection = service.connection(server, tenantId)
   return connection === undefined
     ? Effect.fail(new McpServerError({ server, reason: `no such server; configured: ${service.config.servers.map((s) => s.name).join(", ") || "none"}` }))
     : Effect.succeed(connection)

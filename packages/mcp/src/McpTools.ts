@@ -159,7 +159,7 @@ const governed = (service: Service, server: McpConfig.Server, tool: Listed): Too
     ...McpConfig.approvalOf(server, tool.name),
     handler: (args, context) =>
       Effect.gen(function*() {
-        const connection = yield* Effect.mapError(connectionOf(service, server.name), (e) => new Errors.ToolError({ tool: name, reason: e.message }))
+        const connection = yield* Effect.mapError(connectionOf(service, server.name, context.tenant.tenantId), (e) => new Errors.ToolError({ tool: name, reason: e.message }))
         const result = yield* Effect.catchAll(
           connection.call(tool.name, name, args, { signal: context.signal, timeoutMs }),
           unansweredIsUnknown(name, idempotent)
@@ -204,12 +204,15 @@ export const decide = (service: Service, server: McpConfig.Server, tool: Listed)
   return { server: server.name, tool, fingerprint: print, decision: "offered" }
 }
 
-/** Lists the servers' tools now and decides on each (what the run's step logs). */
-export const list = (service: Service, servers?: ReadonlyArray<string>): Effect.Effect<ToolList, McpServerError> =>
+/**
+ * Lists the servers' tools now and decides on each (what the run's step logs), on `tenantId`'s connections (without
+ * one, the process's own: see `McpServers.Service.connection`).
+ */
+export const list = (service: Service, servers?: ReadonlyArray<string>, tenantId?: string): Effect.Effect<ToolList, McpServerError> =>
   Effect.map(
     Effect.forEach(servers ?? service.config.servers.map((s) => s.name), (name) =>
       Effect.gen(function*() {
-        const connection = yield* connectionOf(service, name)
+        const connection = yield* connectionOf(service, name, tenantId)
         const tools = yield* connection.list
         return tools.map((t) => decide(service, connection.server, listed(t)))
       }), { concurrency: "unbounded" }),
@@ -262,7 +265,7 @@ export const load = (ctx: Workflow.WorkflowContext, options: LoadOptions = {}): 
       return yield* Effect.dieMessage("McpTools.load: no McpServers service; provide McpServers.layer(config) to the kernel's layer")
     }
     const service = found.value
-    const logged = yield* ctx.step("mcp.tools", list(service, options.servers), ToolList, { key: options.key })
+    const logged = yield* ctx.step("mcp.tools", list(service, options.servers, ctx.tenant.tenantId), ToolList, { key: options.key })
     return fromList(service, logged)
   })
 

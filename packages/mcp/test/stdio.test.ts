@@ -1,9 +1,9 @@
 // MCP tools from a real server process (the SDK's stdio transport) governed by a real kernel on SQLite: discovery
 // logged once per run, arguments validated before any call, results and errors logged, a server that dies mid-call
 // leaving the step in doubt, a hanging one timing out, and a replay that needs no server.
-import { describe, expect, it } from "vitest"
+import { describe, expect, it, vi } from "vitest"
 import { Effect, Either } from "effect"
-import { Kernel } from "@artana/core"
+import { Kernel, Tenant } from "@artana/core"
 import { ScriptedModel } from "@artana/core/testing"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -177,5 +177,55 @@ describe("MCP tools over stdio", () => {
     expect(replayed).toMatchObject({ status: "completed", output: { answer: "written", withheld: ["notes.broken"] } })
     expect(fs.readFileSync(`${calls}.starts`, "utf8").trim().split("\n")).toHaveLength(1)
     expect(callsIn(calls)).toHaveLength(1)
+  })
+
+  describe("sessions: each tenant its own connection unless the server is shared", () => {
+    const globex = Tenant.TenantContext.make({ tenantId: "globex", capabilities: ["mcp:notes"], budgetUsdLimit: 1 })
+    const starts = (calls: string) => fs.readFileSync(`${calls}.starts`, "utf8").trim().split("\n")
+    const alive = (pid: string) => {
+      try {
+        process.kill(Number(pid), 0)
+        return true
+      } catch {
+        return false
+      }
+    }
+    /** Runs of two tenants in one kernel, each listing the tools and reading a note; then `program`. */
+    const twoTenants = (calls: string, over: Record<string, unknown>, program: Effect.Effect<void, unknown, Kernel.Kernel> = Effect.void) => {
+      // A third run's replies, for a program that runs one more.
+      const script = [1, 2, 3].flatMap(() => [ScriptedModel.toolCall("notes.read_note", { path: "x" }), ScriptedModel.text("read")])
+      return withKernel({ db: fresh().db, config: { servers: [stdioServer(calls, over)] }, script }, Effect.gen(function*() {
+        const kernel = yield* Kernel.Kernel
+        for (const [runId, who] of [["of-acme", tenant()], ["of-globex", globex]] as const) {
+          expect(yield* kernel.execute(agent, { runId, tenant: who, input: "go" })).toMatchObject({ status: "completed" })
+        }
+        yield* program
+      }))
+    }
+
+    it("by default (per_tenant) a stdio server is started once per tenant: two tenants never share its process", async () => {
+      const { calls } = fresh()
+      await twoTenants(calls, {})
+      expect(starts(calls)).toHaveLength(2)
+      expect(callsIn(calls)).toEqual([{ tool: "read_note", args: { path: "x" } }, { tool: "read_note", args: { path: "x" } }])
+    })
+
+    it("sessions: shared starts one process for every tenant", async () => {
+      const { calls } = fresh()
+      await twoTenants(calls, { sessions: "shared" })
+      expect(starts(calls)).toHaveLength(1)
+    })
+
+    it("a tenant's connection idle for idle_timeout_ms is closed (its process ended) and made again on the next use", async () => {
+      const { calls } = fresh()
+      await twoTenants(calls, { idle_timeout_ms: 100 }, Effect.gen(function*() {
+        // Both processes end once idle, while the kernel (and its servers' layer) is still up.
+        yield* Effect.promise(() => vi.waitFor(() => expect(starts(calls).filter(alive)).toEqual([]), { timeout: 60_000, interval: 50 }))
+        const kernel = yield* Kernel.Kernel
+        expect(yield* kernel.execute(agent, { runId: "of-acme-later", tenant: tenant(), input: "go" })).toMatchObject({ status: "completed" })
+      }))
+      expect(starts(calls)).toHaveLength(3)
+      expect(callsIn(calls)).toHaveLength(3)
+    })
   })
 })

@@ -68,7 +68,7 @@ const sha256 = (s: string) => createHash("sha256").update(s).digest()
 /** `artana mcp serve --policy POLICY [--http HOST:PORT]`: runs until interrupted (Ctrl-C, SIGTERM, stdin closed). */
 export const serve = (args: ServeArgs) =>
   Out.command(args, Effect.scoped(Effect.gen(function*() {
-    const toolbox = yield* Toolbox.fromPolicyFile(args.policy)
+    const toolbox = yield* Toolbox.fromPolicyFile(args.policy, undefined, args.tenant)
     const tenant = yield* Services.tenant(args.tenant, toolbox.tools)
     const kernel = Services.kernel({ store: Database.layer(Database.parse(args.db), { create: true }), tools: toolbox.tools, middleware: toolbox.middleware, auditKey: args.auditKey })
     // Built in the command's scope: the store stays open while the server serves.

@@ -72,7 +72,7 @@ export interface RunArgs extends Common {
 /** `artana run PLAN --policy POLICY`: everything is checked before the store is opened; bad input writes nothing. */
 export const run = (args: RunArgs) =>
   Out.command(args, Effect.scoped(Effect.gen(function*() {
-    const toolbox = yield* Toolbox.fromPolicyFile(args.policy, args.runId === undefined ? undefined : yield* loggedMcpTools(args, args.runId))
+    const toolbox = yield* Toolbox.fromPolicyFile(args.policy, args.runId === undefined ? undefined : yield* loggedMcpTools(args, args.runId), args.tenant)
     const registry = { get: (name: string) => toolbox.tools.find((t) => t.name === name), list: () => toolbox.tools }
     const plan = yield* Effect.mapError(Plan.load(args.plan, { tools: registry }), (e) => {
       // A tool the policy's MCP servers offer but the policy withholds (not pinned, changed since pinned): say why.

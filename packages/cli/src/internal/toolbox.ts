@@ -51,11 +51,12 @@ const mcpConfig = (file: string, document: unknown) =>
  * The MCP servers' tools: listed now (`list` undefined), or rebuilt from a logged list (a replay, a reconciliation:
  * no server is asked). The connections end with `Scope`.
  */
-const mcpTools = (config: McpConfig.Config | undefined, list: McpTools.ToolList | undefined) =>
+const mcpTools = (config: McpConfig.Config | undefined, list: McpTools.ToolList | undefined, tenantId: string | undefined) =>
   Effect.gen(function*() {
     if (config === undefined) return { tools: [], mcp: undefined, withheld: [] }
     const servers = yield* McpServers.make(config)
-    const listed = list ?? (yield* McpTools.list(servers))
+    // On the tenant's connections, which its calls use: a per-tenant server is not started twice.
+    const listed = list ?? (yield* McpTools.list(servers, undefined, tenantId))
     const built = McpTools.fromList(servers, listed)
     return { tools: built.tools, mcp: listed, withheld: built.withheld }
   })
@@ -64,14 +65,16 @@ const mcpTools = (config: McpConfig.Config | undefined, list: McpTools.ToolList 
 export const fromPolicyFile = (
   file: string,
   /** The MCP tool list a continued run logged: used instead of listing the servers again (once per run). */
-  logged: McpTools.ToolList | undefined = undefined
+  logged: McpTools.ToolList | undefined = undefined,
+  /** The tenant whose connections the MCP servers are listed on (the one the run's calls will use). */
+  tenantId: string | undefined = undefined
 ): Effect.Effect<Toolbox, PolicyError | McpErrors.McpError, Scope.Scope> =>
   Effect.gen(function*() {
     const loaded = yield* Policy.load(file)
     const document = Json.fromUnknown(loaded.source)
     if (!document.ok) return yield* new Policy.PolicyError({ file, field: "$", reason: `the policy is not JSON-compatible: ${document.error}` })
     const toolbox = yield* load(Sandbox.configOf(loaded), file)
-    const mcp = yield* mcpTools(yield* mcpConfig(file, loaded.source), logged)
+    const mcp = yield* mcpTools(yield* mcpConfig(file, loaded.source), logged, tenantId)
     return {
       tools: [...toolbox.tools, ...mcp.tools],
       middleware: toolbox.middleware,
@@ -94,6 +97,6 @@ export const fromRecord = (
     const toolbox = yield* load({ baseDir: path.dirname(record.file), policy: record.document }, record.file)
     const logged = Json.isObject(record.document) ? record.document.mcp : undefined
     const config = logged === undefined ? undefined : yield* Either.match(McpServers.decodeConfig(logged), { onLeft: Effect.fail, onRight: Effect.succeed })
-    const tools = yield* mcpTools(config, mcp ?? { entries: [] })
+    const tools = yield* mcpTools(config, mcp ?? { entries: [] }, undefined)
     return { ...toolbox, tools: [...toolbox.tools, ...tools.tools], policy: record, mcp, withheld: tools.withheld }
   })
