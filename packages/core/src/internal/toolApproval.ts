@@ -12,7 +12,7 @@ import type { StepEnv } from "./stepEnv.js"
 import { availableTools, decoded, type Prepare, unknownTool } from "./toolGate.js"
 import type { ToolOutcome } from "./toolHandler.js"
 import { inDoubt } from "./toolInDoubt.js"
-import { outcomeOf } from "./toolOutcome.js"
+import { budgetStopped, outcomeOf } from "./toolOutcome.js"
 import { type Prepared, type Ready, request, requestedOf, type ToolCallRequest, type ToolRequestedPayload } from "./toolRequest.js"
 import { traced } from "./toolSpan.js"
 import * as Tracing from "./tracing.js"
@@ -63,7 +63,7 @@ export const recorded = (env: StepEnv, prepare: Prepare, call: ToolCallRequest, 
     if (requestedAt >= 0) {
       const made = after.slice(requestedAt)
       const outcome = outcomeOf(made, env.deps.tools)
-      return outcome !== undefined ? Effect.succeed(outcome) : inDoubt(env, call, key, made, tool)
+      return outcome !== undefined ? Effect.succeed(outcome) : budgetStopped(env, made) ?? inDoubt(env, call, key, made, tool)
     }
     if (env.mode === "replay") {
       return env.fault(new Errors.InvalidRunState({ runId: env.runId, status: `approved at step ${key}, its call not made yet`, expected: "settled (a replay runs no tool)" }))

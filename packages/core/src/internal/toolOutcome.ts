@@ -7,6 +7,7 @@ import type { Event, EventPayload } from "../Event.js"
 import type * as ToolRegistry from "../ToolRegistry.js"
 import { canonicalJson } from "./hash.js"
 import type { ToolOutcome } from "./toolHandler.js"
+import type { StepEnv } from "./stepEnv.js"
 
 /** Arguments given by code match the logged ones: the same text, or the same JSON in another key order. */
 export const sameArguments = (logged: string, given: string): boolean => {
@@ -46,6 +47,21 @@ export const outcomeOf = (recorded: ReadonlyArray<Event>, tools: ToolRegistry.Se
     const p = recorded[i]!.payload
     if (p._tag === "ToolCompleted") return { ok: true, json: p.result }
     if (p._tag === "ToolFailed") return failureOf(p, requested, tools)
+  }
+  return undefined
+}
+
+/**
+ * A call an `afterTool` hook stopped over budget after its handler ran (`[ToolRequested, ..., BudgetExceeded]`, then the
+ * run's `RunFailed`): settled, and the run failed there, as a model step's logged `BudgetExceeded` does; never a call in
+ * doubt (a replay would refuse it as one, a resume would run it again). Undefined when the events hold no such stop.
+ */
+export const budgetStopped = (env: StepEnv, recorded: ReadonlyArray<Event>) => {
+  for (let i = recorded.length - 1; i >= 1; i--) {
+    const p = recorded[i]!.payload
+    if (p._tag === "BudgetExceeded") {
+      return env.halt({ _tag: "Failed", error: new Errors.BudgetExceeded({ runId: env.runId, limitUsd: p.limitUsd, spentUsd: p.spentUsd }) })
+    }
   }
   return undefined
 }

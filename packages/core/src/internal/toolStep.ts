@@ -16,7 +16,7 @@ import * as ToolApproval from "./toolApproval.js"
 import * as ToolGate from "./toolGate.js"
 import type { ToolOutcome } from "./toolHandler.js"
 import { inDoubt } from "./toolInDoubt.js"
-import { outcomeOf, sameArguments } from "./toolOutcome.js"
+import { budgetStopped, outcomeOf, sameArguments } from "./toolOutcome.js"
 import { request, requestedOf, type ToolCallRequest } from "./toolRequest.js"
 import { traced } from "./toolSpan.js"
 import { payloadUnlessLazy } from "./lazyPayload.js"
@@ -74,6 +74,8 @@ export const make = (env: StepEnv) => {
       return env.mismatch(key, recorded, actual())
     }
     const outcome = outcomeOf(recorded, deps.tools)
+    const stopped = outcome === undefined ? budgetStopped(env, recorded) : undefined
+    if (stopped !== undefined) return stopped
     return outcome !== undefined ? Exit.succeed(outcome) : traced(call, key, first.idempotencyKey, toolOf(), inDoubt(env, call, key, recorded, toolOf()), env.spans)
   }
   return step
