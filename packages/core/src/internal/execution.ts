@@ -38,6 +38,7 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
     claim: options.claim === true,
     resumed: options.resumed,
     onRefused: ownership.lose,
+    lostAt: (now) => ownership.lostAt("(the claim of the run)", now),
     onSignals: inbox.add
   })
   const { log } = options

@@ -52,6 +52,12 @@ export interface LedgerOptions {
   readonly claim: boolean
   /** Why the execution takes the run over: a `RunResumed` saying so is appended before its first batch. */
   readonly resumed?: string | undefined
+  /**
+   * `OwnershipLost` when the execution's caller no longer holds the run at `now` (its lease ran out, or its signal
+   * fired): checked before the batch that claims the run, so a caller that lost its lease never fences the execution
+   * that holds the run now.
+   */
+  readonly lostAt?: ((now: number) => Errors.OwnershipLost | undefined) | undefined
   /** Told when the store refuses a batch because another execution wrote first or claimed the run. */
   readonly onRefused: (reason: string) => void
   /** Told of the signals (`SignalSent`) senders appended after this execution's head, once verified and adopted. */
@@ -132,6 +138,8 @@ export const make = (options: LedgerOptions) => {
     // No generator: this runs twice per tool step. The clock is read in place (`clockWith`), not as an effect of its own.
     return Effect.clockWith((clock) => {
       const timestamp = clock.unsafeCurrentTimeMillis()
+      const lost = claimPending ? options.lostAt?.(timestamp) : undefined // a claim fences the run's owner: see `lostAt`
+      if (lost !== undefined) return orElse(lost)
       const request = prepare(stepKey, payloads, timestamp)
       const write = alongside === NONE ? options.store.append(request) : options.store.appendAll([request, ...alongside(timestamp)])
       // `matchEffect`: one node for the outcome, twice a tool step (the success is bookkept in place).
@@ -164,12 +172,8 @@ export const make = (options: LedgerOptions) => {
     return orElse(error)
   }
 
-  /**
-   * Reads what was appended after this execution's head and adopts the signals senders appended there (`catchUp` of
-   * `headChain.ts`): how many were adopted, or "foreign" when another writer appended anything else.
-   */
-  const catchUp = (): Effect.Effect<number | "foreign", AppendError> =>
-    mode === "replay" ? Effect.succeed(0) : catchUpSignals(options, head)
+  /** Adopts the signals senders appended after the head (`headChain.ts`): how many, or "foreign" (anything else). */
+  const catchUp = (): Effect.Effect<number | "foreign", AppendError> => mode === "replay" ? Effect.succeed(0) : catchUpSignals(options, head)
 
   return {
     append,

@@ -62,6 +62,10 @@ const liveCall = (env: StepEnv, key: string, request: ModelPort.ModelRequest, re
     const before = yield* Interceptors.run(deps.interceptors, "before", request, (i) =>
       i.beforeModel === undefined ? undefined : (r) => i.beforeModel!(r, context))
     if (before._tag === "Refused") return yield* refused(env, key, "before_call", [requestedOf(before.value, requestHash), ...notes], before.error, before.interceptor.name)
+    // Nothing is held or sent in the name of a run this execution may no longer own (its caller's lease ran out, or was
+    // lost): a hold is its call's, so a stale execution's hold would replace the new owner's while that one's call is
+    // in flight, and leave the lineage's other calls room that call will spend.
+    yield* env.checkOwnership(`(the call to model "${before.value.model}" would have been sent)`)
     const price = deps.priceOf(before.value.model)
     // Estimated at the dearest model the call may end at (a fallback's), charged at the price of the one that answers.
     const estimated = estimatePrice(env, before.value.model, price)
@@ -109,6 +113,8 @@ const sendAndCharge = (
     // The reply may not cost more than the estimate: the output tokens it assumed are sent as the model's cap.
     const sent = assumed === undefined || request.maxOutputTokens !== undefined ? request : { ...request, maxOutputTokens: assumed.outputTokens }
     const requested = requestedOf(sent, requestHash)
+    // Nothing is sent in the name of a run this execution may no longer own (its caller's lease ran out, or was lost).
+    yield* env.checkOwnership(`(the call to model "${sent.model}" would have been sent)`)
     const streamed = yield* ModelStream.run(env, key, sent, context, stopsByModel(env, assumed, price, estimated))
     if (streamed._tag === "OverBudget") {
       // The stopped stream's cost is the run's (and its lineage's): logged on the stop, not only kept in memory.

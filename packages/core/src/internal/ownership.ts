@@ -43,7 +43,8 @@ export const make = (runId: string, ownerEpoch: number, lease: Lease | undefined
   }
   const lostAt = (tool: string, now: number): Errors.OwnershipLost | undefined => {
     if (lease !== undefined && !ownership.signal.aborted && now >= lease.expiresAt()) {
-      lose(`its lease on the run ran out at ${new Date(lease.expiresAt()).toISOString()}, ${now - lease.expiresAt()} ms before the call to tool "${tool}" would have started (the process was paused, or too busy to renew it)`)
+      const what = tool.startsWith("(") ? tool.slice(1, -1) : `the call to tool "${tool}" would have started`
+      lose(`its lease on the run ran out at ${new Date(lease.expiresAt()).toISOString()}, ${now - lease.expiresAt()} ms before ${what} (the process was paused, or too busy to renew it)`)
     }
     return lost()
   }
