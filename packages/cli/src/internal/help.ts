@@ -141,7 +141,7 @@ export const commands: ReadonlyArray<CommandDoc> = [
       { flag: "--limit", description: "at most this many per page (default 50)" },
       { flag: "--after CURSOR", description: "the page after the one that printed CURSOR (its next page cursor)" }
     ],
-    examples: ["artana approvals", "artana approvals --tool shell.run --older-than 1h --format json", "artana approvals --limit 20 --after r1.WzE3NjQxNTA0MDAwMDAsInJ1bi03Il0"],
+    examples: ["artana approvals", "artana approvals --tool shell.run --older-than 1h --format json", "artana approvals --limit 20 --after r2.WzE3NjQxNTA0MDAwMDAsInJ1bi03Il0"],
     exitCodes: [0, 2, 5, 6, 7]
   },
   {
@@ -222,7 +222,7 @@ export const commands: ReadonlyArray<CommandDoc> = [
       "artana list-runs",
       "artana list-runs --tenant acme --status needs_reconciliation",
       "artana list-runs --workflow artana.plan --since 7d --limit 20",
-      "artana list-runs --after r1.WzE3NjQxNTA0MDAwMDAsNDJd"
+      "artana list-runs --after r2.WzE3NjQxNTA0MDAwMDAsIm5pZ2h0bHktNDIiXQ"
     ],
     exitCodes: [0, 2, 5, 7]
   },

@@ -207,7 +207,8 @@ export const nextOccurrence = (task: Task, taskId: string, now: number): Task | 
   // An occurrence that expired unclaimed is a missed tick: the series goes on. A cancelled one ends it.
   if (task.status !== "completed" && task.status !== "failed" && task.status !== "expired") return undefined
   // A new task with a new run: any version may start it.
-  const { outcome: _o, idempotencyKey: _k, version: _v, ...rest } = task
+  // Nor a response waiting for the ended occurrence's run (it expired before a worker took it), nor who gave it.
+  const { outcome: _o, idempotencyKey: _k, version: _v, response: _r, respondedBy: _b, ...rest } = task
   const runAt = nextRunAt(task, task.repeatIntervalSeconds, now)
   return {
     ...rest,

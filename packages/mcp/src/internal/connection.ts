@@ -153,6 +153,40 @@ const callFailure = (
   return new Errors.ToolOutcomeUnknown({ tool: qualified, reason: `server "${server}" went away during the call: ${messageOf(e)}` })
 }
 
+type Transport = Effect.Effect.Success<ReturnType<typeof transportOf>>
+
+/**
+ * Connects a client to the server over `transport` (a stdio server's process is spawned here); `wentAway` hears the
+ * transport's close. A failed `initialize` abandons the server (its process killed), as one given up on.
+ */
+const startClient = (server: Server, loaded: Sdk, transport: Transport, timeoutMs: number, wentAway: () => void): Promise<Connected> => {
+  const client = new loaded.Client({ name: "artana", version: "0.1.0" }, { capabilities: {} })
+  let seen = false
+  let onClosed = (): void => undefined
+  const done = new Promise<void>((resolve) => (onClosed = () => {
+    seen = true
+    resolve()
+  }))
+  const started = client.connect(transport, { timeout: timeoutMs })
+  // Spawned synchronously by `connect`: the pid is known now, before a failed `connect` lets go of the process.
+  const abandon = abandonment(client, transport instanceof loaded.StdioClientTransport ? transport.pid : null, { done, seen: () => seen })
+  client.onclose = () => {
+    onClosed()
+    wentAway()
+  }
+  return started.then(
+    (): Connected => ({ client, sdk: loaded, abandon }),
+    async (e: unknown) => {
+      await abandon()
+      throw new McpServerError({
+        server: server.name,
+        reason: timedOut(loaded, e) ? `did not answer initialize within its timeout_ms (${timeoutMs} ms)` : `cannot connect: ${messageOf(e)}`,
+        cause: e
+      })
+    }
+  )
+}
+
 /**
  * `provider` is the `ConfigProvider` the layer was built with: `${NAME}`s are read through it when the server is first
  * connected (in a tool call, whose own services are emptied by the plugin SDK). `initialize` and `tools/list` wait at
@@ -164,42 +198,33 @@ export const make = (server: Server, provider: ConfigProvider.ConfigProvider): C
   let closed = false
   const timeoutMs = server.timeout_ms ?? 60_000
 
-  const connect = Effect.gen(function*() {
-    if (closed) return yield* new McpServerError({ server: server.name, reason: "the connections were closed with their layer" })
-    if (current === undefined) {
+  const closedError = () => new McpServerError({ server: server.name, reason: "the connections were closed with their layer" })
+
+  // The connection being made, claimed in one synchronous step (before any wait): two uses at once share one process,
+  // and a close that comes while the SDK loads finds it and is seen before anything is started.
+  const open = (): Promise<Connected> => {
+    const connecting: Promise<Connected> = Effect.runPromise(Effect.either(Effect.gen(function*() {
       const loaded = yield* sdk(server.name)
       const transport = yield* Effect.withConfigProvider(transportOf(server, loaded), provider)
-      const client = new loaded.Client({ name: "artana", version: "0.1.0" }, { capabilities: {} })
-      let seen = false
-      let onClosed = (): void => undefined
-      const done = new Promise<void>((resolve) => (onClosed = () => {
-        seen = true
-        resolve()
-      }))
-      const started = client.connect(transport, { timeout: timeoutMs })
-      // Spawned synchronously by `connect`: the pid is known now, before a failed `connect` lets go of the process.
-      const abandon = abandonment(client, transport instanceof loaded.StdioClientTransport ? transport.pid : null, { done, seen: () => seen })
-      const connecting = started.then(
-        (): Connected => ({ client, sdk: loaded, abandon }),
-        async (e: unknown) => {
-          await abandon()
-          throw new McpServerError({
-            server: server.name,
-            reason: timedOut(loaded, e) ? `did not answer initialize within its timeout_ms (${timeoutMs} ms)` : `cannot connect: ${messageOf(e)}`,
-            cause: e
-          })
-        }
-      )
-      current = connecting
+      return { loaded, transport }
+    }))).then((prepared) => {
+      if (prepared._tag === "Left") throw prepared.left
+      if (closed) throw closedError()
+      const { loaded, transport } = prepared.right
       // A server that went away is connected again (started again) on next use.
-      client.onclose = () => {
-        onClosed()
-        if (current === connecting) current = undefined
-      }
-      connecting.catch(() => {
+      return startClient(server, loaded, transport, timeoutMs, () => {
         if (current === connecting) current = undefined
       })
-    }
+    })
+    connecting.catch(() => {
+      if (current === connecting) current = undefined
+    })
+    return connecting
+  }
+
+  const connect = Effect.gen(function*() {
+    if (closed) return yield* closedError()
+    if (current === undefined) current = open()
     const pending = current
     return yield* Effect.tryPromise({
       try: () => pending,

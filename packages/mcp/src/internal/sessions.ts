@@ -67,8 +67,10 @@ export const make = (server: Server, provider: ConfigProvider.ConfigProvider): S
     close: Effect.void
   })
   const idle = idleMillis(server)
+  // Uninterruptible: the layer's scope, which interrupts the sweep before closing the rest, waits for the connections
+  // a sweep took out of `slots` to be closed (else a process the sweep was ending outlived the scope).
   const sweep = (now: number) =>
-    Effect.suspend(() => {
+    Effect.uninterruptible(Effect.suspend(() => {
       const stale: Array<Connection.Connection> = []
       for (const [tenantId, slot] of slots) {
         if (slot.users === 0 && now - slot.lastUsed >= idle) {
@@ -77,7 +79,7 @@ export const make = (server: Server, provider: ConfigProvider.ConfigProvider): S
         }
       }
       return Effect.forEach(stale, (c) => c.close, { concurrency: "unbounded", discard: true })
-    })
+    }))
   const close = Effect.suspend(() => {
     closed = true
     const all = [...slots.values()].map((s) => s.connection)
