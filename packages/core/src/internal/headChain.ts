@@ -28,38 +28,47 @@ export interface CatchUpOptions {
   readonly adopts?: ((event: Event) => boolean) | undefined
 }
 
+/** Events of the ledger's own batches whose success it has not bookkept yet (another branch's, written meanwhile). */
+export interface OwnEvents {
+  readonly has: (eventId: string) => boolean
+}
+
 /**
  * Reads what was appended after `head`. Signals are verified (seq, link, hash) and adopted: `head` moves past them
- * and `onSignals` hears of them. Returns how many were adopted, or "foreign" when another writer appended anything
- * else (another execution: this one must stop). A broken signal is `LogTampered`.
+ * and `onSignals` hears of them. So are the ledger's `own` events: a batch a concurrent branch of the execution wrote
+ * after the same head, whose success that branch has not bookkept yet. Returns how many were adopted, or "foreign"
+ * when another writer appended anything else (another execution: this one must stop). A broken one is `LogTampered`.
  */
-export const catchUp = (options: CatchUpOptions, head: Head): Effect.Effect<number | "foreign", CatchUpError> =>
+export const catchUp = (options: CatchUpOptions, head: Head, own?: OwnEvents): Effect.Effect<number | "foreign", CatchUpError> =>
   Effect.suspend(() => {
     const read = options.store.readEvents(options.tenantId, options.runId, head.seq + 1, CATCH_UP_PAGE)
     return Effect.flatMap(
       Effect.catchTag(read, "RunNotFound", () => Effect.succeed([])),
       (page): Effect.Effect<number | "foreign", CatchUpError> => {
         const adopted: Array<Event> = []
+        let taken = 0
         let seq = head.seq
         let hash = head.hash
         for (const event of page) {
-          if (event.payload._tag !== "SignalSent" || event.stepKey !== RUN_STEP_KEY || options.adopts?.(event) === false) break
+          const mine = own?.has(event.eventId) === true
+          if (!mine && (event.payload._tag !== "SignalSent" || event.stepKey !== RUN_STEP_KEY || options.adopts?.(event) === false)) break
           if (event.seq !== seq + 1 || event.prevHash !== hash || event.type !== event.payload._tag || !hashMatches(event, options.auditKey)) {
-            return Effect.fail(new Errors.LogTampered({ runId: options.runId, seq: event.seq, reason: "a signal appended after this execution's head does not chain to it" }))
+            return Effect.fail(new Errors.LogTampered({ runId: options.runId, seq: event.seq, reason: "an event appended after this execution's head does not chain to it" }))
           }
-          adopted.push(event)
+          if (!mine) adopted.push(event)
+          taken++
           seq = event.seq
           hash = event.hash
         }
-        if (adopted.length < page.length) return Effect.succeed("foreign")
-        if (adopted.length === 0) return Effect.succeed(0)
+        if (taken < page.length) return Effect.succeed("foreign")
+        if (taken === 0) return Effect.succeed(0)
         head.seq = seq
         head.hash = hash
-        options.onSignals?.(adopted)
+        if (adopted.length > 0) options.onSignals?.(adopted)
         // A full page: more may follow.
         return page.length === CATCH_UP_PAGE
-          ? Effect.map(catchUp(options, head), (more) => (more === "foreign" ? more : adopted.length + more))
-          : Effect.succeed(adopted.length)
+          ? Effect.map(catchUp(options, head, own), (more) => (more === "foreign" ? more : taken + more))
+          : Effect.succeed(taken)
       }
     )
   })

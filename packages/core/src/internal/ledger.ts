@@ -66,6 +66,23 @@ export interface LedgerOptions {
   readonly adopts?: ((event: Event) => boolean) | undefined
 }
 
+/** Marks a batch's events as sent and not bookkept yet (`on`), or no longer. */
+const inFlight = (sent: Set<string>, events: ReadonlyArray<Event>, on: boolean) => {
+  for (let i = 0; i < events.length; i++) {
+    if (on) sent.add(events[i]!.eventId)
+    else sent.delete(events[i]!.eventId)
+  }
+}
+
+/** A batch written: the head moves past it, unless a concurrent branch's catch-up adopted it already. */
+const written = (head: Head, sent: Set<string>, request: EventStore.AppendRequest) => {
+  const events = request.events
+  inFlight(sent, events, false)
+  if (head.seq !== request.expectedSeq) return
+  head.seq += events.length
+  head.hash = events[events.length - 1]?.hash ?? head.hash
+}
+
 export const make = (options: LedgerOptions) => {
   const { runId, tenantId, mode } = options
   // The execution's head: appends follow it; a catch-up moves it past the signals it adopts.
@@ -74,6 +91,8 @@ export const make = (options: LedgerOptions) => {
   let resumed = options.resumed
   // The hash material's run, tenant and type parts, built once for every hash this ledger computes.
   const material = writerMaterial()
+  // Events sent, not bookkept yet: concurrent branches' batches after one head (the refused one adopts the other's).
+  const sent = new Set<string>()
 
   /** Appends the `RunResumed` of a run taken over, if no batch did yet: the execution's claim. */
   const claim = (): Effect.Effect<void, AppendError> =>
@@ -98,10 +117,7 @@ export const make = (options: LedgerOptions) => {
       ? appendBatch(stepKey, payloads, alongside, Effect.fail)
       : Effect.zipRight(claim(), appendBatch(stepKey, payloads, alongside, Effect.fail))
 
-  /**
-   * `append` with its failure handled by `orElse` (an execution halts there): on the hot path, the batch's own
-   * handler of a refused write calls it, one handler instead of a second around it.
-   */
+  /** `append`, its failure handled by `orElse` (the halt): on the hot path, in the batch's own failure handler. */
   const appendOr = <E>(
     stepKey: string,
     payloads: ReadonlyArray<EventPayload>,
@@ -141,20 +157,23 @@ export const make = (options: LedgerOptions) => {
       const lost = claimPending ? options.lostAt?.(timestamp) : undefined // a claim fences the run's owner: see `lostAt`
       if (lost !== undefined) return orElse(lost)
       const request = prepare(stepKey, payloads, timestamp)
+      inFlight(sent, request.events, true)
       const write = alongside === NONE ? options.store.append(request) : options.store.appendAll([request, ...alongside(timestamp)])
       // `matchEffect`: one node for the outcome, twice a tool step (the success is bookkept in place).
       return Effect.matchEffect(write, {
         onSuccess: () => {
-          head.seq += request.events.length
-          head.hash = request.events[request.events.length - 1]?.hash ?? head.hash
+          written(head, sent, request)
           claimPending = false
           return Effect.void
         },
         onFailure: (error): Effect.Effect<void, E> => {
-          // Senders append signals to the run's chain under the same sequence check: a conflict they caused is
-          // settled by adopting their events and writing the batch again after them (see `catchUp`). Not at seq 0
-          // (the run exists: `startRun` goes on with it); a handover's conflict of its successor's adopts nothing.
+          // A store error's batch may be written: it stays recognized as this execution's own.
+          if (error._tag !== "StoreError") inFlight(sent, request.events, false)
+          // Signals senders appended, or a concurrent branch's own batch (see `sent`): adopted, and the batch written
+          // again after them (`catchUp`); after a head that branch's success moved, at once. Not at seq 0 (the run
+          // exists: `startRun` goes on with it); a handover's conflict of its successor's adopts nothing.
           if (error._tag === "SequenceConflict" && request.expectedSeq > 0) {
+            if (head.seq !== request.expectedSeq) return appendBatch(stepKey, payloads, alongside, orElse)
             return Effect.flatMap(
               Effect.catchAll(catchUp(), orElse),
               (adopted) => adopted === "foreign" || adopted === 0 ? refused(error, orElse) : appendBatch(stepKey, payloads, alongside, orElse)
@@ -172,8 +191,8 @@ export const make = (options: LedgerOptions) => {
     return orElse(error)
   }
 
-  /** Adopts the signals senders appended after the head (`headChain.ts`): how many, or "foreign" (anything else). */
-  const catchUp = (): Effect.Effect<number | "foreign", AppendError> => mode === "replay" ? Effect.succeed(0) : catchUpSignals(options, head)
+  /** Adopts the signals and own batches after the head (`headChain.ts`): how many, or "foreign" (anything else). */
+  const catchUp = (): Effect.Effect<number | "foreign", AppendError> => mode === "replay" ? Effect.succeed(0) : catchUpSignals(options, head, sent)
 
   return {
     append,
