@@ -43,11 +43,41 @@ export const READ_AHEAD_EVENTS = 20_000
 const New: Lookup = { _tag: "New" }
 const Passed: Probe = { _tag: "Passed" }
 
+/** How many times a new step yields to the other fibers, with no step consumed meanwhile, before it diverges. */
+const PATIENCE = 64
+
+/**
+ * A new step met while the log still holds steps nobody asked for: it waits while other fibers consume them (each
+ * yield lets them run), then is looked up again (`retry`: new, once none is left); with no progress for `PATIENCE`
+ * yields in a row, it diverges at the first step left.
+ */
+const afterOthers = (
+  steps: HeldLog.HeldLog,
+  consumed: () => number,
+  retry: () => Lookup,
+  divergedAt: (step: HeldLog.Step) => Resolved
+): Effect.Effect<Resolved, LoadError> => {
+  const loop = (seen: number, idle: number): Effect.Effect<Resolved, LoadError> =>
+    Effect.flatMap(Effect.yieldNow(), () =>
+      Effect.suspend((): Effect.Effect<Resolved, LoadError> => {
+        const next = steps.nextUnconsumed()
+        if (next !== undefined && idle >= PATIENCE) return Effect.succeed(divergedAt(next))
+        if (next === undefined) {
+          const found = retry()
+          return found._tag === "Pending" ? found.next : Effect.succeed(found)
+        }
+        return consumed() !== seen ? loop(consumed(), 0) : loop(seen, idle + 1)
+      }))
+  return loop(consumed(), 0)
+}
+
 export const make = (runId: string, log: Log | undefined, mode: "live" | "replay") => {
   const steps = HeldLog.make(log)
   // The keys consumed or written, within the window that catches a reused key.
   const keys = RecentKeys.make()
   let counter = 0
+  // How many recorded steps the code consumed: what a new step waiting on concurrent branches watches for progress.
+  let consumedSteps = 0
 
   const diverged = (key: string, expected: string, actual: string): Resolved => ({
     _tag: "Diverged",
@@ -86,6 +116,7 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
         return diverged(key, `${describe(next.events)} at step ${next.key}`, `${actual()} at step ${key}`)
       }
       steps.consume(recorded)
+      consumedSteps++
       keys.remember(key)
       return recorded
     }
@@ -94,7 +125,16 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
       if (next === undefined || steps.state.heldEvents < READ_AHEAD_EVENTS) return pending(key, actual)
       return diverged(key, `${describe(next.events)} at step ${next.key}`, `${actual()} (not met within ${READ_AHEAD_EVENTS} events of the log)`)
     }
-    if (next !== undefined) return diverged(key, `${describe(next.events)} at step ${next.key}`, actual())
+    if (next !== undefined) {
+      // A step the log does not hold, met while it still holds steps the code did not ask for yet: when branches run
+      // concurrently under explicit keys, a step logged when it ended (a memoized step, a model call, a one-commit
+      // tool) was logged after the steps other branches logged while it was in flight (a crash, or another branch's
+      // pause, ended the execution before it). The other branches consume those steps as they replay: give them the
+      // chance before calling this a divergence. The new step runs only once no logged step is left unconsumed.
+      const divergedAt = (at: HeldLog.Step) => diverged(key, `${describe(at.events)} at step ${at.key}`, actual())
+      if (mode === "live") return { _tag: "Pending", next: afterOthers(steps, () => consumedSteps, () => lookup(key, actual), divergedAt) }
+      return divergedAt(next)
+    }
     if (mode === "replay") return diverged(key, "the end of the log", actual())
     // A key this execution writes under: the log would hold one step for two (and a replay would refuse it).
     keys.remember(key)

@@ -10,6 +10,7 @@ import * as Errors from "../Errors.js"
 import type { Event, EventPayload, WaitingOn } from "../Event.js"
 import type { CallContext } from "../Middleware.js"
 import type { Deps, ExecutionOptions } from "./executionOptions.js"
+import * as HandlersInFlight from "./handlersInFlight.js"
 import type { Ledger } from "./ledger.js"
 import type { Ownership } from "./ownership.js"
 import type { ReplayCursor, Resolved } from "./replayCursor.js"
@@ -53,6 +54,8 @@ export type Halt =
 export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor, ledger: Ledger, ownership: Ownership) => {
   const { runId, tenant } = options
   let halted: Halt | undefined
+  // Tool handlers running: a suspension lets the other branches' calls end and be logged first.
+  const handlers = HandlersInFlight.make()
   // Whether this execution's spans are exported: decided at its first span, not asked again at every step.
   const spans = Tracing.decideOnce()
   let spentUsd = options.spentUsd
@@ -60,6 +63,9 @@ export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor
   const halt = (h: Halt): Effect.Effect<never> =>
     Effect.suspend(() => {
       halted ??= h
+      // A suspension (a pause, a call in doubt) lets the calls other branches are making end and be logged first:
+      // cut off, a call that acted would be left in doubt (or, idempotent, made again) with no crash at all.
+      if (h._tag === "Paused" || h._tag === "NeedsReconciliation" || h._tag === "Continued") return Effect.zipRight(handlers.othersEnded, Effect.interrupt)
       return Effect.interrupt
     })
   const fault = (error: Fault) => halt({ _tag: "Fault", error })
@@ -133,6 +139,8 @@ export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor
     /** Fails (halting) when this execution may no longer own the run: nothing may start in its name. */
     checkOwnership: (tool: string): Effect.Effect<void> => Effect.suspend(() => owned(tool, () => Effect.void)),
     owned,
+    /** Runs a tool handler and the logging of its outcome (see `handlersInFlight.ts`). */
+    handler: handlers.handler,
     /** Picks a span's effect for this execution (see `Tracing.decideOnce`). */
     spans,
     /** The texts its model requests' objects were rendered to (`renders.ts`): for the request's hash, and as stored. */

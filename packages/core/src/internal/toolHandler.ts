@@ -44,7 +44,7 @@ export const runHandler = (
       lease: env.ownership.lease
     }
     // One node for the handler's outcome (not `either`, then `flatMap`): this runs once per live tool step.
-    return Effect.matchEffect(tool.invoke(args, handlerContext), {
+    return env.handler(Effect.matchEffect(tool.invoke(args, handlerContext), {
       onFailure: (error) => failed(env, tool, key, idempotencyKey, notes, error),
       onSuccess: (result) => {
         const encoded = tool.encodeResult(result)
@@ -52,7 +52,7 @@ export const runHandler = (
           ? failed(env, tool, key, idempotencyKey, notes, encoded.left)
           : completed(env, tool, key, info, notes, encoded.right)
       }
-    })
+    }))
   })
 
 /** A handler that failed: its failure logged (or the run left waiting, when the call waits or may have acted). */

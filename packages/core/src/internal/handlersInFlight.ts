@@ -1,0 +1,46 @@
+/**
+ * The tool handlers an execution is running, each with the logging of its outcome. Branches of one run may run
+ * concurrently (under explicit keys): when one of them suspends the execution (a pause, a call in doubt, a
+ * continue-as-new), the others' handlers end and their outcomes are logged before the execution stops, instead of
+ * being cut off mid-call (a call that acted would be left in doubt, or, idempotent, made again, with no crash at all).
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as FiberId from "effect/FiberId"
+import * as FiberRef from "effect/FiberRef"
+
+/** The execution whose handler the current fiber runs, if any. */
+const inHandler = FiberRef.unsafeMake<object | undefined>(undefined)
+
+export const make = () => {
+  const self = {}
+  let running = 0
+  let waiting: Array<Deferred.Deferred<void>> = []
+  const ended = Effect.suspend(() => {
+    running--
+    const woken = waiting
+    waiting = []
+    return Effect.forEach(woken, (d) => Deferred.succeed(d, undefined), { discard: true })
+  })
+  return {
+    /** Runs a handler and the logging of its outcome, counted until it ends (however it ends). */
+    handler: <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+      Effect.ensuring(
+        Effect.suspend(() => {
+          running++
+          return Effect.locally(effect, inHandler, self)
+        }),
+        ended
+      ),
+    /** Waits until no other fiber runs a handler of this execution (a handler suspending it does not wait for itself). */
+    othersEnded: Effect.flatMap(FiberRef.get(inHandler), (own) => {
+      const loop: Effect.Effect<void> = Effect.suspend(() => {
+        if (running <= (own === self ? 1 : 0)) return Effect.void
+        const d = Deferred.unsafeMake<void>(FiberId.none)
+        waiting.push(d)
+        return Effect.zipRight(Deferred.await(d), loop)
+      })
+      return loop
+    })
+  }
+}
