@@ -43,6 +43,9 @@ const kindsOf = (on: ReadonlyArray<Trigger>): ReadonlySet<ModelError["kind"]> =>
 export const make = (models: readonly [ModelPort.Service, ...Array<ModelPort.Service>], options: Options = {}): ModelPort.Service => {
   const [primary] = models
   const kinds = kindsOf(options.on ?? ["rate_limited", "unavailable"])
+  // A failure that may come with a bill (a reply the model answered and refused: anything but a rate limit or an
+  // outage) is handed on with its cost, so each model of the chain may bill the call.
+  const billing = [...kinds].some((kind) => kind !== "rate_limited" && !UNAVAILABLE.includes(kind))
   let prices: PriceTable = {}
   for (const m of [...models].reverse()) prices = { ...prices, ...m.prices }
 
@@ -128,6 +131,7 @@ export const make = (models: readonly [ModelPort.Service, ...Array<ModelPort.Ser
     defaultModel: primary.defaultModel,
     prices,
     answeredBy: (model) => answeredBy(models, model),
+    billsEach: (model) => billing || models.some((port, i) => port.billsEach?.(i === 0 ? model : port.defaultModel) === true),
     generate,
     streamTo: (request, sink) => streamed(0, request, [], [], sink),
     countTokens: (messages, model) => primary.countTokens(messages, model)

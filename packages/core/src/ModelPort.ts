@@ -111,6 +111,12 @@ export interface Service {
    * it takes on the budget and a stream's stop price the call at the dearest of them. Absent: `model` alone.
    */
   readonly answeredBy?: ((model: string) => ReadonlyArray<string>) | undefined
+  /**
+   * True when each of the models `answeredBy` names may bill one call for `model` (a fallback that hands on a reply a
+   * model answered and billed, such as a refusal): the kernel's pre-call estimate, its hold and the check against the
+   * budget are then the sum of their prices, rate by rate, not the dearest. Absent: one model bills a call.
+   */
+  readonly billsEach?: ((model: string) => boolean) | undefined
 }
 
 /** The model the kernel talks to. */
@@ -135,6 +141,8 @@ export interface ProviderOptions {
   readonly prices?: PriceTable | undefined
   /** `Service.answeredBy`: a port that hands calls on to other models names them here. */
   readonly answeredBy?: ((model: string) => ReadonlyArray<string>) | undefined
+  /** `Service.billsEach`: a port whose call each of those models may bill says so here. */
+  readonly billsEach?: ((model: string) => boolean) | undefined
 }
 
 /** Rough token count (4 characters a token, plus per-message overhead) for providers without a tokenizer. */
@@ -186,6 +194,7 @@ export const make = (options: ProviderOptions): Service => {
   defaultModel: options.defaultModel,
   prices: options.prices,
   answeredBy: options.answeredBy,
+  billsEach: options.billsEach,
   generate,
   stream,
   streamTo,

@@ -88,6 +88,10 @@ export const make = (routes: Routes<ModelPort.Service>, options: Options = {}): 
       const route = routeOf(names, model)
       return (route === undefined ? undefined : routes[route]!.answeredBy?.(model)) ?? [model]
     },
+    billsEach: (model) => {
+      const route = routeOf(names, model)
+      return route !== undefined && routes[route]!.billsEach?.(model) === true
+    },
     countTokens: (messages, model) => {
       const route = routeOf(names, model)
       const port = route === undefined ? undefined : routes[route]

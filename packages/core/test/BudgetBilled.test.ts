@@ -135,24 +135,39 @@ describe("a billed model call that does not complete is charged", () => {
   })
 })
 
+/** A call model a refuses (billed $2) and model b answers ($1), under `budgetUsdLimit`: its outcome and the run's cost. */
+const passedOver = (budgetUsdLimit: number) => {
+  const refused = new Errors.ModelError({ kind: "refusal", reason: "refused", retryable: false, usage: { inputTokens: 0, outputTokens: 1_000_000 } })
+  const first = ScriptedModel.make([{ error: refused }], { model: "a", prices: { a: { input: 0, cachedInput: 0, output: 2 } } })
+  const second = ScriptedModel.make([ScriptedModel.text("b answers", { usage: { inputTokens: 0, outputTokens: 1_000_000 } })], {
+    model: "b",
+    prices: { b: { input: 0, cachedInput: 0, output: 1 } }
+  })
+  const port = ModelFallback.make([first.port, second.port], { on: ["refusal"] })
+  const layer = Layer.provideMerge(Kernel.layer(), Layer.mergeAll(EventStore.layerMemory, Layer.succeed(ModelPort.ModelPort, port), ToolRegistry.layer([])))
+  return Effect.gen(function*() {
+    const kernel = yield* Kernel.Kernel
+    const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit })
+    const result = yield* Effect.either(kernel.chat({ runId: "passed-over", tenant, messages: [Chat.user("hi")], maxOutputTokens: 1_000_000 }))
+    const run = yield* (yield* EventStore.EventStore).getRun("acme", "passed-over")
+    return { result, costUsd: run.costUsd }
+  }).pipe(Effect.provide(layer))
+}
+
 describe("a model a fallback passed over after it billed", () => {
   it.effect("its refused reply is charged at its own price, with the answer of the model that took over", () =>
     Effect.gen(function*() {
-      const refused = new Errors.ModelError({ kind: "refusal", reason: "refused", retryable: false, usage: { inputTokens: 0, outputTokens: 1_000_000 } })
-      const first = ScriptedModel.make([{ error: refused }], { model: "a", prices: { a: { input: 0, cachedInput: 0, output: 2 } } })
-      const second = ScriptedModel.make([ScriptedModel.text("b answers", { usage: { inputTokens: 0, outputTokens: 1_000_000 } })], {
-        model: "b",
-        prices: { b: { input: 0, cachedInput: 0, output: 1 } }
-      })
-      const port = ModelFallback.make([first.port, second.port], { on: ["refusal"] })
-      const layer = Layer.provideMerge(Kernel.layer(), Layer.mergeAll(EventStore.layerMemory, Layer.succeed(ModelPort.ModelPort, port), ToolRegistry.layer([])))
-      yield* Effect.gen(function*() {
-        const kernel = yield* Kernel.Kernel
-        const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 100 })
-        yield* kernel.chat({ runId: "passed-over", tenant, messages: [Chat.user("hi")], maxOutputTokens: 1_000_000 })
-        const run = yield* (yield* EventStore.EventStore).getRun("acme", "passed-over")
-        // $1 for b's answer, $2 for a's refused reply.
-        expect(run.costUsd).toBe(3)
-      }).pipe(Effect.provide(layer))
+      const { costUsd, result } = yield* passedOver(100)
+      expect(result._tag).toBe("Right")
+      // $1 for b's answer, $2 for a's refused reply.
+      expect(costUsd).toBe(3)
+    }))
+
+  it.effect("the call is checked at both models' prices: refused before either is asked when both do not fit", () =>
+    Effect.gen(function*() {
+      // At the dearest model alone the estimate was $2, within $2.5, and the call was charged $3 (found by review).
+      const { costUsd, result } = yield* passedOver(2.5)
+      expect(Either.isLeft(result) && result.left._tag).toBe("BudgetExceeded")
+      expect(costUsd).toBe(0)
     }))
 })

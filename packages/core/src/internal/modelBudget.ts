@@ -19,11 +19,22 @@ export const UNPRICED = "budget_unpriced"
 /**
  * The price a call's estimate, its hold and its stream's stop are made at: the dearest, rate by rate, of the models it
  * may end at (`ModelPort.Service.answeredBy`: a fallback's later models), so a call a pricier model answers stays
- * within what was held. A model nothing prices counts at `price`, the price it is charged at. Undefined: unpriced.
+ * within what was held. A model nothing prices counts at `price`, the price it is charged at. When each of them may
+ * bill the call (`billsEach`: a fallback that hands on a billed, refused reply), the sum of their prices. Undefined:
+ * unpriced.
  */
 export const estimatePrice = (env: StepEnv, model: string, price: Price | undefined): Price | undefined => {
   const models = price === undefined ? undefined : env.deps.model.answeredBy?.(model)
   if (price === undefined || models === undefined) return price
+  if (env.deps.model.billsEach?.(model) === true) {
+    // Each model of the chain may bill the call (a refused reply is charged with the answer): it may cost them all.
+    let sum = { input: 0, cachedInput: 0, output: 0 }
+    for (const m of models.includes(model) ? models : [model, ...models]) {
+      const p = env.deps.priceOf(m) ?? price
+      sum = { input: sum.input + p.input, cachedInput: sum.cachedInput + p.cachedInput, output: sum.output + p.output }
+    }
+    return sum
+  }
   let dearest = price
   for (const m of models) {
     const p = env.deps.priceOf(m) ?? price
