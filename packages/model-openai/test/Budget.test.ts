@@ -62,7 +62,7 @@ describe("replies the adapter refused and asked again were billed: the run is ch
   const usage = { promptTokens: 1_000_000, completionTokens: 100_000 }
   const REPLY_USD = 0.21
 
-  it.scopedLive("three malformed tool calls retried, then an answer: four replies charged", () =>
+  it.scopedLive("a malformed reply is asked for again only while the budget holds another attempt: the replies made are charged", () =>
     Effect.gen(function*() {
       const bad = FakeOpenAi.toolCall("lookup", "{not json", { usage })
       const server = yield* FakeOpenAi.scoped([bad, bad, bad, FakeOpenAi.text("ok", { usage })])
@@ -71,11 +71,33 @@ describe("replies the adapter refused and asked again were billed: the run is ch
         try: () => artana.chat({ runId: "retried", tenant: tenant(0.3), messages: [Chat.user("hi")], maxOutputTokens: 100_000 }),
         catch: (e) => e
       }))
-      expect(server.requests).toHaveLength(4)
-      // $0.84 spent against $0.30: the run ends over budget, not completed within it.
-      expect(result).toMatchObject({ left: { _tag: "BudgetExceeded" } })
+      // The estimate ($0.06: a short prompt, 100,000 output tokens) is held; the first reply billed $0.21 (the fake
+      // server's usage is far past the estimate), and $0.27 still fits $0.30, so it is asked again; after the second,
+      // another attempt would not (before, all four were made: $0.84 against $0.30).
+      expect(server.requests).toHaveLength(2)
+      expect(result).toMatchObject({ left: { _tag: "ModelError", kind: "malformed_tool_call" } })
+      expect(String(result._tag === "Left" ? (result.left as Error).message : "")).toContain("another attempt would pass the budget")
       const run = yield* Effect.promise(() => artana.getRun({ tenantId: "acme", runId: "retried" }))
-      expect(run.costUsd).toBeCloseTo(4 * REPLY_USD, 9)
+      expect(run.costUsd).toBeCloseTo(2 * REPLY_USD, 9)
+      yield* Effect.promise(() => artana.close())
+    }))
+
+  it.scopedLive("replies that cost what was estimated: no reply is asked for that the budget cannot hold", () =>
+    Effect.gen(function*() {
+      // 8 prompt tokens (the chat framing of "hi") and 100 output tokens (the cap) of gpt-4o-mini: $0.0000612 a reply.
+      const exact = { promptTokens: 8, completionTokens: 100 }
+      const bad = FakeOpenAi.toolCall("lookup", "{not json", { usage: exact })
+      const server = yield* FakeOpenAi.scoped([bad, bad, bad, FakeOpenAi.text("ok", { usage: exact })])
+      const artana = Artana.create({ model: OpenAiModel.layer({ baseURL: server.url, defaultModel: "gpt-4o-mini", retryBaseDelay: "1 millis" }) })
+      // Room for one reply, not two.
+      yield* Effect.either(Effect.tryPromise({
+        try: () => artana.chat({ runId: "re-asked", tenant: tenant(0.00009), messages: [Chat.user("hi")], maxOutputTokens: 100 }),
+        catch: (e) => e
+      }))
+      const run = yield* Effect.promise(() => artana.getRun({ tenantId: "acme", runId: "re-asked" }))
+      // Found by review: every re-ask was made, $0.000245 against $0.00009.
+      expect(server.requests).toHaveLength(1)
+      expect(run.costUsd).toBeLessThanOrEqual(0.00009)
       yield* Effect.promise(() => artana.close())
     }))
 

@@ -11,6 +11,7 @@ import * as Errors from "../Errors.js"
 import type { EventPayload } from "../Event.js"
 import type * as ModelPort from "../ModelPort.js"
 import { costOf, type Price } from "../Pricing.js"
+import * as ReAskHolds from "./reAskHolds.js"
 import type { StepEnv } from "./stepEnv.js"
 
 /** `ModelFailed.kind` of a call refused because nothing prices its model. */
@@ -58,6 +59,8 @@ export interface Assumed {
   readonly baseUsd: number
   /** What was held for this call: all it may cost. Calls that took their holds later were granted room beside it. */
   readonly heldUsd: number
+  /** Whether the adapter may ask again after billed, refused replies (`reAskHolds.ts`): another attempt held first. */
+  readonly reAsk: ReAskHolds.ReAsks["reAsk"]
 }
 
 /**
@@ -103,7 +106,10 @@ export const checkBudget = (
       spentUsd: env.spentUsd()
     })
     const held = yield* Effect.catchAll(holds.lapses ? interruptible(ask) : ask, env.fault)
-    if ("release" in held) return { outputTokens, promptTokens, release: held.release, baseUsd: held.baseUsd, heldUsd: estimateUsd } satisfies Assumed
+    if ("release" in held) {
+      const { reAsk, release } = ReAskHolds.make(env, key, price, estimateUsd, held)
+      return { outputTokens, promptTokens, release, baseUsd: held.baseUsd, heldUsd: estimateUsd, reAsk } satisfies Assumed
+    }
     const { spentUsd, heldUsd: inFlightUsd } = held
     notes.push({
       _tag: "MiddlewareNote",

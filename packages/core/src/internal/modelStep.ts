@@ -13,6 +13,7 @@ import * as Interceptors from "./interceptors.js"
 import { type Assumed, chargedCost, checkBudget, estimatePrice, failed, overBudgetOf, passedOverCost, UNPRICED } from "./modelBudget.js"
 import { recordedCall, type Seen } from "./modelRecorded.js"
 import { requestedOf } from "./modelRequested.js"
+import { billedRetry } from "./retrying.js"
 import * as ModelStream from "./modelStream.js"
 import * as RequestHash from "./requestHash.js"
 import type { StepEnv } from "./stepEnv.js"
@@ -115,7 +116,9 @@ const sendAndCharge = (
     const requested = requestedOf(sent, requestHash)
     // Nothing is sent in the name of a run this execution may no longer own (its caller's lease ran out, or was lost).
     yield* env.checkOwnership(`(the call to model "${sent.model}" would have been sent)`)
-    const streamed = yield* ModelStream.run(env, key, sent, context, stopsByModel(env, assumed, price, estimated))
+    const call = ModelStream.run(env, key, sent, context, stopsByModel(env, assumed, price, estimated))
+    // An adapter asks again after a billed, refused reply only once another attempt is held (`reAskHolds.ts`).
+    const streamed = yield* (assumed === undefined ? call : Effect.locally(call, billedRetry, assumed.reAsk))
     if (streamed._tag === "OverBudget") {
       // The stopped stream's cost is the run's (and its lineage's): logged on the stop, not only kept in memory.
       const stoppedAt = Number.isFinite(streamed.costUsd) ? streamed.costUsd : 0

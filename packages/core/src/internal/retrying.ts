@@ -4,6 +4,7 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
 import * as Schedule from "effect/Schedule"
 import type { Usage } from "../Chat.js"
 import { ModelError } from "../Errors.js"
@@ -51,12 +52,21 @@ export const retryPolicy = (source: string, options: {
   maxDelay: Duration.decode(options.retryMaxDelay ?? Duration.seconds(30))
 })
 
-const schedule = (policy: RetryPolicy, notes: Array<ProviderNote>) => {
+/**
+ * Asked before a failure that was billed (a reply the model answered and the adapter refused) is retried: with what
+ * the call's failed attempts billed so far, whether another attempt may be made. The kernel sets it for a call whose
+ * estimate it holds against a budget: another attempt must first fit the budget (`modelBudget.ts`). Unset, every
+ * retry the policy allows is made.
+ */
+export const billedRetry = FiberRef.unsafeMake<((billed: Usage) => Effect.Effect<boolean>) | undefined>(undefined)
+
+const schedule = (policy: RetryPolicy, notes: Array<ProviderNote>, mayRetry: (failure: Failure) => Effect.Effect<boolean>) => {
   let attempt = 0
   return Schedule.exponential(policy.baseDelay, 2).pipe(
     Schedule.jittered,
     Schedule.intersect(Schedule.recurs(policy.maxRetries)),
     Schedule.check((failure: Failure) => failure.error.retryable),
+    Schedule.checkEffect((failure: Failure) => mayRetry(failure)),
     Schedule.passthrough,
     Schedule.modifyDelayEffect((failure: Failure, backoff) =>
       Effect.sync(() => {
@@ -106,21 +116,30 @@ export const retrying = <A>(
   Effect.suspend(() => {
     const notes: Array<ProviderNote> = []
     let billed: Usage | undefined
+    let overBudget = false
     const counted = Effect.tapError(attempt, (failure) =>
       Effect.sync(() => {
         const usage = failure.error.usage
         if (usage !== undefined) billed = billed === undefined ? usage : addUsage(billed, usage)
       }))
+    // A billed failure is asked for again only once the budget has room for another attempt (`billedRetry`).
+    const mayRetry = (failure: Failure): Effect.Effect<boolean> =>
+      failure.error.usage === undefined || billed === undefined
+        ? Effect.succeed(true)
+        : Effect.flatMap(FiberRef.get(billedRetry), (ask) =>
+          ask === undefined ? Effect.succeed(true) : Effect.tap(ask(billed!), (fits) => Effect.sync(() => void (overBudget = !fits))))
     return counted.pipe(
-      Effect.retry(schedule(policy, notes)),
+      Effect.retry(schedule(policy, notes, mayRetry)),
       Effect.map((value) => ({ value, notes, billed })),
       Effect.mapError((failure): Failure => {
-        if (notes.length === 0) return failure
+        if (notes.length === 0 && !overBudget) return failure
         const { cause, kind, reason, retryable } = failure.error
+        const tried = notes.length > 0 ? `gave up after ${notes.length + 1} attempts` : "not asked again"
         const error = new ModelError({
           kind,
-          reason: `${reason} (gave up after ${notes.length + 1} attempts)`,
-          retryable,
+          reason: `${reason} (${overBudget ? `${tried}: another attempt would pass the budget` : tried})`,
+          // Over budget, asking again later would spend past it too.
+          retryable: retryable && !overBudget,
           ...(cause === undefined ? {} : { cause }),
           ...(billed === undefined ? {} : { usage: billed })
         })
