@@ -15,32 +15,44 @@ const inHandler = FiberRef.unsafeMake<object | undefined>(undefined)
 export const make = () => {
   const self = {}
   let running = 0
+  // Handlers that are suspending the execution themselves: they wait for the others, not for each other.
+  let halting = 0
   let waiting: Array<Deferred.Deferred<void>> = []
-  const ended = Effect.suspend(() => {
-    running--
+  const wake = Effect.suspend(() => {
     const woken = waiting
     waiting = []
     return Effect.forEach(woken, (d) => Deferred.succeed(d, undefined), { discard: true })
   })
+  const ended = Effect.suspend(() => {
+    running--
+    return wake
+  })
   return {
     /** Runs a handler and the logging of its outcome, counted until it ends (however it ends). */
     handler: <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-      Effect.ensuring(
-        Effect.suspend(() => {
-          running++
-          return Effect.locally(effect, inHandler, self)
-        }),
-        ended
-      ),
+      Effect.flatMap(FiberRef.get(inHandler), (own) =>
+        // Counted once: a call's request and its handler are one (`toolRequest.ts`).
+        own === self ? effect : Effect.ensuring(
+          Effect.suspend(() => {
+            running++
+            return Effect.locally(effect, inHandler, self)
+          }),
+          ended
+        )),
     /** Waits until no other fiber runs a handler of this execution (a handler suspending it does not wait for itself). */
     othersEnded: Effect.flatMap(FiberRef.get(inHandler), (own) => {
       const loop: Effect.Effect<void> = Effect.suspend(() => {
-        if (running <= (own === self ? 1 : 0)) return Effect.void
+        if (running - halting <= 0) return Effect.void
         const d = Deferred.unsafeMake<void>(FiberId.none)
         waiting.push(d)
         return Effect.zipRight(Deferred.await(d), loop)
       })
-      return loop
+      if (own !== self) return loop
+      // This handler no longer runs: it is stopping the execution (two branches halting at once wait for neither).
+      return Effect.suspend(() => {
+        halting++
+        return Effect.zipRight(wake, loop)
+      })
     })
   }
 }

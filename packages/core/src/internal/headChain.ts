@@ -44,7 +44,11 @@ export const catchUp = (options: CatchUpOptions, head: Head, own?: OwnEvents): E
     const read = options.store.readEvents(options.tenantId, options.runId, head.seq + 1, CATCH_UP_PAGE)
     return Effect.flatMap(
       Effect.catchTag(read, "RunNotFound", () => Effect.succeed([])),
-      (page): Effect.Effect<number | "foreign", CatchUpError> => {
+      (read): Effect.Effect<number | "foreign", CatchUpError> => {
+        // The head may have moved while the page was read (a concurrent branch's batch acknowledged, another catch-up):
+        // what it moved past is this execution's, bookkept already (its batches are no longer in `own`).
+        const page = read.length > 0 && read[0]!.seq <= head.seq ? read.filter((event) => event.seq > head.seq) : read
+        if (page.length === 0 && read.length === CATCH_UP_PAGE) return catchUp(options, head, own)
         const adopted: Array<Event> = []
         let taken = 0
         let seq = head.seq
@@ -66,7 +70,7 @@ export const catchUp = (options: CatchUpOptions, head: Head, own?: OwnEvents): E
         head.hash = hash
         if (adopted.length > 0) options.onSignals?.(adopted)
         // A full page: more may follow.
-        return page.length === CATCH_UP_PAGE
+        return read.length === CATCH_UP_PAGE
           ? Effect.map(catchUp(options, head, own), (more) => (more === "foreign" ? more : taken + more))
           : Effect.succeed(taken)
       }

@@ -83,6 +83,14 @@ const written = (head: Head, sent: Set<string>, request: EventStore.AppendReques
   head.hash = events[events.length - 1]?.hash ?? head.hash
 }
 
+/**
+ * After a refused batch's catch-up: refused for good when another writer appended, or when nothing was adopted and
+ * the head is still where the batch expected it. Nothing new but a moved head (a concurrent branch's batch
+ * acknowledged during the catch-up) is written again.
+ */
+const refusedFor = (adopted: number | "foreign", head: Head, request: EventStore.AppendRequest): boolean =>
+  adopted === "foreign" || (adopted === 0 && head.seq === request.expectedSeq)
+
 export const make = (options: LedgerOptions) => {
   const { runId, tenantId, mode } = options
   // The execution's head: appends follow it; a catch-up moves it past the signals it adopts.
@@ -176,7 +184,7 @@ export const make = (options: LedgerOptions) => {
             if (head.seq !== request.expectedSeq) return appendBatch(stepKey, payloads, alongside, orElse)
             return Effect.flatMap(
               Effect.catchAll(catchUp(), orElse),
-              (adopted) => adopted === "foreign" || adopted === 0 ? refused(error, orElse) : appendBatch(stepKey, payloads, alongside, orElse)
+              (adopted) => refusedFor(adopted, head, request) ? refused(error, orElse) : appendBatch(stepKey, payloads, alongside, orElse)
             )
           }
           return refused(error, orElse)

@@ -57,8 +57,6 @@ export interface Assumed {
   readonly release: Effect.Effect<void>
   /** The lineage's spend and its other calls' holds when this call's estimate was held (`Held.baseUsd`). */
   readonly baseUsd: number
-  /** What was held for this call: all it may cost. Calls that took their holds later were granted room beside it. */
-  readonly heldUsd: number
   /** Whether the adapter may ask again after billed, refused replies (`reAskHolds.ts`): another attempt held first. */
   readonly reAsk: ReAskHolds.ReAsks["reAsk"]
 }
@@ -108,7 +106,7 @@ export const checkBudget = (
     const held = yield* Effect.catchAll(holds.lapses ? interruptible(ask) : ask, env.fault)
     if ("release" in held) {
       const { reAsk, release } = ReAskHolds.make(env, key, price, estimateUsd, held)
-      return { outputTokens, promptTokens, release, baseUsd: held.baseUsd, heldUsd: estimateUsd, reAsk } satisfies Assumed
+      return { outputTokens, promptTokens, release, baseUsd: held.baseUsd, reAsk } satisfies Assumed
     }
     const { spentUsd, heldUsd: inFlightUsd } = held
     notes.push({
@@ -142,12 +140,10 @@ export const overBudgetOf = (env: StepEnv, assumed: Assumed | undefined, price: 
   const costAt = (outputTokens: number): number => costOf({ inputTokens: assumed.promptTokens, outputTokens }, price) ?? Number.POSITIVE_INFINITY
   /** The most output tokens within the budget after `spent` (-1: not even none). */
   const allowance = (spent: number): number => {
-    // Past what was held for it, a reply would spend room the lineage's later calls were granted beside this one's hold.
-    const within = (tokens: number) =>
-      !(spent + costAt(tokens) > limit) && !(assumed.baseUsd + costAt(tokens) > limit) && !(costAt(tokens) > assumed.heldUsd)
+    const within = (tokens: number) => !(spent + costAt(tokens) > limit) && !(assumed.baseUsd + costAt(tokens) > limit)
     if (!within(0)) return -1
     const perToken = price.output / 1_000_000
-    const guess = perToken > 0 ? Math.floor((Math.min(limit - spent, assumed.heldUsd) - costAt(0)) / perToken) : Number.MAX_SAFE_INTEGER
+    const guess = perToken > 0 ? Math.floor((limit - spent - costAt(0)) / perToken) : Number.MAX_SAFE_INTEGER
     return lastWithin(within, Math.max(0, Math.min(Number.MAX_SAFE_INTEGER, Number.isFinite(guess) ? guess : 0)))
   }
   let spentAt = env.spentUsd()

@@ -20,12 +20,15 @@ export interface ReAsks {
 export const make = (env: StepEnv, key: string, price: Price, estimateUsd: number, first: Held): ReAsks => {
   const releases: Array<Effect.Effect<void>> = [first.release]
   let heldUsd = estimateUsd
-  const reAsk = (billed: Usage): Effect.Effect<boolean> =>
+  const more = (needUsd: number): Effect.Effect<boolean> =>
     Effect.suspend(() => {
-      const needUsd = (costOf(billed, price) ?? Number.POSITIVE_INFINITY) + estimateUsd - heldUsd
       if (!(needUsd > 0)) return Effect.succeed(true)
       if (!Number.isFinite(needUsd)) return Effect.succeed(false)
-      const ask = env.deps.budgetHolds.hold({
+      // The lineage's spend read again: a sibling that ended since the call's hold (its hold released) spent its room.
+      const spent = env.options.lineageSpend === undefined
+        ? Effect.succeed(env.spentUsd())
+        : Effect.map(env.options.lineageSpend, (lineage) => Math.max(env.spentUsd(), lineage))
+      const ask = Effect.flatMap(spent, (spentUsd) => env.deps.budgetHolds.hold({
         tenantId: env.tenant.tenantId,
         rootRunId: env.options.rootRunId,
         runId: env.runId,
@@ -33,8 +36,8 @@ export const make = (env: StepEnv, key: string, price: Price, estimateUsd: numbe
         stepKey: `${key}#re-ask:${releases.length}`,
         usd: needUsd,
         limitUsd: env.tenant.budgetUsdLimit,
-        spentUsd: env.spentUsd()
-      })
+        spentUsd
+      }))
       // A hold the store could not take is no room (fail closed).
       return Effect.match(ask, {
         onFailure: () => false,
@@ -46,5 +49,7 @@ export const make = (env: StepEnv, key: string, price: Price, estimateUsd: numbe
         }
       })
     })
+  const reAsk = (billed: Usage): Effect.Effect<boolean> =>
+    Effect.suspend(() => more((costOf(billed, price) ?? Number.POSITIVE_INFINITY) + estimateUsd - heldUsd))
   return { reAsk, release: Effect.suspend(() => Effect.forEach(releases, (release) => release, { discard: true })) }
 }

@@ -45,6 +45,8 @@ const Passed: Probe = { _tag: "Passed" }
 
 /** How many times a new step yields to the other fibers, with no step consumed meanwhile, before it diverges. */
 const PATIENCE = 64
+/** How long, by the clock, a new step then waits for other fibers to consume a logged step before it diverges. */
+const PATIENCE_MS = 1_000
 
 /**
  * A new step met while the log still holds steps nobody asked for: it waits while other fibers consume them (each
@@ -57,18 +59,25 @@ const afterOthers = (
   retry: () => Lookup,
   divergedAt: (step: HeldLog.Step) => Resolved
 ): Effect.Effect<Resolved, LoadError> => {
-  const loop = (seen: number, idle: number): Effect.Effect<Resolved, LoadError> =>
-    Effect.flatMap(Effect.yieldNow(), () =>
+  // Past `PATIENCE` yields, the other fibers may be waiting on a timer or I/O (plain code between their steps): waited
+  // for by the clock, 1 ms doubling, up to `PATIENCE_MS` with no step consumed.
+  const pause = (idle: number): Effect.Effect<void> =>
+    idle < PATIENCE
+      ? Effect.yieldNow()
+      : Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, Math.min(2 ** (idle - PATIENCE), PATIENCE_MS))))
+  const loop = (seen: number, idle: number, waitedMs: number): Effect.Effect<Resolved, LoadError> =>
+    Effect.flatMap(pause(idle), () =>
       Effect.suspend((): Effect.Effect<Resolved, LoadError> => {
         const next = steps.nextUnconsumed()
-        if (next !== undefined && idle >= PATIENCE) return Effect.succeed(divergedAt(next))
+        const waited = idle < PATIENCE ? waitedMs : waitedMs + Math.min(2 ** (idle - PATIENCE), PATIENCE_MS)
+        if (next !== undefined && waited >= PATIENCE_MS) return Effect.succeed(divergedAt(next))
         if (next === undefined) {
           const found = retry()
           return found._tag === "Pending" ? found.next : Effect.succeed(found)
         }
-        return consumed() !== seen ? loop(consumed(), 0) : loop(seen, idle + 1)
+        return consumed() !== seen ? loop(consumed(), 0, 0) : loop(seen, idle + 1, waited)
       }))
-  return loop(consumed(), 0)
+  return loop(consumed(), 0, 0)
 }
 
 export const make = (runId: string, log: Log | undefined, mode: "live" | "replay") => {

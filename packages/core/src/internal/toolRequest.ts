@@ -65,6 +65,8 @@ export const request = (env: StepEnv, tool: Tool, key: string, requested: ToolRe
   // A call requested by an owner that lost the run would only leave the next owner a call in doubt.
   return env.owned(
     tool.name,
-    () => Effect.flatMap(env.append(key, batch), () => runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, []))
+    // Counted from its request on: once `ToolRequested` may be durable, a suspension waits for the handler and its
+    // outcome (`handlersInFlight.ts`), or the call would be left in doubt though it never started.
+    () => env.handler(Effect.flatMap(env.append(key, batch), () => runHandler(env, tool, ready.args, key, requested.idempotencyKey, info, [])))
   )
 }
