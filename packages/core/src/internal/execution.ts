@@ -3,8 +3,12 @@
  * steps run live and are appended. This module only composes the parts: the replay cursor, the ledger
  * (hash-chained, fenced append), ownership, the model and tool steps, the chat loop and the workflow's own steps.
  */
+import type * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
+import * as Supervisor from "effect/Supervisor"
 import type { WorkflowContext } from "../Workflow.js"
 import * as Calls from "./calls.js"
 import type { Deps, ExecutionOptions } from "./executionOptions.js"
@@ -50,7 +54,15 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
     first: log.first,
     next: Effect.tap(log.next, (page) => (Option.isNone(page) ? ledger.claim() : Effect.sync(() => inbox.add(page.value))))
   }
-  const cursor = ReplayCursor.make(runId, claimed, mode)
+  // The fibers the workflow's code forked (its concurrent branches) still alive: with none but the asking one, a new
+  // step met while logged steps are unconsumed has nobody to wait for (`replayCursor.ts`).
+  const branches = new Branches()
+  const othersAlive = () => {
+    const current = Fiber.getCurrentFiber()
+    for (const fiber of branches.alive) if (Option.isNone(current) || fiber !== current.value) return true
+    return false
+  }
+  const cursor = ReplayCursor.make(runId, claimed, mode, othersAlive)
   const env = StepEnv.make(deps, options, cursor, ledger, ownership)
   const calls = Calls.make(env, ModelStep.make(env), ToolStep.make(env))
   const steps = WorkflowSteps.make(env, options.response)
@@ -64,6 +76,8 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
 
   return {
     context,
+    /** Supervises the workflow's code (`Effect.supervised`): its forked fibers are tracked. */
+    branches: branches as Supervisor.Supervisor<void>,
     /** Appends after the current head; fails with the store's error (used for a run's final events). */
     appendOrFail: ledger.append,
     /** The signals in the run's log (or adopted since) no wait took: what a handover carries to the successor. */
@@ -79,3 +93,20 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
 }
 
 export type Execution = ReturnType<typeof make>
+
+/** Tracks the fibers forked under it while they are alive. */
+class Branches extends Supervisor.AbstractSupervisor<void> {
+  readonly alive = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
+  value = Effect.void
+  override onStart<A, E, R>(
+    _context: Context.Context<R>,
+    _effect: Effect.Effect<A, E, R>,
+    _parent: Option.Option<Fiber.RuntimeFiber<unknown, unknown>>,
+    fiber: Fiber.RuntimeFiber<A, E>
+  ): void {
+    this.alive.add(fiber)
+  }
+  override onEnd<A, E>(_value: Exit.Exit<A, E>, fiber: Fiber.RuntimeFiber<A, E>): void {
+    this.alive.delete(fiber)
+  }
+}

@@ -57,7 +57,8 @@ const afterOthers = (
   steps: HeldLog.HeldLog,
   consumed: () => number,
   retry: () => Lookup,
-  divergedAt: (step: HeldLog.Step) => Resolved
+  divergedAt: (step: HeldLog.Step) => Resolved,
+  othersAlive: () => boolean
 ): Effect.Effect<Resolved, LoadError> => {
   // Past `PATIENCE` yields, the other fibers may be waiting on a timer or I/O (plain code between their steps): waited
   // for by the clock, 1 ms doubling, up to `PATIENCE_MS` with no step consumed.
@@ -70,7 +71,8 @@ const afterOthers = (
       Effect.suspend((): Effect.Effect<Resolved, LoadError> => {
         const next = steps.nextUnconsumed()
         const waited = idle < PATIENCE ? waitedMs : waitedMs + Math.min(2 ** (idle - PATIENCE), PATIENCE_MS)
-        if (next !== undefined && waited >= PATIENCE_MS) return Effect.succeed(divergedAt(next))
+        // No other fiber of the execution alive (a sequential run): nobody else can consume it; no clock to wait on.
+        if (next !== undefined && (waited >= PATIENCE_MS || (idle + 1 >= PATIENCE && !othersAlive()))) return Effect.succeed(divergedAt(next))
         if (next === undefined) {
           const found = retry()
           return found._tag === "Pending" ? found.next : Effect.succeed(found)
@@ -80,7 +82,7 @@ const afterOthers = (
   return loop(consumed(), 0, 0)
 }
 
-export const make = (runId: string, log: Log | undefined, mode: "live" | "replay") => {
+export const make = (runId: string, log: Log | undefined, mode: "live" | "replay", othersAlive: () => boolean = () => true) => {
   const steps = HeldLog.make(log)
   // The keys consumed or written, within the window that catches a reused key.
   const keys = RecentKeys.make()
@@ -141,7 +143,7 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
       // pause, ended the execution before it). The other branches consume those steps as they replay: give them the
       // chance before calling this a divergence. The new step runs only once no logged step is left unconsumed.
       const divergedAt = (at: HeldLog.Step) => diverged(key, `${describe(at.events)} at step ${at.key}`, actual())
-      if (mode === "live") return { _tag: "Pending", next: afterOthers(steps, () => consumedSteps, () => lookup(key, actual), divergedAt) }
+      if (mode === "live") return { _tag: "Pending", next: afterOthers(steps, () => consumedSteps, () => lookup(key, actual), divergedAt, othersAlive) }
       return divergedAt(next)
     }
     if (mode === "replay") return diverged(key, "the end of the log", actual())
