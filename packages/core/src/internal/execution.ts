@@ -63,7 +63,7 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
     return false
   }
   const cursor = ReplayCursor.make(runId, claimed, mode, othersAlive)
-  const env = StepEnv.make(deps, options, cursor, ledger, ownership)
+  const env = StepEnv.make(deps, options, cursor, ledger, ownership, () => branches.alive.size > 0)
   const calls = Calls.make(env, ModelStep.make(env), ToolStep.make(env))
   const steps = WorkflowSteps.make(env, options.response)
 

@@ -12,7 +12,12 @@ import * as FiberRef from "effect/FiberRef"
 /** The execution whose handler the current fiber runs, if any. */
 const inHandler = FiberRef.unsafeMake<object | undefined>(undefined)
 
-export const make = () => {
+/**
+ * `forked`: whether the workflow's code has a forked fiber alive (`execution.ts`'s supervisor). With none, the calling
+ * fiber is the workflow's only one: no other branch can be in a handler or start one while this one runs, so its
+ * handler is not tracked (the sequential step pays nothing for the concurrent case).
+ */
+export const make = (forked: () => boolean = () => true) => {
   const self = {}
   let running = 0
   // Handlers that are suspending the execution themselves: they wait for the others, not for each other.
@@ -30,15 +35,19 @@ export const make = () => {
   return {
     /** Runs a handler and the logging of its outcome, counted until it ends (however it ends). */
     handler: <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-      Effect.flatMap(FiberRef.get(inHandler), (own) =>
-        // Counted once: a call's request and its handler are one (`toolRequest.ts`).
-        own === self ? effect : Effect.ensuring(
-          Effect.suspend(() => {
-            running++
-            return Effect.locally(effect, inHandler, self)
-          }),
-          ended
-        )),
+      Effect.suspend(() =>
+        forked()
+          ? Effect.flatMap(FiberRef.get(inHandler), (own) =>
+            // Counted once: a call's request and its handler are one (`toolRequest.ts`).
+            own === self ? effect : Effect.ensuring(
+              Effect.suspend(() => {
+                running++
+                return Effect.locally(effect, inHandler, self)
+              }),
+              ended
+            ))
+          : effect
+      ),
     /** Waits until no other fiber runs a handler of this execution (a handler suspending it does not wait for itself). */
     othersEnded: Effect.flatMap(FiberRef.get(inHandler), (own) => {
       const loop: Effect.Effect<void> = Effect.suspend(() => {

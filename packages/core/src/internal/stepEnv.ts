@@ -51,11 +51,18 @@ export type Halt =
   /** `ctx.continueAsNew(input)`: the run ends and continues as a new run with `input` (see `continueAsNew.ts`). */
   | { readonly _tag: "Continued"; readonly input: unknown }
 
-export const make = (deps: Deps, options: ExecutionOptions, cursor: ReplayCursor, ledger: Ledger, ownership: Ownership) => {
+export const make = (
+  deps: Deps,
+  options: ExecutionOptions,
+  cursor: ReplayCursor,
+  ledger: Ledger,
+  ownership: Ownership,
+  forked: () => boolean
+) => {
   const { runId, tenant } = options
   let halted: Halt | undefined
   // Tool handlers running: a suspension lets the other branches' calls end and be logged first.
-  const handlers = HandlersInFlight.make()
+  const handlers = HandlersInFlight.make(forked)
   // Whether this execution's spans are exported: decided at its first span, not asked again at every step.
   const spans = Tracing.decideOnce()
   let spentUsd = options.spentUsd
