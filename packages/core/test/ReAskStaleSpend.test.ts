@@ -1,19 +1,9 @@
 // An adapter's billed re-ask is held against the spend the execution read before its call: a sibling sub-run that ended
 // meanwhile (its hold released, its cost now the lineage's) is not counted, and the re-ask spends past the budget.
 import { describe, expect, it } from "@effect/vitest"
-import { Chat, EventStore, Kernel, ModelPort, ModelTransport, Tenant, ToolRegistry, Workflow } from "@artana/core"
-import { Deferred, Effect, Fiber, Layer, Schema } from "effect"
-
-/** Room for two calls of at most 100 output tokens ($1 each), and a half. */
-const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 2.5 })
-
-const rootWorkflow = Workflow.make({ name: "root", input: Schema.Null, output: Schema.Null, run: () => Effect.succeed(null) })
-const oneCall = Workflow.make({
-  name: "one-call",
-  input: Schema.String,
-  output: Schema.String,
-  run: (prompt, ctx) => Effect.map(ctx.modelStep({ messages: [Chat.user(prompt)], maxOutputTokens: 100, key: "m" }), (r) => String(r.message.content))
-})
+import { ModelPort, ModelTransport } from "@artana/core"
+import { Deferred, Effect } from "effect"
+import { xThenY } from "./siblings.js"
 
 describe("a billed re-ask after a sibling sub-run spent", () => {
   it.live("the lineage never spends past its budget", () =>
@@ -47,23 +37,9 @@ describe("a billed re-ask after a sibling sub-run spent", () => {
           )
         }
       })
-      const layer = Kernel.layer().pipe(
-        Layer.provideMerge(Layer.mergeAll(EventStore.layerMemory, Layer.succeed(ModelPort.ModelPort, port), ToolRegistry.layer([])))
-      )
-      return yield* Effect.gen(function*() {
-        const kernel = yield* Kernel.Kernel
-        const store = yield* EventStore.EventStore
-        yield* kernel.execute(rootWorkflow, { runId: "root", tenant, input: null })
-        // X holds $1 and is answered (a malformed reply) after Y ran.
-        const x = yield* Effect.fork(Effect.either(kernel.execute(oneCall, { runId: "root::x", tenant, input: "x", parentRunId: "root" })))
-        yield* Deferred.await(xAsked)
-        // Y holds $1 beside X's (2 <= 2.5) and spends it; $0.5 is left, less than another attempt of X.
-        yield* Effect.either(kernel.execute(oneCall, { runId: "root::y", tenant, input: "y", parentRunId: "root" }))
-        yield* Deferred.succeed(siblingDone, undefined)
-        yield* Fiber.join(x)
-        const lineage = yield* store.listRuns("acme", { rootRunId: "root" })
-        const spent = lineage.reduce((sum, r) => sum + r.costUsd, 0)
-        expect({ spent, xAttempts }).toEqual({ spent: 2, xAttempts: 1 })
-      }).pipe(Effect.provide(layer))
+      // Y holds $1 beside X's (2 <= 2.5) and spends it; $0.5 is left, less than another attempt of X.
+      const ran = yield* xThenY(port, xAsked, siblingDone)
+      const spent = ran.lineageUsd
+      expect({ spent, xAttempts }).toEqual({ spent: 2, xAttempts: 1 })
     }))
 })

@@ -4,7 +4,7 @@
 // room for two calls sent four.
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { BudgetHolds, Chat, EventStore, Kernel, ModelPort, Tenant, ToolRegistry, Workflow } from "@artana/core"
-import { Context, Deferred, Effect, Either, Fiber, Layer, Schema } from "effect"
+import { Chunk, Context, Deferred, Effect, Either, Fiber, Layer, Schema, Stream } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -171,6 +171,88 @@ describe("a lineage's budget across two kernels on one SQLite file", () => {
       // The delta that crossed was billed (one token: $0.01); nothing after it was.
       const spent = yield* a.store.lineageCostUsd("acme", "root")
       expect(spent).toBeLessThanOrEqual(tenant.budgetUsdLimit + 0.01 + 1e-9)
+    }), 60_000)
+
+  it.scopedLive("a stream past its cap beside another process's call that took its hold later takes what is left and stops there", () =>
+    Effect.gen(function*() {
+      // Found by a review: the stream's stop counted the holds there were when its own hold was taken, so a sibling
+      // that took its hold later (granted on the premise that the stream stays within its hold) had its room spent.
+      // The stream now asks the file for more room as it passes its hold (a write: the deltas go on meanwhile), and is
+      // stopped once refused. The server below waits for the answers (`answered`) so the figures are exact.
+      const filename = tempDb()
+      const prices = { m: { input: 0, cachedInput: 0, output: 10_000 } } // a cent an output token
+      const hundred = Workflow.make({
+        name: "hundred",
+        input: Schema.Null,
+        output: Schema.Number,
+        run: (_input, ctx) => Effect.map(ctx.modelStep({ messages: [Chat.user("hi")], maxOutputTokens: 100, key: "m" }), (r) => String(r.message.content).length)
+      })
+      // What process A asked the file for beyond its calls' first holds (the stream's), and the answers.
+      const asked: Array<{ readonly usd: number; readonly held: boolean }> = []
+      const recorded = Layer.effect(
+        BudgetHolds.BudgetHolds,
+        Effect.map(BudgetHolds.BudgetHolds, (holds): BudgetHolds.Service => ({
+          ...holds,
+          hold: (r) => Effect.tap(holds.hold(r), (result) => Effect.sync(() => void (r.callId?.includes("#stream") === true && asked.push({ usd: r.usd, held: result.held }))))
+        }))
+      )
+      // (Given up after 10 s, for a stream that never asks: the figures below then tell.)
+      const answered = (held: number, refused: number) =>
+        Effect.gen(function*() {
+          for (let i = 0; i < 2000 && (asked.filter((a) => a.held).length < held || asked.filter((a) => !a.held).length < refused); i++) {
+            yield* Effect.sleep("5 millis")
+          }
+        })
+      const firstDelta = yield* Deferred.make<void>()
+      const siblingDone = yield* Deferred.make<void>()
+      const token: ModelPort.StreamPart = { _tag: "TextDelta", text: "abcd" }
+      const tokens = (n: number) => Stream.fromIterable(Array.from({ length: n }, () => token))
+      const after = (wait: Effect.Effect<void>) => Stream.drain(Stream.fromEffect(wait))
+      const portA = ModelPort.make({
+        defaultModel: "m",
+        prices,
+        generate: () => Effect.die("streamed"),
+        // A server ignoring the cap of 100 tokens: 1 token, then (after B's call) 100 (its hold passed at the 101st),
+        // 50 (past the room it was given), then 1,000.
+        stream: (request) =>
+          Stream.concatAll(Chunk.make(
+            tokens(1),
+            after(Effect.zipRight(Deferred.succeed(firstDelta, undefined), Deferred.await(siblingDone))),
+            tokens(100),
+            after(answered(1, 1)),
+            tokens(50),
+            after(answered(1, 3)),
+            tokens(1000),
+            Stream.succeed<ModelPort.StreamPart>({ _tag: "Finished", response: { model: request.model, message: { role: "assistant", content: "abcd".repeat(1151) }, usage: { inputTokens: 0, outputTokens: 1151 } } })
+          ))
+      })
+      const portB = ModelPort.make({
+        defaultModel: "m",
+        prices,
+        generate: (request) => Effect.succeed({ model: request.model, message: { role: "assistant" as const, content: "x".repeat(400) }, usage: { inputTokens: 0, outputTokens: 100 } })
+      })
+      const a = yield* Effect.map(
+        Layer.build(Kernel.layer().pipe(
+          Layer.provideMerge(Layer.mergeAll(Layer.provideMerge(recorded, SqliteStore.layer({ filename })), Layer.succeed(ModelPort.ModelPort, portA), ToolRegistry.layer([])))
+        )),
+        (context) => ({ kernel: Context.get(context, Kernel.Kernel), store: Context.get(context, EventStore.EventStore) })
+      )
+      const b = yield* kernelOn(filename, portB)
+      yield* a.kernel.execute(rootWorkflow, { runId: "root", tenant, input: null })
+      // A holds $1 and streams; B's call holds $1 beside it (2 <= 2.5), is charged $1 and ends.
+      const inA = yield* Effect.fork(Effect.either(a.kernel.execute(hundred, { runId: "root::sub::a", tenant, input: null, parentRunId: "root" })))
+      yield* Deferred.await(firstDelta)
+      expect(yield* b.kernel.execute(hundred, { runId: "root::sub::b", tenant, input: null, parentRunId: "root" })).toMatchObject({ status: "completed", output: 400 })
+      yield* Deferred.succeed(siblingDone, undefined)
+      const resultA = yield* Fiber.join(inA)
+      expect(Either.isLeft(resultA) && resultA.left._tag).toBe("BudgetExceeded")
+      // Past its hold, A asked for $1.01 (refused), then was given the $0.50 left; past that, refused twice.
+      expect(asked.map((x) => x.held)).toEqual([false, true, false, false])
+      expect(asked[1]!.usd).toBeCloseTo(0.5, 9)
+      // Stopped at the first token after the refusal (152: it was made, so it is charged), not at $2.50 as before.
+      const runs = yield* a.store.listRuns("acme", { rootRunId: "root" })
+      expect(runs.find((r) => r.runId === "root::sub::a")?.costUsd).toBeCloseTo(1.52, 9)
+      expect(yield* a.store.lineageCostUsd("acme", "root")).toBeLessThanOrEqual(tenant.budgetUsdLimit + 0.02 + 1e-9)
     }), 60_000)
 
   it.scopedLive("a run taken over while its call is in flight elsewhere: the slow process's release leaves the new call's hold", () =>

@@ -11,7 +11,7 @@ import * as Errors from "../Errors.js"
 import type { EventPayload } from "../Event.js"
 import type * as ModelPort from "../ModelPort.js"
 import { costOf, type Price } from "../Pricing.js"
-import * as ReAskHolds from "./reAskHolds.js"
+import * as CallHolds from "./callHolds.js"
 import type { StepEnv } from "./stepEnv.js"
 
 /** `ModelFailed.kind` of a call refused because nothing prices its model. */
@@ -57,8 +57,8 @@ export interface Assumed {
   readonly release: Effect.Effect<void>
   /** The lineage's spend and its other calls' holds when this call's estimate was held (`Held.baseUsd`). */
   readonly baseUsd: number
-  /** Whether the adapter may ask again after billed, refused replies (`reAskHolds.ts`): another attempt held first. */
-  readonly reAsk: ReAskHolds.ReAsks["reAsk"]
+  /** What the call holds beyond its first hold: a re-ask's, a stream's past its hold (`callHolds.ts`). */
+  readonly holds: CallHolds.CallHolds
 }
 
 /**
@@ -105,8 +105,8 @@ export const checkBudget = (
     })
     const held = yield* Effect.catchAll(holds.lapses ? interruptible(ask) : ask, env.fault)
     if ("release" in held) {
-      const { reAsk, release } = ReAskHolds.make(env, key, price, estimateUsd, held)
-      return { outputTokens, promptTokens, release, baseUsd: held.baseUsd, reAsk } satisfies Assumed
+      const holds = CallHolds.make(env, key, price, estimateUsd, held, yield* Effect.runtime<never>())
+      return { outputTokens, promptTokens, release: holds.release, baseUsd: held.baseUsd, holds } satisfies Assumed
     }
     const { spentUsd, heldUsd: inFlightUsd } = held
     notes.push({
@@ -148,6 +148,11 @@ export const overBudgetOf = (env: StepEnv, assumed: Assumed | undefined, price: 
   }
   let spentAt = env.spentUsd()
   let allowed = allowance(spentAt)
+  // The most output tokens what is held for the call covers (again only when that changed): past them, the stream
+  // asks for more room, and is stopped once the lineage has none (`callHolds.ts`).
+  const covered = (held: number) => (costAt(0) > held ? -1 : lastWithin((tokens) => !(costAt(tokens) > held), Math.max(0, assumed.outputTokens)))
+  let heldAt = assumed.holds.heldUsd()
+  let coveredTokens = covered(heldAt)
   return (outputChars) => {
     const spent = env.spentUsd()
     if (spent !== spentAt) {
@@ -155,7 +160,15 @@ export const overBudgetOf = (env: StepEnv, assumed: Assumed | undefined, price: 
       allowed = allowance(spent)
     }
     const tokens = Math.ceil(outputChars / 4)
-    return tokens > allowed ? costAt(tokens) : undefined
+    if (tokens > allowed) return costAt(tokens)
+    if (tokens <= coveredTokens) return undefined
+    const cost = costAt(tokens)
+    if (!assumed.holds.covers(cost)) return cost
+    if (assumed.holds.heldUsd() !== heldAt) {
+      heldAt = assumed.holds.heldUsd()
+      coveredTokens = covered(heldAt)
+    }
+    return undefined
   }
 }
 

@@ -117,8 +117,8 @@ const sendAndCharge = (
     // Nothing is sent in the name of a run this execution may no longer own (its caller's lease ran out, or was lost).
     yield* env.checkOwnership(`(the call to model "${sent.model}" would have been sent)`)
     const call = ModelStream.run(env, key, sent, context, stopsByModel(env, assumed, price, estimated))
-    // An adapter asks again after a billed, refused reply only once another attempt is held (`reAskHolds.ts`).
-    const streamed = yield* (assumed === undefined ? call : Effect.locally(call, billedRetry, assumed.reAsk))
+    // An adapter asks again after a billed, refused reply only once another attempt is held (`callHolds.ts`).
+    const streamed = yield* (assumed === undefined ? call : Effect.locally(call, billedRetry, assumed.holds.reAsk))
     if (streamed._tag === "OverBudget") {
       // The stopped stream's cost is the run's (and its lineage's): logged on the stop, not only kept in memory.
       const stoppedAt = Number.isFinite(streamed.costUsd) ? streamed.costUsd : 0
