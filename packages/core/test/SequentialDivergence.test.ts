@@ -1,6 +1,6 @@
 // A sequential workflow (no concurrent branch) whose code changed while it was paused: its first step was renamed. On
 // resume the new step is met while the logged one is unconsumed, and nothing else can consume it: the divergence is
-// reported after the few yields a concurrent branch gets, never after the wait by the clock (up to a second) that a
+// reported after the few yields a concurrent branch gets, never after the wait by the clock (up to 30 s) that a
 // resumed run of concurrent branches allows them (`replayCursor.ts` `afterOthers`; found by review).
 import { afterEach, describe, expect, it, vi } from "@effect/vitest"
 import { Kernel, Workflow } from "@artana/core"

@@ -71,7 +71,7 @@ export const drive = <I, O, E>(
 ): Effect.Effect<RunResult<O>, E | KernelError> =>
   Effect.gen(function*() {
     const runId = exec.context.runId
-    const exit = yield* Effect.exit(workflow.run(input, exec.context).pipe(Effect.provide(services), Effect.supervised(exec.branches)))
+    const exit = yield* Effect.exit(exec.runCode(workflow.run(input, exec.context).pipe(Effect.provide(services))))
     const halted = exec.halted()
     if (halted !== undefined) {
       switch (halted._tag) {

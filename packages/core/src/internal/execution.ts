@@ -58,8 +58,9 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
   // step met while logged steps are unconsumed has nobody to wait for (`replayCursor.ts`).
   const branches = new Branches()
   const othersAlive = () => {
-    const current = Fiber.getCurrentFiber()
-    for (const fiber of branches.alive) if (Option.isNone(current) || fiber !== current.value) return true
+    const current = Option.getOrUndefined(Fiber.getCurrentFiber())
+    if (branches.main !== undefined && branches.main !== current) return true
+    for (const fiber of branches.alive) if (fiber !== current) return true
     return false
   }
   const cursor = ReplayCursor.make(runId, claimed, mode, othersAlive)
@@ -76,8 +77,15 @@ export const make = (deps: Deps, options: ExecutionOptions) => {
 
   return {
     context,
-    /** Supervises the workflow's code (`Effect.supervised`): its forked fibers are tracked. */
-    branches: branches as Supervisor.Supervisor<void>,
+    /** Runs the workflow's code, its fiber known as the main one while it runs (and its forked ones supervised). */
+    runCode: <A, E>(code: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+      Effect.supervised(
+        Effect.ensuring(
+          Effect.zipRight(Effect.sync(() => void (branches.main = Option.getOrUndefined(Fiber.getCurrentFiber()))), code),
+          Effect.sync(() => void (branches.main = undefined))
+        ),
+        branches
+      ),
     /** Appends after the current head; fails with the store's error (used for a run's final events). */
     appendOrFail: ledger.append,
     /** The signals in the run's log (or adopted since) no wait took: what a handover carries to the successor. */
@@ -97,6 +105,8 @@ export type Execution = ReturnType<typeof make>
 /** Tracks the fibers forked under it while they are alive. */
 class Branches extends Supervisor.AbstractSupervisor<void> {
   readonly alive = new Set<Fiber.RuntimeFiber<unknown, unknown>>()
+  /** The fiber the workflow's code started on, while it runs (not a forked one). */
+  main: Fiber.RuntimeFiber<unknown, unknown> | undefined = undefined
   value = Effect.void
   override onStart<A, E, R>(
     _context: Context.Context<R>,

@@ -43,15 +43,21 @@ export const READ_AHEAD_EVENTS = 20_000
 const New: Lookup = { _tag: "New" }
 const Passed: Probe = { _tag: "Passed" }
 
-/** How many times a new step yields to the other fibers, with no step consumed meanwhile, before it diverges. */
+/** How many times a new step yields to the other fibers, with no step consumed meanwhile, before it waits by the clock. */
 const PATIENCE = 64
-/** How long, by the clock, a new step then waits for other fibers to consume a logged step before it diverges. */
-const PATIENCE_MS = 1_000
+/**
+ * How long, by the clock, a new step then waits with no step consumed before it diverges, while another fiber of the
+ * workflow's code is alive (it may be doing work between its steps: a slow computation, a timer, a call outside the
+ * kernel; or be waiting for a step too, or joining the others: nothing tells these apart from outside).
+ */
+const PATIENCE_MS = 30_000
 
 /**
  * A new step met while the log still holds steps nobody asked for: it waits while other fibers consume them (each
- * yield lets them run), then is looked up again (`retry`: new, once none is left); with no progress for `PATIENCE`
- * yields in a row, it diverges at the first step left.
+ * yield lets them run), then is looked up again (`retry`: new, once none is left). With no step consumed for
+ * `PATIENCE` yields in a row it diverges at the first step left when no other fiber of the workflow's code is alive to
+ * consume it; else it waits by the real clock (1 ms, doubling, at most a second at a time) up to `PATIENCE_MS` with no
+ * step consumed.
  */
 const afterOthers = (
   steps: HeldLog.HeldLog,
@@ -60,18 +66,15 @@ const afterOthers = (
   divergedAt: (step: HeldLog.Step) => Resolved,
   othersAlive: () => boolean
 ): Effect.Effect<Resolved, LoadError> => {
-  // Past `PATIENCE` yields, the other fibers may be waiting on a timer or I/O (plain code between their steps): waited
-  // for by the clock, 1 ms doubling, up to `PATIENCE_MS` with no step consumed.
   const pause = (idle: number): Effect.Effect<void> =>
     idle < PATIENCE
       ? Effect.yieldNow()
-      : Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, Math.min(2 ** (idle - PATIENCE), PATIENCE_MS))))
+      : Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, Math.min(2 ** (idle - PATIENCE), 1_000))))
   const loop = (seen: number, idle: number, waitedMs: number): Effect.Effect<Resolved, LoadError> =>
     Effect.flatMap(pause(idle), () =>
       Effect.suspend((): Effect.Effect<Resolved, LoadError> => {
         const next = steps.nextUnconsumed()
-        const waited = idle < PATIENCE ? waitedMs : waitedMs + Math.min(2 ** (idle - PATIENCE), PATIENCE_MS)
-        // No other fiber of the execution alive (a sequential run): nobody else can consume it; no clock to wait on.
+        const waited = idle < PATIENCE ? waitedMs : waitedMs + Math.min(2 ** (idle - PATIENCE), 1_000)
         if (next !== undefined && (waited >= PATIENCE_MS || (idle + 1 >= PATIENCE && !othersAlive()))) return Effect.succeed(divergedAt(next))
         if (next === undefined) {
           const found = retry()
