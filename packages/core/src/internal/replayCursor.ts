@@ -53,8 +53,9 @@ const PATIENCE = 64
 const PATIENCE_MS = 30_000
 
 /**
- * A new step met while the log still holds steps nobody asked for: it waits while other fibers consume them (each
- * yield lets them run), then is looked up again (`retry`: new, once none is left). With no step consumed for
+ * A new step met while the log still holds steps nobody asked for (or a logged one that would run anything, met before
+ * the steps logged ahead of it: `target`): it waits while other fibers consume them (each yield lets them run), then is
+ * looked up again (`retry`: new once none is left, or the target once it is the first left). With no step consumed for
  * `PATIENCE` yields in a row it diverges at the first step left when no other fiber of the workflow's code is alive to
  * consume it; else it waits by the real clock (1 ms, doubling, at most a second at a time) up to `PATIENCE_MS` with no
  * step consumed.
@@ -64,7 +65,8 @@ const afterOthers = (
   consumed: () => number,
   retry: () => Lookup,
   divergedAt: (step: HeldLog.Step) => Resolved,
-  othersAlive: () => boolean
+  othersAlive: () => boolean,
+  target?: HeldLog.Step
 ): Effect.Effect<Resolved, LoadError> => {
   const pause = (idle: number): Effect.Effect<void> =>
     idle < PATIENCE
@@ -75,8 +77,8 @@ const afterOthers = (
       Effect.suspend((): Effect.Effect<Resolved, LoadError> => {
         const next = steps.nextUnconsumed()
         const waited = idle < PATIENCE ? waitedMs : waitedMs + Math.min(2 ** (idle - PATIENCE), 1_000)
-        if (next !== undefined && (waited >= PATIENCE_MS || (idle + 1 >= PATIENCE && !othersAlive()))) return Effect.succeed(divergedAt(next))
-        if (next === undefined) {
+        if (next !== undefined && next !== target && (waited >= PATIENCE_MS || (idle + 1 >= PATIENCE && !othersAlive()))) return Effect.succeed(divergedAt(next))
+        if (next === undefined || next === target) {
           const found = retry()
           return found._tag === "Pending" ? found.next : Effect.succeed(found)
         }
@@ -127,7 +129,11 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
       // pause, a model call without a result) may not: the code changed its order, and it would run before the
       // steps that preceded it in the log.
       if (next !== undefined && next !== recorded && !isSettled(recorded.events)) {
-        return diverged(key, `${describe(next.events)} at step ${next.key}`, `${actual()} at step ${key}`)
+        const divergedAt = (at: HeldLog.Step) => diverged(key, `${describe(at.events)} at step ${at.key}`, `${actual()} at step ${key}`)
+        // Live, other branches may still consume the steps ahead of it (concurrent branches met in another order than
+        // the first time): it waits for them as a new step does, and runs once it is the first left.
+        if (mode === "live") return { _tag: "Pending", next: afterOthers(steps, () => consumedSteps, () => lookup(key, actual), divergedAt, othersAlive, recorded) }
+        return divergedAt(next)
       }
       steps.consume(recorded)
       consumedSteps++
