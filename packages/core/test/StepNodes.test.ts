@@ -63,9 +63,9 @@ const N = 500
 
 describe("Effect nodes per durable step of a sequential run (in-memory store)", () => {
   it.effect.each([
-    // 26.4, 18.3 and 13.2 when written.
-    ["tool", 30],
-    ["tool_one_commit", 21],
+    // 24.3, 17.2 and 13.2 when written.
+    ["tool", 28],
+    ["tool_one_commit", 19],
     ["step", 15]
   ] as const)("%s: at most %d", ([kind, ceiling]) =>
     Effect.gen(function*() {

@@ -33,21 +33,22 @@ export const make = (forked: () => boolean = () => true) => {
     return wake
   })
   return {
-    /** Runs a handler and the logging of its outcome, counted until it ends (however it ends). */
+    /**
+     * Runs a handler and the logging of its outcome, counted until it ends (however it ends). Decides when called:
+     * call it as the handler is about to run (the sequential step pays no node for it).
+     */
     handler: <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-      Effect.suspend(() =>
-        forked()
-          ? Effect.flatMap(FiberRef.get(inHandler), (own) =>
-            // Counted once: a call's request and its handler are one (`toolRequest.ts`).
-            own === self ? effect : Effect.ensuring(
-              Effect.suspend(() => {
-                running++
-                return Effect.locally(effect, inHandler, self)
-              }),
-              ended
-            ))
-          : effect
-      ),
+      forked()
+        ? Effect.flatMap(FiberRef.get(inHandler), (own) =>
+          // Counted once: a call's request and its handler are one (`toolRequest.ts`).
+          own === self ? effect : Effect.ensuring(
+            Effect.suspend(() => {
+              running++
+              return Effect.locally(effect, inHandler, self)
+            }),
+            ended
+          ))
+        : effect,
     /** Waits until no other fiber runs a handler of this execution (a handler suspending it does not wait for itself). */
     othersEnded: Effect.flatMap(FiberRef.get(inHandler), (own) => {
       const loop: Effect.Effect<void> = Effect.suspend(() => {

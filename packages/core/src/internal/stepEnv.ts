@@ -146,7 +146,7 @@ export const make = (
     /** Fails (halting) when this execution may no longer own the run: nothing may start in its name. */
     checkOwnership: (tool: string): Effect.Effect<void> => Effect.suspend(() => owned(tool, () => Effect.void)),
     owned,
-    /** Runs a tool handler and the logging of its outcome (see `handlersInFlight.ts`). */
+    /** Runs a tool handler and the logging of its outcome (see `handlersInFlight.ts`); call it as the handler is about to run. */
     handler: handlers.handler,
     /** Picks a span's effect for this execution (see `Tracing.decideOnce`). */
     spans,
