@@ -208,7 +208,11 @@ describe("signals across continue-as-new", () => {
   describe("a concurrent branch continues as new while another branch had logged steps", () => {
     // Found by a review: the handover refused such code as NonDeterminism on replay and on resume (the other branch's
     // steps, interrupted by the halt, were never asked for again).
-    const branches = (state: { crash: boolean }) =>
+    // `late`: the fast branch also logs "fast-3" 40 ms in, after "slow" (30 ms), and the slow branch hands over 20 ms
+    // after its step. On replay and on resume the slow step is read, not run: the handover comes at ~20 ms, before
+    // "fast-3" is asked for again, and was NonDeterminism (a step after the last one consumed); now the handover lets
+    // the fast branch consume it first.
+    const branches = (state: { crash: boolean }, late = false) =>
       Workflow.make({
         name: "branches",
         input: Schema.Number,
@@ -219,9 +223,11 @@ describe("signals across continue-as-new", () => {
             const fast = Effect.gen(function*() {
               yield* ctx.step("fast-1", Effect.succeed(1), Schema.Number, { key: "fast-1" })
               yield* ctx.step("fast-2", Effect.succeed(2), Schema.Number, { key: "fast-2" })
+              if (late) yield* Effect.zipRight(Effect.sleep("40 millis"), ctx.step("fast-3", Effect.succeed(3), Schema.Number, { key: "fast-3" }))
             })
             const slow = Effect.gen(function*() {
               yield* ctx.step("slow", Effect.as(Effect.sleep("30 millis"), 3), Schema.Number, { key: "slow" })
+              if (late) yield* Effect.sleep("20 millis")
               if (state.crash) return yield* Effect.die("the process died after the slow step")
               return yield* ctx.continueAsNew(generation + 1)
             })
@@ -230,8 +236,8 @@ describe("signals across continue-as-new", () => {
           })
       })
 
-    it.live("a replay of the chain agrees with it", () => {
-      const w = branches({ crash: false })
+    it.live.each([false, true])("a replay of the chain agrees with it (a step logged after the handing-over branch's: %s)", (late) => {
+      const w = branches({ crash: false }, late)
       return Effect.gen(function*() {
         const kernel = yield* Kernel.Kernel
         const result = yield* kernel.execute(w, { runId: "br", tenant, input: 0 })
@@ -240,9 +246,9 @@ describe("signals across continue-as-new", () => {
       }).pipe(Effect.provide(kernelLayer([], [])))
     })
 
-    it.live("a run resumed after a crash hands over", () => {
+    it.live.each([false, true])("a run resumed after a crash hands over (a step logged after the handing-over branch's: %s)", (late) => {
       const state = { crash: true }
-      const w = branches(state)
+      const w = branches(state, late)
       return Effect.gen(function*() {
         const kernel = yield* Kernel.Kernel
         yield* Effect.exit(kernel.execute(w, { runId: "bc", tenant, input: 0 }))

@@ -53,12 +53,29 @@ const PATIENCE = 64
 const PATIENCE_MS = 30_000
 
 /**
+ * Waits while other fibers consume logged steps (each yield lets them run) until `ready()`: true once it is; false
+ * when no step was consumed for `PATIENCE` yields in a row and no other fiber of the workflow's code is alive to
+ * consume one, or, while one is, for `PATIENCE_MS` by the real clock (1 ms, doubling, at most a second at a time).
+ */
+const whileOthersConsume = (consumed: () => number, othersAlive: () => boolean, ready: () => boolean): Effect.Effect<boolean> => {
+  const pause = (ms: number): Effect.Effect<void> =>
+    ms === 0 ? Effect.yieldNow() : Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+  const loop = (seen: number, idle: number, waitedMs: number): Effect.Effect<boolean> =>
+    Effect.suspend((): Effect.Effect<boolean> => {
+      if (ready()) return Effect.succeed(true)
+      if (consumed() !== seen) return loop(consumed(), 0, 0)
+      if (waitedMs >= PATIENCE_MS || (idle >= PATIENCE && !othersAlive())) return Effect.succeed(false)
+      const ms = idle < PATIENCE ? 0 : Math.min(2 ** (idle - PATIENCE), 1_000)
+      return Effect.flatMap(pause(ms), () => loop(seen, idle + 1, waitedMs + ms))
+    })
+  return loop(consumed(), 0, 0)
+}
+
+/**
  * A new step met while the log still holds steps nobody asked for (or a logged one that would run anything, met before
- * the steps logged ahead of it: `target`): it waits while other fibers consume them (each yield lets them run), then is
- * looked up again (`retry`: new once none is left, or the target once it is the first left). With no step consumed for
- * `PATIENCE` yields in a row it diverges at the first step left when no other fiber of the workflow's code is alive to
- * consume it; else it waits by the real clock (1 ms, doubling, at most a second at a time) up to `PATIENCE_MS` with no
- * step consumed.
+ * the steps logged ahead of it: `target`): it waits while other fibers consume them (`whileOthersConsume`), then is
+ * looked up again (`retry`: new once none is left, or the target once it is the first left); else it diverges at the
+ * first step left.
  */
 const afterOthers = (
   steps: HeldLog.HeldLog,
@@ -68,23 +85,16 @@ const afterOthers = (
   othersAlive: () => boolean,
   target?: HeldLog.Step
 ): Effect.Effect<Resolved, LoadError> => {
-  const pause = (idle: number): Effect.Effect<void> =>
-    idle < PATIENCE
-      ? Effect.yieldNow()
-      : Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, Math.min(2 ** (idle - PATIENCE), 1_000))))
-  const loop = (seen: number, idle: number, waitedMs: number): Effect.Effect<Resolved, LoadError> =>
-    Effect.flatMap(pause(idle), () =>
-      Effect.suspend((): Effect.Effect<Resolved, LoadError> => {
-        const next = steps.nextUnconsumed()
-        const waited = idle < PATIENCE ? waitedMs : waitedMs + Math.min(2 ** (idle - PATIENCE), 1_000)
-        if (next !== undefined && next !== target && (waited >= PATIENCE_MS || (idle + 1 >= PATIENCE && !othersAlive()))) return Effect.succeed(divergedAt(next))
-        if (next === undefined || next === target) {
-          const found = retry()
-          return found._tag === "Pending" ? found.next : Effect.succeed(found)
-        }
-        return consumed() !== seen ? loop(consumed(), 0, 0) : loop(seen, idle + 1, waited)
-      }))
-  return loop(consumed(), 0, 0)
+  const firstLeft = () => {
+    const next = steps.nextUnconsumed()
+    return next === undefined || next === target ? undefined : next
+  }
+  return Effect.flatMap(whileOthersConsume(consumed, othersAlive, () => firstLeft() === undefined), () => {
+    const next = firstLeft()
+    if (next !== undefined) return Effect.succeed(divergedAt(next))
+    const found = retry()
+    return found._tag === "Pending" ? found.next : Effect.succeed(found)
+  })
 }
 
 export const make = (runId: string, log: Log | undefined, mode: "live" | "replay", othersAlive: () => boolean = () => true) => {
@@ -189,6 +199,12 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
   return {
     lookup,
     probe,
+    /**
+     * Before a handover (a continue-as-new), live or replayed: the other branches consume the steps the log holds
+     * (read so far) first, as they did before the handover the first time (a plain wait of their code may put them
+     * after it now). Done once none is left, or nobody consumes one within the patience (`skippedAtHandover` judges).
+     */
+    othersConsumed: Effect.asVoid(whileOthersConsume(() => consumedSteps, othersAlive, () => steps.nextUnconsumed() === undefined)),
     skippedAtHandover,
     /** The step's key: the explicit one, else `<kind>:<n>` by the order in which the code asks for steps. */
     nextKey: (kind: string, explicit: string | undefined): string => {

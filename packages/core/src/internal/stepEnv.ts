@@ -51,6 +51,27 @@ export type Halt =
   /** `ctx.continueAsNew(input)`: the run ends and continues as a new run with `input` (see `continueAsNew.ts`). */
   | { readonly _tag: "Continued"; readonly input: unknown }
 
+/** How an execution stops: `halt(h)` ends its code (interrupting it) once `h` is recorded as how it ended (`halted`). */
+const halts = (cursor: ReplayCursor, handlers: ReturnType<typeof HandlersInFlight.make>) => {
+  let halted: Halt | undefined
+  const halting = (h: Halt): Effect.Effect<never> =>
+    Effect.suspend(() => {
+      halted ??= h
+      // A suspension (a pause, a call in doubt, a handover) lets the calls other branches are making end and be logged
+      // first: cut off, a call that acted would be left in doubt (or, idempotent, made again) with no crash at all.
+      if (h._tag === "Paused" || h._tag === "NeedsReconciliation" || h._tag === "Continued") return Effect.zipRight(handlers.othersEnded, Effect.interrupt)
+      return Effect.interrupt
+    })
+  const halt = (h: Halt): Effect.Effect<never> =>
+    Effect.suspend(() => {
+      // A handover first lets the other branches consume the steps the log holds (`ReplayCursor.othersConsumed`): the
+      // execution is halted only then, since a halted execution's steps halt their branches.
+      if (h._tag === "Continued" && halted === undefined) return Effect.zipRight(cursor.othersConsumed, halting(h))
+      return halting(h)
+    })
+  return { halt, halted: () => halted }
+}
+
 export const make = (
   deps: Deps,
   options: ExecutionOptions,
@@ -60,21 +81,13 @@ export const make = (
   forked: () => boolean
 ) => {
   const { runId, tenant } = options
-  let halted: Halt | undefined
   // Tool handlers running: a suspension lets the other branches' calls end and be logged first.
   const handlers = HandlersInFlight.make(forked)
+  const { halt, halted } = halts(cursor, handlers)
   // Whether this execution's spans are exported: decided at its first span, not asked again at every step.
   const spans = Tracing.decideOnce()
   let spentUsd = options.spentUsd
 
-  const halt = (h: Halt): Effect.Effect<never> =>
-    Effect.suspend(() => {
-      halted ??= h
-      // A suspension (a pause, a call in doubt) lets the calls other branches are making end and be logged first:
-      // cut off, a call that acted would be left in doubt (or, idempotent, made again) with no crash at all.
-      if (h._tag === "Paused" || h._tag === "NeedsReconciliation" || h._tag === "Continued") return Effect.zipRight(handlers.othersEnded, Effect.interrupt)
-      return Effect.interrupt
-    })
   const fault = (error: Fault) => halt({ _tag: "Fault", error })
 
   /**
@@ -132,7 +145,7 @@ export const make = (
     mode: options.mode,
     cursor,
     ownership,
-    halted: () => halted,
+    halted,
     /** The seq of the run's last event, as this execution wrote or loaded it. */
     head: () => ledger.head().seq,
     halt,
