@@ -48,4 +48,38 @@ describe("a stream past its cap, beside a sibling that took its hold later", () 
       expect(ran.xUsd).toBeCloseTo(1.51, 9)
       expect(ran.lineageUsd).toBeLessThanOrEqual(siblingTenant.budgetUsdLimit + 0.01 + 1e-9)
     }))
+
+  it.live("a reply within its cap, whose tokens the stream's estimate over-counts, is not stopped: the tokenizer counts it", () =>
+    Effect.gen(function*() {
+      // 100 tokens of 7 characters: the stream's estimate (4 characters a token) says 175, past X's $1 hold, and the
+      // lineage has $0.50 left beside Y's dollar. Refused more room, X's output is counted by the model's tokenizer:
+      // 100 tokens, within its hold (found by review: it was stopped and charged $1.51 for a $1 reply).
+      const xStreaming = yield* Deferred.make<void>()
+      const yDone = yield* Deferred.make<void>()
+      const word: ModelPort.StreamPart = { _tag: "TextDelta", text: "wordsy " }
+      const reply = (model: string, content: string, outputTokens: number) => ({ model, message: { role: "assistant" as const, content }, usage: { inputTokens: 0, outputTokens } })
+      const port = ModelPort.make({
+        defaultModel: "m",
+        prices: { m: { input: 0, cachedInput: 0, output: 10_000 } },
+        generate: (request) => Effect.succeed(reply(request.model, "ok", 100)),
+        // The model's tokenizer: a word a token, and 3 for a message's frame.
+        countTokens: (messages) => Effect.succeed(messages.reduce((n, m) => n + String(m.content ?? "").split(" ").filter((w) => w.length > 0).length + 3, 0)),
+        stream: (request) =>
+          request.messages[0]?.content === "x"
+            ? Stream.concat(
+              Stream.succeed(word),
+              Stream.concat(
+                Stream.fromEffect(Effect.zipRight(Deferred.succeed(xStreaming, undefined), Deferred.await(yDone))).pipe(Stream.drain),
+                Stream.fromIterable<ModelPort.StreamPart>([
+                  ...Array.from({ length: 99 }, () => word),
+                  { _tag: "Finished", response: reply(request.model, "wordsy ".repeat(100), 100) }
+                ])
+              )
+            )
+            : Stream.succeed<ModelPort.StreamPart>({ _tag: "Finished", response: reply(request.model, "ok", 100) })
+      })
+      const ran = yield* xThenY(port, xStreaming, yDone)
+      expect({ x: ran.x, y: ran.y }).toMatchObject({ x: { _tag: "Right", right: "completed" }, y: { _tag: "Right", right: "completed" } })
+      expect({ xUsd: ran.xUsd, lineageUsd: ran.lineageUsd }).toEqual({ xUsd: 1, lineageUsd: 2 })
+    }))
 })

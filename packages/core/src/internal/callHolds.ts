@@ -7,8 +7,10 @@
  *   `billedRetry`): the call fails with the model's error, within the budget.
  * - *A stream past its hold.* A server may stream past the output cap the estimate assumed. Siblings that took their
  *   holds later were granted room on the premise that this call stays within its hold, so the stream may not spend
- *   their room: once its output costs more than is held for it, it asks for more (what it passed the hold by, and one
- *   more estimate ahead, else what the lineage has left). Refused, the stream is stopped there. A hold in the kernel's
+ *   their room: once its output costs more than is held for it, it asks for more (what it passed the hold by, and as
+ *   much again as it holds ahead, else what the lineage has left). Refused, its output's tokens are counted by the model's
+ *   tokenizer (the stream counts 4 characters a token, an estimate): within the hold, it goes on, else it is stopped
+ *   there. A hold in the kernel's
  *   memory is answered at once, before the next delta; a store's (another process may hold room) is one small write,
  *   and the deltas that arrive while it is written go on (a stream is never stopped for a hold that may be granted).
  *
@@ -31,10 +33,12 @@ export interface CallHolds {
   readonly heldUsd: () => number
   /**
    * A stream's check, as its output comes (synchronous): whether output that costs `costUsd` may go on. Past what is
-   * held it asks for more room; false once the lineage refused it (stop the stream), true while a store answers.
+   * held it asks for more room; refused, `within` is asked whether the output is within the hold after all (its tokens
+   * counted by the model's tokenizer: the stream's own count is an estimate). False once the lineage refused it and
+   * it is not (stop the stream), true while a store or the tokenizer answers.
    */
-  readonly covers: (costUsd: number) => boolean
-  /** Releases the call's hold and every other it took (once a stream's pending request has been answered). */
+  readonly covers: (costUsd: number, within: () => Effect.Effect<boolean>) => boolean
+  /** Releases the call's hold and every other it took (a stream's pending request for room interrupted first). */
   readonly release: Effect.Effect<void>
 }
 
@@ -50,10 +54,13 @@ export const make = (env: StepEnv, key: string, price: Price, estimateUsd: numbe
   const spentNow = env.options.lineageSpend === undefined
     ? Effect.sync(() => env.spentUsd())
     : Effect.orElseSucceed(Effect.map(env.options.lineageSpend, (lineage) => Math.max(env.spentUsd(), lineage)), () => Number.POSITIVE_INFINITY)
-  /** Holds `usd` more for the call; what the lineage had when it was refused, else undefined. */
+  /**
+   * Holds `usd` more for the call; what the lineage had when it was refused, else undefined. Interruptible only while
+   * the holder answers (a store's hold request interrupted releases what it may have taken).
+   */
   const take = (usd: number, spentUsd: number, label: string): Effect.Effect<Over | undefined> =>
-    Effect.match(
-      env.deps.budgetHolds.hold({
+    Effect.uninterruptibleMask((restore) => Effect.match(
+      restore(env.deps.budgetHolds.hold({
         tenantId: env.tenant.tenantId,
         rootRunId: env.options.rootRunId,
         runId: env.runId,
@@ -61,7 +68,7 @@ export const make = (env: StepEnv, key: string, price: Price, estimateUsd: numbe
         usd,
         limitUsd,
         spentUsd
-      }),
+      })),
       {
         // A hold the store could not take is no room (fail closed).
         onFailure: (): Over => ({ spentUsd: limitUsd, heldUsd: 0 }),
@@ -72,15 +79,19 @@ export const make = (env: StepEnv, key: string, price: Price, estimateUsd: numbe
           return undefined
         }
       }
-    )
+    ))
   const more = (needUsd: number): Effect.Effect<boolean> =>
     Effect.suspend(() => {
       if (!(needUsd > 0)) return Effect.succeed(true)
       if (!Number.isFinite(needUsd)) return Effect.succeed(false)
       return Effect.flatMap(spentNow, (spent) => Effect.map(take(needUsd, spent, "re-ask"), (over) => over === undefined))
     })
+  // After a stream's pending request for room is answered: what it holds counts (it may already hold the room).
   const reAsk = (billed: Usage): Effect.Effect<boolean> =>
-    Effect.suspend(() => more((costOf(billed, price) ?? Number.POSITIVE_INFINITY) + estimateUsd - heldUsd))
+    Effect.zipRight(
+      Effect.suspend(() => (pending === undefined ? Effect.void : Fiber.await(pending))),
+      Effect.suspend(() => more((costOf(billed, price) ?? Number.POSITIVE_INFINITY) + estimateUsd - heldUsd))
+    )
 
   /** Room for `costUsd` of output: what it passed the hold by and one estimate ahead, else what is left, else just the need. */
   const extend = (costUsd: number): Effect.Effect<boolean> =>
@@ -90,7 +101,8 @@ export const make = (env: StepEnv, key: string, price: Price, estimateUsd: numbe
         if (!(need > 0)) return Effect.succeed(true)
         if (!Number.isFinite(need)) return Effect.succeed(false)
         const justTheNeed = Effect.map(take(need, spent, "stream"), (over) => over === undefined)
-        return Effect.flatMap(take(need + estimateUsd, spent, "stream"), (over) => {
+        // Ahead: as much again as is held (at least one estimate), so a runaway stream asks a few times, not per token.
+        return Effect.flatMap(take(need + Math.max(estimateUsd, heldUsd), spent, "stream"), (over) => {
           if (over === undefined) return Effect.succeed(true)
           // What the lineage has left (the need alone when a rounding refuses that).
           const left = limitUsd - over.spentUsd - over.heldUsd
@@ -101,12 +113,14 @@ export const make = (env: StepEnv, key: string, price: Price, estimateUsd: numbe
     pending = undefined
     if (!Exit.isSuccess(exit) || !exit.value) refused = true
   }
-  const covers = (costUsd: number): boolean => {
+  const covers = (costUsd: number, within: () => Effect.Effect<boolean>): boolean => {
     if (!(costUsd > heldUsd)) return true
     if (refused || released) return false
     if (pending !== undefined) return true
-    // Run at once: a hold in the kernel's memory is answered before this returns; a store's is awaited by its fiber.
-    const fiber = Runtime.runFork(runtime)(Effect.uninterruptible(extend(costUsd)))
+    // Run at once: a hold in the kernel's memory is answered before this returns; a store's is awaited by its fiber
+    // (interrupted with the call: a store that does not answer keeps nothing from ending).
+    // (Interruptible, though the call's runtime is captured where interruption is off.)
+    const fiber = Runtime.runFork(runtime)(Effect.interruptible(Effect.flatMap(extend(costUsd), (held) => (held ? Effect.succeed(true) : within()))))
     const done = fiber.unsafePoll()
     if (done !== null) settle(done)
     else {
@@ -119,7 +133,7 @@ export const make = (env: StepEnv, key: string, price: Price, estimateUsd: numbe
     released = true
     const waiting = pending
     return Effect.zipRight(
-      waiting === undefined ? Effect.void : Fiber.await(waiting),
+      waiting === undefined ? Effect.void : Fiber.interrupt(waiting),
       Effect.suspend(() => Effect.forEach(releases, (r) => r, { discard: true }))
     )
   })

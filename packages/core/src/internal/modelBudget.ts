@@ -6,7 +6,7 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
-import { Usage } from "../Chat.js"
+import { assistant, Usage } from "../Chat.js"
 import * as Errors from "../Errors.js"
 import type { EventPayload } from "../Event.js"
 import type * as ModelPort from "../ModelPort.js"
@@ -132,7 +132,13 @@ export const checkBudget = (
  * estimate was held beside (`Assumed.baseUsd`; undefined: go on). The cost grows with the output, so the most output tokens the budget allows is worked out once (again only when the run's spend
  * changed): a delta costs a comparison, not a pricing.
  */
-export const overBudgetOf = (env: StepEnv, assumed: Assumed | undefined, price: Price | undefined): (outputChars: number) => number | undefined => {
+export const overBudgetOf = (
+  env: StepEnv,
+  assumed: Assumed | undefined,
+  price: Price | undefined,
+  /** The model streaming: its tokenizer counts the output when the stream is refused room past its hold. */
+  model: string
+): (outputChars: number, outputText: () => string) => number | undefined => {
   if (assumed === undefined || price === undefined) return () => undefined
   const limit = env.tenant.budgetUsdLimit
   // The room held for the lineage's other calls in flight when this one's was (every process's, on a store that holds
@@ -153,17 +159,32 @@ export const overBudgetOf = (env: StepEnv, assumed: Assumed | undefined, price: 
   const covered = (held: number) => (costAt(0) > held ? -1 : lastWithin((tokens) => !(costAt(tokens) > held), Math.max(0, assumed.outputTokens)))
   let heldAt = assumed.holds.heldUsd()
   let coveredTokens = covered(heldAt)
-  return (outputChars) => {
+  // The output's tokens: 4 characters a token past the last count the model's tokenizer made of it (`within`).
+  let countedChars = 0
+  let countedTokens = 0
+  /** Whether the output so far (`chars` of `text`), counted by the tokenizer, is within what is held for the call. */
+  const count = (text: string) => env.deps.model.countTokens([assistant(text)], model)
+  const within = (chars: number, text: () => string) => () =>
+    // The text's own tokens: a message's count less an empty one's (the chat format's tokens around a message).
+    Effect.map(Effect.zipWith(Effect.suspend(() => count(text())), count(""), (all, frame) => Math.max(0, all - frame)), (tokens) => {
+      if (costAt(tokens) > assumed.holds.heldUsd()) return false
+      if (chars > countedChars) {
+        countedChars = chars
+        countedTokens = tokens
+      }
+      return true
+    })
+  return (outputChars, outputText) => {
     const spent = env.spentUsd()
     if (spent !== spentAt) {
       spentAt = spent
       allowed = allowance(spent)
     }
-    const tokens = Math.ceil(outputChars / 4)
+    const tokens = countedTokens + Math.ceil((outputChars - countedChars) / 4)
     if (tokens > allowed) return costAt(tokens)
     if (tokens <= coveredTokens) return undefined
     const cost = costAt(tokens)
-    if (!assumed.holds.covers(cost)) return cost
+    if (!assumed.holds.covers(cost, within(outputChars, outputText))) return cost
     if (assumed.holds.heldUsd() !== heldAt) {
       heldAt = assumed.holds.heldUsd()
       coveredTokens = covered(heldAt)

@@ -84,15 +84,15 @@ const liveCall = (env: StepEnv, key: string, request: ModelPort.ModelRequest, re
  * A stream's stop (`overBudgetOf`) at the price of the model streaming, when the port says which (a fallback's later
  * model, charged at its own price), else at the price the call was estimated at.
  */
-const stopsByModel = (env: StepEnv, assumed: Assumed | undefined, price: Price | undefined, estimated: Price | undefined) => {
-  const stops = new Map<string | undefined, (outputChars: number) => number | undefined>()
-  return (outputChars: number, model: string | undefined): number | undefined => {
+const stopsByModel = (env: StepEnv, assumed: Assumed | undefined, price: Price | undefined, estimated: Price | undefined, requested: string) => {
+  const stops = new Map<string | undefined, (outputChars: number, outputText: () => string) => number | undefined>()
+  return (outputChars: number, model: string | undefined, outputText: () => string): number | undefined => {
     let stop = stops.get(model)
     if (stop === undefined) {
-      stop = overBudgetOf(env, assumed, model === undefined ? estimated : env.deps.priceOf(model) ?? price)
+      stop = overBudgetOf(env, assumed, model === undefined ? estimated : env.deps.priceOf(model) ?? price, model ?? requested)
       stops.set(model, stop)
     }
-    return stop(outputChars)
+    return stop(outputChars, outputText)
   }
 }
 
@@ -116,7 +116,7 @@ const sendAndCharge = (
     const requested = requestedOf(sent, requestHash)
     // Nothing is sent in the name of a run this execution may no longer own (its caller's lease ran out, or was lost).
     yield* env.checkOwnership(`(the call to model "${sent.model}" would have been sent)`)
-    const call = ModelStream.run(env, key, sent, context, stopsByModel(env, assumed, price, estimated))
+    const call = ModelStream.run(env, key, sent, context, stopsByModel(env, assumed, price, estimated, sent.model))
     // An adapter asks again after a billed, refused reply only once another attempt is held (`callHolds.ts`).
     const streamed = yield* (assumed === undefined ? call : Effect.locally(call, billedRetry, assumed.holds.reAsk))
     if (streamed._tag === "OverBudget") {

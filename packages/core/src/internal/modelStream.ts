@@ -35,7 +35,7 @@ export const run = (
   key: string,
   sent: ModelPort.ModelRequest,
   context: CallContext,
-  overBudget: (outputChars: number, model: string | undefined) => number | undefined
+  overBudget: (outputChars: number, model: string | undefined, outputText: () => string) => number | undefined
 ): Effect.Effect<Streamed> =>
   Effect.gen(function*() {
     const { hub, store } = env.deps.live
@@ -62,6 +62,9 @@ export const run = (
     }
     yield* keep([{ _tag: "ModelStreamStarted", attempt: env.options.ownerEpoch }])
     let chars = 0
+    // The output's pieces, joined only when the budget asks for its text (`overBudgetOf`'s count by the tokenizer).
+    const pieces: Array<string> = []
+    const outputText = () => pieces.join("")
     let ended: Streamed | undefined
     let fault: Errors.StoreError | undefined
     // Set when the call must stop early (a budget crossed, a delta not kept): the provider's call is interrupted.
@@ -86,7 +89,9 @@ export const run = (
       const out: Array<ModelPort.ModelDelta> = []
       for (const part of deltas) {
         chars += charsOf(part)
-        const costUsd = overBudget(chars, model)
+        if (part._tag === "TextDelta") pieces.push(part.text)
+        else pieces.push(part.name ?? "", part.arguments)
+        const costUsd = overBudget(chars, model, outputText)
         if (costUsd !== undefined) {
           // Nothing from the crossing delta on is kept.
           ended = { _tag: "OverBudget", outputChars: chars, costUsd }
