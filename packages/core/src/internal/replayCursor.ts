@@ -41,6 +41,8 @@ export type Probe = Probed | { readonly _tag: "Pending"; readonly next: Effect.E
 export const READ_AHEAD_EVENTS = 20_000
 
 const New: Lookup = { _tag: "New" }
+/** A new step asked for while a handover waits: never answered (the handover interrupts its branch). */
+const HandedOver: Lookup = { _tag: "Pending", next: Effect.never }
 const Passed: Probe = { _tag: "Passed" }
 
 /** How many times a new step yields to the other fibers, with no step consumed meanwhile, before it waits by the clock. */
@@ -104,6 +106,8 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
   let counter = 0
   // How many recorded steps the code consumed: what a new step waiting on concurrent branches watches for progress.
   let consumedSteps = 0
+  // Set while a handover waits for the other branches to consume the log.
+  let handingOver = false
 
   const diverged = (key: string, expected: string, actual: string): Resolved => ({
     _tag: "Diverged",
@@ -155,6 +159,9 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
       if (next === undefined || steps.state.heldEvents < READ_AHEAD_EVENTS) return pending(key, actual)
       return diverged(key, `${describe(next.events)} at step ${next.key}`, `${actual()} (not met within ${READ_AHEAD_EVENTS} events of the log)`)
     }
+    // A handover waits for the other branches to consume the log (`othersConsumed`): a step the log does not hold is
+    // where the handover cut its branch off the first time (in flight, or not reached), so it waits to be cut off again.
+    if (handingOver) return HandedOver
     if (next !== undefined) {
       // A step the log does not hold, met while it still holds steps the code did not ask for yet: when branches run
       // concurrently under explicit keys, a step logged when it ended (a memoized step, a model call, a one-commit
@@ -165,7 +172,12 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
       if (mode === "live") return { _tag: "Pending", next: afterOthers(steps, () => consumedSteps, () => lookup(key, actual), divergedAt, othersAlive) }
       return divergedAt(next)
     }
-    if (mode === "replay") return diverged(key, "the end of the log", actual())
+    if (mode === "replay") {
+      // A concurrent branch's step in flight when the run handed over was never logged: met at the log's end, it waits
+      // for the handover (which interrupts it) while another fiber could still get there; else a divergence.
+      const handedOver = whileOthersConsume(() => consumedSteps, othersAlive, () => handingOver)
+      return { _tag: "Pending", next: Effect.flatMap(handedOver, (h) => (h ? Effect.never : Effect.sync(() => diverged(key, "the end of the log", actual())))) }
+    }
     // A key this execution writes under: the log would hold one step for two (and a replay would refuse it).
     keys.remember(key)
     return New
@@ -173,6 +185,36 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
 
   const probe = prober(steps, lookup)
 
+  const { unconsumed, skippedAtHandover } = restOf(steps)
+
+  return {
+    lookup,
+    probe,
+    /**
+     * Before a handover (a continue-as-new), live or replayed: the other branches consume the steps the log holds
+     * (read so far) first, as they did before the handover the first time (a plain wait of their code may put them
+     * after it now). Done once none is left, or nobody consumes one within the patience (`skippedAtHandover` judges).
+     * Meanwhile a step the log does not hold waits, never answered: the handover cut its branch off there.
+     */
+    othersConsumed: Effect.suspend(() => {
+      handingOver = true
+      return Effect.asVoid(whileOthersConsume(() => consumedSteps, othersAlive, () => steps.nextUnconsumed() === undefined))
+    }),
+    skippedAtHandover,
+    /** The step's key: the explicit one, else `<kind>:<n>` by the order in which the code asks for steps. */
+    nextKey: (kind: string, explicit: string | undefined): string => {
+      const index = counter++
+      if (explicit !== undefined) return explicit
+      const key = `${kind}:${index}`
+      keys.generated(kind, index, key)
+      return key
+    },
+    unconsumed
+  }
+}
+
+/** What the log holds past what the code asked for, read to its end when asked (`unconsumed`, `skippedAtHandover`). */
+const restOf = (steps: HeldLog.HeldLog) => {
   /** The first step the log holds that the code did not ask for (reading the rest of the log), or undefined. */
   const unconsumed = (): Effect.Effect<{ readonly key: string; readonly description: string } | undefined, LoadError> =>
     Effect.suspend(() => {
@@ -195,27 +237,7 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
       if (steps.state.done) return Effect.succeed(undefined)
       return Effect.flatMap(steps.load(steps.state.pages), skippedAtHandover)
     })
-
-  return {
-    lookup,
-    probe,
-    /**
-     * Before a handover (a continue-as-new), live or replayed: the other branches consume the steps the log holds
-     * (read so far) first, as they did before the handover the first time (a plain wait of their code may put them
-     * after it now). Done once none is left, or nobody consumes one within the patience (`skippedAtHandover` judges).
-     */
-    othersConsumed: Effect.asVoid(whileOthersConsume(() => consumedSteps, othersAlive, () => steps.nextUnconsumed() === undefined)),
-    skippedAtHandover,
-    /** The step's key: the explicit one, else `<kind>:<n>` by the order in which the code asks for steps. */
-    nextKey: (kind: string, explicit: string | undefined): string => {
-      const index = counter++
-      if (explicit !== undefined) return explicit
-      const key = `${kind}:${index}`
-      keys.generated(kind, index, key)
-      return key
-    },
-    unconsumed
-  }
+  return { unconsumed, skippedAtHandover }
 }
 
 export type ReplayCursor = ReturnType<typeof make>
