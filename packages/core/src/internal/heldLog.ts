@@ -41,6 +41,8 @@ export interface State {
   done: boolean
   /** Whether the log holds the run's end (`RunCompleted`, `RunFailed`, `RunContinued`): its code ran past every point of it. */
   ended: boolean
+  /** Whether that end is a handover (`RunContinued`). */
+  continued: boolean
   /** How many pages were read after the first. */
   pages: number
   /** The step key of the last event read: its batch may go on in the next page. */
@@ -59,7 +61,7 @@ export const make = (log: Log | undefined) => {
   // kept until the array is compacted (held that long, they outlive the young generation and swell the heap).
   let order: Array<Step | undefined> = []
   let cursor = 0
-  const state: State = { done: log === undefined, ended: false, pages: 0, lastKey: undefined, heldEvents: 0, consumedSeq: 0 }
+  const state: State = { done: log === undefined, ended: false, continued: false, pages: 0, lastKey: undefined, heldEvents: 0, consumedSeq: 0 }
   const lock = Effect.unsafeMakeSemaphore(1)
   // What the cursor sees of the state: plain fields (a getter per field cost a replay ~10% of the cursor's time).
   const view: Readonly<State> = state
@@ -72,6 +74,7 @@ export const make = (log: Log | undefined) => {
       if (event.stepKey === RUN_STEP_KEY) {
         const tag = tagOf(event)
         if (tag === "RunCompleted" || tag === "RunFailed" || tag === "RunContinued") state.ended = true
+        if (tag === "RunContinued") state.continued = true
         continue
       }
       const step = held.get(event.stepKey)

@@ -4,7 +4,10 @@
  * live), a divergence from the log, or pending (more of the log must be read first: an effect that reads it and
  * answers). Reused keys are caught within a window of recent keys (`recentKeys.ts`).
  */
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
 import * as Errors from "../Errors.js"
 import type { Event } from "../Event.js"
 import * as HeldLog from "./heldLog.js"
@@ -41,8 +44,7 @@ export type Probe = Probed | { readonly _tag: "Pending"; readonly next: Effect.E
 export const READ_AHEAD_EVENTS = 20_000
 
 const New: Lookup = { _tag: "New" }
-/** A new step asked for while a handover waits: never answered (the handover interrupts its branch). */
-const HandedOver: Lookup = { _tag: "Pending", next: Effect.never }
+
 const Passed: Probe = { _tag: "Passed" }
 
 /** How many times a new step yields to the other fibers, with no step consumed meanwhile, before it waits by the clock. */
@@ -106,8 +108,7 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
   let counter = 0
   // How many recorded steps the code consumed: what a new step waiting on concurrent branches watches for progress.
   let consumedSteps = 0
-  // Set while a handover waits for the other branches to consume the log.
-  let handingOver = false
+  const handovers = handoversOf(steps, () => consumedSteps, othersAlive, (key, actual) => lookup(key, actual))
 
   const diverged = (key: string, expected: string, actual: string): Resolved => ({
     _tag: "Diverged",
@@ -161,7 +162,8 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
     }
     // A handover waits for the other branches to consume the log (`othersConsumed`): a step the log does not hold is
     // where the handover cut its branch off the first time (in flight, or not reached), so it waits to be cut off again.
-    if (handingOver) return HandedOver
+    const cut = handovers.cutOff(key, actual)
+    if (cut !== undefined) return cut
     if (next !== undefined) {
       // A step the log does not hold, met while it still holds steps the code did not ask for yet: when branches run
       // concurrently under explicit keys, a step logged when it ended (a memoized step, a model call, a one-commit
@@ -173,10 +175,10 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
       return divergedAt(next)
     }
     if (mode === "replay") {
-      // A concurrent branch's step in flight when the run handed over was never logged: met at the log's end, it waits
-      // for the handover (which interrupts it) while another fiber could still get there; else a divergence.
-      const handedOver = whileOthersConsume(() => consumedSteps, othersAlive, () => handingOver)
-      return { _tag: "Pending", next: Effect.flatMap(handedOver, (h) => (h ? Effect.never : Effect.sync(() => diverged(key, "the end of the log", actual())))) }
+      if (!steps.state.continued) return diverged(key, "the end of the log", actual())
+      // The run handed over: a concurrent branch's step in flight then was never logged. Met at the log's end, it waits
+      // for the handover while another fiber could still get there (then as above); else a divergence.
+      return { _tag: "Pending", next: handovers.atLogEnd(key, () => diverged(key, "the end of the log", actual()), actual) }
     }
     // A key this execution writes under: the log would hold one step for two (and a replay would refuse it).
     keys.remember(key)
@@ -190,16 +192,10 @@ export const make = (runId: string, log: Log | undefined, mode: "live" | "replay
   return {
     lookup,
     probe,
-    /**
-     * Before a handover (a continue-as-new), live or replayed: the other branches consume the steps the log holds
-     * (read so far) first, as they did before the handover the first time (a plain wait of their code may put them
-     * after it now). Done once none is left, or nobody consumes one within the patience (`skippedAtHandover` judges).
-     * Meanwhile a step the log does not hold waits, never answered: the handover cut its branch off there.
-     */
-    othersConsumed: Effect.suspend(() => {
-      handingOver = true
-      return Effect.asVoid(whileOthersConsume(() => consumedSteps, othersAlive, () => steps.nextUnconsumed() === undefined))
-    }),
+    /** See `handoversOf`. */
+    othersConsumed: handovers.othersConsumed,
+    handedOver: handovers.handedOver,
+    handoverPending: handovers.pending,
     skippedAtHandover,
     /** The step's key: the explicit one, else `<kind>:<n>` by the order in which the code asks for steps. */
     nextKey: (kind: string, explicit: string | undefined): string => {
@@ -238,6 +234,64 @@ const restOf = (steps: HeldLog.HeldLog) => {
       return Effect.flatMap(steps.load(steps.state.pages), skippedAtHandover)
     })
   return { unconsumed, skippedAtHandover }
+}
+
+/**
+ * A handover (a continue-as-new) of a replayed or resumed execution, while it waits for the other branches to consume
+ * the steps the log holds (`othersConsumed`): a step the log does not hold is where the handover cut its branch off the
+ * first time (in flight, or not reached), so it waits (`cutOff`); once the run hands over (`handedOver`) that branch is
+ * interrupted, however the code combines its branches, and if the handover is given up (interrupted), the step is
+ * looked up again (`relookup`).
+ */
+const handoversOf = (
+  steps: HeldLog.HeldLog,
+  consumed: () => number,
+  othersAlive: () => boolean,
+  relookup: (key: string, actual: () => string) => Lookup
+) => {
+  // Completed true once the run hands over, false if the handover was given up.
+  let handover: Deferred.Deferred<boolean> | undefined
+  const after = (waiting: Deferred.Deferred<boolean>, key: string, actual: () => string): Effect.Effect<Resolved, LoadError> =>
+    Effect.flatMap(Deferred.await(waiting), (handedOver) => {
+      if (handedOver) return Effect.interrupt
+      const found = relookup(key, actual)
+      return found._tag === "Pending" ? found.next : Effect.succeed(found)
+    })
+  return {
+    cutOff: (key: string, actual: () => string): Lookup | undefined =>
+      handover === undefined ? undefined : { _tag: "Pending", next: after(handover, key, actual) },
+    /**
+     * A replay's step met at the end of the log of a run that handed over (a concurrent branch's step in flight then
+     * was never logged): waits for the handover while another fiber could still get there, then is cut off; else
+     * `diverged`.
+     */
+    atLogEnd: (key: string, diverged: () => Resolved, actual: () => string): Effect.Effect<Resolved, LoadError> =>
+      Effect.flatMap(whileOthersConsume(consumed, othersAlive, () => handover !== undefined), (started) =>
+        !started || handover === undefined ? Effect.sync(diverged) : after(handover, key, actual)),
+    /**
+     * Before a handover, live or replayed: the other branches consume the steps the log holds (read so far) first, as
+     * they did before the handover the first time (a plain wait of their code may put them after it now). Done once
+     * none is left, or nobody consumes one within the patience (`skippedAtHandover` judges).
+     */
+    othersConsumed: Effect.suspend(() => {
+      const waiting = Deferred.unsafeMake<boolean>(FiberId.none)
+      handover = waiting
+      return Effect.onInterrupt(
+        Effect.asVoid(whileOthersConsume(consumed, othersAlive, () => steps.nextUnconsumed() === undefined)),
+        () =>
+          Effect.sync(() => {
+            if (handover === waiting) handover = undefined
+            Deferred.unsafeDone(waiting, Exit.succeed(false))
+          })
+      )
+    }),
+    /** The run hands over (after `othersConsumed`): the branches cut off meanwhile are interrupted. */
+    handedOver: (): void => {
+      if (handover !== undefined) Deferred.unsafeDone(handover, Exit.succeed(true))
+    },
+    /** Whether a handover is waiting, and, when one is, how it ends (true: handed over; false: given up). */
+    pending: (): Effect.Effect<boolean> | undefined => (handover === undefined ? undefined : Deferred.await(handover))
+  }
 }
 
 export type ReplayCursor = ReturnType<typeof make>

@@ -62,16 +62,20 @@ const halts = (cursor: ReplayCursor, handlers: ReturnType<typeof HandlersInFligh
       if (h._tag === "Paused" || h._tag === "NeedsReconciliation" || h._tag === "Continued") return Effect.zipRight(handlers.othersEnded, Effect.interrupt)
       return Effect.interrupt
     })
-  let handingOver = false
   const halt = (h: Halt): Effect.Effect<never> =>
-    Effect.suspend(() => {
+    Effect.suspend((): Effect.Effect<never> => {
       if (h._tag !== "Continued" || halted !== undefined) return halting(h)
-      // A second branch's handover, while the first waits: the first cut it off (it called first), as it would have.
-      if (handingOver) return Effect.never
-      handingOver = true
+      // A second branch's handover, while the first waits: the first cut it off (it called first), as it would have;
+      // if the first is given up (interrupted), this one goes on.
+      const pending = cursor.handoverPending()
+      if (pending !== undefined) return Effect.flatMap(pending, (handedOver) => (handedOver ? Effect.interrupt : halt(h)))
       // A handover first lets the other branches consume the steps the log holds (`ReplayCursor.othersConsumed`): the
       // execution is halted only then, since a halted execution's steps halt their branches.
-      return Effect.zipRight(cursor.othersConsumed, halting(h))
+      return Effect.zipRight(cursor.othersConsumed, Effect.suspend(() => {
+        halted ??= h
+        cursor.handedOver()
+        return halting(h)
+      }))
     })
   return { halt, halted: () => halted }
 }
