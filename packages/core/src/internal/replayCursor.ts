@@ -285,7 +285,10 @@ const handoversOf = (
           })
       )
     }),
-    /** The run hands over (after `othersConsumed`): the branches cut off meanwhile are interrupted. */
+    /**
+     * The execution stops (a handover after `othersConsumed`, or any other halt meanwhile), its calls in flight ended:
+     * the branches cut off are interrupted, never looked up again.
+     */
     handedOver: (): void => {
       if (handover !== undefined) Deferred.unsafeDone(handover, Exit.succeed(true))
     },

@@ -54,13 +54,18 @@ export type Halt =
 /** How an execution stops: `halt(h)` ends its code (interrupting it) once `h` is recorded as how it ended (`halted`). */
 const halts = (cursor: ReplayCursor, handlers: ReturnType<typeof HandlersInFlight.make>) => {
   let halted: Halt | undefined
+  // The branches a waiting handover cut off stop too, once the calls in flight have ended (`ReplayCursor.handedOver`).
+  const stop = Effect.suspend(() => {
+    cursor.handedOver()
+    return Effect.interrupt
+  })
   const halting = (h: Halt): Effect.Effect<never> =>
     Effect.suspend(() => {
       halted ??= h
       // A suspension (a pause, a call in doubt, a handover) lets the calls other branches are making end and be logged
       // first: cut off, a call that acted would be left in doubt (or, idempotent, made again) with no crash at all.
-      if (h._tag === "Paused" || h._tag === "NeedsReconciliation" || h._tag === "Continued") return Effect.zipRight(handlers.othersEnded, Effect.interrupt)
-      return Effect.interrupt
+      if (h._tag === "Paused" || h._tag === "NeedsReconciliation" || h._tag === "Continued") return Effect.zipRight(handlers.othersEnded, stop)
+      return stop
     })
   const halt = (h: Halt): Effect.Effect<never> =>
     Effect.suspend((): Effect.Effect<never> => {
@@ -71,11 +76,7 @@ const halts = (cursor: ReplayCursor, handlers: ReturnType<typeof HandlersInFligh
       if (pending !== undefined) return Effect.flatMap(pending, (handedOver) => (handedOver ? Effect.interrupt : halt(h)))
       // A handover first lets the other branches consume the steps the log holds (`ReplayCursor.othersConsumed`): the
       // execution is halted only then, since a halted execution's steps halt their branches.
-      return Effect.zipRight(cursor.othersConsumed, Effect.suspend(() => {
-        halted ??= h
-        cursor.handedOver()
-        return halting(h)
-      }))
+      return Effect.zipRight(cursor.othersConsumed, halting(h))
     })
   return { halt, halted: () => halted }
 }
