@@ -1,15 +1,18 @@
-// Group commit with the fsync on the event loop (the store's design: the main thread runs each group's transaction)
-// against a worker thread that owns the connection (the main thread posts each group and goes on; the worker
-// commits and answers), on the store's driver (the worker: kernel/offloopWorker.mjs), one SQLite file at synchronous=FULL (WAL). Not a row of
-// `pnpm bench kernel`: the measurement behind the decision in packages/store-sqlite/README.md ("Group commit and
-// the event loop"). Run: `cd bench && npx tsx kernel/offloop.ts`.
+// Group commit with the fsync on the event loop (SQLite's FULL: the main thread commits and syncs each group's
+// transaction), against the store's design since Nov 29 2026 (`async_sync`: the group commits at NORMAL and the -wal file
+// is synced with `fs.fdatasync` on libuv's thread pool, the callers answered when it ends; see
+// packages/store-sqlite/src/internal/walFlush.ts), and against a worker thread that owns the connection (the main
+// thread posts each group and goes on; the worker commits and answers: kernel/offloopWorker.mjs), on the store's
+// driver, one SQLite file (WAL). Not a row of `pnpm bench kernel`: the measurement behind the decision in
+// packages/store-sqlite/README.md ("Group commit and the event loop"). Run: `cd bench && npx tsx kernel/offloop.ts`
+// (WORK_US sets the main thread's CPU per step of the concurrent case, 150 by default).
 //
 // one_run: one writer, one row per commit, nothing else to do: the latency of a commit, and the main thread's
 //   busy time per commit (event-loop utilization: the worker's own CPU is not the main thread's).
 // concurrent: RUNS writers, each doing WORK_US of CPU on the main thread before each of its STEPS commits (what a
 //   durable step costs the kernel besides its statement); appends made in one turn of the loop are one group (one
 //   transaction). With the worker, the next group's CPU overlaps the previous group's fsync.
-import { mkdtempSync, rmSync } from "node:fs"
+import * as fs from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { performance } from "node:perf_hooks"
@@ -22,11 +25,11 @@ interface Row {
   readonly payload: string
 }
 
-const open = (filename: string) => {
+const open = (filename: string, sync: "FULL" | "NORMAL" = "FULL") => {
   const Sqlite = SqliteStore.driver()
   const db = new Sqlite(filename)
   db.pragma("journal_mode = WAL")
-  db.pragma("synchronous = FULL")
+  db.pragma("synchronous = " + sync)
   db.exec("CREATE TABLE IF NOT EXISTS t (run TEXT NOT NULL, seq INTEGER NOT NULL, payload TEXT NOT NULL, PRIMARY KEY (run, seq)) WITHOUT ROWID")
   const insert = db.prepare("INSERT INTO t (run, seq, payload) VALUES (?, ?, ?)")
   /** One group: alone, a plain INSERT; else one transaction. */
@@ -59,6 +62,22 @@ const onLoop = (filename: string) => {
   return { writeGroup: (rows: ReadonlyArray<Row>) => Promise.resolve(write(rows)), close: async () => close() }
 }
 
+/** The store's design: committed at NORMAL, then the -wal file synced on libuv's thread pool. */
+const asyncSync = (filename: string) => {
+  const { close, write } = open(filename, "NORMAL")
+  const fd = fs.openSync(`${filename}-wal`, "r+")
+  return {
+    writeGroup: (rows: ReadonlyArray<Row>) => {
+      write(rows)
+      return new Promise<void>((resolve, reject) => fs.fdatasync(fd, (error) => (error === null ? resolve() : reject(error))))
+    },
+    close: async () => {
+      fs.closeSync(fd)
+      close()
+    }
+  }
+}
+
 const offLoop = (filename: string) => {
   open(filename).close() // the table
   const worker = new Worker(new URL("./offloopWorker.mjs", import.meta.url), { workerData: filename })
@@ -88,10 +107,11 @@ const busy = (us: number) => {
 const ONE_RUN = 1000
 const RUNS = 100
 const STEPS = 10
-const WORK_US = 150
+const WORK_US = Number(process.env.WORK_US ?? 150)
 
-const measure = async (design: "on_loop" | "off_loop", filename: string, prefix: string) => {
-  const store = design === "on_loop" ? onLoop(filename) : offLoop(filename)
+type Design = "on_loop" | "off_loop" | "async_sync"
+const measure = async (design: Design, filename: string, prefix: string) => {
+  const store = design === "on_loop" ? onLoop(filename) : design === "async_sync" ? asyncSync(filename) : offLoop(filename)
   const commit = committer(store.writeGroup)
   await commit({ run: `${prefix}-warm`, seq: 0, payload: PAYLOAD })
   let elu = performance.eventLoopUtilization()
@@ -112,17 +132,17 @@ const measure = async (design: "on_loop" | "off_loop", filename: string, prefix:
 }
 
 {
-  const dir = mkdtempSync(join(tmpdir(), "artana-offloop-"))
+  const dir = fs.mkdtempSync(join(tmpdir(), "artana-offloop-"))
   try {
     const results = []
     for (let round = 0; round < 3; round++) {
-      const order: ReadonlyArray<"on_loop" | "off_loop"> = round % 2 === 0 ? ["on_loop", "off_loop"] : ["off_loop", "on_loop"]
+      const order: ReadonlyArray<Design> = round % 2 === 0 ? ["on_loop", "async_sync", "off_loop"] : ["off_loop", "async_sync", "on_loop"]
       for (const design of order) {
         results.push(await measure(design, join(dir, "bench.db"), `${design}-${round}`))
       }
     }
     for (const r of results) console.log(JSON.stringify(r))
   } finally {
-    rmSync(dir, { recursive: true, force: true })
+    fs.rmSync(dir, { recursive: true, force: true })
   }
 }

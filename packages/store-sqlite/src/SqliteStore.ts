@@ -27,6 +27,7 @@ import * as Driver from "./internal/sqliteDriver.js"
 import * as SqliteAppend from "./internal/sqliteAppend.js"
 import * as SqliteRead from "./internal/sqliteRead.js"
 import * as ReadAhead from "./internal/sqliteReadAhead.js"
+import * as WalFlush from "./internal/walFlush.js"
 
 /** Where the database lives and how hard it works to keep what it acknowledged. */
 export interface Options {
@@ -250,7 +251,16 @@ export const make = (options: Options): Effect.Effect<SqliteClient.SqliteClient,
 /** `make`, with the client's `Lane` (its connection, for the store's own append). */
 const open = (
   options: Options
-): Effect.Effect<{ readonly client: SqliteClient.SqliteClient; readonly lane: Client.Lane; readonly ahead: SqlEventStore.ReadAhead | undefined }, Errors.StoreUnavailable, Scope.Scope> =>
+): Effect.Effect<
+  {
+    readonly client: SqliteClient.SqliteClient
+    readonly lane: Client.Lane
+    readonly flush: WalFlush.WalFlush | undefined
+    readonly ahead: SqlEventStore.ReadAhead | undefined
+  },
+  Errors.StoreUnavailable,
+  Scope.Scope
+> =>
   Effect.gen(function*() {
     const timeoutMs = toTimeoutMs(options.busyTimeout ?? Duration.seconds(5))
     const readOnly = options.readOnly === true
@@ -274,7 +284,7 @@ const open = (
         // Reads the schema: a file that is not a database fails here, not on the first read.
         client.unsafe("SELECT count(*) AS tables FROM sqlite_master")
       ], { discard: true }).pipe(failed)
-      return { client, lane, ahead: image === undefined ? yield* ReadAhead.make(options.filename, timeoutMs) : undefined }
+      return { client, lane, flush: undefined, ahead: image === undefined ? yield* ReadAhead.make(options.filename, timeoutMs) : undefined }
     }
     const synchronous = options.synchronous === "normal" ? "NORMAL" : "FULL"
     yield* enableWal(client, timeoutMs).pipe(failed)
@@ -292,7 +302,14 @@ const open = (
         reason: `permission denied: this process may not read and write ${options.filename} (to read it, open it with readOnly: true)`
       })
     }
-    return { client, lane, ahead: yield* ReadAhead.make(options.filename, timeoutMs) }
+    // At FULL on a file in WAL mode, the store's appends are synced off the event loop (`internal/walFlush.ts`).
+    const wal = synchronous === "FULL" && !isMemory(options.filename)
+      ? yield* client.unsafe<{ readonly file: string }>(
+        "SELECT file FROM pragma_database_list WHERE name = 'main' AND (SELECT journal_mode FROM pragma_journal_mode) = 'wal'"
+      ).pipe(failed)
+      : []
+    const flush = wal[0] !== undefined && wal[0].file !== "" ? yield* WalFlush.make(wal[0].file) : undefined
+    return { client, lane, flush, ahead: yield* ReadAhead.make(options.filename, timeoutMs) }
   })
 
 /**
@@ -305,10 +322,10 @@ export const layerClient = (
   options: Options
 ): Layer.Layer<SqlClient.SqlClient | SqliteClient.SqliteClient | SqlEventStore.AppendDialect | SqlEventStore.ReadDialect, Errors.StoreUnavailable> =>
   Layer.scopedContext(
-    Effect.map(open(options), ({ ahead, client, lane }) =>
+    Effect.map(open(options), ({ ahead, client, flush, lane }) =>
       Context.make(SqliteClient.SqliteClient, client).pipe(
         Context.add(SqlClient.SqlClient, client),
-        Context.add(SqlEventStore.AppendDialect, { client, make: (tables) => SqliteAppend.make(lane, tables, options.onGroupCommit) }),
+        Context.add(SqlEventStore.AppendDialect, { client, make: (tables) => SqliteAppend.make(lane, tables, options.onGroupCommit, flush) }),
         Context.add(SqlEventStore.ReadDialect, { client, values: SqliteRead.make(lane), ahead })
       ))
   )

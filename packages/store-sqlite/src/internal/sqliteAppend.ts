@@ -26,6 +26,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type { Database, Statement } from "./sqliteDriver.js"
 import type { Lane } from "./sqliteClient.js"
+import type { WalFlush } from "./walFlush.js"
 
 type Failure = Errors.SequenceConflict | Errors.StoreError | SqlError
 type Outcome = Exit.Exit<void, Failure>
@@ -39,8 +40,12 @@ const noAnswer = () => {}
 /** More distinct statements than this (batches of many sizes) and the cache starts again. */
 const CACHE_LIMIT = 64
 
-/** The append for tables `t`, on the connection of `lane`; `onCommit` hears the number of appends each commit made durable. */
-export const make = (lane: Lane, t: SqlEventStore.Tables, onCommit?: (appends: number) => void): SqlEventStore.AppendBatch => {
+/**
+ * The append for tables `t`, on the connection of `lane`; `onCommit` hears the number of appends each commit made
+ * durable. With `flush` (a store at `synchronous = "full"` on a file), commits are synced off the event loop, and
+ * callers answered once their commit's sync ended (`./walFlush.ts`).
+ */
+export const make = (lane: Lane, t: SqlEventStore.Tables, onCommit?: (appends: number) => void, flush?: WalFlush): SqlEventStore.AppendBatch => {
   const s = SqlEventStore.sqliteStatements(t)
   const cache = new Map<string, Statement>()
   const prepared = (db: Database, text: string): Statement => {
@@ -126,7 +131,7 @@ export const make = (lane: Lane, t: SqlEventStore.Tables, onCommit?: (appends: n
     return group.map(() => committed)
   }
 
-  const grouped = groupedWrites(lane, writeGroup, onCommit)
+  const grouped = groupedWrites(lane, writeGroup, onCommit, flush)
 
   // Inside a transaction of this client, the append is part of it; inside another client's (another database's), it is
   // an append like any other.
@@ -165,34 +170,60 @@ const undo = (db: Database, rollback: string, nested: boolean) => {
 
 /**
  * The appends made outside a caller's transaction, written by `writeGroup`: each turn's group at the turn's end, or a
- * lone run's append at once (`SqlEventStore.turnGroups`); `onCommit` hears each commit's count.
+ * lone run's append at once (`SqlEventStore.turnGroups`), each answered once durable: with `flush`, a group of two or
+ * more after its commit's sync, off the loop; `onCommit` hears each commit's count then.
  */
 const groupedWrites = (
   lane: Lane,
   writeGroup: (db: Database, group: ReadonlyArray<Pending>) => ReadonlyArray<Outcome>,
-  onCommit: ((appends: number) => void) | undefined
+  onCommit: ((appends: number) => void) | undefined,
+  flush: WalFlush | undefined
 ) => {
-  /** Writes `group` (answering every caller even if something throws) and tells `onCommit` how many were written. */
-  const commit = (db: Database, group: ReadonlyArray<Pending>): ReadonlyArray<Outcome> => {
-    let outcomes: ReadonlyArray<Outcome>
+  /**
+   * Writes `group` (an outcome for every caller even if something throws); `unsynced`, its commit is not synced yet
+   * (`flush.after` does it).
+   */
+  const commit = (db: Database, group: ReadonlyArray<Pending>, unsynced: boolean): ReadonlyArray<Outcome> => {
+    const failed = flush?.failed()
+    // A sync failed: nothing is written until the store is opened again (see `./walFlush.ts`).
+    if (failed !== undefined) return group.map(() => Exit.fail(new SqlError({ cause: failed, message: "Failed to append" })))
     try {
-      outcomes = writeGroup(db, group)
+      return unsynced && flush !== undefined ? flush.unsynced(db, () => writeGroup(db, group)) : writeGroup(db, group)
     } catch (cause) {
       // Not thrown by a statement (those are outcomes): still, every caller is answered, and a group's transaction,
       // if its BEGIN ran, is not left open for the next append to land in uncommitted.
       if (group.length > 1) undo(db, "ROLLBACK", false)
-      const failed: Outcome = Exit.fail(new SqlError({ cause, message: "Failed to append" }))
-      outcomes = group.map(() => failed)
+      const failure: Outcome = Exit.fail(new SqlError({ cause, message: "Failed to append" }))
+      return group.map(() => failure)
     }
-    if (onCommit !== undefined) {
-      const written = outcomes.reduce((n, outcome) => (Exit.isSuccess(outcome) ? n + 1 : n), 0)
-      try {
-        if (written > 0) onCommit(written)
-      } catch {
-        // A metrics hook's own error: it must not fail appends that are durable, nor leave a group unanswered.
-      }
+  }
+
+  /** Tells `onCommit` how many appends a commit made durable (its own error fails no durable append). */
+  const report = (outcomes: ReadonlyArray<Outcome>) => {
+    if (onCommit === undefined) return
+    const written = outcomes.reduce((n, outcome) => (Exit.isSuccess(outcome) ? n + 1 : n), 0)
+    try {
+      if (written > 0) onCommit(written)
+    } catch {
+      // A metrics hook's own error: it must not fail appends that are durable, nor leave a group unanswered.
     }
-    return outcomes
+  }
+
+  /**
+   * Calls `answer` with `outcomes` once durable: at once when committed synced (or nothing was written), else after
+   * the sync.
+   */
+  const durable = (outcomes: ReadonlyArray<Outcome>, unsynced: boolean, answer: (outcomes: ReadonlyArray<Outcome>) => void) => {
+    if (!unsynced || flush === undefined || !outcomes.some(Exit.isSuccess)) {
+      report(outcomes)
+      return answer(outcomes)
+    }
+    flush.after((error) => {
+      // Written but not known to be durable: failed, and may or may not be in the log (as a write interrupted in flight).
+      const synced = error === undefined ? outcomes : outcomes.map((outcome): Outcome => Exit.isSuccess(outcome) ? Exit.fail(new SqlError({ cause: error, message: "Failed to append" })) : outcome)
+      report(synced)
+      answer(synced)
+    })
   }
 
   // Groups flushed while a transaction held the connection and not written yet: nothing is written before them, so
@@ -204,8 +235,9 @@ const groupedWrites = (
       const write = (db: Database) => {
         const written = SqlEventStore.waiting(group)
         if (written.length === 0) return
-        const outcomes = commit(db, written)
-        written.forEach((p, i) => p.answer(outcomes[i]!))
+        // Two appends or more: synced off the loop, which serves other runs meanwhile. One: committed in place, as alone.
+        const unsynced = written.length > 1
+        durable(commit(db, written, unsynced), unsynced, (outcomes) => written.forEach((p, i) => p.answer(outcomes[i]!)))
       }
       // The common case, no transaction open: written here and now, without a fiber to wait for the connection.
       if (lane.idle() && queued === 0) return lane.now(write)
@@ -213,8 +245,14 @@ const groupedWrites = (
       Effect.runFork(Effect.ensuring(lane.exclusive(write), Effect.sync(() => queued--)))
     },
     // A run appending alone: its one INSERT now, synchronously, when no transaction holds the connection and no
-    // group waits for it.
-    (request, conflict) =>
-      lane.idle() && queued === 0 ? lane.now((db) => commit(db, [{ request, conflict, answer: noAnswer }]))[0] : undefined
+    // group waits for it, committed at the connection's own `synchronous` (its sync, if any, on the loop: it is the
+    // run's own wait, and a run alone writes so for a few milliseconds at most before the loop turns), and
+    // answered in place.
+    (request, conflict) => {
+      if (!lane.idle() || queued !== 0) return undefined
+      const outcomes = lane.now((db) => commit(db, [{ request, conflict, answer: noAnswer }], false))
+      report(outcomes)
+      return outcomes[0]!
+    }
   )
 }
