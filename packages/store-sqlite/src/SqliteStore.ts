@@ -39,6 +39,15 @@ export interface Options {
    * mode: faster, still safe if the process crashes, but a power loss or OS crash may drop the last commits.
    */
   readonly synchronous?: "full" | "normal" | undefined
+  /**
+   * At `synchronous: "full"`, which commits have their sync made off the event loop (on libuv's thread pool; see the
+   * README's "Group commit and the event loop"). `"groups"` (default): commits of two appends or more, while a run
+   * appending alone syncs in place, which is faster for it (a sync on the thread pool adds about 50-80 us to a commit
+   * on a 2-core VM). `"always"`: every commit of the event store's appends, for a process whose event loop serves other
+   * work (an HTTP server beside its runs) that must never wait for the disk. Either way an append is answered once
+   * durable.
+   */
+  readonly syncOffLoop?: "groups" | "always" | undefined
   /** How long a write waits for another process holding the database's write lock. Default 5 seconds. */
   readonly busyTimeout?: Duration.DurationInput | undefined
   /** Prefix of every table name (see `SqlEventStore.Options`). */
@@ -51,10 +60,11 @@ export interface Options {
    */
   readonly readOnly?: boolean | undefined
   /**
-   * Called after each commit of the event store's appends (see the README's "Group commit"), with the number of
-   * appends that commit made durable: 1 for an append committed alone, the group's size for a group. For metrics
-   * (how well appends group, commits per step); it runs inside the write, so it must be cheap (an error it throws is
-   * ignored: it fails no durable append).
+   * Called after each commit of the event store's appends (see the README's "Group commit"), once it is durable and
+   * before its callers are answered, with the number of appends that commit made durable: 1 for an append committed
+   * alone, the group's size for a group. For metrics (how well appends group, commits per step); it runs on the
+   * append's path (inside the write, or in the callback of a group's sync), so it must be cheap (an error it throws
+   * is ignored: it fails no durable append).
    */
   readonly onGroupCommit?: ((appends: number) => void) | undefined
 }
@@ -325,7 +335,7 @@ export const layerClient = (
     Effect.map(open(options), ({ ahead, client, flush, lane }) =>
       Context.make(SqliteClient.SqliteClient, client).pipe(
         Context.add(SqlClient.SqlClient, client),
-        Context.add(SqlEventStore.AppendDialect, { client, make: (tables) => SqliteAppend.make(lane, tables, options.onGroupCommit, flush) }),
+        Context.add(SqlEventStore.AppendDialect, { client, make: (tables) => SqliteAppend.make(lane, tables, options.onGroupCommit, flush, options.syncOffLoop === "always") }),
         Context.add(SqlEventStore.ReadDialect, { client, values: SqliteRead.make(lane), ahead })
       ))
   )

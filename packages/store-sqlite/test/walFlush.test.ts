@@ -32,12 +32,12 @@ const shim = (() => {
 })()
 
 /** Runs the child's `scenario` on a new database under the shim: its one line of JSON. */
-const child = (scenario: "gate" | "fail") =>
+const child = (scenario: "gate" | "gate-alone" | "fail", syncOffLoop: "groups" | "always" = "groups") =>
   Effect.promise(() =>
     new Promise<Record<string, unknown>>((resolve, reject) => {
       const dir = fs.mkdtempSync(path.join(root, `${scenario}-`))
       const env = { ...process.env, LD_PRELOAD: shim(), FLUSH_GATE: path.join(dir, "gate"), FLUSH_FAIL: path.join(dir, "fail") }
-      const proc = spawn(process.execPath, ["--import", "tsx", CHILD, path.join(dir, "artana.db"), scenario], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
+      const proc = spawn(process.execPath, ["--import", "tsx", CHILD, path.join(dir, "artana.db"), scenario, syncOffLoop], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
       let out = ""
       let err = ""
       proc.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk))
@@ -53,6 +53,11 @@ describe.runIf(process.platform === "linux")("SQLite store at synchronous=FULL: 
       // The gate opens only from the loop, after the commit: on a loop a flush blocks, that flush gives up waiting
       // (after the shim's 10 s bound), and the appends may be answered first.
       expect(yield* child("gate")).toEqual({ openedBeforeAnswer: true, flushGaveUp: false, outcomes: ["ok", "ok"] })
+    }), 60_000)
+
+  it.effect("with syncOffLoop \"always\", a run appending alone is synced off the loop too", () =>
+    Effect.gen(function*() {
+      expect(yield* child("gate-alone", "always")).toEqual({ openedBeforeAnswer: true, flushGaveUp: false, outcomes: ["ok"] })
     }), 60_000)
 
   it.effect("a failed flush fails the appends that waited for it, and every later one until the store is opened again", () =>

@@ -42,10 +42,16 @@ const CACHE_LIMIT = 64
 
 /**
  * The append for tables `t`, on the connection of `lane`; `onCommit` hears the number of appends each commit made
- * durable. With `flush` (a store at `synchronous = "full"` on a file), commits are synced off the event loop, and
- * callers answered once their commit's sync ended (`./walFlush.ts`).
+ * durable. With `flush` (a store at `synchronous = "full"` on a file), the commits of groups (with `alwaysOffLoop`, all
+ * commits) are synced off the event loop, and callers answered once their commit's sync ended (`./walFlush.ts`).
  */
-export const make = (lane: Lane, t: SqlEventStore.Tables, onCommit?: (appends: number) => void, flush?: WalFlush): SqlEventStore.AppendBatch => {
+export const make = (
+  lane: Lane,
+  t: SqlEventStore.Tables,
+  onCommit?: (appends: number) => void,
+  flush?: WalFlush,
+  alwaysOffLoop = false
+): SqlEventStore.AppendBatch => {
   const s = SqlEventStore.sqliteStatements(t)
   const cache = new Map<string, Statement>()
   const prepared = (db: Database, text: string): Statement => {
@@ -131,7 +137,7 @@ export const make = (lane: Lane, t: SqlEventStore.Tables, onCommit?: (appends: n
     return group.map(() => committed)
   }
 
-  const grouped = groupedWrites(lane, writeGroup, onCommit, flush)
+  const grouped = groupedWrites(lane, writeGroup, onCommit, flush, alwaysOffLoop)
 
   // Inside a transaction of this client, the append is part of it; inside another client's (another database's), it is
   // an append like any other.
@@ -171,14 +177,18 @@ const undo = (db: Database, rollback: string, nested: boolean) => {
 /**
  * The appends made outside a caller's transaction, written by `writeGroup`: each turn's group at the turn's end, or a
  * lone run's append at once (`SqlEventStore.turnGroups`), each answered once durable: with `flush`, a group of two or
- * more after its commit's sync, off the loop; `onCommit` hears each commit's count then.
+ * more (with `alwaysOffLoop`, any commit) after its commit's sync, off the loop; `onCommit` hears each commit's count
+ * then.
  */
 const groupedWrites = (
   lane: Lane,
   writeGroup: (db: Database, group: ReadonlyArray<Pending>) => ReadonlyArray<Outcome>,
   onCommit: ((appends: number) => void) | undefined,
-  flush: WalFlush | undefined
+  flush: WalFlush | undefined,
+  alwaysOffLoop: boolean
 ) => {
+  /** Whether a commit of `appends` appends is synced off the loop. */
+  const unsyncedFor = (appends: number) => flush !== undefined && (appends > 1 || alwaysOffLoop)
   /**
    * Writes `group` (an outcome for every caller even if something throws); `unsynced`, its commit is not synced yet
    * (`flush.after` does it).
@@ -235,8 +245,9 @@ const groupedWrites = (
       const write = (db: Database) => {
         const written = SqlEventStore.waiting(group)
         if (written.length === 0) return
-        // Two appends or more: synced off the loop, which serves other runs meanwhile. One: committed in place, as alone.
-        const unsynced = written.length > 1
+        // Two appends or more: synced off the loop, which serves other runs meanwhile. One: committed in place, as alone
+        // (unless every commit is synced off the loop).
+        const unsynced = unsyncedFor(written.length)
         durable(commit(db, written, unsynced), unsynced, (outcomes) => written.forEach((p, i) => p.answer(outcomes[i]!)))
       }
       // The common case, no transaction open: written here and now, without a fiber to wait for the connection.
@@ -247,12 +258,16 @@ const groupedWrites = (
     // A run appending alone: its one INSERT now, synchronously, when no transaction holds the connection and no
     // group waits for it, committed at the connection's own `synchronous` (its sync, if any, on the loop: it is the
     // run's own wait, and a run alone writes so for a few milliseconds at most before the loop turns), and
-    // answered in place.
+    // answered in place; or, when every commit is synced off the loop, answered once its sync ended.
     (request, conflict) => {
       if (!lane.idle() || queued !== 0) return undefined
-      const outcomes = lane.now((db) => commit(db, [{ request, conflict, answer: noAnswer }], false))
-      report(outcomes)
-      return outcomes[0]!
+      const unsynced = unsyncedFor(1)
+      const outcomes = lane.now((db) => commit(db, [{ request, conflict, answer: noAnswer }], unsynced))
+      if (!unsynced) {
+        report(outcomes)
+        return outcomes[0]!
+      }
+      return Effect.async<void, Failure>((resume) => durable(outcomes, true, (synced) => resume(synced[0]!)))
     }
   )
 }
