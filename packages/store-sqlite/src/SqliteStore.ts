@@ -40,10 +40,10 @@ export interface Options {
    */
   readonly synchronous?: "full" | "normal" | undefined
   /**
-   * At `synchronous: "full"`, which commits have their sync made off the event loop (on libuv's thread pool; see the
-   * README's "Group commit and the event loop"). `"groups"` (default): commits of two appends or more, while a run
-   * appending alone syncs in place, which is faster for it (a sync on the thread pool adds about 50-80 us to a commit
-   * on a 2-core VM). `"always"`: every commit of the event store's appends, for a process whose event loop serves other
+   * At `synchronous: "full"`, which commits have their sync made off the event loop (on the process's sync thread;
+   * see the README's "Group commit and the event loop"). `"groups"` (default): commits of two appends or more, while a
+   * run appending alone syncs in place, which is faster for it (a sync on another thread adds tens of microseconds to
+   * a commit). `"always"`: every commit of the event store's appends, for a process whose event loop serves other
    * work (an HTTP server beside its runs) that must never wait for the disk. Either way an append is answered once
    * durable.
    */
@@ -83,6 +83,11 @@ export type Services =
   | BudgetHolds.BudgetHolds
 
 const STORE = "sqlite"
+
+/** A statement that begins, ends or undoes a transaction or savepoint. */
+const CONTROL = /^\s*(BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE)\b/i
+/** A transaction's start: the connection holds none yet (so a checkpoint may run first), though the client counts it. */
+const BEGIN = /^\s*BEGIN\b/i
 
 const isMemory = (filename: string) => filename === ":memory:" || filename === "" || filename.startsWith("file::memory:")
 
@@ -319,6 +324,18 @@ const open = (
       ).pipe(failed)
       : []
     const flush = wal[0] !== undefined && wal[0].file !== "" ? yield* WalFlush.make(wal[0].file) : undefined
+    // After a failed sync, the client's writes are refused too until a checkpoint recovers. Not its transactions'
+    // control (the client would take a refused BEGIN or COMMIT for a defect): their writes are refused; a BEGIN, which
+    // the connection runs holding no transaction yet, tries the checkpoint.
+    if (flush !== undefined) {
+      lane.guardWrites((text) =>
+        lane.now((db) => {
+          if (!CONTROL.test(text)) return flush.refused(db, lane.idle())
+          if (BEGIN.test(text)) flush.refused(db, true)
+          return undefined
+        })
+      )
+    }
     return { client, lane, flush, ahead: yield* ReadAhead.make(options.filename, timeoutMs) }
   })
 

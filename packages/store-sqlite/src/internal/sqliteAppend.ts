@@ -145,11 +145,18 @@ export const make = (
     inTransaction
       ? Effect.withFiberRuntime((fiber) =>
         lane.holds(fiber.currentContext)
-          ? Effect.flatten(lane.inTransaction((db) => writeOne(db, { request, conflict, answer: noAnswer }, true)))
+          ? Effect.flatten(lane.inTransaction((db) => {
+            // A sync failed: refused, as every write of the store, until a checkpoint (outside a transaction) recovers.
+            const refused = flush?.refused(db, false)
+            return refused === undefined ? writeOne(db, { request, conflict, answer: noAnswer }, true) : refusedBy(refused)
+          }))
           : grouped.now(request, conflict)
       )
       : grouped.now(request, conflict)
 }
+
+/** The outcome of an append refused because a sync failed (`./walFlush.ts`). */
+const refusedBy = (error: Error): Outcome => Exit.fail(new SqlError({ cause: error, message: "Failed to append" }))
 
 /** `write`'s outcome: its conflict, or the driver's error as the `SqlError` the store maps (a conflict, or a `StoreError`). */
 const attempt = (write: () => Errors.SequenceConflict | undefined): Outcome => {
@@ -194,9 +201,9 @@ const groupedWrites = (
    * (`flush.after` does it).
    */
   const commit = (db: Database, group: ReadonlyArray<Pending>, unsynced: boolean): ReadonlyArray<Outcome> => {
-    const failed = flush?.failed()
-    // A sync failed: nothing is written until the store is opened again (see `./walFlush.ts`).
-    if (failed !== undefined) return group.map(() => Exit.fail(new SqlError({ cause: failed, message: "Failed to append" })))
+    // A sync failed: nothing is written until a checkpoint recovers, tried first (see `./walFlush.ts`).
+    const failed = flush?.refused(db, true)
+    if (failed !== undefined) return group.map(() => refusedBy(failed))
     try {
       return unsynced && flush !== undefined ? flush.unsynced(db, () => writeGroup(db, group)) : writeGroup(db, group)
     } catch (cause) {
@@ -230,7 +237,7 @@ const groupedWrites = (
     }
     flush.after((error) => {
       // Written but not known to be durable: failed, and may or may not be in the log (as a write interrupted in flight).
-      const synced = error === undefined ? outcomes : outcomes.map((outcome): Outcome => Exit.isSuccess(outcome) ? Exit.fail(new SqlError({ cause: error, message: "Failed to append" })) : outcome)
+      const synced = error === undefined ? outcomes : outcomes.map((outcome): Outcome => (Exit.isSuccess(outcome) ? refusedBy(error) : outcome))
       report(synced)
       answer(synced)
     })

@@ -49,6 +49,11 @@ export interface Lane {
   readonly idle: () => boolean
   /** Runs `f` on the connection at once, synchronously: only while `idle()`. */
   readonly now: <A>(f: (db: Database) => A) => A
+  /**
+   * Has every statement of the client that writes (not a read) asked `guard` first, with its text: an error refuses
+   * it (the client's statement fails with it). For a store whose sync failed (`./walFlush.ts`).
+   */
+  readonly guardWrites: (guard: (sql: string) => Error | undefined) => void
 }
 
 /** The lane of each client `open` made (a client made elsewhere has none). */
@@ -90,57 +95,16 @@ export const open = (
       lookup: (sql: string) => Effect.try({ try: (): Prepared => db.prepare(sql), catch: failure("Failed to prepare statement ") })
     })
 
-    const runStatement = (statement: Prepared, params: ReadonlyArray<unknown>, raw: boolean) =>
-      Effect.withFiberRuntime<ReadonlyArray<unknown> | Driver.RunResult, SqlError>((fiber) => {
-        // Set on every run: a cached statement must not keep a mode another caller asked for.
-        statement.safeIntegers(Context.get(fiber.currentContext, Client.SafeIntegers))
-        try {
-          if (statement.reader) return Effect.succeed(statement.all(...params))
-          const result = statement.run(...params)
-          return Effect.succeed(raw ? result : [])
-        } catch (cause) {
-          return Effect.fail(failure("Failed to execute statement")(cause))
-        }
-      })
-
-    const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) =>
-      Effect.flatMap(prepareCache.get(sql), (s) => runStatement(s, params, raw))
-
-    const runValues = (sql: string, params: ReadonlyArray<unknown>) =>
-      Effect.acquireUseRelease(
-        prepareCache.get(sql),
-        (statement) =>
-          Effect.withFiberRuntime<ReadonlyArray<ReadonlyArray<unknown>>, SqlError>((fiber) => Effect.try({
-            try: (): ReadonlyArray<ReadonlyArray<unknown>> => {
-              statement.safeIntegers(Context.get(fiber.currentContext, Client.SafeIntegers))
-              if (statement.reader) {
-                statement.raw(true)
-                return statement.all(...params) as ReadonlyArray<ReadonlyArray<unknown>>
-              }
-              statement.run(...params)
-              return []
-            },
-            catch: failure("Failed to execute statement")
-          })),
-        (statement) => Effect.sync(() => statement.reader && statement.raw(false))
-      )
-
-    const rows = (effect: Effect.Effect<unknown, SqlError>) => effect as Effect.Effect<ReadonlyArray<never>, SqlError>
-
-    const connection: Connection = {
-      execute: (sql, params, transform) =>
-        rows(transform === undefined ? run(sql, params) : Effect.map(run(sql, params), (r) => transform(r as ReadonlyArray<object>))),
-      executeRaw: (sql, params) => run(sql, params, true),
-      executeValues: (sql, params) => runValues(sql, params),
-      executeUnprepared: (sql, params, transform) => {
-        const effect = Effect.flatMap(
-          Effect.try({ try: (): Prepared => db.prepare(sql), catch: failure("Failed to prepare statement ") }),
-          (statement) => runStatement(statement, params ?? [], false)
-        )
-        return rows(transform === undefined ? effect : Effect.map(effect, (r) => transform(r as ReadonlyArray<object>)))
-      },
-      executeStream: () => Stream.dieMessage("executeStream not implemented")
+    // What refuses the client's writes (see `Lane.guardWrites`).
+    let writeGuard: ((sql: string) => Error | undefined) | undefined
+    /** The refusal of `statement` (text `sql`) by the write guard: never a read's. */
+    const refusal = (sql: string, statement: Prepared): SqlError | undefined => {
+      if (writeGuard === undefined || statement.reader) return undefined
+      const refused = writeGuard(sql)
+      return refused === undefined ? undefined : new SqlError({ cause: refused, message: "Failed to execute statement" })
     }
+
+    const connection = connectionOn(db, prepareCache, refusal)
 
     const semaphore = yield* Effect.makeSemaphore(1)
     const acquirer = semaphore.withPermits(1)(Effect.succeed(connection))
@@ -167,7 +131,10 @@ export const open = (
       inTransaction: (f) => Effect.sync(() => f(db)),
       holds: (context) => Option.exists(Context.getOption(context, Client.TransactionConnection), ([held]) => held === connection),
       idle: () => transactions === 0,
-      now: (f) => f(db)
+      now: (f) => f(db),
+      guardWrites: (guard) => {
+        writeGuard = guard
+      }
     }
     const sqliteClient = Object.assign(client, {
       [SqliteClient.TypeId]: SqliteClient.TypeId,
@@ -185,3 +152,69 @@ export const open = (
     lanes.set(sqliteClient, lane)
     return { client: sqliteClient, lane }
   })
+
+/**
+ * The client's `Connection` on `db`: its statements prepared through `prepareCache`, each that writes first asked
+ * `refusal` (see `Lane.guardWrites`).
+ */
+const connectionOn = (
+  db: Database,
+  prepareCache: Cache.Cache<string, Prepared, SqlError>,
+  refusal: (sql: string, statement: Prepared) => SqlError | undefined
+): Connection => {
+  const runStatement = (sql: string, statement: Prepared, params: ReadonlyArray<unknown>, raw: boolean) =>
+    Effect.withFiberRuntime<ReadonlyArray<unknown> | Driver.RunResult, SqlError>((fiber) => {
+      const refused = refusal(sql, statement)
+      if (refused !== undefined) return Effect.fail(refused)
+      // Set on every run: a cached statement must not keep a mode another caller asked for.
+      statement.safeIntegers(Context.get(fiber.currentContext, Client.SafeIntegers))
+      try {
+        if (statement.reader) return Effect.succeed(statement.all(...params))
+        const result = statement.run(...params)
+        return Effect.succeed(raw ? result : [])
+      } catch (cause) {
+        return Effect.fail(failure("Failed to execute statement")(cause))
+      }
+    })
+
+  const run = (sql: string, params: ReadonlyArray<unknown>, raw = false) =>
+    Effect.flatMap(prepareCache.get(sql), (s) => runStatement(sql, s, params, raw))
+
+  const runValues = (sql: string, params: ReadonlyArray<unknown>) =>
+    Effect.acquireUseRelease(
+      prepareCache.get(sql),
+      (statement) =>
+        Effect.withFiberRuntime<ReadonlyArray<ReadonlyArray<unknown>>, SqlError>((fiber) => Effect.try({
+          try: (): ReadonlyArray<ReadonlyArray<unknown>> => {
+            const refused = refusal(sql, statement)
+            if (refused !== undefined) throw refused.cause
+            statement.safeIntegers(Context.get(fiber.currentContext, Client.SafeIntegers))
+            if (statement.reader) {
+              statement.raw(true)
+              return statement.all(...params) as ReadonlyArray<ReadonlyArray<unknown>>
+            }
+            statement.run(...params)
+            return []
+          },
+          catch: failure("Failed to execute statement")
+        })),
+      (statement) => Effect.sync(() => statement.reader && statement.raw(false))
+    )
+
+  const rows = (effect: Effect.Effect<unknown, SqlError>) => effect as Effect.Effect<ReadonlyArray<never>, SqlError>
+
+  return {
+    execute: (sql, params, transform) =>
+      rows(transform === undefined ? run(sql, params) : Effect.map(run(sql, params), (r) => transform(r as ReadonlyArray<object>))),
+    executeRaw: (sql, params) => run(sql, params, true),
+    executeValues: (sql, params) => runValues(sql, params),
+    executeUnprepared: (sql, params, transform) => {
+      const effect = Effect.flatMap(
+        Effect.try({ try: (): Prepared => db.prepare(sql), catch: failure("Failed to prepare statement ") }),
+        (statement) => runStatement(sql, statement, params ?? [], false)
+      )
+      return rows(transform === undefined ? effect : Effect.map(effect, (r) => transform(r as ReadonlyArray<object>)))
+    },
+    executeStream: () => Stream.dieMessage("executeStream not implemented")
+  }
+}

@@ -3,9 +3,9 @@
  *
  * In WAL mode, SQLite's FULL is NORMAL plus one sync of the -wal file after each commit, made on the thread that
  * commits: the event loop, blocked for the disk's flush. Here the store's own appends commit at NORMAL (the frames
- * are written to the -wal file, no sync), and this module syncs the -wal file with `fs.fdatasync` on libuv's thread
- * pool; each caller is answered once a sync begun after its commit has ended, so an acknowledged append is as durable
- * as under FULL, and the loop runs other work (other runs, timers, I/O) while the disk flushes.
+ * are written to the -wal file, no sync), and this module syncs the -wal file with `fdatasync` on the process's sync
+ * thread (`SYNCER`); each caller is answered once a sync begun after its commit has ended, so an acknowledged append
+ * is as durable as under FULL, and the loop runs other work (other runs, timers, I/O) while the disk flushes.
  *
  * - One sync at a time: the commits made while one is in flight are made durable by the next, begun when it ends (a
  *   second level of group commit, for disks whose flush is long).
@@ -22,14 +22,20 @@
  *   the store's connection is open (SQLite deletes it only when the last connection closes). Where it cannot be
  *   opened, the store commits at FULL, on the loop, as before.
  * - A sync that fails (an I/O error) fails the appends waiting for it, which may or may not be in the log (as a write
- *   interrupted in flight), and every later append of the store, unwritten: after a failed flush, Linux may drop the
- *   pages it could not write and report the next flush as a success, so nothing is trusted until the store is opened
- *   again (SQLite then reads what the disk kept).
+ *   interrupted in flight). After a failed flush Linux may drop the pages it could not write and report the next flush
+ *   as a success, while the failed commit stays visible: a later commit, written after it in the -wal file, would be
+ *   lost with it in a crash. So from then on every write of the store (its appends, in a transaction or not, and every
+ *   statement of its client that writes; not a rollback) first checkpoints (`wal_checkpoint(TRUNCATE)`): every commit,
+ *   the failed ones included, copied into the database file, which SQLite syncs, and the -wal file emptied. Until a
+ *   checkpoint succeeds, every write fails with the sync's error. The failure is kept by -wal file for the whole
+ *   process, so a store opened again on the file in this process checkpoints first too. (Another process's next sync
+ *   of the file reports the same error: Linux reports a writeback error to every file description open on it.)
  */
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { Worker } from "node:worker_threads"
 import type { Database } from "./sqliteDriver.js"
 
 /** Syncs the store's -wal file off the event loop (see the module's comment). */
@@ -41,9 +47,15 @@ export interface WalFlush {
   readonly unsynced: <A>(db: Database, write: () => A) => A
   /** Calls `done` once every commit made before this call is durable, or with the sync's error. */
   readonly after: (done: (error: Error | undefined) => void) => void
-  /** The error of a sync that failed, after which the store writes nothing. */
-  readonly failed: () => Error | undefined
+  /**
+   * Undefined when the store may write; else the error of a failed sync it has not recovered from. With
+   * `recover` (the connection `db` holds no transaction), a checkpoint is tried first (see the module's comment).
+   */
+  readonly refused: (db: Database, recover: boolean) => Error | undefined
 }
+
+/** The failed syncs not recovered from yet, by -wal file, for every store of this process. */
+const failures = new Map<string, Error>()
 
 /**
  * The flush of the -wal file of the database file `database` (its path as SQLite opened it), for the store's
@@ -56,11 +68,12 @@ export const make = (database: string): Effect.Effect<WalFlush | undefined, neve
     const walPath = `${database}-wal`
     const fd = openWal(walPath)
     if (fd === undefined) return undefined
-    let failure: Error | undefined
     // The callers of the sync in flight, and those of the next one (their commits came after it began).
     let inFlight = false
     let next: Array<(error: Error | undefined) => void> = []
-    let closed: (() => void) | undefined
+    // Set once the scope closes: called when the sync in flight ends; `fd` is closed after it.
+    let closing: (() => void) | undefined
+    let closed = false
 
     const begin = () => {
       const waiting = next
@@ -68,22 +81,33 @@ export const make = (database: string): Effect.Effect<WalFlush | undefined, neve
       inFlight = true
       const ended = (error: Error | null) => {
         inFlight = false
-        if (error !== null) failure ??= new Error(`flushing ${walPath} failed (${error.message})`, { cause: error })
-        for (const done of waiting) done(failure)
-        if (next.length > 0) begin()
-        else closed?.()
+        if (error !== null && !failures.has(walPath)) {
+          failures.set(walPath, new Error(`flushing ${walPath} failed (${error.message})`, { cause: error }))
+        }
+        // A sync that succeeds after one that failed proves nothing (the failed one's pages may be gone, and these
+        // commits follow them in the file): its commits fail too, until a checkpoint recovers.
+        const failed = failures.get(walPath)
+        for (const done of waiting) done(failed)
+        if (next.length > 0 && !closed) begin()
+        else if (closing !== undefined) {
+          const close = closing
+          closing = undefined
+          close()
+        }
       }
-      if (failure !== undefined) return ended(null)
-      fs.fdatasync(fd, ended)
+      syncOffLoop(fd, ended)
     }
 
     yield* Effect.addFinalizer(() =>
       Effect.async<void>((resume) => {
         const close = () => {
+          closed = true
           fs.closeSync(fd)
+          // Asked for after the store closed: never synced, so never answered as durable.
+          for (const done of next.splice(0)) done(new Error(`the store on ${database} is closed`))
           resume(Effect.void)
         }
-        if (inFlight) closed = close
+        if (inFlight) closing = close
         else close()
       })
     )
@@ -100,13 +124,80 @@ export const make = (database: string): Effect.Effect<WalFlush | undefined, neve
         }
       },
       after: (done) => {
+        if (closed) return done(new Error(`the store on ${database} is closed`))
         next.push(done)
         if (!inFlight) begin()
       },
-      failed: () => failure
+      refused: (db, recover) => {
+        const failed = failures.get(walPath)
+        if (failed === undefined || !recover || !checkpointed(db, fd)) return failed
+        failures.delete(walPath)
+        return undefined
+      }
     }
   })
 
+/**
+ * The process's sync thread: a worker thread that runs `fdatasync` for every store, one sync at a time, and answers
+ * each (not libuv's thread pool, whose four threads `dns.lookup`, file reads and zlib may all hold for as long as they
+ * take). Started at the first sync; it keeps the process alive only while a sync is in flight.
+ */
+const SYNCER = `
+const { parentPort } = require("node:worker_threads")
+const fs = require("node:fs")
+parentPort.on("message", ({ id, fd }) => {
+  let error
+  try {
+    fs.fdatasyncSync(fd)
+  } catch (cause) {
+    error = String(cause && cause.message || cause)
+  }
+  parentPort.postMessage({ id, error })
+})
+`
+
+let syncer: { readonly worker: Worker; readonly waiting: Map<number, (error: Error | null) => void>; next: number } | undefined
+
+/** Syncs `fd` on the sync thread; `ended` hears how it went. */
+const syncOffLoop = (fd: number, ended: (error: Error | null) => void) => {
+  if (syncer === undefined) {
+    const worker = new Worker(SYNCER, { eval: true })
+    const started = { worker, waiting: new Map<number, (error: Error | null) => void>(), next: 0 }
+    worker.on("message", ({ error, id }: { readonly id: number; readonly error?: string }) => {
+      const done = started.waiting.get(id)
+      started.waiting.delete(id)
+      if (started.waiting.size === 0) worker.unref()
+      done?.(error === undefined ? null : new Error(error))
+    })
+    // A thread that died (or failed to start) fails what it was asked, and the next sync starts another.
+    const gone = (cause: unknown) => {
+      if (syncer === started) syncer = undefined
+      const error = new Error(`the sync thread stopped (${String(cause)})`)
+      for (const done of started.waiting.values()) done(error)
+      started.waiting.clear()
+    }
+    worker.on("error", gone)
+    worker.on("exit", gone)
+    syncer = started
+  }
+  const id = syncer.next++
+  syncer.waiting.set(id, ended)
+  syncer.worker.ref()
+  syncer.worker.postMessage({ id, fd })
+}
+
+/**
+ * Checkpoints every commit of the -wal file (open as `fd`) into the database file, which SQLite syncs, and empties the
+ * -wal file: whether it did (not when a reader holds an older snapshot, nor when a sync fails again).
+ */
+const checkpointed = (db: Database, fd: number): boolean => {
+  try {
+    const [result] = db.pragma("wal_checkpoint(TRUNCATE)") as ReadonlyArray<{ readonly busy: number }>
+    return result !== undefined && result.busy === 0 && fs.fstatSync(fd).size === 0
+  } catch {
+    return false
+  }
+}
 /** Opens the -wal file and syncs its directory (see the module's comment); undefined when either fails. */
 const openWal = (walPath: string): number | undefined => {
   let fd: number | undefined

@@ -6,9 +6,12 @@
 //   while callbacks, turn after turn of the event loop, open the gate once a second connection sees the steps'
 //   commit. Reports whether the gate was opened before the steps were answered, and whether a flush gave up waiting
 //   for it (the loop was blocked until then).
-// - fail: the runs' starts appended; then a step of each appended while flushes fail, then another once they work
-//   again. Reports the outcomes and, from a second store on the file opened afterwards, the runs' logs.
+// - fail: the runs' starts appended; then, while flushes fail, a step of each appended, then the next steps, in a
+//   transaction and not, a statement of the client that writes, and a step from a second store on the file; then,
+//   once flushes work again, the next steps and
+//   the statement again. Reports the outcomes and, from a second store on the file opened afterwards, the runs' logs.
 import * as fs from "node:fs"
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Context, Effect, Either, Layer } from "effect"
 import { type Event, EventStore, Tenant, Verify } from "@artana/core"
 import { TestLog } from "@artana/core/testing"
@@ -23,23 +26,35 @@ const RUNS = scenario === "gate-alone" ? ["a"] as const : ["a", "b"] as const
 
 const openStore = Effect.map(
   Layer.build(SqliteStore.layer({ filename, syncOffLoop: syncOffLoop === "always" ? "always" : "groups" })),
-  (context) => Context.get(context, EventStore.EventStore)
+  (context) => ({ store: Context.get(context, EventStore.EventStore), sql: Context.get(context, SqlClient.SqlClient) })
 )
 
-type Outcome = Either.Either<void, { readonly _tag: string; readonly reason?: string }>
-const described = (outcome: Outcome) => Either.match(outcome, { onLeft: (error) => `${error._tag}: ${error.reason ?? ""}`, onRight: () => "ok" })
+type Outcome = Either.Either<unknown, { readonly _tag: string; readonly reason?: string; readonly cause?: unknown }>
+/** "ok", or the error's tag and reason (a SqlError's: its cause's message). */
+const described = (outcome: Outcome) =>
+  Either.match(outcome, {
+    onLeft: (error) => `${error._tag}: ${error.reason ?? (error.cause instanceof Error ? error.cause.message : "")}`,
+    onRight: () => "ok"
+  })
 
-/** Appends `payload` to each run's log at once (one turn: one group); each outcome, the log kept on success. */
+/** Each run's log as the store holds it (after a failed append, which may or may not be in it). */
+const reread = (store: EventStore.Service, logs: Record<string, Array<Event.Event>>) =>
+  Effect.forEach(RUNS, (runId) => Effect.map(store.readEvents("acme", runId), (events) => void logs[runId]!.splice(0, Infinity, ...events)))
+
+/** Appends `payload` to run `runId`'s log, kept on success. */
+const appendOne = (store: EventStore.Service, logs: Record<string, Array<Event.Event>>, runId: string, payload: Event.EventPayload) => {
+  const events = TestLog.chain(runId, "acme", logs[runId]!, [payload])
+  return Effect.tap(store.append({ runId, tenantId: "acme", expectedSeq: logs[runId]!.length, events }), () => logs[runId]!.push(...events))
+}
+
+/** Appends `payload` to each run's log at once (one turn: one group); each outcome. */
 const together = (store: EventStore.Service, logs: Record<string, Array<Event.Event>>, payload: (runId: string) => Event.EventPayload) =>
-  Effect.forEach(RUNS, (runId) => {
-    const events = TestLog.chain(runId, "acme", logs[runId]!, [payload(runId)])
-    return Effect.either(Effect.tap(store.append({ runId, tenantId: "acme", expectedSeq: logs[runId]!.length, events }), () => logs[runId]!.push(...events)))
-  }, { concurrency: "unbounded" })
+  Effect.forEach(RUNS, (runId) => Effect.either(appendOne(store, logs, runId, payload(runId))), { concurrency: "unbounded" })
 
 const step = (name: string) => (): Event.EventPayload => ({ _tag: "StepCompleted", name, value: name })
 
 const program = Effect.scoped(Effect.gen(function*() {
-  const store = yield* openStore
+  const { sql, store } = yield* openStore
   const logs: Record<string, Array<Event.Event>> = Object.fromEntries(RUNS.map((runId) => [runId, []]))
   yield* together(store, logs, () => ({ _tag: "RunStarted", workflow: "w", input: null, tenant }))
   if (scenario !== "fail") {
@@ -62,12 +77,23 @@ const program = Effect.scoped(Effect.gen(function*() {
     probe.close()
     return { openedBeforeAnswer: opened, flushGaveUp: fs.existsSync(`${gateFile}.timedout`), outcomes: outcomes.map(described) }
   }
+  // While syncs fail: the group's appends fail, and so does every write after (each tries a checkpoint, which fails).
   fs.writeFileSync(failFile, "")
   const failed = (yield* together(store, logs, step("s1"))).map(described)
+  yield* reread(store, logs)
+  const refused = {
+    appends: (yield* together(store, logs, step("s2"))).map(described),
+    inTransaction: described(yield* Effect.either(sql.withTransaction(appendOne(store, logs, "a", step("s2")())))),
+    statement: described(yield* Effect.either(sql`CREATE TABLE t (x)`)),
+    // A second store on the file, in this process: it knows of the failure too.
+    reopened: described(yield* Effect.either(Effect.scoped(Effect.flatMap(openStore, ({ store: again }) => appendOne(again, logs, "a", step("s2")())))))
+  }
+  // Syncs work again: the next write checkpoints first, then everything is written.
   fs.rmSync(failFile)
-  const after = (yield* together(store, logs, step("s2"))).map(described)
-  const reopened = yield* Effect.scoped(Effect.flatMap(openStore, (again) => Effect.forEach(RUNS, (runId) => again.readEvents("acme", runId))))
-  return { failed, after, stored: reopened.map((log) => log.map((e) => e.seq)), verified: reopened.every((log, i) => Verify.verifyEvents(RUNS[i]!, log).ok) }
+  yield* reread(store, logs)
+  const after = { appends: (yield* together(store, logs, step("s2"))).map(described), statement: described(yield* Effect.either(sql`CREATE TABLE t (x)`)) }
+  const reopened = yield* Effect.scoped(Effect.flatMap(openStore, ({ store: again }) => Effect.forEach(RUNS, (runId) => again.readEvents("acme", runId))))
+  return { failed, refused, after, stored: reopened.map((log) => log.map((e) => e.seq)), verified: reopened.every((log, i) => Verify.verifyEvents(RUNS[i]!, log).ok) }
 }))
 
 Effect.runPromise(program).then((result) => console.log(JSON.stringify(result)), (error: unknown) => {
