@@ -9,13 +9,17 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { type Event, EventStore, Tenant } from "@artana/core"
+import { TestLog } from "@artana/core/testing"
+import { SqliteStore } from "@artana/store-sqlite"
 
 const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url))
 const CHILD = fileURLToPath(new URL("./flush/flushChild.ts", import.meta.url))
 const SHIM = fileURLToPath(new URL("./flush/flushGate.c", import.meta.url))
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), "artana-wal-flush-"))
+const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], budgetUsdLimit: 1 })
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }))
 
 /** The shim, built once for the file's tests (a C compiler is part of what the tests need: `.ci/run` installs one). */
@@ -58,6 +62,39 @@ describe.runIf(process.platform === "linux")("SQLite store at synchronous=FULL: 
   it.effect("with syncOffLoop \"always\", a run appending alone is synced off the loop too", () =>
     Effect.gen(function*() {
       expect(yield* child("gate-alone", "always")).toEqual({ openedBeforeAnswer: true, flushGaveUp: false, outcomes: ["ok"] })
+    }), 60_000)
+
+  it.scoped("a group's sync does not wait for libuv's thread pool: answered while file reads hold every pool thread", () =>
+    Effect.gen(function*() {
+      const dir = fs.mkdtempSync(path.join(root, "pool-"))
+      const context = yield* Layer.build(SqliteStore.layer({ filename: path.join(dir, "artana.db") }))
+      const store = Context.get(context, EventStore.EventStore)
+      const logs: Record<string, Array<Event.Event>> = { a: [], b: [] }
+      const together = (payload: Event.EventPayload) =>
+        Effect.forEach(["a", "b"], (runId) => {
+          const events = TestLog.chain(runId, "acme", logs[runId]!, [payload])
+          return Effect.tap(store.append({ runId, tenantId: "acme", expectedSeq: logs[runId]!.length, events }), () => logs[runId]!.push(...events))
+        }, { concurrency: "unbounded", discard: true })
+      yield* together({ _tag: "RunStarted", workflow: "w", input: null, tenant })
+      // Every thread of the pool opens a FIFO no one writes to: each blocks until the FIFOs are opened for writing, once
+      // the group is answered (or, on a store whose sync waits for the pool, after 10 s).
+      const fifos = Array.from({ length: Number(process.env.UV_THREADPOOL_SIZE ?? 4) }, (_, i) => path.join(dir, `fifo-${i}`))
+      for (const fifo of fifos) execFileSync("mkfifo", [fifo])
+      const reads = fifos.map((fifo) => fs.promises.readFile(fifo))
+      let released = false
+      const release = () => {
+        if (released) return
+        released = true
+        for (const fifo of fifos) fs.closeSync(fs.openSync(fifo, "w"))
+      }
+      const bound = setTimeout(release, 10_000)
+      yield* together({ _tag: "StepCompleted", name: "s1", value: 1 })
+      const answeredWhileHeld = !released
+      clearTimeout(bound)
+      release()
+      yield* Effect.promise(() => Promise.all(reads))
+      expect(answeredWhileHeld).toBe(true)
+      expect((yield* store.readEvents("acme", "a")).length).toBe(2)
     }), 60_000)
 
   it.effect("a failed flush fails the appends that waited for it, and every write after it until a checkpoint recovers", () =>
