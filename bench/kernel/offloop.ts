@@ -1,6 +1,6 @@
 // Group commit with the fsync on the event loop (SQLite's FULL: the main thread commits and syncs each group's
 // transaction), against the store's design since Nov 29 2026 (`async_sync`: the group commits at NORMAL and the -wal file
-// is synced with `fs.fdatasync` on libuv's thread pool, the callers answered when it ends; see
+// is synced with `fdatasync` on a thread of its own, the callers answered when it ends; see
 // packages/store-sqlite/src/internal/walFlush.ts), and against a worker thread that owns the connection (the main
 // thread posts each group and goes on; the worker commits and answers: kernel/offloopWorker.mjs), on the store's
 // driver, one SQLite file (WAL). Not a row of `pnpm bench kernel`: the measurement behind the decision in
@@ -62,16 +62,27 @@ const onLoop = (filename: string) => {
   return { writeGroup: (rows: ReadonlyArray<Row>) => Promise.resolve(write(rows)), close: async () => close() }
 }
 
-/** The store's design: committed at NORMAL, then the -wal file synced on libuv's thread pool. */
+/** The store's design: committed at NORMAL, then the -wal file synced on a thread of its own (the store's sync thread). */
 const asyncSync = (filename: string) => {
   const { close, write } = open(filename, "NORMAL")
   const fd = fs.openSync(`${filename}-wal`, "r+")
+  const syncer = new Worker(
+    `const { parentPort } = require("node:worker_threads"); const fs = require("node:fs");
+     parentPort.on("message", (fd) => { fs.fdatasyncSync(fd); parentPort.postMessage(fd) })`,
+    { eval: true }
+  )
+  const waiting: Array<() => void> = []
+  syncer.on("message", () => waiting.shift()?.())
   return {
     writeGroup: (rows: ReadonlyArray<Row>) => {
       write(rows)
-      return new Promise<void>((resolve, reject) => fs.fdatasync(fd, (error) => (error === null ? resolve() : reject(error))))
+      return new Promise<void>((resolve) => {
+        waiting.push(resolve)
+        syncer.postMessage(fd)
+      })
     },
     close: async () => {
+      await syncer.terminate()
       fs.closeSync(fd)
       close()
     }

@@ -323,7 +323,7 @@ const open = (
         "SELECT file FROM pragma_database_list WHERE name = 'main' AND (SELECT journal_mode FROM pragma_journal_mode) = 'wal'"
       ).pipe(failed)
       : []
-    const flush = wal[0] !== undefined && wal[0].file !== "" ? yield* WalFlush.make(wal[0].file) : undefined
+    const flush = wal[0] !== undefined && wal[0].file !== "" ? yield* WalFlush.make(wal[0].file, timeoutMs) : undefined
     // After a failed sync, the client's writes are refused too until a checkpoint recovers. Not its transactions'
     // control (the client would take a refused BEGIN or COMMIT for a defect): their writes are refused; a BEGIN, which
     // the connection runs holding no transaction yet, tries the checkpoint.

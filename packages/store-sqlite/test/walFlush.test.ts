@@ -3,7 +3,7 @@
 // appends that waited for it and every write after it until a checkpoint recovers. A child process runs the store on a disk under the test's control: a shim
 // (flush/flushGate.c, compiled here with the system's `cc`, preloaded with LD_PRELOAD) holds or fails every sync of a
 // -wal file while a file the test names exists.
-import { execFileSync, spawn } from "node:child_process"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -35,21 +35,28 @@ const shim = (() => {
   }
 })()
 
+/** The children still running: killed when the file's tests end (a test that timed out leaves its child behind). */
+const running = new Set<ChildProcess>()
+afterAll(() => running.forEach((proc) => proc.kill("SIGKILL")))
+
 /** Runs the child's `scenario` on a new database under the shim: its one line of JSON. */
 const child = (scenario: "gate" | "gate-alone" | "fail", syncOffLoop: "groups" | "always" = "groups") =>
-  Effect.promise(() =>
-    new Promise<Record<string, unknown>>((resolve, reject) => {
-      const dir = fs.mkdtempSync(path.join(root, `${scenario}-`))
-      const env = { ...process.env, LD_PRELOAD: shim(), FLUSH_GATE: path.join(dir, "gate"), FLUSH_FAIL: path.join(dir, "fail") }
-      const proc = spawn(process.execPath, ["--import", "tsx", CHILD, path.join(dir, "artana.db"), scenario, syncOffLoop], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
-      let out = ""
-      let err = ""
-      proc.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk))
-      proc.stderr.setEncoding("utf8").on("data", (chunk: string) => (err += chunk))
-      proc.once("error", reject)
-      proc.once("close", (code) => (code === 0 ? resolve(JSON.parse(out.trim().split("\n").pop() ?? "{}")) : reject(new Error(`the child failed (${code}): ${err}`))))
+  Effect.async<Record<string, unknown>, Error>((resume) => {
+    const dir = fs.mkdtempSync(path.join(root, `${scenario}-`))
+    const env = { ...process.env, LD_PRELOAD: shim(), FLUSH_GATE: path.join(dir, "gate"), FLUSH_FAIL: path.join(dir, "fail") }
+    const proc = spawn(process.execPath, ["--import", "tsx", CHILD, path.join(dir, "artana.db"), scenario, syncOffLoop], { cwd: REPO_ROOT, env, stdio: ["ignore", "pipe", "pipe"] })
+    running.add(proc)
+    let out = ""
+    let err = ""
+    proc.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk))
+    proc.stderr.setEncoding("utf8").on("data", (chunk: string) => (err += chunk))
+    proc.once("error", (error) => resume(Effect.fail(error)))
+    proc.once("close", (code) => {
+      running.delete(proc)
+      resume(code === 0 ? Effect.succeed(JSON.parse(out.trim().split("\n").pop() ?? "{}")) : Effect.fail(new Error(`the child failed (${code}): ${err}`)))
     })
-  )
+    return Effect.sync(() => proc.kill("SIGKILL"))
+  })
 
 describe.runIf(process.platform === "linux")("SQLite store at synchronous=FULL: the -wal file synced off the event loop", () => {
   it.effect("the event loop runs while the disk flushes a group: a callback run once the group committed opens the gate, before the appends are answered", () =>
@@ -104,7 +111,15 @@ describe.runIf(process.platform === "linux")("SQLite store at synchronous=FULL: 
       expect(result.failed).toEqual([flushFailed, flushFailed])
       // While the disk fails, every write is refused: appends, in a transaction or not, the client's statements, and a
       // second store's on the file in the same process.
-      expect(result.refused).toEqual({ appends: [flushFailed, flushFailed], inTransaction: flushFailed, statement: flushFailed, reopened: flushFailed })
+      expect(result.refused).toEqual({
+        appends: [flushFailed, flushFailed],
+        inTransaction: flushFailed,
+        statement: flushFailed,
+        returning: flushFailed,
+        reopened: flushFailed
+      })
+      // A reader's snapshot keeps the checkpoint from emptying the -wal file: refused at once, not after a busy wait.
+      expect(result.whileRead).toEqual(flushFailed)
       // Once it works, the next write checkpoints (the failed commits into the database file, synced) and goes on.
       expect(result.after).toEqual({ appends: ["ok", "ok"], statement: "ok" })
       // Opened again: whole, verified logs, the failed step in them (the checkpoint made it durable), then the next.

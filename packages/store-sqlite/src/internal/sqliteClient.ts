@@ -22,6 +22,9 @@ import * as Driver from "./sqliteDriver.js"
 type Database = Driver.Database
 type Prepared = Driver.Statement
 
+/** A write that returns rows (`INSERT ... RETURNING`): the driver takes it for a read (it has columns). */
+const RETURNING = /\bRETURNING\b/i
+
 const failure = (message: string) => (cause: unknown) => new SqlError({ cause, message })
 
 /**
@@ -97,9 +100,9 @@ export const open = (
 
     // What refuses the client's writes (see `Lane.guardWrites`).
     let writeGuard: ((sql: string) => Error | undefined) | undefined
-    /** The refusal of `statement` (text `sql`) by the write guard: never a read's. */
+    /** The refusal of `statement` (text `sql`) by the write guard: never a read's (a write that returns rows is not one). */
     const refusal = (sql: string, statement: Prepared): SqlError | undefined => {
-      if (writeGuard === undefined || statement.reader) return undefined
+      if (writeGuard === undefined || (statement.reader && !RETURNING.test(sql))) return undefined
       const refused = writeGuard(sql)
       return refused === undefined ? undefined : new SqlError({ cause: refused, message: "Failed to execute statement" })
     }

@@ -63,11 +63,12 @@ const failures = new Map<string, Error>()
  * after the sync in flight (if any) has ended. Undefined when the -wal file cannot be opened: the store then commits
  * at FULL, on the loop.
  */
-export const make = (database: string): Effect.Effect<WalFlush | undefined, never, Scope.Scope> =>
+export const make = (database: string, busyTimeoutMs: number): Effect.Effect<WalFlush | undefined, never, Scope.Scope> =>
   Effect.gen(function*() {
     const walPath = `${database}-wal`
     const fd = openWal(walPath)
     if (fd === undefined) return undefined
+    stores++
     // The callers of the sync in flight, and those of the next one (their commits came after it began).
     let inFlight = false
     let next: Array<(error: Error | undefined) => void> = []
@@ -95,7 +96,12 @@ export const make = (database: string): Effect.Effect<WalFlush | undefined, neve
           close()
         }
       }
-      syncOffLoop(fd, ended)
+      try {
+        syncOffLoop(fd, ended)
+      } catch (cause) {
+        // The sync thread could not be started: what waited fails, as a failed sync.
+        ended(cause instanceof Error ? cause : new Error(String(cause)))
+      }
     }
 
     yield* Effect.addFinalizer(() =>
@@ -103,6 +109,7 @@ export const make = (database: string): Effect.Effect<WalFlush | undefined, neve
         const close = () => {
           closed = true
           fs.closeSync(fd)
+          released()
           // Asked for after the store closed: never synced, so never answered as durable.
           for (const done of next.splice(0)) done(new Error(`the store on ${database} is closed`))
           resume(Effect.void)
@@ -130,7 +137,7 @@ export const make = (database: string): Effect.Effect<WalFlush | undefined, neve
       },
       refused: (db, recover) => {
         const failed = failures.get(walPath)
-        if (failed === undefined || !recover || !checkpointed(db, fd)) return failed
+        if (failed === undefined || !recover || !checkpointed(db, fd, busyTimeoutMs)) return failed
         failures.delete(walPath)
         return undefined
       }
@@ -140,7 +147,8 @@ export const make = (database: string): Effect.Effect<WalFlush | undefined, neve
 /**
  * The process's sync thread: a worker thread that runs `fdatasync` for every store, one sync at a time, and answers
  * each (not libuv's thread pool, whose four threads `dns.lookup`, file reads and zlib may all hold for as long as they
- * take). Started at the first sync; it keeps the process alive only while a sync is in flight.
+ * take). Started at the first sync; it keeps the process alive only while a sync is in flight, and ends when the
+ * last store using it closes.
  */
 const SYNCER = `
 const { parentPort } = require("node:worker_threads")
@@ -157,6 +165,18 @@ parentPort.on("message", ({ id, fd }) => {
 `
 
 let syncer: { readonly worker: Worker; readonly waiting: Map<number, (error: Error | null) => void>; next: number } | undefined
+/** The open stores that sync on the thread: the last to close ends it (a test runner that loads modules anew for every file would otherwise keep one thread per file). */
+let stores = 0
+
+/** One store closed (its syncs all answered): the thread ends with the last. */
+const released = () => {
+  stores--
+  if (stores === 0 && syncer !== undefined && syncer.waiting.size === 0) {
+    const { worker } = syncer
+    syncer = undefined
+    void worker.terminate()
+  }
+}
 
 /** Syncs `fd` on the sync thread; `ended` hears how it went. */
 const syncOffLoop = (fd: number, ended: (error: Error | null) => void) => {
@@ -168,8 +188,14 @@ const syncOffLoop = (fd: number, ended: (error: Error | null) => void) => {
       started.waiting.delete(id)
       if (started.waiting.size === 0) worker.unref()
       done?.(error === undefined ? null : new Error(error))
+      // Every store closed while this sync was in flight: the thread ends now.
+      if (stores === 0 && started.waiting.size === 0 && syncer === started) {
+        syncer = undefined
+        void worker.terminate()
+      }
     })
-    // A thread that died (or failed to start) fails what it was asked, and the next sync starts another.
+    // A thread that died (or failed to start) fails what it was asked, and the next sync starts another. (One ended by
+    // `released` was asked nothing.)
     const gone = (cause: unknown) => {
       if (syncer === started) syncer = undefined
       const error = new Error(`the sync thread stopped (${String(cause)})`)
@@ -188,14 +214,18 @@ const syncOffLoop = (fd: number, ended: (error: Error | null) => void) => {
 
 /**
  * Checkpoints every commit of the -wal file (open as `fd`) into the database file, which SQLite syncs, and empties the
- * -wal file: whether it did (not when a reader holds an older snapshot, nor when a sync fails again).
+ * -wal file: whether it did (not when a reader holds an older snapshot, nor when a sync fails again). It does not wait
+ * for readers (a busy timeout of 0 while it runs, `busyTimeoutMs` after): every write tries it, on the loop.
  */
-const checkpointed = (db: Database, fd: number): boolean => {
+const checkpointed = (db: Database, fd: number, busyTimeoutMs: number): boolean => {
   try {
+    db.exec("PRAGMA busy_timeout = 0")
     const [result] = db.pragma("wal_checkpoint(TRUNCATE)") as ReadonlyArray<{ readonly busy: number }>
     return result !== undefined && result.busy === 0 && fs.fstatSync(fd).size === 0
   } catch {
     return false
+  } finally {
+    db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`)
   }
 }
 /** Opens the -wal file and syncs its directory (see the module's comment); undefined when either fails. */

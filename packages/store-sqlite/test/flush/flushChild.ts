@@ -7,8 +7,9 @@
 //   commit. Reports whether the gate was opened before the steps were answered, and whether a flush gave up waiting
 //   for it (the loop was blocked until then).
 // - fail: the runs' starts appended; then, while flushes fail, a step of each appended, then the next steps, in a
-//   transaction and not, a statement of the client that writes, and a step from a second store on the file; then,
-//   once flushes work again, the next steps and
+//   transaction and not, statements of the client that write, and a step from a second store on the file; then, once
+//   flushes work again, a statement while another connection holds a read snapshot (the store's busy timeout is an
+//   hour), and, the reader gone, the next steps and
 //   the statement again. Reports the outcomes and, from a second store on the file opened afterwards, the runs' logs.
 import * as fs from "node:fs"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -25,7 +26,7 @@ const tenant = Tenant.TenantContext.make({ tenantId: "acme", capabilities: [], b
 const RUNS = scenario === "gate-alone" ? ["a"] as const : ["a", "b"] as const
 
 const openStore = Effect.map(
-  Layer.build(SqliteStore.layer({ filename, syncOffLoop: syncOffLoop === "always" ? "always" : "groups" })),
+  Layer.build(SqliteStore.layer({ filename, syncOffLoop: syncOffLoop === "always" ? "always" : "groups", busyTimeout: "1 hour" })),
   (context) => ({ store: Context.get(context, EventStore.EventStore), sql: Context.get(context, SqlClient.SqlClient) })
 )
 
@@ -85,15 +86,25 @@ const program = Effect.scoped(Effect.gen(function*() {
     appends: (yield* together(store, logs, step("s2"))).map(described),
     inTransaction: described(yield* Effect.either(sql.withTransaction(appendOne(store, logs, "a", step("s2")())))),
     statement: described(yield* Effect.either(sql`CREATE TABLE t (x)`)),
+    // A write that returns rows: the driver takes it for a read.
+    returning: described(yield* Effect.either(sql`DELETE FROM events WHERE run_id = 'none' RETURNING seq`)),
     // A second store on the file, in this process: it knows of the failure too.
     reopened: described(yield* Effect.either(Effect.scoped(Effect.flatMap(openStore, ({ store: again }) => appendOne(again, logs, "a", step("s2")())))))
   }
-  // Syncs work again: the next write checkpoints first, then everything is written.
+  // Syncs work again, but a reader holds a snapshot: the checkpoint cannot empty the -wal file, and the write is refused
+  // at once (the store's busy timeout is an hour: a checkpoint that waited for the reader would hang here).
   fs.rmSync(failFile)
+  const reader = new (SqliteStore.driver())(filename, { readonly: true })
+  reader.exec("BEGIN")
+  reader.prepare("SELECT count(*) FROM events").get()
+  const whileRead = described(yield* Effect.either(sql`CREATE TABLE t (x)`))
+  reader.exec("COMMIT")
+  reader.close()
+  // Then the next write checkpoints first, and everything is written.
   yield* reread(store, logs)
   const after = { appends: (yield* together(store, logs, step("s2"))).map(described), statement: described(yield* Effect.either(sql`CREATE TABLE t (x)`)) }
   const reopened = yield* Effect.scoped(Effect.flatMap(openStore, ({ store: again }) => Effect.forEach(RUNS, (runId) => again.readEvents("acme", runId))))
-  return { failed, refused, after, stored: reopened.map((log) => log.map((e) => e.seq)), verified: reopened.every((log, i) => Verify.verifyEvents(RUNS[i]!, log).ok) }
+  return { failed, refused, whileRead, after, stored: reopened.map((log) => log.map((e) => e.seq)), verified: reopened.every((log, i) => Verify.verifyEvents(RUNS[i]!, log).ok) }
 }))
 
 Effect.runPromise(program).then((result) => console.log(JSON.stringify(result)), (error: unknown) => {
