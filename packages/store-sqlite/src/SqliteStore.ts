@@ -40,14 +40,17 @@ export interface Options {
    */
   readonly synchronous?: "full" | "normal" | undefined
   /**
-   * At `synchronous: "full"`, which commits have their sync made off the event loop (on the process's sync thread;
-   * see the README's "Group commit and the event loop"). `"groups"` (default): commits of two appends or more, while a
-   * run appending alone syncs in place, which is faster for it (a sync on another thread adds tens of microseconds to
-   * a commit). `"always"`: every commit of the event store's appends, for a process whose event loop serves other
-   * work (an HTTP server beside its runs) that must never wait for the disk. Either way an append is answered once
-   * durable.
+   * At `synchronous: "full"`, which commits of the event store's appends have their sync made off the event loop, on
+   * the process's sync thread (see the README's "Group commit and the event loop"). `"never"` (default): every commit
+   * syncs in place, on the loop, before SQLite makes it visible, so whatever any reader sees is durable. `"groups"`: a
+   * commit of two appends or more syncs off the loop, which serves other work meanwhile; a run appending alone syncs
+   * in place (a sync on another thread adds tens of microseconds to a commit). `"always"`: every commit syncs off the
+   * loop, for a process whose event loop serves other work (an HTTP server beside its runs) that must never wait for
+   * the disk. Either way an append is answered once durable; off the loop, a commit is visible to readers (this
+   * process's, other processes') before its sync ends, and a failed sync is recovered by a checkpoint before anything
+   * else is written.
    */
-  readonly syncOffLoop?: "groups" | "always" | undefined
+  readonly syncOffLoop?: "never" | "groups" | "always" | undefined
   /** How long a write waits for another process holding the database's write lock. Default 5 seconds. */
   readonly busyTimeout?: Duration.DurationInput | undefined
   /** Prefix of every table name (see `SqlEventStore.Options`). */
@@ -317,8 +320,9 @@ const open = (
         reason: `permission denied: this process may not read and write ${options.filename} (to read it, open it with readOnly: true)`
       })
     }
-    // At FULL on a file in WAL mode, the store's appends are synced off the event loop (`internal/walFlush.ts`).
-    const wal = synchronous === "FULL" && !isMemory(options.filename)
+    // Asked for, at FULL on a file in WAL mode, the store's appends are synced off the event loop (`internal/walFlush.ts`).
+    const offLoop = options.syncOffLoop === "groups" || options.syncOffLoop === "always"
+    const wal = offLoop && synchronous === "FULL" && !isMemory(options.filename)
       ? yield* client.unsafe<{ readonly file: string }>(
         "SELECT file FROM pragma_database_list WHERE name = 'main' AND (SELECT journal_mode FROM pragma_journal_mode) = 'wal'"
       ).pipe(failed)

@@ -1,8 +1,9 @@
-// At synchronous=FULL the store's group commits are synced off the event loop (src/internal/walFlush.ts): the loop
-// runs while the disk flushes, a caller is answered only once its commit's sync ended, and a failed sync fails the
-// appends that waited for it and every write after it until a checkpoint recovers. A child process runs the store on a disk under the test's control: a shim
-// (flush/flushGate.c, compiled here with the system's `cc`, preloaded with LD_PRELOAD) holds or fails every sync of a
-// -wal file while a file the test names exists.
+// With `syncOffLoop` ("groups", "always"), at synchronous=FULL the store's group commits are synced off the event loop
+// (src/internal/walFlush.ts): the loop runs while the disk flushes, a caller is answered only once its commit's sync
+// ended, and a failed sync fails the appends that waited for it and every write after it until a checkpoint
+// recovers. A child process runs the store on a disk under the test's control: a shim (flush/flushGate.c, compiled
+// here with the system's `cc`, preloaded with LD_PRELOAD) holds or fails every sync of a -wal file while a file the
+// test names exists.
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -58,7 +59,7 @@ const child = (scenario: "gate" | "gate-alone" | "fail", syncOffLoop: "groups" |
     return Effect.sync(() => proc.kill("SIGKILL"))
   })
 
-describe.runIf(process.platform === "linux")("SQLite store at synchronous=FULL: the -wal file synced off the event loop", () => {
+describe.runIf(process.platform === "linux")("SQLite store at synchronous=FULL, syncOffLoop: the -wal file synced off the event loop", () => {
   it.effect("the event loop runs while the disk flushes a group: a callback run once the group committed opens the gate, before the appends are answered", () =>
     Effect.gen(function*() {
       // The gate opens only from the loop, after the commit: on a loop a flush blocks, that flush gives up waiting
@@ -74,7 +75,7 @@ describe.runIf(process.platform === "linux")("SQLite store at synchronous=FULL: 
   it.scoped("a group's sync does not wait for libuv's thread pool: answered while file reads hold every pool thread", () =>
     Effect.gen(function*() {
       const dir = fs.mkdtempSync(path.join(root, "pool-"))
-      const context = yield* Layer.build(SqliteStore.layer({ filename: path.join(dir, "artana.db") }))
+      const context = yield* Layer.build(SqliteStore.layer({ filename: path.join(dir, "artana.db"), syncOffLoop: "groups" }))
       const store = Context.get(context, EventStore.EventStore)
       const logs: Record<string, Array<Event.Event>> = { a: [], b: [] }
       const together = (payload: Event.EventPayload) =>

@@ -1,6 +1,6 @@
 // The child of ../walFlush.test.ts: `node --import tsx flushChild.ts FILE SCENARIO [SYNC_OFF_LOOP]`, with flushGate.c
 // preloaded and FLUSH_GATE / FLUSH_FAIL naming the files that control it; SYNC_OFF_LOOP is the store's `syncOffLoop`
-// ("groups" by default). Prints one line of JSON: what the scenario observed. Two runs append together throughout, so
+// ("groups" when not given). Prints one line of JSON: what the scenario observed. Two runs append together throughout, so
 // their appends are group-committed (a run appending alone commits in place), except in "gate-alone": one run alone.
 // - gate, gate-alone: the runs' starts appended; then, with the gate closed (every -wal flush waits), a step of each appended,
 //   while callbacks, turn after turn of the event loop, open the gate once a second connection sees the steps'
