@@ -57,6 +57,7 @@ const prints: Record<string, string> = {
   "worker-session": "paused -> approved",
   "store-sqlite-use": "completed: greet-1",
   "store-sqlite-promise": "completed, chain intact: true",
+  "store-sqlite-sync-off-loop": "20 runs completed",
   "openai-fake": "Paris after /v1/chat/completions, /v1/chat/completions",
   "anthropic-fake": "Paris after /v1/messages, /v1/messages",
   "otel-receiver": "artana.run: true, artana.model: true, content exported: false",
